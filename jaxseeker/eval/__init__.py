@@ -1,0 +1,56 @@
+"""Evaluation: benchmark loaders, the pass@k family of metrics, and reports (tables, PNG plots)."""
+
+from jaxseeker.eval.loaders import LoadError, decrypt_browsecomp, decrypt_xbench, load_questions
+from jaxseeker.eval.metrics import (
+    avg_at_k,
+    best_pass_at_1,
+    cons_at_k,
+    group_rollouts,
+    invalid_rate,
+    judge_failures,
+    judgement_table,
+    mean_of,
+    pass_at_1,
+    pass_at_1_by_round,
+    pass_at_k,
+    summarize,
+    termination_mix,
+    tool_calls_per_rollout,
+)
+from jaxseeker.eval.report import (
+    plot_pass_at_1_by_level,
+    plot_termination_mix,
+    plot_tool_calls,
+    read_results,
+    summary_table,
+    write_report,
+    write_results,
+)
+
+__all__ = [
+    "LoadError",
+    "avg_at_k",
+    "best_pass_at_1",
+    "cons_at_k",
+    "decrypt_browsecomp",
+    "decrypt_xbench",
+    "group_rollouts",
+    "invalid_rate",
+    "judge_failures",
+    "judgement_table",
+    "load_questions",
+    "mean_of",
+    "pass_at_1",
+    "pass_at_1_by_round",
+    "pass_at_k",
+    "plot_pass_at_1_by_level",
+    "plot_termination_mix",
+    "plot_tool_calls",
+    "read_results",
+    "summarize",
+    "summary_table",
+    "termination_mix",
+    "tool_calls_per_rollout",
+    "write_report",
+    "write_results",
+]

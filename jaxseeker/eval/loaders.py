@@ -1,0 +1,208 @@
+"""Benchmark question files → question records `{id, question, answer, …}`.
+
+One entry point, `load_questions(path)`, reads:
+- JSONL / JSON (a JSON array, or JSONL under a `.json` name): plain `{question, answer}` rows,
+  WebDancer samples (`query` / `problem` keys, answers as lists or lists of lists), GAIA
+  (`task_id`, `Question`, `Final answer`, `Level`), WebWalkerQA (`Question`, `Answer`, `Info`);
+- BrowseComp-style encrypted CSV (`problem, answer, problem_topic, canary`);
+- xbench-style encrypted CSV (`id, prompt, answer, …, canary`);
+- a plain CSV with a question and an answer column.
+
+Every record has `id` (the source's id, else `STEM:N` for the file's N-th question), `question`
+(str) and `answer` (a str, or a list of acceptable answers when the source gives several), plus the
+source's other fields except the canary; `Level` becomes `level` and `problem_topic` becomes
+`topic`. A bad row raises `LoadError` whose message starts with `FILE:ROW:` (the line for JSONL and
+CSV, `item N` for a JSON array).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import csv
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+QUESTION_KEYS = ("question", "query", "problem", "Question", "prompt")
+ANSWER_KEYS = ("answer", "Answer", "Final answer", "final_answer", "answers")
+ID_KEYS = ("id", "task_id", "question_id", "qid")
+RENAMED_KEYS = {"Level": "level", "problem_topic": "topic"}
+
+BROWSECOMP_ENCRYPTED = ("problem", "answer")
+XBENCH_ENCRYPTED = ("prompt", "answer", "reference_steps")
+
+
+class LoadError(ValueError):
+    """A question file that cannot be read; the message starts with `FILE:ROW: reason`."""
+
+
+def load_questions(path: str | Path) -> list[dict[str, Any]]:
+    """Read a benchmark file, picking the loader from its suffix and header; see the module doc."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        rows = _csv_rows(path)
+    elif suffix in (".jsonl", ".json"):
+        text = path.read_text(encoding="utf-8-sig")
+        is_array = suffix == ".json" and text.lstrip().startswith("[")
+        rows = _json_array_rows(path, text) if is_array else _jsonl_rows(path, text)
+    else:
+        raise LoadError(f"{path}: unsupported file type {suffix!r} (expected .jsonl, .json or .csv)")
+    records: list[dict[str, Any]] = []
+    first_row_of: dict[str, str] = {}
+    for number, (where, row) in enumerate(rows, start=1):
+        record = normalize_row(row, where=where, default_id=f"{path.stem}:{number}")
+        if record["id"] in first_row_of:
+            raise LoadError(f"{where}: duplicate id {record['id']!r} (first at {first_row_of[record['id']]})")
+        first_row_of[record["id"]] = where
+        records.append(record)
+    if not records:
+        raise LoadError(f"{path}: no questions")
+    return records
+
+
+def normalize_row(row: Mapping[str, Any], *, where: str, default_id: str) -> dict[str, Any]:
+    """One source row → `{id, question, answer, …other fields}`; `where` prefixes any error."""
+    question_key = _first_present(row, QUESTION_KEYS)
+    if question_key is None:
+        raise LoadError(f"{where}: no question field (expected one of {', '.join(QUESTION_KEYS)})")
+    question = row[question_key]
+    if not isinstance(question, str) or not question.strip():
+        raise LoadError(f"{where}: field {question_key!r} must be a non-empty string, got {question!r}")
+    answer_key = _first_present(row, ANSWER_KEYS)
+    if answer_key is None:
+        raise LoadError(f"{where}: no answer field (expected one of {', '.join(ANSWER_KEYS)})")
+    answer = _acceptable_answers(row[answer_key], where=f"{where}: field {answer_key!r}")
+    id_key = _first_present(row, ID_KEYS)
+    record_id = default_id if id_key is None or row[id_key] in ("", None) else str(row[id_key])
+    record: dict[str, Any] = {"id": record_id, "question": question.strip(), "answer": answer}
+    for key, value in row.items():
+        if key in (question_key, answer_key, id_key, "canary"):
+            continue
+        record.setdefault(RENAMED_KEYS.get(key, key), value)
+    return record
+
+
+def decrypt_browsecomp(ciphertext_b64: str, canary: str) -> str:
+    """OpenAI simple-evals' BrowseComp `decrypt`: base64 → XOR with sha256(canary) repeated → UTF-8."""
+    data = base64.b64decode(ciphertext_b64.strip(), validate=True)
+    digest = hashlib.sha256(canary.encode("utf-8")).digest()
+    return _xor(data, digest).decode("utf-8")
+
+
+def decrypt_xbench(ciphertext_b64: str, canary: str) -> str:
+    """xbench's `xor_decrypt`: base64 → XOR with the canary's UTF-8 bytes repeated → UTF-8."""
+    data = base64.b64decode(ciphertext_b64.strip(), validate=True)
+    return _xor(data, canary.encode("utf-8")).decode("utf-8")
+
+
+def _xor(data: bytes, key: bytes) -> bytes:
+    """`data` XOR `key` repeated to `len(data)` bytes."""
+    return bytes(byte ^ key[i % len(key)] for i, byte in enumerate(data))
+
+
+def _first_present(row: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The first of `keys` that the row has (with any value), or None."""
+    return next((key for key in keys if key in row), None)
+
+
+def _acceptable_answers(value: Any, *, where: str) -> str | list[str]:
+    """A gold answer as a str, or a list of distinct acceptable answers (lists of lists flattened)."""
+    if not isinstance(value, list):
+        return _answer_text(value, where=where)
+    flat = [alias for item in value for alias in (item if isinstance(item, list) else [item])]
+    if any(isinstance(alias, list) for alias in flat):
+        raise LoadError(f"{where}: answers nest at most two lists deep, got {value!r}")
+    answers = list(dict.fromkeys(_answer_text(alias, where=where) for alias in flat))
+    if not answers:
+        raise LoadError(f"{where}: empty answer list")
+    return answers[0] if len(answers) == 1 else answers
+
+
+def _answer_text(value: Any, *, where: str) -> str:
+    """One gold answer as stripped text (numbers are written out); empty or other types are errors."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str):
+        raise LoadError(f"{where}: answer must be a string or a list of strings, got {value!r}")
+    if not value.strip():
+        raise LoadError(f"{where}: empty answer")
+    return value.strip()
+
+
+def _jsonl_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`FILE:LINE`, object) for every non-blank line of a JSONL file."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise LoadError(f"{where}: invalid JSON: {err.msg} at column {err.colno}") from err
+        if not isinstance(row, dict):
+            raise LoadError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        yield where, row
+
+
+def _json_array_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`FILE:item N`, object) for every element of a JSON array file."""
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise LoadError(f"{path}:{err.lineno}: invalid JSON: {err.msg} at column {err.colno}") from err
+    for number, row in enumerate(items, start=1):
+        where = f"{path}:item {number}"
+        if not isinstance(row, dict):
+            raise LoadError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        yield where, row
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`FILE:LINE`, row) for every CSV row, decrypted when the header marks an encrypted benchmark."""
+    with path.open(encoding="utf-8-sig", newline="") as file:
+        reader = csv.DictReader(file)
+        header = reader.fieldnames or []
+        decrypt, fields = _csv_scheme(header)
+        for row in reader:
+            where = f"{path}:{reader.line_num}"
+            if None in row:
+                raise LoadError(f"{where}: {len(header) + len(row[None])} fields, the header has {len(header)}")
+            if any(value is None for value in row.values()):
+                raise LoadError(f"{where}: fewer fields than the header's {len(header)}")
+            if decrypt is not None:
+                row = _decrypt_row(row, decrypt, fields, where=where)
+            yield where, row
+
+
+def _csv_scheme(header: list[str]) -> tuple[Callable[[str, str], str] | None, tuple[str, ...]]:
+    """The decryption (and its fields) that a CSV header announces; (None, ()) for a plain CSV."""
+    columns = set(header)
+    if "canary" in columns and {"problem", "answer"} <= columns:
+        return decrypt_browsecomp, BROWSECOMP_ENCRYPTED
+    if "canary" in columns and {"prompt", "answer"} <= columns:
+        return decrypt_xbench, XBENCH_ENCRYPTED
+    return None, ()
+
+
+def _decrypt_row(
+    row: dict[str, str], decrypt: Callable[[str, str], str], fields: tuple[str, ...], *, where: str
+) -> dict[str, str]:
+    """A copy of `row` with its encrypted `fields` decrypted by the row's own canary."""
+    canary = row["canary"]
+    if not canary:
+        raise LoadError(f"{where}: empty canary (the decryption key)")
+    plain = dict(row)
+    for field in fields:
+        if not row.get(field):
+            continue
+        try:
+            plain[field] = decrypt(row[field], canary)
+        except binascii.Error as err:
+            raise LoadError(f"{where}: field {field!r} is not valid base64 ({err})") from err
+        except UnicodeDecodeError as err:
+            raise LoadError(f"{where}: field {field!r} does not decrypt to UTF-8 with this row's canary") from err
+    return plain

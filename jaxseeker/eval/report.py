@@ -1,0 +1,170 @@
+"""Evaluation outputs: the results JSONL, a markdown summary table and PNG plots.
+
+Plots use matplotlib's object API (`Figure`, rendered by Agg), never pyplot's global state, so
+they are safe to draw from any thread and need no display.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from jaxseeker.eval.loaders import LoadError
+from jaxseeker.eval.metrics import TOOL_TYPES, group_rollouts, summarize
+
+
+def write_results(records: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
+    """Write judged rollout records as JSONL (one object a line, UTF-8), replacing `path` atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("w", encoding="utf-8") as file:
+        for record in records:
+            file.write(json.dumps(record, ensure_ascii=False) + "\n")
+    os.replace(partial, path)
+    return path
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """Read a results JSONL back; a line that is not a JSON object raises `LoadError` `FILE:LINE: …`."""
+    path = Path(path)
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise LoadError(f"{path}:{number}: invalid JSON: {err.msg} at column {err.colno}") from err
+        if not isinstance(record, dict):
+            raise LoadError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
+        records.append(record)
+    return records
+
+
+def summary_table(summary: Mapping[str, Any]) -> str:
+    """Markdown tables of a `summarize` result: accuracy, then behaviour, overall / per level / per tag."""
+    k = summary["k"]
+    accuracy = [
+        f"| group | questions | pass@1 | pass@{k} | avg@{k} | cons@{k} | best pass@1 | invalid | judge failures |",
+        "|:--|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    behaviour = [
+        "| group | " + " | ".join(TOOL_TYPES) + " | tools total | answer len | think len | termination |",
+        "|:--|" + "--:|" * (len(TOOL_TYPES) + 3) + ":--|",
+    ]
+    for name, block in _groups(summary):
+        accuracy.append(
+            f"| {name} | {block['questions']} | {_pct(block['pass_at_1'])} | {_pct(block['pass_at_k'])} "
+            f"| {_pct(block['avg_at_k'])} | {_pct(block['cons_at_k'])} | {_pct(block['best_pass_at_1'])} "
+            f"| {_pct(block['invalid_rate'])} | {block['judge_failures']} ({_pct(block['judge_failure_rate'])}) |"
+        )
+        calls = block["tool_calls"]
+        mix = " · ".join(f"{reason} {_pct(share)}" for reason, share in block["termination"].items())
+        behaviour.append(
+            f"| {name} | " + " | ".join(f"{calls[t]:.2f}" for t in TOOL_TYPES)
+            + f" | {calls['total']:.2f} | {block['answer_len']:.1f} | {block['think_len']:.1f} | {mix} |"
+        )
+    title = f"## Evaluation: k={k}, {summary['questions']} questions, {summary['rollouts']} rollouts"
+    return "\n".join([title, "", *accuracy, "", *behaviour]) + "\n"
+
+
+def plot_pass_at_1_by_level(summary: Mapping[str, Any], path: str | Path) -> Path:
+    """Bar chart of pass@1 and pass@k, overall and per level, saved as PNG."""
+    groups = [("all", summary)] + [(f"level {name}", block) for name, block in summary["by_level"].items()]
+    x = np.arange(len(groups))  # [groups]
+    fig = Figure(figsize=(max(4.0, 1.2 * len(groups) + 2), 3.5), layout="constrained")
+    ax = fig.subplots()
+    width = 0.38
+    for offset, key, label in ((-width / 2, "pass_at_1", "pass@1"), (width / 2, "pass_at_k", f"pass@{summary['k']}")):
+        values = [100 * block[key] for _, block in groups]
+        bars = ax.bar(x + offset, values, width, label=label)
+        ax.bar_label(bars, fmt="%.0f", fontsize=8)
+    ax.set_xticks(x, [name for name, _ in groups])
+    ax.set_ylabel("% of questions")
+    ax.set_ylim(0, 105)
+    ax.set_title("Accuracy by level")
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_tool_calls(records: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    """Histogram of tool calls per rollout, one series per tool type, saved as PNG."""
+    types = list(TOOL_TYPES) + sorted({t for r in records for t in r["tool_calls"]} - set(TOOL_TYPES))
+    counts = [np.array([r["tool_calls"].get(t, 0) for r in records]) for t in types]  # [types][rollouts]
+    top = max(int(c.max()) for c in counts)
+    step = max(1, math.ceil((top + 1) / 40))  # at most ~40 bins, each a whole number of calls wide
+    fig = Figure(figsize=(6, 3.5), layout="constrained")
+    ax = fig.subplots()
+    ax.hist(counts, bins=np.arange(0, top + step + 1, step) - 0.5, label=types)
+    ax.set_xlabel("calls per rollout")
+    ax.set_ylabel("rollouts")
+    ax.set_title("Tool calls per rollout")
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_termination_mix(summary: Mapping[str, Any], path: str | Path) -> Path:
+    """Horizontal bars: the share of rollouts per termination reason, saved as PNG."""
+    mix = summary["termination"]
+    fig = Figure(figsize=(6, 0.5 * len(mix) + 1.5), layout="constrained")
+    ax = fig.subplots()
+    bars = ax.barh(list(mix), [100 * share for share in mix.values()])
+    ax.bar_label(bars, fmt="%.1f%%", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 110)
+    ax.set_xlabel("% of rollouts")
+    ax.set_title("How rollouts ended")
+    return _save(fig, path)
+
+
+REPORT_FILES = (
+    "results.jsonl",
+    "summary.json",
+    "summary.md",
+    "pass_at_1_by_level.png",
+    "tool_calls.png",
+    "termination.png",
+)
+
+
+def write_report(records: Sequence[Mapping[str, Any]], k: int, out_dir: str | Path) -> dict[str, Any]:
+    """Write the `REPORT_FILES` under `out_dir` and return the `summarize` result they show."""
+    out_dir = Path(out_dir)
+    summary = summarize(records, k)
+    scored = [rollout for rollouts in group_rollouts(records, k).values() for rollout in rollouts]
+    write_results(records, out_dir / "results.jsonl")
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out_dir / "summary.md").write_text(summary_table(summary), encoding="utf-8")
+    plot_pass_at_1_by_level(summary, out_dir / "pass_at_1_by_level.png")
+    plot_tool_calls(scored, out_dir / "tool_calls.png")
+    plot_termination_mix(summary, out_dir / "termination.png")
+    return summary
+
+
+def _groups(summary: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(row name, metrics) for the overall row, each level and each tag."""
+    rows: list[tuple[str, Mapping[str, Any]]] = [("all", summary)]
+    rows += [(f"level {name}", block) for name, block in summary.get("by_level", {}).items()]
+    rows += [(f"tag {name}", block) for name, block in summary.get("by_tag", {}).items()]
+    return rows
+
+
+def _pct(fraction: float) -> str:
+    """A fraction as a percentage with one decimal."""
+    return f"{100 * fraction:.1f}%"
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    """Render `fig` to a PNG at `path` (parents created)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    return path

@@ -1,0 +1,136 @@
+"""The decoder forward pass over stacked layers (`jax.lax.scan`), with packing, padding and a KV cache."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from jaxseeker.model.cache import KVCache
+from jaxseeker.model.config import ModelConfig
+from jaxseeker.model.layers import (
+    attention_mask,
+    dense_mlp,
+    dot_attention,
+    moe_mlp,
+    output_projection,
+    project_qkv,
+    rms_norm,
+)
+from jaxseeker.model.rope import rope_tables
+
+_REMAT = {
+    "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
+    "full": jax.checkpoint_policies.nothing_saveable,
+}
+
+
+def segment_positions(segment_ids: jnp.ndarray) -> jnp.ndarray:
+    """Position of each token inside its segment `[batch, seq]` (restarts at 0 where the segment id changes)."""
+    idx = jnp.arange(segment_ids.shape[1])
+    starts = jnp.concatenate(
+        [jnp.ones_like(segment_ids[:, :1], bool), segment_ids[:, 1:] != segment_ids[:, :-1]], axis=1
+    )
+    first = jax.lax.cummax(jnp.where(starts, idx[None, :], 0), axis=1)
+    return idx[None, :] - first
+
+
+def _layer(cfg: ModelConfig, moe: bool, x, p, cos, sin, mask, cache_kv):
+    """One decoder layer. With `cache_kv` = (k_cache, v_cache, write_index) keys/values are written there
+    and attention reads the whole cache."""
+    h = rms_norm(x, p["attn_norm"], cfg.rms_norm_eps)
+    q, k, v = project_qkv(p, h, cos, sin, cfg)
+    new_kv = None
+    if cache_kv is not None:
+        k_cache, v_cache, write = cache_kv  # [batch, max_len, kv_heads, head_dim], write [batch, seq]
+        rows = jnp.arange(x.shape[0])[:, None]
+        k_cache = k_cache.at[rows, write].set(k.astype(k_cache.dtype), mode="drop")
+        v_cache = v_cache.at[rows, write].set(v.astype(v_cache.dtype), mode="drop")
+        k, v, new_kv = k_cache.astype(q.dtype), v_cache.astype(q.dtype), (k_cache, v_cache)
+    x = x + output_projection(p, dot_attention(q, k, v, mask, cfg.attention_impl), cfg)
+    h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)
+    x = x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg))
+    return x, new_kv
+
+
+def hidden_states(
+    params: dict,
+    tokens: jnp.ndarray,
+    cfg: ModelConfig,
+    *,
+    positions: jnp.ndarray | None = None,
+    segment_ids: jnp.ndarray | None = None,
+    cache: KVCache | None = None,
+):
+    """Final-normed hidden states `[batch, seq, embed]` of `tokens` `[batch, seq]` (plus the updated cache
+    when one is given).
+
+    segment_ids: 0 marks padding; tokens attend only within their segment (packed rows). Without a cache,
+    positions default to the index inside each segment. With a cache, tokens are written at
+    `cache.end + i`, attend to everything before them in the cache, positions default to that index, and
+    `end` advances by the number of non-padding tokens (so padding must be on the right).
+    """
+    b, s = tokens.shape
+    compute = jnp.dtype(cfg.compute_dtype)
+    segment_ids = jnp.ones((b, s), jnp.int32) if segment_ids is None else segment_ids.astype(jnp.int32)
+    if cache is None:
+        q_index = jnp.broadcast_to(jnp.arange(s)[None, :], (b, s))
+        positions = segment_positions(segment_ids) if positions is None else positions
+        mask = attention_mask(q_index, segment_ids, segment_ids)  # [batch, seq, seq]
+    else:
+        q_index = cache.end[:, None] + jnp.arange(s)[None, :]  # [batch, seq] cache slots written
+        positions = q_index if positions is None else positions
+        rows = jnp.arange(b)[:, None]
+        cache_segments = cache.segment_ids.at[rows, q_index].set(segment_ids, mode="drop")
+        mask = attention_mask(q_index, segment_ids, cache_segments)  # [batch, seq, max_len]
+    cos, sin = rope_tables(positions, cfg)  # [batch, seq, head_dim]
+    x = params["embed"].astype(compute)[tokens]  # [batch, seq, embed]
+
+    new_k, new_v = [], []
+    for g, (moe, _) in enumerate(cfg.layer_groups):
+        layer = functools.partial(_layer, cfg, moe)
+        if cfg.remat != "none":
+            layer = jax.checkpoint(layer, policy=_REMAT[cfg.remat])
+        if cache is None:
+            def body(x, p, layer=layer):
+                return layer(x, p, cos, sin, mask, None)[0], None
+
+            x, _ = jax.lax.scan(body, x, params["blocks"][g])
+        else:
+            def body(x, xs, layer=layer):
+                p, kc, vc = xs
+                x, (kc, vc) = layer(x, p, cos, sin, mask, (kc, vc, q_index))
+                return x, (kc, vc)
+
+            x, (kc, vc) = jax.lax.scan(body, x, (params["blocks"][g], cache.k[g], cache.v[g]))
+            new_k.append(kc)
+            new_v.append(vc)
+    x = rms_norm(x, params["final_norm"], cfg.rms_norm_eps)
+    if cache is None:
+        return x
+    n_real = jnp.sum(segment_ids != 0, axis=1).astype(jnp.int32)
+    return x, KVCache(k=tuple(new_k), v=tuple(new_v), segment_ids=cache_segments, end=cache.end + n_real)
+
+
+def unembed(params: dict, cfg: ModelConfig) -> jnp.ndarray:
+    """The output projection `[embed, vocab]` (the transposed embedding when tied)."""
+    return params["embed"].T if cfg.tie_word_embeddings else params["lm_head"]
+
+
+def forward(
+    params: dict,
+    tokens: jnp.ndarray,
+    cfg: ModelConfig,
+    *,
+    positions: jnp.ndarray | None = None,
+    segment_ids: jnp.ndarray | None = None,
+    cache: KVCache | None = None,
+):
+    """Logits `[batch, seq, vocab]` (f32) of `tokens` `[batch, seq]`; `(logits, cache)` when a cache is given.
+    See `hidden_states` for segment, position and cache semantics."""
+    out = hidden_states(params, tokens, cfg, positions=positions, segment_ids=segment_ids, cache=cache)
+    x, new_cache = (out, None) if cache is None else out
+    w = unembed(params, cfg).astype(x.dtype)
+    logits = jnp.einsum("bse,ev->bsv", x, w, preferred_element_type=jnp.float32)
+    return logits if cache is None else (logits, new_cache)

@@ -1,0 +1,160 @@
+"""Hugging Face checkpoints ⇄ the stacked parameter pytree (`load_hf`, `save_hf`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+
+from jaxseeker.model.config import ModelConfig, load_config, to_hf_dict
+from jaxseeker.model.params import param_shapes
+from jaxseeker.model.safetensors_io import TensorReader, write_sharded
+
+# Per-layer parameter → (HF name suffix, number of leading "input" dims). Linear weights are stored by
+# HF as [out, in]; ours are [in..., out...]. None marks a vector stored as is (norms, biases).
+_LAYER_NAMES: dict[str, tuple[str, int | None]] = {
+    "attn_norm": ("input_layernorm.weight", None),
+    "mlp_norm": ("post_attention_layernorm.weight", None),
+    "q": ("self_attn.q_proj.weight", 1),
+    "k": ("self_attn.k_proj.weight", 1),
+    "v": ("self_attn.v_proj.weight", 1),
+    "o": ("self_attn.o_proj.weight", 2),
+    "q_bias": ("self_attn.q_proj.bias", None),
+    "k_bias": ("self_attn.k_proj.bias", None),
+    "v_bias": ("self_attn.v_proj.bias", None),
+    "o_bias": ("self_attn.o_proj.bias", None),
+    "q_norm": ("self_attn.q_norm.weight", None),
+    "k_norm": ("self_attn.k_norm.weight", None),
+    "gate": ("mlp.gate_proj.weight", 1),
+    "up": ("mlp.up_proj.weight", 1),
+    "down": ("mlp.down_proj.weight", 1),
+    "gate_bias": ("mlp.gate_proj.bias", None),
+    "up_bias": ("mlp.up_proj.bias", None),
+    "down_bias": ("mlp.down_proj.bias", None),
+    "router": ("mlp.gate.weight", 1),
+}
+_EXPERT_NAMES = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
+_NP_DTYPES = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
+
+
+def _from_hf(w: np.ndarray, shape: tuple[int, ...], n_in: int | None) -> np.ndarray:
+    return w.reshape(shape) if n_in is None else w.T.reshape(shape)
+
+
+def _to_hf(p: np.ndarray, n_in: int | None) -> np.ndarray:
+    if n_in is None:
+        return p.reshape(-1)
+    return p.reshape(math.prod(p.shape[:n_in]), -1).T
+
+
+def _expert_weight(reader: TensorReader, prefix: str, key: str, shape: tuple[int, ...]) -> np.ndarray:
+    """`[experts, in, out]` for gate/up/down, from per-expert tensors or from transformers 5 fused ones."""
+    per_expert = f"{prefix}mlp.experts.0.{_EXPERT_NAMES[key]}.weight"
+    if per_expert in reader:
+        return np.stack(
+            [reader.get(f"{prefix}mlp.experts.{j}.{_EXPERT_NAMES[key]}.weight").T for j in range(shape[0])]
+        )
+    if key == "down":
+        return np.swapaxes(reader.get(f"{prefix}mlp.experts.down_proj"), 1, 2)
+    fused = reader.get(f"{prefix}mlp.experts.gate_up_proj")  # [experts, 2 * mlp, embed]
+    half = fused.shape[1] // 2
+    part = fused[:, :half] if key == "gate" else fused[:, half:]
+    return np.swapaxes(part, 1, 2)
+
+
+def load_hf(path: str | Path, dtype: str | None = None, **config_overrides) -> tuple[ModelConfig, dict]:
+    """Read an HF checkpoint directory (config.json + safetensors, sharded or not, bf16 included) into
+    (config, params). Each stacked leaf is built and moved to the device before the next is read, so at most
+    one leaf is held twice. `dtype` sets the parameter dtype (default: the checkpoint's)."""
+    path = Path(path)
+    cfg = load_config(path, **config_overrides)
+    cfg = cfg.replace(param_dtype=dtype or config_overrides.get("param_dtype") or cfg.hf_dtype)
+    target = _NP_DTYPES[cfg.param_dtype]
+    reader = TensorReader(path)
+    shapes = param_shapes(cfg)
+
+    def leaf(fill: Callable[[np.ndarray], None], shape: tuple[int, ...]) -> jax.Array:
+        buf = np.empty(shape, target)
+        fill(buf)
+        return jnp.asarray(buf)
+
+    params: dict = {
+        "embed": jnp.asarray(reader.get("model.embed_tokens.weight").astype(target)),
+        "final_norm": jnp.asarray(reader.get("model.norm.weight").astype(target)),
+    }
+    if not cfg.tie_word_embeddings:
+        params["lm_head"] = jnp.asarray(reader.get("lm_head.weight").T.astype(target))
+    blocks, first = [], 0
+    for (moe, n), gshapes in zip(cfg.layer_groups, shapes["blocks"]):
+        group = {}
+        for key, shape in gshapes.items():
+            def fill(buf, key=key, shape=shape):
+                for j in range(n):
+                    prefix = f"model.layers.{first + j}."
+                    if moe and key in _EXPERT_NAMES:
+                        buf[j] = _expert_weight(reader, prefix, key, shape[1:])
+                    else:
+                        suffix, n_in = _LAYER_NAMES[key]
+                        buf[j] = _from_hf(reader.get(prefix + suffix), shape[1:], n_in)
+
+            group[key] = leaf(fill, shape)
+        blocks.append(group)
+        first += n
+    params["blocks"] = tuple(blocks)
+    return cfg, params
+
+
+def hf_tensors(params: dict, cfg: ModelConfig, dtype: str) -> dict[str, np.ndarray]:
+    """The HF-named tensors of `params` (per-expert names for MoE, which every transformers version loads)."""
+    target = _NP_DTYPES[dtype]
+
+    def host(x) -> np.ndarray:
+        return np.asarray(jax.device_get(x)).astype(target)
+
+    out = {"model.embed_tokens.weight": host(params["embed"])}
+    first = 0
+    for (moe, n), group in zip(cfg.layer_groups, params["blocks"]):
+        for key in group:
+            stacked = host(group[key])
+            for j in range(n):
+                prefix = f"model.layers.{first + j}."
+                if moe and key in _EXPERT_NAMES:
+                    for e in range(cfg.num_experts):
+                        out[f"{prefix}mlp.experts.{e}.{_EXPERT_NAMES[key]}.weight"] = np.ascontiguousarray(stacked[j, e].T)
+                else:
+                    suffix, n_in = _LAYER_NAMES[key]
+                    out[prefix + suffix] = np.ascontiguousarray(_to_hf(stacked[j], n_in))
+        first += n
+    out["model.norm.weight"] = host(params["final_norm"])
+    if not cfg.tie_word_embeddings:
+        out["lm_head.weight"] = np.ascontiguousarray(host(params["lm_head"]).T)
+    return dict(sorted(out.items(), key=lambda kv: _name_order(kv[0])))
+
+
+def _name_order(name: str) -> tuple:
+    parts = name.split(".")
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
+
+
+def save_hf(
+    params: dict, cfg: ModelConfig, out_dir: str | Path, *, dtype: str | None = None, max_shard_bytes: int = 2 << 30
+) -> Path:
+    """Write `config.json`, `generation_config.json` and safetensors (sharded with an index when large)
+    that `transformers.AutoModelForCausalLM.from_pretrained` loads. `dtype` defaults to the params' dtype."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dtype = dtype or cfg.param_dtype
+    cfg = cfg.replace(hf_dtype=dtype)
+    for stale in list(out.glob("*.safetensors")) + list(out.glob("model.safetensors.index.json")):
+        stale.unlink()
+    write_sharded(out, hf_tensors(params, cfg, dtype), max_shard_bytes)
+    (out / "config.json").write_text(json.dumps(to_hf_dict(cfg), indent=2))
+    generation = {k: v for k, v in to_hf_dict(cfg).items() if k in ("bos_token_id", "eos_token_id", "pad_token_id")}
+    (out / "generation_config.json").write_text(json.dumps({**generation, "do_sample": False}, indent=2))
+    return out

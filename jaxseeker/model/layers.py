@@ -1,0 +1,104 @@
+"""The pieces of a decoder layer as pure functions: RMSNorm, attention, dense MLP, sparse MoE."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxseeker.model.config import ModelConfig
+from jaxseeker.model.rope import apply_rope
+
+_NEG = -0.7 * float(jnp.finfo(jnp.float32).max)
+
+
+def rms_norm(x: jnp.ndarray, weight: jnp.ndarray, eps: float) -> jnp.ndarray:
+    """RMSNorm over the last axis, in f32, scaled by `weight` (HF: weight * normed.to(input dtype))."""
+    x32 = x.astype(jnp.float32)
+    normed = x32 * jax.lax.rsqrt(jnp.mean(x32 * x32, axis=-1, keepdims=True) + eps)
+    return weight.astype(x.dtype) * normed.astype(x.dtype)
+
+
+def attention_mask(
+    q_index: jnp.ndarray, q_segment: jnp.ndarray, k_segment: jnp.ndarray
+) -> jnp.ndarray:
+    """Causal, segment-respecting mask `[batch, q, k]`: key j is visible from query i when j ≤ index(i),
+    both are in the same segment and the key is not padding (segment 0)."""
+    k_index = jnp.arange(k_segment.shape[1])
+    causal = k_index[None, None, :] <= q_index[:, :, None]
+    same = q_segment[:, :, None] == k_segment[:, None, :]
+    return causal & same & (k_segment[:, None, :] != 0)
+
+
+def dot_attention(
+    q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, mask: jnp.ndarray, impl: str = "xla"
+) -> jnp.ndarray:
+    """Grouped-query attention. q `[batch, q, heads, head_dim]`, k/v `[batch, k, kv_heads, head_dim]`,
+    mask `[batch, q, k]` → `[batch, q, heads, head_dim]`."""
+    if impl == "cudnn":
+        return jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], implementation="cudnn")
+    b, s, h, d = q.shape
+    kvh = k.shape[2]
+    qg = q.reshape(b, s, kvh, h // kvh, d)  # [batch, q, kv_heads, group, head_dim]
+    scores = jnp.einsum("bsngd,btnd->bngst", qg, k, preferred_element_type=jnp.float32) * (d**-0.5)
+    scores = jnp.where(mask[:, None, None], scores, _NEG)  # [batch, kv_heads, group, q, k]
+    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
+    out = jnp.einsum("bngst,btnd->bsngd", probs, v)
+    return out.reshape(b, s, h, d)
+
+
+def project_qkv(
+    p: dict, h: jnp.ndarray, cos: jnp.ndarray, sin: jnp.ndarray, cfg: ModelConfig
+) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """Queries, keys, values of normed input `[batch, seq, embed]`, with bias, q/k norm and RoPE applied."""
+    dt = h.dtype
+    q = jnp.einsum("bse,ehd->bshd", h, p["q"].astype(dt))  # [batch, seq, heads, head_dim]
+    k = jnp.einsum("bse,ehd->bshd", h, p["k"].astype(dt))  # [batch, seq, kv_heads, head_dim]
+    v = jnp.einsum("bse,ehd->bshd", h, p["v"].astype(dt))
+    if cfg.qkv_bias:
+        q, k, v = q + p["q_bias"].astype(dt), k + p["k_bias"].astype(dt), v + p["v_bias"].astype(dt)
+    if cfg.qk_norm:
+        q, k = rms_norm(q, p["q_norm"], cfg.rms_norm_eps), rms_norm(k, p["k_norm"], cfg.rms_norm_eps)
+    return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+
+
+def output_projection(p: dict, attn: jnp.ndarray, cfg: ModelConfig) -> jnp.ndarray:
+    """`[batch, seq, heads, head_dim]` → `[batch, seq, embed]`."""
+    out = jnp.einsum("bshd,hde->bse", attn, p["o"].astype(attn.dtype))
+    return out + p["o_bias"].astype(out.dtype) if cfg.o_bias else out
+
+
+def dense_mlp(p: dict, h: jnp.ndarray, cfg: ModelConfig) -> jnp.ndarray:
+    """SwiGLU MLP: down(silu(gate(h)) * up(h)) on `[batch, seq, embed]`."""
+    dt = h.dtype
+    gate = h @ p["gate"].astype(dt)  # [batch, seq, mlp]
+    up = h @ p["up"].astype(dt)
+    if cfg.mlp_bias:
+        gate, up = gate + p["gate_bias"].astype(dt), up + p["up_bias"].astype(dt)
+    out = (jax.nn.silu(gate) * up) @ p["down"].astype(dt)
+    return out + p["down_bias"].astype(dt) if cfg.mlp_bias else out
+
+
+def route(p: dict, h: jnp.ndarray, cfg: ModelConfig) -> jnp.ndarray:
+    """Qwen3-MoE routing weights `[batch, seq, experts]`: softmax in f32 → top-k → optional renormalisation;
+    zero outside each token's top-k."""
+    logits = jnp.einsum("bse,ex->bsx", h, p["router"].astype(h.dtype)).astype(jnp.float32)
+    probs = jax.nn.softmax(logits, axis=-1)
+    top, idx = jax.lax.top_k(probs, cfg.num_experts_per_tok)  # [batch, seq, top_k]
+    if cfg.norm_topk_prob:
+        top = top / jnp.sum(top, axis=-1, keepdims=True)
+    weights = jnp.sum(jax.nn.one_hot(idx, cfg.num_experts, dtype=jnp.float32) * top[..., None], axis=-2)
+    return weights.astype(h.dtype)
+
+
+def moe_mlp(p: dict, h: jnp.ndarray, cfg: ModelConfig) -> jnp.ndarray:
+    """Sparse MoE block on `[batch, seq, embed]`.
+
+    Every expert is evaluated densely and weighted by the routing (zero off the top-k): exact and simple,
+    at `num_experts / top_k` times the FLOPs of a dispatching implementation.
+    """
+    dt = h.dtype
+    weights = route(p, h, cfg)  # [batch, seq, experts]
+    gate = jnp.einsum("bse,xem->bsxm", h, p["gate"].astype(dt))  # [batch, seq, experts, mlp]
+    up = jnp.einsum("bse,xem->bsxm", h, p["up"].astype(dt))
+    act = jax.nn.silu(gate) * up * weights[..., None]
+    return jnp.einsum("bsxm,xme->bse", act, p["down"].astype(dt))

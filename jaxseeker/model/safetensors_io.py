@@ -1,0 +1,123 @@
+"""Reading and writing safetensors files as numpy, bf16 included.
+
+Written here rather than with `safetensors.numpy` because that cannot read or write bfloat16; the format
+is an 8-byte header length, a JSON header and raw little-endian bytes, so memory-mapped reads are simple
+and never hold a second copy of the file.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+DTYPES = {
+    "F64": np.dtype(np.float64), "F32": np.dtype(np.float32), "F16": np.dtype(np.float16),
+    "BF16": np.dtype(ml_dtypes.bfloat16), "I64": np.dtype(np.int64), "I32": np.dtype(np.int32),
+    "I16": np.dtype(np.int16), "I8": np.dtype(np.int8), "U8": np.dtype(np.uint8), "BOOL": np.dtype(np.bool_),
+}
+NAMES = {v: k for k, v in DTYPES.items()}
+INDEX_FILE = "model.safetensors.index.json"
+
+
+class SafetensorsError(ValueError):
+    """A safetensors file or index is malformed or lacks a tensor."""
+
+
+def read_header(path: Path) -> tuple[dict, int]:
+    """The JSON header of a safetensors file and the byte offset where its data starts."""
+    with open(path, "rb") as f:
+        raw = f.read(8)
+        if len(raw) != 8:
+            raise SafetensorsError(f"{path}: too short to be a safetensors file")
+        (n,) = struct.unpack("<Q", raw)
+        try:
+            header = json.loads(f.read(n))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise SafetensorsError(f"{path}: unreadable header: {e}") from None
+    return header, 8 + n
+
+
+class TensorReader:
+    """Memory-mapped access by name to the tensors of a checkpoint directory (one file or sharded + index)."""
+
+    def __init__(self, directory: str | Path):
+        directory = Path(directory)
+        index = directory / INDEX_FILE
+        if index.exists():
+            weight_map = json.loads(index.read_text())["weight_map"]
+            files = sorted(set(weight_map.values()))
+        else:
+            files = sorted(p.name for p in directory.glob("*.safetensors"))
+            if not files:
+                raise SafetensorsError(f"{directory}: no *.safetensors files")
+        self._where: dict[str, tuple[np.memmap, dict, int, Path]] = {}
+        for name in files:
+            path = directory / name
+            header, start = read_header(path)
+            mm = np.memmap(path, dtype=np.uint8, mode="r")
+            for key, info in header.items():
+                if key != "__metadata__":
+                    self._where[key] = (mm, info, start, path)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._where
+
+    def names(self) -> list[str]:
+        """All tensor names."""
+        return list(self._where)
+
+    def get(self, name: str) -> np.ndarray:
+        """A read-only array view of tensor `name`."""
+        if name not in self._where:
+            raise SafetensorsError(f"checkpoint lacks tensor '{name}'")
+        mm, info, start, path = self._where[name]
+        if info["dtype"] not in DTYPES:
+            raise SafetensorsError(f"{path}: tensor '{name}' has unsupported dtype {info['dtype']}")
+        lo, hi = info["data_offsets"]
+        return mm[start + lo : start + hi].view(DTYPES[info["dtype"]]).reshape(info["shape"])
+
+
+def write_file(path: Path, tensors: dict[str, np.ndarray], metadata: dict[str, str] | None = None) -> None:
+    """Write `tensors` to one safetensors file (8-byte aligned header, data in name order)."""
+    header: dict = {"__metadata__": metadata or {"format": "pt"}}
+    offset = 0
+    for name, arr in tensors.items():
+        nbytes = arr.nbytes
+        header[name] = {"dtype": NAMES[arr.dtype], "shape": list(arr.shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)))
+        f.write(raw)
+        for arr in tensors.values():
+            f.write(np.ascontiguousarray(arr).tobytes())
+
+
+def write_sharded(directory: Path, tensors: dict[str, np.ndarray], max_shard_bytes: int) -> list[str]:
+    """Write `tensors` as `model.safetensors`, or as numbered shards plus an index when over `max_shard_bytes`."""
+    shards: list[dict[str, np.ndarray]] = [{}]
+    size = 0
+    for name, arr in tensors.items():
+        if shards[-1] and size + arr.nbytes > max_shard_bytes:
+            shards.append({})
+            size = 0
+        shards[-1][name] = arr
+        size += arr.nbytes
+    if len(shards) == 1:
+        write_file(directory / "model.safetensors", shards[0])
+        return ["model.safetensors"]
+    names = [f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
+    weight_map = {}
+    for fname, shard in zip(names, shards):
+        write_file(directory / fname, shard)
+        weight_map.update({k: fname for k in shard})
+    total = sum(a.nbytes for a in tensors.values())
+    (directory / INDEX_FILE).write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2)
+    )
+    return names

@@ -1,0 +1,119 @@
+"""Reduce a page to what a visit goal needs: offline by word overlap, or by an LLM (rational / evidence / summary)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import json_repair
+
+from jaxseeker.tools.llm_client import LLMClient, LLMError
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_STOPWORDS = frozenset(
+    """a an and are as at be by for from has have in is it its of on or that the this to was were what when where which
+    who whom whose why how with find page information about""".split()
+)
+
+# The extractor prompt of WebSailor / WebDancer's visit tool (arXiv 2507.02592), in our words.
+EXTRACTOR_PROMPT = """Read the webpage content below and extract what serves the user's goal.
+
+## Webpage content
+{content}
+
+## User goal
+{goal}
+
+## Guidelines
+1. Rational: find the parts of the page (sections, tables, figures) that bear directly on the goal.
+2. Evidence: copy the relevant information, keeping the original wording and context as fully as possible; \
+miss nothing important, several paragraphs are fine.
+3. Summary: a short paragraph, logically ordered, that says how the information answers the goal.
+
+Reply with one JSON object with the fields "rational", "evidence" and "summary"."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Extract:
+    """What a visit reports about one page for one goal."""
+
+    evidence: str
+    summary: str
+    rational: str = ""
+
+
+def truncate(text: str, max_chars: int) -> str:
+    """`text` cut to `max_chars` characters, with a marker saying how much was cut."""
+    if len(text) <= max_chars:
+        return text
+    return text[:max_chars] + f"\n[… {len(text) - max_chars} more characters cut]"
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+
+
+def _passages(text: str) -> list[str]:
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    if len(paragraphs) > 1:
+        return paragraphs
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def overlap_extract(text: str, goal: str, max_chars: int) -> str:
+    """The passages (paragraphs, else sentences) sharing most words with `goal`, in page order, within `max_chars`."""
+    goal_words = _content_words(goal)
+    passages = _passages(text)
+    if not goal_words or len(text) <= max_chars:
+        return truncate(text, max_chars)
+    overlap = [len(goal_words & _content_words(p)) for p in passages]
+    if max(overlap, default=0) == 0:
+        return truncate(text, max_chars)
+    kept: list[int] = []
+    used = 0
+    for i in sorted(range(len(passages)), key=lambda i: (-overlap[i], i)):
+        if overlap[i] == 0:
+            break
+        if used + len(passages[i]) + 2 > max_chars:
+            if not kept:
+                kept.append(i)
+                used = max_chars
+            continue
+        kept.append(i)
+        used += len(passages[i]) + 2
+    return truncate("\n\n".join(passages[i] for i in sorted(kept)), max_chars)
+
+
+def parse_extract(reply: str) -> Extract | None:
+    """The extractor's JSON reply (fenced or near-JSON, repaired) as an Extract; None without evidence or summary."""
+    body = reply.strip()
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", body, re.DOTALL)
+    if fenced:
+        body = fenced.group(1)
+    start = body.find("{")
+    if start < 0:
+        return None
+    try:
+        data = json_repair.loads(body[start:])
+    except Exception:  # noqa: BLE001 - json_repair may fail on pathological input; that is "no extract"
+        return None
+    if not isinstance(data, dict):
+        return None
+    fields = {k: data.get(k) for k in ("evidence", "summary", "rational")}
+    text = {k: v if isinstance(v, str) else ("" if v is None else str(v)) for k, v in fields.items()}
+    if not text["evidence"].strip() and not text["summary"].strip():
+        return None
+    return Extract(evidence=text["evidence"], summary=text["summary"], rational=text["rational"])
+
+
+def llm_extract(llm: LLMClient, content: str, goal: str, *, max_input_chars: int, max_tokens: int = 2048) -> Extract:
+    """Ask `llm` for the goal-relevant evidence and a summary of `content`; LLMError when it fails or gives no JSON."""
+    prompt = EXTRACTOR_PROMPT.format(content=truncate(content, max_input_chars), goal=goal)
+    reply = llm.complete([{"role": "user", "content": prompt}], max_tokens=max_tokens)
+    extract = parse_extract(reply)
+    if extract is None:
+        raise LLMError(
+            f"extractor reply from {llm.url} has no JSON evidence/summary: {reply[:120]!r}", url=llm.url, status=200
+        )
+    return extract

@@ -1,0 +1,134 @@
+"""One HTTP request with bounded retries, a byte cap and an overall deadline: what every HTTP back-end sends."""
+
+from __future__ import annotations
+
+import dataclasses
+import email.utils
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from jaxseeker.tools.keys import redact
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpConfig:
+    """Timeouts, retries and size limits of an HTTP back-end."""
+
+    timeout_s: float = 30.0  # connect / read timeout and the overall deadline of one attempt
+    max_retries: int = 2  # further attempts after the first, on 429 / 5xx / connection errors / timeouts
+    backoff_s: float = 0.5  # first wait; doubles each retry
+    max_backoff_s: float = 8.0
+    max_bytes: int = 2_000_000  # longer bodies are cut here (the reply says so)
+
+
+class HttpError(Exception):
+    """A request that failed after its retries; the message names the method, URL and status (never a key)."""
+
+    def __init__(self, message: str, *, url: str, status: int | None = None):
+        super().__init__(redact(message))
+        self.url = url
+        self.status = status
+
+
+@dataclasses.dataclass(frozen=True)
+class HttpReply:
+    """A successful (2xx) reply: status, body (at most `max_bytes`) and whether it was cut."""
+
+    status: int
+    body: bytes
+    truncated: bool
+
+    def text(self) -> str:
+        """The body decoded as UTF-8 (undecodable bytes replaced)."""
+        return self.body.decode("utf-8", errors="replace")
+
+    def json(self, url: str) -> Any:
+        """The body parsed as JSON; HttpError naming `url` when it is not JSON."""
+        try:
+            return json.loads(self.body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            excerpt = self.text()[:120]
+            raise HttpError(
+                f"malformed JSON from {url} (HTTP {self.status}): {exc}; body starts {excerpt!r}",
+                url=url,
+                status=self.status,
+            ) from exc
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _read_capped(response: httpx.Response, max_bytes: int, deadline: float, url: str) -> tuple[bytes, bool]:
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= max_bytes:
+            return b"".join(chunks)[:max_bytes], True
+        if time.monotonic() > deadline:
+            raise httpx.ReadTimeout(f"body of {url} still arriving at the deadline")
+    return b"".join(chunks), False
+
+
+def _attempt(
+    client: httpx.Client, method: str, url: str, config: HttpConfig, **kwargs: Any
+) -> tuple[int, bytes, bool, httpx.Headers]:
+    deadline = time.monotonic() + config.timeout_s
+    with client.stream(method, url, timeout=config.timeout_s, **kwargs) as response:
+        if not 200 <= response.status_code < 300:
+            body, _ = _read_capped(response, 2000, deadline, url)
+            return response.status_code, body, False, response.headers
+        body, truncated = _read_capped(response, config.max_bytes, deadline, url)
+        return response.status_code, body, truncated, response.headers
+
+
+def request(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    config: HttpConfig,
+    *,
+    headers: Mapping[str, str] | None = None,
+    json_body: Any = None,
+) -> HttpReply:
+    """Send `method url`, retrying 429 / 5xx / connection errors / timeouts with exponential backoff; else HttpError."""
+    attempts = config.max_retries + 1
+    problem = ""
+    status: int | None = None
+    for attempt in range(attempts):
+        wait = min(config.max_backoff_s, config.backoff_s * 2**attempt)
+        try:
+            status, body, truncated, reply_headers = _attempt(
+                client, method, url, config, headers=headers, json=json_body
+            )
+        except httpx.TimeoutException:
+            status, problem = None, f"timed out after {config.timeout_s:g} s"
+        except httpx.TransportError as exc:
+            status, problem = None, f"connection failed ({type(exc).__name__}: {exc})"
+        else:
+            if 200 <= status < 300:
+                return HttpReply(status, body, truncated)
+            excerpt = body.decode("utf-8", errors="replace")[:200]
+            problem = f"HTTP {status}: {excerpt!r}"
+            if status not in RETRY_STATUSES:
+                break
+            wait = min(config.max_backoff_s, max(wait, _retry_after(reply_headers) or 0.0))
+        if attempt + 1 < attempts:
+            time.sleep(wait)
+    tries = "1 attempt" if attempt == 0 else f"{attempt + 1} attempts"
+    raise HttpError(f"{method} {url} failed after {tries}: {problem}", url=url, status=status)

@@ -1,0 +1,83 @@
+"""Pages and a BM25 index over them: what the local `search` and `visit` tools read."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+
+import bm25s
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """One page of a world: its address, title, body text and outgoing links (urls)."""
+
+    url: str
+    title: str
+    text: str
+    links: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Hit:
+    """One search result."""
+
+    url: str
+    title: str
+    snippet: str
+    score: float
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def snippet_of(text: str, n_words: int = 30) -> str:
+    """The first `n_words` words of a page, as search results show it."""
+    words = text.split()
+    return " ".join(words[:n_words]) + (" …" if len(words) > n_words else "")
+
+
+class Corpus:
+    """Pages addressed by url with a BM25 index (bm25s) over title + text."""
+
+    def __init__(self, pages: Iterable[Page], *, snippet_words: int = 30):
+        self.pages: list[Page] = list(pages)
+        self.by_url: dict[str, Page] = {p.url: p for p in self.pages}
+        if len(self.by_url) != len(self.pages):
+            raise ValueError("Corpus: duplicate page urls")
+        self.snippet_words = snippet_words
+        self._retriever = bm25s.BM25()
+        self._retriever.index(
+            bm25s.tokenize([f"{p.title}\n{p.text}" for p in self.pages], stopwords="en", show_progress=False),
+            show_progress=False,
+        )
+
+    def __len__(self) -> int:
+        return len(self.pages)
+
+    def page(self, url: str) -> Page | None:
+        """The page at `url`, or None."""
+        return self.by_url.get(url)
+
+    def search(self, query: str, k: int = 5) -> list[Hit]:
+        """Top-`k` pages for `query` by BM25 (fewer when fewer pages match any query word)."""
+        if not _WORD.search(query) or not self.pages:
+            return []
+        tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
+        if not tokens.ids or not tokens.ids[0]:
+            return []
+        k = min(k, len(self.pages))
+        docs, scores = self._retriever.retrieve(tokens, k=k, show_progress=False)
+        hits = []
+        for i, s in zip(np.asarray(docs)[0], np.asarray(scores)[0]):
+            if s <= 0:
+                continue
+            p = self.pages[int(i)]
+            hits.append(Hit(p.url, p.title, snippet_of(p.text, self.snippet_words), float(s)))
+        return hits
+
+    def search_many(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
+        """`search` for each query."""
+        return [self.search(q, k) for q in queries]

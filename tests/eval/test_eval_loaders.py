@@ -1,0 +1,181 @@
+"""`load_questions` on small files written here, including CSVs encrypted with the published schemes."""
+
+import base64
+import csv
+import functools
+import hashlib
+import json
+
+import pytest
+
+from jaxseeker.eval import LoadError, decrypt_browsecomp, decrypt_xbench, load_questions
+
+BROWSECOMP_CANARY = "BENCHMARK DATA SHOULD NEVER APPEAR AS PLAIN TEXT ONLINE. canary GUID test:1234"
+XBENCH_CANARY = "xbench-canary-7"
+
+
+def browsecomp_encrypt(plaintext, canary):
+    """simple-evals' scheme, forwards: XOR with sha256(canary) repeated to length, then base64."""
+    digest = hashlib.sha256(canary.encode()).digest()
+    data = plaintext.encode()
+    key = (digest * (len(data) // len(digest) + 1))[: len(data)]
+    return base64.b64encode(bytes(a ^ b for a, b in zip(data, key))).decode()
+
+
+def xbench_encrypt(plaintext, canary):
+    """xbench's scheme, forwards: XOR with the canary's bytes repeated, then base64."""
+    key = canary.encode()
+    return base64.b64encode(bytes(b ^ key[i % len(key)] for i, b in enumerate(plaintext.encode()))).decode()
+
+
+def write_csv(path, header, rows):
+    with path.open("w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def write_lines(path, lines):
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# ---- JSONL / JSON ----------------------------------------------------------------------------
+
+def test_jsonl_with_the_usual_question_keys(tmp_path):
+    path = write_lines(
+        tmp_path / "qa.jsonl",
+        [
+            json.dumps({"question": " Which river? ", "answer": "Nile", "tag": "sailor"}),
+            "",
+            json.dumps({"query": "Capital of France?", "answer": [["Paris", "paris, France"], ["Paris"]]}),
+            json.dumps({"problem": "Year?", "answer": 1912, "id": "x9"}),
+        ],
+    )
+    records = load_questions(path)
+    assert records == [
+        {"id": "qa:1", "question": "Which river?", "answer": "Nile", "tag": "sailor"},
+        {"id": "qa:2", "question": "Capital of France?", "answer": ["Paris", "paris, France"]},
+        {"id": "x9", "question": "Year?", "answer": "1912"},
+    ]
+
+
+def test_gaia_jsonl_keeps_its_fields(tmp_path):
+    row = {"task_id": "c61d", "Question": "How many?", "Level": 2, "Final answer": "17",
+           "file_name": "", "Annotator Metadata": {"Steps": "1. search"}}
+    records = load_questions(write_lines(tmp_path / "metadata.jsonl", [json.dumps(row)]))
+    assert records == [{"id": "c61d", "question": "How many?", "answer": "17", "level": 2,
+                        "file_name": "", "Annotator Metadata": {"Steps": "1. search"}}]
+
+
+def test_json_array_file(tmp_path):
+    items = [{"Question": "Deadline?", "Answer": "March 21", "Info": {"Hop": "multi-source"}},
+             {"Question": "Venue?", "Answer": ["Vienna", "Wien"]}]
+    path = tmp_path / "webwalker.json"
+    path.write_text(json.dumps(items, indent=2), encoding="utf-8")
+    records = load_questions(path)
+    assert [r["id"] for r in records] == ["webwalker:1", "webwalker:2"]
+    assert records[0]["Info"] == {"Hop": "multi-source"}
+    assert records[1]["answer"] == ["Vienna", "Wien"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (['{"question": "a", "answer": "b"}', '{"question": "c", "answer": '], r"bad\.jsonl:2: invalid JSON"),
+        (['["not", "an", "object"]'], r"bad\.jsonl:1: expected a JSON object, got list"),
+        (['{"text": "a", "answer": "b"}'], r"bad\.jsonl:1: no question field \(expected one of question, query"),
+        (['{"question": "a"}'], r"bad\.jsonl:1: no answer field"),
+        (['{"question": "  ", "answer": "b"}'], r"bad\.jsonl:1: field 'question' must be a non-empty string"),
+        (['{"question": "a", "answer": {"x": 1}}'], r"bad\.jsonl:1: field 'answer': answer must be a string"),
+        (['{"question": "a", "answer": []}'], r"bad\.jsonl:1: field 'answer': empty answer list"),
+        (['{"question": "a", "answer": [[["deep"]]]}'], r"bad\.jsonl:1: field 'answer': answers nest at most two"),
+        (['{"question": "a", "answer": "b", "id": 7}', "", '{"question": "c", "answer": "d", "id": "7"}'],
+         r"bad\.jsonl:3: duplicate id '7' \(first at .*bad\.jsonl:1\)"),
+    ],
+)
+def test_malformed_jsonl_rows_name_file_and_line(tmp_path, lines, message):
+    with pytest.raises(LoadError, match=message):
+        load_questions(write_lines(tmp_path / "bad.jsonl", lines))
+
+
+def test_malformed_json_array_item_is_named(tmp_path):
+    path = tmp_path / "gaia.json"
+    path.write_text(json.dumps([{"Question": "a", "Final answer": "b"}, {"Question": "c"}]), encoding="utf-8")
+    with pytest.raises(LoadError, match=r"gaia\.json:item 2: no answer field"):
+        load_questions(path)
+
+
+def test_empty_and_unknown_files(tmp_path):
+    with pytest.raises(LoadError, match=r"empty\.jsonl: no questions"):
+        load_questions(write_lines(tmp_path / "empty.jsonl", [""]))
+    with pytest.raises(LoadError, match=r"unsupported file type '\.txt'"):
+        load_questions(write_lines(tmp_path / "q.txt", ["hello"]))
+
+
+# ---- encrypted CSV ---------------------------------------------------------------------------
+
+LONG_PROBLEM = (
+    "A footballer born in Zürich in the 1980s scored in a cup final that went to penalties; "
+    "the stadium was renamed twice. What is the stadium's current name?"
+)
+
+
+def test_browsecomp_csv_is_decrypted(tmp_path):
+    enc = functools.partial(browsecomp_encrypt, canary=BROWSECOMP_CANARY)
+    path = write_csv(
+        tmp_path / "browse_comp_test_set.csv",
+        ["problem", "answer", "problem_topic", "canary"],
+        [[enc(LONG_PROBLEM), enc("Stade de Genève"), "Sports", BROWSECOMP_CANARY],
+         [enc("Short one?"), enc("42"), "Science & technology", BROWSECOMP_CANARY]],
+    )
+    records = load_questions(path)
+    assert records == [
+        {"id": "browse_comp_test_set:1", "question": LONG_PROBLEM, "answer": "Stade de Genève", "topic": "Sports"},
+        {"id": "browse_comp_test_set:2", "question": "Short one?", "answer": "42", "topic": "Science & technology"},
+    ]
+
+
+def test_xbench_csv_is_decrypted(tmp_path):
+    enc = functools.partial(xbench_encrypt, canary=XBENCH_CANARY)
+    path = write_csv(
+        tmp_path / "DeepSearch.csv",
+        ["id", "prompt", "type", "answer", "reference_steps", "canary"],
+        [["17", enc("2024 年哪位作家获得了诺贝尔文学奖？"), "search", enc("韩江"), enc("1. search the prize list"),
+          XBENCH_CANARY],
+         ["18", enc(LONG_PROBLEM), "search", enc("Stade de Genève"), "", XBENCH_CANARY]],
+    )
+    first, second = load_questions(path)
+    assert first == {"id": "17", "question": "2024 年哪位作家获得了诺贝尔文学奖？", "answer": "韩江",
+                     "type": "search", "reference_steps": "1. search the prize list"}
+    assert (second["id"], second["question"], second["reference_steps"]) == ("18", LONG_PROBLEM, "")
+
+
+def test_the_two_schemes_are_not_interchangeable():
+    ciphertext = xbench_encrypt("Nile", "k")
+    assert decrypt_xbench(ciphertext, "k") == "Nile"
+    assert browsecomp_encrypt("Nile", "k") != ciphertext
+    assert decrypt_browsecomp(browsecomp_encrypt("Nile", "k"), "k") == "Nile"
+
+
+def test_plain_csv(tmp_path):
+    path = write_csv(tmp_path / "plain.csv", ["question", "answer", "level"], [["Which river?", "Nile", "1"]])
+    assert load_questions(path) == [{"id": "plain:1", "question": "Which river?", "answer": "Nile", "level": "1"}]
+
+
+def test_malformed_encrypted_rows_name_file_and_line(tmp_path):
+    enc = functools.partial(browsecomp_encrypt, canary=BROWSECOMP_CANARY)
+    header = ["problem", "answer", "problem_topic", "canary"]
+    good = [enc("Q?"), enc("A"), "Art", BROWSECOMP_CANARY]
+    cases = [
+        ([enc("Q?"), "not base64!!", "Art", BROWSECOMP_CANARY], r"bad\.csv:3: field 'answer' is not valid base64"),
+        ([enc("Q?"), enc("A"), "Art", ""], r"bad\.csv:3: empty canary"),
+        ([enc("Q?"), enc("A"), "Art", BROWSECOMP_CANARY, "extra"], r"bad\.csv:3: 5 fields, the header has 4"),
+        ([enc("Q?"), enc("A")], r"bad\.csv:3: fewer fields than the header's 4"),
+        ([browsecomp_encrypt("Què?", "another canary"), enc("A"), "Art", BROWSECOMP_CANARY],
+         r"bad\.csv:3: field 'problem' does not decrypt to UTF-8 with this row's canary"),
+    ]
+    for row, message in cases:
+        with pytest.raises(LoadError, match=message):
+            load_questions(write_csv(tmp_path / "bad.csv", header, [good, row]))

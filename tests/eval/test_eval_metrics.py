@@ -1,0 +1,129 @@
+"""The pass@k family on hand-built judgement tables, and `summarize` on judged rollout records."""
+
+import pytest
+
+from jaxseeker import eval as ev
+
+T, F = True, False
+
+# five questions, three rounds each
+#   q1 T F F (1)   q2 F T T (2)   q3 F F F (0)   q4 T T T (3)   q5 F F T (1)
+TABLE = {"q1": [T, F, F], "q2": [F, T, T], "q3": [F, F, F], "q4": [T, T, T], "q5": [F, F, T]}
+
+
+def test_pass_at_1_is_mean_over_all_rollouts():
+    assert ev.pass_at_1(TABLE) == pytest.approx(7 / 15)
+    # rollout-weighted: one right of one, none of three → 1 of 4
+    assert ev.pass_at_1({"a": [T], "b": [F, F, F]}) == pytest.approx(0.25)
+
+
+def test_pass_at_k_counts_questions_with_any_correct():
+    assert ev.pass_at_k(TABLE, 3) == pytest.approx(4 / 5)
+    assert ev.pass_at_k(TABLE, 1) == pytest.approx(7 / 15)
+
+
+def test_pass_at_k_below_n_is_the_unbiased_estimator():
+    # n=4, k=2: c=1 → 1 − C(3,2)/C(4,2) = 1/2;  c=0 → 0;  c=3 → 1 − C(1,2)/C(4,2) = 1
+    table = {"a": [T, F, F, F], "b": [F, F, F, F], "c": [T, T, F, T]}
+    assert ev.pass_at_k(table, 2) == pytest.approx((0.5 + 0 + 1) / 3)
+
+
+def test_pass_at_k_needs_k_rollouts_per_question():
+    with pytest.raises(ValueError, match="question 'q1' has 3 rollouts, k=4"):
+        ev.pass_at_k(TABLE, 4)
+
+
+def test_avg_at_k_weights_questions_equally():
+    assert ev.avg_at_k(TABLE) == pytest.approx((1 / 3 + 2 / 3 + 0 + 1 + 1 / 3) / 5)
+    assert ev.avg_at_k({"a": [T], "b": [F, F, F]}) == pytest.approx(0.5)
+
+
+def test_cons_at_k_is_a_strict_majority_of_verdicts():
+    assert ev.cons_at_k(TABLE) == pytest.approx(2 / 5)  # q2 and q4
+    # with k=4 a 2–2 tie is no majority, 3 of 4 is
+    assert ev.cons_at_k({"tie": [T, T, F, F], "three": [T, T, T, F]}) == pytest.approx(0.5)
+
+
+def test_best_pass_at_1_is_the_best_round():
+    assert ev.pass_at_1_by_round(TABLE) == pytest.approx([2 / 5, 2 / 5, 3 / 5])
+    assert ev.best_pass_at_1(TABLE) == pytest.approx(3 / 5)
+    with pytest.raises(ValueError, match="different numbers of rollouts"):
+        ev.best_pass_at_1({"a": [T], "b": [F, F]})
+
+
+def test_empty_tables_are_errors():
+    with pytest.raises(ValueError, match="empty judgement table"):
+        ev.pass_at_1({})
+    with pytest.raises(ValueError, match="question 'a' has no rollouts"):
+        ev.avg_at_k({"a": []})
+
+
+def test_judgement_table_keeps_the_k_lowest_rounds_and_scores_unparsed_as_wrong(judged_rollouts):
+    table = ev.judgement_table(judged_rollouts, k=2)
+    assert table == {"A": [F, T], "B": [F, T], "C": [F, F], "D": [T, T]}
+
+
+def test_summarize_overall(judged_rollouts):
+    s = ev.summarize(judged_rollouts, k=2)
+    assert (s["k"], s["questions"], s["rollouts"]) == (2, 4, 8)
+    assert s["pass_at_1"] == pytest.approx(4 / 8)
+    assert s["pass_at_k"] == pytest.approx(3 / 4)
+    assert s["avg_at_k"] == pytest.approx(0.5)
+    assert s["cons_at_k"] == pytest.approx(1 / 4)
+    assert s["pass_at_1_by_round"] == pytest.approx([1 / 4, 3 / 4])
+    assert s["best_pass_at_1"] == pytest.approx(3 / 4)
+    assert s["invalid_rate"] == pytest.approx(2 / 8)
+    assert (s["judge_failures"], s["judge_failure_rate"]) == (1, pytest.approx(1 / 8))
+    assert s["termination"] == pytest.approx({"answer": 6 / 8, "max_turns": 1 / 8, "context_limit": 1 / 8})
+    assert next(iter(s["termination"])) == "answer"
+    assert s["tool_calls"] == pytest.approx({"search": 11 / 8, "visit": 6 / 8, "python": 3 / 8, "total": 20 / 8})
+    assert s["answer_len"] == pytest.approx(53 / 8)
+    assert s["think_len"] == pytest.approx(1120 / 8)
+
+
+def test_summarize_by_level_and_tag(judged_rollouts):
+    s = ev.summarize(judged_rollouts, k=2)
+    assert list(s["by_level"]) == ["1", "2"]
+    level1, level2 = s["by_level"]["1"], s["by_level"]["2"]
+    assert (level1["questions"], level1["pass_at_1"], level1["pass_at_k"]) == (2, 0.5, 1.0)
+    assert (level1["cons_at_k"], level1["best_pass_at_1"], level1["judge_failures"]) == (0.0, 1.0, 1)
+    assert (level2["pass_at_1"], level2["pass_at_k"], level2["cons_at_k"]) == (0.5, 0.5, 0.5)
+    assert list(s["by_tag"]) == ["e2h", "none", "sailor"]
+    sailor = s["by_tag"]["sailor"]
+    assert (sailor["questions"], sailor["pass_at_1"], sailor["pass_at_k"]) == (2, 0.25, 0.5)
+    assert sailor["termination"] == pytest.approx({"answer": 0.75, "context_limit": 0.25})
+
+
+def test_a_question_with_several_tags_counts_in_each(make_rollout):
+    records = [
+        make_rollout("x", 0, True, (1, 0, 0), tag=["hard", "sailor"]),
+        make_rollout("y", 0, False, (0, 0, 0), tag="sailor"),
+    ]
+    s = ev.summarize(records, k=1)
+    assert {name: block["pass_at_1"] for name, block in s["by_tag"].items()} == {"hard": 1.0, "sailor": 0.5}
+
+
+def test_extra_tool_types_are_reported(make_rollout):
+    record = make_rollout("x", 0, True, (1, 0, 0))
+    record["tool_calls"]["calculator"] = 2
+    assert ev.tool_calls_per_rollout([record]) == {"search": 1, "visit": 0, "python": 0, "calculator": 2, "total": 3}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.pop("format_ok"), r"record 1: missing key\(s\) \['format_ok'\]"),
+        (lambda r: r.update(correct=1), "record 1 .*'correct' must be true, false or null"),
+        (lambda r: r.update(round=0), "record 1: duplicate round 0 of question 'A'"),
+        (lambda r: r.update(tool_calls={"search": -1}), "record 1 .*'tool_calls' must map"),
+    ],
+)
+def test_bad_records_are_named(judged_rollouts, change, message):
+    change(judged_rollouts[1])
+    with pytest.raises(ValueError, match=message):
+        ev.summarize(judged_rollouts, k=2)
+
+
+def test_too_few_rollouts_names_the_question(judged_rollouts):
+    with pytest.raises(ValueError, match=r"question 'B' has 2 rollouts \(rounds \[0, 1\]\), k=3"):
+        ev.summarize(judged_rollouts, k=3)

@@ -1,0 +1,49 @@
+"""Results JSONL, the markdown summary and the PNG plots, from the shared hand-built rollouts."""
+
+import json
+
+import pytest
+from matplotlib.image import imread
+
+from jaxseeker import eval as ev
+from jaxseeker.eval.report import REPORT_FILES
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_results_round_trip(tmp_path, judged_rollouts):
+    path = ev.write_results(judged_rollouts, tmp_path / "out" / "results.jsonl")
+    assert ev.read_results(path) == judged_rollouts
+    assert not list(path.parent.glob("*.partial"))
+
+
+def test_read_results_names_the_bad_line(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"question_id": "A"}\n\n{"question_id": \n', encoding="utf-8")
+    with pytest.raises(ev.LoadError, match=r"results\.jsonl:3: invalid JSON"):
+        ev.read_results(path)
+
+
+def test_summary_table_rows(judged_rollouts):
+    table = ev.summary_table(ev.summarize(judged_rollouts, k=2))
+    assert table.startswith("## Evaluation: k=2, 4 questions, 8 rollouts\n")
+    assert "| group | questions | pass@1 | pass@2 | avg@2 | cons@2 | best pass@1 | invalid | judge failures |" in table
+    assert "| all | 4 | 50.0% | 75.0% | 50.0% | 25.0% | 75.0% | 25.0% | 1 (12.5%) |" in table
+    assert "| level 1 | 2 | 50.0% | 100.0% | 50.0% | 0.0% | 100.0% | 25.0% | 1 (25.0%) |" in table
+    assert "| tag sailor | 2 | 25.0% | 50.0% | 25.0% | 0.0% | 50.0% | 25.0% | 1 (25.0%) |" in table
+    behaviour = "| all | 1.38 | 0.75 | 0.38 | 2.50 | 6.6 | 140.0 | answer 75.0% · max_turns 12.5% · context_limit 12.5% |"
+    assert behaviour in table
+
+
+def test_write_report_writes_every_file(tmp_path, judged_rollouts):
+    summary = ev.write_report(judged_rollouts, 2, tmp_path / "eval")
+    assert sorted(p.name for p in (tmp_path / "eval").iterdir()) == sorted(REPORT_FILES)
+    assert json.loads((tmp_path / "eval" / "summary.json").read_text()) == json.loads(json.dumps(summary))
+    assert (tmp_path / "eval" / "summary.md").read_text() == ev.summary_table(summary)
+    assert len(ev.read_results(tmp_path / "eval" / "results.jsonl")) == 9
+    for name in REPORT_FILES:
+        if name.endswith(".png"):
+            path = tmp_path / "eval" / name
+            assert path.read_bytes()[:8] == PNG_MAGIC
+            height, width, _ = imread(path).shape
+            assert height > 100 and width > 300

@@ -1,0 +1,51 @@
+"""ToolsConfig from a YAML-like mapping, and the registry built from it."""
+
+import pytest
+
+from jaxseeker.tools import LLMConfig, ToolsConfig, build_registry, tools_config
+
+
+def test_tools_config_reads_nested_sections():
+    config = tools_config(
+        {"enabled": ["search", "visit"], "python": {"timeout_s": 3}, "summarizer": {"model": "judge-small"}}
+    )
+    assert config.enabled == ("search", "visit")
+    assert config.python.timeout_s == 3 and config.python.cpu_s == 10
+    assert config.summarizer == LLMConfig(model="judge-small")
+    assert tools_config(None) == ToolsConfig()
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"serach_backend": "local"}, r"tools: unknown key\(s\) \['serach_backend'\]; known: \["),
+        ({"python": {"timeout": 3}}, r"tools.python: unknown key\(s\) \['timeout'\]; known: \['cpu_s', "),
+        ({"search_backend": "bing"}, r"tools.search_backend: 'bing' is not one of \['local', 'serper'\]"),
+        ({"enabled": ["search", "browse"]}, r"tools.enabled: unknown tool\(s\) \['browse'\]"),
+        ({"http": 5}, r"tools.http: expected a mapping, got int"),
+    ],
+)
+def test_bad_config_names_the_key(data, message):
+    with pytest.raises(ValueError, match=message):
+        tools_config(data)
+
+
+def test_default_registry_runs_offline_over_the_world(corpus):
+    registry = build_registry(ToolsConfig(), corpus=corpus)
+    assert registry.names == ["search", "visit", "python"]
+    assert "Ida Konst" in registry.call("search", {"query": ["Ida Konst weaver"]}).text
+    assert (
+        "founded Velmora"
+        in registry.call("visit", {"url": "https://world.test/ida-konst", "goal": "who founded Velmora"}).text
+    )
+
+
+def test_build_registry_checks_what_it_needs(corpus):
+    with pytest.raises(ValueError, match="need a corpus"):
+        build_registry(ToolsConfig())
+    with pytest.raises(ValueError, match="no feedback function"):
+        build_registry(ToolsConfig(enabled=("answer_submit",)))
+    web = build_registry(ToolsConfig(search_backend="serper", visit_backend="jina", enabled=("search", "visit")))
+    assert web.names == ["search", "visit"]
+    registry = build_registry(ToolsConfig(enabled=("answer_submit",)), feedback=lambda a: f"got {a}")
+    assert registry.call("answer_submit", {"answer": "x"}).text == "got x"
