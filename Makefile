@@ -1,0 +1,26 @@
+# `make test` and `make demo` work on a fresh machine with nothing but Python >= 3.11.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test demo bench clean
+
+# (Re)create the venv when pyproject.toml changes. torch==2.13.0 (test extra) is the CPU wheel.
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "jaxseeker needs Python >= 3.11"'
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+test: setup
+	$(PY) -m pytest
+
+demo: setup
+	$(VENV)/bin/jaxseeker demo
+
+clean:
+	rm -rf $(VENV) runs

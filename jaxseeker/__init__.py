@@ -1,0 +1,7 @@
+"""jaxseeker: train deep-search agents in one JAX program.
+
+Stages are subpackages (`model`, `parallel`, `losses`, `rewards`, `generation`, `agent`, `tools`, `world`,
+`synthesis`, `data`, `train`, `eval`); import the one you need, e.g. `from jaxseeker import model, losses`.
+"""
+
+__version__ = "0.1.0"

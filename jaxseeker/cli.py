@@ -1,0 +1,65 @@
+"""`jaxseeker …` subcommands. Each stage adds its own through `add_parser`; this module only joins them."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+# Stage modules with an `add_parser(subparsers)`; the only place that imports every stage.
+COMMAND_MODULES = (
+    "jaxseeker.data.command",
+    "jaxseeker.world.command",
+)
+
+
+def _info(args: argparse.Namespace) -> int:
+    from jaxseeker.model import load_config
+    from jaxseeker.model.flops import summary
+
+    info = summary(load_config(args.path), context=args.context)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    width = max(map(len, info))
+    for key, value in info.items():
+        if key.endswith(("bytes_bf16", "bytes_f32")):
+            value = f"{value / 2**30:.3f} GiB"
+        elif isinstance(value, int | float) and key != "context_for_flops":
+            value = f"{value:,.0f}"
+        print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from jaxseeker.demo import run_demo
+
+    return run_demo(args.out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(prog="jaxseeker", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    info = sub.add_parser("info", help="architecture, parameters, FLOPs per token and memory of an HF checkpoint")
+    info.add_argument("path", help="HF model directory or config.json")
+    info.add_argument("--context", type=int, default=4096, help="attended context for the FLOPs figure")
+    info.add_argument("--json", action="store_true", help="print JSON")
+    info.set_defaults(func=_info)
+    demo = sub.add_parser("demo", help="the offline end-to-end demo")
+    demo.add_argument("--out", default="runs/demo", help="output directory")
+    demo.set_defaults(func=_demo)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `jaxseeker` console script."""
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Render chat messages and tokenize them with a loss mask on exactly the tokens the policy wrote.
+
+The same rendering serves supervised training (``tokenize_chat``) and inference
+(``render_generation_prompt``): the tokenizer's chat template when it has one, else built-in chatml
+``<|im_start|>role\\n…<|im_end|>\\n``. A trained span is an assistant turn's content plus its
+``<|im_end|>``; the ``<|im_start|>assistant\\n`` header, the newline after ``<|im_end|>`` and every
+system, user and observation token have mask 0.
+
+The mask is found from character offsets: for assistant message ``i`` the span starts where the
+rendering of ``messages[:i]`` with a generation prompt ends, and stops after the last ``<|im_end|>``
+in the rendering of ``messages[:i+1]``. The full text is tokenized once, so the ids are exactly
+those of tokenizing the full rendering; a token straddling a span edge is an error (the prompt ids
+of the rollout loop would then not be a prefix of the training ids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxseeker.data.records import normalize_messages
+
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+
+
+def _chatml(messages: Sequence[Mapping[str, str]], add_generation_prompt: bool) -> str:
+    """Built-in chatml rendering."""
+    text = "".join(f"{IM_START}{m['role']}\n{m['content']}{IM_END}\n" for m in messages)
+    return text + (f"{IM_START}assistant\n" if add_generation_prompt else "")
+
+
+def _render(messages: list[dict[str, str]], tokenizer: Any, add_generation_prompt: bool) -> str:
+    """Renders already-normalised messages with the tokenizer's template or chatml."""
+    if tokenizer is not None and getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+    return _chatml(messages, add_generation_prompt)
+
+
+def render_chat(
+    messages: Sequence[Mapping[str, Any]], tokenizer: Any = None, *, add_generation_prompt: bool = False
+) -> str:
+    """Renders messages to text: the tokenizer's chat template if it has one, else chatml."""
+    return _render(normalize_messages(messages, require_assistant=False), tokenizer, add_generation_prompt)
+
+
+def _encode(tokenizer: Any, text: str) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids and character offsets of ``text`` (no extra special tokens).
+
+    A fast tokenizer's Rust backend is called directly: the same ids as ``tokenizer(text)``, and
+    safe from the pipeline's reader threads (the Python wrapper mutates padding state per call).
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        enc = backend.encode(text, add_special_tokens=False)
+        raw_ids, raw_offsets = enc.ids, enc.offsets
+    else:
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        raw_ids, raw_offsets = enc["input_ids"], enc["offset_mapping"]
+    ids = np.asarray(raw_ids, dtype=np.int32)  # [tokens]
+    offsets = np.asarray(raw_offsets, dtype=np.int64).reshape(-1, 2)  # [tokens, 2]
+    return ids, offsets
+
+
+def assistant_spans(messages: Sequence[Mapping[str, Any]], tokenizer: Any = None) -> tuple[str, list[tuple[int, int]]]:
+    """The full rendering and the ``[start, end)`` character span of every assistant turn (content + end token)."""
+    msgs = normalize_messages(messages, require_assistant=False)
+    full = _render(msgs, tokenizer, add_generation_prompt=False)
+    spans = []
+    for i, message in enumerate(msgs):
+        if message["role"] != "assistant":
+            continue
+        prompt = _render(msgs[:i], tokenizer, add_generation_prompt=True)
+        upto = _render(msgs[: i + 1], tokenizer, add_generation_prompt=False)
+        if not (upto.startswith(prompt) and full.startswith(upto)):
+            raise ValueError(
+                f"messages[{i}]: the chat template is not prefix-stable (rendering the conversation up to "
+                "this turn is not a prefix of the full rendering), so training and inference would differ"
+            )
+        end = upto.rfind(IM_END, len(prompt))
+        if end < 0:
+            raise ValueError(f"messages[{i}]: the rendered assistant turn has no {IM_END}")
+        spans.append((len(prompt), end + len(IM_END)))
+    return full, spans
+
+
+def tokenize_chat(messages: Sequence[Mapping[str, Any]], tokenizer: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids and loss mask (np.int32, same length) of a conversation; mask 1 on assistant turns only."""
+    full, spans = assistant_spans(messages, tokenizer)
+    ids, offsets = _encode(tokenizer, full)  # [tokens], [tokens, 2]
+    loss_mask = np.zeros(ids.shape, dtype=np.int32)  # [tokens]
+    starts, ends = offsets[:, 0], offsets[:, 1]
+    for start, end in spans:
+        inside = (starts >= start) & (ends <= end)
+        overlaps = (starts < end) & (ends > start)
+        if np.any(overlaps & ~inside):
+            bad = int(np.argmax(overlaps & ~inside))
+            raise ValueError(
+                f"token {bad} ({full[starts[bad]:ends[bad]]!r}) straddles the edge of an assistant turn at "
+                f"characters [{start}, {end}); strip leading/trailing whitespace from the assistant content"
+            )
+        loss_mask[inside] = 1
+    return ids, loss_mask
+
+
+def render_generation_prompt(messages: Sequence[Mapping[str, Any]], tokenizer: Any) -> np.ndarray:
+    """Token ids (np.int32) of the inference prompt: the conversation then ``<|im_start|>assistant\\n``."""
+    text = _render(normalize_messages(messages, require_assistant=False), tokenizer, add_generation_prompt=True)
+    ids, _ = _encode(tokenizer, text)
+    return ids
+

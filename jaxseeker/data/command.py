@@ -1,0 +1,59 @@
+"""``jaxseeker data inspect|build``: summarise trajectory files, or write them as an ArrayRecord dataset."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tqdm import tqdm
+
+from jaxseeker.data.arrayrecord import build_arrayrecord, open_arrayrecord
+from jaxseeker.data.inspect import inspect_items
+from jaxseeker.data.records import BadLineError, iter_jsonl
+from jaxseeker.data.tokenizer import load_tokenizer
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    """Prints the JSON summary of the files; bad lines are listed, never fatal."""
+    tokenizer = load_tokenizer(args.tokenizer)
+    items = (item for path in args.files for item in iter_jsonl(path))
+    summary = inspect_items(tqdm(items, desc="inspect", unit=" lines", file=sys.stderr), tokenizer)
+    print(json.dumps({"files": args.files, **summary}, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    """Writes the ArrayRecord dataset and prints where it is and how many records it holds."""
+    try:
+        dataset_dir, skipped = build_arrayrecord(
+            args.files, args.out, split=args.split, skip_bad_lines=args.skip_bad_lines, num_shards=args.num_shards
+        )
+    except BadLineError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    for bad in skipped:
+        print(f"skipped {bad}", file=sys.stderr)
+    records = len(open_arrayrecord(dataset_dir, args.split))
+    summary = {"dataset_dir": str(dataset_dir), "split": args.split, "records": records, "skipped_bad_lines": len(skipped)}
+    print(json.dumps(summary))
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Adds ``data inspect`` and ``data build`` to the ``jaxseeker`` command line."""
+    data = subparsers.add_parser("data", help="trajectory data: inspect JSONL, build ArrayRecord datasets")
+    sub = data.add_subparsers(dest="data_command", required=True)
+
+    inspect = sub.add_parser("inspect", help="print a JSON summary of trajectory JSONL files")
+    inspect.add_argument("files", nargs="+", metavar="FILE", help="JSONL trajectory files")
+    inspect.add_argument("--tokenizer", required=True, metavar="DIR", help="tokenizer directory (HF format)")
+    inspect.set_defaults(func=_inspect)
+
+    build = sub.add_parser("build", help="write trajectory JSONL files as a tfds ArrayRecord dataset")
+    build.add_argument("files", nargs="+", metavar="FILE", help="JSONL trajectory files")
+    build.add_argument("--out", required=True, metavar="DIR", help="output directory (tfds data_dir)")
+    build.add_argument("--split", default="train", help="split name (default: train)")
+    build.add_argument("--num-shards", type=int, default=None, help="ArrayRecord shard files (default: by size)")
+    build.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines instead of failing")
+    build.set_defaults(func=_build)

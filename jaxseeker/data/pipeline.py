@@ -1,0 +1,166 @@
+"""The SFT input pipeline: trajectories → tokens + loss mask → over-length policy → packed batches.
+
+    source (JSONL records or an ArrayRecord dataset, random access)
+      → this process's shard [process_index::process_count] → shuffle(seed), reshuffled each epoch
+      → tokenize_chat + shift → drop / truncate → first-fit packing → batches of [rows, seq]
+
+Everything is a grain dataset, so the iterator of ``batch_iterator`` has ``get_state()`` /
+``set_state()``: saved with a checkpoint, it makes a resumed run see exactly the batches it would
+have seen. ``place_on_mesh`` turns a host batch into global ``jax.Array``s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import grain
+import jax
+import numpy as np
+
+from jaxseeker.data.arrayrecord import is_arrayrecord_dir, open_arrayrecord
+from jaxseeker.data.chat import tokenize_chat
+from jaxseeker.data.packing import OVER_LENGTH_POLICIES, ROW_KEYS, pack_rows, shift_example
+from jaxseeker.data.records import Trajectory, read_trajectories
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """Input pipeline settings; the defaults suit the embedded offline run."""
+
+    seq_len: int = 1024  # tokens per packed row
+    batch_size: int = 8  # rows per step over all processes (split evenly between them)
+    seed: int = 0
+    shuffle: bool = True
+    num_epochs: int | None = None  # None: repeat forever (a training run stops by step count)
+    over_length: str = "truncate"  # "drop" (counted in num_dropped) or "truncate"
+    skip_bad_lines: bool = False  # bad JSONL lines / untokenizable records fail the run unless set
+    packing_bins: int = 0  # rows the first-fit packer keeps open; 0: the rows per process
+    num_threads: int = 2  # grain threads that read and tokenize
+
+    def __post_init__(self) -> None:
+        if self.over_length not in OVER_LENGTH_POLICIES:
+            raise ValueError(
+                f"data.over_length={self.over_length!r}: allowed values are {list(OVER_LENGTH_POLICIES)}"
+            )
+        for key in ("seq_len", "batch_size"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"data.{key}={getattr(self, key)} must be >= 1")
+        if self.num_epochs is not None and self.num_epochs < 1:
+            raise ValueError(f"data.num_epochs={self.num_epochs} must be >= 1 or None")
+        if self.packing_bins < 0 or self.num_threads < 0:
+            raise ValueError("data.packing_bins and data.num_threads must be >= 0")
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> DataConfig:
+        """Builds a config from a mapping; an unknown key is an error that lists the known ones."""
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"unknown data config key(s) {unknown}; known keys: {known}")
+        return cls(**values)
+
+
+def open_source(paths: str | Path | Sequence[str | Path], *, skip_bad_lines: bool = False) -> Sequence[Trajectory]:
+    """A random-access sequence of trajectories: JSONL files (read now) or one ArrayRecord dataset dir."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    dirs = [p for p in paths if is_arrayrecord_dir(p)]
+    if dirs:
+        if len(paths) != 1:
+            raise ValueError(f"give either one ArrayRecord dataset directory or JSONL files, got {list(paths)}")
+        return open_arrayrecord(dirs[0])
+    return read_trajectories(paths, skip_bad_lines=skip_bad_lines)
+
+
+def _process(process_index: int | None, process_count: int | None) -> tuple[int, int]:
+    """This process's index and the process count (jax's by default)."""
+    index = jax.process_index() if process_index is None else process_index
+    count = jax.process_count() if process_count is None else process_count
+    if not 0 <= index < count:
+        raise ValueError(f"process_index={index} must lie in [0, process_count={count})")
+    return index, count
+
+
+def tokenized_dataset(
+    source: Sequence[Trajectory],
+    tokenizer: Any,
+    config: DataConfig,
+    *,
+    process_index: int | None = None,
+    process_count: int | None = None,
+) -> grain.MapDataset:
+    """This process's shard of the source, shuffled per epoch, as shifted examples (see ``shift_example``)."""
+    index, count = _process(process_index, process_count)
+    if len(source) < count:
+        raise ValueError(f"{len(source)} records cannot be sharded over {count} processes")
+    ds = grain.MapDataset.source(source)[index::count]
+    if config.shuffle:
+        ds = ds.shuffle(seed=config.seed)
+    ds = ds.repeat(config.num_epochs)
+
+    def tokenize(record: Trajectory) -> dict[str, np.ndarray] | None:
+        try:
+            ids, mask = tokenize_chat(record.messages, tokenizer)
+        except ValueError as e:
+            if config.skip_bad_lines:
+                return None
+            raise ValueError(f"{record.source}: {e}") from e
+        return shift_example(ids, mask)
+
+    return ds.map(tokenize)
+
+
+def batch_dataset(
+    source: Sequence[Trajectory],
+    tokenizer: Any,
+    config: DataConfig,
+    *,
+    process_index: int | None = None,
+    process_count: int | None = None,
+) -> grain.IterDataset:
+    """Packed batches for this process: ``ROW_KEYS`` each [rows, seq], ``num_dropped``/``num_truncated`` [rows]."""
+    _, count = _process(process_index, process_count)
+    if config.batch_size % count:
+        raise ValueError(f"data.batch_size={config.batch_size} must divide evenly over {count} processes")
+    rows = config.batch_size // count
+    examples = tokenized_dataset(
+        source, tokenizer, config, process_index=process_index, process_count=process_count
+    ).to_iter_dataset(grain.ReadOptions(num_threads=config.num_threads, prefetch_buffer_size=4 * rows))
+    packed = pack_rows(
+        examples,
+        seq_len=config.seq_len,
+        over_length=config.over_length,
+        num_bins=config.packing_bins or rows,
+    )
+    return packed.batch(rows, drop_remainder=True)
+
+
+def batch_iterator(
+    source: Sequence[Trajectory],
+    tokenizer: Any,
+    config: DataConfig,
+    *,
+    process_index: int | None = None,
+    process_count: int | None = None,
+) -> grain.DatasetIterator:
+    """An iterator of packed batches with ``get_state()`` / ``set_state()`` for checkpoints."""
+    return iter(
+        batch_dataset(source, tokenizer, config, process_index=process_index, process_count=process_count)
+    )
+
+
+def place_on_mesh(
+    batch: Mapping[str, np.ndarray], sharding: jax.sharding.Sharding, keys: Sequence[str] = ROW_KEYS
+) -> dict[str, jax.Array]:
+    """Global arrays from this process's rows: the ``keys`` of ``batch`` ([rows, seq] each) placed with ``sharding``.
+
+    The global batch stacks every process's rows along the first axis
+    (``jax.make_array_from_process_local_data``).
+    """
+    missing = [k for k in keys if k not in batch]
+    if missing:
+        raise KeyError(f"batch lacks {missing}; it has {sorted(batch)}")
+    return {k: jax.make_array_from_process_local_data(sharding, np.asarray(batch[k])) for k in keys}

@@ -1,0 +1,201 @@
+"""Trajectory records: read JSONL, validate, and normalise to one canonical message list.
+
+Two input shapes are accepted, one per JSONL line:
+
+* ``{"messages": [{"role": …, "content": …}, …], …}`` — the WebDancer / OpenSeeker sample format.
+  Observations come back either as a ``user`` message whose content starts with ``<tool_response>``
+  or as ``tool`` messages (a run of consecutive ``tool`` messages is one observation).
+* ``{"prompt": …, "completion": …}`` — each side a string or a list of messages.
+
+Every record is normalised so that an observation is always ONE ``user`` message whose content is
+``<tool_response>\\n…\\n</tool_response>`` blocks joined by ``\\n`` (the bytes Qwen's chat template
+writes for ``tool`` messages). Training and inference then share one rendering.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+ROLES = ("system", "user", "assistant", "tool")
+TOOL_RESPONSE_OPEN = "<tool_response>"
+TOOL_RESPONSE_CLOSE = "</tool_response>"
+
+Message = dict[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Trajectory:
+    """One normalised record: canonical messages, the other keys of the line, and where it came from."""
+
+    messages: tuple[Message, ...]
+    meta: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    source: str = ""  # "FILE:LINE"
+
+
+@dataclasses.dataclass(frozen=True)
+class BadLine:
+    """A line that could not be read as a trajectory."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+class BadLineError(ValueError):
+    """Raised when input lines are malformed and bad lines are not skipped; lists them all."""
+
+    def __init__(self, bad_lines: Sequence[BadLine]):
+        self.bad_lines = tuple(bad_lines)
+        shown = "\n".join(str(b) for b in self.bad_lines[:20])
+        more = len(self.bad_lines) - 20
+        tail = f"\n… and {more} more" if more > 0 else ""
+        super().__init__(
+            f"{len(self.bad_lines)} bad line(s) (set data.skip_bad_lines to skip them):\n{shown}{tail}"
+        )
+
+
+def is_observation(message: Mapping[str, str]) -> bool:
+    """True for a tool observation: a ``tool`` message or a ``user`` message starting with ``<tool_response>``."""
+    if message["role"] == "tool":
+        return True
+    return message["role"] == "user" and message["content"].lstrip().startswith(TOOL_RESPONSE_OPEN)
+
+
+def _wrap_tool_content(content: str) -> str:
+    """Wraps one tool result in ``<tool_response>`` tags unless it already carries them."""
+    stripped = content.strip()
+    if stripped.startswith(TOOL_RESPONSE_OPEN) and stripped.endswith(TOOL_RESPONSE_CLOSE):
+        return stripped
+    return f"{TOOL_RESPONSE_OPEN}\n{content}\n{TOOL_RESPONSE_CLOSE}"
+
+
+def _content_text(content: Any, where: str) -> str:
+    """Returns message content as text; a list of ``{"type": "text", "text": …}`` parts is joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        for p in content
+    ):
+        return "".join(p["text"] for p in content)
+    raise ValueError(f"{where}: content must be a string or a list of text parts, got {type(content).__name__}")
+
+
+def normalize_messages(messages: Sequence[Mapping[str, Any]], *, require_assistant: bool = True) -> list[Message]:
+    """Validates messages and returns the canonical list (tool runs merged into one user observation).
+
+    Rules: roles are one of ``ROLES``; ``system`` may only come first; the first non-system message
+    is a user message (a question, not an observation); at least one assistant message unless
+    ``require_assistant`` is False (an inference prompt). Keys other than role and content are
+    dropped. The function is idempotent.
+    """
+    if not isinstance(messages, (list, tuple)) or not messages:
+        raise ValueError("'messages' must be a non-empty list")
+    out: list[Message] = []
+    pending_tool: list[str] = []
+
+    def flush_tool() -> None:
+        if pending_tool:
+            out.append({"role": "user", "content": "\n".join(_wrap_tool_content(c) for c in pending_tool)})
+            pending_tool.clear()
+
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(message, Mapping):
+            raise ValueError(f"{where}: expected an object with 'role' and 'content'")
+        role = message.get("role")
+        if role not in ROLES:
+            raise ValueError(f"{where}: role {role!r} is not one of {list(ROLES)}")
+        if "content" not in message or message["content"] is None:
+            raise ValueError(
+                f"{where}: missing 'content' (tool_calls fields are not read: "
+                "write <tool_call>…</tool_call> in the assistant content)"
+            )
+        content = _content_text(message["content"], where)
+        if role == "tool":
+            pending_tool.append(content)
+            continue
+        flush_tool()
+        if role == "system" and i != 0:
+            raise ValueError(f"{where}: a system message may only come first")
+        out.append({"role": role, "content": content})
+    flush_tool()
+
+    conversation = out[1:] if out[0]["role"] == "system" else out
+    if not conversation or conversation[0]["role"] != "user" or is_observation(conversation[0]):
+        raise ValueError("the first non-system message must be a user question")
+    if require_assistant and not any(m["role"] == "assistant" for m in out):
+        raise ValueError("no assistant message: nothing to train on")
+    return out
+
+
+def _side_to_messages(value: Any, role: str, key: str) -> list[Mapping[str, Any]]:
+    """Turns one side of a prompt/completion record into messages."""
+    if isinstance(value, str):
+        return [{"role": role, "content": value}]
+    if isinstance(value, list):
+        return value
+    raise ValueError(f"'{key}' must be a string or a list of messages, got {type(value).__name__}")
+
+
+def parse_record(obj: Any, source: str = "") -> Trajectory:
+    """Turns one decoded JSON value into a ``Trajectory``; raises ``ValueError`` saying what is wrong."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    if "messages" in obj:
+        messages = obj["messages"]
+        meta = {k: v for k, v in obj.items() if k != "messages"}
+    elif "prompt" in obj and "completion" in obj:
+        messages = _side_to_messages(obj["prompt"], "user", "prompt") + _side_to_messages(
+            obj["completion"], "assistant", "completion"
+        )
+        meta = {k: v for k, v in obj.items() if k not in ("prompt", "completion")}
+    else:
+        raise ValueError(f"expected key 'messages' or keys 'prompt' and 'completion', got keys {sorted(obj)}")
+    return Trajectory(messages=tuple(normalize_messages(messages)), meta=meta, source=source)
+
+
+def iter_jsonl(path: str | Path) -> Iterator[Trajectory | BadLine]:
+    """Yields a ``Trajectory`` or a ``BadLine`` for every non-blank line of a JSONL file."""
+    path_str = str(path)
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                yield BadLine(path_str, line_no, f"invalid JSON: {e.msg} (column {e.colno})")
+                continue
+            try:
+                yield parse_record(obj, source=f"{path_str}:{line_no}")
+            except ValueError as e:
+                yield BadLine(path_str, line_no, str(e))
+
+
+def read_trajectories(
+    paths: str | Path | Sequence[str | Path], *, skip_bad_lines: bool = False
+) -> list[Trajectory]:
+    """Reads every record of one or more JSONL files; raises ``BadLineError`` (all bad lines) unless skipped."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    records: list[Trajectory] = []
+    bad: list[BadLine] = []
+    for path in paths:
+        for item in iter_jsonl(path):
+            (bad if isinstance(item, BadLine) else records).append(item)
+    if bad and not skip_bad_lines:
+        raise BadLineError(bad)
+    return records
+
+
+def trajectory_to_json(trajectory: Trajectory) -> dict[str, Any]:
+    """The JSON object of a trajectory (other keys first, then canonical messages)."""
+    return {**trajectory.meta, "messages": [dict(m) for m in trajectory.messages]}

@@ -1,0 +1,97 @@
+"""Train a small byte-level BPE tokenizer and load tokenizers as transformers fast tokenizers.
+
+Byte-level BPE (the model family of the Qwen2 tokenizer) is chosen over a SentencePiece Unigram
+model: every byte string is encodable without an unknown token or byte-fallback pieces, character
+offsets come for free (the loss mask needs them), and the result is a plain ``tokenizer.json`` that
+``transformers.AutoTokenizer`` loads and the HF export copies unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+SPECIAL_TOKENS = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+    "<answer>",
+    "</answer>",
+)
+
+# Qwen2.5-style template: a default system prompt, chatml turns, and runs of `tool` messages
+# rendered as one user turn of <tool_response> blocks (the bytes `records.normalize_messages` writes).
+QWEN_CHAT_TEMPLATE = (
+    "{%- if messages[0]['role'] == 'system' %}"
+    "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+    "{%- else %}"
+    "{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if message['role'] == 'user' or message['role'] == 'assistant' %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- elif message['role'] == 'tool' %}"
+    "{%- if loop.first or messages[loop.index0 - 1]['role'] != 'tool' %}{{- '<|im_start|>user' }}{%- endif %}"
+    "{{- '\\n<tool_response>\\n' + message['content'] + '\\n</tool_response>' }}"
+    "{%- if loop.last or messages[loop.index0 + 1]['role'] != 'tool' %}{{- '<|im_end|>\\n' }}{%- endif %}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+def train_tokenizer(
+    texts: Iterable[str],
+    vocab_size: int,
+    out_dir: str | Path | None = None,
+    *,
+    chat_template: bool | str = True,
+) -> PreTrainedTokenizerFast:
+    """Trains a byte-level BPE tokenizer with the agent's special tokens; saves it to ``out_dir`` if given.
+
+    ``chat_template``: True for the Qwen-style template, a Jinja string for a custom one, False for
+    none (rendering then falls back to built-in chatml). ``eos_token`` is ``<|im_end|>`` (the
+    end-of-turn token generation stops on) and ``pad_token`` is ``<|endoftext|>``.
+    """
+    min_size = 256 + len(SPECIAL_TOKENS)
+    if vocab_size < min_size:
+        raise ValueError(f"vocab_size={vocab_size} must be at least {min_size} (256 bytes + special tokens)")
+    core = Tokenizer(models.BPE())
+    core.normalizer = normalizers.NFC()
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    core.train_from_iterator(texts, trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=list(SPECIAL_TOKENS[1:]),
+    )
+    if chat_template:
+        tokenizer.chat_template = QWEN_CHAT_TEMPLATE if chat_template is True else chat_template
+    if out_dir is not None:
+        tokenizer.save_pretrained(str(out_dir))
+    return tokenizer
+
+
+def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
+    """Loads a tokenizer directory (``tokenizer.json`` + config, e.g. a Qwen checkpoint) offline."""
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"tokenizer directory not found: {path}")
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)

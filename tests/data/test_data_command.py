@@ -1,0 +1,35 @@
+"""`jaxseeker data inspect|build` through the argparse wiring the CLI uses."""
+
+import argparse
+import json
+
+from jaxseeker.data.command import add_parser
+from jaxseeker.data import open_arrayrecord
+
+from .samples import make_records
+
+
+def _run(argv):
+    parser = argparse.ArgumentParser(prog="jaxseeker")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_inspect_prints_json_and_lists_bad_lines(write_jsonl, tokenizer_dirs, capsys):
+    path = write_jsonl("t.jsonl", make_records(3) + ["not json"])
+    assert _run(["data", "inspect", path, "--tokenizer", str(tokenizer_dirs["chatml"])]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["records"] == 3 and summary["tokens"] > 0
+    assert summary["bad_lines"][0].startswith(f"{path}:4: invalid JSON")
+
+
+def test_build_writes_a_readable_dataset(write_jsonl, tmp_path, capsys):
+    path = write_jsonl("t.jsonl", make_records(4) + ["{bad"])
+    assert _run(["data", "build", path, "--out", str(tmp_path / "ds")]) == 1
+    assert f"{path}:5: invalid JSON" in capsys.readouterr().err
+
+    assert _run(["data", "build", path, "--out", str(tmp_path / "ds"), "--skip-bad-lines"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["records"] == 4 and out["skipped_bad_lines"] == 1
+    assert len(open_arrayrecord(out["dataset_dir"])) == 4

@@ -1,0 +1,69 @@
+"""Reading JSONL trajectories: both observation styles, prompt/completion, bad lines as FILE:LINE."""
+
+import pytest
+
+from jaxseeker.data import BadLineError, iter_jsonl, normalize_messages, parse_record, read_trajectories
+
+from .samples import openseeker_messages, webdancer_messages
+
+
+def test_tool_runs_become_one_user_observation():
+    messages = normalize_messages(openseeker_messages())
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert messages[3]["content"] == (
+        "<tool_response>\n1. Lyon museum\n</tool_response>\n<tool_response>\n2. Berlin tower\n</tool_response>"
+    )
+    assert messages == normalize_messages(webdancer_messages())
+    assert normalize_messages(messages) == messages  # idempotent
+
+
+def test_other_keys_are_kept_and_source_is_recorded(write_jsonl):
+    path = write_jsonl("t.jsonl", [{"messages": webdancer_messages(), "answer": "Lyon", "id": 7}])
+    (record,) = read_trajectories(path)
+    assert record.meta == {"answer": "Lyon", "id": 7}
+    assert record.source == f"{path}:1"
+
+
+def test_prompt_completion_records():
+    record = parse_record({"prompt": "Capital of France?", "completion": "<answer>Paris</answer>", "k": 1})
+    assert list(record.messages) == [
+        {"role": "user", "content": "Capital of France?"},
+        {"role": "assistant", "content": "<answer>Paris</answer>"},
+    ]
+    assert record.meta == {"k": 1}
+    chat = parse_record({"prompt": [{"role": "user", "content": "Q"}], "completion": [{"role": "assistant", "content": "A"}]})
+    assert [m["role"] for m in chat.messages] == ["user", "assistant"]
+
+
+BAD = [
+    ({"messages": webdancer_messages()}, None),
+    ("{not json", "invalid JSON"),
+    ({"text": "hi"}, "expected key 'messages'"),
+    ({"messages": [{"role": "robot", "content": "x"}]}, "role 'robot'"),
+    ({"messages": [{"role": "user", "content": "q"}]}, "no assistant message"),
+    ({"messages": [{"role": "user", "content": "q"}, {"role": "system", "content": "s"}, {"role": "assistant", "content": "a"}]}, "system message may only come first"),
+    ({"messages": [{"role": "user", "content": "<tool_response>x</tool_response>"}, {"role": "assistant", "content": "a"}]}, "user question"),
+    ({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": None}]}, "missing 'content'"),
+    ("[1, 2]", "expected a JSON object"),
+]
+
+
+def test_bad_lines_name_file_and_line(write_jsonl):
+    path = write_jsonl("bad.jsonl", [line for line, _ in BAD[:4]] + [""] + [line for line, _ in BAD[4:]])
+    with pytest.raises(BadLineError) as err:
+        read_trajectories(path)
+    reasons = [reason for _, reason in BAD if reason]
+    assert len(err.value.bad_lines) == len(reasons)
+    line_numbers = [2, 3, 4, 6, 7, 8, 9, 10]  # line 5 is blank and skipped, line 1 is good
+    for bad, line_no, reason in zip(err.value.bad_lines, line_numbers, reasons):
+        assert str(bad).startswith(f"{path}:{line_no}: ")
+        assert reason in bad.reason
+    assert f"{path}:3: " in str(err.value) and "skip_bad_lines" in str(err.value)
+
+
+def test_skip_bad_lines_keeps_the_good_ones(write_jsonl):
+    path = write_jsonl("mixed.jsonl", ["{oops", {"messages": openseeker_messages(), "id": 1}])
+    (record,) = read_trajectories(path, skip_bad_lines=True)
+    assert record.meta == {"id": 1} and record.source.endswith(":2")
+    items = list(iter_jsonl(path))
+    assert str(items[0]).startswith(f"{path}:1: invalid JSON")
