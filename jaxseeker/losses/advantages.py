@@ -1,0 +1,33 @@
+"""Group-relative advantages (GRPO / DAPO / DUPO / WebSeer)."""
+
+import jax
+import jax.numpy as jnp
+
+
+def group_advantages(
+    rewards: jax.Array, group_size: int, *, normalize_std: bool = True, eps: float = 1e-6
+) -> jax.Array:
+    """Advantage of each rollout relative to the other rollouts of its question.
+
+    A_i = (R_i - mean_G(R)) / (std_G(R) + eps)   (GRPO, DeepSeekMath arXiv 2402.03300; std is the
+    population std over the G rollouts); with `normalize_std=False`, A_i = R_i - mean_G(R)
+    (Dr. GRPO, arXiv 2503.20783). A group whose rewards are all equal gets A = 0.
+
+    Args:
+      rewards: `[batch]` with the `group_size` rollouts of each question contiguous.
+      group_size: G, rollouts per question; must divide `batch`.
+    Returns:
+      `[batch]` advantages (float32, float64 under x64), one per rollout; the policy loss
+      broadcasts them over the rollout's tokens.
+    """
+    if rewards.ndim != 1:
+        raise ValueError(f"rewards has shape {tuple(rewards.shape)}, expected [batch] (groups contiguous)")
+    if not isinstance(group_size, int) or group_size <= 0:
+        raise ValueError(f"group_size must be a positive int, got {group_size!r}")
+    if rewards.shape[0] % group_size != 0:
+        raise ValueError(f"rewards has {rewards.shape[0]} entries, not a multiple of group_size={group_size}")
+    grouped = rewards.astype(jnp.promote_types(rewards.dtype, jnp.float32)).reshape(-1, group_size)  # [n_groups, group]
+    centred = grouped - jnp.mean(grouped, axis=1, keepdims=True)  # [n_groups, group]
+    if normalize_std:
+        centred = centred / (jnp.std(grouped, axis=1, keepdims=True) + eps)
+    return centred.reshape(-1)  # [batch]

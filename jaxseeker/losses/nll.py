@@ -1,0 +1,202 @@
+"""Masked next-token NLL and per-token log-probs, from full logits or computed chunk by chunk.
+
+The chunked forms take the final hidden states and the unembedding matrix and build the logits
+one sequence chunk at a time under `jax.checkpoint`, so neither the forward nor the backward pass
+ever holds a `[batch, seq, vocab]` array (vocab is 151,936 for Qwen). `chunk_size` and `soft_cap`
+are Python numbers (static under jit); `temperature` may also be a traced scalar.
+"""
+
+import jax
+import jax.numpy as jnp
+
+from jaxseeker.losses.masked import masked_count, masked_mean, masked_sum
+
+
+def _check_token_shapes(batch_seq: tuple[int, ...], **arrays: jax.Array) -> None:
+    """Raise ValueError naming the argument whose shape is not `[batch, seq]`."""
+    for name, array in arrays.items():
+        if tuple(array.shape) != tuple(batch_seq):
+            raise ValueError(f"{name} has shape {tuple(array.shape)}, expected [batch, seq] = {tuple(batch_seq)}")
+
+
+def _target_stats(
+    logits: jax.Array, targets: jax.Array, *, with_entropy: bool
+) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+    """log p(target), argmax == target and (optionally) entropy per position, in float32 or wider."""
+    logits = logits.astype(jnp.promote_types(logits.dtype, jnp.float32))  # [batch, seq, vocab]
+    lse = jax.nn.logsumexp(logits, axis=-1)  # [batch, seq]
+    target_logit = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]  # [batch, seq]
+    logp = target_logit - lse  # [batch, seq]
+    correct = jnp.argmax(logits, axis=-1) == targets  # [batch, seq]
+    entropy = None
+    if with_entropy:
+        probs = jnp.exp(logits - lse[..., None])  # [batch, seq, vocab]
+        entropy = lse - jnp.sum(probs * logits, axis=-1)  # H = logsumexp(z) - sum_v p_v z_v
+    return logp, correct, entropy
+
+
+def _nll_from_stats(
+    logp: jax.Array, correct: jax.Array, loss_mask: jax.Array
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Mean NLL over kept tokens plus the metrics every NLL variant reports."""
+    nll_sum = -masked_sum(logp, loss_mask)
+    n_tokens = masked_count(logp, loss_mask)
+    loss = nll_sum / jnp.maximum(n_tokens, 1.0)
+    aux = {
+        "n_tokens": n_tokens,
+        "nll_sum": nll_sum,
+        "accuracy": masked_mean(correct.astype(logp.dtype), loss_mask),
+    }
+    return loss, aux
+
+
+def logprobs_from_logits(logits: jax.Array, targets: jax.Array) -> jax.Array:
+    """log softmax(logits)[target] per position, float32: `[batch, seq, vocab]` -> `[batch, seq]`."""
+    _check_token_shapes(logits.shape[:-1], targets=targets)
+    logp, _, _ = _target_stats(logits, targets, with_entropy=False)
+    return logp
+
+
+def masked_nll(logits: jax.Array, targets: jax.Array, loss_mask: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Mean negative log-likelihood over the unmasked tokens of the whole batch.
+
+    L = -(1 / sum_i m_i) * sum_i m_i * log softmax(z_i)[y_i]   (WebDancer SFT loss with I[x_i != o]:
+    observation, prompt and padding tokens have m_i = 0). Log-softmax runs in float32.
+
+    Args:
+      logits: `[batch, seq, vocab]`. targets: `[batch, seq]` int ids. loss_mask: `[batch, seq]`, non-zero = train.
+    Returns:
+      (loss, aux) with aux `n_tokens` (kept tokens), `nll_sum` (for accumulating a global mean) and
+      `accuracy` (argmax == target over kept tokens).
+    """
+    _check_token_shapes(logits.shape[:-1], targets=targets, loss_mask=loss_mask)
+    logp, correct, _ = _target_stats(logits, targets, with_entropy=False)
+    return _nll_from_stats(logp, correct, loss_mask)
+
+
+def _chunked_target_stats(
+    hidden: jax.Array,
+    unembed: jax.Array,
+    targets: jax.Array,
+    *,
+    chunk_size: int,
+    soft_cap: float | None,
+    temperature: float,
+    with_entropy: bool,
+) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+    """`_target_stats` of `hidden @ unembed`, built `chunk_size` positions at a time (rematerialised)."""
+    if hidden.ndim != 3:
+        raise ValueError(f"hidden has shape {tuple(hidden.shape)}, expected [batch, seq, embed]")
+    batch, seq, embed = hidden.shape
+    if unembed.ndim != 2 or unembed.shape[0] != embed:
+        raise ValueError(f"unembed has shape {tuple(unembed.shape)}, expected [embed={embed}, vocab]")
+    _check_token_shapes((batch, seq), targets=targets)
+    if not isinstance(chunk_size, int) or chunk_size <= 0:
+        raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+    if soft_cap is not None and soft_cap <= 0:
+        raise ValueError(f"soft_cap must be positive or None, got {soft_cap!r}")
+    if isinstance(temperature, int | float) and temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature!r}")
+
+    compute_dtype = jnp.promote_types(jnp.promote_types(hidden.dtype, unembed.dtype), jnp.float32)
+    chunk = min(chunk_size, seq)
+    n_chunks = -(-seq // chunk)
+    pad = n_chunks * chunk - seq
+    hidden = jnp.pad(hidden, ((0, 0), (0, pad), (0, 0)))  # [batch, n_chunks * chunk, embed]
+    targets = jnp.pad(targets, ((0, 0), (0, pad)))  # [batch, n_chunks * chunk]
+    hidden_chunks = hidden.reshape(batch, n_chunks, chunk, embed).swapaxes(0, 1)  # [n_chunks, batch, chunk, embed]
+    target_chunks = targets.reshape(batch, n_chunks, chunk).swapaxes(0, 1)  # [n_chunks, batch, chunk]
+
+    @jax.checkpoint
+    def one_chunk(h: jax.Array, t: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+        logits = jnp.einsum("bce,ev->bcv", h, unembed, preferred_element_type=compute_dtype)  # [batch, chunk, vocab]
+        if soft_cap is not None:
+            logits = soft_cap * jnp.tanh(logits / soft_cap)
+        logits = logits / temperature
+        return _target_stats(logits, t, with_entropy=with_entropy)
+
+    stats = jax.lax.map(lambda xs: one_chunk(*xs), (hidden_chunks, target_chunks))  # each [n_chunks, batch, chunk]
+
+    def unchunk(x: jax.Array | None) -> jax.Array | None:
+        if x is None:
+            return None
+        return x.swapaxes(0, 1).reshape(batch, n_chunks * chunk)[:, :seq]  # [batch, seq]
+
+    logp, correct, entropy = stats
+    return unchunk(logp), unchunk(correct), unchunk(entropy)
+
+
+def chunked_masked_nll(
+    hidden: jax.Array,
+    unembed: jax.Array,
+    targets: jax.Array,
+    loss_mask: jax.Array,
+    *,
+    chunk_size: int = 512,
+    soft_cap: float | None = None,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """`masked_nll(hidden @ unembed, ...)` without ever materialising `[batch, seq, vocab]` logits.
+
+    z = soft_cap * tanh((h @ W) / soft_cap) when `soft_cap` is set (Gemma-style), else h @ W; the
+    sequence is split into chunks of `chunk_size`, each chunk's logits are built, reduced to
+    per-token log-probs and dropped; `jax.checkpoint` recomputes them in the backward pass.
+
+    Args:
+      hidden: `[batch, seq, embed]` final hidden states. unembed: `[embed, vocab]`.
+      targets: `[batch, seq]` int ids. loss_mask: `[batch, seq]`, non-zero = train.
+    Returns:
+      (loss, aux) exactly as `masked_nll`.
+    """
+    _check_token_shapes(hidden.shape[:2], loss_mask=loss_mask)
+    logp, correct, _ = _chunked_target_stats(
+        hidden, unembed, targets, chunk_size=chunk_size, soft_cap=soft_cap, temperature=1.0, with_entropy=False
+    )
+    return _nll_from_stats(logp, correct, loss_mask)
+
+
+def token_logprobs(
+    hidden: jax.Array,
+    unembed: jax.Array,
+    targets: jax.Array,
+    *,
+    chunk_size: int = 512,
+    soft_cap: float | None = None,
+    temperature: float = 1.0,
+) -> jax.Array:
+    """log pi(y_t | context) per position, `[batch, seq]` float32, computed in sequence chunks.
+
+    logits = softcap(h @ W) / temperature (use the sampling temperature so old and new log-probs
+    of RL match the distribution the rollouts were drawn from).
+    """
+    logp, _, _ = _chunked_target_stats(
+        hidden,
+        unembed,
+        targets,
+        chunk_size=chunk_size,
+        soft_cap=soft_cap,
+        temperature=temperature,
+        with_entropy=False,
+    )
+    return logp
+
+
+def token_logprobs_and_entropy(
+    hidden: jax.Array,
+    unembed: jax.Array,
+    targets: jax.Array,
+    *,
+    chunk_size: int = 512,
+    soft_cap: float | None = None,
+    temperature: float = 1.0,
+) -> tuple[jax.Array, jax.Array]:
+    """`token_logprobs` plus the policy entropy H_t = -sum_v p_v log p_v per position, both `[batch, seq]`."""
+    logp, _, entropy = _chunked_target_stats(
+        hidden,
+        unembed,
+        targets,
+        chunk_size=chunk_size,
+        soft_cap=soft_cap,
+        temperature=temperature,
+        with_entropy=True,
+    )
+    return logp, entropy

@@ -1,0 +1,90 @@
+"""Per-recipe reward shaping: small functions of one episode's judged outcome, chosen by name in config."""
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class EpisodeOutcome:
+    """What the reward functions see of one episode.
+
+    format_ok: `check_format(...).ok`. correct: judge verdict (bool) or a score in [0, 1].
+    f1: token F1 of the (last) submitted answer. n_tokens: |y|, tokens the policy wrote.
+    n_submissions: T, answers submitted (SRRL; 1 for plain ReAct).
+    """
+
+    format_ok: bool
+    correct: bool | float = False
+    f1: float = 0.0
+    n_tokens: int = 0
+    n_submissions: int = 1
+
+
+def webdancer(outcome: EpisodeOutcome, *, format_weight: float = 0.1, answer_weight: float = 0.9) -> float:
+    """R = 0.1 * score_format + 0.9 * score_answer (WebDancer arXiv 2505.22648; WebSailor uses the same)."""
+    return format_weight * float(outcome.format_ok) + answer_weight * float(outcome.correct)
+
+
+def websailor(outcome: EpisodeOutcome, *, format_weight: float = 0.1, answer_weight: float = 0.9) -> float:
+    """R = 0.1 * score_format + 0.9 * score_answer (WebSailor arXiv 2507.02592, as WebDancer)."""
+    return webdancer(outcome, format_weight=format_weight, answer_weight=answer_weight)
+
+
+def webexplorer(outcome: EpisodeOutcome, *, format_weight: float = 0.2) -> float:
+    """R = 0.2 * R_format + R_correct (WebExplorer arXiv 2509.06501)."""
+    return format_weight * float(outcome.format_ok) + float(outcome.correct)
+
+
+def length_penalty(n_tokens: int, *, l_expect: int, l_max: int) -> float:
+    """0 for |y| <= L_expect, -(|y| - L_expect) / (L_max - L_expect) up to L_max, -1 beyond (WebSeer)."""
+    if not 0 < l_expect < l_max:
+        raise ValueError(f"need 0 < l_expect < l_max, got l_expect={l_expect}, l_max={l_max}")
+    if n_tokens <= l_expect:
+        return 0.0
+    if n_tokens <= l_max:
+        return -(n_tokens - l_expect) / (l_max - l_expect)
+    return -1.0
+
+
+def webseer(outcome: EpisodeOutcome, *, l_expect: int = 4096, l_max: int = 8192, alpha: float = 0.9) -> float:
+    """R = R_format + F1 * alpha^T (WebSeer SRRL, ICLR 2026).
+
+    R_format is `length_penalty(|y|)` for a well-formatted episode and -1 otherwise; the correctness
+    term is the token F1 of the answer, discounted by alpha per submission T (T = 1 gives F1 * alpha).
+    A badly formatted episode gets no correctness term.
+    """
+    if not 0.0 < alpha <= 1.0:
+        raise ValueError(f"alpha must be in (0, 1], got {alpha}")
+    if outcome.n_submissions < 0:
+        raise ValueError(f"n_submissions must be >= 0, got {outcome.n_submissions}")
+    if not outcome.format_ok:
+        return -1.0
+    format_term = length_penalty(outcome.n_tokens, l_expect=l_expect, l_max=l_max)
+    return format_term + outcome.f1 * alpha**outcome.n_submissions
+
+
+REWARD_FNS: dict[str, Callable[..., float]] = {
+    "webdancer": webdancer,
+    "websailor": websailor,
+    "webexplorer": webexplorer,
+    "webseer": webseer,
+}
+
+
+def get_reward_fn(name: str) -> Callable[..., float]:
+    """The reward function `name` names: a key of `REWARD_FNS` or a user's "package.module:function"."""
+    if name in REWARD_FNS:
+        return REWARD_FNS[name]
+    if ":" not in name:
+        known = ", ".join(sorted(REWARD_FNS))
+        raise ValueError(f"unknown reward function {name!r}; known names: {known}, or 'package.module:function'")
+    module_name, _, attr = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"reward function {name!r}: cannot import module {module_name!r}: {err}") from err
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ValueError(f"reward function {name!r}: module {module_name!r} has no callable {attr!r}")
+    return fn

@@ -1,0 +1,40 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxseeker.losses import group_advantages
+
+
+def test_grpo_advantages_are_group_zscores():
+    rewards = jnp.array([1.0, 0.0, 0.0, 1.0, 0.5, 0.5, 0.5, 0.5])  # two groups of 4
+    adv = group_advantages(rewards, 4)
+    # group 1: mean 0.5, population std 0.5 -> +-1; group 2: all equal -> 0
+    np.testing.assert_allclose(adv, [1, -1, -1, 1, 0, 0, 0, 0], atol=1e-5)
+
+
+def test_hand_computed_group_of_three():
+    rewards = jnp.array([0.0, 0.3, 0.9])
+    mean = 0.4
+    std = np.sqrt(((0.0 - mean) ** 2 + (0.3 - mean) ** 2 + (0.9 - mean) ** 2) / 3)
+    expected = (np.array([0.0, 0.3, 0.9]) - mean) / (std + 1e-6)
+    np.testing.assert_allclose(group_advantages(rewards, 3), expected, rtol=1e-5)
+
+
+def test_without_std_it_is_dr_grpo_mean_centring():
+    rewards = jnp.array([2.0, 0.0, 1.0, 1.0])
+    np.testing.assert_allclose(group_advantages(rewards, 2, normalize_std=False), [1.0, -1.0, 0.0, 0.0])
+
+
+def test_jits_with_static_group_size():
+    adv = jax.jit(group_advantages, static_argnums=1)(jnp.array([0.0, 1.0]), 2)
+    np.testing.assert_allclose(adv, [-1.0, 1.0], atol=1e-5)
+
+
+def test_bad_inputs_name_the_argument():
+    with pytest.raises(ValueError, match="multiple of group_size=4"):
+        group_advantages(jnp.zeros(6), 4)
+    with pytest.raises(ValueError, match="rewards has shape"):
+        group_advantages(jnp.zeros((2, 4)), 4)
+    with pytest.raises(ValueError, match="group_size"):
+        group_advantages(jnp.zeros(4), 0)

@@ -1,0 +1,165 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxseeker.losses import (
+    chunked_masked_nll,
+    logprobs_from_logits,
+    masked_nll,
+    token_entropy,
+    token_logprobs,
+    token_logprobs_and_entropy,
+)
+
+
+def _log_softmax(z):
+    z = z - z.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+def _problem(seed=0, batch=2, seq=10, embed=8, vocab=50):
+    rng = np.random.default_rng(seed)
+    hidden = rng.normal(size=(batch, seq, embed)).astype(np.float32)  # [batch, seq, embed]
+    unembed = (rng.normal(size=(embed, vocab)) / np.sqrt(embed)).astype(np.float32)  # [embed, vocab]
+    targets = rng.integers(0, vocab, size=(batch, seq)).astype(np.int32)  # [batch, seq]
+    mask = (rng.uniform(size=(batch, seq)) < 0.6).astype(np.float32)  # [batch, seq]
+    return hidden, unembed, targets, mask
+
+
+def test_masked_nll_matches_hand_computed_numpy():
+    logits = np.array([[[2.0, 0.0, -1.0], [0.5, 0.5, 0.5], [-1.0, 3.0, 0.0]]], dtype=np.float32)  # [1, 3, 3]
+    targets = np.array([[0, 2, 2]])
+    mask = np.array([[1, 0, 1]])  # the middle token is an observation
+    loss, aux = masked_nll(jnp.asarray(logits), jnp.asarray(targets), jnp.asarray(mask))
+    logp = _log_softmax(logits)
+    expected = -(logp[0, 0, 0] + logp[0, 2, 2]) / 2
+    np.testing.assert_allclose(loss, expected, rtol=1e-6)
+    assert float(aux["n_tokens"]) == 2.0
+    np.testing.assert_allclose(aux["nll_sum"], 2 * expected, rtol=1e-6)
+    assert float(aux["accuracy"]) == 0.5  # token 0 argmax is 0 (right), token 2 argmax is 1 (wrong)
+
+
+def test_masked_nll_upcasts_bf16_logits():
+    logits = jnp.array([[[10.0, 0.0]]], dtype=jnp.bfloat16)
+    loss, _ = masked_nll(logits, jnp.array([[1]]), jnp.array([[1]]))
+    assert loss.dtype == jnp.float32
+    np.testing.assert_allclose(loss, 10.0 + np.log1p(np.exp(-10.0)), rtol=1e-6)
+
+
+def _full_nll(hidden, unembed, targets, mask):
+    return masked_nll(jnp.einsum("bse,ev->bsv", hidden, unembed), targets, mask)
+
+
+def _chunked_nll(hidden, unembed, targets, mask):
+    return chunked_masked_nll(hidden, unembed, targets, mask, chunk_size=4)
+
+
+_full_value_and_grad = jax.jit(jax.value_and_grad(_full_nll, argnums=(0, 1), has_aux=True))
+_chunked_value_and_grad = jax.jit(jax.value_and_grad(_chunked_nll, argnums=(0, 1), has_aux=True))
+
+
+def test_chunked_nll_equals_full_nll_in_value_and_gradient():
+    hidden, unembed, targets, mask = _problem()  # seq 10 is not a multiple of chunk_size 4
+    (full, full_aux), full_grads = _full_value_and_grad(hidden, unembed, targets, mask)
+    (loss, aux), grads = _chunked_value_and_grad(hidden, unembed, targets, mask)
+    np.testing.assert_allclose(loss, full, atol=1e-5)
+    for key in ("n_tokens", "nll_sum", "accuracy"):
+        np.testing.assert_allclose(aux[key], full_aux[key], atol=1e-5)
+    for g, g_full in zip(grads, full_grads):
+        np.testing.assert_allclose(g, g_full, atol=1e-5)
+
+
+def test_targets_at_masked_positions_change_nothing():
+    hidden, unembed, targets, mask = _problem()
+    other_targets = np.where(mask == 0, (targets + 7) % unembed.shape[1], targets)
+    assert np.any(other_targets != targets)
+    (loss_a, _), grads_a = _chunked_value_and_grad(hidden, unembed, targets, mask)
+    (loss_b, _), grads_b = _chunked_value_and_grad(hidden, unembed, other_targets, mask)
+    np.testing.assert_array_equal(loss_a, loss_b)
+    for a, b in zip(grads_a, grads_b):
+        np.testing.assert_allclose(a, b, atol=1e-7)
+
+
+def test_chunked_nll_applies_the_soft_cap():
+    hidden, unembed, targets, mask = _problem(seed=1)
+    logits = np.einsum("bse,ev->bsv", 5.0 * hidden, unembed)
+    expected, _ = masked_nll(jnp.asarray(3.0 * np.tanh(logits / 3.0)), targets, mask)
+    loss, _ = jax.jit(chunked_masked_nll, static_argnames=("chunk_size", "soft_cap"))(
+        5.0 * hidden, unembed, targets, mask, chunk_size=3, soft_cap=3.0
+    )
+    np.testing.assert_allclose(loss, expected, atol=1e-5)
+
+
+def test_chunked_nll_gradient_matches_central_differences_in_float64():
+    with jax.enable_x64(True):
+        hidden, unembed, targets, mask = _problem(seed=2, batch=1, seq=5, embed=3, vocab=7)
+        params = (hidden.astype(np.float64), unembed.astype(np.float64))
+        value_and_grad = jax.jit(
+            jax.value_and_grad(lambda p: chunked_masked_nll(p[0], p[1], targets, mask, chunk_size=2)[0])
+        )
+        _, grads = value_and_grad(params)
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            direction = tuple(rng.normal(size=p.shape) for p in params)
+            step = 1e-5
+            plus = value_and_grad(tuple(p + step * d for p, d in zip(params, direction)))[0]
+            minus = value_and_grad(tuple(p - step * d for p, d in zip(params, direction)))[0]
+            numeric = (plus - minus) / (2 * step)
+            analytic = sum(np.vdot(g, d) for g, d in zip(grads, direction))
+            np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-9)
+
+
+def test_token_logprobs_and_entropy_match_full_logits_at_a_temperature():
+    hidden, unembed, targets, _ = _problem(seed=4)
+    logits = jnp.asarray(np.einsum("bse,ev->bsv", hidden, unembed) / 0.7)  # [batch, seq, vocab]
+    static = ("chunk_size",)  # temperature may be traced
+    logp, entropy = jax.jit(token_logprobs_and_entropy, static_argnames=static)(
+        hidden, unembed, targets, chunk_size=3, temperature=0.7
+    )
+    np.testing.assert_allclose(logp, logprobs_from_logits(logits, targets), atol=1e-5)
+    np.testing.assert_allclose(entropy, token_entropy(logits), atol=1e-5)
+    only_logp = jax.jit(token_logprobs, static_argnames=static)(hidden, unembed, targets, chunk_size=3, temperature=0.7)
+    np.testing.assert_allclose(only_logp, logp, atol=1e-6)
+    assert logp.shape == targets.shape
+
+
+def _temp_bytes(loss_fn, batch, seq, embed, vocab):
+    """XLA's temporary-buffer size of the compiled gradient of `loss_fn` at these shapes."""
+    args = (
+        jax.ShapeDtypeStruct((batch, seq, embed), jnp.float32),
+        jax.ShapeDtypeStruct((embed, vocab), jnp.float32),
+        jax.ShapeDtypeStruct((batch, seq), jnp.int32),
+        jax.ShapeDtypeStruct((batch, seq), jnp.float32),
+    )
+    grad = jax.jit(jax.grad(lambda h, w, t, m: loss_fn(h, w, t, m)[0], argnums=(0, 1)))
+    return grad.lower(*args).compile().memory_analysis().temp_size_in_bytes
+
+
+def test_chunked_gradient_never_materialises_full_logits():
+    batch, embed, vocab, chunk = 2, 32, 2048, 64
+
+    def chunked(h, w, t, m):
+        return chunked_masked_nll(h, w, t, m, chunk_size=chunk)
+
+    logits_bytes = batch * 2048 * vocab * 4
+    # The full loss holds (at least) the [batch, seq, vocab] logits.
+    assert _temp_bytes(_full_nll, batch, 2048, embed, vocab) >= logits_bytes
+    chunked_temp = {seq: _temp_bytes(chunked, batch, seq, embed, vocab) for seq in (256, 2048)}
+    # The chunked loss holds a few [batch, chunk, vocab] blocks whatever the sequence length.
+    chunk_logits_bytes = batch * chunk * vocab * 4
+    assert chunked_temp[2048] < 4 * chunk_logits_bytes + 8 * batch * 2048 * embed * 4
+    assert chunked_temp[2048] < 1.5 * chunked_temp[256]
+    assert chunked_temp[2048] < logits_bytes / 8
+
+
+def test_bad_shapes_name_the_argument():
+    hidden, unembed, targets, mask = _problem()
+    with pytest.raises(ValueError, match="loss_mask has shape"):
+        chunked_masked_nll(hidden, unembed, targets, mask[:, :3])
+    with pytest.raises(ValueError, match="unembed has shape"):
+        chunked_masked_nll(hidden, unembed.T, targets, mask)
+    with pytest.raises(ValueError, match="targets has shape"):
+        masked_nll(jnp.zeros((2, 10, 5)), targets[:1], mask)
+    with pytest.raises(ValueError, match="chunk_size"):
+        token_logprobs(hidden, unembed, targets, chunk_size=0)

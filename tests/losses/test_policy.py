@@ -1,0 +1,103 @@
+import functools
+
+import jax
+import numpy as np
+import pytest
+
+from jaxseeker.losses import policy_loss
+
+HYPER = ("eps_low", "eps_high", "agg", "clip_c")
+loss_and_grad = jax.jit(jax.value_and_grad(policy_loss, has_aux=True), static_argnames=HYPER)
+
+# Two sequences of three tokens. log-ratios 0.5 / 0.1 / -0.5 give r = 1.6487 / 1.1052 / 0.6065.
+OLD = np.zeros((2, 3), np.float32)
+LOGP = np.array([[0.5, 0.1, -0.5], [0.5, -0.5, 0.1]], np.float32)
+ADV = np.array([1.0, -1.0], np.float32)
+MASK = np.array([[1, 1, 1], [1, 1, 0]], np.float32)  # the last token of sequence 1 is an observation
+R = np.exp(LOGP)
+# Hand-computed per-token losses -min(r A, clip(r, 0.8, 1.28) A):
+#   seq 0, A=+1: r=1.6487 -> -1.28 (upper clip)   r=1.1052 -> -1.1052   r=0.6065 -> -0.6065 (no clip for A>0)
+#   seq 1, A=-1: r=1.6487 -> +1.6487 (no clip)    r=0.6065 -> +0.8 (lower clip)
+PER_TOKEN = np.array([[-1.28, -R[0, 1], -R[0, 2]], [R[1, 0], 0.8, 0.0]])
+
+
+def test_token_mean_matches_hand_computed_values_and_metrics():
+    (loss, metrics), grad = loss_and_grad(LOGP, OLD, ADV, MASK)
+    np.testing.assert_allclose(loss, PER_TOKEN.sum() / 5, rtol=1e-6)
+    np.testing.assert_allclose(metrics["clip_frac_high"], 1 / 5)
+    np.testing.assert_allclose(metrics["clip_frac_low"], 1 / 5)
+    np.testing.assert_allclose(metrics["ratio_max"], R[0, 0], rtol=1e-6)
+    np.testing.assert_allclose(metrics["ratio_mean"], (R * MASK).sum() / 5, rtol=1e-6)
+    log_r = LOGP * MASK
+    np.testing.assert_allclose(metrics["approx_kl"], ((np.exp(log_r) - 1 - log_r) * MASK).sum() / 5, rtol=1e-5)
+    # d/dlogp of -A r is -A r on unclipped tokens and 0 where a clip is active or the token is masked.
+    expected_grad = np.array([[0.0, -R[0, 1], -R[0, 2]], [R[1, 0], 0.0, 0.0]]) / 5
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-6)
+
+
+def test_sequence_aggregations():
+    seq_sums = PER_TOKEN.sum(axis=1)
+    loss, _ = policy_loss(LOGP, OLD, ADV, MASK, agg="seq-mean-token-mean")
+    np.testing.assert_allclose(loss, np.mean([seq_sums[0] / 3, seq_sums[1] / 2]), rtol=1e-6)
+    loss, _ = policy_loss(LOGP, OLD, ADV, MASK, agg="seq-mean-token-sum-norm")
+    np.testing.assert_allclose(loss, np.mean(seq_sums / 3), rtol=1e-6)  # divided by the padded length 3
+
+
+def test_sequence_without_policy_tokens_is_left_out_of_the_sequence_mean():
+    mask = MASK.copy()
+    mask[1] = 0
+    loss, _ = policy_loss(LOGP, OLD, ADV, mask, agg="seq-mean-token-mean")
+    np.testing.assert_allclose(loss, PER_TOKEN[0].sum() / 3, rtol=1e-6)
+
+
+def test_dual_clip_bounds_the_loss_of_negative_advantages():
+    (loss, metrics), _ = loss_and_grad(LOGP, OLD, ADV, MASK, clip_c=1.5)
+    per_token = PER_TOKEN.copy()
+    per_token[1, 0] = 1.5  # min(1.6487, 1.5 * |A|)
+    np.testing.assert_allclose(loss, per_token.sum() / 5, rtol=1e-6)
+    np.testing.assert_allclose(metrics["dual_clip_frac"], 1 / 5)
+
+
+def test_per_token_advantages_broadcast_like_per_sequence_ones():
+    per_seq, _ = policy_loss(LOGP, OLD, ADV, MASK)
+    per_token, _ = policy_loss(LOGP, OLD, np.repeat(ADV[:, None], 3, axis=1), MASK)
+    np.testing.assert_allclose(per_seq, per_token, rtol=1e-7)
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
+def test_values_at_masked_positions_change_nothing(agg):
+    other_logp = np.where(MASK == 0, 80.0, LOGP)  # exp(80) overflows float32 if it leaks
+    other_old = np.where(MASK == 0, -3.0, OLD)
+    (loss_a, metrics_a), grad_a = loss_and_grad(LOGP, OLD, ADV, MASK, agg=agg, clip_c=3.0)
+    (loss_b, metrics_b), grad_b = loss_and_grad(other_logp, other_old, ADV, MASK, agg=agg, clip_c=3.0)
+    np.testing.assert_array_equal(loss_a, loss_b)
+    np.testing.assert_array_equal(grad_a, grad_b)
+    for key in metrics_a:
+        np.testing.assert_array_equal(metrics_a[key], metrics_b[key])
+
+
+def test_gradient_matches_central_differences_in_float64():
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(0)
+        old = rng.normal(size=(3, 4)) * 0.1
+        logp = old + rng.normal(size=(3, 4)) * 0.1  # ratios near 1, away from the clip kinks
+        adv = rng.normal(size=(3,))
+        mask = (rng.uniform(size=(3, 4)) < 0.7).astype(np.float64)
+        for agg in ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"):
+            fn = jax.jit(functools.partial(lambda lp, agg: policy_loss(lp, old, adv, mask, agg=agg)[0], agg=agg))
+            grad = np.asarray(jax.grad(fn)(logp))
+            direction = rng.normal(size=logp.shape)
+            step = 1e-6
+            numeric = (fn(logp + step * direction) - fn(logp - step * direction)) / (2 * step)
+            np.testing.assert_allclose(np.vdot(grad, direction), numeric, rtol=1e-6, atol=1e-10)
+
+
+def test_bad_arguments_give_clear_errors():
+    with pytest.raises(ValueError, match="allowed values: token-mean, seq-mean-token-mean, seq-mean-token-sum-norm"):
+        policy_loss(LOGP, OLD, ADV, MASK, agg="sum")
+    with pytest.raises(ValueError, match="advantages has shape"):
+        policy_loss(LOGP, OLD, np.zeros(5, np.float32), MASK)
+    with pytest.raises(ValueError, match="clip_c must be > 1"):
+        policy_loss(LOGP, OLD, ADV, MASK, clip_c=0.5)
+    with pytest.raises(ValueError, match="must all be \\[batch, seq\\]"):
+        policy_loss(LOGP, OLD[:1], ADV, MASK)
