@@ -7,10 +7,12 @@ import importlib
 import json
 import sys
 
-# Stage modules with an `add_parser(subparsers)`; the only place that imports every stage.
+# Stage modules with an `add_parser(subparsers)` (and optionally `add_bench_parser(bench_subparsers)`);
+# the only place that imports every stage.
 COMMAND_MODULES = (
     "jaxseeker.data.command",
     "jaxseeker.world.command",
+    "jaxseeker.train.command",
 )
 
 
@@ -50,8 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="the offline end-to-end demo")
     demo.add_argument("--out", default="runs/demo", help="output directory")
     demo.set_defaults(func=_demo)
+    bench = sub.add_parser("bench", help="benchmarks against a baseline measured in the same run")
+    bench_sub = bench.add_subparsers(dest="bench", required=True)
     for name in COMMAND_MODULES:
-        importlib.import_module(name).add_parser(sub)
+        module = importlib.import_module(name)
+        module.add_parser(sub)
+        if hasattr(module, "add_bench_parser"):
+            module.add_bench_parser(bench_sub)
     return parser
 
 

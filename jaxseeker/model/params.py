@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -84,8 +86,10 @@ def _is_shape(x) -> bool:
     return isinstance(x, tuple) and all(isinstance(d, int) for d in x)
 
 
+@functools.partial(jax.jit, static_argnums=0)
 def init_params(cfg: ModelConfig, rng: jax.Array) -> dict:
-    """Random parameters: normal(0, initializer_range) matrices, unit norms, zero biases (as HF initialises)."""
+    """Random parameters: normal(0, initializer_range) matrices, unit norms, zero biases (as HF initialises).
+    Jitted: one compile for the whole tree."""
     shapes = param_shapes(cfg)
     leaves = jax.tree.leaves_with_path(shapes, is_leaf=_is_shape)
     keys = jax.random.split(rng, len(leaves))

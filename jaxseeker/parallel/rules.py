@@ -1,0 +1,138 @@
+"""One table from logical axis names to mesh axes, and the shardings it gives.
+
+Model code names the axes of every array in words (`vocab`, `embed`, `heads`, `kv_heads`,
+`head_dim`, `mlp`, `experts`, `layers`, `batch`, `seq`) and never a device; this module alone turns
+those names into `PartitionSpec`s for a mesh with axes (data, fsdp, tensor, expert).
+
+Resolution of one array's axes, dimension by dimension:
+  1. the rule gives an ordered tuple of mesh axes (empty = replicated);
+  2. a mesh axis may serve one dimension only: if two dimensions of the same array map to the
+     same mesh axis, that is an error in the table (checked whatever the mesh sizes);
+  3. mesh axes of size 1 are left out (they change nothing);
+  4. divisibility fallback: the dimension keeps the longest prefix of its mesh axes whose size
+     product divides it; if none divides, the dimension is replicated. E.g. `kv_heads` = 2 on a
+     tensor axis of 4 is replicated; `batch` = 4 over (data=2, fsdp=2, expert=2) is split over
+     (data, fsdp) only. Replication is always correct, only less memory-efficient.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec
+
+Rules = Mapping[str, tuple[str, ...]]
+
+DEFAULT_RULES: Rules = {
+    "batch": ("data", "fsdp", "expert"),
+    "seq": (),
+    "embed": ("fsdp",),
+    "vocab": ("tensor",),
+    "heads": ("tensor",),
+    "kv_heads": ("tensor",),
+    "mlp": ("tensor",),
+    "experts": ("expert",),
+    "head_dim": (),
+    "layers": (),
+}
+
+
+def make_rules(overrides: Mapping[str, Sequence[str] | str | None] | None = None, base: Rules = DEFAULT_RULES) -> Rules:
+    """`base` with some logical axes remapped (a config's `sharding.rules`); values are mesh axis names."""
+    rules = dict(base)
+    for name, value in (overrides or {}).items():
+        if value is None:
+            value = ()
+        elif isinstance(value, str):
+            value = (value,)
+        rules[name] = tuple(value)
+    return rules
+
+
+def logical_to_spec(
+    axes: Sequence[str | None], rules: Rules, mesh: Mesh | AbstractMesh, shape: Sequence[int]
+) -> PartitionSpec:
+    """The `PartitionSpec` of an array of `shape` whose dimensions have logical names `axes`.
+
+    `mesh` may be an `AbstractMesh` (only axis names and sizes are read).
+    See the module docstring for the resolution order (no mesh axis twice, size-1 axes dropped,
+    divisibility fallback to a prefix of the mesh axes or to replication).
+    """
+    axes, shape = tuple(axes), tuple(shape)
+    if len(axes) != len(shape):
+        raise ValueError(f"logical axes {axes} have {len(axes)} names but the array has shape {shape}")
+    sizes = dict(mesh.shape)
+    owner: dict[str, str] = {}
+    spec: list[Any] = []
+    for name, dim in zip(axes, shape):
+        if name is None:
+            spec.append(None)
+            continue
+        if name not in rules:
+            raise KeyError(f"logical axis {name!r} (in {axes}) has no sharding rule; known: {sorted(rules)}")
+        for mesh_axis in rules[name]:
+            if mesh_axis not in sizes:
+                raise ValueError(
+                    f"rule {name!r} -> {rules[name]} names mesh axis {mesh_axis!r}; the mesh has {list(sizes)}"
+                )
+            if mesh_axis in owner:
+                raise ValueError(
+                    f"mesh axis {mesh_axis!r} is mapped from both {owner[mesh_axis]!r} and {name!r} in axes {axes}; "
+                    "a mesh axis may shard one dimension of an array only"
+                )
+            owner[mesh_axis] = name
+        kept = tuple(a for a in rules[name] if sizes[a] > 1)
+        while kept and dim % math.prod(sizes[a] for a in kept):
+            kept = kept[:-1]
+        spec.append(None if not kept else kept[0] if len(kept) == 1 else kept)
+    return PartitionSpec(*spec)
+
+
+def logical_sharding(axes: Sequence[str | None], rules: Rules, mesh: Mesh, shape: Sequence[int]) -> NamedSharding:
+    """`NamedSharding` of one array from its logical axes (see `logical_to_spec`)."""
+    return NamedSharding(mesh, logical_to_spec(axes, rules, mesh, shape))
+
+
+def tree_shardings(axes_tree: Any, shapes_tree: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> Any:
+    """A pytree of `NamedSharding` for `shapes_tree` (arrays or `ShapeDtypeStruct`s).
+
+    `axes_tree` has the structure of `shapes_tree` with a tuple of logical axis names where
+    `shapes_tree` has a leaf (e.g. `model.param_axes(cfg)` for `model.init_params(cfg, rng)`).
+    """
+    def one(shaped, axes):
+        if not isinstance(axes, tuple):
+            raise TypeError(f"expected a tuple of logical axis names for shape {shaped.shape}, got {axes!r}")
+        return logical_sharding(axes, rules, mesh, shaped.shape)
+
+    return jax.tree.map(one, shapes_tree, axes_tree)
+
+
+def replicated(mesh: Mesh) -> NamedSharding:
+    """The sharding that puts a full copy on every device of `mesh`."""
+    return NamedSharding(mesh, PartitionSpec())
+
+
+def batch_sharding(mesh: Mesh, shape: Sequence[int], rules: Rules = DEFAULT_RULES) -> NamedSharding:
+    """Sharding of a `[batch, seq]` (or `[batch, ...]`) input array: batch split by the `batch` rule."""
+    axes = ("batch", "seq") + (None,) * (len(shape) - 2)
+    return logical_sharding(axes[: len(shape)], rules, mesh, shape)
+
+
+def shard_batch(batch: Mapping[str, np.ndarray], sharding: NamedSharding) -> dict[str, jax.Array]:
+    """Place a host batch on the mesh of `sharding`; each process passes only its own rows.
+
+    With P processes in the mesh, process p holds rows `[p * B / P, (p + 1) * B / P)` of the global
+    batch of B rows (what a loader sharded by process index yields) and the batch dimension must be
+    split over all of them; on one process the rows are the whole batch. Returns global arrays.
+    """
+    n_processes = len({device.process_index for device in sharding.mesh.devices.flat})
+    out = {}
+    for key, local in batch.items():
+        local = np.asarray(local)
+        global_shape = (local.shape[0] * n_processes,) + local.shape[1:]
+        out[key] = jax.make_array_from_process_local_data(sharding, local, global_shape)
+    return out

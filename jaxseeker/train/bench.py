@@ -1,0 +1,158 @@
+"""`jaxseeker bench sft`: jaxseeker SFT vs transformers + PyTorch on the same trajectories, in one run.
+
+Both train the same Qwen2-shaped ≈40M model with AdamW on the same variable-length agent trajectories for
+one pass. jaxseeker packs them into fixed rows (segment-masked attention, chunked loss); the HF side pads
+each batch to its longest example, as its data collator does. The figure of merit is useful tokens/s:
+tokens that carry loss (the agent's own tokens), per wall second, compile excluded.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxseeker import model
+from jaxseeker.data import pack_examples, tokenize_chat, train_tokenizer
+from jaxseeker.model.flops import flops_per_token
+from jaxseeker.parallel import MeshConfig, batch_sharding, make_mesh
+from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
+from jaxseeker.train.sft_step import make_sft_step
+from jaxseeker.train.state import create_train_state
+
+BENCH_CONFIG = dict(
+    model_type="qwen2", vocab_size=16000, hidden_size=512, intermediate_size=1408, num_layers=8, num_heads=8,
+    num_kv_heads=4, head_dim=64, qkv_bias=True, qk_norm=False, tie_word_embeddings=False,
+)
+_WORDS = ("river city museum capital founded population search visit page answer born died wrote painter novel "
+          "bridge tower station university according result query first second which who when where").split()
+
+
+def synthetic_trajectories(n: int, seed: int = 0) -> list[list[dict]]:
+    """`n` agent conversations of 1–6 tool rounds with observations of varied length (real chatml shape)."""
+    rng = random.Random(seed)
+
+    def words(k):
+        return " ".join(rng.choice(_WORDS) for _ in range(k))
+
+    out = []
+    for i in range(n):
+        msgs = [{"role": "system", "content": "You are a deep search agent."},
+                {"role": "user", "content": f"Question {i}: {words(rng.randint(10, 30))}?"}]
+        for _ in range(rng.randint(1, 6)):
+            msgs.append({"role": "assistant", "content": f"<think>{words(rng.randint(10, 60))}</think>\n"
+                         f'<tool_call>{{"name": "search", "arguments": {{"query": "{words(4)}"}}}}</tool_call>'})
+            msgs.append({"role": "user", "content": f"<tool_response>\n{words(rng.randint(20, 250))}\n</tool_response>"})
+        msgs.append({"role": "assistant", "content": f"<think>{words(rng.randint(5, 30))}</think>\n<answer>{words(2)}</answer>"})
+        out.append(msgs)
+    return out
+
+
+def matmul_ceiling(n: int = 2048, repeats: int = 5) -> float:
+    """Measured f32 matmul FLOP/s of this device (n³ product, jitted, compile excluded)."""
+    a = jnp.ones((n, n), jnp.float32)
+    f = jax.jit(lambda x: x @ x)
+    f(a).block_until_ready()
+    t = time.perf_counter()
+    for _ in range(repeats):
+        r = f(a)
+    r.block_until_ready()
+    return 2 * n**3 * repeats / (time.perf_counter() - t)
+
+
+def bench_jax(examples: list[tuple[np.ndarray, np.ndarray]], cfg: model.ModelConfig, *, seq_len: int, rows: int) -> dict:
+    """One pass of packed SFT with jaxseeker: useful tokens/s and time per step."""
+    packed = pack_examples(examples, seq_len=seq_len, over_length="truncate")
+    keys = ("tokens", "targets", "loss_mask", "segment_ids", "positions")
+    n_batches = len(packed["tokens"]) // rows
+    batches = [{k: packed[k][i * rows:(i + 1) * rows] for k in keys} for i in range(n_batches)]
+    mesh = make_mesh(MeshConfig(fsdp=1), jax.devices()[:1])
+    optimizer = make_optimizer(OptimizerConfig(lr=1e-4, warmup_steps=0, total_steps=1000, clip_norm=1.0))
+    state, shardings = create_train_state(functools.partial(model.init_params, cfg), model.param_axes(cfg), optimizer, 0, mesh)
+    bsh = batch_sharding(mesh, (rows, seq_len))
+    step = make_sft_step(cfg, optimizer, mesh=mesh, state_shardings=shardings, batch_sharding=bsh)
+    t = time.perf_counter()
+    state, m = step(state, batches[0])
+    jax.block_until_ready(m)
+    compile_s = time.perf_counter() - t
+    t = time.perf_counter()
+    for b in batches[1:]:
+        state, m = step(state, b)
+    jax.block_until_ready(m)
+    wall = time.perf_counter() - t
+    useful = sum(int(b["loss_mask"].sum()) for b in batches[1:])
+    total = sum(int((b["segment_ids"] != 0).sum()) for b in batches[1:])
+    return {"useful_tok_s": useful / wall, "step_s": wall / (len(batches) - 1), "compile_s": compile_s,
+            "steps": len(batches) - 1, "fill": total / ((len(batches) - 1) * rows * seq_len), "tokens": total}
+
+
+def bench_hf(examples: list[tuple[np.ndarray, np.ndarray]], cfg: model.ModelConfig, *, batch: int, max_len: int) -> dict:
+    """One pass of padded SFT with transformers + PyTorch AdamW: useful tokens/s and time per step."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    hf = transformers.AutoModelForCausalLM.from_config(
+        transformers.Qwen2Config(**{k: v for k, v in model.to_hf_dict(cfg).items() if k not in ("architectures", "model_type")}),
+        attn_implementation="sdpa",
+    ).train()
+    opt = torch.optim.AdamW(hf.parameters(), lr=1e-4)
+    order = list(range(len(examples)))
+    batches = [order[i:i + batch] for i in range(0, len(order) - batch + 1, batch)]
+
+    def run(idx):
+        longest = min(max(len(examples[i][0]) for i in idx), max_len)
+        ids = torch.zeros((len(idx), longest), dtype=torch.long)
+        labels = torch.full((len(idx), longest), -100, dtype=torch.long)
+        attn = torch.zeros((len(idx), longest), dtype=torch.long)
+        for r, i in enumerate(idx):
+            x, m = examples[i][0][:longest], examples[i][1][:longest]
+            ids[r, :len(x)] = torch.from_numpy(x.astype(np.int64))
+            labels[r, :len(x)] = torch.where(torch.from_numpy(m.astype(bool)), torch.from_numpy(x.astype(np.int64)), -100)
+            attn[r, :len(x)] = 1
+        loss = hf(input_ids=ids, attention_mask=attn, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(hf.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad()
+        return int((labels[:, 1:] != -100).sum())
+
+    run(batches[0])
+    t = time.perf_counter()
+    useful = sum(run(b) for b in batches[1:])
+    wall = time.perf_counter() - t
+    return {"useful_tok_s": useful / wall, "step_s": wall / (len(batches) - 1), "steps": len(batches) - 1}
+
+
+def run_bench(n_trajectories: int = 96, seq_len: int = 2048, rows: int = 4, hf_batch: int = 8) -> dict:
+    """Both sides on the same trajectories; prints a table and returns the figures."""
+    import torch
+
+    convs = synthetic_trajectories(n_trajectories)
+    tok = train_tokenizer([m["content"] for c in convs[:40] for m in c], 2000)
+    examples = [tokenize_chat(c, tok) for c in convs]
+    cfg = model.ModelConfig(**BENCH_CONFIG)
+    ceiling = matmul_ceiling()
+    ours = bench_jax(examples, cfg, seq_len=seq_len, rows=rows)
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    theirs = bench_hf(examples, cfg, batch=hf_batch, max_len=seq_len)
+    mean_len = float(np.mean([len(e[0]) for e in examples]))
+    flops_tok = flops_per_token(cfg, int(mean_len / 2), training=True)
+    trained = float(np.mean([e[1].mean() for e in examples]))
+    mfu = ours["useful_tok_s"] / trained * flops_tok / ceiling
+    result = {"jaxseeker": ours, "hf_torch": theirs, "ratio": ours["useful_tok_s"] / theirs["useful_tok_s"],
+              "matmul_ceiling_gflops": ceiling / 1e9, "jaxseeker_mfu": mfu, "mean_example_tokens": mean_len,
+              "trained_fraction": trained, "parameters": model.count_params(cfg)}
+    print(f"\nbench sft: {model.count_params(cfg) / 1e6:.1f}M-param Qwen2 shape, {len(examples)} trajectories "
+          f"(mean {mean_len:.0f} tokens, {trained:.0%} trained), f32, {jax.devices()[0].platform}")
+    print(f"{'':<12}{'useful tok/s':>14}{'s/step':>10}{'steps':>7}")
+    print(f"{'jaxseeker':<12}{ours['useful_tok_s']:>14.0f}{ours['step_s']:>10.2f}{ours['steps']:>7}"
+          f"   (packed {rows}×{seq_len}, fill {ours['fill']:.0%}, compile {ours['compile_s']:.1f} s)")
+    print(f"{'HF+torch':<12}{theirs['useful_tok_s']:>14.0f}{theirs['step_s']:>10.2f}{theirs['steps']:>7}"
+          f"   (padded batches of {hf_batch})")
+    print(f"ratio {result['ratio']:.2f}×   matmul ceiling {ceiling / 1e9:.0f} GFLOP/s   jaxseeker MFU {mfu:.1%}")
+    return result

@@ -1,0 +1,137 @@
+"""Orbax checkpoints of a run: the train state as arrays, the data iterator state and run config as JSON.
+
+A checkpoint step directory holds three items:
+  state   the TrainState pytree (step, params, optimizer state, RNG), written collectively by all
+          processes, each its own shards; restored straight onto the shardings of a target;
+  data    the data iterator state (JSON; e.g. grain's `iterator.get_state()`), for an exact resume;
+  config  the run config (JSON), so a checkpoint says how it was made.
+Saves are asynchronous: `save` returns once the arrays are copied off the devices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import jax
+import orbax.checkpoint as ocp
+
+from jaxseeker.train.state import TrainState
+
+
+@dataclasses.dataclass(frozen=True)
+class Restored:
+    """What `Checkpointer.restore` returns."""
+
+    step: int
+    state: TrainState
+    data_state: dict
+    config: dict
+
+
+class Checkpointer:
+    """Save every `save_every` steps (and when forced, e.g. at the end), keep the newest `keep`."""
+
+    def __init__(self, directory: str | Path, *, save_every: int = 1000, keep: int | None = 3, async_save: bool = True):
+        """Open (or create) the checkpoint directory; existing checkpoints in it are found by `latest_step`."""
+        if save_every < 1:
+            raise ValueError(f"save_every must be >= 1, got {save_every}")
+        if keep is not None and keep < 1:
+            raise ValueError(f"keep must be >= 1 or None (keep all), got {keep}")
+        self.directory = Path(directory).absolute()
+        options = ocp.CheckpointManagerOptions(
+            save_decision_policy=ocp.checkpoint_managers.FixedIntervalPolicy(save_every),
+            max_to_keep=keep,
+            enable_async_checkpointing=async_save,
+            create=True,
+        )
+        self._manager = ocp.CheckpointManager(self.directory, options=options, item_names=("state", "data", "config"))
+
+    def save(
+        self, step: int, state: TrainState, *, data_state: dict | None = None, config: dict | None = None,
+        force: bool = False,
+    ) -> bool:
+        """Save at `step` if it is a multiple of `save_every` (or `force`); True when a save was started.
+
+        Every process must call it (the array write is collective). `data_state` and `config`
+        must be JSON-serialisable. A forced save of a step already saved does nothing.
+        """
+        if step in self._manager.all_steps():
+            return False
+        args = ocp.args.Composite(
+            state=ocp.args.StandardSave(state),
+            data=ocp.args.JsonSave(data_state or {}),
+            config=ocp.args.JsonSave(config or {}),
+        )
+        return self._manager.save(int(step), args=args, force=force)
+
+    def restore(self, target: TrainState, step: int | None = None) -> Restored:
+        """Restore `step` (default: the latest) onto `target`'s shapes, dtypes and shardings.
+
+        `target` is a TrainState of `jax.ShapeDtypeStruct`s with shardings
+        (`state.abstract_train_state(...)`) or of real arrays; the restored arrays land sharded.
+        """
+        step = self.latest_step() if step is None else step
+        if step is None:
+            raise FileNotFoundError(f"{self.directory}: no checkpoint to restore")
+        if step not in self.all_steps():
+            raise FileNotFoundError(f"{self.directory}: no checkpoint at step {step}; steps: {self.all_steps()}")
+        abstract = jax.tree.map(_abstract_leaf, target)
+        out = self._manager.restore(
+            step,
+            args=ocp.args.Composite(
+                state=ocp.args.StandardRestore(abstract),
+                data=ocp.args.JsonRestore(),
+                config=ocp.args.JsonRestore(),
+            ),
+        )
+        return Restored(step=step, state=out.state, data_state=out.data or {}, config=out.config or {})
+
+    def latest_step(self) -> int | None:
+        """The newest saved step, or None when the directory holds no checkpoint."""
+        return self._manager.latest_step()
+
+    def all_steps(self) -> list[int]:
+        """All kept steps, oldest first."""
+        return sorted(self._manager.all_steps())
+
+    def wait(self) -> None:
+        """Block until any asynchronous save has been written."""
+        self._manager.wait_until_finished()
+
+    def close(self) -> None:
+        """Finish pending saves and release the manager."""
+        self._manager.wait_until_finished()
+        self._manager.close()
+
+    def __enter__(self) -> "Checkpointer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _abstract_leaf(x: Any) -> jax.ShapeDtypeStruct:
+    """A restore target leaf: shape, dtype and sharding of an array or ShapeDtypeStruct."""
+    return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None))
+
+
+def restore_params(directory: str | Path, target_params: Any, step: int | None = None) -> Any:
+    """Only the params of a checkpoint (no optimizer state is read), onto `target_params`' shardings.
+
+    `target_params`: params pytree of arrays or `ShapeDtypeStruct`s (with shardings), e.g. for HF export.
+    """
+    with Checkpointer(directory, async_save=False) as ckpt:
+        step = ckpt.latest_step() if step is None else step
+        if step is None:
+            raise FileNotFoundError(f"{Path(directory).absolute()}: no checkpoint to restore")
+        abstract = {"params": jax.tree.map(_abstract_leaf, target_params)}
+        restore_args = ocp.checkpoint_utils.construct_restore_args(abstract)
+        out = ckpt._manager.restore(
+            step,
+            args=ocp.args.Composite(
+                state=ocp.args.PyTreeRestore(item=abstract, restore_args=restore_args, partial_restore=True)
+            ),
+        )
+    return out.state["params"]

@@ -1,0 +1,57 @@
+"""`jaxseeker sft` and `jaxseeker export-hf`."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _sft(args: argparse.Namespace) -> int:
+    from jaxseeker.train.recipe import read_recipe
+    from jaxseeker.train.sft import run_sft
+
+    summary = run_sft(read_recipe(args.config, args.set), resume=args.resume)
+    width = max(map(len, summary))
+    print("\nSFT summary")
+    for key, value in summary.items():
+        print(f"  {key:<{width}}  {value:.4f}" if isinstance(value, float) else f"  {key:<{width}}  {value}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from jaxseeker.train.export import export_hf
+
+    out = export_hf(args.checkpoint, args.out, step=args.step, dtype=args.dtype)
+    print(f"wrote {out}")
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """Add `sft` and `export-hf`."""
+    sft = subparsers.add_parser("sft", help="supervised fine-tuning on trajectory JSONL")
+    sft.add_argument("--config", required=True, help="recipe YAML (configs/…)")
+    sft.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. optimizer.lr=1e-4")
+    sft.add_argument("--resume", action="store_true", help="continue from the latest checkpoint of the run")
+    sft.set_defaults(func=_sft)
+    export = subparsers.add_parser("export-hf", help="write a training checkpoint as an HF checkpoint")
+    export.add_argument("--checkpoint", required=True, help="run directory (or its checkpoints/ folder)")
+    export.add_argument("--out", required=True)
+    export.add_argument("--step", type=int, default=None, help="default: the latest")
+    export.add_argument("--dtype", choices=("float32", "bfloat16"), default=None)
+    export.set_defaults(func=_export)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from jaxseeker.train.bench import run_bench
+
+    run_bench(n_trajectories=args.trajectories, seq_len=args.seq_len, rows=args.rows, hf_batch=args.hf_batch)
+    return 0
+
+
+def add_bench_parser(bench_subparsers) -> None:
+    """Add `bench sft`: useful tokens/s of jaxseeker vs transformers + PyTorch on the same trajectories."""
+    p = bench_subparsers.add_parser("sft", help="SFT throughput vs HF transformers + PyTorch (same run)")
+    p.add_argument("--trajectories", type=int, default=96)
+    p.add_argument("--seq-len", type=int, default=2048, help="packed row length (jaxseeker)")
+    p.add_argument("--rows", type=int, default=4, help="packed rows per step (jaxseeker)")
+    p.add_argument("--hf-batch", type=int, default=8, help="padded examples per step (HF)")
+    p.set_defaults(func=_bench)

@@ -1,0 +1,74 @@
+"""Training metrics: JSONL, TensorBoard event files and PNG curves, written by process 0 only."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+class MetricsWriter:
+    """Append step metrics to `metrics.jsonl` and TensorBoard event files under `out_dir`."""
+
+    def __init__(self, out_dir: str | Path, *, enabled: bool = True, tensorboard: bool = True):
+        self.enabled = enabled
+        self.path = Path(out_dir) / "metrics.jsonl"
+        self._tb = None
+        if enabled:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if tensorboard:
+                from tensorboardX import SummaryWriter
+
+                self._tb = SummaryWriter(str(Path(out_dir) / "tensorboard"))
+
+    def write(self, step: int, metrics: Mapping[str, float], prefix: str = "") -> None:
+        """Record `metrics` at `step` (scalars only)."""
+        if not self.enabled:
+            return
+        row = {"step": int(step), **{prefix + k: float(v) for k, v in metrics.items()}}
+        with self.path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self._tb is not None:
+            for k, v in row.items():
+                if k != "step":
+                    self._tb.add_scalar(k, v, step)
+
+    def close(self) -> None:
+        """Flush event files."""
+        if self._tb is not None:
+            self._tb.close()
+
+
+def read_metrics(path: str | Path) -> list[dict]:
+    """Rows of a `metrics.jsonl`."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def plot_curves(rows: Sequence[Mapping], keys: Sequence[str], out_png: str | Path, title: str = "") -> Path | None:
+    """A PNG with one panel per metric in `keys` against step (rows lacking a key are skipped)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    keys = [k for k in keys if any(k in r for r in rows)]
+    if not keys:
+        return None
+    fig = Figure(figsize=(4.5 * len(keys), 3.2))
+    for i, key in enumerate(keys):
+        ax = fig.add_subplot(1, len(keys), i + 1)
+        pts = np.array([(r["step"], r[key]) for r in rows if key in r])
+        ax.plot(pts[:, 0], pts[:, 1], marker="." if len(pts) < 50 else None)
+        ax.set_xlabel("step")
+        ax.set_title(key)
+        ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out_png, dpi=100)
+    return Path(out_png)

@@ -1,0 +1,64 @@
+"""Recipes: one YAML file with a section per stage, `key=value` overrides, unknown keys named."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class RecipeError(ValueError):
+    """A recipe file or override is malformed or names an unknown key."""
+
+
+def read_recipe(path: str | Path, overrides: Sequence[str] = ()) -> dict:
+    """The recipe mapping of a YAML file with `a.b.c=value` overrides applied (values parsed as YAML)."""
+    path = Path(path)
+    try:
+        recipe = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise RecipeError(f"{path}: no such file") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise RecipeError(f"{where}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    if not isinstance(recipe, dict):
+        raise RecipeError(f"{path}: a recipe is a mapping of sections")
+    recipe = copy.deepcopy(recipe)
+    recipe.setdefault("name", path.stem)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise RecipeError(f"--set {item!r}: expected key=value, e.g. optimizer.lr=1e-4")
+        node = recipe
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise RecipeError(f"--set {item!r}: {part!r} is not a section")
+        node[leaf] = yaml.safe_load(raw)
+    return recipe
+
+
+def check_sections(recipe: Mapping, known: Sequence[str], where: str) -> None:
+    """Raise when `recipe` has a top-level key outside `known`, listing the known ones."""
+    unknown = sorted(set(recipe) - set(known))
+    if unknown:
+        raise RecipeError(f"{where}: unknown sections {unknown}; known: {sorted(known)}")
+
+
+def build(cls: type, values: Mapping[str, Any] | None, where: str):
+    """A frozen dataclass `cls` from a mapping; an unknown key is an error naming it and the known keys."""
+    values = dict(values or {})
+    known = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise RecipeError(f"{where}: unknown keys {unknown}; known keys: {known}")
+    try:
+        return cls(**values)
+    except (TypeError, ValueError) as e:
+        raise RecipeError(f"{where}: {e}") from None

@@ -1,0 +1,218 @@
+"""The SFT loop behind `jaxseeker sft`: data → sharded masked-NLL steps → metrics, evals, checkpoints, resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import json
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from tqdm import tqdm
+
+from jaxseeker import model
+from jaxseeker.data import DataConfig, batch_iterator, load_tokenizer, open_source, place_on_mesh
+from jaxseeker.parallel import MeshConfig, batch_sharding, is_main_process, make_mesh, make_rules
+from jaxseeker.parallel import maybe_initialize_distributed, process_info
+from jaxseeker.train.checkpoint import Checkpointer
+from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
+from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
+from jaxseeker.train.recipe import RecipeError, build, check_sections
+from jaxseeker.train.sft_step import make_sft_step, sft_loss
+from jaxseeker.train.state import abstract_train_state, create_train_state, train_state_from_params
+
+SECTIONS = ("name", "model", "data", "optimizer", "mesh", "rules", "train")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """The loop around the step. Paths are relative to the working directory."""
+
+    train_files: tuple[str, ...] = ()
+    eval_files: tuple[str, ...] = ()
+    eval_fraction: float = 0.0  # held out from the end of train_files when eval_files is empty
+    tokenizer: str | None = None  # directory; default: model.hf_path
+    steps: int = 100
+    seed: int = 0
+    out_dir: str | None = None  # default: runs/<recipe name>
+    log_every: int = 10
+    eval_every: int = 0  # 0: only at the end
+    eval_batches: int = 4
+    checkpoint_every: int = 50
+    keep: int = 3
+    loss: str = "sft_loss"  # or "package.module:function" with the signature of sft_loss
+    chunk_size: int = 512
+
+    def __post_init__(self):
+        object.__setattr__(self, "train_files", tuple(self.train_files))
+        object.__setattr__(self, "eval_files", tuple(self.eval_files))
+        if self.steps < 1 or self.log_every < 1 or self.checkpoint_every < 1:
+            raise ValueError("steps, log_every and checkpoint_every must be >= 1")
+        if not 0 <= self.eval_fraction < 1:
+            raise ValueError(f"eval_fraction={self.eval_fraction} must be in [0, 1)")
+
+
+def resolve_loss(name: str) -> Callable:
+    """The loss function a recipe names: "sft_loss" or "package.module:function"."""
+    if name == "sft_loss":
+        return sft_loss
+    module, sep, attr = name.partition(":")
+    if not sep:
+        raise RecipeError(f"train.loss={name!r}: use 'sft_loss' or 'package.module:function'")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise RecipeError(f"train.loss={name!r}: {e}") from None
+
+
+def model_from_recipe(section: Mapping[str, Any]) -> tuple[model.ModelConfig, dict | None]:
+    """(config, params or None): `hf_path` loads a checkpoint (other keys override its config); otherwise
+    the keys are ModelConfig fields and params are initialised later."""
+    section = dict(section or {})
+    hf_path = section.pop("hf_path", None)
+    try:
+        if hf_path:
+            return model.load_hf(hf_path, **section)
+        return build(model.ModelConfig, section, "model"), None
+    except model.ConfigError as e:
+        raise RecipeError(f"model: {e}") from None
+
+
+@dataclasses.dataclass
+class SFTRun:
+    """Everything a run needs, built from a recipe (see `prepare`)."""
+
+    recipe: dict
+    out_dir: Path
+    cfg: model.ModelConfig
+    train: TrainConfig
+    data: DataConfig
+    optimizer_cfg: OptimizerConfig
+    tokenizer: Any
+    state: Any
+    step_fn: Callable
+    batch_sharding: Any
+    iterator: Any
+    eval_batches: list[dict]
+    checkpointer: Checkpointer
+    start_step: int
+
+
+def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
+    """Build mesh, model, optimizer, sharded state, data iterators and the step; restore on `resume`."""
+    check_sections(recipe, SECTIONS, "recipe")
+    train = build(TrainConfig, recipe.get("train"), "train")
+    if not train.train_files:
+        raise RecipeError("train.train_files: give at least one JSONL file or ArrayRecord directory")
+    data = build(DataConfig, recipe.get("data"), "data")
+    opt_values = {"total_steps": train.steps, **(recipe.get("optimizer") or {})}
+    opt_cfg = build(OptimizerConfig, opt_values, "optimizer")
+    maybe_initialize_distributed()
+    mesh = make_mesh(build(MeshConfig, recipe.get("mesh"), "mesh"))
+    rules = make_rules(recipe.get("rules"))
+    cfg, params = model_from_recipe(recipe.get("model"))
+    tok_path = train.tokenizer or (recipe.get("model") or {}).get("hf_path")
+    if not tok_path:
+        raise RecipeError("train.tokenizer: a tokenizer directory is needed when the model is not an HF checkpoint")
+    tokenizer = load_tokenizer(tok_path)
+    if len(tokenizer) > cfg.vocab_size:
+        raise RecipeError(f"model.vocab_size={cfg.vocab_size} is smaller than the tokenizer's {len(tokenizer)} tokens")
+    out_dir = Path(train.out_dir or f"runs/{recipe['name']}")
+    optimizer = make_optimizer(opt_cfg)
+    axes = model.param_axes(cfg)
+    if params is None:
+        state, shardings = create_train_state(functools.partial(model.init_params, cfg), axes, optimizer, train.seed, mesh, rules)
+    else:
+        state, shardings = train_state_from_params(params, axes, optimizer, train.seed, mesh, rules)
+    records = open_source(list(train.train_files), skip_bad_lines=data.skip_bad_lines)
+    if train.eval_files:
+        held_out = open_source(list(train.eval_files), skip_bad_lines=data.skip_bad_lines)
+    else:
+        n_eval = int(len(records) * train.eval_fraction)
+        records, held_out = records[: len(records) - n_eval], records[len(records) - n_eval :]
+    info = process_info()
+    iterator = batch_iterator(records, tokenizer, data, process_index=info["process_index"], process_count=info["process_count"])
+    eval_batches = []
+    if len(held_out):
+        eval_cfg = dataclasses.replace(data, shuffle=False, num_epochs=1)
+        eval_iter = batch_iterator(held_out, tokenizer, eval_cfg, process_index=info["process_index"], process_count=info["process_count"])
+        eval_batches = [b for _, b in zip(range(train.eval_batches), eval_iter)]
+    ckpt = Checkpointer(out_dir / "checkpoints", save_every=train.checkpoint_every, keep=train.keep)
+    start = 0
+    if resume and ckpt.latest_step() is not None:
+        target = abstract_train_state(functools.partial(model.init_params, cfg), axes, optimizer, mesh, rules)
+        restored = ckpt.restore(target)
+        state, start = restored.state, restored.step
+        iterator.set_state(restored.data_state["iterator"])
+    bsh = batch_sharding(mesh, (data.batch_size, data.seq_len), rules)
+    loss_fn = functools.partial(resolve_loss(train.loss), chunk_size=train.chunk_size)
+    step_fn = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
+                            learning_rate=functools.partial(learning_rate_at, opt_cfg))
+    if is_main_process():
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "model_config.json").write_text(json.dumps(model.to_hf_dict(cfg), indent=2))
+        tokenizer.save_pretrained(out_dir / "tokenizer")
+    return SFTRun(recipe, out_dir, cfg, train, data, opt_cfg, tokenizer, state, step_fn, bsh, iterator,
+                  eval_batches, ckpt, start)
+
+
+def evaluate(run: SFTRun, params: Any) -> dict[str, float]:
+    """Mean loss over the held-out batches (token-weighted), with the training loss function."""
+    if not run.eval_batches:
+        return {}
+    loss_fn = functools.partial(resolve_loss(run.train.loss), chunk_size=run.train.chunk_size)
+    fn = jax.jit(lambda p, b: loss_fn(p, b, run.cfg))
+    total, tokens = 0.0, 0
+    for batch in run.eval_batches:
+        loss, _ = fn(params, place_on_mesh(batch, run.batch_sharding))
+        n = int(np.sum(batch["loss_mask"]))
+        total, tokens = total + float(loss) * n, tokens + n
+    return {"eval_loss": total / max(tokens, 1)}
+
+
+def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dict:
+    """Train to `train.steps`, checkpointing on the way; returns the summary (also `summary.json`)."""
+    run = prepare(recipe, resume=resume)
+    main = is_main_process()
+    writer = MetricsWriter(run.out_dir, enabled=main)
+    state, t_start, tokens_seen, last = run.state, time.perf_counter(), 0, {}
+    bar = tqdm(range(run.start_step, run.train.steps), initial=run.start_step, total=run.train.steps,
+               desc="sft", disable=not (progress and main))
+    window_t, window_tokens = time.perf_counter(), 0
+    for step in bar:
+        batch = next(run.iterator)
+        state, metrics = run.step_fn(state, place_on_mesh(batch, run.batch_sharding))
+        window_tokens += int(np.sum(batch["loss_mask"]))
+        done = step + 1
+        if done % run.train.log_every == 0 or done == run.train.steps:
+            now = time.perf_counter()
+            last = {k: float(v) for k, v in jax.device_get(metrics).items()}
+            last["tokens_per_s"] = window_tokens / (now - window_t)
+            tokens_seen += window_tokens
+            window_t, window_tokens = now, 0
+            writer.write(done, last)
+            bar.set_postfix(loss=f"{last['loss']:.4f}", lr=f"{last.get('lr', 0):.2e}", tok_s=f"{last['tokens_per_s']:.0f}")
+        if run.train.eval_every and done % run.train.eval_every == 0 and done != run.train.steps:
+            writer.write(done, evaluate(run, state.params))
+        run.checkpointer.save(done, state, data_state={"iterator": run.iterator.get_state()}, config=run.recipe,
+                              force=done == run.train.steps)
+    run.checkpointer.close()
+    final_eval = evaluate(run, state.params)
+    writer.write(run.train.steps, final_eval)
+    writer.close()
+    summary = {
+        "name": run.recipe["name"], "steps": run.train.steps, "resumed_from": run.start_step,
+        "final_loss": last.get("loss"), **final_eval, "trained_tokens": tokens_seen,
+        "wall_s": round(time.perf_counter() - t_start, 2), "parameters": model.count_params(run.cfg),
+        "out_dir": str(run.out_dir),
+    }
+    if main:
+        rows = read_metrics(run.out_dir / "metrics.jsonl")
+        plot_curves(rows, ["loss", "eval_loss", "lr"], run.out_dir / "sft_loss.png", title=run.recipe["name"])
+        (run.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary

@@ -1,0 +1,88 @@
+"""The sharded SFT step equals the single-device step on 8 fake CPU devices, for every mesh.
+
+Why a subprocess: `XLA_FLAGS=--xla_force_host_platform_device_count=8` only takes effect if it is
+set before JAX creates its CPU backend, and the whole `tests/` tree runs in one pytest process
+where other tests have already started JAX with one device. A conftest that sets the flag would be
+too late (or would change every other test's device count), so `sharded_step_worker.py` runs once
+in a fresh interpreter and reports JSON; the tests below check its numbers. The two extra XLA flags
+cut CPU compile time about 3x (both sides of each comparison use them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+WORKER = Path(__file__).with_name("sharded_step_worker.py")
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+TOLERANCE = 1e-5
+
+
+def run_on_8_cpu_devices(script: Path, arg_lists: list[list[str]], timeout: float = 600) -> list[dict]:
+    """Run `script` once per argument list, concurrently, each in a new interpreter that sees 8 CPU
+    devices; return the JSON of each run's last stdout line."""
+    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count=8 {FAST_COMPILE}", JAX_PLATFORMS="cpu")
+    procs = [
+        subprocess.Popen([sys.executable, str(script), *args], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for args in arg_lists
+    ]
+    outputs = [p.communicate(timeout=timeout) for p in procs]
+    for p, (_, err) in zip(procs, outputs):
+        if p.returncode != 0:
+            pytest.fail(f"{script.name} {p.args[2:]} failed (exit {p.returncode}):\n{err[-4000:]}")
+    return [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    """The worker's per-model, per-mesh comparison (the dense and MoE cases run side by side)."""
+    dense, moe = run_on_8_cpu_devices(WORKER, [["dense"], ["moe"]])
+    return {**dense, **moe}
+
+
+CASES = [("dense", "data8"), ("dense", "fsdp8"), ("dense", "mixed222"), ("moe", "expert4_tensor2")]
+
+
+@pytest.mark.parametrize("model_kind, mesh_name", CASES)
+def test_sharded_step_matches_single_device(report, model_kind, mesh_name):
+    result = report[model_kind][mesh_name]
+    assert result["loss_diff"] <= TOLERANCE, result
+    assert result["param_diff"] <= TOLERANCE, result
+    assert result["params_moved"] > 10 * TOLERANCE  # the step really moved the params (by ~2 lr)
+    assert result["losses"][1] < result["losses"][0]
+
+
+@pytest.mark.parametrize("model_kind, mesh_name", CASES)
+def test_params_and_adam_moments_have_the_rules_shardings(report, model_kind, mesh_name):
+    assert report[model_kind][mesh_name]["wrong_shardings"] == []
+
+
+def test_default_chunked_loss_equals_full_logits_nll(report):
+    assert report["dense"]["full_logits_loss_diff"] <= TOLERANCE
+
+
+def test_shardings_follow_the_table(report):
+    dense = report["dense"]
+    assert set(dense["data8"]["specs"].values()) <= {"P(None,)", "P(None, None)", "P(None, None, None)",
+                                                     "P(None, None, None, None)"}  # data parallel: replicated
+    assert dense["fsdp8"]["specs"]["['embed']"] == "P(None, 'fsdp')"
+    mixed = dense["mixed222"]["specs"]
+    assert mixed["['embed']"] == "P('tensor', 'fsdp')"  # [vocab, embed]
+    assert mixed["['blocks'][0]['q']"] == "P(None, 'fsdp', 'tensor', None)"  # [layers, embed, heads, head_dim]
+    assert mixed["['blocks'][0]['down']"] == "P(None, 'tensor', 'fsdp')"  # [layers, mlp, embed]
+    moe = report["moe"]["expert4_tensor2"]["specs"]
+    assert moe["['blocks'][0]['gate']"] == "P(None, 'expert', None, 'tensor')"  # [layers, experts, embed, mlp]
+    assert moe["['blocks'][0]['router']"] == "P(None, None, 'expert')"  # [layers, embed, experts]
+
+
+def test_checkpoint_from_one_mesh_restores_onto_another(report):
+    restored = report["dense"]["restore_222_onto_fsdp8"]
+    assert restored["value_diff"] == 0.0
+    assert restored["wrong_shardings"] == []
+    assert restored["data_state"] == {"epoch": 0, "index": 16}

@@ -1,0 +1,109 @@
+"""The `jaxseeker sft` loop end to end: loss falls, SIGKILL + --resume repeats the same losses, export loads in HF."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import transformers
+import yaml
+
+from jaxseeker.data import train_tokenizer
+from jaxseeker.train.metrics import read_metrics
+from jaxseeker.train.recipe import RecipeError, read_recipe
+from jaxseeker.train.sft import run_sft
+
+
+def _trajectory(i: int) -> dict:
+    city = ["Lyon", "Berlin", "Oslo", "Porto", "Quito", "Dakar"][i % 6]
+    return {"messages": [
+        {"role": "user", "content": f"Where is item {i}?"},
+        {"role": "assistant", "content": f'<think>Search item {i}.</think>\n<tool_call>{{"name": "search", "arguments": {{"query": "item {i}"}}}}</tool_call>'},
+        {"role": "user", "content": f"<tool_response>\nItem {i} is kept in {city}.\n</tool_response>"},
+        {"role": "assistant", "content": f"<think>It is in {city}.</think>\n<answer>{city}</answer>"},
+    ]}
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """A tokenizer, 24 trajectories and a tiny recipe; returns (dir, recipe path)."""
+    root = tmp_path_factory.mktemp("sft")
+    records = [_trajectory(i) for i in range(24)]
+    texts = [m["content"] for r in records for m in r["messages"]]
+    train_tokenizer(texts, 400, root / "tok")
+    with open(root / "train.jsonl", "w") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+    recipe = {
+        "model": {"model_type": "qwen3", "vocab_size": 400, "hidden_size": 64, "intermediate_size": 128,
+                  "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "head_dim": 16, "initializer_range": 0.05},
+        "data": {"seq_len": 128, "batch_size": 4, "seed": 0, "num_threads": 0},
+        "optimizer": {"lr": 3e-3, "min_lr": 3e-4, "warmup_steps": 2, "weight_decay": 0.0},
+        "train": {"train_files": [str(root / "train.jsonl")], "tokenizer": str(root / "tok"), "steps": 30,
+                  "log_every": 1, "checkpoint_every": 5, "eval_fraction": 0.2, "chunk_size": 64},
+    }
+    path = root / "tiny.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return root, path
+
+
+def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path):
+    root, path = workspace
+    summary = run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'run'}"]), progress=False)
+    losses = [r["loss"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if "loss" in r]
+    assert len(losses) == 30
+    assert np.mean(losses[-5:]) < 0.6 * np.mean(losses[:3])
+    assert summary["eval_loss"] < losses[0]
+    assert (tmp_path / "run" / "sft_loss.png").exists()
+
+    from jaxseeker.train.export import export_hf
+
+    out = export_hf(tmp_path / "run", tmp_path / "hf")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(out)
+    tok = transformers.AutoTokenizer.from_pretrained(out)
+    assert hf.config.vocab_size == 400 and tok.eos_token == "<|im_end|>"
+
+
+def _launch(config, out_dir, *extra):
+    cmd = [sys.executable, "-m", "jaxseeker.cli", "sft", "--config", str(config), "--set", f"train.out_dir={out_dir}",
+           "--set", "train.steps=12", *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, tmp_path):
+    _, path = workspace
+    whole = _launch(path, tmp_path / "whole")
+    killed = _launch(path, tmp_path / "killed")
+    ckpts = tmp_path / "killed" / "checkpoints"
+    deadline = time.time() + 240
+    while time.time() < deadline and not (ckpts / "5").exists():
+        assert killed.poll() is None, killed.stderr.read()
+        time.sleep(0.2)
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert whole.wait(timeout=240) == 0, whole.stderr.read()
+    resumed = _launch(path, tmp_path / "killed", "--resume")
+    assert resumed.wait(timeout=240) == 0, resumed.stderr.read()
+
+    def losses(run):
+        rows = read_metrics(tmp_path / run / "metrics.jsonl")
+        return {r["step"]: r["loss"] for r in rows if "loss" in r}
+
+    expected, got = losses("whole"), losses("killed")
+    assert sorted(got) == list(range(1, 13))
+    for step in range(1, 13):
+        assert got[step] == pytest.approx(expected[step], abs=1e-6), step
+
+
+def test_bad_recipe_keys_are_named(workspace):
+    _, path = workspace
+    with pytest.raises(RecipeError, match=r"train: unknown keys \['stepz'\]; known keys: \[.*'steps'"):
+        run_sft(read_recipe(path, ["train.stepz=3"]), progress=False)
+    with pytest.raises(RecipeError, match=r"unknown sections \['optimiser'\]"):
+        run_sft(read_recipe(path, ["optimiser.lr=1"]), progress=False)
+    with pytest.raises(RecipeError, match="expected key=value"):
+        read_recipe(path, ["optimizer.lr"])
