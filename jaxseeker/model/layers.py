@@ -38,12 +38,15 @@ def dot_attention(
         return jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], implementation="cudnn")
     b, s, h, d = q.shape
     kvh = k.shape[2]
-    qg = q.reshape(b, s, kvh, h // kvh, d)  # [batch, q, kv_heads, group, head_dim]
-    scores = jnp.einsum("bsngd,btnd->bngst", qg, k, preferred_element_type=jnp.float32) * (d**-0.5)
-    scores = jnp.where(mask[:, None, None], scores, _NEG)  # [batch, kv_heads, group, q, k]
-    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
-    out = jnp.einsum("bngst,btnd->bsngd", probs, v)
-    return out.reshape(b, s, h, d)
+    # Queries of a kv group side by side on one axis: plain batched matmuls over [batch, kv_heads].
+    qg = q.reshape(b, s, kvh, h // kvh, d).transpose(0, 2, 3, 1, 4).reshape(b, kvh, h // kvh * s, d)
+    kt, vt = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # [batch, kv_heads, k, head_dim]
+    scores = jnp.einsum("bnqd,bntd->bnqt", qg * jnp.asarray(d**-0.5, q.dtype), kt, preferred_element_type=jnp.float32)
+    scores = scores.reshape(b, kvh, h // kvh, s, -1)  # [batch, kv_heads, group, q, k]
+    scores = jnp.where(mask[:, None, None], scores, _NEG)
+    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype).reshape(b, kvh, h // kvh * s, -1)
+    out = jnp.einsum("bnqt,bntd->bnqd", probs, vt)  # [batch, kv_heads, group * q, head_dim]
+    return out.reshape(b, kvh, h // kvh, s, d).transpose(0, 3, 1, 2, 4).reshape(b, s, h, d)
 
 
 def project_qkv(
