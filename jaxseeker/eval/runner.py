@@ -1,0 +1,95 @@
+"""The evaluation runner: k rollouts per question through the rollout loop, judged, resumable.
+
+Results are appended to `results.jsonl` one question at a time (all k rounds together), so a restarted
+run skips every question already finished. Records have the keys `eval.metrics` reads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from jaxseeker.agent import Episode, Question, RolloutConfig, rollout
+from jaxseeker.eval.report import write_report
+from jaxseeker.rewards import check_format, exact_match, llm_judge, token_f1
+
+Judge = Callable[[str, str | None, Any], tuple[bool | None, bool]]  # (question, prediction, answer) → (correct, parse_error)
+_THINK = re.compile(r"<think>(.*?)</think>", re.S)
+
+
+def exact_match_judge(question: str, prediction: str | None, answer: Any) -> tuple[bool | None, bool]:
+    """Normalised exact match against the reference (a string or a list of accepted strings)."""
+    return (prediction is not None and exact_match(prediction, answer)), False
+
+
+def f1_judge(threshold: float = 0.8) -> Judge:
+    """Correct when token F1 with the reference reaches `threshold`."""
+    def judge(question: str, prediction: str | None, answer: Any) -> tuple[bool | None, bool]:
+        return (prediction is not None and token_f1(prediction, answer) >= threshold), False
+
+    return judge
+
+
+def llm_judge_fn(complete: Callable[[list[dict]], str], style: str = "browsecomp") -> Judge:
+    """LLM-as-judge through an OpenAI-compatible `complete(messages) -> str`; parse failures are reported."""
+    def judge(question: str, prediction: str | None, answer: Any) -> tuple[bool | None, bool]:
+        if prediction is None:
+            return False, False
+        gold = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+        result = llm_judge(question, prediction, gold, complete, style=style)
+        return result.correct, result.parse_error is not None
+
+    return judge
+
+
+def judged_record(episode: Episode, question: dict, round_: int, judge: Judge) -> dict:
+    """One metrics record (`eval.metrics.REQUIRED_KEYS` and more) for a finished episode."""
+    correct, parse_error = judge(episode.question, episode.prediction, question["answer"])
+    turns = [m["content"] for m in episode.messages if m["role"] == "assistant"]
+    counts = {"search": 0, "visit": 0, "python": 0}
+    for call in episode.tool_calls:
+        if call.name in counts:
+            counts[call.name] += 1
+    thinks = [t for turn in turns for t in _THINK.findall(turn)]
+    return {
+        "question_id": str(question["id"]), "round": round_, "correct": correct, "judge_parse_error": parse_error,
+        "termination": episode.termination, "tool_calls": counts, "format_ok": check_format(turns).ok,
+        "answer_len": len((episode.prediction or "").split()), "think_len": sum(len(t.split()) for t in thinks),
+        "level": question.get("level", "all"), "tag": question.get("tag", "all"),
+        "prediction": episode.prediction, "answer": question["answer"], "question": episode.question,
+        "turns": episode.turns, "tokens": len(episode.token_ids),
+    }
+
+
+def run_eval(
+    engine: Any, tokenizer: Any, registry: Any, questions: Sequence[dict], out_dir: str | Path, *,
+    k: int = 4, config: RolloutConfig = RolloutConfig(), judge: Judge = exact_match_judge,
+    chunk: int = 32, progress: bool = True,
+) -> dict:
+    """Evaluate `questions` (records with id, question, answer; see `eval.load_questions`) with k rollouts each;
+    skip questions whose k rounds are already in `out_dir/results.jsonl`; write the report; return the summary."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "results.jsonl"
+    done: dict[str, list[dict]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                done.setdefault(rec["question_id"], []).append(rec)
+    todo = [q for q in questions if len(done.get(str(q["id"]), [])) < k]
+    for start in range(0, len(todo), chunk):
+        part = todo[start:start + chunk]
+        items = [Question(q["question"], None, {"id": q["id"]}) for q in part]
+        episodes = rollout(engine, tokenizer, registry, items, config, n_per_question=k, progress=progress).episodes
+        with path.open("a") as f:
+            for e in episodes:
+                rec = judged_record(e, part[e.group], e.sample, judge)
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    wanted = {str(q["id"]) for q in questions}
+    records = [r for r in records if r["question_id"] in wanted]
+    return write_report(records, k, out / "report")

@@ -1,0 +1,52 @@
+"""The eval runner: k scripted rollouts per question through the real loop and tools, judged, resumable."""
+
+import json
+
+import pytest
+
+from jaxseeker.agent import RolloutConfig, ScriptedEngine
+from jaxseeker.data import train_tokenizer
+from jaxseeker.eval.runner import run_eval
+from jaxseeker.tools import ToolsConfig, build_registry
+from jaxseeker.world.corpus import Corpus, Page
+
+QUESTIONS = [
+    {"id": f"q{i}", "question": f"Which town has the tower number {i}?", "answer": town, "level": 1 + i % 2}
+    for i, town in enumerate(["Velmora", "Pirn", "Ostra", "Kessel"])
+]
+
+
+def _script(context: str, turn: int) -> str:
+    """Search once, then answer: right for even question numbers, wrong for odd ones."""
+    if turn == 0:
+        return '<think>Search first.</think>\n<tool_call>{"name": "search", "arguments": {"query": ["tower"]}}</tool_call>'
+    number = int(context.split("tower number ")[1].split("?")[0])
+    town = QUESTIONS[number]["answer"] if number % 2 == 0 else "Nowhere"
+    return f"<think>The page names it.</think>\n<answer>{town}</answer>"
+
+
+@pytest.fixture(scope="module")
+def setup():
+    texts = [q["question"] for q in QUESTIONS] + [_script("tower number 0?", t) for t in (0, 1)] * 5
+    tok = train_tokenizer(texts, 600)
+    corpus = Corpus([Page("https://w.test/t", "Tower", "The tower stands in Velmora.")])
+    return tok, build_registry(ToolsConfig(enabled=("search", "visit")), corpus=corpus)
+
+
+def test_pass_at_1_levels_and_resume(setup, tmp_path):
+    tok, registry = setup
+    engine = ScriptedEngine(tok, _script, slots=4, max_len=4096, eos_ids=[tok.convert_tokens_to_ids("<|im_end|>")])
+    config = RolloutConfig(max_context_tokens=4096, max_tokens_per_turn=256, date="2025-01-01")
+    summary = run_eval(engine, tok, registry, QUESTIONS[:2], tmp_path, k=2, config=config, progress=False)
+    assert summary["pass_at_1"] == pytest.approx(0.5)
+
+    submitted = []
+    original = engine.submit
+    engine.submit = lambda rid, prompt, **kw: (submitted.append(rid), original(rid, prompt, **kw))[1]
+    summary = run_eval(engine, tok, registry, QUESTIONS, tmp_path, k=2, config=config, progress=False)
+    assert len(submitted) == 4, "only the two unfinished questions are rolled out again"
+    assert summary["pass_at_1"] == pytest.approx(0.5)
+    assert summary["by_level"]["1"]["pass_at_1"] == 1.0 and summary["by_level"]["2"]["pass_at_1"] == 0.0
+    rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 8 and all(r["tool_calls"]["search"] == 1 and r["format_ok"] for r in rows)
+    assert (tmp_path / "report" / "summary.md").exists()
