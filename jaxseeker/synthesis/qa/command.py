@@ -1,0 +1,63 @@
+"""`jaxseeker synth RECIPE --world … --n … --out …`: synthesise QA, write JSONL, print a summary, plot."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from jaxseeker.world import open_world
+
+from jaxseeker.synthesis.qa.plots import plot_stats
+from jaxseeker.synthesis.qa.record import write_jsonl
+from jaxseeker.synthesis.qa.recipes import RECIPES, get_recipe
+from jaxseeker.synthesis.qa.solvers import PromptSolver, chat_completion, reference_solver
+from jaxseeker.synthesis.qa.stats import compute_stats, summary
+
+
+def _solver_options(args: argparse.Namespace, world) -> dict:
+    if args.recipe != "openseeker" or args.solver == "rule":
+        return {}
+    if not args.base_url or not args.model:
+        raise SystemExit("--solver openai needs --base-url and --model (the key is read from $OPENAI_API_KEY)")
+    llm = PromptSolver(chat_completion(args.base_url, args.model, api_key=os.environ.get("OPENAI_API_KEY")), world)
+    return {"difficulty": llm, "solvability": llm}
+
+
+def _synth(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    world = open_world(args.world, cache_dir=args.cache_dir)
+    synthesize = get_recipe(args.recipe)
+    result = synthesize(world, args.n, seed=args.seed, progress=True, **_solver_options(args, world))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_jsonl(result.records, out)
+    stats = compute_stats(result.records, None if args.no_solver_stats else reference_solver(world))
+    print(summary(stats, result.attempts, dict(result.dropped)))
+    if args.plots:
+        for path in plot_stats(stats, args.plots, prefix=args.recipe):
+            print(f"  plot: {path}")
+    print(f"wrote {len(result.records)} questions to {out} in {time.perf_counter() - start:.1f}s")
+    if len(result.records) < args.n:
+        print(f"warning: only {len(result.records)} of {args.n} questions after {result.attempts} drafts")
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """Add `synth RECIPE` to a `jaxseeker` argparse subparsers object."""
+    p = subparsers.add_parser("synth", help="synthesise QA from a world (SailorFog, E2HQA, CrawlQA, ...)")
+    p.add_argument("recipe", choices=sorted(RECIPES))
+    p.add_argument("--world", default="synthetic:2000:0",
+                   help="saved world directory, synthetic[:SIZE[:SEED]], pages:FILE.jsonl or atlas[:FR,DE]")
+    p.add_argument("--n", type=int, default=100, help="questions to keep")
+    p.add_argument("--out", required=True, help="output JSONL")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plots", default=None, help="directory for PNG plots")
+    p.add_argument("--cache-dir", default=None, help="world cache directory")
+    p.add_argument("--solver", choices=("rule", "openai"), default="rule",
+                   help="openseeker's difficulty / solvability solver")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1")
+    p.add_argument("--model", default=None)
+    p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
+    p.set_defaults(func=_synth)

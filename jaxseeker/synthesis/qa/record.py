@@ -1,0 +1,70 @@
+"""A synthesised question, the draft it is made from, and JSONL input / output."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from jaxseeker.world import Query
+
+
+@dataclasses.dataclass(frozen=True)
+class QARecord:
+    """One question: text, answer, recipe tag, level (1 one hop, 2 chain, 3 coupled + obfuscated), evidence."""
+
+    question: str
+    answer: str
+    tag: str
+    level: int
+    meta: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict with the five keys."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Draft:
+    """A question before the shared checks: its constraints, the true assignment of every variable, its phrasing."""
+
+    query: Query
+    binding: tuple[str, ...]
+    tag: str
+    obfuscations: tuple[str, ...] = ()
+    question: str | None = None
+    style: int = 0
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def truth(self) -> str:
+        """The entity id bound to the answer variable."""
+        return self.binding[self.query.target]
+
+
+def write_jsonl(records: Iterable[QARecord], path: str | Path) -> int:
+    """Write records one JSON object a line; returns how many."""
+    n = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def read_jsonl(path: str | Path) -> Iterator[QARecord]:
+    """Read records written by `write_jsonl`; a bad line raises ValueError naming FILE:LINE."""
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                yield QARecord(str(d["question"]), str(d["answer"]), str(d["tag"]), int(d["level"]), dict(d["meta"]))
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{n}: invalid JSON: {err.msg}") from None
+            except (KeyError, TypeError, ValueError) as err:
+                keys = "question, answer, tag, level, meta"
+                raise ValueError(f"{path}:{n}: bad QA record ({err!r}); keys: {keys}") from None

@@ -1,0 +1,116 @@
+"""SailorFog-QA (WebSailor §3.1): a rare seed, a random-walk subgraph, coupled and obfuscated constraints.
+
+The walk starts at a rarely linked entity and adds edges until a target count, each step either
+continuing from the newest node or returning to an earlier one (which grows stars and trees), and
+sometimes closing a cycle. One node becomes the answer; the others are named, hidden behind an
+initial, or described by their own attributes, with dates and numbers blurred.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import random
+
+from jaxseeker.world import Edge, Is, Query, Relation, Var, World
+
+from jaxseeker.synthesis.qa.checks import obfuscations_of, simplify
+from jaxseeker.synthesis.qa.driver import SynthResult, run_recipe
+from jaxseeker.synthesis.qa.obfuscate import add_attribute, blur_one_value, hide_name, tighten
+from jaxseeker.synthesis.qa.record import Draft
+
+
+@dataclasses.dataclass(frozen=True)
+class SailorFogConfig:
+    """Walk length (edges), walk behaviour, rarity of the seed, and how much to obfuscate."""
+
+    min_edges: int = 2
+    max_edges: int = 5
+    p_continue: float = 0.5
+    p_cycle: float = 0.3
+    rare_quantile: float = 0.3
+    p_hide: float = 0.7
+    p_attribute: float = 0.6
+
+
+@functools.lru_cache(maxsize=8)
+def rare_entities(world: World, quantile: float) -> tuple[str, ...]:
+    """Entities among the least linked `quantile` (with at least two links), in world order."""
+    degrees = sorted(world.degree(i) for i in world.entities)
+    cut = max(2, degrees[min(len(degrees) - 1, int(quantile * len(degrees)))])
+    return tuple(i for i in world.entities if 2 <= world.degree(i) <= cut)
+
+
+def topology(nodes: list[str], edges: set[Relation]) -> str:
+    """chain, star, tree or cycle, of the undirected walk graph."""
+    if len(edges) >= len(nodes) or len({frozenset((r.src, r.dst)) for r in edges}) < len(edges):
+        return "cycle"
+    degree = {n: 0 for n in nodes}
+    for r in edges:
+        degree[r.src] += 1
+        degree[r.dst] += 1
+    if max(degree.values()) <= 2:
+        return "chain"
+    if len(nodes) >= 4 and max(degree.values()) == len(nodes) - 1:
+        return "star"
+    return "tree"
+
+
+def random_walk(
+    world: World, seed: str, n_edges: int, rng: random.Random, cfg: SailorFogConfig
+) -> tuple[list[str], set[Relation]]:
+    """Expand from `seed` until `n_edges` edges: continue from the newest node or return to an earlier one."""
+    nodes, edges = [seed], set()
+    for _ in range(20 * n_edges):
+        if len(edges) >= n_edges:
+            break
+        here = nodes[-1] if rng.random() < cfg.p_continue else rng.choice(nodes)
+        options = world.neighbours(here)
+        if not options:
+            continue
+        n = rng.choice(options)
+        rel = Relation(here, n.rel, n.id) if n.direction == "out" else Relation(n.id, n.rel, here)
+        if rel not in edges:
+            edges.add(rel)
+            if n.id not in nodes:
+                nodes.append(n.id)
+    if rng.random() < cfg.p_cycle:
+        inside = set(nodes)
+        closing = sorted(Relation(a, nb.rel, nb.id) for a in nodes for nb in world.neighbours(a)
+                         if nb.direction == "out" and nb.id in inside and Relation(a, nb.rel, nb.id) not in edges)
+        if closing:
+            edges.add(rng.choice(closing))
+    return nodes, edges
+
+
+def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogConfig()) -> Draft | None:
+    """One SailorFog draft (unique, obfuscated), or None when this walk gives none."""
+    seed = rng.choice(rare_entities(world, cfg.rare_quantile))
+    nodes, edges = random_walk(world, seed, rng.randint(cfg.min_edges, cfg.max_edges), rng, cfg)
+    if len(edges) < cfg.min_edges:
+        return None
+    index = {n: k for k, n in enumerate(nodes)}
+    target = index[seed] if rng.random() < 0.5 else rng.randrange(len(nodes))
+    vars_ = tuple(Var(world.entity(n).type, () if k == target else (Is(n),)) for k, n in enumerate(nodes))
+    q = Query(vars_, tuple(Edge(index[r.src], r.rel, index[r.dst]) for r in sorted(edges)), target=target)
+    d = Draft(q, tuple(nodes), "sailorfog", meta={"topology": topology(nodes, edges), "seed_id": seed})
+    for i in range(len(nodes)):
+        if i != target and rng.random() < cfg.p_hide:
+            d = hide_name(d, world, rng, i) or d
+            if rng.random() < cfg.p_attribute:
+                d = add_attribute(d, world, rng, i, blur=True) or d
+    if rng.random() < cfg.p_attribute:
+        d = add_attribute(d, world, rng, target, blur=True) or d
+    if not d.obfuscations:
+        d = blur_one_value(d, world, rng) or hide_name(d, world, rng) or d
+    d = tighten(d, world, rng)
+    if d is None or not obfuscations_of(simplify(d).query, ()):
+        return None
+    return d
+
+
+def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
+               config: SailorFogConfig = SailorFogConfig()) -> SynthResult:
+    """`n` SailorFog-QA questions from `world`."""
+    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress,
+                      desc="sailorfog")

@@ -1,0 +1,65 @@
+"""`jaxseeker world build …` and `jaxseeker world info …`."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import time
+
+from jaxseeker.world.build import SOURCES, build_world, open_world
+from jaxseeker.world.graph import World
+from jaxseeker.world.store import save_world
+
+
+def describe(world: World) -> str:
+    """A few lines: source, counts of entities per type and relations per type, pages."""
+    types = collections.Counter(e.type for e in world.entities.values())
+    rels = collections.Counter(r.rel for r in world.relations)
+    lines = [
+        f"world {world.info.get('source', '?')}: {len(world.entities)} entities, "
+        f"{len(world.relations)} relations, {len(world.pages)} pages",
+        "  entities: " + ", ".join(f"{t} {n}" for t, n in sorted(types.items())),
+        "  relations: " + ", ".join(f"{r} {n}" for r, n in sorted(rels.items())),
+    ]
+    return "\n".join(lines)
+
+
+def _build(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    countries = args.countries.split(",") if args.countries else None
+    world = build_world(args.source, size=args.size, seed=args.seed, path=args.pages, countries=countries,
+                        cache_dir=args.cache_dir, use_cache=args.out is None)
+    if args.out is not None:
+        save_world(world, args.out)
+    print(describe(world))
+    where = args.out if args.out is not None else f"cache ({world.info.get('key', '')})"
+    print(f"saved to {where} in {time.perf_counter() - start:.1f}s")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    world = open_world(args.world, cache_dir=args.cache_dir)
+    print(describe(world))
+    for hit in world.corpus.search(args.search, k=5) if args.search else []:
+        print(f"  {hit.score:6.2f}  {hit.url}  {hit.snippet}")
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """Add `world build` and `world info` to a `jaxseeker` argparse subparsers object."""
+    world = subparsers.add_parser("world", help="build or inspect the offline world")
+    sub = world.add_subparsers(dest="world_command", required=True)
+    build = sub.add_parser("build", help="build a world (cached by source, size and seed)")
+    build.add_argument("--source", choices=SOURCES, default="synthetic")
+    build.add_argument("--size", type=int, default=2000, help="entities (synthetic)")
+    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--pages", default=None, help="JSONL of {url,title,text,links} (source pages)")
+    build.add_argument("--countries", default=None, help="atlas: only these ISO codes, e.g. FR,DE,IT")
+    build.add_argument("--out", default=None, help="save to this directory instead of the cache")
+    build.add_argument("--cache-dir", default=None)
+    build.set_defaults(func=_build)
+    info = sub.add_parser("info", help="counts of a world, and optionally a search")
+    info.add_argument("world", help="saved world directory, synthetic[:SIZE[:SEED]], pages:FILE.jsonl or atlas[:FR,DE]")
+    info.add_argument("--search", default=None, help="show the top pages for this query")
+    info.add_argument("--cache-dir", default=None)
+    info.set_defaults(func=_info)

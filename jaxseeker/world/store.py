@@ -1,0 +1,123 @@
+"""Saving and loading worlds (a directory of JSON / JSONL files), and build-once caching."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from jaxseeker.world.corpus import Page
+from jaxseeker.world.entities import Entity, Relation
+from jaxseeker.world.graph import World
+
+FORMAT_VERSION = 1
+_FILES = ("world.json", "entities.jsonl", "relations.jsonl", "pages.jsonl")
+
+
+def save_world(world: World, directory: str | Path) -> Path:
+    """Write `world` to `directory` (created): world.json, entities.jsonl, relations.jsonl, pages.jsonl."""
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    info = {**world.info, "format": FORMAT_VERSION, "entities": len(world.entities),
+            "relations": len(world.relations), "pages": len(world.pages)}
+    (d / "world.json").write_text(json.dumps(info, indent=1, sort_keys=True))
+    with open(d / "entities.jsonl", "w") as f:
+        for e in world.entities.values():
+            f.write(json.dumps(e.to_json(), ensure_ascii=False) + "\n")
+    with open(d / "relations.jsonl", "w") as f:
+        for r in world.relations:
+            f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
+    with open(d / "pages.jsonl", "w") as f:
+        for p in world.pages:
+            f.write(json.dumps({"url": p.url, "title": p.title, "text": p.text, "links": list(p.links)},
+                               ensure_ascii=False) + "\n")
+    return d
+
+
+def _lines(path: Path) -> Iterator[tuple[int, Any]]:
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield n, json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{n}: invalid JSON: {err.msg}") from None
+
+
+def _parse(path: Path, parse: Callable[[Any], Any]) -> list[Any]:
+    out = []
+    for n, obj in _lines(path):
+        try:
+            out.append(parse(obj))
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{path}:{n}: {err}") from None
+    return out
+
+
+def _page(d: dict[str, Any]) -> Page:
+    return Page(url=d["url"], title=d["title"], text=d["text"], links=tuple(d.get("links", ())))
+
+
+def is_world_dir(directory: str | Path) -> bool:
+    """True when `directory` holds a saved world."""
+    return all((Path(directory) / name).is_file() for name in _FILES)
+
+
+def load_world(directory: str | Path) -> World:
+    """Read a world written by `save_world`; a bad line raises ValueError naming FILE:LINE."""
+    d = Path(directory)
+    missing = [name for name in _FILES if not (d / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{d} is not a saved world: missing {', '.join(missing)}")
+    info = json.loads((d / "world.json").read_text())
+    if info.get("format") != FORMAT_VERSION:
+        raise ValueError(f"{d / 'world.json'}: format {info.get('format')!r}, expected {FORMAT_VERSION}")
+    for key in ("format", "entities", "relations", "pages"):
+        info.pop(key, None)
+    return World(
+        _parse(d / "entities.jsonl", Entity.from_json),
+        _parse(d / "relations.jsonl", Relation.from_json),
+        _parse(d / "pages.jsonl", _page),
+        info=info,
+    )
+
+
+def default_cache_dir() -> Path:
+    """$JAXSEEKER_CACHE/worlds, else ~/.cache/jaxseeker/worlds."""
+    root = os.environ.get("JAXSEEKER_CACHE") or Path.home() / ".cache" / "jaxseeker"
+    return Path(root) / "worlds"
+
+
+def cache_key(source: str, **params: Any) -> str:
+    """A directory name for a world built from `source` with `params` (e.g. size, seed, file stamp)."""
+    body = json.dumps(params, sort_keys=True, default=str)
+    digest = hashlib.sha1(f"{FORMAT_VERSION}:{source}:{body}".encode()).hexdigest()[:12]
+    readable = "-".join(f"{k}{v}" for k, v in sorted(params.items()) if isinstance(v, int))
+    return f"{source}-{readable}-{digest}" if readable else f"{source}-{digest}"
+
+
+def cached(key: str, build: Callable[[], World], cache_dir: str | Path | None = None) -> World:
+    """The world saved under `key` in the cache, building and saving it (atomically) the first time."""
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    target = root / key
+    if is_world_dir(target):
+        return load_world(target)
+    world = build()
+    world.info["key"] = key
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+    try:
+        save_world(world, tmp)
+        try:
+            tmp.rename(target)
+        except OSError:  # another process saved it first
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return world

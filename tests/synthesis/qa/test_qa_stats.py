@@ -1,0 +1,43 @@
+"""Statistics, the summary text and the PNG plots."""
+
+from jaxseeker.synthesis.qa import compute_stats, plot_stats, reference_solver, summary
+from jaxseeker.synthesis.qa.record import QARecord
+
+
+def rec(level, hops, obf, answer="A", tag="t"):
+    return QARecord("Q?", answer, tag, level, {"hops": hops, "shape": "chain", "obfuscations": obf})
+
+
+def test_counts_and_summary():
+    records = [rec(1, 1, []), rec(3, 2, ["date", "name"]), rec(3, 3, ["date"])]
+    s = compute_stats(records)
+    assert s.n == 3 and s.by_level == {1: 1, 3: 2} and s.by_hops == {1: 1, 2: 1, 3: 1}
+    assert s.obfuscations == {"date": 2, "name": 1} and s.solver_pass == {}
+    text = summary(s, attempts=5, dropped={"not_unique": 2})
+    assert "3 questions" in text and "5 drafts tried" in text and "not_unique: 2" in text
+    assert "level: 1: 1, 3: 2" in text
+
+
+def test_solver_pass_rate_per_level():
+    records = [rec(1, 1, [], answer="yes"), rec(2, 2, [], answer="no"), rec(2, 2, [], answer="yes")]
+    s = compute_stats(records, solver=lambda task: "Yes")
+    assert s.solver_pass == {1: 1.0, 2: 0.5}
+    assert "1: 100%, 2: 50%" in summary(s)
+
+
+def test_reference_solver_on_real_questions(world):
+    from jaxseeker.synthesis.qa import get_recipe
+
+    records = get_recipe("crawlqa")(world, 6, seed=0).records
+    s = compute_stats(records, solver=reference_solver(world))
+    assert set(s.solver_pass) == set(s.by_level) and all(0 <= v <= 1 for v in s.solver_pass.values())
+
+
+def test_plots_are_png_files(tmp_path):
+    s = compute_stats([rec(1, 1, ["date"]), rec(2, 2, [])], solver=lambda task: "A")
+    paths = plot_stats(s, tmp_path / "plots", prefix="demo")
+    names = ["demo_levels.png", "demo_hops.png", "demo_obfuscations.png", "demo_solver_pass.png"]
+    assert [p.name for p in paths] == names
+    for p in paths:
+        data = p.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
