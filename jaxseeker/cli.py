@@ -7,12 +7,16 @@ import importlib
 import json
 import sys
 
-# Stage modules with an `add_parser(subparsers)` (and optionally `add_bench_parser(bench_subparsers)`);
+# Stage modules with an `add_parser(subparsers)` and/or an `add_bench_parser(bench_subparsers)`;
 # the only place that imports every stage.
 COMMAND_MODULES = (
     "jaxseeker.data.command",
+    "jaxseeker.generation.command",
     "jaxseeker.world.command",
+    "jaxseeker.synthesis.qa.command",
     "jaxseeker.train.command",
+    "jaxseeker.agent.command",
+    "jaxseeker.pipeline.command",
 )
 
 
@@ -56,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench_sub = bench.add_subparsers(dest="bench", required=True)
     for name in COMMAND_MODULES:
         module = importlib.import_module(name)
-        module.add_parser(sub)
+        if hasattr(module, "add_parser"):
+            module.add_parser(sub)
         if hasattr(module, "add_bench_parser"):
             module.add_bench_parser(bench_sub)
     return parser

@@ -1,0 +1,180 @@
+"""`jaxseeker rollout …` (episodes of a model over questions, with local tools) and `jaxseeker bench rollout`."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import time
+from typing import Any
+
+from jaxseeker import model
+from jaxseeker.agent.episode import read_questions, write_episodes
+from jaxseeker.agent.loop import RolloutConfig, RolloutResult, RolloutStats, rollout
+from jaxseeker.agent.prompts import Renderer, engine_stops
+from jaxseeker.agent.scripted import tool_calling_model
+from jaxseeker.data.tokenizer import load_tokenizer
+from jaxseeker.generation import Engine, SamplingConfig
+from jaxseeker.rewards import exact_match
+from jaxseeker.tools import Tool, ToolRegistry, ToolsConfig, build_registry
+from jaxseeker.world import Corpus, open_world, read_pages_jsonl
+
+
+def make_engine(params: Any, cfg: model.ModelConfig, tokenizer: Any, *, slots: int, max_len: int,
+                sampling: SamplingConfig, steps_per_call: int = 8, min_window: int = 256) -> Engine:
+    """A generation Engine that stops turns the way the rollout loop expects (`engine_stops`)."""
+    eos_ids, stop_strings = engine_stops(tokenizer)
+    renderer = Renderer(tokenizer)
+    return Engine(params, cfg, slots=slots, max_len=max_len, sampling=sampling, eos_ids=eos_ids,
+                  stop_strings=stop_strings, decode=renderer.decode, steps_per_call=steps_per_call,
+                  min_window=min(min_window, max_len))
+
+
+def summarize(result: RolloutResult) -> str:
+    """A few lines: terminations, tool calls and turns per episode, answer accuracy, tokens/s and engine idle."""
+    episodes, stats = result.episodes, result.stats
+    if not episodes:
+        return "no episodes"
+    counts = collections.Counter(e.termination for e in episodes)
+    calls = [len(e.tool_calls) for e in episodes]
+    errors = sum(1 for e in episodes for c in e.tool_calls if c.error is not None)
+    lines = [
+        f"{len(episodes)} episodes in {stats.wall_s:.1f}s",
+        "terminations: " + ", ".join(f"{k} {v} ({v / len(episodes):.0%})" for k, v in counts.most_common()),
+        (f"tool calls per episode: mean {statistics.fmean(calls):.2f}, max {max(calls)} ({errors} failed); "
+         f"turns per episode: mean {statistics.fmean(e.turns for e in episodes):.2f}"),
+    ]
+    judged = [e for e in episodes if e.answer is not None]
+    if judged:
+        right = sum(1 for e in judged if e.prediction is not None and exact_match(e.prediction, e.answer))
+        lines.append(f"exact match: {right}/{len(judged)} ({right / len(judged):.1%})")
+    lines.append(
+        f"sampled tokens {stats.sampled_tokens} ({stats.tokens_per_s:.1f} tokens/s); engine busy "
+        f"{stats.step_s / max(stats.wall_s, 1e-9):.0%}, idle waiting for tools {stats.idle_fraction:.1%}"
+    )
+    return "\n".join(lines)
+
+
+def _corpus(args: argparse.Namespace) -> Corpus | None:
+    if args.corpus is not None:
+        return Corpus(read_pages_jsonl(args.corpus))
+    if args.world is not None:
+        return open_world(args.world).corpus
+    return None
+
+
+def _rollout(args: argparse.Namespace) -> int:
+    tokenizer = load_tokenizer(args.model)
+    cfg, params = model.load_hf(args.model)
+    tools = tuple(t for t in args.tools.split(",") if t)
+    registry = build_registry(ToolsConfig(enabled=tools), corpus=_corpus(args))
+    questions = read_questions(args.questions)
+    config = RolloutConfig(max_tool_calls=args.max_tool_calls, max_context_tokens=args.max_context,
+                           max_tokens_per_turn=args.max_turn_tokens, timeout_s=args.timeout,
+                           answer_reserve_tokens=min(512, args.max_context // 8))
+    sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed)
+    engine = make_engine(params, cfg, tokenizer, slots=args.slots, max_len=args.max_context, sampling=sampling,
+                         steps_per_call=args.steps_per_call, min_window=args.min_window)
+    result = rollout(engine, tokenizer, registry, questions, config, n_per_question=args.n,
+                     progress=not args.no_progress)
+    write_episodes(args.out, result.episodes)
+    print(summarize(result))
+    print(f"wrote {len(result.episodes)} episodes to {args.out}")
+    return 0
+
+
+def sleep_tool(latency_s: float) -> Tool:
+    """A tool that waits `latency_s` seconds (a stand-in for a web call) and says so."""
+
+    def fn(args: dict[str, Any]) -> str:
+        time.sleep(latency_s)
+        return f"slept {latency_s:.3f}s"
+
+    return Tool("sleep", "Wait a moment.", {"type": "object", "properties": {}}, fn)
+
+
+BENCH_CALL = '{"name": "sleep", "arguments": {}}'
+
+
+def bench_rollout(*, slots: int = 16, episodes: int = 64, tool_calls: int = 4, tool_latency_s: float = 0.2,
+                  think_tokens: float = 32.0, steps_per_call: int = 8, max_len: int = 2048, min_window: int = 256,
+                  seed: int = 0, progress: bool = False) -> RolloutStats:
+    """Rollout-loop utilisation: a tiny model that calls a `tool_latency_s` tool every turn, `tool_calls` per episode.
+
+    The model (`tool_calling_model`) thinks for a random number of tokens (mean `think_tokens`, at
+    most 8× that per turn) and then calls the sleep tool, on the real Engine; each episode ends after
+    `tool_calls` calls ("max_tool_calls"). A warm-up rollout compiles the engine first; the stats
+    are those of the second rollout.
+    """
+    tokenizer, cfg, params = tool_calling_model(BENCH_CALL, mean_think_tokens=think_tokens, seed=seed)
+    registry = ToolRegistry([sleep_tool(tool_latency_s)])
+    turn = int(8 * think_tokens) + 8
+    needed = 200 + (tool_calls + 1) * (turn + 40)  # prompt, then turns and observations
+    if needed > max_len:
+        raise ValueError(f"bench rollout: max_len={max_len} is too small for {tool_calls} calls of "
+                         f"{think_tokens:g}-token thoughts (needs about {needed})")
+    config = RolloutConfig(max_tool_calls=tool_calls, max_tokens_per_turn=turn, max_context_tokens=max_len,
+                           answer_reserve_tokens=0, tool_workers=max(slots, 1))
+    engine = make_engine(params, cfg, tokenizer, slots=slots, max_len=max_len,
+                         sampling=SamplingConfig(temperature=1.0, seed=seed), steps_per_call=steps_per_call,
+                         min_window=min_window)
+    questions = [f"question {i}" for i in range(episodes)]
+    rollout(engine, tokenizer, registry, questions[: min(slots, episodes)], config, progress=False)
+    return rollout(engine, tokenizer, registry, questions, config, progress=progress).stats
+
+
+def _bench(args: argparse.Namespace) -> int:
+    stats = bench_rollout(slots=args.slots, episodes=args.episodes, tool_calls=args.tool_calls,
+                          tool_latency_s=args.tool_latency, think_tokens=args.think_tokens,
+                          steps_per_call=args.steps_per_call, max_len=args.max_len, min_window=args.min_window,
+                          progress=not args.no_progress)
+    print(f"rollout utilisation: {stats.episodes} episodes, {stats.tool_calls} tool calls of "
+          f"{args.tool_latency * 1000:.0f} ms, {args.slots} slots, in {stats.wall_s:.2f}s")
+    print(f"engine busy {stats.step_s / stats.wall_s:.1%} ({stats.steps} steps), idle waiting for tools "
+          f"{stats.idle_fraction:.1%} (goal <= 10%), host {1 - (stats.step_s + stats.idle_s) / stats.wall_s:.1%}; "
+          f"{stats.sampled_tokens} tokens, {stats.tokens_per_s:.0f} tokens/s")
+    return 0
+
+
+WINDOW_HELP = "smallest attention window of the engine (doubles up to the context length; one compile each)"
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add `rollout`: episodes of an HF model over a questions JSONL with local search / visit tools."""
+    p = subparsers.add_parser("rollout", help="roll out ReAct episodes of a model over questions")
+    p.add_argument("--model", required=True, help="HF model directory (config.json, safetensors, tokenizer)")
+    p.add_argument("--questions", required=True, help='JSONL of {"question": …, "answer": …}')
+    p.add_argument("--n", type=int, default=1, help="episodes per question")
+    p.add_argument("--out", required=True, help="episodes JSONL to write")
+    world = p.add_mutually_exclusive_group()
+    world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")
+    world.add_argument("--world", help="a saved world directory or spec (synthetic[:SIZE[:SEED]], pages:FILE)")
+    p.add_argument("--tools", default="search,visit", help="comma-separated tools (search, visit, python)")
+    p.add_argument("--slots", type=int, default=16, help="episodes decoded at once")
+    p.add_argument("--max-context", type=int, default=32768, help="context tokens per episode (engine max_len)")
+    p.add_argument("--max-turn-tokens", type=int, default=8192)
+    p.add_argument("--max-tool-calls", type=int, default=100)
+    p.add_argument("--timeout", type=float, default=3600.0, help="wall-clock seconds per episode")
+    p.add_argument("--temperature", type=float, default=0.6)
+    p.add_argument("--top-p", type=float, default=0.95)
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps-per-call", type=int, default=8, help="decode steps per device call")
+    p.add_argument("--min-window", type=int, default=256, help=WINDOW_HELP)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_rollout)
+
+
+def add_bench_parser(bench_subparsers: Any) -> None:
+    """Add `bench rollout`: the engine's idle fraction with tools that take 200 ms (goal <= 10%)."""
+    p = bench_subparsers.add_parser("rollout", help="rollout-loop utilisation with slow tools")
+    p.add_argument("--slots", type=int, default=16)
+    p.add_argument("--episodes", type=int, default=64)
+    p.add_argument("--tool-calls", type=int, default=4, help="tool calls per episode")
+    p.add_argument("--tool-latency", type=float, default=0.2, help="seconds per tool call")
+    p.add_argument("--think-tokens", type=float, default=32.0, help="mean thought tokens per turn")
+    p.add_argument("--steps-per-call", type=int, default=8)
+    p.add_argument("--max-len", type=int, default=2048, help="context tokens per slot")
+    p.add_argument("--min-window", type=int, default=256, help=WINDOW_HELP)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_bench)

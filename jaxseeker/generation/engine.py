@@ -1,0 +1,310 @@
+"""The batched generation engine: fixed slots over one KV cache, chunked prefill, multi-step decode,
+continuous batching, host-side stop checks with rollback, pause / extend / release.
+
+Each slot keeps every context token but the newest in the cache; the newest (`last`) is the input of the
+next decode step. So a prompt of n tokens prefills n - 1 of them, a stop inside a decode call is rolled back
+by moving the slot's end (the host owns every row's end and passes it to each call), and `extend` prefills
+the stop token followed by the observation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import jax
+import numpy as np
+
+from jaxseeker import model
+from jaxseeker.generation import steps
+from jaxseeker.generation.sampling import SamplingConfig, request_hash
+from jaxseeker.model import KVCache, ModelConfig
+
+GREEDY = SamplingConfig()
+
+
+@dataclasses.dataclass
+class Event:
+    """What `Engine.step()` reports for a request that paused or ended this round.
+
+    tokens / logprobs: sampled since the last event of this request (stop tokens included); the log-prob
+    is log_softmax(logits / temperature) at the token, before top-k / top-p (temperature 1 when greedy).
+    reason: "stop" (stop string matched: paused), "eos" (an EOS id: paused), "length" (this turn's
+    max_new_tokens reached: paused), "context" (the slot's cache is full: paused, cannot grow).
+    stop: the stop string matched ("stop"), or the EOS token's text (its id as a string without `decode`).
+    """
+
+    request_id: str
+    tokens: list[int]
+    logprobs: list[float]
+    reason: str
+    stop: str | None = None
+
+
+@dataclasses.dataclass
+class _Slot:
+    """Host state of one occupied slot."""
+
+    request_id: str
+    request: int  # stable hash of request_id, keys the PRNG
+    prefill: list[int]  # context tokens still to write into the cache
+    last: int  # newest context token, not yet in the cache (next decode input)
+    max_new: int  # token budget of the current turn
+    end: int = 0  # tokens written in the cache
+    sampled: int = 0  # tokens sampled by this request so far (PRNG step)
+    running: bool = True
+    tokens: list[int] = dataclasses.field(default_factory=list)  # sampled this turn
+    logprobs: list[float] = dataclasses.field(default_factory=list)
+
+
+def _cache_sharding(cache: KVCache, mesh, rules) -> KVCache:
+    """NamedShardings of the cache from its logical axes (batch over the data axes of `rules`)."""
+    from jaxseeker.parallel import DEFAULT_RULES, logical_sharding
+
+    rules = DEFAULT_RULES if rules is None else rules
+    axes = model.cache.CACHE_AXES
+
+    def one(names, shape):
+        return logical_sharding(names, rules, mesh, shape)
+
+    return KVCache(
+        k=tuple(one(axes, k.shape) for k in cache.k),
+        v=tuple(one(axes, v.shape) for v in cache.v),
+        segment_ids=one(("batch", "seq"), cache.segment_ids.shape),
+        end=one(("batch",), cache.end.shape),
+    )
+
+
+class Engine:
+    """Continuous-batching sampler over `slots` rows of `max_len` tokens (see the module docstring).
+
+    Compiled shapes: decode once per attention window; prefill once per (rows bucket, window). The window is
+    the smallest `min_window · 2^k` (capped at max_len) covering the contexts a call touches, so short
+    contexts in a long cache do not pay attention over all of it.
+    """
+
+    def __init__(
+        self,
+        params,
+        cfg: ModelConfig,
+        *,
+        slots: int,
+        max_len: int,
+        sampling: SamplingConfig = GREEDY,
+        eos_ids: Sequence[int] = (),
+        stop_strings: Sequence[str] = (),
+        decode: Callable[[list[int]], str] | None = None,
+        steps_per_call: int = 8,
+        prefill_chunk: int = 128,
+        mesh=None,
+        rules=None,
+        min_window: int = 256,
+    ):
+        for name, value, low in (("slots", slots, 1), ("max_len", max_len, 2), ("steps_per_call", steps_per_call, 1),
+                                 ("prefill_chunk", prefill_chunk, 1), ("min_window", min_window, 1)):
+            if value < low:
+                raise ValueError(f"Engine: {name} must be >= {low}, got {value}")
+        if stop_strings and decode is None:
+            raise ValueError("Engine: stop_strings need a `decode` function (token ids -> text)")
+        if any(not s for s in stop_strings):
+            raise ValueError(f"Engine: stop_strings must be non-empty, got {list(stop_strings)}")
+        self.cfg, self.sampling = cfg, sampling
+        self.slots, self.max_len = slots, max_len
+        self.steps_per_call, self.prefill_chunk = steps_per_call, min(prefill_chunk, max_len)
+        self.min_window = min_window
+        self.eos_ids = frozenset(int(t) for t in eos_ids)
+        self.stop_strings = tuple(stop_strings)
+        self._decode_text = decode
+        self._stop_window = max((len(s) for s in self.stop_strings), default=0) + 2  # tokens re-decoded per check
+        self._params = params
+        cache = model.init_cache(cfg, slots, max_len)
+        self._sharding = None if mesh is None else _cache_sharding(cache, mesh, rules)
+        self._cache = cache if mesh is None else jax.device_put(cache, self._sharding)
+        self._slots: list[_Slot | None] = [None] * slots
+        self._index: dict[str, int] = {}
+
+    # ---- requests -------------------------------------------------------------------------------------------
+
+    def free_slots(self) -> int:
+        """Number of slots that no request holds."""
+        return self._slots.count(None)
+
+    def has_work(self) -> bool:
+        """True when some request waits for prefill or decoding (not paused)."""
+        return any(s is not None and s.running for s in self._slots)
+
+    def submit(self, request_id: str, prompt: list[int], *, max_new_tokens: int) -> None:
+        """Start a request in a free slot (ValueError when none is free, the id is taken or the prompt
+        does not fit in max_len)."""
+        if request_id in self._index:
+            raise ValueError(f"Engine.submit: request {request_id!r} already holds a slot")
+        if None not in self._slots:
+            raise ValueError(f"Engine.submit: no free slot for {request_id!r} (all {self.slots} are held)")
+        if not 0 < len(prompt) <= self.max_len:
+            raise ValueError(
+                f"Engine.submit: prompt of {request_id!r} has {len(prompt)} tokens; needs 1..{self.max_len}"
+            )
+        _check_budget("submit", request_id, max_new_tokens)
+        prompt = [int(t) for t in prompt]
+        row = self._slots.index(None)
+        self._slots[row] = _Slot(request_id, request_hash(request_id), prompt[:-1], prompt[-1], max_new_tokens)
+        self._index[request_id] = row
+
+    def extend(self, request_id: str, tokens: list[int], *, max_new_tokens: int) -> None:
+        """Append `tokens` (an observation) to a paused request's context and resume decoding."""
+        slot = self._slot(request_id, "extend")
+        if slot.running:
+            raise ValueError(f"Engine.extend: request {request_id!r} is not paused (wait for its event)")
+        if len(tokens) > self.context_left(request_id):
+            raise ValueError(
+                f"Engine.extend: {len(tokens)} tokens do not fit request {request_id!r} "
+                f"(context_left={self.context_left(request_id)})"
+            )
+        _check_budget("extend", request_id, max_new_tokens)
+        if tokens:
+            slot.prefill, slot.last = [slot.last] + [int(t) for t in tokens[:-1]], int(tokens[-1])
+        slot.running, slot.max_new = True, max_new_tokens
+
+    def release(self, request_id: str) -> None:
+        """Free the request's slot (its cache rows are simply overwritten by the next request)."""
+        self._slot(request_id, "release")
+        self._slots[self._index.pop(request_id)] = None
+
+    def context_left(self, request_id: str) -> int:
+        """How many more tokens (sampled or extended) the request's context can take."""
+        slot = self._slot(request_id, "context_left")
+        return self.max_len - (slot.end + len(slot.prefill) + 1)
+
+    def set_params(self, params) -> None:
+        """Use new weights from the next call on (same tree, shapes and dtypes: no recompile, no copy)."""
+        old = jax.tree.map(lambda x: (x.shape, x.dtype), self._params)
+        new = jax.tree.map(lambda x: (x.shape, x.dtype), params)
+        if old != new:
+            raise ValueError("Engine.set_params: the new params differ in structure, shape or dtype from the old")
+        self._params = params
+
+    def _slot(self, request_id: str, caller: str) -> _Slot:
+        if request_id not in self._index:
+            raise ValueError(f"Engine.{caller}: unknown request {request_id!r} (held: {sorted(self._index)})")
+        return self._slots[self._index[request_id]]
+
+    # ---- one round ------------------------------------------------------------------------------------------
+
+    def step(self) -> list[Event]:
+        """Prefill every pending prompt / extension (chunked), then `steps_per_call` decode steps of all running
+        slots in one device call; return the events of requests that paused this round."""
+        self._prefill_all()
+        events: list[Event] = []
+        budget = np.zeros(self.slots, np.int32)
+        for row, slot in enumerate(self._slots):
+            if slot is not None and slot.running:
+                budget[row] = min(self.steps_per_call, slot.max_new - len(slot.tokens), self._room(slot))
+                if budget[row] == 0:
+                    events.append(self._pause(slot, self._limit_reason(slot)))
+        if budget.any():
+            events += self._decode(budget)
+        return events
+
+    def _window(self, need: int) -> int:
+        """The attention window covering `need` cache slots: min_window · 2^k, capped at max_len."""
+        window = self.min_window
+        while window < need:
+            window *= 2
+        return min(window, self.max_len)
+
+    def _room(self, slot: _Slot) -> int:
+        return self.max_len - (slot.end + 1)
+
+    def _limit_reason(self, slot: _Slot) -> str:
+        return "context" if self._room(slot) == 0 else "length"
+
+    def _ends(self) -> np.ndarray:
+        return np.array([0 if s is None else s.end for s in self._slots], np.int32)
+
+    def _prefill_all(self) -> None:
+        """Write all queued context tokens, one chunk per row per device call (rows padded to a power of 2)."""
+        chunk = self.prefill_chunk
+        while True:
+            rows = [r for r, s in enumerate(self._slots) if s is not None and s.prefill]
+            if not rows:
+                return
+            n = min(1 << (len(rows) - 1).bit_length(), self.slots)
+            if n == self.slots:
+                rows = list(range(self.slots))
+            else:
+                rows += [r for r in range(self.slots) if r not in rows][: n - len(rows)]
+            ends = self._ends()
+            need = 0
+            tokens = np.zeros((n, chunk), np.int32)  # [rows, chunk]
+            segments = np.zeros((n, chunk), np.int32)
+            for i, row in enumerate(rows):
+                slot = self._slots[row]
+                if slot is None or not slot.prefill:
+                    continue
+                take, slot.prefill = slot.prefill[:chunk], slot.prefill[chunk:]
+                tokens[i, : len(take)], segments[i, : len(take)] = take, 1
+                slot.end += len(take)
+                need = max(need, slot.end)
+            self._cache = steps.prefill(
+                self._params, self._cache, np.asarray(rows, np.int32), tokens, segments, ends,
+                cfg=self.cfg, window=self._window(need), sharding=self._sharding,
+            )
+
+    def _decode(self, budget: np.ndarray) -> list[Event]:
+        """One multi-step decode call, then the host-side stop checks and rollbacks."""
+        live = [(row, s) for row, s in enumerate(self._slots) if budget[row] > 0]
+        last = np.zeros(self.slots, np.int32)
+        request = np.zeros(self.slots, np.int32)
+        count = np.zeros(self.slots, np.int32)
+        for row, slot in live:
+            last[row], request[row], count[row] = slot.last, slot.request, slot.sampled
+        ends = self._ends()
+        window = self._window(int(np.max(np.where(budget > 0, ends + budget, 0))))
+        self._cache, out_tok, out_lp = steps.decode(
+            self._params, self._cache, last, ends, budget, request, count, np.int32(self.sampling.seed),
+            cfg=self.cfg, sampling=self.sampling.static, steps=self.steps_per_call, window=window,
+            sharding=self._sharding,
+        )
+        out_tok, out_lp = np.asarray(out_tok), np.asarray(out_lp)  # [slots, steps]
+        events = []
+        for row, slot in live:
+            new = out_tok[row, : budget[row]].tolist()
+            cut, reason, stop = self._find_stop(slot.tokens, new)
+            kept = new[:cut]
+            slot.tokens += kept
+            slot.logprobs += out_lp[row, :cut].tolist()
+            slot.sampled += cut
+            slot.end += cut  # the previous `last` and all kept tokens but the newest are now in the cache
+            slot.last = kept[-1]
+            if reason is None and (self._room(slot) == 0 or len(slot.tokens) >= slot.max_new):
+                reason = self._limit_reason(slot)
+            if reason is not None:
+                events.append(self._pause(slot, reason, stop))
+        return events
+
+    def _find_stop(self, before: list[int], new: list[int]) -> tuple[int, str | None, str | None]:
+        """(tokens of `new` to keep, reason, stop): cut just after the first EOS id or stop string."""
+        strings = bool(self.stop_strings) and self._stop_in(before + new, len(new)) is not None
+        for j, tok in enumerate(new):
+            if tok in self.eos_ids:
+                text = self._decode_text([tok]) if self._decode_text else str(tok)
+                return j + 1, "eos", text
+            stop = self._stop_in(before + new[: j + 1], 1) if strings else None
+            if stop is not None:
+                return j + 1, "stop", stop
+        return len(new), None, None
+
+    def _stop_in(self, turn: list[int], n_new: int) -> str | None:
+        """The stop string in the decoded tail of this turn (its last `n_new` tokens and a window before)."""
+        text = self._decode_text(turn[-(self._stop_window + n_new - 1) :])
+        return next((s for s in self.stop_strings if s in text), None)
+
+    def _pause(self, slot: _Slot, reason: str, stop: str | None = None) -> Event:
+        event = Event(slot.request_id, slot.tokens, slot.logprobs, reason, stop)
+        slot.running, slot.tokens, slot.logprobs = False, [], []
+        return event
+
+
+def _check_budget(caller: str, request_id: str, max_new_tokens: int) -> None:
+    if max_new_tokens < 0:
+        raise ValueError(f"Engine.{caller}: max_new_tokens of {request_id!r} must be >= 0, got {max_new_tokens}")

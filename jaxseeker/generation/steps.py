@@ -1,0 +1,106 @@
+"""The two compiled device steps of the engine: chunked prefill into some cache rows, and several decode
+steps over all rows in one call. Both donate the cache and compile once per shape."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from jaxseeker.generation.cached_forward import cached_forward
+from jaxseeker.generation.sampling import SamplingConfig, row_keys, sample
+from jaxseeker.model import KVCache, ModelConfig
+
+
+def _constrain(cache: KVCache, sharding: KVCache | None) -> KVCache:
+    """Pin the cache to its sharding (a KVCache of NamedShardings) when one is given."""
+    return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "window", "sharding"), donate_argnames="cache")
+def prefill(
+    params: dict,
+    cache: KVCache,
+    rows: jnp.ndarray,
+    tokens: jnp.ndarray,
+    segment_ids: jnp.ndarray,
+    ends: jnp.ndarray,
+    *,
+    cfg: ModelConfig,
+    window: int,
+    sharding: KVCache | None = None,
+) -> KVCache:
+    """Write `tokens` `[n, chunk]` into cache rows `rows` `[n]` (distinct) at each row's end.
+
+    segment_ids `[n, chunk]`: 1 on real tokens, 0 on right padding (written invisible; `end` advances by the
+    real count). ends `[slots]` sets every row's end first (the host owns the ends, so rolling back is free).
+    When n equals the number of slots, `rows` must be `arange(slots)` and no gather/scatter is done; otherwise
+    the rows are gathered, extended and scattered back (cost ∝ n, not slots). No logits are computed.
+    window: attention reads cache slots [0, window) (≥ every written row's end + chunk).
+    """
+    cache = cache.replace(end=ends)
+    if rows.shape[0] == ends.shape[0]:
+        _, cache = cached_forward(params, tokens, segment_ids, cache, cfg, window=window, logits=False)
+        return _constrain(cache, sharding)
+    sub = KVCache(
+        k=tuple(k[:, rows] for k in cache.k),  # [layers, n, max_len, kv_heads, head_dim]
+        v=tuple(v[:, rows] for v in cache.v),
+        segment_ids=cache.segment_ids[rows],  # [n, max_len]
+        end=cache.end[rows],
+    )
+    _, sub = cached_forward(params, tokens, segment_ids, sub, cfg, window=window, logits=False)
+    cache = KVCache(
+        k=tuple(k.at[:, rows].set(s) for k, s in zip(cache.k, sub.k)),
+        v=tuple(v.at[:, rows].set(s) for v, s in zip(cache.v, sub.v)),
+        segment_ids=cache.segment_ids.at[rows].set(sub.segment_ids),
+        end=cache.end.at[rows].set(sub.end),
+    )
+    return _constrain(cache, sharding)
+
+
+@functools.partial(
+    jax.jit, static_argnames=("cfg", "sampling", "steps", "window", "sharding"), donate_argnames="cache"
+)
+def decode(
+    params: dict,
+    cache: KVCache,
+    tokens: jnp.ndarray,
+    ends: jnp.ndarray,
+    budget: jnp.ndarray,
+    request: jnp.ndarray,
+    count: jnp.ndarray,
+    seed: jnp.ndarray,
+    *,
+    cfg: ModelConfig,
+    sampling: SamplingConfig,
+    steps: int,
+    window: int,
+    sharding: KVCache | None = None,
+) -> tuple[KVCache, jnp.ndarray, jnp.ndarray]:
+    """`steps` decode steps over every slot → (cache, tokens `[slots, steps]`, log-probs `[slots, steps]`).
+
+    tokens `[slots]`: each row's newest context token, not yet in the cache; a step writes it at the row's
+    end and samples the next one from its logits. budget `[slots]`: how many steps each row takes (0 = idle);
+    a row past its budget writes nothing visible, keeps its end and its input token. request `[slots]` and
+    count `[slots]` (tokens this request has sampled before) key the PRNG per (seed, request, step); the
+    seed is a traced scalar (`sampling.seed` is ignored, so new seeds do not recompile).
+    Outputs past a row's budget are meaningless. window: attention reads cache slots [0, window)
+    (≥ every running row's end + budget).
+    """
+    cache = cache.replace(end=ends)
+    slots = tokens.shape[0]
+
+    def body(i, carry):
+        cache, tok, out_tok, out_lp = carry
+        active = i < budget  # [slots]
+        segment_ids = active[:, None].astype(jnp.int32)  # [slots, 1]
+        logits, cache = cached_forward(params, tok[:, None], segment_ids, cache, cfg, window=window)
+        keys = None if sampling.greedy else row_keys(seed, request, count + i)
+        new, lp = sample(logits[:, 0], keys, sampling)  # [slots], [slots]
+        tok = jnp.where(active, new, tok)
+        return cache, tok, out_tok.at[:, i].set(new), out_lp.at[:, i].set(lp)
+
+    init = (cache, tokens, jnp.zeros((slots, steps), jnp.int32), jnp.zeros((slots, steps), jnp.float32))
+    cache, _, out_tok, out_lp = jax.lax.fori_loop(0, steps, body, init)
+    return _constrain(cache, sharding), out_tok, out_lp

@@ -1,0 +1,27 @@
+"""`jaxseeker pipeline --config configs/demo.yaml [--quick]`."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _pipeline(args: argparse.Namespace) -> int:
+    from jaxseeker.pipeline import pipeline_config, run_pipeline
+    from jaxseeker.pipeline.report import markdown
+    from jaxseeker.train.recipe import read_recipe
+
+    cfg = pipeline_config(read_recipe(args.config, args.set), quick=args.quick)
+    report = run_pipeline(cfg, args.out, progress=not args.no_progress)
+    print("\n" + markdown(report))
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """Add `pipeline`."""
+    p = subparsers.add_parser("pipeline", help="synthesise, cold-start, reinforce, measure, export (offline)")
+    p.add_argument("--config", default="configs/demo.yaml")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--quick", action="store_true", help="a tiny world and model (≤ 2 minutes)")
+    p.add_argument("--out", default=None, help="default: runs/<name>")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_pipeline)

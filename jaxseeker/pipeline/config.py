@@ -1,0 +1,119 @@
+"""The pipeline recipe: one frozen dataclass per stage, defaults for the embedded offline demo."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from jaxseeker.train.recipe import build, check_sections
+
+
+@dataclasses.dataclass(frozen=True)
+class WorldStage:
+    """Which world to build (see `jaxseeker.world.build_world`)."""
+
+    source: str = "synthetic"
+    size: int = 3000
+    seed: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class QAStage:
+    """Questions per recipe, and the split sizes (the rest of the questions go to training)."""
+
+    recipes: tuple[tuple[str, int], ...] = (("e2hqa", 1200), ("sailorfog", 200), ("openseeker", 100))
+    n_test: int = 60
+    n_rl: int = 120
+    seed: int = 0
+
+    def __post_init__(self):
+        if isinstance(self.recipes, dict):
+            object.__setattr__(self, "recipes", tuple(sorted(self.recipes.items())))
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpertStage:
+    """Embedded-expert trajectory synthesis."""
+
+    tries: int = 2
+    detour_rate: float = 0.2
+    seed: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyStage:
+    """The small Qwen3-architecture policy trained from scratch, its tokenizer and SFT."""
+
+    vocab_size: int = 4096
+    hidden_size: int = 256
+    num_layers: int = 4
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    head_dim: int = 64
+    intermediate_size: int = 704
+    seq_len: int = 4096
+    batch_size: int = 4
+    steps: int = 300
+    lr: float = 2.5e-3
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalStage:
+    """Evaluation on the held-out test questions."""
+
+    k: int = 2
+    slots: int = 16
+    max_context: int = 6144
+    max_tool_calls: int = 16
+    max_tokens_per_turn: int = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class RLStage:
+    """Group-relative RL after SFT (DUPO selection by default)."""
+
+    steps: int = 10
+    group_size: int = 4
+    questions_per_step: int = 8
+    lr: float = 2e-4
+    selection: str = "dupo"
+    temperature: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineConfig:
+    """All stages of `jaxseeker pipeline`."""
+
+    name: str = "demo"
+    world: WorldStage = WorldStage()
+    qa: QAStage = QAStage()
+    expert: ExpertStage = ExpertStage()
+    policy: PolicyStage = PolicyStage()
+    eval: EvalStage = EvalStage()
+    rl: RLStage = RLStage()
+
+
+STAGES = {"world": WorldStage, "qa": QAStage, "expert": ExpertStage, "policy": PolicyStage, "eval": EvalStage, "rl": RLStage}
+
+# `--quick`: the same pipeline on a tiny world and model, for the tests (≤ 2 minutes).
+QUICK = {
+    "world": {"size": 600},
+    "qa": {"recipes": {"e2hqa": 120, "sailorfog": 20}, "n_test": 8, "n_rl": 8},
+    "expert": {"tries": 1},
+    "policy": {"vocab_size": 1024, "hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
+               "head_dim": 32, "intermediate_size": 128, "seq_len": 2048, "batch_size": 2, "steps": 12},
+    "eval": {"k": 2, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
+    "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4},
+}
+
+
+def pipeline_config(recipe: dict[str, Any], *, quick: bool = False) -> PipelineConfig:
+    """A PipelineConfig from a recipe mapping (unknown sections and keys are errors naming them)."""
+    check_sections(recipe, ("name", *STAGES), "pipeline recipe")
+    sections = {}
+    for name, cls in STAGES.items():
+        values = dict(recipe.get(name) or {})
+        if quick:
+            values.update(QUICK[name])
+        sections[name] = build(cls, values, name)
+    return PipelineConfig(name=recipe.get("name", "demo") + ("-quick" if quick else ""), **sections)

@@ -1,0 +1,44 @@
+"""The pipeline's `report.json` and `report.md`: every stage's figures, before/after RL, wall time per stage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """A short markdown summary of a pipeline report."""
+    lines = [f"# jaxseeker pipeline: {report['name']}", ""]
+    w, qa = report.get("world", {}), report.get("qa", {})
+    lines += [f"World: {w.get('entities')} entities, {w.get('pages')} pages, {w.get('relation_types')} relation types.",
+              f"Questions: train {qa.get('train')}, RL {qa.get('rl')}, test {qa.get('test')} "
+              f"(dropped for entity leakage: {qa.get('dropped_for_leakage')}).",
+              f"Expert trajectories kept: {report.get('expert', {}).get('trajectories')}.",
+              f"SFT: final loss {report.get('sft', {}).get('final_loss')}, eval loss {report.get('sft', {}).get('eval_loss')}.", ""]
+    rows = [(name, report[key]) for name, key in (("after SFT", "eval_sft"), ("after RL", "eval_rl")) if key in report]
+    if rows:
+        levels = sorted({lvl for _, r in rows for lvl in r.get("by_level", {})})
+        lines.append("| policy | pass@1 | pass@k | invalid | " + " | ".join(f"L{lvl} pass@1" for lvl in levels) + " |")
+        lines.append("|---" * (4 + len(levels)) + "|")
+        for name, r in rows:
+            per = [_pct(r.get("by_level", {}).get(lvl, {}).get("pass_at_1")) for lvl in levels]
+            lines.append(f"| {name} | {_pct(r.get('pass_at_1'))} | {_pct(r.get('pass_at_k'))} | {_pct(r.get('invalid_rate'))} | "
+                         + " | ".join(per) + " |")
+        lines.append("")
+    lines.append("| stage | wall s |")
+    lines.append("|---|---|")
+    for stage, s in report.get("stage_wall_s", {}).items():
+        lines.append(f"| {stage} | {s:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_pipeline_report(root: str | Path, report: dict[str, Any]) -> None:
+    """Write `report.json` and `report.md` under `root`."""
+    root = Path(root)
+    (root / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    (root / "report.md").write_text(markdown(report))

@@ -1,0 +1,149 @@
+"""`jaxseeker pipeline`: world → QA → tokenizer → expert trajectories → SFT → eval → RL → eval → export → report.
+
+Everything goes under `runs/<name>/`; each stage's output is reused while its inputs are unchanged, so an
+interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from jaxseeker import model
+from jaxseeker.agent import Question, RolloutConfig
+from jaxseeker.agent.command import make_engine
+from jaxseeker.data import load_tokenizer, train_tokenizer
+from jaxseeker.eval.runner import run_eval
+from jaxseeker.generation import SamplingConfig
+from jaxseeker.pipeline.config import PipelineConfig
+from jaxseeker.pipeline.report import write_pipeline_report
+from jaxseeker.pipeline.split import split_questions
+from jaxseeker.pipeline.stages import StageRunner, fingerprint
+from jaxseeker.synthesis import filters
+from jaxseeker.synthesis.expert import ExpertConfig
+from jaxseeker.synthesis.qa import get_recipe
+from jaxseeker.synthesis.teachers import ExpertTeacher
+from jaxseeker.synthesis.trajectories import synthesize, write_records
+from jaxseeker.tools import ToolsConfig, build_registry
+from jaxseeker.tools.visit import VisitOptions
+from jaxseeker.train.export import export_hf
+from jaxseeker.train.sft import run_sft
+from jaxseeker.world import build_world
+
+# Short observations: a small policy learns more per CPU-minute from ~30-token snippets (LEARNING_NOTES.md).
+TOOLS = ToolsConfig(enabled=("search", "visit"), top_k=3, visit=VisitOptions(page_chars=400, max_links=5))
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+def _questions(records: list[dict]) -> list[Question]:
+    return [Question(r["question"], r["answer"], {k: v for k, v in r.items() if k not in ("question", "answer")}) for r in records]
+
+
+def rollout_config(cfg: PipelineConfig) -> RolloutConfig:
+    """The limits every rollout of the pipeline shares (expert, eval, RL)."""
+    e = cfg.eval
+    return RolloutConfig(max_tool_calls=e.max_tool_calls, max_context_tokens=e.max_context,
+                         max_tokens_per_turn=e.max_tokens_per_turn, answer_reserve_tokens=64, date="2026-01-01")
+
+
+def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progress: bool = True) -> dict:
+    """Run (or resume) every stage; returns the report dict (also `report.json` and `report.md`)."""
+    root = Path(root or f"runs/{cfg.name}")
+    runner = StageRunner(root)
+    world_key = fingerprint(dataclasses.asdict(cfg.world))
+    world = build_world(cfg.world.source, size=cfg.world.size, seed=cfg.world.seed)
+    report: dict[str, Any] = {"name": cfg.name, "config": dataclasses.asdict(cfg)}
+    report["world"] = {"entities": len(world), "pages": len(world.corpus), "relation_types": len(world.relation_types())}
+
+    qa_key = fingerprint(world_key, dataclasses.asdict(cfg.qa))
+
+    def qa_stage(out: Path) -> dict:
+        records = []
+        for i, (name, n) in enumerate(cfg.qa.recipes):
+            result = get_recipe(name)(world, n, seed=cfg.qa.seed + i, progress=progress)
+            records += [r.to_json() for r in result.records]
+        for i, r in enumerate(records):
+            r["id"] = f"{r['tag']}-{i}"
+        hubs = set(world.ids_of_type("country"))
+        parts = split_questions(records, n_test=cfg.qa.n_test, n_rl=cfg.qa.n_rl, hub_ids=hubs, seed=cfg.qa.seed)
+        for split in ("train", "rl", "test"):
+            _write_jsonl(out / f"{split}.jsonl", parts[split])
+        return {split: len(parts[split]) for split in ("train", "rl", "test")} | {"dropped_for_leakage": parts["dropped"]}
+
+    report["qa"] = runner.run("qa", qa_key, qa_stage)
+    qa_dir = root / "qa"
+
+    tok_key = fingerprint(qa_key, cfg.policy.vocab_size)
+
+    def tokenizer_stage(out: Path) -> dict:
+        texts = [f"{p.title}\n{p.text}" for p in world.corpus.pages]
+        texts += [r["question"] + " " + r["answer"] for r in _jsonl(qa_dir / "train.jsonl")]
+        tok = train_tokenizer(texts, cfg.policy.vocab_size, out)
+        return {"vocab": len(tok)}
+
+    report["tokenizer"] = runner.run("tokenizer", tok_key, tokenizer_stage)
+    tokenizer = load_tokenizer(root / "tokenizer")
+    registry = build_registry(TOOLS, corpus=world.corpus)
+
+    expert_key = fingerprint(tok_key, dataclasses.asdict(cfg.expert), dataclasses.asdict(cfg.eval))
+
+    def expert_stage(out: Path) -> dict:
+        teacher = ExpertTeacher(world, ExpertConfig(detour_rate=cfg.expert.detour_rate))
+        records, stats = synthesize(teacher, tokenizer, registry, _questions(_jsonl(qa_dir / "train.jsonl")),
+                                    filters.webdancer_funnel(), tries=cfg.expert.tries, config=rollout_config(cfg),
+                                    seed=cfg.expert.seed, progress=progress)
+        write_records(out / "trajectories.jsonl", records)
+        return {"trajectories": len(records), "questions": stats.questions, "episodes": stats.episodes}
+
+    report["expert"] = runner.run("expert", expert_key, expert_stage)
+
+    p = cfg.policy
+    sft_key = fingerprint(expert_key, dataclasses.asdict(p))
+
+    def sft_stage(out: Path) -> dict:
+        recipe = {
+            "name": f"{cfg.name}-sft",
+            "model": {"model_type": "qwen3", "vocab_size": p.vocab_size, "hidden_size": p.hidden_size,
+                      "num_layers": p.num_layers, "num_heads": p.num_heads, "num_kv_heads": p.num_kv_heads,
+                      "head_dim": p.head_dim, "intermediate_size": p.intermediate_size, "initializer_range": 0.02,
+                      "max_position_embeddings": 4096},
+            "data": {"seq_len": p.seq_len, "batch_size": p.batch_size, "seed": 0, "num_threads": 0},
+            "optimizer": {"lr": p.lr, "min_lr": p.lr / 10, "warmup_steps": max(1, p.steps // 20), "weight_decay": 0.01},
+            "train": {"train_files": [str(root / "expert" / "trajectories.jsonl")], "tokenizer": str(root / "tokenizer"),
+                      "steps": p.steps, "log_every": max(1, p.steps // 50), "checkpoint_every": max(1, p.steps // 4),
+                      "eval_fraction": 0.05, "out_dir": str(out), "chunk_size": 256},
+        }
+        summary = run_sft(recipe, resume=True, progress=progress)
+        export_hf(out, out / "hf")
+        return {k: summary.get(k) for k in ("final_loss", "eval_loss", "trained_tokens", "parameters")}
+
+    report["sft"] = runner.run("sft", sft_key, sft_stage)
+    test = _jsonl(qa_dir / "test.jsonl")
+
+    def eval_stage(model_dir: Path):
+        def fn(out: Path) -> dict:
+            cfg_m, params = model.load_hf(model_dir)
+            engine = make_engine(params, cfg_m, tokenizer, slots=cfg.eval.slots, max_len=cfg.eval.max_context,
+                                 sampling=SamplingConfig())
+            summary = run_eval(engine, tokenizer, registry, test, out, k=cfg.eval.k, config=rollout_config(cfg),
+                               progress=progress)
+            return {key: summary[key] for key in ("pass_at_1", "pass_at_k", "invalid_rate", "termination", "tool_calls")} | {
+                "by_level": {lvl: {"pass_at_1": s["pass_at_1"], "pass_at_k": s["pass_at_k"], "questions": s["questions"]}
+                             for lvl, s in summary["by_level"].items()}}
+        return fn
+
+    eval_key = fingerprint(sft_key, dataclasses.asdict(cfg.eval))
+    report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(root / "sft" / "hf"))
+    report["stage_wall_s"] = runner.timings
+    report["reused_stages"] = runner.reused
+    write_pipeline_report(root, report)
+    return report

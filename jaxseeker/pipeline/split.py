@@ -1,0 +1,33 @@
+"""Train / RL / test split of synthesised questions with no test entity (other than hubs) seen in training."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Sequence
+
+
+def split_questions(
+    records: Sequence[dict], *, n_test: int, n_rl: int, hub_ids: Collection[str], seed: int = 0
+) -> dict[str, list[dict]]:
+    """Pick `n_test` test questions at random, then `n_rl` RL questions, then the rest for training; any RL or
+    training question whose evidence (`meta.entities`) shares a non-hub entity with a test question is dropped,
+    and likewise RL is kept apart from training. Returns {"train", "rl", "test", "dropped"}."""
+    order = list(records)
+    random.Random(seed).shuffle(order)
+
+    def entities(r: dict) -> set[str]:
+        return set(r.get("meta", {}).get("entities", ())) - set(hub_ids)
+
+    test, test_ents = order[:n_test], set()
+    for r in test:
+        test_ents |= entities(r)
+    rest = [r for r in order[n_test:] if not entities(r) & test_ents]
+    rl, rl_ents, train = [], set(), []
+    for r in rest:
+        if len(rl) < n_rl:
+            rl.append(r)
+            rl_ents |= entities(r)
+    for r in rest[len(rl):]:
+        if not entities(r) & rl_ents:
+            train.append(r)
+    return {"train": train, "rl": rl, "test": test, "dropped": len(records) - len(train) - len(rl) - len(test)}

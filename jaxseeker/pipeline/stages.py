@@ -1,0 +1,51 @@
+"""Stage bookkeeping for the pipeline: each stage's output directory is reused when its inputs are unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def fingerprint(*parts: Any) -> str:
+    """A short hash of JSON-able inputs (a stage's config section and its upstream fingerprints)."""
+    raw = json.dumps(parts, sort_keys=True, default=str).encode()
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+class StageRunner:
+    """Runs stages under `root/<stage>/`, skipping those whose `done.json` holds the same fingerprint."""
+
+    def __init__(self, root: str | Path, *, log: Callable[[str], None] = print):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.log = log
+        self.timings: dict[str, float] = {}
+        self.reused: list[str] = []
+
+    def run(self, name: str, key: str, fn: Callable[[Path], dict]) -> dict:
+        """`fn(out_dir) -> metrics` unless a finished run with fingerprint `key` is there; returns the metrics."""
+        out = self.root / name
+        marker = out / "done.json"
+        if marker.exists():
+            done = json.loads(marker.read_text())
+            if done.get("key") == key:
+                self.log(f"[{name}] reused ({out})")
+                self.reused.append(name)
+                self.timings[name] = done.get("wall_s", 0.0)
+                return done["metrics"]
+        if out.exists() and name != "sft" and name != "rl":  # training stages resume from their checkpoints
+            shutil.rmtree(out)
+        out.mkdir(parents=True, exist_ok=True)
+        self.log(f"[{name}] running")
+        t = time.perf_counter()
+        metrics = fn(out)
+        wall = round(time.perf_counter() - t, 2)
+        self.timings[name] = wall
+        marker.write_text(json.dumps({"key": key, "metrics": metrics, "wall_s": wall}, indent=2, default=str))
+        self.log(f"[{name}] done in {wall:.1f} s")
+        return metrics

@@ -1,0 +1,51 @@
+"""`jaxseeker rollout` on a saved HF model with a pages corpus, and `jaxseeker bench rollout`."""
+
+import argparse
+import json
+
+from agent_support import MAX_LEN, PAGES, QUESTION, SLOTS
+
+from jaxseeker import model
+from jaxseeker.agent import read_episodes
+from jaxseeker.agent.command import add_bench_parser, add_parser, bench_rollout
+
+
+def cli(argv):
+    parser = argparse.ArgumentParser(prog="jaxseeker")
+    commands = parser.add_subparsers(required=True)
+    add_parser(commands)
+    add_bench_parser(commands.add_parser("bench").add_subparsers(required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_rollout_command_writes_episodes_and_a_summary(tmp_path, call_model, capsys):
+    tokenizer, cfg, params = call_model
+    model_dir = tmp_path / "model"
+    model.save_hf(params, cfg, model_dir)
+    tokenizer.save_pretrained(str(model_dir))
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text("".join(json.dumps({"url": p.url, "title": p.title, "text": p.text, "links": list(p.links)})
+                             + "\n" for p in PAGES))
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(json.dumps({"question": QUESTION, "answer": "nine"}) + "\n")
+    out = tmp_path / "episodes.jsonl"
+
+    code = cli(["rollout", "--model", str(model_dir), "--questions", str(questions), "--n", "2", "--out", str(out),
+                "--corpus", str(pages), "--slots", str(SLOTS), "--max-context", str(MAX_LEN), "--max-tool-calls",
+                "1", "--temperature", "1.0", "--top-p", "1.0", "--min-window", str(MAX_LEN), "--no-progress"])
+
+    assert code == 0
+    episodes = read_episodes(out)
+    assert [(e.termination, len(e.tool_calls), e.answer) for e in episodes] == [("max_tool_calls", 1, "nine")] * 2
+    summary = capsys.readouterr().out
+    assert "2 episodes" in summary and "terminations: max_tool_calls 2 (100%)" in summary
+    assert "tool calls per episode: mean 1.00" in summary and "exact match: 0/2" in summary and "tokens/s" in summary
+
+
+def test_bench_rollout_counts_idle_time():
+    stats = bench_rollout(slots=SLOTS, episodes=3, tool_calls=2, tool_latency_s=0.05, think_tokens=4.0,
+                          max_len=MAX_LEN, min_window=MAX_LEN)
+    assert stats.episodes == 3 and stats.terminations == {"max_tool_calls": 3} and stats.tool_calls == 6
+    assert stats.steps > 0 and 0.0 <= stats.idle_fraction < 1.0
+    assert stats.step_s + stats.idle_s <= stats.wall_s

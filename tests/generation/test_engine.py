@@ -1,0 +1,163 @@
+"""The engine against a plain argmax loop over `model.forward`: batching, refills, stops, rollback, params.
+
+Every test uses the same engine shape (2 slots × 64, 4 steps per call, prefill chunks of 8) so that the
+whole file compiles a handful of programs.
+"""
+
+import jax
+import numpy as np
+import pytest
+
+from jaxseeker.generation import Engine, SamplingConfig, generate
+from jaxseeker.generation import steps as device_steps
+
+from .reference import numpy_params, random_prompts, reference_greedy, reference_logits
+
+SHAPE = {"slots": 2, "steps_per_call": 4, "prefill_chunk": 8}  # generate() rounds max_len up to 64
+MAX_LEN = 64
+SAMPLED = SamplingConfig(temperature=0.8, top_p=0.9, seed=3)
+
+
+def _text(ids: list[int]) -> str:
+    """A stand-in detokenizer: token 17 reads '[17]'."""
+    return "".join(f"[{i}]" for i in ids)
+
+
+def _engine(tiny, **kw) -> Engine:
+    cfg, params = tiny
+    return Engine(params, cfg, **{**SHAPE, "max_len": MAX_LEN, **kw})
+
+
+def _run(engine: Engine) -> dict:
+    """Step until idle; every event by request id."""
+    events = {}
+    while engine.has_work():
+        for e in engine.step():
+            events[e.request_id] = e
+    return events
+
+
+def _first_new(tokens: list[int], start: int) -> int:
+    """Index ≥ start of the first token that did not occur before it (so a stop on it is unambiguous)."""
+    return next(i for i in range(start, len(tokens)) if tokens[i] not in tokens[:i])
+
+
+def test_greedy_equals_an_argmax_loop_with_more_prompts_than_slots(tiny):
+    cfg, params = tiny
+    prompts = random_prompts([5, 19, 1, 30, 9])  # longer than a prefill chunk, shorter, a single token
+    out = generate(params, cfg, prompts, max_new_tokens=13, **SHAPE)
+    for result, want in zip(out, reference_greedy(params, prompts, 13), strict=True):
+        assert (result.tokens, result.reason) == (want, "length")
+
+
+def test_refilled_slots_do_not_recompile(tiny):
+    cfg, params = tiny
+    prompts = random_prompts([7, 12, 3, 10], seed=1)
+    first = generate(params, cfg, prompts, max_new_tokens=6, **SHAPE)
+    compiled = device_steps.decode._cache_size(), device_steps.prefill._cache_size()
+    assert generate(params, cfg, prompts[::-1], max_new_tokens=6, **SHAPE)[::-1] == first
+    assert (device_steps.decode._cache_size(), device_steps.prefill._cache_size()) == compiled
+
+
+def test_stop_string_pauses_rolls_back_and_extend_continues(tiny):
+    _, params = tiny
+    prompt = random_prompts([6], seed=2)[0]
+    greedy = reference_greedy(params, [prompt], 12)[0]
+    j = _first_new(greedy, 5)  # inside a 4-step call: the tokens sampled after it are discarded
+    stop = f"[{greedy[j - 1]}][{greedy[j]}]"  # spans two tokens
+    engine = _engine(tiny, stop_strings=[stop, "[never]"], decode=_text)
+    engine.submit("r", prompt, max_new_tokens=20)
+    (event,) = _run(engine).values()
+    assert (event.tokens, event.reason, event.stop) == (greedy[: j + 1], "stop", stop)
+    assert engine.context_left("r") == MAX_LEN - len(prompt) - (j + 1)
+
+    observation = random_prompts([7], seed=3)[0]
+    engine.extend("r", observation, max_new_tokens=6)
+    (event,) = _run(engine).values()
+    fresh = reference_greedy(params, [prompt + greedy[: j + 1] + observation], 6)[0]
+    assert (event.tokens, event.reason) == (fresh, "length")
+
+
+def test_eos_id_pauses_and_a_full_context_ends(tiny):
+    _, params = tiny
+    prompt = random_prompts([40], seed=4)[0]
+    greedy = reference_greedy(params, [prompt], 10)[0]
+    j = _first_new(greedy, 6)
+    engine = _engine(tiny, eos_ids=[greedy[j]])
+    engine.submit("a", prompt, max_new_tokens=30)
+    engine.submit("b", prompt[:20], max_new_tokens=0)  # nothing to sample: paused at once
+    events = _run(engine)
+    assert (events["a"].tokens, events["a"].reason, events["a"].stop) == (greedy[: j + 1], "eos", str(greedy[j]))
+    assert (events["b"].tokens, events["b"].reason) == ([], "length")
+
+    engine = _engine(tiny)
+    engine.submit("c", prompt, max_new_tokens=100)  # the context fills first: 64 - 40 tokens can be sampled
+    (event,) = _run(engine).values()
+    assert (len(event.tokens), event.reason, engine.context_left("c")) == (24, "context", 0)
+    assert event.tokens[:10] == greedy
+
+
+def test_log_probs_are_log_softmax_of_the_forward_logits(tiny):
+    cfg, params = tiny
+    prompts = random_prompts([5, 11, 8], seed=5)
+    kw = dict(max_new_tokens=9, temperature=SAMPLED.temperature, top_p=SAMPLED.top_p, **SHAPE)
+    out = generate(params, cfg, prompts, seed=SAMPLED.seed, **kw)
+    for prompt, result in zip(prompts, out):
+        logits = reference_logits(params, [prompt + result.tokens])[0][len(prompt) - 1 : -1]
+        expected = np.asarray(jax.nn.log_softmax(logits / SAMPLED.temperature))[np.arange(9), result.tokens]
+        np.testing.assert_allclose(result.logprobs, expected, atol=2e-4)
+    assert [r.tokens for r in generate(params, cfg, prompts, seed=SAMPLED.seed + 1, **kw)] != [r.tokens for r in out]
+
+
+def test_samples_do_not_depend_on_the_slot(tiny):
+    prompts = {"x": random_prompts([5], seed=6)[0], "y": random_prompts([9], seed=7)[0]}
+    runs = []
+    for order in ("xy", "yx"):
+        engine = _engine(tiny, sampling=SAMPLED)
+        for rid in order:
+            engine.submit(rid, prompts[rid], max_new_tokens=8)
+        runs.append({k: e.tokens for k, e in _run(engine).items()})
+    assert runs[0] == runs[1]
+    assert runs[0]["x"] != runs[0]["y"]
+
+
+def test_attention_window_buckets_give_the_same_tokens(tiny):
+    _, params = tiny
+    prompt = random_prompts([10], seed=8)[0]
+    engine = _engine(tiny, min_window=32)  # windows 32 then 64 as the context grows
+    engine.submit("w", prompt, max_new_tokens=40)
+    (event,) = _run(engine).values()
+    assert event.tokens == reference_greedy(params, [prompt], 40)[0]
+
+
+def test_set_params_swaps_weights(tiny):
+    cfg, _ = tiny
+    other = numpy_params(cfg, seed=1)
+    prompt = random_prompts([6], seed=9)[0]
+    engine = _engine(tiny)
+    engine.set_params(other)
+    engine.submit("r", prompt, max_new_tokens=5)
+    (event,) = _run(engine).values()
+    assert event.tokens == reference_greedy(other, [prompt], 5)[0]
+    with pytest.raises(ValueError, match="shape"):
+        engine.set_params(numpy_params(cfg.replace(hidden_size=32), seed=0))
+
+
+def test_bad_requests_are_refused_with_their_id(tiny):
+    engine = _engine(tiny)
+    engine.submit("a", [1, 2, 3], max_new_tokens=2)
+    engine.submit("b", [4], max_new_tokens=2)
+    with pytest.raises(ValueError, match="no free slot for 'c'"):
+        engine.submit("c", [1], max_new_tokens=2)
+    with pytest.raises(ValueError, match="'a' is not paused"):
+        engine.extend("a", [4], max_new_tokens=2)
+    _run(engine)
+    with pytest.raises(ValueError, match="do not fit request 'a'"):
+        engine.extend("a", [1] * 60, max_new_tokens=2)
+    with pytest.raises(ValueError, match="unknown request 'zz'"):
+        engine.release("zz")
+    engine.release("a")
+    with pytest.raises(ValueError, match="prompt of 'c' has 65 tokens"):
+        engine.submit("c", [1] * 65, max_new_tokens=2)
+    with pytest.raises(ValueError, match="stop_strings need a `decode`"):
+        _engine(tiny, stop_strings=["</answer>"])

@@ -1,0 +1,21 @@
+"""The engine with a mesh: the cache is placed by the logical-axis rules and the tokens do not change."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_engine_on_a_data_by_tensor_mesh_matches_one_device():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    worker = Path(__file__).with_name("sharded_worker.py")
+    proc = subprocess.run(
+        [sys.executable, str(worker)], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["devices"] == 4
+    assert report["k_spec"] == "P(None, 'data', None, 'tensor')"  # layers, batch, seq, kv_heads
+    assert report["end_spec"] == "P('data',)"
+    assert report["equal"]

@@ -1,0 +1,32 @@
+"""`jaxseeker pipeline --quick` end to end on the synthetic world, then resumed with every stage reused."""
+
+import json
+
+from jaxseeker.pipeline import pipeline_config, run_pipeline
+from jaxseeker.pipeline.split import split_questions
+
+
+def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
+    cfg = pipeline_config({"name": "t"}, quick=True)
+    report = run_pipeline(cfg, tmp_path, progress=False)
+    assert report["qa"]["test"] == cfg.qa.n_test and report["qa"]["train"] > 0
+    assert report["expert"]["trajectories"] > 0.8 * report["qa"]["train"]
+    assert report["sft"]["final_loss"] is not None
+    assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
+    saved = json.loads((tmp_path / "report.json").read_text())
+    assert saved["eval_sft"] == report["eval_sft"]
+    assert (tmp_path / "report.md").read_text().startswith("# jaxseeker pipeline")
+    again = run_pipeline(cfg, tmp_path, progress=False)
+    assert set(again["reused_stages"]) >= {"qa", "tokenizer", "expert", "sft", "eval_sft"}
+
+
+def test_split_keeps_test_entities_out_of_training():
+    records = [{"id": i, "meta": {"entities": [f"e{i}", f"e{i + 1}", "hub"]}} for i in range(40)]
+    parts = split_questions(records, n_test=5, n_rl=5, hub_ids={"hub"}, seed=0)
+    test = {e for r in parts["test"] for e in r["meta"]["entities"]} - {"hub"}
+    rl = {e for r in parts["rl"] for e in r["meta"]["entities"]} - {"hub"}
+    for r in parts["train"]:
+        assert not set(r["meta"]["entities"]) & (test | rl)
+    for r in parts["rl"]:
+        assert not set(r["meta"]["entities"]) & test
+    assert len(parts["train"]) + len(parts["rl"]) + len(parts["test"]) + parts["dropped"] == 40
