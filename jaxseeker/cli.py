@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "jaxseeker.world.command",
     "jaxseeker.synthesis.qa.command",
     "jaxseeker.train.command",
+    "jaxseeker.train.rl_command",
     "jaxseeker.agent.command",
     "jaxseeker.pipeline.command",
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from jaxseeker.synthesis.trajectories import synthesize, write_records
 from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.tools.visit import VisitOptions
 from jaxseeker.train.export import export_hf
+from jaxseeker.train.rl import run_rl
 from jaxseeker.train.sft import run_sft
 from jaxseeker.world import build_world
 
@@ -143,6 +145,37 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
 
     eval_key = fingerprint(sft_key, dataclasses.asdict(cfg.eval))
     report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(root / "sft" / "hf"))
+
+    r = cfg.rl
+    rl_key = fingerprint(sft_key, dataclasses.asdict(r), dataclasses.asdict(cfg.eval))
+
+    def rl_stage(out: Path) -> dict:
+        rc = rollout_config(cfg)
+        recipe = {
+            "name": f"{cfg.name}-rl",
+            "model": {"hf_path": str(root / "sft" / "hf")},
+            "optimizer": {"lr": r.lr, "min_lr": r.lr, "warmup_steps": 0, "weight_decay": 0.0, "clip_norm": 1.0},
+            "rl": {"questions": [str(qa_dir / "rl.jsonl")], "steps": r.steps, "batch_questions": r.questions_per_step,
+                   "group_size": r.group_size, "selection": r.selection, "dupo_filter_rollouts": r.group_size,
+                   "chunk_size": 256, "checkpoint_every": max(1, r.steps // 2), "out_dir": str(out)},
+            "rollout": {"max_context_tokens": rc.max_context_tokens, "max_tokens_per_turn": rc.max_tokens_per_turn,
+                        "answer_reserve_tokens": rc.answer_reserve_tokens, "max_tool_calls": rc.max_tool_calls,
+                        "date": rc.date},
+            "engine": {"min_window": 512},
+            "sampling": {"temperature": r.temperature},
+            "tools": {"enabled": list(TOOLS.enabled), "top_k": TOOLS.top_k,
+                      "visit": {"page_chars": TOOLS.visit.page_chars, "max_links": TOOLS.visit.max_links}},
+            "world": f"{cfg.world.source}:{cfg.world.size}:{cfg.world.seed}",
+            "reward": {"fn": "webdancer", "judge": "em"},
+        }
+        summary = run_rl(recipe, resume=True, progress=progress)
+        shutil.copy(root / "sft" / "model_config.json", out / "model_config.json")
+        shutil.copytree(root / "tokenizer", out / "tokenizer", dirs_exist_ok=True)
+        export_hf(out, out / "hf")
+        return {k: summary.get(k) for k in ("first_reward", "final_reward", "final_accuracy", "mean_step_s", "questions")}
+
+    report["rl"] = runner.run("rl", rl_key, rl_stage)
+    report["eval_rl"] = runner.run("eval_rl", fingerprint(rl_key, eval_key), eval_stage(root / "rl" / "hf"))
     report["stage_wall_s"] = runner.timings
     report["reused_stages"] = runner.reused
     write_pipeline_report(root, report)

@@ -1,0 +1,188 @@
+"""`jaxseeker synth trajectories …` (teacher trajectories through the real loop, filtered) and `jaxseeker synth report FILE`.
+
+Both are subcommands of the `synth` group: `add_synth_subcommands(synth_subparsers)` adds them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from jaxseeker.agent.episode import Question, read_questions
+from jaxseeker.agent.loop import RolloutConfig
+from jaxseeker.agent.prompts import system_prompt
+from jaxseeker.data.tokenizer import load_tokenizer, train_tokenizer
+from jaxseeker.synthesis import filters, reflection, report, shortcot
+from jaxseeker.synthesis.denoise import (
+    DenoisedTeacher,
+    extractive_summary,
+    llm_summarizer,
+)
+from jaxseeker.synthesis.expert import ExpertConfig
+from jaxseeker.synthesis.teachers import ExpertTeacher, OpenAITeacher, PolicyTeacher
+from jaxseeker.synthesis.trajectories import read_records, synthesize, write_records
+from jaxseeker.tools import LLMClient, LLMConfig, ToolsConfig, build_registry
+from jaxseeker.world import World, open_world
+
+TEACHERS = ("expert", "openai", "policy")
+MODES = ("react", "reflection", "denoised")
+FUNNELS = ("webdancer", "websailor", "none")
+
+
+def default_tokenizer(world: World, vocab_size: int = 2000) -> Any:
+    """A byte-level BPE trained on the world's pages and the system prompt (when no --tokenizer is given)."""
+    texts = [p.text for p in world.pages[:3000]]
+    texts += [system_prompt(build_registry(ToolsConfig(), corpus=world.corpus).schemas())] * 5
+    return train_tokenizer(texts, vocab_size)
+
+
+def _llm(args: argparse.Namespace) -> LLMClient:
+    if not args.base_url or not args.llm_model:
+        raise SystemExit("this option needs --base-url and --llm-model (the key is read from $OPENAI_API_KEY)")
+    return LLMClient(LLMConfig(base_url=args.base_url, model=args.llm_model, api_key_env=args.api_key_env))
+
+
+def _teacher(args: argparse.Namespace, world: World) -> Any:
+    if args.teacher == "expert":
+        config = ExpertConfig(detour_rate=args.detour_rate)
+        multi = reflection.ReflectionConfig(mix_ratio=args.mix_ratio).multi_share
+        return ExpertTeacher(world, config, submit=args.mode == "reflection",
+                             wrong_first_rate=multi if args.mode == "reflection" else 0.0)
+    if args.teacher == "openai":
+        return OpenAITeacher(_llm(args), temperature=args.temperature)
+    if not args.model:
+        raise SystemExit("--teacher policy needs --model (an HF checkpoint directory)")
+    from jaxseeker import model
+    from jaxseeker.generation import SamplingConfig
+
+    cfg, params = model.load_hf(args.model)
+    return PolicyTeacher(params, cfg, SamplingConfig(temperature=args.temperature or 0.6, top_p=0.95))
+
+
+def _stages(args: argparse.Namespace, judge: filters.Judge) -> list[filters.Stage]:
+    if args.mode == "reflection":
+        return reflection.reflection_funnel(judge=judge, n_max=args.n_max, max_actions=args.max_actions)
+    if args.funnel == "websailor":
+        return filters.websailor_funnel(judge=judge, max_tokens=args.max_tokens, min_tool_calls=args.min_tool_calls)
+    if args.funnel == "none":
+        return [filters.Stage("validity", filters.validity)]
+    return filters.webdancer_funnel(judge=judge, max_actions=args.max_actions)
+
+
+def _questions(args: argparse.Namespace) -> list[Question]:
+    questions = read_questions(args.questions)
+    if args.levels:
+        wanted = {int(x) for x in args.levels.split(",") if x}
+        questions = [q for q in questions if q.meta.get("level") in wanted]
+    return questions[: args.limit] if args.limit else questions
+
+
+def _trajectories(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    world = open_world(args.world)
+    questions = _questions(args)
+    if not questions:
+        raise SystemExit(f"{args.questions}: no questions left after --levels / --limit")
+    if args.tokenizer:
+        tokenizer = load_tokenizer(args.tokenizer)
+    elif args.teacher == "policy" and args.model:
+        tokenizer = load_tokenizer(args.model)
+    else:
+        tokenizer = default_tokenizer(world)
+        print("note: no --tokenizer: token counts use a 2000-token BPE trained on the world's pages")
+    registry = build_registry(ToolsConfig(enabled=tuple(t for t in args.tools.split(",") if t)), corpus=world.corpus)
+    judge = filters.llm_answer_judge(_llm(args).complete) if args.judge == "llm" else filters.exact_judge
+    teacher = _teacher(args, world)
+    config = RolloutConfig(max_tool_calls=args.max_tool_calls, max_context_tokens=args.max_context, date=args.date)
+    source: Any = registry
+    if args.mode == "reflection":
+        if not isinstance(teacher, ExpertTeacher):
+            verifier: reflection.Verifier = reflection.RolloutVerifier(teacher, tokenizer, registry, config)
+        else:
+            verifier = reflection.ExpertVerifier(teacher, registry, judge=judge,
+                                                 error_rate=args.verifier_error_rate, seed=args.seed)
+        source = reflection.reflection_registry(registry, verifier, judge=judge, k=args.k_verify)
+        config = reflection.reflection_rollout_config(config, args.n_max)
+    elif args.mode == "denoised":
+        summarize = llm_summarizer(_llm(args)) if args.summarizer == "llm" else extractive_summary
+        teacher = DenoisedTeacher(teacher, summarize)
+    transform = None
+    if args.short_cot:
+        transform = shortcot.short_cot(shortcot.llm_rewriter(_llm(args)) if args.base_url else None, tokenizer)
+    stages = _stages(args, judge)
+    records, stats = synthesize(teacher, tokenizer, source, questions, stages, tries=args.tries, config=config,
+                                seed=args.seed, mode=args.mode, transform=transform, progress=not args.no_progress)
+    if args.mode == "reflection" and not args.no_balance:
+        before = len(records)
+        records = reflection.balance_mix(records, args.mix_ratio, args.seed)
+        print(f"mix {args.mix_ratio} : 1 kept {len(records)} of {before} reflective trajectories")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_records(out, records)
+    report.stats_path(out).write_text(json.dumps(stats.to_json(), indent=1), encoding="utf-8")
+    print(stats.summary([s.name for s in stages]))
+    if args.mode == "reflection":
+        single, multi = reflection.count_rounds(records)
+        print(f"single-shot : multi-round = {single} : {multi} (target {args.mix_ratio} : 1)")
+    print(f"wrote {len(records)} trajectories to {out} in {time.perf_counter() - start:.1f}s")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    records = read_records(args.file)
+    st = report.compute(records, report.load_funnel(args.file))
+    print(report.format_report(st))
+    if not args.no_plot:
+        path = report.plot_report(st, args.plot or Path(args.file).with_suffix(".png"))
+        print(f"plot: {path}")
+    return 0
+
+
+def add_synth_subcommands(synth_subparsers: Any) -> None:
+    """Add `trajectories` and `report` to the subparsers of the `synth` command group."""
+    p = synth_subparsers.add_parser("trajectories", help="teacher trajectories through the real tools, filtered")
+    p.add_argument("--questions", required=True, help="QA JSONL (from `jaxseeker synth RECIPE`)")
+    p.add_argument("--world", required=True, help="saved world directory, synthetic[:SIZE[:SEED]] or pages:FILE")
+    p.add_argument("--out", required=True, help="trajectory JSONL to write (SFT chatml records + provenance)")
+    p.add_argument("--teacher", choices=TEACHERS, default="expert")
+    p.add_argument("--mode", choices=MODES, default="react",
+                   help="react; reflection (WebSeer, answer_submit + verifier); denoised (OpenSeeker)")
+    p.add_argument("--tries", type=int, default=5, help="rollouts per question at most (rejection sampling)")
+    p.add_argument("--funnel", choices=FUNNELS, default="webdancer")
+    p.add_argument("--max-actions", type=int, default=30, help="quality: tool calls per trajectory at most")
+    p.add_argument("--max-tokens", type=int, default=32768, help="websailor RFT: tokens per trajectory at most")
+    p.add_argument("--min-tool-calls", type=int, default=5, help="websailor RFT: more tool calls than this")
+    p.add_argument("--judge", choices=("em", "llm"), default="em")
+    p.add_argument("--short-cot", action="store_true",
+                   help="rewrite thoughts (with --base-url: by the LLM; else keep the teacher's short ones)")
+    p.add_argument("--levels", default="", help="only these question levels, e.g. 1,2")
+    p.add_argument("--limit", type=int, default=0, help="only the first N questions")
+    p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the policy's, or a world BPE)")
+    p.add_argument("--model", default=None, help="HF checkpoint of the policy teacher")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server of the openai teacher / judge / LLM")
+    p.add_argument("--llm-model", default=None, help="model name on that server")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY")
+    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--summarizer", choices=("extractive", "llm"), default="extractive", help="denoised mode")
+    p.add_argument("--detour-rate", type=float, default=0.25, help="expert: detours per chance")
+    p.add_argument("--n-max", type=int, default=3, help="reflection: submissions per episode")
+    p.add_argument("--k-verify", type=int, default=3, help="reflection: verifier samples per proposal (Ψ)")
+    p.add_argument("--mix-ratio", type=float, default=1.5, help="reflection: single-shot : multi-round")
+    p.add_argument("--no-balance", action="store_true", help="reflection: keep every record whatever the mix")
+    p.add_argument("--verifier-error-rate", type=float, default=0.0, help="reflection: offline verifier noise")
+    p.add_argument("--tools", default="search,visit")
+    p.add_argument("--max-tool-calls", type=int, default=100)
+    p.add_argument("--max-context", type=int, default=32768)
+    p.add_argument("--date", default=None, help="date in the system prompt (default: today)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_trajectories)
+
+    r = synth_subparsers.add_parser("report", help="statistics and a PNG of a trajectory file")
+    r.add_argument("file", help="trajectory JSONL (its FILE.stats.json adds the funnel pass rates)")
+    r.add_argument("--plot", default=None, help="PNG path (default: FILE with .png)")
+    r.add_argument("--no-plot", action="store_true")
+    r.set_defaults(func=_report)

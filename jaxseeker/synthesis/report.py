@@ -1,0 +1,123 @@
+"""Statistics of a trajectory file: tool calls per trajectory (WebSailor Fig. 3 style), tokens, thought
+lengths, actions per type, and the funnel's pass rate per stage (from FILE.stats.json when present)."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from jaxseeker.agent.parser import ToolCall, parse_answer, parse_tool_calls, split_think
+
+
+@dataclasses.dataclass
+class TrajectoryStats:
+    """Distributions over a set of trajectory records."""
+
+    n: int = 0
+    tool_calls: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # calls → records
+    tokens: list[int] = dataclasses.field(default_factory=list)  # per record (from provenance)
+    think_words: list[int] = dataclasses.field(default_factory=list)  # per assistant turn
+    actions: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # tool name / "answer"
+    teachers: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    tries: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    stages: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)  # stage → (entered, passed)
+
+
+def stats_path(path: str | Path) -> Path:
+    """Where `synth trajectories` writes the funnel statistics of FILE: FILE.stats.json."""
+    return Path(f"{path}.stats.json")
+
+
+def compute(records: Sequence[Mapping[str, Any]], funnel: Mapping[str, Any] | None = None) -> TrajectoryStats:
+    """The distributions of `records` (and the stage pass counts of a `SynthStats.to_json()` dict)."""
+    st = TrajectoryStats(n=len(records))
+    for r in records:
+        prov = r.get("provenance", {})
+        calls = 0
+        for m in r["messages"]:
+            if m["role"] != "assistant":
+                continue
+            thought, _ = split_think(m["content"])
+            st.think_words.append(len(thought.split()))
+            made = [c for c in parse_tool_calls(m["content"]) if isinstance(c, ToolCall)]
+            calls += len(made)
+            st.actions.update(c.name for c in made)
+            if parse_answer(m["content"]) is not None:
+                st.actions["answer"] += 1
+        st.tool_calls[calls] += 1
+        if "tokens" in prov:
+            st.tokens.append(int(prov["tokens"]))
+        st.teachers[prov.get("teacher", "?")] += 1
+        if "tries" in prov:
+            st.tries[int(prov["tries"])] += 1
+    if funnel:
+        entered, passed = funnel.get("entered", {}), funnel.get("passed", {})
+        st.stages = {name: (int(entered[name]), int(passed.get(name, 0))) for name in entered}
+    return st
+
+
+def _spread(values: Sequence[int]) -> str:
+    if not values:
+        return "n/a"
+    q = statistics.quantiles(values, n=10) if len(values) > 1 else [values[0]] * 9
+    return f"mean {statistics.fmean(values):.1f}, median {statistics.median(values):g}, p90 {q[8]:.0f}, max {max(values)}"
+
+
+def format_report(st: TrajectoryStats) -> str:
+    """The statistics as text."""
+    lines = [f"{st.n} trajectories (teachers: {dict(st.teachers)})"]
+    calls = [k for k, v in st.tool_calls.items() for _ in range(v)]
+    lines.append(f"tool calls per trajectory: {_spread(calls)}")
+    lines.append("  distribution: " + ", ".join(f"{k}: {v}" for k, v in sorted(st.tool_calls.items())))
+    lines.append(f"tokens per trajectory: {_spread(st.tokens)}")
+    lines.append(f"thought length (words per turn): {_spread(st.think_words)}")
+    lines.append("actions: " + ", ".join(f"{k} {v}" for k, v in st.actions.most_common()))
+    if st.tries:
+        lines.append("tries of kept: " + ", ".join(f"{k}: {v}" for k, v in sorted(st.tries.items())))
+    for name, (n_in, n_out) in st.stages.items():
+        lines.append(f"stage {name:<12} {n_out}/{n_in} pass {n_out / max(1, n_in):.0%}")
+    return "\n".join(lines)
+
+
+def plot_report(st: TrajectoryStats, path: str | Path) -> Path:
+    """One PNG with five panels: tool calls, tokens, thought length, actions, stage pass rates."""
+    fig = Figure(figsize=(15, 3.4), dpi=100)
+    FigureCanvasAgg(fig)  # the Agg canvas: no display, no pyplot state
+    axes = fig.subplots(1, 5)
+    keys = sorted(st.tool_calls)
+    axes[0].bar([str(k) for k in keys], [st.tool_calls[k] for k in keys], color="#4c72b0")
+    axes[0].set(title="tool calls per trajectory", xlabel="tool calls", ylabel="trajectories")
+    axes[1].hist(st.tokens or [0], bins=30, color="#55a868")
+    axes[1].set(title="tokens per trajectory", xlabel="tokens", ylabel="trajectories")
+    axes[2].hist(st.think_words or [0], bins=30, color="#c44e52")
+    axes[2].set(title="thought length", xlabel="words per turn", ylabel="turns")
+    names = [k for k, _ in st.actions.most_common()]
+    axes[3].bar(names, [st.actions[k] for k in names], color="#8172b2")
+    axes[3].set(title="actions per type", ylabel="count")
+    stages = list(st.stages)
+    rates = [100 * out / max(1, n) for n, out in st.stages.values()]
+    axes[4].bar(stages, rates, color="#ccb974")
+    axes[4].set(title="filter pass rate per stage", ylabel="% of episodes entering", ylim=(0, 100))
+    for x, v in zip(stages, rates, strict=True):
+        axes[4].annotate(f"{v:.0f}%", (x, v), ha="center", va="bottom", fontsize=8)
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    return out
+
+
+def load_funnel(path: str | Path) -> dict[str, Any] | None:
+    """The FILE.stats.json next to a trajectory file, or None."""
+    p = stats_path(path)
+    if not p.is_file():
+        return None
+    return json.loads(p.read_text(encoding="utf-8"))

@@ -1,0 +1,432 @@
+"""The group-relative RL loop behind `jaxseeker rl`: rollouts → rewards → selection → old log-probs → updates.
+
+Each RL step: take `batch_questions` questions from the sampler → `group_size` rollouts each on the
+generation engine with the current params (`engine.set_params`, no copy) and the recipe's tools →
+score every episode (format check, judge, recipe reward) → selection (grpo / dapo / dupo, see
+`selection.py`) → group advantages → old log-probs of all mini-batches with the training forward →
+`epochs` passes of `mini_batches` optimizer steps → metrics (JSONL, TensorBoard, progress bar) →
+checkpoint (train state + question sampler). WebExplorer's progressive context is a list of stages
+`{step, max_context, max_turns}`: from RL step `step` on, episodes get `max_context` tokens and at
+most `max_turns` tool calls, and the update trains on rows of `max_context` tokens.
+Rollouts run on the host of one process: multi-host RL is not supported yet.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from tqdm import tqdm
+
+from jaxseeker import losses, model
+from jaxseeker.agent import (
+    Episode,
+    Question,
+    RolloutConfig,
+    RolloutStats,
+    read_questions,
+    rollout,
+    write_episodes,
+)
+from jaxseeker.agent.command import make_engine
+from jaxseeker.data import load_tokenizer, place_on_mesh
+from jaxseeker.generation import SamplingConfig
+from jaxseeker.parallel import MeshConfig, is_main_process, make_mesh, make_rules
+from jaxseeker.tools import (
+    ToolRegistry,
+    answer_submit_tool,
+    build_registry,
+    tools_config,
+)
+from jaxseeker.train import selection as sel
+from jaxseeker.train.checkpoint import Checkpointer
+from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
+from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
+from jaxseeker.train.recipe import RecipeError, build, check_sections
+from jaxseeker.train.rl_scoring import (
+    QuestionSampler,
+    RewardConfig,
+    Scorer,
+    score_metrics,
+    submit_feedback,
+)
+from jaxseeker.train.rl_step import RLStepConfig, episode_rows, make_rl_step
+from jaxseeker.train.sft import model_from_recipe
+from jaxseeker.train.state import create_train_state, train_state_from_params
+
+SECTIONS = ("name", "model", "optimizer", "mesh", "rules", "rl", "rollout", "sampling", "engine", "tools", "world",
+            "reward")
+
+
+@dataclasses.dataclass(frozen=True)
+class RLConfig:
+    """The loop: questions, group sizes, selection, objective, context stages, logging and checkpoints."""
+
+    questions: tuple[str, ...] = ()  # JSONL files of {"question", "answer"}
+    tokenizer: str | None = None  # default: model.hf_path
+    steps: int = 100
+    batch_questions: int = 8  # B: groups per RL step
+    group_size: int = 8  # G: rollouts per question
+    mini_batches: int = 1  # optimizer steps per pass over the B·G episodes
+    epochs: int = 1  # passes over the episodes per RL step
+    selection: str = "grpo"  # grpo | dapo | dupo
+    dapo_max_rounds: int = 4  # extra sampling rounds DAPO may take to fill the batch
+    dupo_filter_rollouts: int = 8  # DUPO pre-filter: rollouts per question of the starting policy (0: off)
+    normalize_std: bool = True  # GRPO's /std; False: Dr. GRPO mean-centring
+    objective: str = "policy_loss"
+    objective_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # eps_low, eps_high, agg, clip_c
+    kl_coef: float = 0.0
+    kl_estimator: str = "k3"
+    entropy_metric: bool = True
+    chunk_size: int = 512
+    context_stages: tuple[Mapping[str, int], ...] = ()  # [{step, max_context, max_turns}]; () = the rollout section
+    seed: int = 0
+    out_dir: str | None = None  # default: runs/<recipe name>
+    checkpoint_every: int = 10
+    keep: int = 3
+    episodes_every: int = 0  # write the step's episodes as JSONL every N steps (0: never)
+
+    def __post_init__(self):
+        object.__setattr__(self, "questions", tuple(self.questions))
+        object.__setattr__(self, "context_stages", tuple(self.context_stages))
+        if self.selection not in sel.SELECTION_MODES:
+            raise ValueError(f"selection {self.selection!r} is not one of {list(sel.SELECTION_MODES)}")
+        for name in ("steps", "batch_questions", "group_size", "mini_batches", "epochs", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if (self.batch_questions * self.group_size) % self.mini_batches:
+            raise ValueError(f"batch_questions·group_size = {self.batch_questions * self.group_size} episodes do "
+                             f"not split into mini_batches={self.mini_batches}")
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineConfig:
+    """The generation engine of the rollouts; 0 picks the default noted."""
+
+    slots: int = 0  # 0: batch_questions · group_size (a whole step in flight)
+    max_len: int = 0  # 0: the largest context of the stages
+    steps_per_call: int = 8
+    min_window: int = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextStage:
+    """From RL step `step` (0-based) on: `max_context` tokens per episode and at most `max_turns` tool calls."""
+
+    step: int
+    max_context: int
+    max_turns: int
+
+
+def context_stages(rl: RLConfig, rollout_cfg: RolloutConfig) -> list[ContextStage]:
+    """The stages of `rl.context_stages` sorted by step, or one stage of the rollout section."""
+    if not rl.context_stages:
+        return [ContextStage(0, rollout_cfg.max_context_tokens, rollout_cfg.max_tool_calls)]
+    stages = sorted((build(ContextStage, s, f"rl.context_stages[{i}]") for i, s in enumerate(rl.context_stages)),
+                    key=lambda s: s.step)
+    if stages[0].step != 0:
+        raise RecipeError(f"rl.context_stages: the first stage must start at step 0, got {stages[0].step}")
+    return stages
+
+
+def stage_at(stages: list[ContextStage], step: int) -> ContextStage:
+    """The stage in force at RL step `step`."""
+    return [s for s in stages if s.step <= step][-1]
+
+
+@dataclasses.dataclass
+class RLRun:
+    """Everything a run needs, built from a recipe (see `prepare`)."""
+
+    recipe: dict
+    out_dir: Path
+    cfg: model.ModelConfig
+    rl: RLConfig
+    rollout: RolloutConfig
+    stages: list[ContextStage]
+    step_cfg: RLStepConfig
+    opt_cfg: OptimizerConfig
+    mesh: Any
+    rules: Any
+    tokenizer: Any
+    questions: list[Question]
+    registry: ToolRegistry
+    multi_submit: bool
+    scorer: Scorer
+    engine: Any
+    state: Any
+    ref_params: Any
+    sampler: QuestionSampler | None
+    checkpointer: Checkpointer
+    start_step: int
+    sampling: SamplingConfig
+
+    def registry_for(self, question: Question) -> ToolRegistry:
+        """The tools of one episode: the recipe's, plus (SRRL) an `answer_submit` that knows this question's answer."""
+        if not self.multi_submit:
+            return self.registry
+        return self.registry.extended(answer_submit_tool(submit_feedback(question.answer,
+                                                                         self.scorer.config.submit_threshold)))
+
+
+def _tools(recipe: dict) -> tuple[ToolRegistry, bool]:
+    """(the recipe's tools without `answer_submit`, whether episodes get one): `tools` over the `world` corpus."""
+    try:
+        config = tools_config(recipe.get("tools") or {"enabled": []})
+        multi_submit = "answer_submit" in config.enabled
+        config = dataclasses.replace(config, enabled=tuple(n for n in config.enabled if n != "answer_submit"))
+        corpus = None
+        if recipe.get("world"):
+            from jaxseeker.world import open_world
+
+            corpus = open_world(str(recipe["world"])).corpus
+        return build_registry(config, corpus=corpus), multi_submit
+    except (ValueError, FileNotFoundError) as e:
+        raise RecipeError(f"tools / world: {e}") from None
+
+
+def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
+    """Build mesh, model, state, engine, tools, judge and sampler; restore on `resume`.
+
+    `engine`: an engine to roll out with instead of the recipe's (e.g. a `ScriptedEngine` in tests).
+    """
+    check_sections(recipe, SECTIONS, "recipe")
+    rl = build(RLConfig, recipe.get("rl"), "rl")
+    if not rl.questions:
+        raise RecipeError("rl.questions: give at least one JSONL file of {\"question\", \"answer\"}")
+    rollout_cfg = build(RolloutConfig, recipe.get("rollout"), "rollout")
+    stages = context_stages(rl, rollout_cfg)
+    sampling = build(SamplingConfig, {"temperature": 1.0, **(recipe.get("sampling") or {})}, "sampling")
+    engine_cfg = build(EngineConfig, recipe.get("engine"), "engine")
+    reward = build(RewardConfig, recipe.get("reward"), "reward")
+    updates = rl.steps * rl.mini_batches * rl.epochs
+    opt_cfg = build(OptimizerConfig, {"total_steps": updates, "warmup_steps": 0, **(recipe.get("optimizer") or {})},
+                    "optimizer")
+    try:
+        step_cfg = RLStepConfig(objective=rl.objective, objective_kwargs=dict(rl.objective_kwargs),
+                                kl_coef=rl.kl_coef, kl_estimator=rl.kl_estimator, temperature=sampling.temperature,
+                                chunk_size=rl.chunk_size, entropy=rl.entropy_metric)
+    except ValueError as e:
+        raise RecipeError(f"rl: {e}") from None
+    questions = [q for path in rl.questions for q in read_questions(path)]
+    missing = [i for i, q in enumerate(questions) if q.answer is None]
+    if missing:
+        raise RecipeError(f"rl.questions: question {missing[0]} ({questions[missing[0]].question[:60]!r}) has no "
+                          "'answer'; RL needs reference answers")
+    mesh = make_mesh(build(MeshConfig, recipe.get("mesh"), "mesh"))
+    rules = make_rules(recipe.get("rules"))
+    cfg, params = model_from_recipe(recipe.get("model"))
+    tok_path = rl.tokenizer or (recipe.get("model") or {}).get("hf_path")
+    if not tok_path:
+        raise RecipeError("rl.tokenizer: a tokenizer directory is needed when the model is not an HF checkpoint")
+    tokenizer = load_tokenizer(tok_path)
+    if len(tokenizer) > cfg.vocab_size:
+        raise RecipeError(f"model.vocab_size={cfg.vocab_size} is smaller than the tokenizer's {len(tokenizer)} tokens")
+    tx = make_optimizer(opt_cfg)
+    axes = model.param_axes(cfg)
+    if params is None:
+        state, _ = create_train_state(functools.partial(model.init_params, cfg), axes, tx, rl.seed, mesh, rules)
+    else:
+        state, _ = train_state_from_params(params, axes, tx, rl.seed, mesh, rules)
+    ref_params = jax.tree.map(lambda x: x.copy(), state.params) if rl.kl_coef > 0 else None
+    out_dir = Path(rl.out_dir or f"runs/{recipe['name']}")
+    ckpt = Checkpointer(out_dir / "checkpoints", save_every=rl.checkpoint_every, keep=rl.keep)
+    start, sampler = 0, None
+    if resume and ckpt.latest_step() is not None:
+        restored = ckpt.restore(state)
+        state, start = restored.state, restored.step
+        sampler = QuestionSampler(restored.data_state["pool"], rl.seed, restored.data_state["sampler"])
+    if engine is None:
+        max_len = engine_cfg.max_len or max(s.max_context for s in stages)
+        engine = make_engine(state.params, cfg, tokenizer, slots=engine_cfg.slots or rl.batch_questions * rl.group_size,
+                             max_len=max_len, sampling=sampling, steps_per_call=engine_cfg.steps_per_call,
+                             min_window=engine_cfg.min_window)
+    engine.set_params(state.params)
+    if is_main_process():
+        out_dir.mkdir(parents=True, exist_ok=True)
+    registry, multi_submit = _tools(recipe)
+    return RLRun(recipe, out_dir, cfg, rl, rollout_cfg, stages, step_cfg, opt_cfg, mesh, rules, tokenizer, questions,
+                 registry, multi_submit, Scorer(reward), engine, state, ref_params, sampler, ckpt, start, sampling)
+
+
+def rollout_seed(seed: int, step: int, round_: int) -> int:
+    """The engine's sampling seed for one rollout call (new randomness every step and DAPO round)."""
+    return (seed * 1_000_003 + step * 1_009 + round_) % 2**31
+
+
+def roll_out(run: RLRun, question_ids: list[int], config: RolloutConfig, n: int,
+             seed: int) -> tuple[list[list[Episode]], RolloutStats]:
+    """`n` episodes of each question on the run's engine with the current params, grouped by question."""
+    if hasattr(run.engine, "sampling"):
+        run.engine.sampling = dataclasses.replace(run.sampling, seed=seed)
+    questions = [run.questions[i] for i in question_ids]
+    result = rollout(run.engine, run.tokenizer, run.registry_for, questions, config, n_per_question=n, progress=False)
+    episodes = result.episodes  # ordered by question, then sample
+    return [episodes[g * n:(g + 1) * n] for g in range(len(questions))], result.stats
+
+
+def stage_rollout_config(run: RLRun, stage: ContextStage) -> RolloutConfig:
+    """The rollout section with the stage's context and tool-call limits."""
+    return dataclasses.replace(run.rollout, max_context_tokens=stage.max_context, max_tool_calls=stage.max_turns)
+
+
+def dupo_pool(run: RLRun) -> list[int]:
+    """Question indices to train on: all, or (DUPO) those the starting policy does not solve in all k rollouts."""
+    k = run.rl.dupo_filter_rollouts
+    if run.rl.selection != "dupo" or k == 0:
+        return list(range(len(run.questions)))
+    config = stage_rollout_config(run, run.stages[0])
+    groups, _ = roll_out(run, list(range(len(run.questions))), config, k, rollout_seed(run.rl.seed, -1, 0))
+    scores = run.scorer.score_all([e for g in groups for e in g])
+    correct = np.array([float(s.outcome.correct) for s in scores]).reshape(len(groups), k)  # [questions, k]
+    keep = sel.dupo_prefilter(correct)
+    pool = [int(i) for i in np.flatnonzero(keep)]
+    if is_main_process():
+        report = {"rollouts_per_question": k, "questions": len(keep), "kept": len(pool), "kept_indices": pool}
+        (run.out_dir / "dupo_filter.json").write_text(json.dumps(report, indent=2))
+    if not pool:
+        raise RuntimeError(f"DUPO pre-filter: the starting policy solved all {len(keep)} questions in all {k} "
+                           "rollouts; nothing is left to train on")
+    return pool
+
+
+def collect(run: RLRun, step: int, config: RolloutConfig) -> tuple[list, list, sel.Selection, dict]:
+    """Roll out and score groups until the selection is full: (groups, scores, selection, timings)."""
+    b, g = run.rl.batch_questions, run.rl.group_size
+    rng = np.random.default_rng([run.rl.seed, step])
+    groups, scores = [], []
+    times = {"rollout_s": 0.0, "engine_s": 0.0, "tool_wait_s": 0.0, "reward_s": 0.0}
+    need, rounds = b, 0
+    while True:
+        t = time.perf_counter()
+        new, stats = roll_out(run, run.sampler.take(need), config, g, rollout_seed(run.rl.seed, step, rounds))
+        times["rollout_s"] += time.perf_counter() - t
+        times["engine_s"] += stats.step_s
+        times["tool_wait_s"] += stats.idle_s
+        t = time.perf_counter()
+        flat = run.scorer.score_all([e for group in new for e in group])
+        times["reward_s"] += time.perf_counter() - t
+        groups += new
+        scores += [flat[i * g:(i + 1) * g] for i in range(len(new))]
+        rewards = np.array([[s.reward for s in group] for group in scores])  # [groups, G]
+        selection = sel.select(run.rl.selection, rewards, b, rng)
+        rounds += 1
+        need = sel.dapo_shortfall(selection, b) if run.rl.selection == "dapo" else 0
+        if not need or rounds > run.rl.dapo_max_rounds:
+            break
+    if need:  # DAPO ran out of rounds: copies of the informative groups fill the rest, as DUPO does
+        filled = sel.fill_by_duplication(selection.groups, b, rng)
+        selection = sel.Selection(filled, selection.n_informative, len(filled) - len(selection.groups))
+    times["rounds"] = rounds
+    return groups, scores, selection, times
+
+
+def update(run: RLRun, state: Any, episodes: list[Episode], advantages: np.ndarray, seq: int, step: int):
+    """Old (and reference) log-probs of every mini-batch, then `epochs` passes of optimizer steps."""
+    rows = len(episodes) // run.rl.mini_batches
+    fns = make_rl_step(run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=rows, seq=seq, rules=run.rules)
+    order = np.random.default_rng([run.rl.seed, step, 1]).permutation(len(episodes))
+    t = time.perf_counter()
+    batches, mismatch = [], []
+    for m in range(run.rl.mini_batches):
+        chosen = [episodes[i] for i in order[m * rows:(m + 1) * rows]]
+        host = episode_rows([e.token_ids for e in chosen], [e.loss_mask for e in chosen],
+                            [e.logprobs for e in chosen], advantages[order[m * rows:(m + 1) * rows]], seq)
+        batch = place_on_mesh(host, fns.batch_sharding, keys=tuple(host))
+        batch["old_logp"] = fns.logprobs(state.params, batch)  # [rows, seq]
+        if run.ref_params is not None:
+            batch["ref_logp"] = fns.logprobs(run.ref_params, batch)
+        mask = host["loss_mask"] != 0
+        mismatch.append(np.abs(np.asarray(batch["old_logp"]) - host["old_logp"])[mask])
+        batches.append(batch)
+    jax.block_until_ready(batches)
+    times = {"old_logp_s": time.perf_counter() - t}
+    t = time.perf_counter()
+    outs = []
+    for _ in range(run.rl.epochs):
+        for batch in batches:
+            state, metrics = fns.update(state, batch)
+            outs.append(metrics)
+    outs = jax.device_get(outs)
+    times["update_s"] = time.perf_counter() - t
+    metrics = {k: float(np.max([o[k] for o in outs]) if k == "ratio_max" else np.mean([o[k] for o in outs]))
+               for k in outs[0]}
+    mismatch = np.concatenate(mismatch)
+    metrics["logp_mismatch"] = float(np.mean(mismatch)) if mismatch.size else 0.0
+    return state, {**metrics, **times}
+
+
+def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], list[Episode]]:
+    """One RL step (module docstring); returns the new state, the step's metrics and all its episodes."""
+    t0 = time.perf_counter()
+    stage = stage_at(run.stages, step)
+    groups, scores, selection, times = collect(run, step, stage_rollout_config(run, stage))
+    episodes = [e for group in groups for e in group]
+    metrics = score_metrics(episodes, [s for group in scores for s in group])
+    metrics.update(groups=len(groups), informative_groups=selection.n_informative,
+                   duplicated_groups=selection.n_duplicated, max_context=stage.max_context, max_turns=stage.max_turns)
+    if selection.empty:
+        metrics["skipped_update"] = 1.0
+    else:
+        rewards = np.array([[s.reward for s in scores[i]] for i in selection.groups])  # [B, G]
+        adv = np.asarray(losses.group_advantages(rewards.reshape(-1).astype(np.float32), run.rl.group_size,
+                                                 normalize_std=run.rl.normalize_std))  # [B·G]
+        chosen = [e for i in selection.groups for e in groups[i]]
+        state, update_metrics = update(run, state, chosen, adv, stage.max_context, step)
+        run.engine.set_params(state.params)
+        metrics.update(update_metrics, skipped_update=0.0)
+    for group, group_scores in zip(groups, scores):
+        for e, s in zip(group, group_scores):
+            e.meta["rl"] = {"step": step + 1, "reward": s.reward, "correct": float(s.outcome.correct),
+                            "f1": s.outcome.f1, "format_ok": s.outcome.format_ok}
+    metrics.update(times, step_s=time.perf_counter() - t0)
+    return state, metrics, episodes
+
+
+def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine: Any = None) -> dict:
+    """Train `rl.steps` RL steps, checkpointing on the way; returns the summary (also `summary.json`)."""
+    run = prepare(recipe, resume=resume, engine=engine)
+    main = is_main_process()
+    t_start = time.perf_counter()
+    if run.sampler is None:
+        run.sampler = QuestionSampler(dupo_pool(run), run.rl.seed)
+    writer = MetricsWriter(run.out_dir, enabled=main)
+    state, history = run.state, []
+    bar = tqdm(range(run.start_step, run.rl.steps), initial=run.start_step, total=run.rl.steps, desc="rl",
+               disable=not (progress and main))
+    for step in bar:
+        state, metrics, episodes = run_step(run, state, step)
+        done = step + 1
+        writer.write(done, metrics)
+        history.append(metrics)
+        bar.set_postfix(reward=f"{metrics['reward']:.3f}", acc=f"{metrics['accuracy']:.2f}",
+                        step_s=f"{metrics['step_s']:.1f}")
+        if main and run.rl.episodes_every and done % run.rl.episodes_every == 0:
+            (run.out_dir / "episodes").mkdir(exist_ok=True)
+            write_episodes(run.out_dir / "episodes" / f"step_{done:06d}.jsonl", episodes)
+        data_state = {"pool": run.sampler.pool, "sampler": run.sampler.state()}
+        run.checkpointer.save(done, state, data_state=data_state, config=run.recipe, force=done == run.rl.steps)
+    run.checkpointer.close()
+    writer.close()
+    rows = read_metrics(run.out_dir / "metrics.jsonl") if main else []
+    summary = {
+        "name": run.recipe["name"], "steps": run.rl.steps, "resumed_from": run.start_step,
+        "selection": run.rl.selection, "questions": len(run.sampler.pool),
+        "first_reward": rows[0]["reward"] if rows else None,
+        "final_reward": float(np.mean([r["reward"] for r in rows[-3:]])) if rows else None,
+        "final_accuracy": float(np.mean([r["accuracy"] for r in rows[-3:]])) if rows else None,
+        "mean_step_s": float(np.mean([m["step_s"] for m in history])) if history else None,
+        "wall_s": round(time.perf_counter() - t_start, 2), "out_dir": str(run.out_dir),
+    }
+    if main:
+        plot_curves(rows, ["reward", "accuracy", "format_rate", "entropy"], run.out_dir / "rl_curves.png",
+                    title=run.recipe["name"])
+        (run.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary

@@ -1,0 +1,51 @@
+"""`jaxseeker rl` (group-relative RL from a recipe) and `jaxseeker bench rl` (one RL step's time split)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def _rl(args: argparse.Namespace) -> int:
+    from jaxseeker.train.recipe import read_recipe
+    from jaxseeker.train.rl import run_rl
+
+    summary = run_rl(read_recipe(args.config, args.set), resume=args.resume, progress=not args.no_progress)
+    width = max(map(len, summary))
+    print("\nRL summary")
+    for key, value in summary.items():
+        print(f"  {key:<{width}}  {value:.4f}" if isinstance(value, float) else f"  {key:<{width}}  {value}")
+    return 0
+
+
+def add_parser(subparsers) -> None:
+    """Add `rl --config FILE [--set k=v …] [--resume]`."""
+    p = subparsers.add_parser("rl", help="group-relative RL (GRPO / DAPO / DUPO / SRRL) from a recipe")
+    p.add_argument("--config", required=True, help="recipe YAML (configs/rl_tiny.yaml …)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. rl.steps=50")
+    p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint of the run")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_rl)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from jaxseeker.train.rl_bench import run_bench
+
+    run_bench(hidden=args.hidden, layers=args.layers, batch_questions=args.questions, group_size=args.group_size,
+              mini_batches=args.mini_batches, max_context=args.max_context, think_tokens=args.think_tokens,
+              tool_p=args.tool_p, steps=args.steps)
+    return 0
+
+
+def add_bench_parser(bench_subparsers) -> None:
+    """Add `bench rl`: time split of one RL step (rollout, judge, old log-probs, update) and device utilisation."""
+    p = bench_subparsers.add_parser("rl", help="one RL step's time split and device utilisation (toy policy)")
+    p.add_argument("--hidden", type=int, default=256, help="model width (4 layers of it by default)")
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--questions", type=int, default=4, help="questions per step")
+    p.add_argument("--group-size", type=int, default=4)
+    p.add_argument("--mini-batches", type=int, default=2)
+    p.add_argument("--max-context", type=int, default=1024, help="context tokens per episode (update row length)")
+    p.add_argument("--think-tokens", type=float, default=24.0, help="mean thought tokens per turn")
+    p.add_argument("--tool-p", type=float, default=0.5, help="chance a turn calls search instead of answering")
+    p.add_argument("--steps", type=int, default=2, help="measured steps after the warm-up step")
+    p.set_defaults(func=_bench)

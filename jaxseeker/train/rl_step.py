@@ -1,0 +1,182 @@
+"""The group-relative RL update: episodes → padded `[batch, seq]` rows → clipped policy loss → one optimizer step.
+
+One episode is one row (right padding): `tokens[t]` predicts `targets[t] = ids[t + 1]`, and
+`loss_mask[t]` is 1 exactly when `ids[t + 1]` was sampled by the policy (prompt, observations, the
+loop's own `<|im_end|>` and padding are 0). One row per episode keeps the sequence-level aggregations
+of `losses.policy_loss` exact. Every key of the batch is `[batch, seq]`:
+  tokens, targets, loss_mask, segment_ids (1 = real, 0 = padding), positions,
+  old_logp (log-probs of the sampling policy, recomputed with the training forward),
+  advantages (the episode's advantage on every token), and `ref_logp` when a KL term is on.
+The log-probs of the update and of the old-log-prob pass come from the same forward
+(`model.hidden_states` + chunked `losses.token_logprobs`) at the sampling temperature, so the
+ratio is exactly 1 on the first mini-batch of a step. `make_rl_step` compiles both, sharded, and
+keeps them for later runs of the same shapes in the process (one compile per shape, not per run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+
+from jaxseeker import losses, model
+from jaxseeker.parallel import batch_sharding
+from jaxseeker.parallel.rules import DEFAULT_RULES, Rules
+from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
+from jaxseeker.train.sft_step import make_sft_step
+from jaxseeker.train.state import TrainState, abstract_train_state, cast_floating
+
+Batch = Mapping[str, jax.Array]
+ROW_KEYS = ("tokens", "targets", "loss_mask", "segment_ids", "positions", "old_logp", "advantages")
+
+
+@dataclasses.dataclass(frozen=True)
+class RLStepConfig:
+    """What the compiled update computes (hashable: it keys the compile cache).
+
+    objective: a name for `losses.get_policy_objective` ("policy_loss" or "package.module:function"),
+    called as `objective(logp, old_logp, advantages, mask, **objective_kwargs)`.
+    kl_coef > 0 adds kl_coef · KL(π ‖ π_ref) (estimator k1 / k2 / k3) and needs `ref_logp` in the batch.
+    temperature: the sampling temperature (log-probs are those of softmax(logits / T)).
+    """
+
+    objective: str = "policy_loss"
+    objective_kwargs: tuple[tuple[str, Any], ...] = ()
+    kl_coef: float = 0.0
+    kl_estimator: str = "k3"
+    temperature: float = 1.0
+    chunk_size: int = 512
+    entropy: bool = True
+
+    def __post_init__(self):
+        if isinstance(self.objective_kwargs, Mapping):
+            object.__setattr__(self, "objective_kwargs", tuple(sorted(self.objective_kwargs.items())))
+        losses.get_policy_objective(self.objective)  # fails early, naming the known objectives
+        if self.kl_coef < 0:
+            raise ValueError(f"kl_coef must be >= 0, got {self.kl_coef}")
+        if self.kl_estimator not in losses.KL_ESTIMATORS:
+            raise ValueError(f"kl_estimator {self.kl_estimator!r} is not one of {list(losses.KL_ESTIMATORS)}")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0 (greedy rollouts cannot be trained on), got {self.temperature}")
+        if self.chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size}")
+
+
+def episode_rows(
+    token_ids: Sequence[Sequence[int]],
+    loss_masks: Sequence[Sequence[int]],
+    logprobs: Sequence[Sequence[float]],
+    advantages: Sequence[float],
+    seq_len: int,
+) -> dict[str, np.ndarray]:
+    """Padded rows (see the module docstring) of episodes given as token ids, loss masks and sampling log-probs.
+
+    `old_logp` holds the sampling log-probs (the engine's); the trainer usually overwrites it with
+    `RLStep.logprobs`. An episode longer than `seq_len + 1` tokens is cut only if no sampled token is lost.
+    """
+    n = len(token_ids)
+    if not (len(loss_masks) == len(logprobs) == len(advantages) == n):
+        raise ValueError(f"episode_rows: {n} token lists but {len(loss_masks)} masks, {len(logprobs)} log-prob lists "
+                         f"and {len(advantages)} advantages")
+    rows = {k: np.zeros((n, seq_len), np.float32 if k in ("old_logp", "advantages") else np.int32) for k in ROW_KEYS}
+    for i, (ids, mask, lp, adv) in enumerate(zip(token_ids, loss_masks, logprobs, advantages)):
+        ids, mask, lp = np.asarray(ids, np.int32), np.asarray(mask, np.int32), np.asarray(lp, np.float32)
+        if np.any(mask[seq_len + 1:]):
+            raise ValueError(f"episode {i}: {len(ids)} tokens with sampled tokens past seq_len + 1 = {seq_len + 1}; "
+                             "raise the stage's context / the training seq_len")
+        ids, mask, lp = ids[: seq_len + 1], mask[: seq_len + 1], lp[: seq_len + 1]
+        length = len(ids) - 1
+        rows["tokens"][i, :length] = ids[:-1]
+        rows["targets"][i, :length] = ids[1:]
+        rows["loss_mask"][i, :length] = mask[1:]
+        rows["old_logp"][i, :length] = lp[1:]
+        rows["segment_ids"][i, :length] = 1
+        rows["positions"][i, :length] = np.arange(length)
+        rows["advantages"][i, :length] = adv
+    return rows
+
+
+def policy_logprobs(
+    params: Any, batch: Batch, cfg: model.ModelConfig, *, temperature: float = 1.0, chunk_size: int = 512,
+    entropy: bool = False,
+) -> tuple[jax.Array, jax.Array | None]:
+    """(log π(target) `[batch, seq]`, entropy `[batch, seq]` or None) with the training forward, chunked over seq."""
+    hidden = model.hidden_states(
+        params, batch["tokens"], cfg, positions=batch["positions"], segment_ids=batch["segment_ids"]
+    )  # [batch, seq, embed]
+    w = model.unembed(params, cfg).astype(hidden.dtype)  # [embed, vocab]
+    if entropy:
+        return losses.token_logprobs_and_entropy(hidden, w, batch["targets"], chunk_size=chunk_size,
+                                                 temperature=temperature)
+    return losses.token_logprobs(hidden, w, batch["targets"], chunk_size=chunk_size, temperature=temperature), None
+
+
+def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLStepConfig) -> tuple[jax.Array, dict]:
+    """objective(logp, old_logp, A, mask) [+ kl_coef · KL(π ‖ π_ref)], every term masked to policy tokens.
+
+    Metrics: the objective's (clip fractions, ratio, approx KL), `entropy` (mean policy entropy over
+    policy tokens) and `kl` (to the reference) when on.
+    """
+    logp, entropy = policy_logprobs(params, batch, cfg, temperature=step_cfg.temperature,
+                                    chunk_size=step_cfg.chunk_size, entropy=step_cfg.entropy)  # [batch, seq]
+    mask = batch["loss_mask"]
+    objective = losses.get_policy_objective(step_cfg.objective)
+    loss, aux = objective(logp, batch["old_logp"], batch["advantages"], mask, **dict(step_cfg.objective_kwargs))
+    aux = dict(aux)
+    if step_cfg.kl_coef > 0:
+        kl, kl_aux = losses.kl_penalty(logp, batch["ref_logp"], mask, estimator=step_cfg.kl_estimator)
+        loss = loss + step_cfg.kl_coef * kl
+        aux.update(kl_aux)
+    if entropy is not None:
+        aux["entropy"] = losses.masked_mean(jax.lax.stop_gradient(entropy), mask)
+    return loss, aux
+
+
+class RLStep(NamedTuple):
+    """The compiled pieces of an RL step for one `[rows, seq]` shape."""
+
+    update: Callable[[TrainState, Batch], tuple[TrainState, dict]]  # donates the state
+    logprobs: Callable[[Any, Batch], jax.Array]  # (params, batch) -> [rows, seq] log-probs, 0 off the mask
+    state_shardings: TrainState
+    batch_sharding: NamedSharding
+
+
+def make_rl_step(
+    cfg: model.ModelConfig, step_cfg: RLStepConfig, opt_cfg: OptimizerConfig, *, mesh: Mesh, rows: int, seq: int,
+    rules: Rules = DEFAULT_RULES, compute_dtype: Any = "model",
+) -> RLStep:
+    """The jitted, sharded update (`sft_update` with `rl_loss`) and old-log-prob pass for `[rows, seq]` batches.
+
+    The optimizer is `make_optimizer(opt_cfg)`; the state must have been built with the same config
+    (its shardings follow the rules). Results are cached per argument set, so a second run with the
+    same shapes in one process compiles nothing.
+    """
+    return _make_rl_step(cfg, step_cfg, opt_cfg, mesh, rows, seq, tuple(sorted(rules.items())), compute_dtype)
+
+
+@functools.lru_cache(maxsize=16)
+def _make_rl_step(cfg, step_cfg, opt_cfg, mesh, rows, seq, rules_items, compute_dtype) -> RLStep:
+    rules = dict(rules_items)
+    optimizer = make_optimizer(opt_cfg)
+    init = functools.partial(model.init_params, cfg)
+    abstract = abstract_train_state(init, model.param_axes(cfg), optimizer, mesh, rules)
+    shardings = jax.tree.map(lambda x: x.sharding, abstract)
+    bsh = batch_sharding(mesh, (rows, seq), rules)
+    loss_fn = functools.partial(rl_loss, step_cfg=step_cfg)
+    update = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
+                           learning_rate=functools.partial(learning_rate_at, opt_cfg), compute_dtype=compute_dtype)
+    dtype = cfg.compute_dtype if compute_dtype == "model" else compute_dtype
+
+    def logprobs(params: Any, batch: Batch) -> jax.Array:
+        logp, _ = policy_logprobs(cast_floating(params, dtype), batch, cfg, temperature=step_cfg.temperature,
+                                  chunk_size=step_cfg.chunk_size)  # [rows, seq]
+        return jnp.where(batch["loss_mask"] != 0, logp, 0.0)
+
+    logprob_fn = jax.jit(logprobs, in_shardings=(shardings.params, bsh), out_shardings=bsh)
+    return RLStep(update, logprob_fn, shardings, bsh)

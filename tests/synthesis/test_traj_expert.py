@@ -1,0 +1,82 @@
+"""The embedded expert solves questions through the real tools and loop, copying what it uses from observations."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+from conftest import LOOP
+
+from jaxseeker.agent import run_episodes
+from jaxseeker.rewards import exact_match
+from jaxseeker.synthesis import (
+    ExpertConfig,
+    ExpertTeacher,
+    synthesize,
+    webdancer_funnel,
+)
+from jaxseeker.tools import ToolsConfig, build_registry
+from jaxseeker.world import Corpus
+
+
+def _calls(message: dict) -> list[dict]:
+    return [json.loads(b) for b in re.findall(r"<tool_call>\n(.*?)\n</tool_call>", message["content"], re.DOTALL)]
+
+
+def test_expert_solves_at_least_95_percent_of_level_1_and_2(traj_world, traj_registry, traj_tokenizer, traj_questions):
+    easy = [q for q in traj_questions if q.meta["level"] <= 2]
+    assert len(easy) >= 60
+    records, stats = synthesize(ExpertTeacher(traj_world), traj_tokenizer, traj_registry, easy, webdancer_funnel(),
+                                tries=1, config=LOOP, progress=False)
+    assert len(records) / len(easy) >= 0.95, stats.summary(["validity", "correctness", "quality"])
+    assert stats.passed["validity"] == len(easy)  # every episode is well-formed, solved or not
+    for r in records:
+        assert r["provenance"]["teacher"] == "expert" and r["provenance"]["filters"] == [
+            "validity", "correctness", "quality"]
+        assert exact_match(r["prediction"], r["answer"])
+
+
+def test_every_name_and_url_used_was_shown_by_an_observation(traj_world, traj_registry, traj_tokenizer,
+                                                               traj_questions):
+    episodes = run_episodes(ExpertTeacher(traj_world).engine(traj_tokenizer, traj_questions[:40]), traj_tokenizer,
+                            traj_registry, traj_questions[:40], LOOP, progress=False)
+    for episode in episodes:
+        seen = episode.question
+        for m in episode.messages[2:]:
+            if m["role"] == "user":
+                seen += m["content"]
+                continue
+            for call in _calls(m):
+                if call["name"] == "visit":
+                    assert all(url in seen for url in call["arguments"]["url"]), call
+            answer = re.search(r"<answer>(.*)</answer>", m["content"])
+            if answer and answer.group(1) != "unknown" and not answer.group(1).isdigit():
+                assert answer.group(1) in seen  # entity answers are copied from what the tools showed
+
+
+def test_expert_fails_when_the_tools_do_not_show_the_fact(traj_world, traj_tokenizer, traj_questions):
+    question = next(q for q in traj_questions if q.meta["tag"] == "e2hqa")
+    answer_page = traj_world.url(question.meta["meta"]["answer_id"])
+    attr = question.meta["meta"]["query"]["answer_attr"]
+    pages = [dataclasses.replace(p, text=" ".join(s for s in p.text.split(". ") if attr[:4] not in s))
+             if p.url == answer_page else p for p in traj_world.pages]
+    hidden = build_registry(ToolsConfig(enabled=("search", "visit")), corpus=Corpus(pages))
+    [episode] = run_episodes(ExpertTeacher(traj_world).engine(traj_tokenizer, [question]), traj_tokenizer, hidden,
+                             [question], LOOP, progress=False)
+    assert episode.termination == "answer"
+    assert episode.prediction == "unknown"
+
+
+def test_detours_show_recovery_and_rejected_candidates(traj_world, traj_registry, traj_tokenizer, traj_questions):
+    teacher = ExpertTeacher(traj_world, ExpertConfig(detour_rate=1.0, batch_rate=0.0, empty_share=1.0))
+    records, _ = synthesize(teacher, traj_tokenizer, traj_registry, traj_questions, webdancer_funnel(), tries=1,
+                            config=LOOP, progress=False)
+    assert len(records) >= 0.8 * len(traj_questions)
+    texts = ["\n".join(m["content"] for m in r["messages"][2:]) for r in records]
+    recovered = [t for t in texts if "No results for" in t]
+    assert len(recovered) >= 10  # an empty search, then the agent goes on (the episode is still correct)
+    rejected = [t for t in texts if re.search(r"Not (this one|\w)|is out|does not fit|; move on", t)]
+    assert rejected
+    thoughts = {m["content"].split("</think>")[0] for r in records for m in r["messages"] if m["role"] == "assistant"}
+    assert len(thoughts) > 0.8 * sum(1 for r in records for m in r["messages"] if m["role"] == "assistant")

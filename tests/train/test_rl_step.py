@@ -1,0 +1,77 @@
+"""The RL update's rows and loss: only policy tokens enter any term (objective, KL, entropy) or the gradient."""
+
+import functools
+
+import jax
+import numpy as np
+import pytest
+
+from jaxseeker import model
+from jaxseeker.train.rl_step import RLStepConfig, episode_rows, rl_loss
+
+CFG = model.ModelConfig.tiny(vocab_size=64)
+STEP = RLStepConfig(kl_coef=0.1, kl_estimator="k3", chunk_size=16, temperature=0.8)
+SEQ = 24
+
+
+def test_episode_rows_shift_targets_and_mask_by_one_token():
+    ids, mask, logp = [5, 6, 7, 8, 9], [0, 0, 1, 1, 0], [0.0, 0.0, -0.5, -0.25, 0.0]
+    rows = episode_rows([ids], [mask], [logp], [1.5], seq_len=6)
+    assert rows["tokens"][0].tolist() == [5, 6, 7, 8, 0, 0]
+    assert rows["targets"][0].tolist() == [6, 7, 8, 9, 0, 0]  # tokens[t] predicts ids[t + 1]
+    assert rows["loss_mask"][0].tolist() == [0, 1, 1, 0, 0, 0]  # 1 where the target was sampled
+    assert rows["old_logp"][0].tolist() == [0.0, -0.5, -0.25, 0.0, 0.0, 0.0]
+    assert rows["segment_ids"][0].tolist() == [1, 1, 1, 1, 0, 0]
+    assert rows["advantages"][0].tolist() == [1.5] * 4 + [0.0] * 2
+    with pytest.raises(ValueError, match="sampled tokens past seq_len"):
+        episode_rows([ids], [mask], [logp], [1.5], seq_len=2)
+
+
+def _episodes(rng):
+    """Two episodes: prompt, a sampled turn, an observation, a second sampled turn (the second row is padded)."""
+    layout = [(6, 5, 7, 5), (4, 3, 6, 2)]  # prompt, turn, observation, turn lengths
+    ids, masks, logps = [], [], []
+    for prompt, turn1, obs, turn2 in layout:
+        n = prompt + turn1 + obs + turn2
+        ids.append(rng.integers(0, CFG.vocab_size, n).tolist())
+        masks.append([0] * prompt + [1] * turn1 + [0] * obs + [1] * turn2)
+        logps.append((-rng.random(n)).tolist())
+    rows = episode_rows(ids, masks, logps, [1.0, -0.5], SEQ)
+    rows["advantages"] = rng.normal(size=(2, SEQ)).astype(np.float32)  # per-token advantages are allowed too
+    rows["ref_logp"] = (rows["old_logp"] - 0.3 * rng.random((2, SEQ))).astype(np.float32)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def loss_and_grad():
+    loss_fn = functools.partial(rl_loss, cfg=CFG, step_cfg=STEP)
+    return jax.jit(jax.value_and_grad(loss_fn, has_aux=True))
+
+
+def test_observation_prompt_and_padding_tokens_enter_no_term_and_no_gradient(loss_and_grad):
+    params = model.init_params(CFG, jax.random.key(0))
+    rng = np.random.default_rng(0)
+    batch = _episodes(rng)
+    off = batch["loss_mask"] == 0  # prompt, observation and padding targets
+    assert off.sum() > 20 and (~off).sum() == 15
+
+    perturbed = {k: v.copy() for k, v in batch.items()}
+    perturbed["targets"][off] = rng.integers(0, CFG.vocab_size, off.sum())
+    for key, scale in (("old_logp", 50.0), ("ref_logp", 50.0), ("advantages", 100.0)):
+        perturbed[key][off] = scale * rng.normal(size=off.sum())
+
+    (loss, aux), grads = loss_and_grad(params, batch)
+    (loss_p, aux_p), grads_p = loss_and_grad(params, perturbed)
+    assert np.isfinite(loss) and loss != 0
+    assert set(aux) >= {"kl", "entropy", "clip_frac_low", "clip_frac_high", "ratio_mean", "approx_kl"}
+    np.testing.assert_allclose(loss_p, loss, rtol=1e-6)
+    for key in aux:
+        np.testing.assert_allclose(aux_p[key], aux[key], rtol=1e-6, atol=1e-7, err_msg=key)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-8), grads_p, grads)
+
+    # The same perturbation on one policy token does change the loss: the check above can fail.
+    on = np.argwhere(~off)[0]
+    touched = {k: v.copy() for k, v in batch.items()}
+    touched["old_logp"][tuple(on)] -= 1.0
+    (loss_t, _), _ = loss_and_grad(params, touched)
+    assert abs(float(loss_t) - float(loss)) > 1e-4
