@@ -20,7 +20,7 @@ test: setup
 	$(PY) -m pytest
 
 demo: setup
-	$(VENV)/bin/jaxseeker demo
+	$(VENV)/bin/jaxseeker pipeline --config configs/demo.yaml
 
 clean:
 	rm -rf $(VENV) runs

@@ -39,12 +39,6 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from jaxseeker.demo import run_demo
-
-    return run_demo(args.out)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
     parser = argparse.ArgumentParser(prog="jaxseeker", description=__doc__)
@@ -54,9 +48,6 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--context", type=int, default=4096, help="attended context for the FLOPs figure")
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=_info)
-    demo = sub.add_parser("demo", help="the offline end-to-end demo")
-    demo.add_argument("--out", default="runs/demo", help="output directory")
-    demo.set_defaults(func=_demo)
     bench = sub.add_parser("bench", help="benchmarks against a baseline measured in the same run")
     bench_sub = bench.add_subparsers(dest="bench", required=True)
     for name in COMMAND_MODULES:

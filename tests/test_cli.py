@@ -1,0 +1,23 @@
+"""The `jaxseeker` entry point: every stage's subcommands are wired, and `info` reads an HF checkpoint."""
+
+import jax
+
+from jaxseeker import model
+from jaxseeker.cli import build_parser, main
+
+
+def test_every_subcommand_is_registered():
+    parser = build_parser()
+    for argv in (["info", "x"], ["sft", "--config", "c.yaml"], ["rl", "--config", "c.yaml"], ["pipeline", "--quick"],
+                 ["rollout", "--model", "m", "--questions", "q", "--n", "1", "--out", "o"], ["bench", "sft"],
+                 ["bench", "generate"], ["bench", "rollout"], ["bench", "rl"], ["export-hf", "--checkpoint", "c", "--out", "o"],
+                 ["data", "inspect", "f", "--tokenizer", "t"], ["world", "build", "--source", "synthetic"]):
+        assert callable(parser.parse_args(argv).func), argv
+
+
+def test_info_prints_parameters_and_flops(tmp_path, capsys):
+    cfg = model.ModelConfig.tiny("qwen3")
+    model.save_hf(model.init_params(cfg, jax.random.key(0)), cfg, tmp_path)
+    assert main(["info", str(tmp_path), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert f'"parameters": {model.count_params(cfg)}' in out and '"forward_flops_per_token"' in out
