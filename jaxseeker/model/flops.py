@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 import jax
+import jax.numpy as jnp
 
 from jaxseeker.model.config import ModelConfig
 from jaxseeker.model.params import count_params, param_shapes
@@ -58,3 +61,16 @@ def summary(cfg: ModelConfig, context: int = 4096) -> dict:
         "weights_bytes_f32": n * 4,
         "kv_cache_bytes_per_token_bf16": kv_cache_bytes(cfg, 1),
     }
+
+
+def matmul_ceiling(n: int = 2048, repeats: int = 5) -> float:
+    """Measured f32 matmul FLOP/s of the default device (an n³ product, jitted, compile excluded): the
+    ceiling benchmarks report MFU against."""
+    a = jnp.ones((n, n), jnp.float32)
+    f = jax.jit(lambda x: x @ x)
+    f(a).block_until_ready()
+    t = time.perf_counter()
+    for _ in range(repeats):
+        r = f(a)
+    r.block_until_ready()
+    return 2 * n**3 * repeats / (time.perf_counter() - t)

@@ -241,8 +241,8 @@ def balance_mix(records: Sequence[dict[str, Any]], ratio: float, seed: int = 0) 
     multi = [i for i, r in enumerate(records) if is_multi_round(r)]
     rng = random.Random(seed)
     if len(single) > ratio * len(multi):
-        single = rng.sample(single, int(round(ratio * len(multi))))
+        single = rng.sample(single, round(ratio * len(multi)))
     elif ratio > 0:
-        multi = rng.sample(multi, min(len(multi), int(round(len(single) / ratio))))
+        multi = rng.sample(multi, min(len(multi), round(len(single) / ratio)))
     keep = set(single) | set(multi)
     return [r for i, r in enumerate(records) if i in keep]

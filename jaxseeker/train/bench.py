@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxseeker import model
 from jaxseeker.data import pack_examples, tokenize_chat, train_tokenizer
-from jaxseeker.model.flops import flops_per_token
+from jaxseeker.model.flops import flops_per_token, matmul_ceiling
 from jaxseeker.parallel import MeshConfig, batch_sharding, make_mesh
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.sft_step import make_sft_step
@@ -50,18 +50,6 @@ def synthetic_trajectories(n: int, seed: int = 0) -> list[list[dict]]:
         msgs.append({"role": "assistant", "content": f"<think>{words(rng.randint(5, 30))}</think>\n<answer>{words(2)}</answer>"})
         out.append(msgs)
     return out
-
-
-def matmul_ceiling(n: int = 2048, repeats: int = 5) -> float:
-    """Measured f32 matmul FLOP/s of this device (n³ product, jitted, compile excluded)."""
-    a = jnp.ones((n, n), jnp.float32)
-    f = jax.jit(lambda x: x @ x)
-    f(a).block_until_ready()
-    t = time.perf_counter()
-    for _ in range(repeats):
-        r = f(a)
-    r.block_until_ready()
-    return 2 * n**3 * repeats / (time.perf_counter() - t)
 
 
 def bench_jax(examples: list[tuple[np.ndarray, np.ndarray]], cfg: model.ModelConfig, *, seq_len: int, rows: int) -> dict:

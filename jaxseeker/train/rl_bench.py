@@ -123,21 +123,6 @@ def toy_recipe(paths: dict[str, str], out_dir: str | Path, *, tools: bool = Fals
     }
 
 
-def matmul_ceiling(n: int = 1024, repeats: int = 5) -> float:
-    """Measured f32 matmul FLOP/s of the default device (compile excluded)."""
-    import jax
-    import jax.numpy as jnp
-
-    a = jnp.ones((n, n), jnp.float32)
-    f = jax.jit(lambda x: x @ x)
-    f(a).block_until_ready()
-    t = time.perf_counter()
-    for _ in range(repeats):
-        r = f(a)
-    r.block_until_ready()
-    return 2 * n**3 * repeats / (time.perf_counter() - t)
-
-
 def run_bench(*, hidden: int = 256, layers: int = 4, batch_questions: int = 4, group_size: int = 4,
               mini_batches: int = 2, max_context: int = 1024, think_tokens: float = 24.0, tool_p: float = 0.5,
               steps: int = 2) -> dict:
@@ -165,7 +150,7 @@ def run_bench(*, hidden: int = 256, layers: int = 4, batch_questions: int = 4, g
             rows.append(metrics)
         run.checkpointer.close()
     m = {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
-    ceiling = matmul_ceiling()
+    ceiling = matmul_ceiling(1024)
     update_tokens = batch_questions * group_size * m["context_tokens"]
     update_flops = update_tokens * flops_per_token(run.cfg, int(m["context_tokens"] / 2), training=True)
     device_s = m["engine_s"] + m["old_logp_s"] + m["update_s"]

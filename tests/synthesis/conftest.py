@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from jaxseeker.agent import RolloutConfig, as_question, system_prompt
+from jaxseeker.agent import as_question, system_prompt
 from jaxseeker.data import train_tokenizer
 from jaxseeker.synthesis.qa import get_recipe
 from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.world import World, synthetic_world
 
-DATE = "2025-01-01"
-LOOP = RolloutConfig(date=DATE, max_context_tokens=16384)
+from traj_support import DATE
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import LOOP
+from traj_support import LOOP
 
 from jaxseeker.agent import run_episodes
 from jaxseeker.data.records import is_observation

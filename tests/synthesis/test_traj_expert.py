@@ -6,7 +6,7 @@ import dataclasses
 import json
 import re
 
-from conftest import LOOP
+from traj_support import LOOP
 
 from jaxseeker.agent import run_episodes
 from jaxseeker.rewards import exact_match

@@ -8,7 +8,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import LOOP
+from traj_support import LOOP
 
 from jaxseeker.agent import as_question
 from jaxseeker.data import parse_record, tokenize_chat

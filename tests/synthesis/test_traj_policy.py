@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import DATE
+from traj_support import DATE
 
 from jaxseeker.agent import RolloutConfig, as_question, tool_calling_model
 from jaxseeker.synthesis import PolicyTeacher, Stage, synthesize, validity

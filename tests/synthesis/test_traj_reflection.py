@@ -6,7 +6,7 @@ import itertools
 import json
 import re
 
-from conftest import LOOP
+from traj_support import LOOP
 
 from jaxseeker.rewards import exact_match
 from jaxseeker.synthesis import (

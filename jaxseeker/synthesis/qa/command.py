@@ -45,19 +45,24 @@ def _synth(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers) -> None:
-    """Add `synth RECIPE` to a `jaxseeker` argparse subparsers object."""
-    p = subparsers.add_parser("synth", help="synthesise QA from a world (SailorFog, E2HQA, CrawlQA, ...)")
-    p.add_argument("recipe", choices=sorted(RECIPES))
-    p.add_argument("--world", default="synthetic:2000:0",
-                   help="saved world directory, synthetic[:SIZE[:SEED]], pages:FILE.jsonl or atlas[:FR,DE]")
-    p.add_argument("--n", type=int, default=100, help="questions to keep")
-    p.add_argument("--out", required=True, help="output JSONL")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--plots", default=None, help="directory for PNG plots")
-    p.add_argument("--cache-dir", default=None, help="world cache directory")
-    p.add_argument("--solver", choices=("rule", "openai"), default="rule",
-                   help="openseeker's difficulty / solvability solver")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1")
-    p.add_argument("--model", default=None)
-    p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
-    p.set_defaults(func=_synth)
+    """Add `synth RECIPE …` (one subcommand per QA recipe) and the trajectory subcommands to `jaxseeker`."""
+    from jaxseeker.synthesis.command import add_synth_subcommands
+
+    synth = subparsers.add_parser("synth", help="synthesise QA (SailorFog, E2HQA, …) or trajectories from a world")
+    sub = synth.add_subparsers(dest="synth_command", required=True)
+    for recipe in sorted(RECIPES):
+        p = sub.add_parser(recipe, help=f"{recipe} questions")
+        p.add_argument("--world", default="synthetic:2000:0",
+                       help="saved world directory, synthetic[:SIZE[:SEED]], pages:FILE.jsonl or atlas[:FR,DE]")
+        p.add_argument("--n", type=int, default=100, help="questions to keep")
+        p.add_argument("--out", required=True, help="output JSONL")
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--plots", default=None, help="directory for PNG plots")
+        p.add_argument("--cache-dir", default=None, help="world cache directory")
+        p.add_argument("--solver", choices=("rule", "openai"), default="rule",
+                       help="openseeker's difficulty / solvability solver")
+        p.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1")
+        p.add_argument("--model", default=None)
+        p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
+        p.set_defaults(func=_synth, recipe=recipe)
+    add_synth_subcommands(sub)
