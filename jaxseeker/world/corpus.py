@@ -6,7 +6,6 @@ import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 
-import bm25s
 import numpy as np
 
 
@@ -48,6 +47,11 @@ class Corpus:
         if len(self.by_url) != len(self.pages):
             raise ValueError("Corpus: duplicate page urls")
         self.snippet_words = snippet_words
+        # Imported here, not at module level: importing bm25s runs a JAX computation, which would start the
+        # XLA backend before a multi-host program can call `jax.distributed.initialize()`.
+        import bm25s
+
+        self._bm25s = bm25s
         self._retriever = bm25s.BM25()
         self._retriever.index(
             bm25s.tokenize([f"{p.title}\n{p.text}" for p in self.pages], stopwords="en", show_progress=False),
@@ -65,7 +69,7 @@ class Corpus:
         """Top-`k` pages for `query` by BM25 (fewer when fewer pages match any query word)."""
         if not _WORD.search(query) or not self.pages:
             return []
-        tokens = bm25s.tokenize([query], stopwords="en", show_progress=False)
+        tokens = self._bm25s.tokenize([query], stopwords="en", show_progress=False)
         if not tokens.ids or not tokens.ids[0]:
             return []
         k = min(k, len(self.pages))

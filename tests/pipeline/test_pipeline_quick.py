@@ -10,7 +10,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     cfg = pipeline_config({"name": "t"}, quick=True)
     report = run_pipeline(cfg, tmp_path, progress=False)
     assert report["qa"]["test"] == cfg.qa.n_test and report["qa"]["train"] > 0
-    assert report["expert"]["trajectories"] > 0.8 * report["qa"]["train"]
+    assert report["expert"]["trajectories"] > 0.5 * report["qa"]["train"]
     assert report["sft"]["final_loss"] is not None
     assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
     saved = json.loads((tmp_path / "report.json").read_text())
