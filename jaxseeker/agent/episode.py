@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from jaxseeker.data.chat import tokenize_chat
+from jaxseeker.data.records import json_lines
 
 TERMINATIONS = ("answer", "max_tool_calls", "max_context", "format_error", "timeout")
 
@@ -140,14 +141,11 @@ def write_episodes(path: str | Path, episodes: Iterable[Episode]) -> int:
 def read_episodes(path: str | Path) -> list[Episode]:
     """Episodes from a JSONL file written by `write_episodes`; a bad line raises ValueError naming FILE:LINE."""
     episodes = []
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                episodes.append(Episode.from_json(json.loads(line)))
-            except (ValueError, TypeError) as exc:
-                raise ValueError(f"{path}:{line_no}: {exc}") from exc
+    for line_no, obj in json_lines(path):
+        try:
+            episodes.append(Episode.from_json(obj))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{path}:{line_no}: {exc}") from exc
     return episodes
 
 
@@ -180,16 +178,7 @@ def as_question(item: str | Mapping[str, Any] | Question, where: str = "question
 
 def read_questions(path: str | Path) -> list[Question]:
     """Questions from a JSONL file of {"question", "answer"?, …}; a bad line raises ValueError naming FILE:LINE."""
-    questions = []
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{line_no}: invalid JSON: {exc.msg} (column {exc.colno})") from exc
-            questions.append(as_question(obj, f"{path}:{line_no}"))  # errors name FILE:LINE
+    questions = [as_question(obj, f"{path}:{line_no}") for line_no, obj in json_lines(path)]  # errors name FILE:LINE
     if not questions:
         raise ValueError(f"{path}: no questions")
     return questions

@@ -162,6 +162,19 @@ def parse_record(obj: Any, source: str = "") -> Trajectory:
     return Trajectory(messages=tuple(normalize_messages(messages)), meta=meta, source=source)
 
 
+def json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) for every non-blank line of a JSONL file; invalid JSON raises ValueError
+    naming FILE:LINE."""
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield line_no, json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{line_no}: invalid JSON: {e.msg} (column {e.colno})") from None
+
+
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory | BadLine]:
     """Yields a ``Trajectory`` or a ``BadLine`` for every non-blank line of a JSONL file."""
     path_str = str(path)

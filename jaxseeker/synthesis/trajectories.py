@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.agent.episode import Episode, Question
+from jaxseeker.data.records import json_lines
 from jaxseeker.agent.loop import RegistrySource, RolloutConfig, run_episodes
 from jaxseeker.synthesis.filters import Stage, run_funnel
 
@@ -147,15 +148,8 @@ def write_records(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """Trajectory records of a JSONL file (each needs `messages`); a bad line raises ValueError naming FILE:LINE."""
     records = []
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{line_no}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-            if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
-                raise ValueError(f"{path}:{line_no}: a trajectory record needs a 'messages' list")
-            records.append(obj)
+    for line_no, obj in json_lines(path):
+        if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+            raise ValueError(f"{path}:{line_no}: a trajectory record needs a 'messages' list")
+        records.append(obj)
     return records
