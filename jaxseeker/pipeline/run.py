@@ -128,7 +128,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         export_hf(out, out / "hf")
         return {k: summary.get(k) for k in ("final_loss", "eval_loss", "trained_tokens", "parameters")}
 
-    report["sft"] = runner.run("sft", sft_key, sft_stage)
+    report["sft"] = runner.run("sft", sft_key, sft_stage, resumable=True)
     test = _jsonl(qa_dir / "test.jsonl")
 
     def eval_stage(model_dir: Path):
@@ -174,7 +174,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         export_hf(out, out / "hf")
         return {k: summary.get(k) for k in ("first_reward", "final_reward", "final_accuracy", "mean_step_s", "questions")}
 
-    report["rl"] = runner.run("rl", rl_key, rl_stage)
+    report["rl"] = runner.run("rl", rl_key, rl_stage, resumable=True)
     report["eval_rl"] = runner.run("eval_rl", fingerprint(rl_key, eval_key), eval_stage(root / "rl" / "hf"))
     report["stage_wall_s"] = runner.timings
     report["reused_stages"] = runner.reused

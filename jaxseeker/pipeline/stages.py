@@ -27,8 +27,9 @@ class StageRunner:
         self.timings: dict[str, float] = {}
         self.reused: list[str] = []
 
-    def run(self, name: str, key: str, fn: Callable[[Path], dict]) -> dict:
-        """`fn(out_dir) -> metrics` unless a finished run with fingerprint `key` is there; returns the metrics."""
+    def run(self, name: str, key: str, fn: Callable[[Path], dict], *, resumable: bool = False) -> dict:
+        """`fn(out_dir) -> metrics` unless a finished run with fingerprint `key` is there; returns the metrics.
+        An unfinished output is wiped first, unless the stage is `resumable` (it continues from its checkpoints)."""
         out = self.root / name
         marker = out / "done.json"
         if marker.exists():
@@ -38,7 +39,7 @@ class StageRunner:
                 self.reused.append(name)
                 self.timings[name] = done.get("wall_s", 0.0)
                 return done["metrics"]
-        if out.exists() and name != "sft" and name != "rl":  # training stages resume from their checkpoints
+        if out.exists() and not resumable:
             shutil.rmtree(out)
         out.mkdir(parents=True, exist_ok=True)
         self.log(f"[{name}] running")

@@ -13,7 +13,6 @@ import random
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxseeker import model

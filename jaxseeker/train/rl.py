@@ -14,7 +14,6 @@ Rollouts run on the host of one process: multi-host RL is not supported yet.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import time
 from collections.abc import Mapping
@@ -36,9 +35,9 @@ from jaxseeker.agent import (
     write_episodes,
 )
 from jaxseeker.agent.command import make_engine
-from jaxseeker.data import load_tokenizer, place_on_mesh
+from jaxseeker.data import place_on_mesh
 from jaxseeker.generation import SamplingConfig
-from jaxseeker.parallel import MeshConfig, is_main_process, make_mesh, make_rules
+from jaxseeker.parallel import is_main_process
 from jaxseeker.tools import (
     ToolRegistry,
     answer_submit_tool,
@@ -58,8 +57,7 @@ from jaxseeker.train.rl_scoring import (
     submit_feedback,
 )
 from jaxseeker.train.rl_step import RLStepConfig, episode_rows, make_rl_step
-from jaxseeker.train.sft import model_from_recipe
-from jaxseeker.train.state import create_train_state, train_state_from_params
+from jaxseeker.train.policy import build_policy
 
 SECTIONS = ("name", "model", "optimizer", "mesh", "rules", "rl", "rollout", "sampling", "engine", "tools", "world",
             "reward")
@@ -220,21 +218,8 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     if missing:
         raise RecipeError(f"rl.questions: question {missing[0]} ({questions[missing[0]].question[:60]!r}) has no "
                           "'answer'; RL needs reference answers")
-    mesh = make_mesh(build(MeshConfig, recipe.get("mesh"), "mesh"))
-    rules = make_rules(recipe.get("rules"))
-    cfg, params = model_from_recipe(recipe.get("model"))
-    tok_path = rl.tokenizer or (recipe.get("model") or {}).get("hf_path")
-    if not tok_path:
-        raise RecipeError("rl.tokenizer: a tokenizer directory is needed when the model is not an HF checkpoint")
-    tokenizer = load_tokenizer(tok_path)
-    if len(tokenizer) > cfg.vocab_size:
-        raise RecipeError(f"model.vocab_size={cfg.vocab_size} is smaller than the tokenizer's {len(tokenizer)} tokens")
-    tx = make_optimizer(opt_cfg)
-    axes = model.param_axes(cfg)
-    if params is None:
-        state, _ = create_train_state(functools.partial(model.init_params, cfg), axes, tx, rl.seed, mesh, rules)
-    else:
-        state, _ = train_state_from_params(params, axes, tx, rl.seed, mesh, rules)
+    policy = build_policy(recipe, make_optimizer(opt_cfg), tokenizer=rl.tokenizer, seed=rl.seed, where="rl.tokenizer")
+    cfg, tokenizer, mesh, rules, state = policy.cfg, policy.tokenizer, policy.mesh, policy.rules, policy.state
     ref_params = jax.tree.map(lambda x: x.copy(), state.params) if rl.kl_coef > 0 else None
     out_dir = Path(rl.out_dir or f"runs/{recipe['name']}")
     ckpt = Checkpointer(out_dir / "checkpoints", save_every=rl.checkpoint_every, keep=rl.keep)

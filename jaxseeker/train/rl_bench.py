@@ -23,7 +23,7 @@ from jaxseeker import model
 from jaxseeker.agent import bigram_params, prompts
 from jaxseeker.data import render_chat, train_tokenizer
 from jaxseeker.model import ModelConfig
-from jaxseeker.model.flops import flops_per_token
+from jaxseeker.model.flops import flops_per_token, matmul_ceiling
 
 COLOURS = ("red", "blue", "green", "gold")
 TOY_ANSWER = "red"

@@ -7,7 +7,7 @@ import functools
 import importlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +16,15 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxseeker import model
-from jaxseeker.data import DataConfig, batch_iterator, load_tokenizer, open_source, place_on_mesh
-from jaxseeker.parallel import MeshConfig, batch_sharding, is_main_process, make_mesh, make_rules
-from jaxseeker.parallel import maybe_initialize_distributed, process_info
+from jaxseeker.data import DataConfig, batch_iterator, open_source, place_on_mesh
+from jaxseeker.parallel import batch_sharding, is_main_process, process_info
 from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.recipe import RecipeError, build, check_sections
 from jaxseeker.train.sft_step import make_sft_step, sft_loss
-from jaxseeker.train.state import abstract_train_state, create_train_state, train_state_from_params
+from jaxseeker.train.policy import build_policy
+from jaxseeker.train.state import abstract_train_state
 
 SECTIONS = ("name", "model", "data", "optimizer", "mesh", "rules", "train")
 
@@ -70,19 +70,6 @@ def resolve_loss(name: str) -> Callable:
         raise RecipeError(f"train.loss={name!r}: {e}") from None
 
 
-def model_from_recipe(section: Mapping[str, Any]) -> tuple[model.ModelConfig, dict | None]:
-    """(config, params or None): `hf_path` loads a checkpoint (other keys override its config); otherwise
-    the keys are ModelConfig fields and params are initialised later."""
-    section = dict(section or {})
-    hf_path = section.pop("hf_path", None)
-    try:
-        if hf_path:
-            return model.load_hf(hf_path, **section)
-        return build(model.ModelConfig, section, "model"), None
-    except model.ConfigError as e:
-        raise RecipeError(f"model: {e}") from None
-
-
 @dataclasses.dataclass
 class SFTRun:
     """Everything a run needs, built from a recipe (see `prepare`)."""
@@ -112,23 +99,12 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
     data = build(DataConfig, recipe.get("data"), "data")
     opt_values = {"total_steps": train.steps, **(recipe.get("optimizer") or {})}
     opt_cfg = build(OptimizerConfig, opt_values, "optimizer")
-    maybe_initialize_distributed()
-    mesh = make_mesh(build(MeshConfig, recipe.get("mesh"), "mesh"))
-    rules = make_rules(recipe.get("rules"))
-    cfg, params = model_from_recipe(recipe.get("model"))
-    tok_path = train.tokenizer or (recipe.get("model") or {}).get("hf_path")
-    if not tok_path:
-        raise RecipeError("train.tokenizer: a tokenizer directory is needed when the model is not an HF checkpoint")
-    tokenizer = load_tokenizer(tok_path)
-    if len(tokenizer) > cfg.vocab_size:
-        raise RecipeError(f"model.vocab_size={cfg.vocab_size} is smaller than the tokenizer's {len(tokenizer)} tokens")
     out_dir = Path(train.out_dir or f"runs/{recipe['name']}")
     optimizer = make_optimizer(opt_cfg)
+    policy = build_policy(recipe, optimizer, tokenizer=train.tokenizer, seed=train.seed, where="train.tokenizer")
+    cfg, tokenizer, mesh, rules = policy.cfg, policy.tokenizer, policy.mesh, policy.rules
+    state, shardings = policy.state, policy.shardings
     axes = model.param_axes(cfg)
-    if params is None:
-        state, shardings = create_train_state(functools.partial(model.init_params, cfg), axes, optimizer, train.seed, mesh, rules)
-    else:
-        state, shardings = train_state_from_params(params, axes, optimizer, train.seed, mesh, rules)
     records = open_source(list(train.train_files), skip_bad_lines=data.skip_bad_lines)
     if train.eval_files:
         held_out = open_source(list(train.eval_files), skip_bad_lines=data.skip_bad_lines)

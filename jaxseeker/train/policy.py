@@ -1,0 +1,66 @@
+"""The trained policy of a recipe: mesh, model config and weights, tokenizer and the sharded train state.
+
+Shared by the SFT and RL loops, whose recipes name the model and tokenizer the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import optax
+
+from jaxseeker import model
+from jaxseeker.data import load_tokenizer
+from jaxseeker.parallel import MeshConfig, make_mesh, make_rules, maybe_initialize_distributed
+from jaxseeker.train.recipe import RecipeError, build
+from jaxseeker.train.state import TrainState, create_train_state, train_state_from_params
+
+
+def model_from_recipe(section: Mapping[str, Any]) -> tuple[model.ModelConfig, dict | None]:
+    """(config, params or None): `hf_path` loads a checkpoint (other keys override its config); otherwise
+    the keys are ModelConfig fields and params are initialised later."""
+    section = dict(section or {})
+    hf_path = section.pop("hf_path", None)
+    try:
+        if hf_path:
+            return model.load_hf(hf_path, **section)
+        return build(model.ModelConfig, section, "model"), None
+    except model.ConfigError as e:
+        raise RecipeError(f"model: {e}") from None
+
+
+@dataclasses.dataclass
+class Policy:
+    """What `build_policy` returns."""
+
+    cfg: model.ModelConfig
+    tokenizer: Any
+    mesh: Any
+    rules: Any
+    state: TrainState
+    shardings: TrainState
+
+
+def build_policy(recipe: Mapping[str, Any], optimizer: optax.GradientTransformation, *, tokenizer: str | None,
+                 seed: int, where: str) -> Policy:
+    """The recipe's mesh (`mesh`, `rules`), model (`model`: `hf_path` or config fields), tokenizer (`tokenizer`,
+    default the model's `hf_path`; `where` names the key in errors) and a sharded TrainState for `optimizer`."""
+    maybe_initialize_distributed()
+    mesh = make_mesh(build(MeshConfig, recipe.get("mesh"), "mesh"))
+    rules = make_rules(recipe.get("rules"))
+    cfg, params = model_from_recipe(recipe.get("model"))
+    tok_path = tokenizer or (recipe.get("model") or {}).get("hf_path")
+    if not tok_path:
+        raise RecipeError(f"{where}: a tokenizer directory is needed when the model is not an HF checkpoint")
+    tok = load_tokenizer(tok_path)
+    if len(tok) > cfg.vocab_size:
+        raise RecipeError(f"model.vocab_size={cfg.vocab_size} is smaller than the tokenizer's {len(tok)} tokens")
+    axes = model.param_axes(cfg)
+    if params is None:
+        state, shardings = create_train_state(functools.partial(model.init_params, cfg), axes, optimizer, seed, mesh, rules)
+    else:
+        state, shardings = train_state_from_params(params, axes, optimizer, seed, mesh, rules)
+    return Policy(cfg, tok, mesh, rules, state, shardings)
