@@ -242,9 +242,9 @@ class _Loop:
         if len(run.records) + len(calls) > self.config.max_tool_calls:
             self.finish(run, "max_tool_calls")
             return
+        run.tools_started = time.perf_counter()  # before submitting: the wait then covers every tool's latency
         run.pending = [(c, self.pool.submit(run.registry.call, c.name, c.arguments) if isinstance(c, ToolCall)
                         else None) for c in items]
-        run.tools_started = time.perf_counter()
         self.waiting.add(run.rid)
 
     def on_results(self, run: _Run) -> None:
