@@ -6,13 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.pipeline.plots import write_plots
+
 
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
-def markdown(report: dict[str, Any]) -> str:
-    """A short markdown summary of a pipeline report."""
+def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
+    """A short markdown summary of a pipeline report, with the plots (file under `plots/`, caption) it shows."""
     lines = [f"# jaxseeker pipeline: {report['name']}", ""]
     w, qa = report.get("world", {}), report.get("qa", {})
     lines += [f"World: {w.get('entities')} entities, {w.get('pages')} pages, {w.get('relation_types')} relation types.",
@@ -34,11 +36,17 @@ def markdown(report: dict[str, Any]) -> str:
     lines.append("|---|---|")
     for stage, s in report.get("stage_wall_s", {}).items():
         lines.append(f"| {stage} | {s:.1f} |")
+    lines.append(f"| total | {sum(report.get('stage_wall_s', {}).values()):.1f} |")
+    for name, caption in plots:
+        lines += ["", f"![{caption}](plots/{name})", f"*{caption}*"]
     return "\n".join(lines) + "\n"
 
 
-def write_pipeline_report(root: str | Path, report: dict[str, Any]) -> None:
-    """Write `report.json` and `report.md` under `root`."""
+def write_pipeline_report(root: str | Path, report: dict[str, Any]) -> dict[str, Any]:
+    """Write the PNGs under `plots/`, `report.json` and `report.md` of `root`; returns the report with its plots."""
     root = Path(root)
+    plots = write_plots(root)
+    report = {**report, "plots": [f"plots/{name}" for name, _ in plots]}
     (root / "report.json").write_text(json.dumps(report, indent=2, default=str))
-    (root / "report.md").write_text(markdown(report))
+    (root / "report.md").write_text(markdown(report, plots))
+    return report

@@ -1,4 +1,4 @@
-"""`jaxseeker pipeline`: world → QA → tokenizer → expert trajectories → SFT → eval → RL → eval → export → report.
+"""`jaxseeker pipeline`: world → QA → expert trajectories → tokenizer → SFT → eval → RL → eval → export → report.
 
 Everything goes under `runs/<name>/`; each stage's output is reused while its inputs are unchanged, so an
 interrupted run resumes where it stopped.
@@ -84,32 +84,37 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     report["qa"] = runner.run("qa", qa_key, qa_stage)
     qa_dir = root / "qa"
 
-    tok_key = fingerprint(qa_key, cfg.policy.vocab_size)
-
-    def tokenizer_stage(out: Path) -> dict:
-        texts = [f"{p.title}\n{p.text}" for p in world.corpus.pages]
-        texts += [r["question"] + " " + r["answer"] for r in _jsonl(qa_dir / "train.jsonl")]
-        tok = train_tokenizer(texts, cfg.policy.vocab_size, out)
-        return {"vocab": len(tok)}
-
-    report["tokenizer"] = runner.run("tokenizer", tok_key, tokenizer_stage)
-    tokenizer = load_tokenizer(root / "tokenizer")
     registry = build_registry(TOOLS, corpus=world.corpus)
-
-    expert_key = fingerprint(tok_key, dataclasses.asdict(cfg.expert), dataclasses.asdict(cfg.eval))
+    page_texts = [f"{p.title}\n{p.text}" for p in world.corpus.pages]
+    expert_key = fingerprint(qa_key, dataclasses.asdict(cfg.expert), dataclasses.asdict(cfg.eval), cfg.policy.vocab_size)
 
     def expert_stage(out: Path) -> dict:
+        # The rollout loop counts context in tokens, so the expert runs with a first tokenizer trained on the
+        # pages and questions; the policy's own tokenizer is trained next, on the pages and these trajectories.
+        first = train_tokenizer(page_texts + [r["question"] + " " + r["answer"] for r in _jsonl(qa_dir / "train.jsonl")],
+                                cfg.policy.vocab_size)
         teacher = ExpertTeacher(world, ExpertConfig(detour_rate=cfg.expert.detour_rate))
-        records, stats = synthesize(teacher, tokenizer, registry, _questions(_jsonl(qa_dir / "train.jsonl")),
+        records, stats = synthesize(teacher, first, registry, _questions(_jsonl(qa_dir / "train.jsonl")),
                                     filters.webdancer_funnel(), tries=cfg.expert.tries, config=rollout_config(cfg),
                                     seed=cfg.expert.seed, progress=progress)
         write_records(out / "trajectories.jsonl", records)
         return {"trajectories": len(records), "questions": stats.questions, "episodes": stats.episodes}
 
     report["expert"] = runner.run("expert", expert_key, expert_stage)
+    tok_key = fingerprint(expert_key, cfg.policy.vocab_size)
+
+    def tokenizer_stage(out: Path) -> dict:
+        # Trained on what the policy reads and writes (system prompt, tool calls, observations included), so the
+        # agent's scaffolding costs few tokens and more of each SFT row is the agent's own words.
+        messages = [m["content"] for r in _jsonl(root / "expert" / "trajectories.jsonl") for m in r["messages"]]
+        tok = train_tokenizer(page_texts + messages, cfg.policy.vocab_size, out)
+        return {"vocab": len(tok)}
+
+    report["tokenizer"] = runner.run("tokenizer", tok_key, tokenizer_stage)
+    tokenizer = load_tokenizer(root / "tokenizer")
 
     p = cfg.policy
-    sft_key = fingerprint(expert_key, dataclasses.asdict(p))
+    sft_key = fingerprint(tok_key, dataclasses.asdict(p))
 
     def sft_stage(out: Path) -> dict:
         recipe = {
@@ -178,5 +183,4 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     report["eval_rl"] = runner.run("eval_rl", fingerprint(rl_key, eval_key), eval_stage(root / "rl" / "hf"))
     report["stage_wall_s"] = runner.timings
     report["reused_stages"] = runner.reused
-    write_pipeline_report(root, report)
-    return report
+    return write_pipeline_report(root, report)

@@ -15,7 +15,12 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
     saved = json.loads((tmp_path / "report.json").read_text())
     assert saved["eval_sft"] == report["eval_sft"]
-    assert (tmp_path / "report.md").read_text().startswith("# jaxseeker pipeline")
+    markdown = (tmp_path / "report.md").read_text()
+    assert markdown.startswith("# jaxseeker pipeline")
+    assert set(report["plots"]) == {"plots/sft_loss.png", "plots/rl_curves.png", "plots/tool_calls_sft.png",
+                                    "plots/tool_calls_rl.png"}
+    for png in report["plots"]:
+        assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in markdown
     again = run_pipeline(cfg, tmp_path, progress=False)
     assert set(again["reused_stages"]) >= {"qa", "tokenizer", "expert", "sft", "eval_sft"}
 

@@ -1,0 +1,34 @@
+"""The pipeline report's PNGs, gathered under `runs/<name>/plots/`: SFT loss, RL reward and tool calls, tool-call
+distribution before and after RL."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from jaxseeker.train.metrics import plot_curves, read_metrics
+
+# (PNG under plots/, what it shows) in the order the markdown report lists them.
+PLOTS = (
+    ("sft_loss.png", "SFT loss (train and held-out) and learning rate per step"),
+    ("rl_curves.png", "RL reward, accuracy and tool calls per episode, per step"),
+    ("tool_calls_sft.png", "tool calls per test rollout after SFT"),
+    ("tool_calls_rl.png", "tool calls per test rollout after RL"),
+)
+
+
+def write_plots(root: str | Path) -> list[tuple[str, str]]:
+    """Draw (or copy) every plot whose data exists under `root`; returns the (file, caption) pairs written."""
+    root = Path(root)
+    out = root / "plots"
+    out.mkdir(exist_ok=True)
+    drawn = {
+        "sft_loss.png": plot_curves(read_metrics(root / "sft" / "metrics.jsonl"), ["loss", "eval_loss", "lr"],
+                                    out / "sft_loss.png", title="SFT"),
+        "rl_curves.png": plot_curves(read_metrics(root / "rl" / "metrics.jsonl"), ["reward", "accuracy", "tool_calls"],
+                                     out / "rl_curves.png", title="RL"),
+    }
+    for name, stage in (("tool_calls_sft.png", "eval_sft"), ("tool_calls_rl.png", "eval_rl")):
+        source = root / stage / "report" / "tool_calls.png"
+        drawn[name] = shutil.copy(source, out / name) if source.exists() else None
+    return [(name, caption) for name, caption in PLOTS if drawn.get(name)]
