@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "jaxseeker.train.rl_command",
     "jaxseeker.agent.command",
     "jaxseeker.pipeline.command",
+    "jaxseeker.serve.command",
 )
 
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 STAGES = ["model", "parallel", "losses", "rewards", "generation", "agent", "tools", "world", "synthesis", "data",
-          "train", "eval", "pipeline", "cli"]
+          "train", "eval", "pipeline", "serve", "cli"]
 
 
 def test_no_stage_starts_the_backend_at_import():

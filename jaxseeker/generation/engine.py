@@ -5,6 +5,10 @@ Each slot keeps every context token but the newest in the cache; the newest (`la
 next decode step. So a prompt of n tokens prefills n - 1 of them, a stop inside a decode call is rolled back
 by moving the slot's end (the host owns every row's end and passes it to each call), and `extend` prefills
 the stop token followed by the observation.
+
+A request may bring its own `SamplingConfig` (`submit(..., sampling=)`, as a server's clients do): a decode
+call with such a request samples every row with its own temperature / top-p / top-k / seed (traced, so no
+recompile per value). `peek` shows a turn in progress, for streaming.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class _Slot:
     end: int = 0  # tokens written in the cache
     sampled: int = 0  # tokens sampled by this request so far (PRNG step)
     running: bool = True
+    sampling: SamplingConfig | None = None  # the request's own (else the engine's)
     tokens: list[int] = dataclasses.field(default_factory=list)  # sampled this turn
     logprobs: list[float] = dataclasses.field(default_factory=list)
 
@@ -133,9 +138,15 @@ class Engine:
         """True when some request waits for prefill or decoding (not paused)."""
         return any(s is not None and s.running for s in self._slots)
 
-    def submit(self, request_id: str, prompt: list[int], *, max_new_tokens: int) -> None:
+    def submit(
+        self, request_id: str, prompt: list[int], *, max_new_tokens: int, sampling: SamplingConfig | None = None
+    ) -> None:
         """Start a request in a free slot (ValueError when none is free, the id is taken or the prompt
-        does not fit in max_len)."""
+        does not fit in max_len).
+
+        sampling: the request's own temperature / top-p / top-k / seed instead of the engine's; its PRNG keys
+        are then (sampling.seed, token index), so a seed draws the same tokens whatever the id or slot.
+        """
         if request_id in self._index:
             raise ValueError(f"Engine.submit: request {request_id!r} already holds a slot")
         if None not in self._slots:
@@ -145,9 +156,14 @@ class Engine:
                 f"Engine.submit: prompt of {request_id!r} has {len(prompt)} tokens; needs 1..{self.max_len}"
             )
         _check_budget("submit", request_id, max_new_tokens)
+        if sampling is not None and not 0 <= sampling.seed < 2**31:
+            raise ValueError(
+                f"Engine.submit: sampling.seed of {request_id!r} must be in [0, 2**31), got {sampling.seed}"
+            )
         prompt = [int(t) for t in prompt]
         row = self._slots.index(None)
-        self._slots[row] = _Slot(request_id, request_hash(request_id), prompt[:-1], prompt[-1], max_new_tokens)
+        self._slots[row] = _Slot(request_id, 0 if sampling is not None else request_hash(request_id), prompt[:-1],
+                                 prompt[-1], max_new_tokens, sampling=sampling)
         self._index[request_id] = row
 
     def extend(self, request_id: str, tokens: list[int], *, max_new_tokens: int) -> None:
@@ -169,6 +185,12 @@ class Engine:
         """Free the request's slot (its cache rows are simply overwritten by the next request)."""
         self._slot(request_id, "release")
         self._slots[self._index.pop(request_id)] = None
+
+    def peek(self, request_id: str) -> tuple[list[int], list[float]]:
+        """Tokens and log-probs the request has sampled so far in its current turn (copies; its next event
+        reports them again): lets a caller stream a turn before it ends."""
+        slot = self._slot(request_id, "peek")
+        return list(slot.tokens), list(slot.logprobs)
 
     def context_left(self, request_id: str) -> int:
         """How many more tokens (sampled or extended) the request's context can take."""
@@ -260,10 +282,12 @@ class Engine:
             last[row], request[row], count[row] = slot.last, slot.request, slot.sampled
         ends = self._ends()
         window = self._window(int(np.max(np.where(budget > 0, ends + budget, 0))))
+        seed, rows, sampling = np.int32(self.sampling.seed), None, self.sampling.static
+        if any(slot.sampling is not None for _, slot in live):
+            seed, rows, sampling = *self._row_sampling(live), None
         self._cache, out_tok, out_lp = steps.decode(
-            self._params, self._cache, last, ends, budget, request, count, np.int32(self.sampling.seed),
-            cfg=self.cfg, sampling=self.sampling.static, steps=self.steps_per_call, window=window,
-            sharding=self._sharding,
+            self._params, self._cache, last, ends, budget, request, count, seed, rows,
+            cfg=self.cfg, sampling=sampling, steps=self.steps_per_call, window=window, sharding=self._sharding,
         )
         out_tok, out_lp = np.asarray(out_tok), np.asarray(out_lp)  # [slots, steps]
         events = []
@@ -281,6 +305,17 @@ class Engine:
             if reason is not None:
                 events.append(self._pause(slot, reason, stop))
         return events
+
+    def _row_sampling(self, live: list[tuple[int, _Slot]]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """Per-row seeds and (temperature, top_p, top_k) `[slots]` when some live request has its own sampling."""
+        seed = np.zeros(self.slots, np.int32)
+        temperature = np.zeros(self.slots, np.float32)
+        top_p = np.ones(self.slots, np.float32)
+        top_k = np.zeros(self.slots, np.int32)
+        for row, slot in live:
+            own = slot.sampling or self.sampling
+            seed[row], temperature[row], top_p[row], top_k[row] = own.seed, own.temperature, own.top_p, own.top_k
+        return seed, (temperature, top_p, top_k)
 
     def _find_stop(self, before: list[int], new: list[int]) -> tuple[int, str | None, str | None]:
         """(tokens of `new` to keep, reason, stop): cut just after the first EOS id or stop string."""

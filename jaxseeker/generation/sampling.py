@@ -51,9 +51,12 @@ def request_hash(request_id: str) -> int:
 
 def row_keys(seed: int | jnp.ndarray, request: jnp.ndarray, step: jnp.ndarray) -> jax.Array:
     """One PRNG key per row from (seed, request hash `[batch]`, token index `[batch]`): the same request
-    draws the same randomness at the same step whichever slot it occupies. `seed` may be traced."""
-    base = jax.random.key(seed)
-    return jax.vmap(lambda r, s: jax.random.fold_in(jax.random.fold_in(base, r), s))(request, step)
+    draws the same randomness at the same step whichever slot it occupies. `seed` (a scalar, or one per
+    row `[batch]`) may be traced."""
+    seeds = jnp.broadcast_to(jnp.asarray(seed, jnp.int32), jnp.shape(request))  # [batch]
+    return jax.vmap(lambda k, r, s: jax.random.fold_in(jax.random.fold_in(jax.random.key(k), r), s))(
+        seeds, request, step
+    )
 
 
 def truncate(scaled: jnp.ndarray, *, top_k: int, top_p: float) -> jnp.ndarray:
@@ -95,3 +98,37 @@ def sample(logits: jnp.ndarray, keys: jax.Array | None, sampling: SamplingConfig
     logprobs = jax.nn.log_softmax(scaled, axis=-1)  # [batch, vocab]
     return tokens, jnp.take_along_axis(logprobs, tokens[:, None], axis=-1)[:, 0]
 
+
+def truncate_rows(scaled: jnp.ndarray, top_k: jnp.ndarray, top_p: jnp.ndarray) -> jnp.ndarray:
+    """`truncate` with one top-k `[batch]` (0 = off) and one top-p `[batch]` per row, both traced."""
+    vocab = scaled.shape[-1]
+    order = jnp.argsort(-scaled, axis=-1)  # [batch, vocab] most likely first
+    sorted_logits = jnp.take_along_axis(scaled, order, axis=-1)
+    kth = jnp.take_along_axis(sorted_logits, jnp.clip(top_k - 1, 0, vocab - 1)[:, None], axis=-1)  # [batch, 1]
+    kth = jnp.where(top_k[:, None] > 0, kth, _NEG_INF)
+    sorted_logits = jnp.where(sorted_logits < kth, _NEG_INF, sorted_logits)  # ties at the k-th value kept
+    probs = jax.nn.softmax(sorted_logits, axis=-1)
+    before = jnp.cumsum(probs, axis=-1) - probs  # mass of the strictly more likely tokens
+    kept = jnp.where(before < top_p[:, None], sorted_logits, _NEG_INF)  # the first token is always kept
+    rows = jnp.arange(scaled.shape[0])[:, None]
+    return jnp.zeros_like(scaled).at[rows, order].set(kept)
+
+
+def sample_rows(
+    logits: jnp.ndarray, keys: jax.Array, temperature: jnp.ndarray, top_p: jnp.ndarray, top_k: jnp.ndarray
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """`sample` with each row's own temperature `[batch]` (0 = greedy), top-p `[batch]` and top-k `[batch]`.
+
+    logits `[batch, vocab]`; keys: one per row (`row_keys`), unused on greedy rows. The same tokens and
+    log-probs as `sample` with that row's SamplingConfig; the sort of top-k / top-p is skipped when no
+    sampled row truncates.
+    """
+    logits = logits.astype(jnp.float32)
+    greedy = temperature <= 0.0  # [batch]
+    scaled = logits / jnp.where(greedy, 1.0, temperature)[:, None]  # [batch, vocab]
+    truncating = jnp.any(~greedy & ((top_k > 0) | (top_p < 1.0)))
+    masked = jax.lax.cond(truncating, lambda s: truncate_rows(s, top_k, top_p), lambda s: s, scaled)
+    drawn = jax.vmap(jax.random.categorical)(keys, masked)  # [batch]
+    tokens = jnp.where(greedy, jnp.argmax(logits, axis=-1), drawn).astype(jnp.int32)
+    logprobs = jax.nn.log_softmax(scaled, axis=-1)  # [batch, vocab]
+    return tokens, jnp.take_along_axis(logprobs, tokens[:, None], axis=-1)[:, 0]

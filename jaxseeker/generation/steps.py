@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxseeker.generation.cached_forward import cached_forward
-from jaxseeker.generation.sampling import SamplingConfig, row_keys, sample
+from jaxseeker.generation.sampling import SamplingConfig, row_keys, sample, sample_rows
 from jaxseeker.model import KVCache, ModelConfig
 
 
@@ -71,9 +71,10 @@ def decode(
     request: jnp.ndarray,
     count: jnp.ndarray,
     seed: jnp.ndarray,
+    rows: tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray] | None = None,
     *,
     cfg: ModelConfig,
-    sampling: SamplingConfig,
+    sampling: SamplingConfig | None,
     steps: int,
     window: int,
     sharding: KVCache | None = None,
@@ -85,6 +86,8 @@ def decode(
     a row past its budget writes nothing visible, keeps its end and its input token. request `[slots]` and
     count `[slots]` (tokens this request has sampled before) key the PRNG per (seed, request, step); the
     seed is a traced scalar (`sampling.seed` is ignored, so new seeds do not recompile).
+    Per-row sampling: `sampling=None`, `rows` = (temperature, top_p, top_k), each `[slots]` and traced, and
+    `seed` may be one per row `[slots]`.
     Outputs past a row's budget are meaningless. window: attention reads cache slots [0, window)
     (≥ every running row's end + budget).
     """
@@ -96,8 +99,11 @@ def decode(
         active = i < budget  # [slots]
         segment_ids = active[:, None].astype(jnp.int32)  # [slots, 1]
         logits, cache = cached_forward(params, tok[:, None], segment_ids, cache, cfg, window=window)
-        keys = None if sampling.greedy else row_keys(seed, request, count + i)
-        new, lp = sample(logits[:, 0], keys, sampling)  # [slots], [slots]
+        if sampling is None:
+            new, lp = sample_rows(logits[:, 0], row_keys(seed, request, count + i), *rows)  # [slots], [slots]
+        else:
+            keys = None if sampling.greedy else row_keys(seed, request, count + i)
+            new, lp = sample(logits[:, 0], keys, sampling)  # [slots], [slots]
         tok = jnp.where(active, new, tok)
         return cache, tok, out_tok.at[:, i].set(new), out_lp.at[:, i].set(lp)
 

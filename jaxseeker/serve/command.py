@@ -1,0 +1,92 @@
+"""`jaxseeker serve` (an OpenAI-compatible server for a policy) and `jaxseeker bench serve`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+from jaxseeker.serve.server import EngineShape
+
+API_KEY_ENV = "JAXSEEKER_API_KEY"
+
+
+def _add_shape_args(p: argparse.ArgumentParser, defaults: EngineShape) -> None:
+    helps = {
+        "slots": "completions decoded at once (continuous batching)",
+        "max_len": "context length of a slot: prompt + completion tokens",
+        "steps_per_call": "decode steps per device call",
+        "prefill_chunk": "prompt tokens written per prefill call",
+        "min_window": "smallest attention window (doubles up to --max-len; one compile each)",
+        "max_queue": "completions that may wait for a slot; more are answered 429",
+    }
+    for field in dataclasses.fields(EngineShape):
+        p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, type=int,
+                       default=getattr(defaults, field.name), help=f"{helps[field.name]} (default: %(default)s)")
+
+
+def _shape(args: argparse.Namespace) -> EngineShape:
+    return EngineShape(**{f.name: getattr(args, f.name) for f in dataclasses.fields(EngineShape)})
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from jaxseeker.serve.server import build_served, load_policy, serve_forever
+
+    api_key = os.environ.get(args.api_key_env) or None
+    cfg, params, tokenizer = load_policy(args.model, dtype=args.dtype)
+    name = args.served_model_name or Path(args.model).resolve().name
+    served = build_served(cfg, params, tokenizer, model_name=name, shape=_shape(args), api_key=api_key)
+    print(f"serving {name!r} on http://{args.host}:{args.port}/v1 ({args.slots} slots × {args.max_len} tokens; "
+          f"API key {'required' if api_key else 'not required'})", flush=True)
+    serve_forever(served, args.host, args.port)
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add `serve`: an OpenAI-compatible HTTP server (chat, completions, models, health) for a policy."""
+    p = subparsers.add_parser("serve", help="serve a policy behind an OpenAI-compatible API")
+    p.add_argument("--model", required=True,
+                   help="HF model directory (config.json, safetensors, tokenizer), or a jaxseeker run directory")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="default: %(default)s")
+    p.add_argument("--served-model-name", help="the model id clients send (default: the model directory's name)")
+    p.add_argument("--api-key-env", default=API_KEY_ENV,
+                   help="environment variable holding the key clients must send as a Bearer token; unset or empty: "
+                   "no key (default: %(default)s)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16"), help="parameter dtype (default: the checkpoint's)")
+    _add_shape_args(p, EngineShape())
+    p.set_defaults(func=_serve)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import json
+
+    from jaxseeker.serve.bench import ServeBenchShape, format_table, run_serve_bench
+
+    shape = ServeBenchShape(
+        **{f.name: getattr(args, f.name) for f in dataclasses.fields(ServeBenchShape) if f.name != "concurrency"},
+        concurrency=tuple(int(c) for c in args.concurrency.split(",")),
+    )
+    result = run_serve_bench(shape)
+    print(json.dumps({**dataclasses.asdict(shape), **result}) if args.json else format_table(shape, result))
+    return 0
+
+
+def add_bench_parser(bench_subparsers: Any) -> None:
+    """Add `bench serve`: requests/s and tokens/s of the server under concurrent streaming clients."""
+    from jaxseeker.serve.bench import ServeBenchShape
+
+    p = bench_subparsers.add_parser(
+        "serve", help="requests/s and tokens/s of `jaxseeker serve` under concurrent clients, vs the bare engine"
+    )
+    for field in dataclasses.fields(ServeBenchShape):
+        if field.name == "concurrency":
+            p.add_argument("--concurrency", default=",".join(map(str, field.default)),
+                           help="comma-separated numbers of concurrent clients (default: %(default)s)")
+        else:
+            p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, type=int, default=field.default,
+                           help=f"default: {field.default}")
+    p.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
+    p.set_defaults(func=_bench)

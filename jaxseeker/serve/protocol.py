@@ -1,0 +1,221 @@
+"""The OpenAI wire format: request bodies parsed into `Params` (400s name the bad field), errors shaped as
+`{"error": {message, type, param, code}}`, and the JSON of completions, chat completions and their chunks.
+
+Sampling follows the OpenAI defaults (temperature 1, top_p 1). Extensions that vLLM also reads:
+`top_k` (0 or -1 = off) and `ignore_eos`. Unsupported features (tools, logit bias, penalties, echo,
+alternative top log-probs) are refused with a 400 rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+MAX_N = 128
+MAX_STOPS = 16
+
+
+class APIError(Exception):
+    """An error answered as OpenAI shapes it: HTTP `status` and `{"error": {...}}`."""
+
+    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error", param: str | None = None,
+                 code: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body of the error response."""
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+
+@dataclasses.dataclass(frozen=True)
+class Params:
+    """What a request asks for, besides its prompt (validated)."""
+
+    model: str
+    max_tokens: int | None = None
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    n: int = 1
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    logprobs: bool = False
+    stream: bool = False
+    include_usage: bool = False
+    ignore_eos: bool = False
+
+
+def _bad(message: str, param: str) -> APIError:
+    return APIError(400, message, param=param)
+
+
+def _get(body: Mapping[str, Any], key: str, kinds: tuple[type, ...], default: Any) -> Any:
+    """body[key] when present and not null; a 400 naming the key when it has the wrong JSON type."""
+    value = body.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+        names = " or ".join("number" if k is float else {int: "integer", str: "string", bool: "boolean",
+                                                         list: "array", dict: "object"}[k] for k in kinds)
+        raise _bad(f"'{key}' must be {names}, got {value!r}", key)
+    return value
+
+
+def _number(body: Mapping[str, Any], key: str, default: float, low: float, high: float, *,
+            open_low: bool = False) -> float:
+    value = float(_get(body, key, (int, float), default))
+    if not (low < value if open_low else low <= value) or value > high:
+        raise _bad(f"'{key}' must be in {'(' if open_low else '['}{low}, {high}], got {value}", key)
+    return value
+
+
+def _refuse(body: Mapping[str, Any], key: str, allowed: Callable[[Any], bool], why: str) -> None:
+    if key in body and body[key] is not None and not allowed(body[key]):
+        raise _bad(f"'{key}' is not supported: {why}", key)
+
+
+def _stops(body: Mapping[str, Any]) -> tuple[str, ...]:
+    stop = _get(body, "stop", (str, list), [])
+    stops = [stop] if isinstance(stop, str) else stop
+    if len(stops) > MAX_STOPS or any(not isinstance(s, str) or not s for s in stops):
+        raise _bad(f"'stop' must be a non-empty string or a list of at most {MAX_STOPS} of them, got {stop!r}", "stop")
+    return tuple(stops)
+
+
+def parse_params(body: Any, *, chat: bool) -> Params:
+    """The sampling, length, stop and streaming fields of a chat or completions body (400 on a bad one)."""
+    if not isinstance(body, dict):
+        raise APIError(400, f"the request body must be a JSON object, got {type(body).__name__}")
+    model = _get(body, "model", (str,), None)
+    if not model:
+        raise _bad("you must provide a 'model' parameter", "model")
+    for key in ("presence_penalty", "frequency_penalty"):
+        _refuse(body, key, lambda v: v == 0, "penalties are not implemented")
+    _refuse(body, "repetition_penalty", lambda v: v == 1, "penalties are not implemented")
+    _refuse(body, "logit_bias", lambda v: not v, "logit bias is not implemented")
+    max_key = "max_completion_tokens" if chat and body.get("max_completion_tokens") is not None else "max_tokens"
+    max_tokens = _get(body, max_key, (int,), None)
+    if max_tokens is not None and max_tokens < 1:
+        raise _bad(f"'{max_key}' must be >= 1, got {max_tokens}", max_key)
+    n = _get(body, "n", (int,), 1)
+    if not 1 <= n <= MAX_N:
+        raise _bad(f"'n' must be in [1, {MAX_N}], got {n}", "n")
+    top_k = _get(body, "top_k", (int,), 0)
+    if top_k < -1:
+        raise _bad(f"'top_k' must be >= 0 (0 or -1: off), got {top_k}", "top_k")
+    if chat:
+        _refuse(body, "tools", lambda v: not v, "write the tool schemas into the system prompt instead")
+        _refuse(body, "functions", lambda v: not v, "write the tool schemas into the system prompt instead")
+        _refuse(body, "response_format", lambda v: isinstance(v, dict) and v.get("type") == "text",
+                "only {'type': 'text'}")
+        _refuse(body, "top_logprobs", lambda v: v == 0, "only the sampled token's log-prob is returned")
+        logprobs = _get(body, "logprobs", (bool,), False)
+    else:
+        _refuse(body, "echo", lambda v: v is False, "the prompt is never echoed")
+        _refuse(body, "suffix", lambda v: v == "", "no insertion mode")
+        _refuse(body, "best_of", lambda v: v == 1, "best_of must be 1")
+        _refuse(body, "logprobs", lambda v: v == 0 and not isinstance(v, bool),
+                "only logprobs=0 (the sampled tokens' log-probs, no alternatives)")
+        logprobs = body.get("logprobs") is not None
+    stream = _get(body, "stream", (bool,), False)
+    options = _get(body, "stream_options", (dict,), {})
+    return Params(
+        model=model, max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
+        top_p=_number(body, "top_p", 1.0, 0.0, 1.0, open_low=True), top_k=max(top_k, 0), n=n,
+        seed=_get(body, "seed", (int,), None), stop=_stops(body), logprobs=logprobs, stream=stream,
+        include_usage=stream and bool(options.get("include_usage")),
+        ignore_eos=_get(body, "ignore_eos", (bool,), False),
+    )
+
+
+def parse_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The chat messages (role "developer" read as "system"); their content is checked when rendered."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _bad("'messages' must be a non-empty array of {role, content} objects", "messages")
+    out = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise _bad(f"messages[{i}] must be an object with 'role' and 'content'", "messages")
+        role = "system" if message.get("role") == "developer" else message.get("role")
+        out.append({**message, "role": role})
+    return out
+
+
+def parse_prompts(body: Mapping[str, Any]) -> list[str | list[int]]:
+    """The prompts of a completions body: a string, token ids, or a list of either (one batch)."""
+    prompt = body.get("prompt")
+    if isinstance(prompt, str) or _is_ids(prompt):
+        prompts = [prompt]
+    elif isinstance(prompt, list) and prompt and all(isinstance(p, str) or _is_ids(p) for p in prompt):
+        prompts = prompt
+    else:
+        raise _bad("'prompt' must be a string, an array of token ids, or a non-empty array of either", "prompt")
+    if any(not p for p in prompts):
+        raise _bad("'prompt' must not be empty", "prompt")
+    return prompts
+
+
+def _is_ids(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(type(t) is int for t in value)
+
+
+# ---- responses ------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Usage:
+    """Token counts of a response."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def json(self) -> dict[str, int]:
+        """The `usage` object."""
+        total = self.prompt_tokens + self.completion_tokens
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "total_tokens": total}
+
+
+def logprobs_json(tokens: Sequence[int], logprobs: Sequence[float], token_text: Callable[[int], str], *, chat: bool,
+                  offset: int = 0) -> dict[str, Any]:
+    """The `logprobs` object of a choice or chunk: chat `{"content": [...]}`, completions `{"tokens", …}`.
+
+    offset: characters of this choice's text before these tokens (completions' `text_offset`).
+    """
+    texts = [token_text(t) for t in tokens]
+    if chat:
+        return {"content": [{"token": s, "logprob": lp, "bytes": list(s.encode("utf-8")), "top_logprobs": []}
+                            for s, lp in zip(texts, logprobs, strict=True)]}
+    offsets = []
+    for s in texts:
+        offsets.append(offset)
+        offset += len(s)
+    return {"tokens": texts, "token_logprobs": list(logprobs), "top_logprobs": None, "text_offset": offsets}
+
+
+def response_json(kind: str, response_id: str, model: str, choices: list[dict[str, Any]], usage: Usage | None,
+                  created: int | None = None) -> dict[str, Any]:
+    """A whole response or one streamed chunk; kind: "chat.completion", "chat.completion.chunk" or
+    "text_completion"."""
+    out = {"id": response_id, "object": kind, "created": int(time.time()) if created is None else created,
+           "model": model, "choices": choices}
+    if kind != "chat.completion.chunk" or usage is not None:
+        out["usage"] = None if usage is None else usage.json()
+    if kind.startswith("chat"):
+        out["system_fingerprint"] = None
+    return out
+
+
+def choice_json(index: int, text: str, finish_reason: str | None, logprobs: dict[str, Any] | None, *, chat: bool,
+                delta: bool = False, first: bool = False) -> dict[str, Any]:
+    """One entry of `choices`: a chat message, a chat delta (`first` carries the role) or a completion text."""
+    if not chat:
+        return {"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}
+    if delta:
+        message = {"role": "assistant", "content": text} if first else ({"content": text} if text else {})
+        return {"index": index, "delta": message, "logprobs": logprobs, "finish_reason": finish_reason}
+    return {"index": index, "message": {"role": "assistant", "content": text}, "logprobs": logprobs,
+            "finish_reason": finish_reason}

@@ -1,0 +1,134 @@
+"""Load a policy, build its engine and scheduler, and run the app with uvicorn (in the foreground for
+`jaxseeker serve`, or on a background thread for tests and the benchmark)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from jaxseeker.generation import Engine
+from jaxseeker.serve.app import Served, create_app
+from jaxseeker.serve.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineShape:
+    """The engine the server builds: concurrent slots, context length, decode steps per call and chunks."""
+
+    slots: int = 16
+    max_len: int = 4096
+    steps_per_call: int = 8
+    prefill_chunk: int = 128
+    min_window: int = 256
+    max_queue: int = 256
+
+
+def load_policy(path: str | Path, dtype: str | None = None) -> tuple[Any, dict, Any]:
+    """(cfg, params, tokenizer) of an HF model directory, or of a jaxseeker run directory / its checkpoints
+    folder (latest step; tokenizer from the run's `tokenizer/`)."""
+    from jaxseeker import model
+    from jaxseeker.data.tokenizer import load_tokenizer
+
+    path = Path(path)
+    if (path / "config.json").exists():
+        cfg, params = model.load_hf(path, dtype=dtype)
+        return cfg, params, load_tokenizer(path)
+    import jax
+
+    from jaxseeker.train.checkpoint import restore_params
+    from jaxseeker.train.export import run_dir_of
+
+    run = run_dir_of(path)  # FileNotFoundError naming the path when it is neither
+    config = run / "model_config.json"
+    cfg = model.from_hf_dict(json.loads(config.read_text()), source=str(config))
+    if dtype is not None:
+        cfg = cfg.replace(param_dtype=dtype)
+    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device),
+                          jax.eval_shape(lambda: model.init_params(cfg, jax.random.key(0))))
+    return cfg, restore_params(run / "checkpoints", target), load_tokenizer(run / "tokenizer")
+
+
+def eos_ids(tokenizer: Any, model_eos: int | tuple[int, ...] | None = None) -> list[int]:
+    """Token ids that end a completion: the tokenizer's EOS, `<|im_end|>`, `<|endoftext|>` and the model
+    config's `eos_token_id` (one id or several)."""
+    vocab = tokenizer.get_vocab()
+    ids = {tokenizer.eos_token_id, *(vocab.get(t) for t in ("<|im_end|>", "<|endoftext|>"))}
+    ids.update(model_eos if isinstance(model_eos, tuple | list) else [model_eos])
+    ids.discard(None)
+    return sorted(int(i) for i in ids)
+
+
+def build_served(cfg: Any, params: dict, tokenizer: Any, *, model_name: str, shape: EngineShape = EngineShape(),
+                 eos: list[int] | None = None, api_key: str | None = None) -> Served:
+    """An engine of `shape` over `params`, its scheduler thread started, bundled for `create_app`."""
+    if shape.max_len > cfg.max_position_embeddings:
+        raise ValueError(f"max_len={shape.max_len} exceeds the model's max_position_embeddings="
+                         f"{cfg.max_position_embeddings}")
+    engine = Engine(params, cfg, slots=shape.slots, max_len=shape.max_len, steps_per_call=shape.steps_per_call,
+                    prefill_chunk=shape.prefill_chunk, min_window=min(shape.min_window, shape.max_len))
+    eos = eos_ids(tokenizer, cfg.eos_token_id) if eos is None else eos
+    scheduler = Scheduler(engine, eos_ids=eos, max_queue=shape.max_queue)
+    return Served(scheduler.start(), tokenizer, model_name, shape.max_len, api_key)
+
+
+class Background:
+    """The app served by uvicorn on a daemon thread (tests, benchmarks); `close` stops server and scheduler."""
+
+    def __init__(self, served: Served, host: str = "127.0.0.1", port: int = 0):
+        import uvicorn
+
+        self.served = served
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind((host, port))
+        self.host, self.port = self._socket.getsockname()[:2]
+        config = uvicorn.Config(create_app(served), log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True,
+                                        name="jaxseeker-serve-http")
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError(f"the server did not start on {self.host}:{self.port}")
+            time.sleep(0.01)
+
+    @property
+    def url(self) -> str:
+        """The server's base URL, e.g. http://127.0.0.1:43125."""
+        return f"http://{self.host}:{self.port}"
+
+    def close(self) -> None:
+        """Stop accepting, finish the HTTP thread, then stop the engine thread."""
+        self._server.should_exit = True
+        self._thread.join(30)
+        self._socket.close()
+        self.served.scheduler.close()
+
+    def __enter__(self) -> Background:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def serve_forever(served: Served, host: str, port: int) -> None:
+    """Run the app in the foreground until interrupted (Ctrl-C), then stop the engine thread."""
+    import uvicorn
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("serve: listening on %s, reachable from other machines%s", host,
+                    "" if served.api_key else " without an API key")
+    try:
+        uvicorn.run(create_app(served), host=host, port=port, log_level="info")
+    finally:
+        served.scheduler.close()

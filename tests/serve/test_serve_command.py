@@ -1,0 +1,86 @@
+"""`jaxseeker serve` and `jaxseeker bench serve`: the CLI wiring, a real server process, and a short bench."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from serve_support import SHAPE, sentences
+
+from jaxseeker import model
+from jaxseeker.cli import build_parser
+from jaxseeker.data import train_tokenizer
+from jaxseeker.serve import load_policy
+from jaxseeker.serve.bench import ServeBenchShape, format_table, run_serve_bench
+from jaxseeker.train.checkpoint import Checkpointer
+from jaxseeker.train.state import TrainState
+
+
+def test_the_cli_has_serve_and_bench_serve():
+    args = build_parser().parse_args(["serve", "--model", "m", "--slots", "2", "--max-len", "64"])
+    assert (args.model, args.host, args.port, args.slots, args.max_len, args.api_key_env) == (
+        "m", "127.0.0.1", 8000, 2, 64, "JAXSEEKER_API_KEY")
+    bench = build_parser().parse_args(["bench", "serve", "--concurrency", "2,4", "--max-tokens", "8"])
+    assert (bench.concurrency, bench.max_tokens) == ("2,4", 8)
+
+
+def test_jaxseeker_serve_answers_on_loopback_with_the_key_from_the_environment(policy_dir):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "MY_SERVE_KEY": "k-123", "JAX_PLATFORMS": "cpu"}
+    cmd = [sys.executable, "-m", "jaxseeker.cli", "serve", "--model", str(policy_dir), "--port", str(port),
+           "--api-key-env", "MY_SERVE_KEY", "--slots", "1", "--max-len", "64", "--served-model-name", "p"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline, health = time.monotonic() + 120, None
+        while health is None:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "slow"
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/health").json()
+            except httpx.TransportError:
+                time.sleep(0.2)
+        assert (health["model"], health["slots"], health["max_len"]) == ("p", 1, 64)
+        assert httpx.get(f"http://127.0.0.1:{port}/v1/models").status_code == 401
+        models = httpx.get(f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": "Bearer k-123"}).json()
+        assert [m["id"] for m in models["data"]] == ["p"]
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=30)
+    assert "k-123" not in out and "API key required" in out
+
+
+def test_bench_serve_counts_every_request_and_token(policy_dir):
+    shape = ServeBenchShape(slots=SHAPE.slots, max_len=SHAPE.max_len, steps_per_call=SHAPE.steps_per_call,
+                            prompt_tokens=16, max_tokens=8, requests_per_client=2, concurrency=(2, 4))
+    result = run_serve_bench(shape, model_dir=policy_dir)
+    assert [(r["clients"], r["requests"], r["tokens"]) for r in result["levels"]] == [(2, 4, 32), (4, 8, 64)]
+    assert all(r["tokens_per_s"] > 0 and 0 < r["ttft_p50_s"] <= r["latency_p95_s"] for r in result["levels"])
+    assert (result["bare_engine"]["requests"], result["bare_engine"]["tokens"]) == (8, 64)
+    table = format_table(shape, result)
+    assert "req/s" in table and "bare engine" in table
+
+
+def test_load_policy_reads_a_run_directory_checkpoint(tmp_path):
+    cfg = model.ModelConfig.tiny()
+    rng = np.random.default_rng(0)
+    params = jax.tree.map(lambda s: jnp.asarray(rng.normal(0, 0.1, s), jnp.float32), model.param_shapes(cfg),
+                          is_leaf=lambda x: isinstance(x, tuple) and all(isinstance(d, int) for d in x))
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "model_config.json").write_text(json.dumps(model.to_hf_dict(cfg)))
+    train_tokenizer(sentences(50), 300, run / "tokenizer")
+    with Checkpointer(run / "checkpoints", async_save=False) as checkpoints:
+        state = TrainState(step=jnp.int32(3), params=params, opt_state=(), rng=jax.random.PRNGKey(0))
+        checkpoints.save(3, state, data_state={}, config={}, force=True)
+
+    loaded_cfg, loaded, tokenizer = load_policy(run / "checkpoints")
+
+    assert (loaded_cfg.hidden_size, loaded_cfg.num_layers, len(tokenizer)) == (cfg.hidden_size, cfg.num_layers, 300)
+    jax.tree.map(lambda a, b: np.testing.assert_array_equal(np.asarray(a), np.asarray(b)), params, loaded)
