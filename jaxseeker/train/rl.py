@@ -7,7 +7,8 @@ score every episode (format check, judge, recipe reward) → selection (grpo / d
 `epochs` passes of `mini_batches` optimizer steps → metrics (JSONL, TensorBoard, progress bar) →
 checkpoint (train state + question sampler). WebExplorer's progressive context is a list of stages
 `{step, max_context, max_turns}`: from RL step `step` on, episodes get `max_context` tokens and at
-most `max_turns` tool calls, and the update trains on rows of `max_context` tokens.
+most `max_turns` tool calls; the update trains on rows as long as the step's longest episode, rounded up to a
+multiple of `ROW_BUCKET` tokens (so few shapes compile) and at most `max_context`.
 Rollouts run on the host of one process: multi-host RL is not supported yet.
 """
 
@@ -61,6 +62,7 @@ from jaxseeker.train.policy import build_policy
 
 SECTIONS = ("name", "model", "optimizer", "mesh", "rules", "rl", "rollout", "sampling", "engine", "tools", "world",
             "reward")
+ROW_BUCKET = 256  # update rows are a multiple of this many tokens long
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,9 +315,17 @@ def collect(run: RLRun, step: int, config: RolloutConfig) -> tuple[list, list, s
     return groups, scores, selection, times
 
 
-def update(run: RLRun, state: Any, episodes: list[Episode], advantages: np.ndarray, seq: int, step: int):
+def row_length(episodes: list[Episode], max_context: int) -> int:
+    """Tokens per update row: the longest episode's inputs rounded up to a multiple of `ROW_BUCKET`, at most
+    `max_context` (padding every row to the stage's whole context would cost its memory and time for nothing)."""
+    longest = max(len(e.token_ids) for e in episodes) - 1
+    return min(max_context, -(-longest // ROW_BUCKET) * ROW_BUCKET)
+
+
+def update(run: RLRun, state: Any, episodes: list[Episode], advantages: np.ndarray, max_context: int, step: int):
     """Old (and reference) log-probs of every mini-batch, then `epochs` passes of optimizer steps."""
     rows = len(episodes) // run.rl.mini_batches
+    seq = row_length(episodes, max_context)
     fns = make_rl_step(run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=rows, seq=seq, rules=run.rules)
     order = np.random.default_rng([run.rl.seed, step, 1]).permutation(len(episodes))
     t = time.perf_counter()

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxseeker.agent import RolloutConfig, read_episodes
+from jaxseeker.agent import Episode, RolloutConfig, read_episodes
 from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
-from jaxseeker.train.rl import ContextStage, RLConfig, context_stages, run_rl, stage_at
+from jaxseeker.train.rl import ROW_BUCKET, ContextStage, RLConfig, context_stages, row_length, run_rl, stage_at
 from jaxseeker.train.rl_bench import TOY_ANSWER, write_toy
 from jaxseeker.train.rl_command import add_parser
 
@@ -101,3 +101,12 @@ def test_progressive_context_stages_switch_at_their_steps():
     assert default == [ContextStage(0, 4096, 9)]
     with pytest.raises(RecipeError, match="first stage must start at step 0"):
         context_stages(RLConfig(context_stages=stages[1:]), RolloutConfig())
+
+
+def test_update_rows_fit_the_longest_episode_not_the_whole_context():
+    def episode(n):
+        return Episode("q", [], list(range(n)), [0] * n, [0.0] * n, "answer")
+
+    assert row_length([episode(10), episode(ROW_BUCKET + 1)], 8192) == ROW_BUCKET
+    assert row_length([episode(10), episode(ROW_BUCKET + 2)], 8192) == 2 * ROW_BUCKET
+    assert row_length([episode(5000)], 1024) == 1024
