@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "jaxseeker.synthesis.qa.command",
     "jaxseeker.train.command",
     "jaxseeker.train.rl_command",
+    "jaxseeker.train.plan_command",
     "jaxseeker.agent.command",
     "jaxseeker.pipeline.command",
     "jaxseeker.serve.command",

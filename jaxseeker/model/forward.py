@@ -36,9 +36,9 @@ def segment_positions(segment_ids: jnp.ndarray) -> jnp.ndarray:
     return idx[None, :] - first
 
 
-def _layer(cfg: ModelConfig, moe: bool, x, p, cos, sin, mask, cache_kv):
+def _layer(cfg: ModelConfig, moe: bool, x, p, cos, sin, mask, cache_kv, segment_ids=None):
     """One decoder layer. With `cache_kv` = (k_cache, v_cache, write_index) keys/values are written there
-    and attention reads the whole cache."""
+    and attention reads the whole cache; without, `segment_ids` let a kernel (splash) build the mask itself."""
     h = rms_norm(x, p["attn_norm"], cfg.rms_norm_eps)
     q, k, v = project_qkv(p, h, cos, sin, cfg)
     new_kv = None
@@ -48,7 +48,8 @@ def _layer(cfg: ModelConfig, moe: bool, x, p, cos, sin, mask, cache_kv):
         k_cache = k_cache.at[rows, write].set(k.astype(k_cache.dtype), mode="drop")
         v_cache = v_cache.at[rows, write].set(v.astype(v_cache.dtype), mode="drop")
         k, v, new_kv = k_cache.astype(q.dtype), v_cache.astype(q.dtype), (k_cache, v_cache)
-    x = x + output_projection(p, dot_attention(q, k, v, mask, cfg.attention_impl), cfg)
+    attn = dot_attention(q, k, v, mask, cfg.attention_impl, segment_ids=segment_ids)
+    x = x + output_projection(p, attn, cfg)
     h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)
     x = x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg))
     return x, new_kv
@@ -94,7 +95,7 @@ def hidden_states(
             layer = jax.checkpoint(layer, policy=_REMAT[cfg.remat])
         if cache is None:
             def body(x, p, layer=layer):
-                return layer(x, p, cos, sin, mask, None)[0], None
+                return layer(x, p, cos, sin, mask, None, segment_ids)[0], None
 
             x, _ = jax.lax.scan(body, x, params["blocks"][g])
         else:

@@ -30,12 +30,28 @@ def attention_mask(
 
 
 def dot_attention(
-    q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, mask: jnp.ndarray, impl: str = "xla"
+    q: jnp.ndarray,
+    k: jnp.ndarray,
+    v: jnp.ndarray,
+    mask: jnp.ndarray,
+    impl: str = "xla",
+    *,
+    segment_ids: jnp.ndarray | None = None,
 ) -> jnp.ndarray:
     """Grouped-query attention. q `[batch, q, heads, head_dim]`, k/v `[batch, k, kv_heads, head_dim]`,
-    mask `[batch, q, k]` → `[batch, q, heads, head_dim]`."""
-    if impl == "cudnn":
-        return jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], implementation="cudnn")
+    mask `[batch, q, k]` → `[batch, q, heads, head_dim]`.
+
+    impl: "xla", the reference below (plain batched matmuls); "jax_xla" / "cudnn",
+    `jax.nn.dot_product_attention` with that implementation (cudnn: GPU only); "splash", the Pallas TPU
+    kernel (`splash_attention`), used when `segment_ids` `[batch, seq]` are given, i.e. for self-attention
+    without a KV cache whose `mask` is `attention_mask(arange, segment_ids, segment_ids)`; the cached paths
+    pass none and use the reference. Rows of padding queries (segment 0) are arbitrary in every impl.
+    """
+    if impl in ("jax_xla", "cudnn"):
+        implementation = "xla" if impl == "jax_xla" else "cudnn"
+        return jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], implementation=implementation)
+    if impl == "splash" and segment_ids is not None:
+        return splash_attention(q, k, v, segment_ids)
     b, s, h, d = q.shape
     kvh = k.shape[2]
     # Queries of a kv group side by side on one axis: plain batched matmuls over [batch, kv_heads].
@@ -47,6 +63,38 @@ def dot_attention(
     probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype).reshape(b, kvh, h // kvh * s, -1)
     out = jnp.einsum("bnqt,bntd->bnqd", probs, vt)  # [batch, kv_heads, group * q, head_dim]
     return out.reshape(b, kvh, h // kvh, s, d).transpose(0, 3, 1, 2, 4).reshape(b, s, h, d)
+
+
+def splash_attention(q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, segment_ids: jnp.ndarray) -> jnp.ndarray:
+    """Causal attention within segments with the Pallas TPU splash kernel (interpreted, slowly, off TPU).
+
+    q `[batch, seq, heads, head_dim]`, k/v `[batch, seq, kv_heads, head_dim]`, segment_ids `[batch, seq]`
+    → `[batch, seq, heads, head_dim]`. Query i sees key j ≤ i of the same segment; heads share kv heads
+    in groups as in `dot_attention`. `seq` must be a multiple of 128 (the kernel's tiles). XLA does not
+    partition a Pallas call: under a multi-device jit its operands are gathered whole onto every device.
+    """
+    from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel as splash
+    from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_mask as splash_mask
+
+    b, s, h, d = q.shape
+    block = next((n for n in (512, 256, 128) if s % n == 0), None)
+    if block is None:
+        raise ValueError(f"attention_impl='splash' needs a sequence length that is a multiple of 128, got {s}")
+    sizes = splash.BlockSizes(
+        block_q=block, block_kv=block, block_q_dkv=block, block_kv_dkv=block, use_fused_bwd_kernel=True
+    )
+    kernel = splash.make_splash_mha(
+        splash_mask.MultiHeadMask([splash_mask.CausalMask((s, s))] * h), block_sizes=sizes,
+        head_shards=1, q_seq_shards=1, interpret=jax.default_backend() != "tpu",
+    )
+
+    def one_row(qr, kr, vr, seg):  # qr [heads, seq, head_dim], kr/vr [kv_heads, seq, head_dim], seg [seq]
+        return kernel(qr, kr, vr, segment_ids=splash.SegmentIds(q=seg, kv=seg))
+
+    qt = (q * jnp.asarray(d**-0.5, q.dtype)).transpose(0, 2, 1, 3)  # [batch, heads, seq, head_dim]
+    kt, vt = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # [batch, kv_heads, seq, head_dim]
+    out = jax.vmap(one_row)(qt, kt, vt, segment_ids.astype(jnp.int32))  # [batch, heads, seq, head_dim]
+    return out.transpose(0, 2, 1, 3)
 
 
 def project_qkv(

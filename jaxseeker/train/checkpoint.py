@@ -3,7 +3,8 @@
 A checkpoint step directory holds three items:
   state   the TrainState pytree (step, params, optimizer state, RNG), written collectively by all
           processes, each its own shards; restored straight onto the shardings of a target;
-  data    the data iterator state (JSON; e.g. grain's `iterator.get_state()`), for an exact resume;
+  data    every process's data iterator state (JSON; e.g. grain's `iterator.get_state()`), gathered
+          into one file by process 0, for an exact resume of each process's own shard;
   config  the run config (JSON), so a checkpoint says how it was made.
 Saves are asynchronous: `save` returns once the arrays are copied off the devices.
 """
@@ -11,11 +12,15 @@ Saves are asynchronous: `save` returns once the arrays are copied off the device
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
+from etils import epath
+from jax.experimental import multihost_utils
 
 from jaxseeker.train.state import TrainState
 
@@ -39,7 +44,7 @@ class Checkpointer:
             raise ValueError(f"save_every must be >= 1, got {save_every}")
         if keep is not None and keep < 1:
             raise ValueError(f"keep must be >= 1 or None (keep all), got {keep}")
-        self.directory = Path(directory).absolute()
+        self.directory = checkpoint_path(directory)
         options = ocp.CheckpointManagerOptions(
             save_decision_policy=ocp.checkpoint_managers.FixedIntervalPolicy(save_every),
             max_to_keep=keep,
@@ -54,14 +59,14 @@ class Checkpointer:
     ) -> bool:
         """Save at `step` if it is a multiple of `save_every` (or `force`); True when a save was started.
 
-        Every process must call it (the array write is collective). `data_state` and `config`
-        must be JSON-serialisable. A forced save of a step already saved does nothing.
+        Every process must call it (the array write is collective). `data_state` (this process's)
+        and `config` must be JSON-serialisable. A forced save of a step already saved does nothing.
         """
-        if step in self._manager.all_steps():
+        if step in self._manager.all_steps() or not (force or self._manager.should_save(int(step))):
             return False
         args = ocp.args.Composite(
             state=ocp.args.StandardSave(state),
-            data=ocp.args.JsonSave(data_state or {}),
+            data=ocp.args.JsonSave({"per_process": _all_processes(data_state or {})}),
             config=ocp.args.JsonSave(config or {}),
         )
         return self._manager.save(int(step), args=args, force=force)
@@ -86,7 +91,8 @@ class Checkpointer:
                 config=ocp.args.JsonRestore(),
             ),
         )
-        return Restored(step=step, state=out.state, data_state=out.data or {}, config=out.config or {})
+        return Restored(step=step, state=out.state, data_state=_this_process(out.data, self.directory / str(step)),
+                        config=out.config or {})
 
     def latest_step(self) -> int | None:
         """The newest saved step, or None when the directory holds no checkpoint."""
@@ -112,6 +118,35 @@ class Checkpointer:
         self.close()
 
 
+def checkpoint_path(directory: str | Path) -> epath.Path:
+    """A local directory (made absolute) or a `gs://` URL, as orbax reads and writes it (gs:// needs gcsfs)."""
+    text = str(directory)
+    return epath.Path(text) if text.startswith("gs://") else epath.Path(Path(text).absolute())
+
+
+def _all_processes(value: dict) -> list[dict]:
+    """Every process's JSON-serialisable `value`, in process order (an all-gather of the encoded bytes)."""
+    if jax.process_count() == 1:
+        return [value]
+    raw = np.frombuffer(json.dumps(value).encode(), np.uint8)
+    sizes = multihost_utils.process_allgather(np.asarray([raw.size], np.int32)).reshape(-1)
+    padded = np.zeros(int(sizes.max()), np.uint8)
+    padded[: raw.size] = raw
+    rows = multihost_utils.process_allgather(padded).reshape(len(sizes), -1)  # [processes, max bytes]
+    return [json.loads(bytes(row[:n])) for row, n in zip(rows, sizes)]
+
+
+def _this_process(saved: dict | None, where: Path) -> dict:
+    """This process's entry of a saved `data` item (a checkpoint without per-process entries is returned whole)."""
+    saved = saved or {}
+    if "per_process" not in saved:
+        return saved
+    states = saved["per_process"]
+    if len(states) != jax.process_count():
+        raise ValueError(f"{where}: data state saved by {len(states)} processes, restoring with {jax.process_count()}")
+    return states[jax.process_index()]
+
+
 def _abstract_leaf(x: Any) -> jax.ShapeDtypeStruct:
     """A restore target leaf: shape, dtype and sharding of an array or ShapeDtypeStruct."""
     return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None))
@@ -125,7 +160,7 @@ def restore_params(directory: str | Path, target_params: Any, step: int | None =
     with Checkpointer(directory, async_save=False) as ckpt:
         step = ckpt.latest_step() if step is None else step
         if step is None:
-            raise FileNotFoundError(f"{Path(directory).absolute()}: no checkpoint to restore")
+            raise FileNotFoundError(f"{checkpoint_path(directory)}: no checkpoint to restore")
         abstract = {"params": jax.tree.map(_abstract_leaf, target_params)}
         restore_args = ocp.checkpoint_utils.construct_restore_args(abstract)
         out = ckpt._manager.restore(

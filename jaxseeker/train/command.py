@@ -10,6 +10,10 @@ def _sft(args: argparse.Namespace) -> int:
     from jaxseeker.train.sft import run_sft
 
     summary = run_sft(read_recipe(args.config, args.set), resume=args.resume)
+    from jaxseeker.parallel import is_main_process
+
+    if not is_main_process():  # every host of a slice runs this; one summary is enough
+        return 0
     width = max(map(len, summary))
     print("\nSFT summary")
     for key, value in summary.items():

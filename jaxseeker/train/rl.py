@@ -89,6 +89,7 @@ class RLConfig:
     context_stages: tuple[Mapping[str, int], ...] = ()  # [{step, max_context, max_turns}]; () = the rollout section
     seed: int = 0
     out_dir: str | None = None  # default: runs/<recipe name>
+    checkpoint_dir: str | None = None  # local or gs://…; default: <out_dir>/checkpoints
     checkpoint_every: int = 10
     keep: int = 3
     episodes_every: int = 0  # write the step's episodes as JSONL every N steps (0: never)
@@ -224,7 +225,7 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     cfg, tokenizer, mesh, rules, state = policy.cfg, policy.tokenizer, policy.mesh, policy.rules, policy.state
     ref_params = jax.tree.map(lambda x: x.copy(), state.params) if rl.kl_coef > 0 else None
     out_dir = Path(rl.out_dir or f"runs/{recipe['name']}")
-    ckpt = Checkpointer(out_dir / "checkpoints", save_every=rl.checkpoint_every, keep=rl.keep)
+    ckpt = Checkpointer(rl.checkpoint_dir or out_dir / "checkpoints", save_every=rl.checkpoint_every, keep=rl.keep)
     start, sampler = 0, None
     if resume and ckpt.latest_step() is not None:
         restored = ckpt.restore(state)

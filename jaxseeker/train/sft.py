@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 from tqdm import tqdm
 
 from jaxseeker import model
@@ -40,6 +42,7 @@ class TrainConfig:
     steps: int = 100
     seed: int = 0
     out_dir: str | None = None  # default: runs/<recipe name>
+    checkpoint_dir: str | None = None  # local or gs://…; default: <out_dir>/checkpoints
     log_every: int = 10
     eval_every: int = 0  # 0: only at the end
     eval_batches: int = 4
@@ -118,7 +121,11 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
         eval_cfg = dataclasses.replace(data, shuffle=False, num_epochs=1)
         eval_iter = batch_iterator(held_out, tokenizer, eval_cfg, process_index=info["process_index"], process_count=info["process_count"])
         eval_batches = [b for _, b in zip(range(train.eval_batches), eval_iter)]
-    ckpt = Checkpointer(out_dir / "checkpoints", save_every=train.checkpoint_every, keep=train.keep)
+        if info["process_count"] > 1:  # the eval step is collective: every process runs as many as the fewest has
+            fewest = int(np.min(multihost_utils.process_allgather(np.asarray([len(eval_batches)]))))
+            eval_batches = eval_batches[:fewest]
+    ckpt = Checkpointer(train.checkpoint_dir or out_dir / "checkpoints", save_every=train.checkpoint_every,
+                        keep=train.keep)
     start = 0
     if resume and ckpt.latest_step() is not None:
         target = abstract_train_state(functools.partial(model.init_params, cfg), axes, optimizer, mesh, rules)
@@ -142,12 +149,11 @@ def evaluate(run: SFTRun, params: Any) -> dict[str, float]:
     if not run.eval_batches:
         return {}
     loss_fn = functools.partial(resolve_loss(run.train.loss), chunk_size=run.train.chunk_size)
-    fn = jax.jit(lambda p, b: loss_fn(p, b, run.cfg))
+    fn = jax.jit(lambda p, b: (loss_fn(p, b, run.cfg)[0], jnp.sum(b["loss_mask"])))  # tokens of the global batch
     total, tokens = 0.0, 0
     for batch in run.eval_batches:
-        loss, _ = fn(params, place_on_mesh(batch, run.batch_sharding))
-        n = int(np.sum(batch["loss_mask"]))
-        total, tokens = total + float(loss) * n, tokens + n
+        loss, n = fn(params, place_on_mesh(batch, run.batch_sharding))
+        total, tokens = total + float(loss) * int(n), tokens + int(n)
     return {"eval_loss": total / max(tokens, 1)}
 
 
@@ -159,18 +165,19 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
     state, t_start, tokens_seen, last = run.state, time.perf_counter(), 0, {}
     bar = tqdm(range(run.start_step, run.train.steps), initial=run.start_step, total=run.train.steps,
                desc="sft", disable=not (progress and main))
-    window_t, window_tokens = time.perf_counter(), 0
+    window_t, window_tokens = time.perf_counter(), []
     for step in bar:
         batch = next(run.iterator)
         state, metrics = run.step_fn(state, place_on_mesh(batch, run.batch_sharding))
-        window_tokens += int(np.sum(batch["loss_mask"]))
+        window_tokens.append(metrics["n_tokens"])  # trained tokens of the global batch, read at the next log
         done = step + 1
         if done % run.train.log_every == 0 or done == run.train.steps:
             now = time.perf_counter()
+            window_tokens = sum(int(n) for n in jax.device_get(window_tokens))
             last = {k: float(v) for k, v in jax.device_get(metrics).items()}
             last["tokens_per_s"] = window_tokens / (now - window_t)
             tokens_seen += window_tokens
-            window_t, window_tokens = now, 0
+            window_t, window_tokens = now, []
             writer.write(done, last)
             bar.set_postfix(loss=f"{last['loss']:.4f}", lr=f"{last.get('lr', 0):.2e}", tok_s=f"{last['tokens_per_s']:.0f}")
         if run.train.eval_every and done % run.train.eval_every == 0 and done != run.train.steps:

@@ -1,0 +1,351 @@
+"""Per-device memory and FLOPs of a training stage on a mesh, computed from shapes alone (no device touched).
+
+One stage is an SFT step or an RL step at one context stage (`StageShape`). Its bytes per device:
+
+  params       f32 master weights, sharded exactly as the rules shard them (`model.param_axes`)
+  optimizer    Adam's two f32 moments (+ an f32 gradient accumulator when grad_accum > 1)
+  grads        f32 gradients
+  compute      the compute-dtype (bf16) copy of the params and its gradients during the pass (0 in f32)
+  reference    the frozen reference policy of a KL term (an f32 copy of the params)
+  activations  what the backward pass keeps of the forward pass, all layers: the scan carry (remat
+               full), the matmul outputs (remat dots) or everything (remat none: with a non-flash
+               attention, two [q, k] score arrays per layer)
+  layer        the working set of one layer's backward: its recompute, its gradients, three [q, k] f32
+               score arrays unless the attention is a flash kernel, its weights gathered from the fsdp shards
+  logits       the chunked loss: [rows, chunk, vocab] f32 logits, their softmax and gradient
+  kv_cache     the rollout engine's cache: slots × length × layers × kv_heads × head_dim × 2 (compute dtype)
+  rollout      the engine's largest call: prefill scores [rows, heads, chunk, length] f32, or decode logits
+  batch        the input rows on the device (RL: every mini-batch of the step, with its log-probs)
+
+peak = params + optimizer + reference + kv_cache + batch + max(train, update, rollout), with
+train = grads + compute + activations + max(layer, logits), update = grads + Adam's temporaries.
+Activation rows are divided by the mesh axes of the `batch` rule, heads / kv_heads / mlp / vocab by
+theirs (with the rules' divisibility fallback); the sequence is never split, so one row of a long
+context weighs the same on any mesh. The rollout cache is planned sharded by the same rules. This is the
+intended layout: the model code puts no sharding constraint on activations, and XLA:CPU, given pure fsdp, keeps
+some of them (hidden states, MLP activations, logits) with the whole batch on each device (measured 1.5–1.7×
+the plan); on a 2 × 2 fsdp × tensor mesh it matched (0.98).
+
+The working-set coefficients (`_LAYER`, `_LOGITS`, `_UPDATE`) were measured with
+`compiled.memory_analysis()` of the real SFT step on XLA:CPU in f32 (tests/train/test_plan.py checks
+a shape they were not fitted on, within 25%). TPU and GPU fuse more element-wise work than XLA:CPU, so
+there the plan errs on the safe side; bf16 arrays are counted at 2 bytes, [q, k] scores at 4.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+
+from jax.sharding import AbstractMesh
+
+from jaxseeker.model.config import ModelConfig
+from jaxseeker.model.flops import active_params
+from jaxseeker.model.params import param_axes, param_shapes
+from jaxseeker.parallel.mesh import MESH_AXES
+from jaxseeker.parallel.rules import Rules, logical_to_spec
+
+GiB = 2**30
+BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+FLASH_IMPLS = ("cudnn", "splash")  # attention kernels that never hold [q, k] scores (training forward only)
+USABLE_HBM = 0.9  # share of a chip's memory a plan may fill (XLA and the runtime keep the rest)
+
+# Floats per token of one layer's backward working set under remat "full" (recompute + gradients),
+# per hidden unit, per q/k/v head unit and per MLP unit (per expert unit: all experts are evaluated).
+_LAYER = {"embed": 9.1, "qkv": 3.1, "mlp": 8.3, "moe": 10.4}
+_DOTS_TRANSIENT = 0.25  # remat dots / none: share of that working set still built in the backward
+_NONE_SAVED = 0.83  # remat none: share of it kept per layer
+_SCORES_SAVED = 2  # [q, k] f32 arrays per layer kept by remat none (non-flash attention)
+_SCORES_TRANSIENT = 3  # [q, k] f32 arrays live in one layer's backward (non-flash attention)
+_LOGITS = 3.05  # [rows, chunk, vocab] f32 arrays live in the chunked loss's backward
+_UPDATE = 1.25  # f32 params-sized temporaries of clipping + AdamW
+
+
+@dataclasses.dataclass(frozen=True)
+class Chip:
+    """One accelerator: memory and dense bf16 matmul peak."""
+
+    name: str
+    hbm_bytes: int
+    peak_flops: float
+
+
+CHIPS = {
+    "v4": Chip("TPU v4", 32 * GiB, 275e12),
+    "v5e": Chip("TPU v5e", 16 * GiB, 197e12),
+    "v5p": Chip("TPU v5p", 95 * GiB, 459e12),
+    "v6e": Chip("TPU v6e", 32 * GiB, 918e12),
+    "h100": Chip("NVIDIA H100 SXM", 80 * GiB, 989e12),
+    "h200": Chip("NVIDIA H200 SXM", 140 * GiB, 989e12),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class StageShape:
+    """What one step of a stage puts on the devices (built from a recipe by `plan_recipe.recipe_stages`).
+
+    rows × seq: the rows of one optimizer micro-step. updates: micro-steps per step (RL: mini_batches ×
+    epochs). resident_rows: input rows held during the update (RL: the whole step). slots × cache_len: the
+    rollout engine (0: none); rollout_tokens: tokens through it per step.
+    """
+
+    name: str
+    kind: str  # "sft" | "rl"
+    rows: int
+    seq: int
+    chunk_size: int = 512
+    grad_accum: int = 1
+    updates: int = 1
+    resident_rows: int = 0
+    slots: int = 0
+    cache_len: int = 0
+    prefill_chunk: int = 128
+    rollout_tokens: int = 0
+    reference: bool = False
+
+
+def abstract_mesh(sizes: Mapping[str, int]) -> AbstractMesh:
+    """An `AbstractMesh` over `MESH_AXES` (missing axes are 1): shardings resolve on it without devices."""
+    unknown = sorted(set(sizes) - set(MESH_AXES))
+    if unknown:
+        raise ValueError(f"mesh: unknown axes {unknown}; known: {list(MESH_AXES)}")
+    return AbstractMesh(tuple(int(sizes.get(a, 1)) for a in MESH_AXES), MESH_AXES)
+
+
+def _local_elements(shape: tuple[int, ...], axes: tuple, rules: Rules, mesh: AbstractMesh) -> int:
+    """Elements of one device's shard of an array with logical `axes` (exactly `logical_to_spec`'s split)."""
+    sizes = dict(mesh.shape)
+    n = 1
+    for dim, entry in zip(shape, logical_to_spec(axes, rules, mesh, shape)):
+        parts = () if entry is None else (entry,) if isinstance(entry, str) else entry
+        n *= dim // math.prod(sizes[a] for a in parts)
+    return n
+
+
+def _leaves(cfg: ModelConfig) -> list[tuple[tuple[int, ...], tuple, int | None]]:
+    """(shape, logical axes, layer group or None) of every parameter."""
+    shapes, axes = param_shapes(cfg), param_axes(cfg)
+    out = [(shapes[k], axes[k], None) for k in shapes if k != "blocks"]
+    for g, (group_shapes, group_axes) in enumerate(zip(shapes["blocks"], axes["blocks"])):
+        out += [(group_shapes[k], group_axes[k], g) for k in group_shapes]
+    return out
+
+
+def param_elements(cfg: ModelConfig, rules: Rules, mesh: AbstractMesh) -> int:
+    """Parameters held by one device."""
+    return sum(_local_elements(shape, axes, rules, mesh) for shape, axes, _ in _leaves(cfg))
+
+
+def gathered_layer_elements(cfg: ModelConfig, rules: Rules, mesh: AbstractMesh) -> int:
+    """Parameters of the largest layer as one device sees them inside the pass (fsdp shards gathered)."""
+    sizes = dict(mesh.shape)
+    if sizes["fsdp"] == 1:
+        return 0  # nothing to gather: the device holds its layers' weights already
+    unsharded = abstract_mesh({**sizes, "fsdp": 1})
+    per_group = [0] * len(cfg.layer_groups)
+    for shape, axes, g in _leaves(cfg):
+        if g is not None:
+            per_group[g] += _local_elements(shape, axes, rules, unsharded)
+    return max(n // count for n, (_, count) in zip(per_group, cfg.layer_groups))
+
+
+def _divisor(name: str, dim: int, rules: Rules, sizes: Mapping[str, int], used: tuple[str, ...] = ()) -> tuple:
+    """(mesh axes, their size product) that split a `dim`-long activation axis `name`: the rule's axes not in
+    `used`, of size > 1, cut to the longest prefix whose product divides `dim` (as `logical_to_spec` does)."""
+    kept = tuple(a for a in rules.get(name, ()) if a not in used and sizes[a] > 1)
+    while kept and dim % math.prod(sizes[a] for a in kept):
+        kept = kept[:-1]
+    return kept, math.prod(sizes[a] for a in kept)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Local:
+    """Activation sizes on one device."""
+
+    rows: int
+    heads: int
+    kv_heads: int
+    mlp: int  # dense layers
+    expert_units: int  # experts × moe mlp (MoE layers)
+    vocab: int
+
+
+def _local_sizes(cfg: ModelConfig, rows: int, rules: Rules, sizes: Mapping[str, int]) -> _Local:
+    """Per-device activation sizes for `rows` global rows."""
+    batch_axes, batch_div = _divisor("batch", rows, rules, sizes)
+
+    def split(name: str, dim: int, used: tuple[str, ...] = batch_axes) -> int:
+        return dim // _divisor(name, dim, rules, sizes, used)[1]
+
+    experts_axes = _divisor("experts", cfg.num_experts, rules, sizes, batch_axes)[0] if cfg.num_experts else ()
+    expert_units = 0
+    if cfg.num_experts:
+        expert_units = split("experts", cfg.num_experts) * split("mlp", cfg.moe_intermediate_size,
+                                                                 batch_axes + experts_axes)
+    return _Local(rows=rows // batch_div, heads=split("heads", cfg.num_heads),
+                  kv_heads=split("kv_heads", cfg.num_kv_heads), mlp=split("mlp", cfg.intermediate_size),
+                  expert_units=expert_units, vocab=split("vocab", cfg.vocab_size))
+
+
+def _layer_width(cfg: ModelConfig, local: _Local, moe: bool) -> float:
+    """Floats per token of one layer's backward working set under remat full (`_LAYER`)."""
+    qkv = (local.heads + 2 * local.kv_heads) * cfg.head_dim
+    mlp = _LAYER["moe"] * local.expert_units if moe else _LAYER["mlp"] * local.mlp
+    return _LAYER["embed"] * cfg.hidden_size + _LAYER["qkv"] * qkv + mlp
+
+
+def _saved_width(cfg: ModelConfig, local: _Local, moe: bool) -> float:
+    """Floats per token one layer keeps for the backward pass, by remat policy."""
+    if cfg.remat == "full":
+        return cfg.hidden_size
+    if cfg.remat == "dots":
+        qkv = (local.heads + 2 * local.kv_heads) * cfg.head_dim
+        return 3 * cfg.hidden_size + qkv + 2 * (local.expert_units if moe else local.mlp)
+    return _NONE_SAVED * _layer_width(cfg, local, moe)
+
+
+def activation_bytes(cfg: ModelConfig, rows: int, seq: int, rules: Rules, mesh: AbstractMesh) -> dict[str, float]:
+    """Saved activations of all layers and the largest one-layer backward working set, per device."""
+    local = _local_sizes(cfg, rows, rules, dict(mesh.shape))
+    tokens, cb = local.rows * seq, BYTES[cfg.compute_dtype]
+    scores = 0 if cfg.attention_impl in FLASH_IMPLS else local.rows * local.heads * seq * seq * 4  # one [q, k] f32
+    saved = 2 * cfg.hidden_size * tokens * cb  # final hidden states and their gradient
+    layer = 0.0
+    for moe, count in cfg.layer_groups:
+        saved += count * tokens * _saved_width(cfg, local, moe) * cb
+        if cfg.remat == "none":
+            saved += count * _SCORES_SAVED * scores
+        share = 1.0 if cfg.remat == "full" else _DOTS_TRANSIENT
+        layer = max(layer, share * tokens * _layer_width(cfg, local, moe) * cb + _SCORES_TRANSIENT * scores)
+    layer += 2 * gathered_layer_elements(cfg, rules, mesh) * cb  # gathered weights and their gradient
+    return {"activations": saved, "layer": layer}
+
+
+def logits_bytes(cfg: ModelConfig, rows: int, seq: int, chunk: int, rules: Rules, mesh: AbstractMesh) -> float:
+    """Working set of the chunked loss per device (plus the gathered unembedding under fsdp)."""
+    sizes = dict(mesh.shape)
+    local = _local_sizes(cfg, rows, rules, sizes)
+    gathered = 0
+    if sizes["fsdp"] > 1:
+        gathered = 2 * local.vocab * cfg.hidden_size * BYTES[cfg.compute_dtype]
+    return _LOGITS * local.rows * min(chunk, seq) * local.vocab * 4 + gathered
+
+
+def rollout_bytes(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: AbstractMesh) -> dict[str, float]:
+    """The engine's KV cache (+ segment ids) and its largest call, per device (0 without a rollout)."""
+    if not stage.slots:
+        return {"kv_cache": 0.0, "rollout": 0.0}
+    local = _local_sizes(cfg, stage.slots, rules, dict(mesh.shape))
+    cb = BYTES[cfg.compute_dtype]
+    cache = cfg.num_layers * local.rows * stage.cache_len * local.kv_heads * cfg.head_dim * 2 * cb
+    cache += local.rows * stage.cache_len * 4  # segment ids
+    # The cached path runs the reference attention (cudnn aside): a prefill chunk of every row against the cache.
+    prefill = 2 * local.rows * local.heads * min(stage.prefill_chunk, stage.cache_len) * stage.cache_len * 4
+    prefill = 0 if cfg.attention_impl == "cudnn" else prefill
+    decode = _LOGITS * local.rows * local.vocab * 4
+    return {"kv_cache": float(cache), "rollout": float(max(prefill, decode))}
+
+
+def memory_plan(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: AbstractMesh) -> dict[str, float]:
+    """Bytes per device of every component (module docstring) and the `peak`."""
+    n = param_elements(cfg, rules, mesh)
+    f32 = 4 * n
+    cb = BYTES[cfg.compute_dtype]
+    acts = activation_bytes(cfg, stage.rows, stage.seq, rules, mesh)
+    local_rows = _local_sizes(cfg, stage.resident_rows or stage.rows, rules, dict(mesh.shape)).rows
+    keys = 5 if stage.kind == "sft" else 7 + stage.reference  # int32 / f32 [rows, seq] arrays (rl_step.ROW_KEYS)
+    mem = {
+        "params": f32,
+        "optimizer": 2 * f32 + (f32 if stage.grad_accum > 1 else 0),
+        "grads": f32,
+        "compute": 2 * cb * n if cb < 4 else 0,  # the cast copy and its gradients, alive during the pass
+        "reference": f32 if stage.reference else 0,
+        "activations": acts["activations"],
+        "layer": acts["layer"],
+        "logits": logits_bytes(cfg, stage.rows, stage.seq, stage.chunk_size, rules, mesh),
+        **rollout_bytes(cfg, stage, rules, mesh),
+        "batch": local_rows * stage.seq * keys * 4,
+    }
+    mem = {k: float(v) for k, v in mem.items()}
+    resident = mem["params"] + mem["optimizer"] + mem["reference"] + mem["kv_cache"] + mem["batch"]
+    grads_in_pass = mem["grads"] if cb == 4 else 0.0  # in bf16 the pass makes bf16 grads (in `compute`)
+    train = grads_in_pass + mem["compute"] + mem["activations"] + max(mem["layer"], mem["logits"])
+    update = mem["grads"] + _UPDATE * f32
+    mem["peak"] = resident + max(train, update, mem["rollout"])
+    return mem
+
+
+def forward_flops_per_token(cfg: ModelConfig, context: float, *, all_experts: bool) -> float:
+    """Matmul FLOPs of one token's forward at a mean attended `context`; `all_experts`: as `moe_mlp`
+    computes them (every expert, weighted), else only the top-k a token is routed to."""
+    params = active_params(cfg)
+    if all_experts and cfg.num_experts:
+        moe_layers = sum(cfg.is_moe_layer)
+        expert_params = 3 * cfg.hidden_size * cfg.moe_intermediate_size
+        params += moe_layers * expert_params * (cfg.num_experts - cfg.num_experts_per_tok)
+    return 2 * params + 4 * cfg.num_layers * cfg.num_heads * cfg.head_dim * context
+
+
+def step_flops(cfg: ModelConfig, stage: StageShape) -> dict[str, float]:
+    """FLOPs of one step: `model` (top-k experts, no recompute: what MFU counts) and `device` (what the
+    implementation runs: every expert, plus the forward recompute of remat), split by phase for RL."""
+    def train(rows: int, seq: int, all_experts: bool, recompute: bool) -> float:
+        fwd = forward_flops_per_token(cfg, seq / 2, all_experts=all_experts) * rows * seq
+        attention = 4 * cfg.num_layers * cfg.num_heads * cfg.head_dim * seq / 2 * rows * seq
+        extra = {"full": fwd, "dots": attention, "none": 0.0}[cfg.remat] if recompute else 0.0
+        return 3 * fwd + extra
+
+    out = {}
+    for kind, dense in (("model", False), ("device", True)):
+        update = train(stage.rows, stage.seq, dense, kind == "device") * stage.updates
+        if stage.kind == "sft":
+            out[kind] = update
+            continue
+        fwd = forward_flops_per_token(cfg, stage.seq / 2, all_experts=dense)
+        rows = stage.resident_rows or stage.rows
+        logprobs = (1 + stage.reference) * fwd * rows * stage.seq
+        rollout = forward_flops_per_token(cfg, stage.cache_len / 2, all_experts=dense) * stage.rollout_tokens
+        out[kind] = rollout + logprobs + update
+        out[f"{kind}_rollout"], out[f"{kind}_logprobs"], out[f"{kind}_update"] = rollout, logprobs, update
+    return out
+
+
+def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Mapping[str, int],
+               chip: Chip) -> dict:
+    """Memory, FLOPs and ideal time (at the chips' bf16 peak) of one stage on one mesh; `fits` when the peak
+    is within `USABLE_HBM` of the chip's memory."""
+    mesh = abstract_mesh(mesh_sizes)
+    chips = math.prod(dict(mesh.shape).values())
+    memory = memory_plan(cfg, stage, rules, mesh)
+    flops = step_flops(cfg, stage)
+    return {
+        "stage": stage.name, "kind": stage.kind, "mesh": dict(mesh.shape), "chips": chips,
+        "rows_per_device": _local_sizes(cfg, stage.rows, rules, dict(mesh.shape)).rows, "seq": stage.seq,
+        "memory": memory, "hbm_bytes": chip.hbm_bytes, "fits": memory["peak"] <= USABLE_HBM * chip.hbm_bytes,
+        "flops": flops, "ideal_step_s": flops["device"] / (chips * chip.peak_flops),
+    }
+
+
+def _meshes(chips: int, max_tensor: int, experts: int) -> list[dict[str, int]]:
+    """Meshes of `chips` devices with data = 1, ordered by preference: least tensor, then least expert
+    parallelism (fsdp takes the rest)."""
+    out = []
+    for tensor in (t for t in (1, 2, 4, 8, 16) if t <= max_tensor and chips % t == 0):
+        for expert in (e for e in (1, 2, 4, 8, 16, 32, 64, 128) if e <= max(experts, 1) and chips % (tensor * e) == 0):
+            out.append({"data": 1, "fsdp": chips // (tensor * expert), "tensor": tensor, "expert": expert})
+    return out
+
+
+def suggest_mesh(cfg: ModelConfig, stages: list[StageShape], rules: Rules, chip: Chip, chips: int, *,
+                 max_chips: int = 8192, max_tensor: int = 8) -> dict | None:
+    """The preferred mesh on which every stage fits, on `chips` chips or (when none does) on the fewest
+    chips up to `max_chips` (doubling); None when nothing fits. Returns {"mesh", "chips", "peak_bytes"}."""
+    n = chips
+    while n <= max_chips:
+        for sizes in _meshes(n, max_tensor, cfg.num_experts):
+            peaks = [memory_plan(cfg, s, rules, abstract_mesh(sizes))["peak"] for s in stages]
+            if max(peaks) <= USABLE_HBM * chip.hbm_bytes:
+                return {"mesh": sizes, "chips": n, "peak_bytes": max(peaks)}
+        n *= 2
+    return None

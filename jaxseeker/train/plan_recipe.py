@@ -1,0 +1,208 @@
+"""A recipe's model, mesh and stages for `jaxseeker plan`, validated as `jaxseeker sft` / `rl` / `pipeline` would.
+
+Every section goes through the same builders the loops use (`TrainConfig`, `DataConfig`, `RLConfig`,
+`RolloutConfig`, `RewardConfig`, `ToolsConfig`, …), so a recipe that plans is one whose keys the loop
+accepts. Nothing is loaded but a `config.json`: no weights, tokenizer, data or questions, and no device.
+A model section with an `hf_path` that is not on this machine is planned from the shape fields it gives
+(the paper configs restate the checkpoint's `config.json` for this).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from jaxseeker import model
+from jaxseeker.parallel import MESH_AXES, MeshConfig, Rules, make_rules
+from jaxseeker.train.optimizer import OptimizerConfig
+from jaxseeker.train.plan import StageShape
+from jaxseeker.train.recipe import RecipeError, build, check_sections
+
+SHAPE_FIELDS = ("model_type", "vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads",
+                "num_kv_heads", "head_dim")
+PIPELINE_SECTIONS = ("policy", "qa", "expert", "eval")  # `world` is also an RL section
+
+
+@dataclasses.dataclass
+class RecipePlan:
+    """What `recipe_stages` reads from a recipe."""
+
+    name: str
+    kind: str  # "sft" | "rl" | "pipeline"
+    cfg: model.ModelConfig
+    mesh: MeshConfig
+    rules: Rules
+    stages: list[StageShape]
+    notes: list[str]
+
+
+def recipe_kind(recipe: Mapping[str, Any]) -> str:
+    """"pipeline" (`jaxseeker pipeline`), "rl" (`jaxseeker rl`) or "sft" (`jaxseeker sft`), by the sections."""
+    if any(s in recipe for s in PIPELINE_SECTIONS):
+        return "pipeline"
+    if "rl" in recipe:
+        return "rl"
+    if "train" in recipe or "data" in recipe:
+        return "sft"
+    raise RecipeError(f"recipe: no `train` / `data` (SFT), `rl` (RL) or `policy` (pipeline) section; "
+                      f"sections: {sorted(recipe)}")
+
+
+def model_config(section: Mapping[str, Any] | None, notes: list[str]) -> model.ModelConfig:
+    """The ModelConfig of a `model` section without loading weights: `hf_path`'s config.json with the other keys
+    as overrides, or (no checkpoint here) the keys alone, which must then give the shape."""
+    section = dict(section or {})
+    hf_path = section.pop("hf_path", None)
+    known = [f.name for f in dataclasses.fields(model.ModelConfig)]
+    unknown = sorted(set(section) - set(known))
+    if unknown:
+        raise RecipeError(f"model: unknown keys {unknown}; known keys: ['hf_path'] + {known}")
+    try:
+        if hf_path and (Path(hf_path) / "config.json").is_file():
+            return model.load_config(hf_path, **section)
+        if hf_path:
+            missing = [k for k in SHAPE_FIELDS if k not in section]
+            if missing:
+                raise RecipeError(f"model.hf_path={hf_path!r} has no config.json here, and the model section does "
+                                  f"not give the shape: missing {missing}")
+            notes.append(f"model.hf_path {hf_path} is not here: planned from the shape in the model section")
+        return build(model.ModelConfig, section, "model")
+    except model.ConfigError as e:
+        raise RecipeError(f"model: {e}") from None
+
+
+def mesh_and_rules(recipe: Mapping[str, Any]) -> tuple[MeshConfig, Rules]:
+    """The `mesh` section as a MeshConfig and the `rules` section over the default rules (mesh axes checked)."""
+    mesh = build(MeshConfig, recipe.get("mesh"), "mesh")
+    rules = make_rules(recipe.get("rules"))
+    for name, axes in rules.items():
+        unknown = [a for a in axes if a not in MESH_AXES]
+        if unknown:
+            raise RecipeError(f"rules.{name}: unknown mesh axes {unknown}; mesh axes: {list(MESH_AXES)}")
+    return mesh, rules
+
+
+def check_kwargs(fn: Callable, kwargs: Mapping[str, Any], where: str) -> None:
+    """Raise when `kwargs` names a keyword `fn` does not take (a typo in a recipe would fail only at run time)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    known = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        raise RecipeError(f"{where}: unknown keys {unknown}; {fn.__name__} takes {known}")
+
+
+def _tokenizer_given(tokenizer: str | None, recipe: Mapping[str, Any], where: str) -> None:
+    """The check of `build_policy`: a tokenizer directory, or the model's `hf_path`."""
+    if not (tokenizer or (recipe.get("model") or {}).get("hf_path")):
+        raise RecipeError(f"{where}: a tokenizer directory is needed when the model is not an HF checkpoint")
+
+
+def sft_stages(recipe: Mapping[str, Any]) -> list[StageShape]:
+    """Validate an SFT recipe as `train.sft.prepare` does; its one stage."""
+    from jaxseeker.data import DataConfig
+    from jaxseeker.train.sft import SECTIONS, TrainConfig, resolve_loss
+
+    check_sections(recipe, SECTIONS, "recipe")
+    train = build(TrainConfig, recipe.get("train"), "train")
+    if not train.train_files:
+        raise RecipeError("train.train_files: give at least one JSONL file or ArrayRecord directory")
+    data = build(DataConfig, recipe.get("data"), "data")
+    opt = build(OptimizerConfig, {"total_steps": train.steps, **(recipe.get("optimizer") or {})}, "optimizer")
+    resolve_loss(train.loss)
+    _tokenizer_given(train.tokenizer, recipe, "train.tokenizer")
+    return [StageShape("sft", "sft", rows=data.batch_size, seq=data.seq_len, chunk_size=train.chunk_size,
+                       grad_accum=opt.grad_accum)]
+
+
+def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
+    """Validate sampling, reward, objective and tools as `train.rl.prepare` does (no tool, judge or world starts)."""
+    from jaxseeker import losses, rewards
+    from jaxseeker.generation import SamplingConfig
+    from jaxseeker.tools import tools_config
+    from jaxseeker.tools.llm_client import LLMConfig
+    from jaxseeker.train.rl_scoring import RewardConfig
+    from jaxseeker.train.rl_step import RLStepConfig
+
+    sampling = build(SamplingConfig, {"temperature": 1.0, **(recipe.get("sampling") or {})}, "sampling")
+    reward = build(RewardConfig, recipe.get("reward"), "reward")
+    check_kwargs(rewards.get_reward_fn(reward.fn), reward.kwargs, "reward.kwargs")
+    if reward.judge == "llm":
+        build(LLMConfig, reward.llm, "reward.llm")
+    try:
+        RLStepConfig(objective=rl.objective, objective_kwargs=dict(rl.objective_kwargs), kl_coef=rl.kl_coef,
+                     kl_estimator=rl.kl_estimator, temperature=sampling.temperature, chunk_size=rl.chunk_size,
+                     entropy=rl.entropy_metric)
+        tools_config(recipe.get("tools") or {"enabled": []})
+    except ValueError as e:
+        raise RecipeError(f"rl / tools: {e}") from None
+    check_kwargs(losses.get_policy_objective(rl.objective), rl.objective_kwargs, "rl.objective_kwargs")
+    _tokenizer_given(rl.tokenizer, recipe, "rl.tokenizer")
+
+
+def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
+    """Validate an RL recipe as `train.rl.prepare` does; one stage per context stage."""
+    from jaxseeker.agent import RolloutConfig
+    from jaxseeker.train.rl import SECTIONS, EngineConfig, RLConfig, context_stages
+
+    check_sections(recipe, SECTIONS, "recipe")
+    rl = build(RLConfig, recipe.get("rl"), "rl")
+    if not rl.questions:
+        raise RecipeError("rl.questions: give at least one JSONL file of {\"question\", \"answer\"}")
+    updates = rl.steps * rl.mini_batches * rl.epochs
+    build(OptimizerConfig, {"total_steps": updates, "warmup_steps": 0, **(recipe.get("optimizer") or {})},
+          "optimizer")
+    _check_rl_parts(recipe, rl)
+    rollout_cfg = build(RolloutConfig, recipe.get("rollout"), "rollout")
+    engine = build(EngineConfig, recipe.get("engine"), "engine")
+    stages = context_stages(rl, rollout_cfg)
+    episodes = rl.batch_questions * rl.group_size
+    slots, cache_len = engine.slots or episodes, engine.max_len or max(s.max_context for s in stages)
+    if rl.selection == "dapo":
+        notes.append(f"DAPO may roll out up to {rl.dapo_max_rounds} more rounds per step; FLOPs count one")
+    out = []
+    for s in stages:
+        name = "rl" if len(stages) == 1 else f"rl {s.max_context // 1024}K (step {s.step}+)"
+        out.append(StageShape(name, "rl", rows=episodes // rl.mini_batches, seq=s.max_context,
+                              chunk_size=rl.chunk_size, updates=rl.mini_batches * rl.epochs, resident_rows=episodes,
+                              slots=slots, cache_len=cache_len, rollout_tokens=episodes * s.max_context,
+                              reference=rl.kl_coef > 0))
+    return out
+
+
+def pipeline_stages(recipe: Mapping[str, Any]) -> tuple[model.ModelConfig, list[StageShape]]:
+    """The SFT and RL stages `jaxseeker pipeline` builds from its recipe (see `pipeline.run.run_pipeline`)."""
+    from jaxseeker.pipeline.config import pipeline_config
+
+    try:
+        cfg = pipeline_config(dict(recipe))
+        p, r = cfg.policy, cfg.rl
+        policy = model.ModelConfig(
+            model_type="qwen3", vocab_size=p.vocab_size, hidden_size=p.hidden_size, num_layers=p.num_layers,
+            num_heads=p.num_heads, num_kv_heads=p.num_kv_heads, head_dim=p.head_dim,
+            intermediate_size=p.intermediate_size, max_position_embeddings=4096)
+    except (ValueError, model.ConfigError) as e:
+        raise RecipeError(f"pipeline recipe: {e}") from None
+    episodes, context = r.questions_per_step * r.group_size, cfg.eval.max_context
+    return policy, [
+        StageShape("sft", "sft", rows=p.batch_size, seq=p.seq_len, chunk_size=256),
+        StageShape("rl", "rl", rows=episodes, seq=context, chunk_size=256, resident_rows=episodes, slots=episodes,
+                   cache_len=context, rollout_tokens=episodes * context),
+    ]
+
+
+def recipe_stages(recipe: Mapping[str, Any]) -> RecipePlan:
+    """Validate `recipe` (SFT, RL or pipeline) and return its model, mesh, rules and stages."""
+    kind, notes = recipe_kind(recipe), []
+    name = str(recipe.get("name", "recipe"))
+    if kind == "pipeline":
+        cfg, stages = pipeline_stages(recipe)
+        return RecipePlan(name, kind, cfg, MeshConfig(), make_rules(), stages, notes)
+    mesh, rules = mesh_and_rules(recipe)
+    stages = sft_stages(recipe) if kind == "sft" else rl_stages(recipe, notes)
+    cfg = model_config(recipe.get("model"), notes)
+    return RecipePlan(name, kind, cfg, mesh, rules, stages, notes)

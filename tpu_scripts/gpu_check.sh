@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The GPU check: the same jaxseeker commands on one CUDA machine, ending in one table.
+#
+#   bash tpu_scripts/gpu_check.sh              # install, then every stage (about 10 minutes on one H100/H200)
+#   bash tpu_scripts/gpu_check.sh --no-install # reuse $VENV (a machine without internet access)
+#   bash tpu_scripts/gpu_check.sh --dry-run    # print each stage's command, run nothing
+#
+# Stages: install jax[cuda12] and the project → list devices → model parity tests (HF transformers, f32) →
+# attention implementations (reference vs jax_xla / cudnn / splash) → `jaxseeker pipeline --quick` for
+# trajectories → a short SFT twice, XLA attention in f32 and cuDNN flash attention in bf16 →
+# `jaxseeker bench generate` → `jaxseeker bench sft` → the table. Logs go to $OUT (runs/gpu_check).
+# A stage that fails is marked FAIL in the table; the others still run.
+set -u
+cd "$(dirname "$0")/.."
+
+VENV=${VENV:-.venv-gpu}
+OUT=${OUT:-runs/gpu_check}
+STAGE_TIMEOUT=${STAGE_TIMEOUT:-900}
+DRY_RUN=0
+INSTALL=1
+for arg in "$@"; do
+  case "$arg" in
+    --dry-run) DRY_RUN=1 ;;
+    --no-install) INSTALL=0 ;;
+    *) echo "gpu_check.sh: unknown argument $arg (use --dry-run, --no-install)" >&2; exit 2 ;;
+  esac
+done
+PY="$VENV/bin/python"
+JS="$VENV/bin/jaxseeker"
+
+# stage NAME COMMAND: print the stage and its command; run it (unless --dry-run) with its output in $OUT/NAME.log.
+stage() {
+  local name="$1" cmd="$2" log="$OUT/${1// /_}.log"
+  echo "# $name"
+  echo "$cmd"
+  [ "$DRY_RUN" = 1 ] && return 0
+  local start=$SECONDS
+  if timeout "$STAGE_TIMEOUT" bash -c "$cmd" > "$log" 2>&1; then
+    echo "ok $((SECONDS - start))s" > "$OUT/${1// /_}.status"
+  else
+    echo "FAIL $((SECONDS - start))s" > "$OUT/${1// /_}.status"
+    tail -n 20 "$log"
+  fi
+}
+
+[ "$DRY_RUN" = 1 ] || mkdir -p "$OUT"
+if [ "$INSTALL" = 1 ]; then
+  stage "install" "python3 -m venv $VENV && $PY -m pip install -q --upgrade pip && $PY -m pip install -q -e '.[test]' 'jax[cuda12]'"
+fi
+stage "devices" "$PY -c 'import jax; print(jax.devices()); assert jax.default_backend() == \"gpu\", jax.default_backend()'"
+stage "parity" "$PY -m pytest tests/model/test_hf_parity.py -q -p no:cacheprovider"
+stage "attention" "$PY -m pytest tests/model/test_attention_impl.py -q -rs -p no:cacheprovider"
+
+# The short SFT: a tiny Qwen3 on the quick pipeline's expert trajectories, once per attention implementation.
+SFT_RECIPE="$OUT/sft.yaml"
+stage "sft data" "$JS pipeline --quick --out $OUT/pipeline --no-progress && cat > $SFT_RECIPE <<'EOF'
+name: gpu_check_sft
+model: {model_type: qwen3, vocab_size: 1024, hidden_size: 256, intermediate_size: 704, num_layers: 4,
+        num_heads: 4, num_kv_heads: 2, head_dim: 64}
+data: {seq_len: 2048, batch_size: 8, seed: 0}
+optimizer: {lr: 2.0e-3, min_lr: 2.0e-4, warmup_steps: 5}
+train: {train_files: [$OUT/pipeline/expert/trajectories.jsonl], tokenizer: $OUT/pipeline/tokenizer, steps: 60,
+        log_every: 10, checkpoint_every: 1000, chunk_size: 512}
+EOF"
+stage "sft xla" "$JS sft --config $SFT_RECIPE --set train.out_dir=$OUT/sft_xla --set model.attention_impl=xla"
+stage "sft cudnn" "$JS sft --config $SFT_RECIPE --set train.out_dir=$OUT/sft_cudnn --set model.attention_impl=cudnn \
+--set model.compute_dtype=bfloat16"
+stage "bench generate" "$JS bench generate --json"
+stage "bench sft" "$JS bench sft"
+
+echo "# table"
+[ "$DRY_RUN" = 1 ] && exit 0
+"$PY" - "$OUT" <<'EOF'
+import json, re, sys
+from pathlib import Path
+
+out = Path(sys.argv[1])
+rows = []
+
+def status(name):
+    path = out / f"{name.replace(' ', '_')}.status"
+    return path.read_text().strip() if path.exists() else "skipped"
+
+def pytest_line(name):
+    log = out / f"{name}.log"
+    lines = [l for l in log.read_text().splitlines() if re.search(r"\d+ (passed|failed|skipped)", l)] if log.exists() else []
+    return lines[-1].strip("= ") if lines else ""
+
+for name in ("install", "devices"):
+    rows.append((name, status(name), (out / f"{name}.log").read_text().strip().splitlines()[-1][:90]
+                 if name == "devices" and (out / "devices.log").exists() else ""))
+rows.append(("parity (HF, f32)", status("parity"), pytest_line("parity")))
+rows.append(("attention impls", status("attention"), pytest_line("attention")))
+for impl in ("xla", "cudnn"):
+    summary = out / f"sft_{impl}" / "summary.json"
+    if summary.exists():
+        s = json.loads(summary.read_text())
+        detail = f"final loss {s['final_loss']:.4f}, {s['trained_tokens'] / s['wall_s']:.0f} trained tok/s (incl. compile)"
+    else:
+        detail = "no summary"
+    rows.append((f"sft {impl}", status(f"sft {impl}"), detail))
+gen = out / "bench_generate.log"
+gen_json = [l for l in gen.read_text().splitlines() if l.startswith("{")] if gen.exists() else []
+gen_detail = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in json.loads(gen_json[-1]).items() if "tok" in k or "ratio" in k) if gen_json else ""
+rows.append(("bench generate", status("bench generate"), gen_detail))
+sft_log = out / "bench_sft.log"
+sft_lines = [l.strip() for l in sft_log.read_text().splitlines() if l.startswith(("jaxseeker", "HF+torch", "ratio"))] \
+    if sft_log.exists() else []
+rows.append(("bench sft", status("bench sft"), " | ".join(sft_lines)))
+width = max(len(r[0]) for r in rows)
+print(f"\n{'stage':<{width}}  {'status':<10}  detail")
+for name, st, detail in rows:
+    print(f"{name:<{width}}  {st:<10}  {detail}")
+EOF
