@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "jaxseeker.data.command",
     "jaxseeker.generation.command",
     "jaxseeker.world.command",
+    "jaxseeker.world.pages_bench",
     "jaxseeker.synthesis.qa.command",
     "jaxseeker.train.command",
     "jaxseeker.train.rl_command",

@@ -7,10 +7,13 @@ import importlib.metadata
 from collections.abc import Sequence
 from pathlib import Path
 
+from jaxseeker.world.atlas import PACKAGES as ATLAS_PACKAGES
+from jaxseeker.world.atlas import VERSION as ATLAS_VERSION
 from jaxseeker.world.atlas import atlas_world
 from jaxseeker.world.graph import World
-from jaxseeker.world.pages_source import pages_world
-from jaxseeker.world.store import cache_key, cached, is_world_dir, load_world
+from jaxseeker.world.pages_source import pages_world, write_pages_world
+from jaxseeker.world.pages_world import LAYOUT, PagesWorld, open_pages_world
+from jaxseeker.world.store import cache_key, cached, cached_directory, is_world_dir, load_world
 from jaxseeker.world.synthetic import synthetic_world
 
 SOURCES = ("synthetic", "pages", "atlas")
@@ -32,9 +35,10 @@ def build_world(
     countries: Sequence[str] | None = None,
     cache_dir: str | Path | None = None,
     use_cache: bool = True,
-) -> World:
-    """The world from `source` (synthetic: `size`, `seed`; pages: the JSONL `path`; atlas: all countries or
-    these ISO codes), cached by its inputs."""
+    skip_bad_lines: bool = False,
+) -> World | PagesWorld:
+    """The world from `source` (synthetic: `size`, `seed`; pages: the JSONL `path`, built on disk, bad lines
+    skipped and counted when `skip_bad_lines`; atlas: all countries or these ISO codes), cached by its inputs."""
     if source == "synthetic":
         key = cache_key("synthetic", size=size, seed=seed)
         build = functools.partial(synthetic_world, size, seed)
@@ -44,13 +48,18 @@ def build_world(
         p = Path(path).resolve()
         if not p.is_file():
             raise FileNotFoundError(f"pages file not found: {p}")
+        if not use_cache:
+            return pages_world(p, skip_bad_lines=skip_bad_lines)
         stat = p.stat()
-        key = cache_key("pages", file=str(p), bytes=stat.st_size, mtime_ns=stat.st_mtime_ns)
-        build = functools.partial(pages_world, p)
+        skip = {"skip_bad_lines": "yes"} if skip_bad_lines else {}
+        key = cache_key("pages", file=str(p), bytes=stat.st_size, mtime_ns=stat.st_mtime_ns, layout=f"v{LAYOUT}",
+                        **skip)
+        write = functools.partial(write_pages_world, p, skip_bad_lines=skip_bad_lines, info={"key": key})
+        return open_pages_world(cached_directory(key, write, cache_dir))
     elif source == "atlas":
         codes = sorted(c.upper() for c in countries) if countries else None
-        versions = {p: _version(p) for p in ("pyworldatlas", "airportsdata", "babel")}
-        key = cache_key("atlas", countries=",".join(codes) if codes else "all", **versions)
+        versions = {p: _version(p) for p in ATLAS_PACKAGES}
+        key = cache_key("atlas", countries=",".join(codes) if codes else "all", version=ATLAS_VERSION, **versions)
         build = functools.partial(atlas_world, codes)
     else:
         raise ValueError(f"unknown world source {source!r}; known: {', '.join(SOURCES)}")
@@ -59,7 +68,7 @@ def build_world(
     return cached(key, build, cache_dir)
 
 
-def open_world(spec: str, *, cache_dir: str | Path | None = None) -> World:
+def open_world(spec: str, *, cache_dir: str | Path | None = None) -> World | PagesWorld:
     """A saved world directory, or a spec `synthetic[:SIZE[:SEED]]` / `pages:FILE.jsonl` / `atlas[:FR,DE,...]`."""
     if is_world_dir(spec):
         return load_world(spec)

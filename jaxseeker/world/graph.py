@@ -39,7 +39,7 @@ class World:
             if e.id in self.entities:
                 raise ValueError(f"duplicate entity id {e.id!r}")
             self.entities[e.id] = e if e.url else dataclasses.replace(e, url=entity_url(host, e.name))
-        self.relations: list[Relation] = sorted(set(relations))
+        self.relations: list[Relation] = sorted(set(relations), key=lambda r: (r.src, r.rel, r.dst))  # = Relation order
         for r in self.relations:
             for end in (r.src, r.dst):
                 if end not in self.entities:

@@ -37,6 +37,8 @@ def entity_noun(e: Entity) -> str:
 def say_attribute(e: Entity, attr: str) -> str:
     """The verb phrase for one exact attribute: `was born on 3 March 1962`, `has a population of 1,200`."""
     spec = ATTRIBUTES[attr]
+    if spec.kind == "date" and spec.precision == "year":
+        return spec.verb.format("in " + e.dates[attr][:4].lstrip("0"))
     if spec.kind == "date":
         return spec.verb.format("on " + say_date(e.dates[attr]))
     return spec.verb.format(say_number(e.numbers[attr], spec.unit))

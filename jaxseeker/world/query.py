@@ -11,6 +11,7 @@ unique under any stricter reading.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
@@ -199,17 +200,31 @@ class GraphView(Protocol):
     def candidates(self, type: str | None, pred: Pred) -> Collection[str] | None: ...
 
 
-def _filter(world: GraphView, var: Var, ids: Collection[str], within: Collection[str] | None) -> set[str]:
-    return {
-        i for i in ids
-        if (within is None or i in within)
-        and (var.type is None or world.entity(i).type == var.type)
-        and all(p.holds(world.entity(i)) for p in var.preds)
-    }
+def _filter(world: GraphView, var: Var, ids: Collection[str], within: Collection[str] | None,
+            typed: bool = False) -> set[str]:
+    """The ids (of `var.type` already when `typed`) whose entity satisfies every predicate of `var`."""
+    check_type = None if typed else var.type
+    preds, entity, out = var.preds, world.entity, set()
+    for i in ids:
+        if within is not None and i not in within:
+            continue
+        e = entity(i)
+        if check_type is not None and e.type != check_type:
+            continue
+        for p in preds:
+            if not p.holds(e):
+                break
+        else:
+            out.add(i)
+    return out
 
 
 def _scan(world: GraphView, var: Var) -> Collection[str]:
-    """The fewest ids to check for `var` when nothing narrows it: its smallest predicate index, else its type."""
+    """The fewest ids to check for `var` when nothing narrows it: its anchor, its smallest predicate index,
+    else its type."""
+    anchor = var.anchor()
+    if anchor is not None:
+        return [anchor]
     best: Collection[str] = world.ids_of_type(var.type)
     for p in var.preds:
         found = world.candidates(var.type, p)
@@ -218,82 +233,95 @@ def _scan(world: GraphView, var: Var) -> Collection[str]:
     return best
 
 
-def _domains(world: GraphView, q: Query, within: Collection[str] | None) -> list[set[str]]:
-    """Candidate sets: anchors first, then neighbours of computed sets along edges; a full scan of
-    the type only for a variable no edge reaches from a computed one."""
-    dom: list[set[str] | None] = [None] * len(q.vars)
-    queue = []
-    for i, v in enumerate(q.vars):
-        anchor = v.anchor()
-        if anchor is not None:
-            dom[i] = _filter(world, v, [anchor], within)
-            queue.append(i)
-    while True:
-        while queue:
-            u = queue.pop()
-            for e in q.edges:
-                for a, b, step in ((e.src, e.dst, world.targets), (e.dst, e.src, world.sources)):
-                    if a == u and dom[b] is None:
-                        near = {y for x in dom[u] for y in step(x, e.rel)}
-                        scan = _scan(world, q.vars[b])
-                        ids = [i for i in scan if i in near] if len(scan) < len(near) else near
-                        dom[b] = _filter(world, q.vars[b], ids, within)
-                        queue.append(b)
-        rest = [i for i, d in enumerate(dom) if d is None]
-        if not rest:
-            return dom
-        i = q.target if q.target in rest else rest[0]
-        dom[i] = _filter(world, q.vars[i], _scan(world, q.vars[i]), within)
-        queue.append(i)
+def _walk_cost(ids: Collection[str], step: Callable[[str], tuple[str, ...]], sample: int = 16) -> float:
+    """About how many edges `step` walks from `ids`: exact up to `sample` ids, else scaled from the first ones."""
+    if len(ids) <= sample:
+        return float(sum(len(step(i)) for i in ids))
+    seen = sum(len(step(i)) for i in itertools.islice(ids, sample))
+    return seen * len(ids) / sample
 
 
-def _edges_from(ids: Collection[str], step: Callable[[str], tuple[str, ...]], cap: float) -> float:
-    """How many edges `step` walks from `ids`, counting no further than `cap`."""
-    total = 0
-    for i in ids:
-        total += len(step(i))
-        if total > cap:
-            break
-    return total
+def _stepper(world: GraphView, e: Edge, frm: int) -> Callable[[str], tuple[str, ...]]:
+    """The walk along `e` from the end at variable `frm` to the other end."""
+    if e.src == frm:
+        return lambda x: world.targets(x, e.rel)
+    return lambda y: world.sources(y, e.rel)
 
 
 def _with_neighbour_in(
     a: set[str], b: set[str], out: Callable[[str], tuple[str, ...]], back: Callable[[str], tuple[str, ...]]
 ) -> set[str]:
     """The members of `a` with an `out`-neighbour in `b`, walking whichever side has fewer edges."""
-    if len(a) <= len(b):
-        cost_a = _edges_from(a, out, float("inf"))
-        walk_a = _edges_from(b, back, cost_a) >= cost_a
-    else:
-        cost_b = _edges_from(b, back, float("inf"))
-        walk_a = _edges_from(a, out, cost_b) <= cost_b
-    if walk_a:
+    if _walk_cost(a, out) <= _walk_cost(b, back):
         return {x for x in a if any(y in b for y in out(x))}
     return a & {x for y in b for x in back(y)}
 
 
-def _prune(world: GraphView, q: Query, dom: list[set[str]]) -> bool:
-    """Arc consistency to a fixpoint; False when some domain empties."""
-    changed = True
-    while changed:
-        changed = False
-        for e in q.edges:
-            def fwd(x: str, rel: str = e.rel) -> tuple[str, ...]:
-                return world.targets(x, rel)
+Arc = tuple[int, int, int]  # (variable pruned, variable it must have a neighbour in, edge index)
 
-            def bwd(y: str, rel: str = e.rel) -> tuple[str, ...]:
-                return world.sources(y, rel)
 
-            new_src = _with_neighbour_in(dom[e.src], dom[e.dst], fwd, bwd)
-            if len(new_src) != len(dom[e.src]):
-                dom[e.src] = new_src
-                changed = True
-            new_dst = _with_neighbour_in(dom[e.dst], dom[e.src], bwd, fwd)
-            if len(new_dst) != len(dom[e.dst]):
-                dom[e.dst] = new_dst
-                changed = True
-            if not dom[e.src] or not dom[e.dst]:
-                return False
+def _domains(world: GraphView, q: Query, within: Collection[str] | None) -> tuple[list[set[str]], set[Arc]]:
+    """Candidate sets, cheapest first: each step computes the variable that costs least to enumerate,
+    either from its scan (anchor, smallest index, type) or by walking an edge from a computed neighbour,
+    filtered by its predicates and by its edges to every computed variable (the arcs returned as consistent)."""
+    dom: list[set[str] | None] = [None] * len(q.vars)
+    scans = [_scan(world, v) for v in q.vars]
+    done: set[Arc] = set()
+    while True:
+        best: tuple[float, bool, int, int | None] | None = None
+        for b in range(len(q.vars)):
+            if dom[b] is not None:
+                continue
+            cost, via = float(len(scans[b])), None
+            for k, e in enumerate(q.edges):
+                for u, v in ((e.src, e.dst), (e.dst, e.src)):
+                    if v == b and dom[u] is not None and (c := _walk_cost(dom[u], _stepper(world, e, u))) < cost:
+                        cost, via = c, k
+            if best is None or (cost, b != q.target) < best[:2]:
+                best = (cost, b != q.target, b, via)
+        if best is None:
+            return dom, done
+        *_, b, via = best
+        if via is None:
+            ids: Collection[str] = scans[b]
+            typed = q.vars[b].anchor() is None  # an index or the type's list
+        else:
+            e = q.edges[via]
+            u = e.dst if e.src == b else e.src
+            step = _stepper(world, e, u)
+            ids = {y for x in dom[u] for y in step(x)}
+            done.add((b, u, via))
+            typed = False
+        dom[b] = _filter(world, q.vars[b], ids, within, typed)
+        if not dom[b]:
+            return [d if d is not None else set() for d in dom], done
+        for k, e in enumerate(q.edges):
+            for u, v in ((e.src, e.dst), (e.dst, e.src)):
+                if v == b and dom[u] is not None and (b, u, k) not in done:
+                    dom[b] = _with_neighbour_in(dom[b], dom[u], _stepper(world, e, b), _stepper(world, e, u))
+                    done.add((b, u, k))
+
+
+def _prune(world: GraphView, q: Query, dom: list[set[str]], consistent: set[Arc]) -> bool:
+    """Arc consistency to a fixpoint (AC-3), starting from every arc not known `consistent` and rechecking
+    the arcs into a variable whose domain shrinks; False when some domain empties."""
+    arcs = [(a, b, k) for k, e in enumerate(q.edges) for a, b in ((e.src, e.dst), (e.dst, e.src))]
+    pending = [arc for arc in arcs if arc not in consistent]
+    queued = set(pending)
+    while pending:
+        arc = pending.pop()
+        queued.discard(arc)
+        a, b, k = arc
+        e = q.edges[k]
+        new = _with_neighbour_in(dom[a], dom[b], _stepper(world, e, a), _stepper(world, e, b))
+        if not new:
+            return False
+        if len(new) != len(dom[a]):
+            dom[a] = new
+            for again in arcs:
+                if again[1] == a and again not in queued:
+                    pending.append(again)
+                    queued.add(again)
     return True
 
 
@@ -319,7 +347,8 @@ def _extend(world: GraphView, q: Query, dom: list[set[str]], order: list[int], a
     anchor = assign[first.dst] if first.src == v else assign[first.src]
     near = world.sources(anchor, first.rel) if first.src == v else world.targets(anchor, first.rel)
     if len(near) > len(dom[v]):
-        candidates = sorted(c for c in dom[v] if c in set(near))
+        near_set = set(near)
+        candidates = sorted(c for c in dom[v] if c in near_set)
     else:
         candidates = sorted(c for c in set(near) if c in dom[v])
     for c in candidates:
@@ -339,8 +368,8 @@ def match(world: GraphView, q: Query, within: Collection[str] | None = None, lim
     With `limit`, stop after that many (the first ones in sorted order): `limit=2` tells unique from not."""
     if not 0 <= q.target < len(q.vars):
         raise ValueError(f"query target {q.target} out of range for {len(q.vars)} variables")
-    dom = _domains(world, q, within)
-    if not all(dom) or (q.edges and not _prune(world, q, dom)):
+    dom, consistent = _domains(world, q, within)
+    if not all(dom) or (q.edges and not _prune(world, q, dom, consistent)):
         return []
     if not q.has_cycle():
         return sorted(dom[q.target])[:limit]

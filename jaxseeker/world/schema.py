@@ -21,12 +21,14 @@ class TypeSpec:
 
 @dataclasses.dataclass(frozen=True)
 class AttrSpec:
-    """An attribute: `date` (ISO YYYY-MM-DD) or `number`; `verb` takes the value phrase as `{}`."""
+    """An attribute: `date` (ISO YYYY-MM-DD) or `number`; `verb` takes the value phrase as `{}`; a date known
+    only to the year has `precision` "year" (stored as YYYY-01-01, said as "in YYYY")."""
 
     kind: str
     verb: str
     ask: str
     unit: str = ""
+    precision: str = "day"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +57,10 @@ TYPES: dict[str, TypeSpec] = {
     "lake": TypeSpec("lake", "lakes"),
     "language": TypeSpec("language", "languages"),
     "currency": TypeSpec("currency", "currencies"),
+    "mountain": TypeSpec("mountain", "mountains"),
+    "ballpark": TypeSpec("ballpark", "ballparks"),
+    "award": TypeSpec("award", "awards"),
+    "element": TypeSpec("element", "elements", kind_label="series"),
 }
 
 ATTRIBUTES: dict[str, AttrSpec] = {
@@ -78,6 +84,24 @@ ATTRIBUTES: dict[str, AttrSpec] = {
     "withdrawn": AttrSpec("date", "was withdrawn {}", "In what year was {} withdrawn?"),
     "currency_since": AttrSpec("date", "adopted its current currency {}",
                                "In what year did {} adopt its current currency?"),
+    "debut": AttrSpec("date", "made a major-league debut {}", "In what year did {} make a major-league debut?"),
+    "final_game": AttrSpec("date", "played a last major-league game {}",
+                           "In what year did {} play a last major-league game?"),
+    "weight_kg": AttrSpec("number", "has a listed weight of {}", "What is the listed weight of {} in kilograms?",
+                          " kg"),
+    "inducted": AttrSpec("date", "was inducted into the Baseball Hall of Fame {}",
+                         "In what year was {} inducted into the Baseball Hall of Fame?", precision="year"),
+    "first_season": AttrSpec("date", "played its first season {}", "In what year did {} play its first season?",
+                             precision="year"),
+    "last_season": AttrSpec("date", "played its last season {}", "In what year did {} play its last season?",
+                            precision="year"),
+    "first_game": AttrSpec("date", "hosted its first major-league game {}",
+                           "In what year did {} host its first major-league game?"),
+    "last_game": AttrSpec("date", "hosted its last major-league game {}",
+                          "In what year did {} host its last major-league game?"),
+    "discovered": AttrSpec("date", "was discovered {}", "In what year was {} discovered?", precision="year"),
+    "atomic_number": AttrSpec("number", "has the atomic number {}", "What is the atomic number of {}?"),
+    "atomic_weight": AttrSpec("number", "has an atomic weight of {}", "What is the atomic weight of {}?"),
 }
 
 RELATIONS: dict[str, RelSpec] = {
@@ -111,6 +135,13 @@ RELATIONS: dict[str, RelSpec] = {
     "uses_currency": RelSpec("country", "currency", "uses {} as its currency", "is the currency of {}"),
     "used_currency": RelSpec("country", "currency", "formerly used {}", "was formerly used in {}"),
     "in_region": RelSpec("country", "region", "lies in {}", "includes {}", functional=True),
+    "highest_point_of": RelSpec("mountain", "country", "is the highest point of {}", "has {} as its highest point"),
+    "played_for": RelSpec("person", "organisation", "played for {}", "had {} among its players"),
+    "won_award": RelSpec("person", "award", "won {}", "was won by {}"),
+    "home_park": RelSpec("organisation", "ballpark", "played home games at {}", "was a home ground of {}"),
+    "ballpark_in": RelSpec("ballpark", "city", "is a ballpark in {}", "has {} among its ballparks", functional=True),
+    "discovered_by": RelSpec("element", "person", "was discovered by {}", "discovered {}"),
+    "discovered_in": RelSpec("element", "country", "was discovered in {}", "is where {} was discovered"),
 }
 
 

@@ -14,13 +14,17 @@ from typing import Any
 from jaxseeker.world.corpus import Page
 from jaxseeker.world.entities import Entity, Relation
 from jaxseeker.world.graph import World
+from jaxseeker.world.pages_world import PagesWorld, is_pages_world_dir, open_pages_world
 
 FORMAT_VERSION = 1
 _FILES = ("world.json", "entities.jsonl", "relations.jsonl", "pages.jsonl")
 
 
-def save_world(world: World, directory: str | Path) -> Path:
-    """Write `world` to `directory` (created): world.json, entities.jsonl, relations.jsonl, pages.jsonl."""
+def save_world(world: World | PagesWorld, directory: str | Path) -> Path:
+    """Write `world` to `directory` (created): world.json, entities.jsonl, relations.jsonl, pages.jsonl
+    (a pages world: a copy of its files)."""
+    if isinstance(world, PagesWorld):
+        return world.copy_to(directory)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     info = {**world.info, "format": FORMAT_VERSION, "entities": len(world.entities),
@@ -65,13 +69,16 @@ def _page(d: dict[str, Any]) -> Page:
 
 
 def is_world_dir(directory: str | Path) -> bool:
-    """True when `directory` holds a saved world."""
-    return all((Path(directory) / name).is_file() for name in _FILES)
+    """True when `directory` holds a saved world (or a pages world)."""
+    return all((Path(directory) / name).is_file() for name in _FILES) or is_pages_world_dir(directory)
 
 
-def load_world(directory: str | Path) -> World:
-    """Read a world written by `save_world`; a bad line raises ValueError naming FILE:LINE."""
+def load_world(directory: str | Path) -> World | PagesWorld:
+    """Read a world written by `save_world` (a pages world opens from disk); a bad line raises ValueError
+    naming FILE:LINE."""
     d = Path(directory)
+    if is_pages_world_dir(d):
+        return open_pages_world(d)
     missing = [name for name in _FILES if not (d / name).is_file()]
     if missing:
         raise FileNotFoundError(f"{d} is not a saved world: missing {', '.join(missing)}")
@@ -102,22 +109,39 @@ def cache_key(source: str, **params: Any) -> str:
     return f"{source}-{readable}-{digest}" if readable else f"{source}-{digest}"
 
 
-def cached(key: str, build: Callable[[], World], cache_dir: str | Path | None = None) -> World:
-    """The world saved under `key` in the cache, building and saving it (atomically) the first time."""
-    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    target = root / key
-    if is_world_dir(target):
-        return load_world(target)
-    world = build()
-    world.info["key"] = key
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+def _publish(target: Path, write: Callable[[Path], Any]) -> None:
+    """Call `write(tmp)` on a new directory beside `target`, then rename it to `target` (atomic)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        save_world(world, tmp)
+        write(tmp)
         try:
             tmp.rename(target)
         except OSError:  # another process saved it first
             pass
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _cache_root(cache_dir: str | Path | None) -> Path:
+    return Path(cache_dir) if cache_dir is not None else default_cache_dir()
+
+
+def cached(key: str, build: Callable[[], World], cache_dir: str | Path | None = None) -> World | PagesWorld:
+    """The world saved under `key` in the cache, building and saving it (atomically) the first time."""
+    target = _cache_root(cache_dir) / key
+    if is_world_dir(target):
+        return load_world(target)
+    world = build()
+    world.info["key"] = key
+    _publish(target, lambda d: save_world(world, d))
     return world
+
+
+def cached_directory(key: str, write: Callable[[Path], Any], cache_dir: str | Path | None = None) -> Path:
+    """The cache directory of `key`, written (atomically) by `write(directory)` the first time: for sources
+    that build straight onto disk (pages)."""
+    target = _cache_root(cache_dir) / key
+    if not is_world_dir(target):
+        _publish(target, write)
+    return target

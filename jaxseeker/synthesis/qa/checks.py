@@ -7,8 +7,9 @@ import dataclasses
 import string
 from collections.abc import Sequence
 
-from jaxseeker.world import DateIn, Edge, Is, NameInitial, NumberIn, Query, Var, World
+from jaxseeker.world import DateIn, Edge, Entity, Is, NameInitial, NumberIn, Query, Var, World
 
+from jaxseeker.synthesis.qa.obfuscate import date_precision
 from jaxseeker.synthesis.qa.record import Draft, QARecord
 from jaxseeker.synthesis.qa.render import answer_text, render_question
 
@@ -63,7 +64,7 @@ def obfuscations_of(q: Query, history: Sequence[str]) -> list[str]:
             hinted = any(isinstance(p, NameInitial) for p in v.preds)
             found.append("name" if hinted else "place" if v.type in ("city", "country") else "describe")
         for p in v.preds:
-            if isinstance(p, DateIn) and p.grain != "day":
+            if isinstance(p, DateIn) and p.grain != date_precision(p.attr):
                 found.append("date")
             elif isinstance(p, NumberIn) and p.grain != "exact":
                 found.append("number")
@@ -149,10 +150,28 @@ class Dedup:
         return True
 
 
+def _alone(world: World, var: Var, truth: str) -> bool:
+    """True when `truth` and no other entity satisfies `var` on its own (stops at the first other one found)."""
+
+    def fits(e: Entity) -> bool:
+        return (var.type is None or e.type == var.type) and all(p.holds(e) for p in var.preds)
+
+    if not fits(world.entity(truth)):
+        return False
+    if var.anchor() is not None:
+        return True
+    scan = world.ids_of_type(var.type)
+    for p in var.preds:
+        found = world.candidates(var.type, p)
+        if found is not None and len(found) < len(scan):
+            scan = found
+    return not any(i != truth and fits(world.entity(i)) for i in scan)
+
+
 def is_shortcut(d: Draft, world: World) -> bool:
     """True when the answer's own predicates already single it out, so its relations add nothing."""
     q = d.query
-    return bool(q.edges) and not q.count and world.match(Query((q.vars[q.target],)), limit=2) == [d.truth]
+    return bool(q.edges) and not q.count and _alone(world, q.vars[q.target], d.truth)
 
 
 def evidence_edges(d: Draft) -> list[list[str]]:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import calendar
 import dataclasses
+import functools
 import math
 import random
 
-from jaxseeker.world import DateIn, Edge, Entity, Is, LabelIs, NameInitial, NumberIn, Query, Var, World
+from jaxseeker.world import DateIn, Edge, Entity, Is, LabelIs, NameInitial, Neighbour, NumberIn, Query, Var, World
 from jaxseeker.world.entities import date_parts, iso_date
-from jaxseeker.world.schema import TYPES
+from jaxseeker.world.schema import ATTRIBUTES, TYPES
 
 from jaxseeker.synthesis.qa.record import Draft
 
@@ -71,10 +72,16 @@ def number_pred(attr: str, value: float, grain: str) -> NumberIn:
     raise ValueError(f"unknown number grain {grain!r}; known: {NUMBER_GRAINS}")
 
 
+def date_precision(attr: str) -> str:
+    """The grain a date attribute is known to: "day", or "year" for year-only facts (see `AttrSpec`)."""
+    spec = ATTRIBUTES.get(attr)
+    return spec.precision if spec is not None else "day"
+
+
 def exact_pred(e: Entity, attr: str) -> DateIn | NumberIn:
-    """The exact (day / exact) predicate for one attribute of `e`."""
+    """The exact predicate for one attribute of `e` (a date at the grain it is known to)."""
     if attr in e.dates:
-        return date_pred(attr, e.dates[attr], "day")
+        return date_pred(attr, e.dates[attr], date_precision(attr))
     return number_pred(attr, e.numbers[attr], "exact")
 
 
@@ -153,25 +160,43 @@ def hide_name(d: Draft, world: World, rng: random.Random, i: int | None = None) 
     return _with(d, d.query.with_var(i, new), d.binding, "name")
 
 
+@functools.lru_cache(maxsize=4096)
+def neighbours_by_fan(world: World, id: str) -> tuple[tuple[Neighbour, ...], ...]:
+    """The neighbours of `id` grouped by fan (how many entities share that neighbour through the same
+    relation), fewest first: the most distinctive facts about `id` come first."""
+    groups: dict[int, list[Neighbour]] = {}
+    for n in world.neighbours(id):
+        fan = len(world.sources(n.id, n.rel) if n.direction == "out" else world.targets(n.id, n.rel))
+        groups.setdefault(fan, []).append(n)
+    return tuple(tuple(groups[f]) for f in sorted(groups))
+
+
+def least_shared(world: World, id: str, avoid: set[str], k: int, rng: random.Random) -> list[Neighbour]:
+    """Up to `k` neighbours of `id` outside `avoid`, fewest-fan first, ties in random order (a hub's group
+    of thousands is sampled, never scanned)."""
+    found: list[Neighbour] = []
+    for group in neighbours_by_fan(world, id):
+        want = k - len(found)
+        sample = rng.sample(group, min(len(group), want + len(avoid)))
+        found += [n for n in sample if n.id not in avoid][:want]
+        if len(found) >= k:
+            break
+    return found
+
+
 def describe(d: Draft, world: World, rng: random.Random, i: int | None = None, k: int = 1) -> Draft | None:
-    """Replace a named entity by a description from `k` of its neighbours (kind `place` for places, else `describe`)."""
+    """Replace a named entity by a description from `k` of its neighbours (kind `place` for places, else `describe`):
+    the least shared ones, so the description stays distinctive."""
     options = anchored(d) if i is None else [i]
     if not options:
         return None
     i = rng.choice(options)
     e = world.entity(d.binding[i])
-    used = set(d.binding)
-    fans = []
-    for n in world.neighbours(e.id):
-        if n.id in used:
-            continue
-        fan = len(world.sources(n.id, n.rel) if n.direction == "out" else world.targets(n.id, n.rel))
-        fans.append((fan, rng.random(), n))
-    if not fans:
+    nearest = least_shared(world, e.id, set(d.binding), max(k, 3), rng)
+    if not nearest:
         return None
-    fans.sort()
-    picked = []
-    for _, _, n in fans[: max(k, 3)]:
+    picked: list[Neighbour] = []
+    for n in nearest:
         if len(picked) < k and n.id not in {p.id for p in picked}:
             picked.append(n)
     var = d.query.vars[i]

@@ -22,13 +22,17 @@ from jaxseeker.synthesis.qa.record import Draft
 
 @dataclasses.dataclass(frozen=True)
 class SailorFogConfig:
-    """Walk length (edges), walk behaviour, rarity of the seed, and how much to obfuscate."""
+    """Walk length (edges), walk behaviour, rarity of the seed, and how much to obfuscate.
+
+    A hub (more than `hub_degree` links, e.g. a country with thousands of airports) can be reached but
+    is never expanded from: one of its thousands of neighbours would only add a vacuous constraint."""
 
     min_edges: int = 2
     max_edges: int = 5
     p_continue: float = 0.5
     p_cycle: float = 0.3
     rare_quantile: float = 0.3
+    hub_degree: int = 100
     p_hide: float = 0.7
     p_attribute: float = 0.6
 
@@ -56,6 +60,19 @@ def topology(nodes: list[str], edges: set[Relation]) -> str:
     return "tree"
 
 
+def _edges_among(world: World, nodes: list[str]) -> set[Relation]:
+    """Every relation between two of `nodes`, each pair seen from its less linked end (a hub is never scanned
+    when it is the most linked node)."""
+    order = sorted(set(nodes), key=lambda i: (world.degree(i), i))
+    rank = {i: k for k, i in enumerate(order)}
+    found = set()
+    for a in order[:-1]:
+        for nb in world.neighbours(a):
+            if rank.get(nb.id, -1) > rank[a]:
+                found.add(Relation(a, nb.rel, nb.id) if nb.direction == "out" else Relation(nb.id, nb.rel, a))
+    return found
+
+
 def random_walk(
     world: World, seed: str, n_edges: int, rng: random.Random, cfg: SailorFogConfig
 ) -> tuple[list[str], set[Relation]]:
@@ -65,19 +82,16 @@ def random_walk(
         if len(edges) >= n_edges:
             break
         here = nodes[-1] if rng.random() < cfg.p_continue else rng.choice(nodes)
-        options = world.neighbours(here)
-        if not options:
+        if not 0 < world.degree(here) <= cfg.hub_degree:
             continue
-        n = rng.choice(options)
+        n = rng.choice(world.neighbours(here))
         rel = Relation(here, n.rel, n.id) if n.direction == "out" else Relation(n.id, n.rel, here)
         if rel not in edges:
             edges.add(rel)
             if n.id not in nodes:
                 nodes.append(n.id)
     if rng.random() < cfg.p_cycle:
-        inside = set(nodes)
-        closing = sorted(Relation(a, nb.rel, nb.id) for a in nodes for nb in world.neighbours(a)
-                         if nb.direction == "out" and nb.id in inside and Relation(a, nb.rel, nb.id) not in edges)
+        closing = sorted(r for r in _edges_among(world, nodes) if r not in edges)
         if closing:
             edges.add(rng.choice(closing))
     return nodes, edges
