@@ -1,5 +1,13 @@
-"""Mesh, logical-axis sharding rules and the multi-host start."""
+"""Mesh, logical-axis sharding rules, the multi-host start and the host-side work of a multi-process run."""
 
+from jaxseeker.parallel.hosts import (
+    all_gather_objects,
+    global_array,
+    host_array,
+    local_copy,
+    local_mesh,
+    process_share,
+)
 from jaxseeker.parallel.mesh import (
     MESH_AXES,
     MeshConfig,
@@ -25,14 +33,20 @@ __all__ = [
     "MESH_AXES",
     "MeshConfig",
     "Rules",
+    "all_gather_objects",
     "batch_sharding",
+    "global_array",
+    "host_array",
     "is_main_process",
+    "local_copy",
+    "local_mesh",
     "logical_sharding",
     "logical_to_spec",
     "make_mesh",
     "make_rules",
     "maybe_initialize_distributed",
     "process_info",
+    "process_share",
     "replicated",
     "shard_batch",
     "tree_shardings",

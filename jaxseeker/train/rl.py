@@ -9,7 +9,13 @@ checkpoint (train state + question sampler). WebExplorer's progressive context i
 `{step, max_context, max_turns}`: from RL step `step` on, episodes get `max_context` tokens and at
 most `max_turns` tool calls; the update trains on rows as long as the step's longest episode, rounded up to a
 multiple of `ROW_BUCKET` tokens (so few shapes compile) and at most `max_context`.
-Rollouts run on the host of one process: multi-host RL is not supported yet.
+
+Multi-host (`jax.distributed`): every process takes the same questions from its sampler, rolls out and
+scores its share of the groups on its own engine (a copy of the params on its own devices) and receives
+everyone's (`rl_rollout.py`); selection, advantages, metrics and the update rows are then the same on every
+process, and the update runs on the global mesh. The groups and their sampling do not depend on the
+process count. Process 0 alone writes metrics, episodes, reports and plots; checkpoints are collective,
+with each process's sampler state.
 """
 
 from __future__ import annotations
@@ -30,15 +36,19 @@ from jaxseeker.agent import (
     Episode,
     Question,
     RolloutConfig,
-    RolloutStats,
     read_questions,
-    rollout,
     write_episodes,
 )
 from jaxseeker.agent.command import make_engine
-from jaxseeker.data import place_on_mesh
 from jaxseeker.generation import SamplingConfig
-from jaxseeker.parallel import is_main_process
+from jaxseeker.parallel import (
+    global_array,
+    host_array,
+    is_main_process,
+    local_copy,
+    local_mesh,
+    tree_shardings,
+)
 from jaxseeker.tools import (
     ToolRegistry,
     answer_submit_tool,
@@ -49,16 +59,18 @@ from jaxseeker.train import selection as sel
 from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
+from jaxseeker.train.policy import build_policy
 from jaxseeker.train.recipe import RecipeError, build, check_sections
+from jaxseeker.train.rl_rollout import shared_rollout
 from jaxseeker.train.rl_scoring import (
     QuestionSampler,
     RewardConfig,
+    Score,
     Scorer,
     score_metrics,
     submit_feedback,
 )
 from jaxseeker.train.rl_step import RLStepConfig, episode_rows, make_rl_step
-from jaxseeker.train.policy import build_policy
 
 SECTIONS = ("name", "model", "optimizer", "mesh", "rules", "rl", "rollout", "sampling", "engine", "tools", "world",
             "reward")
@@ -111,7 +123,7 @@ class RLConfig:
 class EngineConfig:
     """The generation engine of the rollouts; 0 picks the default noted."""
 
-    slots: int = 0  # 0: batch_questions · group_size (a whole step in flight)
+    slots: int = 0  # 0: this process's share of a step's episodes, all in flight (⌈B / processes⌉ · G)
     max_len: int = 0  # 0: the largest context of the stages
     steps_per_call: int = 8
     min_window: int = 256
@@ -168,6 +180,12 @@ class RLRun:
     checkpointer: Checkpointer
     start_step: int
     sampling: SamplingConfig
+    engine_shardings: Any = None  # where the engine's copy of the params goes (multi-host); None: no copy
+
+    def engine_params(self, params: Any) -> Any:
+        """The params to roll out with: `params` itself on one process; on several, a copy on this process's
+        devices (collective), since each process's engine runs alone, out of step with the others."""
+        return params if self.engine_shardings is None else local_copy(params, self.engine_shardings)
 
     def registry_for(self, question: Question) -> ToolRegistry:
         """The tools of one episode: the recipe's, plus (SRRL) an `answer_submit` that knows this question's answer."""
@@ -231,17 +249,23 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
         restored = ckpt.restore(state)
         state, start = restored.state, restored.step
         sampler = QuestionSampler(restored.data_state["pool"], rl.seed, restored.data_state["sampler"])
+    engine_shardings = None
+    if jax.process_count() > 1:
+        engine_shardings = tree_shardings(model.param_axes(cfg), state.params, local_mesh(mesh), rules)
+    registry, multi_submit = _tools(recipe)
+    run = RLRun(recipe, out_dir, cfg, rl, rollout_cfg, stages, step_cfg, opt_cfg, mesh, rules, tokenizer, questions,
+                registry, multi_submit, Scorer(reward), engine, state, ref_params, sampler, ckpt, start, sampling,
+                engine_shardings)
+    params = run.engine_params(state.params)
     if engine is None:
         max_len = engine_cfg.max_len or max(s.max_context for s in stages)
-        engine = make_engine(state.params, cfg, tokenizer, slots=engine_cfg.slots or rl.batch_questions * rl.group_size,
-                             max_len=max_len, sampling=sampling, steps_per_call=engine_cfg.steps_per_call,
-                             min_window=engine_cfg.min_window)
-    engine.set_params(state.params)
+        slots = engine_cfg.slots or -(-rl.batch_questions // jax.process_count()) * rl.group_size
+        run.engine = make_engine(params, cfg, tokenizer, slots=slots, max_len=max_len, sampling=sampling,
+                                 steps_per_call=engine_cfg.steps_per_call, min_window=engine_cfg.min_window)
+    run.engine.set_params(params)
     if is_main_process():
         out_dir.mkdir(parents=True, exist_ok=True)
-    registry, multi_submit = _tools(recipe)
-    return RLRun(recipe, out_dir, cfg, rl, rollout_cfg, stages, step_cfg, opt_cfg, mesh, rules, tokenizer, questions,
-                 registry, multi_submit, Scorer(reward), engine, state, ref_params, sampler, ckpt, start, sampling)
+    return run
 
 
 def rollout_seed(seed: int, step: int, round_: int) -> int:
@@ -250,14 +274,13 @@ def rollout_seed(seed: int, step: int, round_: int) -> int:
 
 
 def roll_out(run: RLRun, question_ids: list[int], config: RolloutConfig, n: int,
-             seed: int) -> tuple[list[list[Episode]], RolloutStats]:
-    """`n` episodes of each question on the run's engine with the current params, grouped by question."""
+             seed: int) -> tuple[list[list[Episode]], list[list[Score]], dict[str, float]]:
+    """`n` scored episodes of each question with the current params, grouped by question: (groups, scores,
+    timings). Split over the processes, gathered on every one (`rl_rollout.shared_rollout`)."""
     if hasattr(run.engine, "sampling"):
         run.engine.sampling = dataclasses.replace(run.sampling, seed=seed)
     questions = [run.questions[i] for i in question_ids]
-    result = rollout(run.engine, run.tokenizer, run.registry_for, questions, config, n_per_question=n, progress=False)
-    episodes = result.episodes  # ordered by question, then sample
-    return [episodes[g * n:(g + 1) * n] for g in range(len(questions))], result.stats
+    return shared_rollout(run.engine, run.tokenizer, run.registry_for, questions, config, n, run.scorer.score_all)
 
 
 def stage_rollout_config(run: RLRun, stage: ContextStage) -> RolloutConfig:
@@ -271,8 +294,8 @@ def dupo_pool(run: RLRun) -> list[int]:
     if run.rl.selection != "dupo" or k == 0:
         return list(range(len(run.questions)))
     config = stage_rollout_config(run, run.stages[0])
-    groups, _ = roll_out(run, list(range(len(run.questions))), config, k, rollout_seed(run.rl.seed, -1, 0))
-    scores = run.scorer.score_all([e for g in groups for e in g])
+    groups, grouped, _ = roll_out(run, list(range(len(run.questions))), config, k, rollout_seed(run.rl.seed, -1, 0))
+    scores = [s for group in grouped for s in group]
     correct = np.array([float(s.outcome.correct) for s in scores]).reshape(len(groups), k)  # [questions, k]
     keep = sel.dupo_prefilter(correct)
     pool = [int(i) for i in np.flatnonzero(keep)]
@@ -290,19 +313,14 @@ def collect(run: RLRun, step: int, config: RolloutConfig) -> tuple[list, list, s
     b, g = run.rl.batch_questions, run.rl.group_size
     rng = np.random.default_rng([run.rl.seed, step])
     groups, scores = [], []
-    times = {"rollout_s": 0.0, "engine_s": 0.0, "tool_wait_s": 0.0, "reward_s": 0.0}
+    times = {"rollout_s": 0.0, "engine_s": 0.0, "tool_wait_s": 0.0, "reward_s": 0.0, "gather_s": 0.0}
     need, rounds = b, 0
     while True:
-        t = time.perf_counter()
-        new, stats = roll_out(run, run.sampler.take(need), config, g, rollout_seed(run.rl.seed, step, rounds))
-        times["rollout_s"] += time.perf_counter() - t
-        times["engine_s"] += stats.step_s
-        times["tool_wait_s"] += stats.idle_s
-        t = time.perf_counter()
-        flat = run.scorer.score_all([e for group in new for e in group])
-        times["reward_s"] += time.perf_counter() - t
+        new, new_scores, new_times = roll_out(run, run.sampler.take(need), config, g,
+                                              rollout_seed(run.rl.seed, step, rounds))
+        times = {k: v + new_times[k] for k, v in times.items()}
         groups += new
-        scores += [flat[i * g:(i + 1) * g] for i in range(len(new))]
+        scores += new_scores
         rewards = np.array([[s.reward for s in group] for group in scores])  # [groups, G]
         selection = sel.select(run.rl.selection, rewards, b, rng)
         rounds += 1
@@ -335,12 +353,12 @@ def update(run: RLRun, state: Any, episodes: list[Episode], advantages: np.ndarr
         chosen = [episodes[i] for i in order[m * rows:(m + 1) * rows]]
         host = episode_rows([e.token_ids for e in chosen], [e.loss_mask for e in chosen],
                             [e.logprobs for e in chosen], advantages[order[m * rows:(m + 1) * rows]], seq)
-        batch = place_on_mesh(host, fns.batch_sharding, keys=tuple(host))
+        batch = {k: global_array(v, fns.batch_sharding) for k, v in host.items()}  # every process has all rows
         batch["old_logp"] = fns.logprobs(state.params, batch)  # [rows, seq]
         if run.ref_params is not None:
             batch["ref_logp"] = fns.logprobs(run.ref_params, batch)
         mask = host["loss_mask"] != 0
-        mismatch.append(np.abs(np.asarray(batch["old_logp"]) - host["old_logp"])[mask])
+        mismatch.append(np.abs(host_array(batch["old_logp"]) - host["old_logp"])[mask])
         batches.append(batch)
     jax.block_until_ready(batches)
     times = {"old_logp_s": time.perf_counter() - t}
@@ -376,7 +394,7 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
                                                  normalize_std=run.rl.normalize_std))  # [B·G]
         chosen = [e for i in selection.groups for e in groups[i]]
         state, update_metrics = update(run, state, chosen, adv, stage.max_context, step)
-        run.engine.set_params(state.params)
+        run.engine.set_params(run.engine_params(state.params))
         metrics.update(update_metrics, skipped_update=0.0)
     for group, group_scores in zip(groups, scores):
         for e, s in zip(group, group_scores):

@@ -1,0 +1,74 @@
+"""Attention kernels XLA cannot partition (a Pallas call such as splash), run blockwise under `jax.shard_map`.
+
+Under a multi-device jit, XLA gathers the operands of a custom kernel whole onto every device. Attention
+needs no communication across batch rows or across kv-head groups, so `shard_attention` runs the kernel
+on each device's block instead: batch rows split over the mesh axes of the `batch` rule (data, fsdp, …),
+query heads and kv heads split alike over those of the `heads` rule (tensor), sequence and head_dim whole
+(the kernel sees whole rows). The kernel's signature is `attention(q, k, v, segment_ids)` with
+q `[batch, seq, heads, head_dim]`, k/v `[batch, seq, kv_heads, head_dim]`, segment_ids `[batch, seq]`
+→ `[batch, seq, heads, head_dim]`, query heads sharing kv heads in contiguous groups (GQA).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import jax
+from jax.sharding import AbstractMesh, Mesh, PartitionSpec
+
+from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, logical_to_spec
+
+Attention = Callable[[jax.Array, jax.Array, jax.Array, jax.Array], jax.Array]
+
+
+class AttentionSpecs(NamedTuple):
+    """Partition specs of the kernel's operands; the output is split like `q`."""
+
+    q: PartitionSpec  # [batch, seq, heads, head_dim]
+    kv: PartitionSpec  # [batch, seq, kv_heads, head_dim], for k and v
+    segment_ids: PartitionSpec  # [batch, seq]
+
+
+def attention_specs(mesh: Mesh | AbstractMesh, q_shape: Sequence[int], kv_shape: Sequence[int],
+                    rules: Rules = DEFAULT_RULES) -> AttentionSpecs:
+    """The specs `shard_attention` uses for these shapes: the `batch` rule on batch; the `heads` rule on the heads
+    of q, k and v when it splits `heads` and `kv_heads` over the same mesh axes (so every device holds whole kv
+    groups) and none of batch's, else heads whole. The rules' divisibility fallback applies (see
+    `rules.logical_to_spec`)."""
+    b, _, h, _ = q_shape
+    kvh = kv_shape[2]
+    batch = logical_to_spec(("batch",), rules, mesh, (b,))[0]
+    heads = logical_to_spec(("heads",), rules, mesh, (h,))[0]
+    kv_heads = logical_to_spec(("kv_heads",), rules, mesh, (kvh,))[0]
+    if heads != kv_heads or set(_names(heads)) & set(_names(batch)):
+        heads = None
+    return AttentionSpecs(PartitionSpec(batch, None, heads, None), PartitionSpec(batch, None, heads, None),
+                          PartitionSpec(batch, None))
+
+
+def _names(entry: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    """The mesh axes of one `PartitionSpec` entry."""
+    return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def shard_attention(attention: Attention, mesh: Mesh | AbstractMesh | None = None,
+                    specs: AttentionSpecs | None = None, *, rules: Rules = DEFAULT_RULES) -> Attention:
+    """`attention` run on each device's block of batch rows and heads under `jax.shard_map` (module docstring).
+
+    mesh: default, the mesh in context when the function is traced (`jax.set_mesh` around the call, or
+    `jax.sharding.use_abstract_mesh` inside the jitted function); with no mesh, or one of
+    a single device, `attention` itself is called. specs: default `attention_specs(mesh, q.shape, k.shape,
+    rules)`. Mesh axes the specs leave out hold copies: each of their devices computes the same block.
+    """
+
+    def sharded(q: jax.Array, k: jax.Array, v: jax.Array, segment_ids: jax.Array) -> jax.Array:
+        active = mesh if mesh is not None else jax.sharding.get_abstract_mesh()
+        if active.empty or active.size == 1:
+            return attention(q, k, v, segment_ids)
+        s = specs or attention_specs(active, q.shape, k.shape, rules)
+        blockwise = jax.shard_map(attention, mesh=active, in_specs=(s.q, s.kv, s.kv, s.segment_ids),
+                                  out_specs=s.q, check_vma=False)  # a Pallas kernel does not type its outputs
+        return blockwise(q, k, v, segment_ids)  # [batch, seq, heads, head_dim]
+
+    return sharded

@@ -1,0 +1,162 @@
+"""`jaxseeker rl` as two local CPU processes under jax.distributed, against the same recipe on one process.
+
+The toy colour task (`train.rl_bench.write_toy`): B=4 questions × G=4 rollouts per step, 2 mini-batches,
+default mesh. The two processes (one CPU device each: fsdp=2 across them) train 1 step, then resume from
+its checkpoint for a second (`multihost_rl_worker.py`); the lone process (one device) trains both steps at
+once. All three run side by side, each a fresh interpreter.
+
+What must match: the questions of each step and every sampled token (the engine keys its randomness by
+request id, which names the group's place in the step, not the process that rolls it out); hence the
+rewards, and the update's losses and statistics. These go through float32 reductions split differently
+(one device against two, with a cross-process all-reduce of the gradients), so they are compared to rel
+1e-5 / abs 1e-6: rounding, far below what one changed token moves them (> 1e-3 on this task).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from jaxseeker.agent import read_episodes
+from jaxseeker.parallel import process_share
+from jaxseeker.train.metrics import read_metrics
+from jaxseeker.train.rl_bench import toy_recipe, write_toy
+
+WORKER = Path(__file__).with_name("multihost_rl_worker.py")
+STEPS, B, G = 2, 4, 4
+DETERMINISTIC = ("reward", "accuracy", "format_rate", "response_tokens", "context_tokens", "groups", "loss",
+                 "grad_norm", "entropy", "approx_kl", "ratio_mean", "ratio_max", "clip_frac_low", "clip_frac_high",
+                 "logp_mismatch")
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now."""
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def launch(recipe: Path, out_dir: Path, first: int, total: int, devices: int, process: tuple[str, int, int] | None,
+           log: Path) -> subprocess.Popen:
+    """The worker in a new interpreter with `devices` CPU devices; `process` = (coordinator, count, id) or None."""
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
+    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu",
+               JAX_COMPILATION_CACHE_DIR=str(recipe.parent / "jax_cache"),
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")  # the resumed run reuses the first run's compiles
+    if process is not None:
+        address, count, index = process
+        env.update(JAX_COORDINATOR_ADDRESS=address, JAX_NUM_PROCESSES=str(count), JAX_PROCESS_ID=str(index))
+    with log.open("w") as f:  # a file: a pipe nobody reads while waiting on another process could fill up
+        return subprocess.Popen([sys.executable, str(WORKER), str(recipe), str(out_dir), str(first), str(total)],
+                                env=env, stdout=f, stderr=subprocess.STDOUT, text=True)
+
+
+def report(proc: subprocess.Popen, log: Path) -> dict:
+    """The worker's JSON report (its last line), once it has exited cleanly."""
+    if proc.wait(timeout=600) != 0:
+        pytest.fail(f"{WORKER.name} {' '.join(proc.args[2:])} failed (exit {proc.returncode}):\n"
+                    f"{log.read_text()[-4000:]}")
+    return json.loads(log.read_text().strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    """Both runs' worker reports, metric rows and episodes of each step (by step, then (group, sample))."""
+    root = tmp_path_factory.mktemp("multihost_rl")
+    recipe = toy_recipe(write_toy(root / "toy", n_questions=8), root / "unused", steps=STEPS, batch_questions=B,
+                        group_size=G, checkpoint_every=1, episodes_every=1)
+    recipe["optimizer"]["total_steps"] = STEPS * recipe["rl"]["mini_batches"]  # the same schedule in every run
+    path = root / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    address = f"localhost:{free_port()}"
+    procs = {"one": launch(path, root / "one", STEPS, STEPS, 1, None, root / "one.log")}
+    for p in range(2):
+        procs[p] = launch(path, root / "two", 1, STEPS, 1, (address, 2, p), root / f"two_{p}.log")
+    try:
+        reports = {k: report(proc, root / ("one.log" if k == "one" else f"two_{k}.log")) for k, proc in procs.items()}
+    finally:  # a failed process leaves its peer waiting in a collective
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+    out = {"reports": reports, "root": root}
+    for name in ("one", "two"):
+        out[name] = {
+            "rows": read_metrics(root / name / "metrics.jsonl"),
+            "episodes": {step: {(e.group, e.sample): e for e in
+                                read_episodes(root / name / "episodes" / f"step_{step:06d}.jsonl")}
+                         for step in range(1, STEPS + 1)},
+        }
+    return out
+
+
+def test_one_runtime_spans_both_processes(runs):
+    reports = runs["reports"]
+    assert [reports[p]["info"]["process_index"] for p in (0, 1)] == [0, 1]
+    assert all(reports[p]["info"]["global_devices"] == 2 and reports[p]["info"]["local_devices"] == 1 for p in (0, 1))
+    assert [reports[p]["main"] for p in (0, 1)] == [True, False]
+    assert reports["one"]["info"]["process_count"] == 1 and reports["one"]["info"]["global_devices"] == 1
+
+
+def test_each_process_rolls_out_its_own_groups_and_together_the_steps(runs):
+    for step in range(1, STEPS + 1):
+        two, one = runs["two"]["episodes"][step], runs["one"]["episodes"][step]
+        assert sorted(two) == sorted(one) == [(g, s) for g in range(B) for s in range(G)]
+        by_process = defaultdict(set)
+        for (group, _), episode in two.items():
+            by_process[episode.meta["process"]].add(group)
+        assert by_process == {0: {0, 1}, 1: {2, 3}}, step  # disjoint halves, whole groups, union = the step
+        assert {e.meta["process"] for e in one.values()} == {0}
+        assert [two[g, 0].question for g in range(B)] == [one[g, 0].question for g in range(B)], step
+    asked = [runs["one"]["episodes"][step][g, 0].question for step in (1, 2) for g in range(B)]
+    assert len(set(asked)) == 2 * B  # two steps walk through the 8 questions once
+
+
+def test_every_sampled_token_is_the_one_process_runs(runs):
+    for step in range(1, STEPS + 1):
+        two, one = runs["two"]["episodes"][step], runs["one"]["episodes"][step]
+        for key in one:
+            assert two[key].token_ids == one[key].token_ids, (step, key)
+            assert two[key].loss_mask == one[key].loss_mask, (step, key)
+            assert two[key].logprobs == pytest.approx(one[key].logprobs, abs=1e-5), (step, key)
+        assert len({e.prediction for e in one.values()}) > 1  # sampled, not a constant policy
+
+
+def test_only_process_0_writes_metrics_and_reports(runs):
+    assert [r["step"] for r in runs["two"]["rows"]] == list(range(1, STEPS + 1))  # not twice each
+    summary = json.loads((runs["root"] / "two" / "summary.json").read_text())
+    assert summary["resumed_from"] == 1 and summary["steps"] == STEPS
+
+
+def test_metrics_equal_the_one_process_run(runs):
+    for two, one in zip(runs["two"]["rows"], runs["one"]["rows"], strict=True):
+        for key in DETERMINISTIC:
+            assert two[key] == pytest.approx(one[key], rel=1e-5, abs=1e-6), (one["step"], key)
+        assert two["skipped_update"] == one["skipped_update"] == 0.0  # an update ran in both steps
+    assert runs["one"]["rows"][1]["loss"] != pytest.approx(runs["one"]["rows"][0]["loss"], abs=1e-6)
+
+
+def test_checkpoints_are_collective_and_the_resume_continues(runs):
+    step_dir = runs["root"] / "two" / "checkpoints" / "1"
+    written = sorted(p.name for p in (step_dir / "state").iterdir() if p.name.startswith("ocdbt.process_"))
+    assert written == ["ocdbt.process_0", "ocdbt.process_1"]
+    states = json.loads((step_dir / "data" / "metadata").read_text())["per_process"]  # orbax's JsonSave file
+    assert len(states) == 2 and states[0] == states[1]  # the same sampler state on both processes
+    assert states[0]["sampler"] == {"epoch": 0, "position": B}
+    assert [runs["reports"][p]["resumed_from"] for p in (0, 1)] == [[0, 1]] * 2
+
+
+@pytest.mark.parametrize("n, count", [(4, 2), (5, 2), (3, 4), (16, 3)])
+def test_process_shares_are_contiguous_disjoint_and_cover_the_groups(n, count):
+    shares = [process_share(n, p, count) for p in range(count)]
+    assert [i for share in shares for i in share] == list(range(n))
+    assert max(map(len, shares)) - min(map(len, shares)) <= 1
+    with pytest.raises(ValueError, match=r"index=2 must lie in \[0, count=2\)"):
+        process_share(n, 2, 2)
