@@ -83,8 +83,13 @@ def _chunked_target_stats(
     soft_cap: float | None,
     temperature: float,
     with_entropy: bool,
+    n_valid: jax.Array | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array | None]:
-    """`_target_stats` of `hidden @ unembed`, built `chunk_size` positions at a time (rematerialised)."""
+    """`_target_stats` of `hidden @ unembed`, built `chunk_size` positions at a time (rematerialised).
+
+    With `n_valid` (a traced count), chunks that start at or after position `n_valid` are skipped,
+    forward and backward, and their stats are zero (False for `correct`).
+    """
     if hidden.ndim != 3:
         raise ValueError(f"hidden has shape {tuple(hidden.shape)}, expected [batch, seq, embed]")
     batch, seq, embed = hidden.shape
@@ -107,15 +112,26 @@ def _chunked_target_stats(
     hidden_chunks = hidden.reshape(batch, n_chunks, chunk, embed).swapaxes(0, 1)  # [n_chunks, batch, chunk, embed]
     target_chunks = targets.reshape(batch, n_chunks, chunk).swapaxes(0, 1)  # [n_chunks, batch, chunk]
 
-    @jax.checkpoint
-    def one_chunk(h: jax.Array, t: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+    starts = jnp.arange(n_chunks) * chunk  # [n_chunks]
+
+    def compute(h: jax.Array, t: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array | None]:
         logits = jnp.einsum("bce,ev->bcv", h, unembed, preferred_element_type=compute_dtype)  # [batch, chunk, vocab]
         if soft_cap is not None:
             logits = soft_cap * jnp.tanh(logits / soft_cap)
         logits = logits / temperature
         return _target_stats(logits, t, with_entropy=with_entropy)
 
-    stats = jax.lax.map(lambda xs: one_chunk(*xs), (hidden_chunks, target_chunks))  # each [n_chunks, batch, chunk]
+    def skip(h: jax.Array, t: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+        zeros = jnp.zeros(t.shape, compute_dtype)  # [batch, chunk]
+        return zeros, jnp.zeros(t.shape, bool), zeros if with_entropy else None
+
+    @jax.checkpoint
+    def one_chunk(h: jax.Array, t: jax.Array, start: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+        if n_valid is None:
+            return compute(h, t)
+        return jax.lax.cond(start < n_valid, compute, skip, h, t)
+
+    stats = jax.lax.map(lambda xs: one_chunk(*xs), (hidden_chunks, target_chunks, starts))  # each [n_chunks, batch, chunk]
 
     def unchunk(x: jax.Array | None) -> jax.Array | None:
         if x is None:
@@ -137,9 +153,14 @@ def chunked_masked_nll(
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """`masked_nll(hidden @ unembed, ...)` without ever materialising `[batch, seq, vocab]` logits.
 
-    z = soft_cap * tanh((h @ W) / soft_cap) when `soft_cap` is set (Gemma-style), else h @ W; the
-    sequence is split into chunks of `chunk_size`, each chunk's logits are built, reduced to
-    per-token log-probs and dropped; `jax.checkpoint` recomputes them in the backward pass.
+    z = soft_cap * tanh((h @ W) / soft_cap) when `soft_cap` is set (Gemma-style), else h @ W. Logits
+    are built only where they count: each row's trained positions are moved to its front (a stable
+    sort on the mask, along `seq`), the rows are split into chunks of `chunk_size` positions, each
+    chunk's logits `[batch, chunk, vocab]` are built, reduced to per-token log-probs and dropped
+    (`jax.checkpoint` recomputes them in the backward pass), and chunks past the longest row's
+    trained count are skipped. In packed agent trajectories most tokens are observations, so this
+    skips most of the `[embed, vocab]` work. Rows are never mixed, so a batch split across devices
+    stays split (a sort over the whole batch would gather it onto every device).
 
     Args:
       hidden: `[batch, seq, embed]` final hidden states. unembed: `[embed, vocab]`.
@@ -147,11 +168,19 @@ def chunked_masked_nll(
     Returns:
       (loss, aux) exactly as `masked_nll`.
     """
-    _check_token_shapes(hidden.shape[:2], loss_mask=loss_mask)
+    if hidden.ndim != 3:
+        raise ValueError(f"hidden has shape {tuple(hidden.shape)}, expected [batch, seq, embed]")
+    _check_token_shapes(hidden.shape[:2], loss_mask=loss_mask, targets=targets)
+    hidden, targets, loss_mask = jnp.asarray(hidden), jnp.asarray(targets), jnp.asarray(loss_mask)
+    order = jnp.argsort(loss_mask == 0, axis=1, stable=True)  # [batch, seq] each row's trained positions first
+    kept_hidden = jnp.take_along_axis(hidden, order[..., None], axis=1)  # [batch, seq, embed]
+    kept_targets = jnp.take_along_axis(targets, order, axis=1)  # [batch, seq]
+    kept_mask = jnp.take_along_axis(loss_mask, order, axis=1)  # [batch, seq]
     logp, correct, _ = _chunked_target_stats(
-        hidden, unembed, targets, chunk_size=chunk_size, soft_cap=soft_cap, temperature=1.0, with_entropy=False
+        kept_hidden, unembed, kept_targets, chunk_size=chunk_size, soft_cap=soft_cap, temperature=1.0,
+        with_entropy=False, n_valid=jnp.max(jnp.sum(loss_mask != 0, axis=1)),
     )
-    return _nll_from_stats(logp, correct, loss_mask)
+    return _nll_from_stats(logp, correct, kept_mask)
 
 
 def token_logprobs(

@@ -15,7 +15,7 @@ ARCHITECTURES = {
 }
 ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 REMAT_POLICIES = ("none", "dots", "full")
-ATTENTION_IMPLS = ("xla", "jax_xla", "cudnn", "splash")  # see model.layers.dot_attention
+ATTENTION_IMPLS = ("xla", "jax_xla", "cudnn", "splash", "blocked")  # see model.layers.dot_attention
 DTYPES = ("float32", "bfloat16", "float16")
 
 

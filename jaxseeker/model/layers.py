@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxseeker.model.blocked_attention import blocked_attention
 from jaxseeker.model.config import ModelConfig
 from jaxseeker.model.rope import apply_rope
 
@@ -44,14 +45,18 @@ def dot_attention(
     impl: "xla", the reference below (plain batched matmuls); "jax_xla" / "cudnn",
     `jax.nn.dot_product_attention` with that implementation (cudnn: GPU only); "splash", the Pallas TPU
     kernel (`splash_attention`), used when `segment_ids` `[batch, seq]` are given, i.e. for self-attention
-    without a KV cache whose `mask` is `attention_mask(arange, segment_ids, segment_ids)`; the cached paths
-    pass none and use the reference. Rows of padding queries (segment 0) are arbitrary in every impl.
+    without a KV cache whose `mask` is `attention_mask(arange, segment_ids, segment_ids)`; "blocked",
+    `blocked_attention` on the same mask (tile by tile, skipping the tiles it hides: packed rows on CPU),
+    also only where `segment_ids` are given. The cached paths pass none and use the reference. Rows of
+    padding queries (segment 0) are arbitrary in every impl.
     """
     if impl in ("jax_xla", "cudnn"):
         implementation = "xla" if impl == "jax_xla" else "cudnn"
         return jax.nn.dot_product_attention(q, k, v, mask=mask[:, None], implementation=implementation)
     if impl == "splash" and segment_ids is not None:
         return splash_attention(q, k, v, segment_ids)
+    if impl == "blocked" and segment_ids is not None:
+        return blocked_attention(q, k, v, mask)
     b, s, h, d = q.shape
     kvh = k.shape[2]
     # Queries of a kv group side by side on one axis: plain batched matmuls over [batch, kv_heads].

@@ -47,15 +47,23 @@ def add_parser(subparsers) -> None:
 def _bench(args: argparse.Namespace) -> int:
     from jaxseeker.train.bench import run_bench
 
-    run_bench(n_trajectories=args.trajectories, seq_len=args.seq_len, rows=args.rows, hf_batch=args.hf_batch)
+    run_bench(n_trajectories=args.trajectories, seq_len=args.seq_len, rows=args.rows, hf_batch=args.hf_batch,
+              attention=args.attention, num_bins=args.bins, chunk_size=args.loss_chunk, ynn=args.ynn)
     return 0
 
 
 def add_bench_parser(bench_subparsers) -> None:
     """Add `bench sft`: useful tokens/s of jaxseeker vs transformers + PyTorch on the same trajectories."""
+    from jaxseeker.model.config import ATTENTION_IMPLS
+
     p = bench_subparsers.add_parser("sft", help="SFT throughput vs HF transformers + PyTorch (same run)")
     p.add_argument("--trajectories", type=int, default=96)
     p.add_argument("--seq-len", type=int, default=2048, help="packed row length (jaxseeker)")
     p.add_argument("--rows", type=int, default=4, help="packed rows per step (jaxseeker)")
     p.add_argument("--hf-batch", type=int, default=8, help="padded examples per step (HF)")
+    p.add_argument("--attention", choices=ATTENTION_IMPLS, default="blocked", help="attention_impl (jaxseeker)")
+    p.add_argument("--bins", type=int, default=64, help="open rows of the first-fit packer (jaxseeker)")
+    p.add_argument("--loss-chunk", type=int, default=256, help="positions per row whose logits are built at once")
+    p.add_argument("--ynn", action=argparse.BooleanOptionalAction, default=True,
+                   help="compile the step with XLA:CPU's YNNPACK dot fusion (dropped with a note if unsupported)")
     p.set_defaults(func=_bench)

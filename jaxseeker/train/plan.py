@@ -48,7 +48,9 @@ from jaxseeker.parallel.rules import Rules, logical_to_spec
 
 GiB = 2**30
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-FLASH_IMPLS = ("cudnn", "splash")  # attention kernels that never hold [q, k] scores (training forward only)
+# Attention kernels that never hold [q, k] scores (training forward only; "blocked" keeps one tile per head,
+# see model.blocked_attention). cudnn and blocked still take the [q, k] boolean mask (1 byte a pair, not counted).
+FLASH_IMPLS = ("cudnn", "splash", "blocked")
 USABLE_HBM = 0.9  # share of a chip's memory a plan may fill (XLA and the runtime keep the rest)
 
 # Floats per token of one layer's backward working set under remat "full" (recompute + gradients),

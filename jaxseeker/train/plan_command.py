@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from jaxseeker.parallel import MESH_AXES, MeshConfig
-from jaxseeker.train.plan import CHIPS, USABLE_HBM, GiB, plan_stage, suggest_mesh
+from jaxseeker.train.plan import CHIPS, FLASH_IMPLS, USABLE_HBM, GiB, plan_stage, suggest_mesh
 from jaxseeker.train.recipe import RecipeError
 
 ROWS = ("params", "optimizer", "grads", "compute", "reference", "activations", "layer", "logits", "kv_cache",
@@ -62,9 +62,9 @@ def make_plan(recipe: Mapping[str, Any], *, mesh: MeshConfig | None = None, chip
     fits = all(s["fits"] for s in stages)
     n_chips = math.prod(sizes.values())
     suggestion = None if fits else suggest_mesh(cfg, rp.stages, rp.rules, the_chip, n_chips)
-    if cfg.attention_impl not in ("cudnn", "splash"):
-        notes.append(f"attention_impl={cfg.attention_impl} holds [q, k] f32 scores in training; splash (TPU) or "
-                     "cudnn (GPU) do not")
+    if cfg.attention_impl not in FLASH_IMPLS:
+        notes.append(f"attention_impl={cfg.attention_impl} holds [q, k] f32 scores in training; splash (TPU), "
+                     "cudnn (GPU) and blocked (one device) do not")
     if sizes["fsdp"] > 1:
         notes.append("activations are planned sharded by batch; the model sets no activation sharding constraint, "
                      "and XLA may keep some with the whole batch (see `jaxseeker.train.plan`)")

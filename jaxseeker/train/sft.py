@@ -50,6 +50,9 @@ class TrainConfig:
     keep: int = 3
     loss: str = "sft_loss"  # or "package.module:function" with the signature of sft_loss
     chunk_size: int = 512
+    # XLA options for compiling the step, e.g. {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"}
+    # (XLA:CPU dots through YNNPACK; see `jaxseeker bench sft`). An option this XLA lacks fails the first step.
+    compiler_options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "train_files", tuple(self.train_files))
@@ -135,7 +138,8 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
     bsh = batch_sharding(mesh, (data.batch_size, data.seq_len), rules)
     loss_fn = functools.partial(resolve_loss(train.loss), chunk_size=train.chunk_size)
     step_fn = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
-                            learning_rate=functools.partial(learning_rate_at, opt_cfg))
+                            learning_rate=functools.partial(learning_rate_at, opt_cfg),
+                            compiler_options=dict(train.compiler_options) or None)
     if is_main_process():
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "model_config.json").write_text(json.dumps(model.to_hf_dict(cfg), indent=2))

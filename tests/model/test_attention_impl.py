@@ -58,7 +58,8 @@ def test_impl_matches_reference_on_real_tokens(impl):
     np.testing.assert_allclose(out[0, 50], np.repeat(v[0, 50].astype(jnp.float32), group, axis=0), atol=tol)
 
 
-def test_splash_gradients_match_reference():
+@pytest.mark.parametrize("impl", ["splash", "blocked"])
+def test_kernel_gradients_match_reference(impl):
     q, k, v = qkv(seed=1)
     seg = jnp.asarray(packed_segments())
     real = (seg != 0)[:, :, None, None]
@@ -66,9 +67,9 @@ def test_splash_gradients_match_reference():
     def loss(impl, q, k, v):
         return jnp.sum(jnp.where(real, run(impl, q, k, v, seg), 0.0) * v.repeat(HEADS // KV_HEADS, axis=2))
 
-    grads = {impl: jax.jit(jax.grad(loss, argnums=(1, 2, 3)), static_argnums=0)(impl, q, k, v)
-             for impl in ("xla", "splash")}
-    for name, ref, got in zip("qkv", grads["xla"], grads["splash"]):
+    grads = {name: jax.jit(jax.grad(loss, argnums=(1, 2, 3)), static_argnums=0)(name, q, k, v)
+             for name in ("xla", impl)}
+    for name, ref, got in zip("qkv", grads["xla"], grads[impl]):
         scale = float(jnp.max(jnp.abs(ref)))
         assert scale > 0.1, name
         np.testing.assert_allclose(got, ref, atol=TOL * scale, err_msg=f"d loss / d {name}")
@@ -80,17 +81,19 @@ def test_splash_needs_tile_multiple_and_cache_paths_use_the_reference():
     mask = attention_mask(jnp.broadcast_to(jnp.arange(100), (BATCH, 100)), seg, seg)
     with pytest.raises(ValueError, match="multiple of 128, got 100"):
         dot_attention(q, k, v, mask, "splash", segment_ids=seg)
-    np.testing.assert_array_equal(dot_attention(q, k, v, mask, "splash"), dot_attention(q, k, v, mask, "xla"))
+    for impl in ("splash", "blocked"):
+        np.testing.assert_array_equal(dot_attention(q, k, v, mask, impl), dot_attention(q, k, v, mask, "xla"))
 
 
-def test_model_forward_with_jax_xla_matches_reference():
+@pytest.mark.parametrize("impl", ["jax_xla", "blocked"])
+def test_model_forward_matches_reference(impl):
     cfg = model.ModelConfig.tiny("qwen3")
     params = model.init_params(cfg, jax.random.key(0))
     tokens = jnp.asarray(np.random.default_rng(2).integers(0, cfg.vocab_size, (BATCH, 24)))
     seg = jnp.asarray(np.repeat([[1] * 10 + [2] * 10 + [0] * 4], BATCH, axis=0))
     forward = jax.jit(model.forward, static_argnums=2)
     ref = forward(params, tokens, cfg, segment_ids=seg)
-    out = forward(params, tokens, cfg.replace(attention_impl="jax_xla"), segment_ids=seg)
+    out = forward(params, tokens, cfg.replace(attention_impl=impl), segment_ids=seg)
     real = np.asarray(seg != 0)
     np.testing.assert_allclose(np.asarray(out)[real], np.asarray(ref)[real], atol=1e-4, rtol=1e-4)
 
