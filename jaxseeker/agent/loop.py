@@ -61,12 +61,15 @@ class RolloutConfig:
     correct_marker: str = "Correct"  # feedback starting with this ends a multi-submit episode
     tool_workers: int = 32  # threads running tool calls, shared by all episodes
     date: str | None = None  # date in the system prompt; None: today
+    prompt: str = "full"  # system prompt: "full" (tool schemas) or "compact" (one line of signatures)
 
     def __post_init__(self) -> None:
         for name in ("max_tool_calls", "max_context_tokens", "max_tokens_per_turn", "max_format_errors",
                      "max_submissions", "tool_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RolloutConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.prompt not in ("full", "compact"):
+            raise ValueError(f"RolloutConfig.prompt must be 'full' or 'compact', got {self.prompt!r}")
         if self.answer_reserve_tokens < 0 or self.timeout_s <= 0:
             raise ValueError("RolloutConfig: answer_reserve_tokens must be >= 0 and timeout_s > 0")
 
@@ -159,7 +162,8 @@ class _Loop:
     def admit(self, question: Question, group: int, sample: int) -> None:
         """Start an episode: system prompt + question, submitted to a free slot."""
         registry = self.registry(question) if callable(self.registry) else self.registry
-        messages = prompts.initial_messages(question.question, registry.schemas(), date=self.config.date)
+        messages = prompts.initial_messages(question.question, registry.schemas(), date=self.config.date,
+                                            compact=self.config.prompt == "compact")
         run = _Run(f"{group}:{sample}", question, group, sample, registry, messages, time.perf_counter())
         prompt = self.render.prompt_ids(messages)
         run.append(prompt, sampled=False)

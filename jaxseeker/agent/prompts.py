@@ -37,6 +37,12 @@ TOOLS_SECTION = (
     "The results come back inside <tool_response></tool_response> tags."
 )
 
+# The same tags and call format in a few lines: for small policies, where the full prompt would be most of every row.
+COMPACT_INTRO = (
+    "You are a deep-search agent. Think inside <think></think>, then call a tool as "
+    '<tool_call>{"name": …, "arguments": {…}}</tool_call> or give the final answer inside <answer></answer>.'
+)
+
 SUBMIT_NOTE = (
     "Submit candidate answers with the answer_submit tool: its feedback tells you how good an answer is, and you "
     "may keep searching and submit again until it is correct."
@@ -59,10 +65,21 @@ def today() -> str:
     return datetime.date.today().isoformat()
 
 
-def system_prompt(schemas: Sequence[Mapping[str, Any]], *, date: str | None = None) -> str:
-    """The system prompt: role and tags, the tool schemas (one JSON object per line) and the current date."""
-    parts = [SYSTEM_INTRO]
-    if schemas:
+def _signatures(schemas: Sequence[Mapping[str, Any]]) -> str:
+    """`name(arg, …)` of each tool schema, comma-separated."""
+    functions = [s.get("function", {}) for s in schemas]
+    return ", ".join(f"{f.get('name')}({', '.join(f.get('parameters', {}).get('properties', {}))})" for f in functions)
+
+
+def system_prompt(schemas: Sequence[Mapping[str, Any]], *, date: str | None = None, compact: bool = False) -> str:
+    """The system prompt: role and tags, the tool schemas (one JSON object per line) and the current date.
+
+    `compact`: the tags and one line of tool signatures instead of the schemas (same call format)."""
+    if compact:
+        parts = [COMPACT_INTRO + (f"\nTools: {_signatures(schemas)}" if schemas else "")]
+    else:
+        parts = [SYSTEM_INTRO]
+    if schemas and not compact:
         lines = "\n".join(json.dumps(dict(s), ensure_ascii=False) for s in schemas)
         parts.append(TOOLS_SECTION.format(schemas=lines))
     names = {s.get("function", {}).get("name") for s in schemas}
@@ -72,12 +89,14 @@ def system_prompt(schemas: Sequence[Mapping[str, Any]], *, date: str | None = No
     return "\n\n".join(parts)
 
 
-def initial_messages(question: str, schemas: Sequence[Mapping[str, Any]], *, date: str | None = None) -> list[dict]:
-    """[system prompt, user question]: the start of every episode."""
+def initial_messages(
+    question: str, schemas: Sequence[Mapping[str, Any]], *, date: str | None = None, compact: bool = False
+) -> list[dict]:
+    """[system prompt, user question]: the start of every episode (`compact`: see `system_prompt`)."""
     if not isinstance(question, str) or not question.strip():
         raise ValueError(f"question must be a non-empty string, got {question!r}")
     return [
-        {"role": "system", "content": system_prompt(schemas, date=date)},
+        {"role": "system", "content": system_prompt(schemas, date=date, compact=compact)},
         {"role": "user", "content": question},
     ]
 

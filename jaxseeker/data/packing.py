@@ -29,7 +29,8 @@ _PACKED = ("tokens", "targets", "loss_mask")
 def shift_example(ids: np.ndarray, loss_mask: np.ndarray) -> dict[str, np.ndarray]:
     """Next-token pairs of one example: tokens, targets and the targets' loss mask, each [n - 1]."""
     ids = np.asarray(ids, dtype=np.int32)  # [n]
-    loss_mask = np.asarray(loss_mask, dtype=np.int32)  # [n]
+    loss_mask = np.asarray(loss_mask)  # [n] 0/1, or float weights
+    loss_mask = loss_mask.astype(np.float32 if np.issubdtype(loss_mask.dtype, np.floating) else np.int32)
     if ids.shape != loss_mask.shape or ids.ndim != 1:
         raise ValueError(f"ids {ids.shape} and loss_mask {loss_mask.shape} must be 1-D of equal length")
     return {"tokens": ids[:-1], "targets": ids[1:], "loss_mask": loss_mask[1:]}

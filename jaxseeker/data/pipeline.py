@@ -39,6 +39,10 @@ class DataConfig:
     skip_bad_lines: bool = False  # bad JSONL lines / untokenizable records fail the run unless set
     packing_bins: int = 0  # rows the first-fit packer keeps open; 0: the rows per process
     num_threads: int = 2  # grain threads that read and tokenize
+    # Loss weight of the tokens the agent did not write (system, question, observations): 0 is masked SFT.
+    # A policy trained from scratch gets a language-modelling signal from them (observations repeat names and
+    # numbers: copying practice); the loss mask is then float weights (1 on the agent's tokens).
+    context_weight: float = 0.0
 
     def __post_init__(self) -> None:
         if self.over_length not in OVER_LENGTH_POLICIES:
@@ -50,6 +54,8 @@ class DataConfig:
                 raise ValueError(f"data.{key}={getattr(self, key)} must be >= 1")
         if self.num_epochs is not None and self.num_epochs < 1:
             raise ValueError(f"data.num_epochs={self.num_epochs} must be >= 1 or None")
+        if not 0.0 <= self.context_weight <= 1.0:
+            raise ValueError(f"data.context_weight={self.context_weight} must be in [0, 1]")
         if self.packing_bins < 0 or self.num_threads < 0:
             raise ValueError("data.packing_bins and data.num_threads must be >= 0")
 
@@ -108,6 +114,8 @@ def tokenized_dataset(
             if config.skip_bad_lines:
                 return None
             raise ValueError(f"{record.source}: {e}") from e
+        if config.context_weight:
+            mask = np.where(np.asarray(mask) > 0, 1.0, config.context_weight).astype(np.float32)
         return shift_example(ids, mask)
 
     return ds.map(tokenize)

@@ -3,7 +3,9 @@
 Byte-level BPE (the model family of the Qwen2 tokenizer) is chosen over a SentencePiece Unigram
 model: every byte string is encodable without an unknown token or byte-fallback pieces, character
 offsets come for free (the loss mask needs them), and the result is a plain ``tokenizer.json`` that
-``transformers.AutoTokenizer`` loads and the HF export copies unchanged.
+``transformers.AutoTokenizer`` loads and the HF export copies unchanged. Text is split before BPE
+with the Qwen2 pattern, which makes every digit its own token: a number then tokenises the same in a
+page, a tool call and an answer, so a small policy can copy it digit by digit.
 """
 
 from __future__ import annotations
@@ -11,8 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+# Qwen2's pre-tokenizer split (tokenizer.json of the Qwen2 / Qwen2.5 / Qwen3 checkpoints): contractions,
+# letter runs with at most one leading non-letter, single digits, punctuation runs, newlines, spaces.
+QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
+    r"\s+(?!\S)|\s+"
+)
 
 SPECIAL_TOKENS = (
     "<|endoftext|>",
@@ -67,7 +76,10 @@ def train_tokenizer(
         raise ValueError(f"vocab_size={vocab_size} must be at least {min_size} (256 bytes + special tokens)")
     core = Tokenizer(models.BPE())
     core.normalizer = normalizers.NFC()
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

@@ -9,7 +9,7 @@ are Python numbers (static under jit); `temperature` may also be a traced scalar
 import jax
 import jax.numpy as jnp
 
-from jaxseeker.losses.masked import masked_count, masked_mean, masked_sum
+from jaxseeker.losses.masked import masked_mean, masked_sum
 
 
 def _check_token_shapes(batch_seq: tuple[int, ...], **arrays: jax.Array) -> None:
@@ -38,9 +38,12 @@ def _target_stats(
 def _nll_from_stats(
     logp: jax.Array, correct: jax.Array, loss_mask: jax.Array
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """Mean NLL over kept tokens plus the metrics every NLL variant reports."""
-    nll_sum = -masked_sum(logp, loss_mask)
-    n_tokens = masked_count(logp, loss_mask)
+    """Mean NLL over kept tokens plus the metrics every NLL variant reports.
+
+    A float `loss_mask` weights the tokens: loss = Σ w·nll / Σ w, and `n_tokens` is Σ w (0/1 masks: counts)."""
+    weights = jnp.where(loss_mask != 0, loss_mask, 0).astype(logp.dtype)
+    nll_sum = -masked_sum(logp * weights, loss_mask)
+    n_tokens = jnp.sum(weights)
     loss = nll_sum / jnp.maximum(n_tokens, 1.0)
     aux = {
         "n_tokens": n_tokens,

@@ -10,11 +10,21 @@ from jaxseeker.train.recipe import build, check_sections
 
 @dataclasses.dataclass(frozen=True)
 class WorldStage:
-    """Which world to build (see `jaxseeker.world.build_world`)."""
+    """Which world to build (see `jaxseeker.world.build_world`): synthetic `size`/`seed`, or atlas `countries`."""
 
     source: str = "synthetic"
     size: int = 3000
     seed: int = 0
+    countries: tuple[str, ...] = ()  # atlas: ISO codes to keep (empty: all)
+
+    def __post_init__(self):
+        object.__setattr__(self, "countries", tuple(self.countries))
+
+    def spec(self) -> str:
+        """The world as an `open_world` spec (what the RL stage opens)."""
+        if self.source == "atlas":
+            return "atlas" + (":" + ",".join(self.countries) if self.countries else "")
+        return f"{self.source}:{self.size}:{self.seed}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,10 +35,15 @@ class QAStage:
     n_test: int = 60
     n_rl: int = 120
     seed: int = 0
+    e2hqa_rounds: tuple[int, int] = (1, 3)  # E2HQA rounds of description (0: the one-hop question itself)
 
     def __post_init__(self):
         if isinstance(self.recipes, dict):
             object.__setattr__(self, "recipes", tuple(sorted(self.recipes.items())))
+        lo, hi = self.e2hqa_rounds
+        if not 0 <= lo <= hi:
+            raise ValueError(f"qa.e2hqa_rounds must be [min, max] with 0 <= min <= max, got {list(self.e2hqa_rounds)}")
+        object.__setattr__(self, "e2hqa_rounds", (int(lo), int(hi)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +52,7 @@ class ExpertStage:
 
     tries: int = 2
     detour_rate: float = 0.2
+    snippet_rate: float = 0.0  # answer from a search snippet that shows the answer, without visiting the page
     seed: int = 0
 
 
@@ -55,6 +71,7 @@ class PolicyStage:
     batch_size: int = 4
     steps: int = 300
     lr: float = 2.5e-3
+    context_weight: float = 0.0  # SFT loss weight of the tokens the agent did not write (data.context_weight)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +83,11 @@ class EvalStage:
     max_context: int = 6144
     max_tool_calls: int = 16
     max_tokens_per_turn: int = 256
+    prompt: str = "full"  # the agent's system prompt: "full" (tool schemas) or "compact" (one line)
+
+    def __post_init__(self):
+        if self.prompt not in ("full", "compact"):
+            raise ValueError(f"eval.prompt must be 'full' or 'compact', got {self.prompt!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +119,7 @@ STAGES = {"world": WorldStage, "qa": QAStage, "expert": ExpertStage, "policy": P
 
 # `--quick`: the same pipeline on a tiny world and model, for the tests (≤ 2 minutes).
 QUICK = {
-    "world": {"size": 600},
+    "world": {"source": "synthetic", "size": 600, "countries": ()},
     "qa": {"recipes": {"e2hqa": 120, "sailorfog": 20}, "n_test": 8, "n_rl": 8},
     "expert": {"tries": 1},
     "policy": {"vocab_size": 1024, "hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,

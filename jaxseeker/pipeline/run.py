@@ -25,6 +25,7 @@ from jaxseeker.pipeline.stages import StageRunner, fingerprint
 from jaxseeker.synthesis import filters
 from jaxseeker.synthesis.expert import ExpertConfig
 from jaxseeker.synthesis.qa import get_recipe
+from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
 from jaxseeker.synthesis.teachers import ExpertTeacher
 from jaxseeker.synthesis.trajectories import synthesize, write_records
 from jaxseeker.tools import ToolsConfig, build_registry
@@ -54,7 +55,8 @@ def rollout_config(cfg: PipelineConfig) -> RolloutConfig:
     """The limits every rollout of the pipeline shares (expert, eval, RL)."""
     e = cfg.eval
     return RolloutConfig(max_tool_calls=e.max_tool_calls, max_context_tokens=e.max_context,
-                         max_tokens_per_turn=e.max_tokens_per_turn, answer_reserve_tokens=64, date="2026-01-01")
+                         max_tokens_per_turn=e.max_tokens_per_turn, answer_reserve_tokens=64, date="2026-01-01",
+                         prompt=e.prompt)
 
 
 def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progress: bool = True) -> dict:
@@ -62,7 +64,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     root = Path(root or f"runs/{cfg.name}")
     runner = StageRunner(root)
     world_key = fingerprint(dataclasses.asdict(cfg.world))
-    world = build_world(cfg.world.source, size=cfg.world.size, seed=cfg.world.seed)
+    world = build_world(cfg.world.source, size=cfg.world.size, seed=cfg.world.seed, countries=cfg.world.countries or None)
     report: dict[str, Any] = {"name": cfg.name, "config": dataclasses.asdict(cfg)}
     report["world"] = {"entities": len(world), "pages": len(world.corpus), "relation_types": len(world.relation_types())}
 
@@ -70,8 +72,10 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
 
     def qa_stage(out: Path) -> dict:
         records = []
+        e2hqa = E2HQAConfig(min_rounds=cfg.qa.e2hqa_rounds[0], max_rounds=cfg.qa.e2hqa_rounds[1])
         for i, (name, n) in enumerate(cfg.qa.recipes):
-            result = get_recipe(name)(world, n, seed=cfg.qa.seed + i, progress=progress)
+            options = {"config": e2hqa} if name == "e2hqa" else {}
+            result = get_recipe(name)(world, n, seed=cfg.qa.seed + i, progress=progress, **options)
             records += [r.to_json() for r in result.records]
         for i, r in enumerate(records):
             r["id"] = f"{r['tag']}-{i}"
@@ -93,9 +97,12 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         # pages and questions; the policy's own tokenizer is trained next, on the pages and these trajectories.
         first = train_tokenizer(page_texts + [r["question"] + " " + r["answer"] for r in _jsonl(qa_dir / "train.jsonl")],
                                 cfg.policy.vocab_size)
-        teacher = ExpertTeacher(world, ExpertConfig(detour_rate=cfg.expert.detour_rate))
+        teacher = ExpertTeacher(world, ExpertConfig(detour_rate=cfg.expert.detour_rate, snippet_rate=cfg.expert.snippet_rate))
+        # That first tokenizer has not seen the prompt, urls or tool calls and counts about 2x the policy's tokens:
+        # the expert gets twice the context, and SFT's over-length policy applies the policy's own limit.
+        limits = dataclasses.replace(rollout_config(cfg), max_context_tokens=2 * cfg.eval.max_context)
         records, stats = synthesize(teacher, first, registry, _questions(_jsonl(qa_dir / "train.jsonl")),
-                                    filters.webdancer_funnel(), tries=cfg.expert.tries, config=rollout_config(cfg),
+                                    filters.webdancer_funnel(), tries=cfg.expert.tries, config=limits,
                                     seed=cfg.expert.seed, progress=progress)
         write_records(out / "trajectories.jsonl", records)
         return {"trajectories": len(records), "questions": stats.questions, "episodes": stats.episodes}
@@ -122,8 +129,9 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
             "model": {"model_type": "qwen3", "vocab_size": p.vocab_size, "hidden_size": p.hidden_size,
                       "num_layers": p.num_layers, "num_heads": p.num_heads, "num_kv_heads": p.num_kv_heads,
                       "head_dim": p.head_dim, "intermediate_size": p.intermediate_size, "initializer_range": 0.02,
-                      "max_position_embeddings": 4096},
-            "data": {"seq_len": p.seq_len, "batch_size": p.batch_size, "seed": 0, "num_threads": 0},
+                      "max_position_embeddings": 4096, "attention_impl": "blocked"},
+            "data": {"seq_len": p.seq_len, "batch_size": p.batch_size, "seed": 0, "num_threads": 0, "packing_bins": 64,
+                     "context_weight": p.context_weight},
             "optimizer": {"lr": p.lr, "min_lr": p.lr / 10, "warmup_steps": max(1, p.steps // 20), "weight_decay": 0.01},
             "train": {"train_files": [str(root / "expert" / "trajectories.jsonl")], "tokenizer": str(root / "tokenizer"),
                       "steps": p.steps, "log_every": max(1, p.steps // 50), "checkpoint_every": max(1, p.steps // 4),
@@ -158,19 +166,19 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         rc = rollout_config(cfg)
         recipe = {
             "name": f"{cfg.name}-rl",
-            "model": {"hf_path": str(root / "sft" / "hf")},
+            "model": {"hf_path": str(root / "sft" / "hf"), "attention_impl": "blocked"},
             "optimizer": {"lr": r.lr, "min_lr": r.lr, "warmup_steps": 0, "weight_decay": 0.0, "clip_norm": 1.0},
             "rl": {"questions": [str(qa_dir / "rl.jsonl")], "steps": r.steps, "batch_questions": r.questions_per_step,
                    "group_size": r.group_size, "selection": r.selection, "dupo_filter_rollouts": r.group_size,
                    "chunk_size": 256, "checkpoint_every": max(1, r.steps // 2), "out_dir": str(out)},
             "rollout": {"max_context_tokens": rc.max_context_tokens, "max_tokens_per_turn": rc.max_tokens_per_turn,
                         "answer_reserve_tokens": rc.answer_reserve_tokens, "max_tool_calls": rc.max_tool_calls,
-                        "date": rc.date},
+                        "date": rc.date, "prompt": rc.prompt},
             "engine": {"min_window": 512},
             "sampling": {"temperature": r.temperature},
             "tools": {"enabled": list(TOOLS.enabled), "top_k": TOOLS.top_k,
                       "visit": {"page_chars": TOOLS.visit.page_chars, "max_links": TOOLS.visit.max_links}},
-            "world": f"{cfg.world.source}:{cfg.world.size}:{cfg.world.seed}",
+            "world": cfg.world.spec(),
             "reward": {"fn": "webdancer", "judge": "em"},
         }
         summary = run_rl(recipe, resume=True, progress=progress)

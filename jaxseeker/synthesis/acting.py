@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from jaxseeker.synthesis import reader, thoughts
@@ -34,8 +34,8 @@ def join(*parts: str) -> str:
 class Actor:
     """The tool moves of an agent program, with a memory of what the observations showed."""
 
-    def __init__(self, rng: random.Random, link_rate: float):
-        self.rng, self.link_rate = rng, link_rate
+    def __init__(self, rng: random.Random, link_rate: float, snippet_rate: float = 0.0):
+        self.rng, self.link_rate, self.snippet_rate = rng, link_rate, snippet_rate
         self.urls: dict[str, str] = {}
         self.pages: dict[str, reader.SeenPage] = {}
         self.hits: dict[str, reader.SeenHit] = {}
@@ -65,9 +65,12 @@ class Actor:
                 self.urls.setdefault(title, url)
         return pages
 
-    def open(self, name: str, goal: str, lead: str, *, noun: str = "", brief: bool = False) -> Turns:
+    def open(self, name: str, goal: str, lead: str, *, noun: str = "", brief: bool = False,
+             enough: Callable[[str], bool] | None = None) -> Turns:
         """The page of `name`: by a link seen before, else from a search hit titled `name` (one retry with
-        `noun` added); None when the tools do not show it. `brief`: `lead` already says what is done."""
+        `noun` added); None when the tools do not show it. `brief`: `lead` already says what is done.
+        `enough(snippet)`: the hit's snippet already holds what is needed, so (at `snippet_rate`) it stands in
+        for the page and no visit is made."""
         if name in self.pages:
             return self.pages[name]
         if name in self.urls and self.rng.random() < self.link_rate:
@@ -82,6 +85,8 @@ class Actor:
             hit = next((h for r in results for h in r.hits if h.title == name), None)
             if hit is None:
                 return None
+        if enough is not None and self.snippet_rate and enough(hit.snippet) and self.rng.random() < self.snippet_rate:
+            return reader.SeenPage(hit.title, hit.url, hit.snippet, {})
         pages = yield from self.visit(thoughts.open_hit(self.rng, name, hit.rank, goal), [hit.url], goal)
         return next((p for p in pages if p.title == name), None)
 

@@ -53,9 +53,10 @@ class ExpertConfig:
     batch_rate: float = 0.35  # check several candidates in one visit instead of one by one
     batch: int = 4  # pages opened per visit call when checking candidates
     max_checks: int = 40  # candidate pages checked for one count before giving up
+    snippet_rate: float = 0.0  # answer from a search snippet that already shows the answer, without a visit
 
     def __post_init__(self) -> None:
-        for name in ("detour_rate", "empty_share", "link_rate", "batch_rate"):
+        for name in ("detour_rate", "empty_share", "link_rate", "batch_rate", "snippet_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"ExpertConfig.{name} must be in [0, 1], got {getattr(self, name)}")
         if self.batch < 2 or self.max_checks < 1:
@@ -95,7 +96,7 @@ class ExpertRun(Actor):
 
     def __init__(self, plan: Plan, knowledge: Knowledge, config: ExpertConfig, rng: random.Random, question: str,
                  *, submit: bool = False, wrong_first: bool = False):
-        super().__init__(rng, config.link_rate)
+        super().__init__(rng, config.link_rate, config.snippet_rate)
         self.plan, self.know, self.cfg, self.question = plan, knowledge, config, question
         self.submit, self.wrong_first = submit, wrong_first
         self.named = {i: knowledge.name(plan.binding[i]) for i in plan.anchors}
@@ -169,7 +170,8 @@ class ExpertRun(Actor):
             if self.rng.random() < self.cfg.detour_rate:
                 lead = yield from self.vague_search(anchor, lead)
             hops = route_from(plan.query, start) or ()
-            page = yield from self.open(anchor, self.goal(hops, 0, anchor), lead, noun=self.noun(start))
+            page = yield from self.open(anchor, self.goal(hops, 0, anchor), lead, noun=self.noun(start),
+                                        enough=None if hops else self.shows_answer(anchor))
             if page is None:
                 return (yield from self.give_up(f"a page about {anchor}"))
             lead = ""
@@ -183,6 +185,13 @@ class ExpertRun(Actor):
             if page is None:
                 return here
         return (yield from self.conclude(page, here, lead))
+
+    def shows_answer(self, name: str) -> Callable[[str], bool] | None:
+        """A test that a text about `name` states the answer attribute (None when the answer is a name)."""
+        attr = self.plan.query.answer_attr
+        if attr is None:
+            return None
+        return lambda text: reader.attribute(text, name, attr)[0] is not None
 
     def goal(self, hops: Sequence[Hop], k: int, here: str) -> str:
         """The visit goal at hop `k` (past the last hop: the answer attribute's)."""
@@ -258,7 +267,8 @@ class ExpertRun(Actor):
                     lead = yield from self.propose(thoughts.guess(self.rng, wrong), wrong)
                     lead = join(lead, f"Read {here}'s page again.", thoughts.quote(self.rng, here, said[0]))
                 return None, (yield from self.finish(join(lead, f"The answer is {truth}."), truth)), ""
-            next_page = yield from self.open(truth, self.goal(hops, k + 1, truth), lead, noun=self.noun(hop.dst))
+            next_page = yield from self.open(truth, self.goal(hops, k + 1, truth), lead, noun=self.noun(hop.dst),
+                                             enough=self.shows_answer(truth) if last else None)
             if next_page is None:
                 return (yield from self.give_up(f"the page of {truth}"))
             return next_page, truth, ""

@@ -53,3 +53,16 @@ def test_engine_stops_end_turns_at_im_end(tokenizer):
     assert tokenizer.convert_tokens_to_ids("<|im_end|>") in eos_ids
     assert tokenizer.convert_tokens_to_ids("<|endoftext|>") in eos_ids
     assert stops == ("<tool_response>",)
+
+
+def test_compact_system_prompt_names_every_tool_in_one_line(registry):
+    full = system_prompt(registry.schemas(), date=DATE)
+    compact = system_prompt(registry.schemas(), date=DATE, compact=True)
+    assert len(compact) < len(full) / 3 and f"Current date: {DATE}" in compact
+    for tag in ("<think>", "<tool_call>", "<answer>"):
+        assert tag in compact
+    tools = next(line for line in compact.splitlines() if line.startswith("Tools: "))
+    for schema in registry.schemas():
+        function = schema["function"]
+        assert f"{function['name']}({', '.join(function['parameters']['properties'])})" in tools
+    assert initial_messages(QUESTION, registry.schemas(), date=DATE, compact=True)[0]["content"] == compact

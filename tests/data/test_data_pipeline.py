@@ -116,3 +116,16 @@ def test_config_errors_name_the_key_and_allowed_values():
         DataConfig.from_dict({"seqlen": 5})
     with pytest.raises(ValueError, match="divide evenly over 3 processes"):
         batch_iterator([], None, DataConfig(batch_size=4), process_index=0, process_count=3)
+
+
+def test_context_weight_trains_the_other_tokens_at_that_weight(source, qwen_tokenizer):
+    config = DataConfig(seq_len=256, batch_size=1, shuffle=False, num_epochs=1, context_weight=0.25)
+    batches = list(batch_iterator(source, qwen_tokenizer, config, process_index=0, process_count=1))
+    expected = [tokenize_chat(r.messages, qwen_tokenizer)[1][1:] for r in source]  # targets' 0/1 masks
+    weights = [b["loss_mask"][0][b["segment_ids"][0] == s] for b in batches for s in np.unique(b["segment_ids"][0]) if s]
+    assert all(b["loss_mask"].dtype == np.float32 for b in batches)
+    for w, m in zip(weights, expected, strict=True):
+        np.testing.assert_array_equal(w, np.where(m > 0, 1.0, 0.25))
+    assert all((b["loss_mask"][b["segment_ids"] == 0] == 0).all() for b in batches)  # padding stays untrained
+    with pytest.raises(ValueError, match=r"data.context_weight=1.5 must be in \[0, 1\]"):
+        DataConfig(context_weight=1.5)

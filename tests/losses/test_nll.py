@@ -189,3 +189,15 @@ def test_bad_shapes_name_the_argument():
         masked_nll(jnp.zeros((2, 10, 5)), targets[:1], mask)
     with pytest.raises(ValueError, match="chunk_size"):
         token_logprobs(hidden, unembed, targets, chunk_size=0)
+
+
+def test_float_mask_weights_tokens_in_both_nll_paths():
+    hidden, unembed, targets, mask = _problem(seed=7)
+    weights = np.where(mask > 0, 1.0, 0.25).astype(np.float32)  # agent tokens 1, the rest 0.25
+    logits = np.einsum("bse,ev->bsv", hidden, unembed)
+    logp = np.take_along_axis(jax.nn.log_softmax(logits, axis=-1), targets[..., None], axis=-1)[..., 0]
+    expected = -(weights * logp).sum() / weights.sum()
+    dense, aux = masked_nll(logits, targets, weights)
+    chunked, _ = chunked_masked_nll(hidden, unembed, targets, weights, chunk_size=4)
+    np.testing.assert_allclose([dense, chunked], [expected, expected], rtol=1e-5)
+    np.testing.assert_allclose(aux["n_tokens"], weights.sum(), rtol=1e-6)

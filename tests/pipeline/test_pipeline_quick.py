@@ -2,8 +2,11 @@
 
 import json
 
+import pytest
+
 from jaxseeker.pipeline import pipeline_config, run_pipeline
 from jaxseeker.pipeline.split import split_questions
+from jaxseeker.train.recipe import RecipeError
 
 
 def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
@@ -35,3 +38,13 @@ def test_split_keeps_test_entities_out_of_training():
     for r in parts["rl"]:
         assert not set(r["meta"]["entities"]) & test
     assert len(parts["train"]) + len(parts["rl"]) + len(parts["test"]) + parts["dropped"] == 40
+
+
+def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
+    cfg = pipeline_config({"world": {"source": "atlas", "countries": ["FR", "DE"]}, "qa": {"e2hqa_rounds": [0, 1]}})
+    assert cfg.world.spec() == "atlas:FR,DE" and cfg.qa.e2hqa_rounds == (0, 1)
+    assert pipeline_config({"world": {"source": "atlas"}}, quick=True).world.spec() == "synthetic:600:0"
+    with pytest.raises(RecipeError, match=r"qa: qa.e2hqa_rounds must be \[min, max\]"):
+        pipeline_config({"qa": {"e2hqa_rounds": [2, 1]}})
+    with pytest.raises(RecipeError, match="eval: eval.prompt must be 'full' or 'compact', got 'short'"):
+        pipeline_config({"eval": {"prompt": "short"}})

@@ -8,7 +8,7 @@ import re
 
 from traj_support import LOOP
 
-from jaxseeker.agent import run_episodes
+from jaxseeker.agent import as_question, run_episodes
 from jaxseeker.rewards import exact_match
 from jaxseeker.synthesis import (
     ExpertConfig,
@@ -16,6 +16,7 @@ from jaxseeker.synthesis import (
     synthesize,
     webdancer_funnel,
 )
+from jaxseeker.synthesis.qa import e2hqa
 from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.world import Corpus
 
@@ -80,3 +81,20 @@ def test_detours_show_recovery_and_rejected_candidates(traj_world, traj_registry
     assert rejected
     thoughts = {m["content"].split("</think>")[0] for r in records for m in r["messages"] if m["role"] == "assistant"}
     assert len(thoughts) > 0.8 * sum(1 for r in records for m in r["messages"] if m["role"] == "assistant")
+
+
+def test_expert_answers_from_a_snippet_that_shows_the_answer(traj_world, traj_registry, traj_tokenizer):
+    one_hop = [as_question(r.to_json()) for r in e2hqa.synthesize(
+        traj_world, 20, seed=2, config=e2hqa.E2HQAConfig(min_rounds=0, max_rounds=0)).records]
+    always = ExpertTeacher(traj_world, ExpertConfig(detour_rate=0.0, snippet_rate=1.0))
+    records, _ = synthesize(always, traj_tokenizer, traj_registry, one_hop, webdancer_funnel(), tries=1, config=LOOP,
+                            progress=False)
+    assert len(records) >= 0.9 * len(one_hop)
+    from_snippet = [r for r in records if not any(
+        c["name"] == "visit" for m in r["messages"] if m["role"] == "assistant" for c in _calls(m))]
+    assert len(from_snippet) >= len(records) // 2  # snippets cut with "…" still need the page
+    for r in from_snippet:
+        assert exact_match(r["prediction"], r["answer"])
+        observations = "".join(m["content"] for m in r["messages"] if m["role"] == "user")
+        quoted = re.search(r"“(.*?)”", r["messages"][-1]["content"]).group(1)
+        assert quoted in observations  # the final thought quotes the snippet it answered from

@@ -22,7 +22,7 @@ from jaxseeker.synthesis.qa.render import render_question
 
 @dataclasses.dataclass(frozen=True)
 class E2HQAConfig:
-    """Rounds of replacement (drawn in [min_rounds, max_rounds]) and neighbours per description."""
+    """Rounds of replacement (drawn in [min_rounds, max_rounds]; 0 keeps the one-hop round-0 question)."""
 
     min_rounds: int = 1
     max_rounds: int = 3
@@ -47,7 +47,7 @@ def propose(world: World, rng: random.Random, cfg: E2HQAConfig = E2HQAConfig()) 
             break
         d, newest = harder, len(harder.query.vars) - 1
         history.append(render_question(world, d.query))
-    if len(history) == 1:
+    if len(history) - 1 < cfg.min_rounds:
         return None
     return dataclasses.replace(d, meta={"rounds": len(history) - 1, "history": history})
 

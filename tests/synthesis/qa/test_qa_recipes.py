@@ -6,7 +6,7 @@ import collections
 import pytest
 
 from jaxseeker.world import Query
-from jaxseeker.synthesis.qa import RECIPES, RuleSolver, get_recipe
+from jaxseeker.synthesis.qa import RECIPES, RuleSolver, e2hqa, get_recipe
 from jaxseeker.synthesis.qa.checks import LeakCheck, normalize, obfuscations_of
 from jaxseeker.synthesis.qa.render import answer_text, render_question
 
@@ -102,3 +102,12 @@ def test_unknown_recipe_lists_the_known_ones():
 def test_rendered_question_is_the_record_text_for_default_style(world, results):
     r = results["sailorfog"].records[0]
     assert render_question(world, Query.from_json(r.meta["query"])) == r.question
+
+
+def test_e2hqa_with_zero_rounds_keeps_one_hop_questions(world):
+    records = e2hqa.synthesize(world, 30, seed=4, config=e2hqa.E2HQAConfig(min_rounds=0, max_rounds=1)).records
+    levels = collections.Counter(r.level for r in records)
+    assert levels[1] >= 5 and set(levels) <= {1, 2}
+    for r in records:
+        if r.meta["rounds"] == 0:
+            assert world.entity(r.meta["answer_id"]).name in r.question  # round 0 names the entity it asks about
