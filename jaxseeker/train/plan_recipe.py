@@ -147,7 +147,7 @@ def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
 def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
     """Validate an RL recipe as `train.rl.prepare` does; one stage per context stage."""
     from jaxseeker.agent import RolloutConfig
-    from jaxseeker.train.rl import SECTIONS, EngineConfig, RLConfig, context_stages
+    from jaxseeker.train.rl_config import SECTIONS, EngineConfig, RLConfig, context_stages
 
     check_sections(recipe, SECTIONS, "recipe")
     rl = build(RLConfig, recipe.get("rl"), "rl")

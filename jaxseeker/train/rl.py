@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +60,15 @@ from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.policy import build_policy
 from jaxseeker.train.recipe import RecipeError, build, check_sections
+from jaxseeker.train.rl_config import (
+    ROW_BUCKET,
+    SECTIONS,
+    ContextStage,
+    EngineConfig,
+    RLConfig,
+    context_stages,
+    stage_at,
+)
 from jaxseeker.train.rl_rollout import shared_rollout
 from jaxseeker.train.rl_scoring import (
     QuestionSampler,
@@ -71,87 +79,6 @@ from jaxseeker.train.rl_scoring import (
     submit_feedback,
 )
 from jaxseeker.train.rl_step import RLStepConfig, episode_rows, make_rl_step
-
-SECTIONS = ("name", "model", "optimizer", "mesh", "rules", "rl", "rollout", "sampling", "engine", "tools", "world",
-            "reward")
-ROW_BUCKET = 256  # update rows are a multiple of this many tokens long
-
-
-@dataclasses.dataclass(frozen=True)
-class RLConfig:
-    """The loop: questions, group sizes, selection, objective, context stages, logging and checkpoints."""
-
-    questions: tuple[str, ...] = ()  # JSONL files of {"question", "answer"}
-    tokenizer: str | None = None  # default: model.hf_path
-    steps: int = 100
-    batch_questions: int = 8  # B: groups per RL step
-    group_size: int = 8  # G: rollouts per question
-    mini_batches: int = 1  # optimizer steps per pass over the B·G episodes
-    epochs: int = 1  # passes over the episodes per RL step
-    selection: str = "grpo"  # grpo | dapo | dupo
-    dapo_max_rounds: int = 4  # extra sampling rounds DAPO may take to fill the batch
-    dupo_filter_rollouts: int = 8  # DUPO pre-filter: rollouts per question of the starting policy (0: off)
-    normalize_std: bool = True  # GRPO's /std; False: Dr. GRPO mean-centring
-    objective: str = "policy_loss"
-    objective_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # eps_low, eps_high, agg, clip_c
-    kl_coef: float = 0.0
-    kl_estimator: str = "k3"
-    entropy_metric: bool = True
-    chunk_size: int = 512
-    context_stages: tuple[Mapping[str, int], ...] = ()  # [{step, max_context, max_turns}]; () = the rollout section
-    seed: int = 0
-    out_dir: str | None = None  # default: runs/<recipe name>
-    checkpoint_dir: str | None = None  # local or gs://…; default: <out_dir>/checkpoints
-    checkpoint_every: int = 10
-    keep: int = 3
-    episodes_every: int = 0  # write the step's episodes as JSONL every N steps (0: never)
-
-    def __post_init__(self):
-        object.__setattr__(self, "questions", tuple(self.questions))
-        object.__setattr__(self, "context_stages", tuple(self.context_stages))
-        if self.selection not in sel.SELECTION_MODES:
-            raise ValueError(f"selection {self.selection!r} is not one of {list(sel.SELECTION_MODES)}")
-        for name in ("steps", "batch_questions", "group_size", "mini_batches", "epochs", "checkpoint_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if (self.batch_questions * self.group_size) % self.mini_batches:
-            raise ValueError(f"batch_questions·group_size = {self.batch_questions * self.group_size} episodes do "
-                             f"not split into mini_batches={self.mini_batches}")
-
-
-@dataclasses.dataclass(frozen=True)
-class EngineConfig:
-    """The generation engine of the rollouts; 0 picks the default noted."""
-
-    slots: int = 0  # 0: this process's share of a step's episodes, all in flight (⌈B / processes⌉ · G)
-    max_len: int = 0  # 0: the largest context of the stages
-    steps_per_call: int = 8
-    min_window: int = 256
-
-
-@dataclasses.dataclass(frozen=True)
-class ContextStage:
-    """From RL step `step` (0-based) on: `max_context` tokens per episode and at most `max_turns` tool calls."""
-
-    step: int
-    max_context: int
-    max_turns: int
-
-
-def context_stages(rl: RLConfig, rollout_cfg: RolloutConfig) -> list[ContextStage]:
-    """The stages of `rl.context_stages` sorted by step, or one stage of the rollout section."""
-    if not rl.context_stages:
-        return [ContextStage(0, rollout_cfg.max_context_tokens, rollout_cfg.max_tool_calls)]
-    stages = sorted((build(ContextStage, s, f"rl.context_stages[{i}]") for i, s in enumerate(rl.context_stages)),
-                    key=lambda s: s.step)
-    if stages[0].step != 0:
-        raise RecipeError(f"rl.context_stages: the first stage must start at step 0, got {stages[0].step}")
-    return stages
-
-
-def stage_at(stages: list[ContextStage], step: int) -> ContextStage:
-    """The stage in force at RL step `step`."""
-    return [s for s in stages if s.step <= step][-1]
 
 
 @dataclasses.dataclass
