@@ -68,7 +68,7 @@ class RolloutConfig:
                      "max_submissions", "tool_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RolloutConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.prompt not in ("full", "compact"):
+        if self.prompt not in prompts.PROMPT_STYLES:
             raise ValueError(f"RolloutConfig.prompt must be 'full' or 'compact', got {self.prompt!r}")
         if self.answer_reserve_tokens < 0 or self.timeout_s <= 0:
             raise ValueError("RolloutConfig: answer_reserve_tokens must be >= 0 and timeout_s > 0")

@@ -37,6 +37,8 @@ TOOLS_SECTION = (
     "The results come back inside <tool_response></tool_response> tags."
 )
 
+PROMPT_STYLES = ("full", "compact")  # `system_prompt`: the tool schemas, or one line of signatures
+
 # The same tags and call format in a few lines: for small policies, where the full prompt would be most of every row.
 COMPACT_INTRO = (
     "You are a deep-search agent. Think inside <think></think>, then call a tool as "
@@ -79,9 +81,9 @@ def system_prompt(schemas: Sequence[Mapping[str, Any]], *, date: str | None = No
         parts = [COMPACT_INTRO + (f"\nTools: {_signatures(schemas)}" if schemas else "")]
     else:
         parts = [SYSTEM_INTRO]
-    if schemas and not compact:
-        lines = "\n".join(json.dumps(dict(s), ensure_ascii=False) for s in schemas)
-        parts.append(TOOLS_SECTION.format(schemas=lines))
+        if schemas:
+            lines = "\n".join(json.dumps(dict(s), ensure_ascii=False) for s in schemas)
+            parts.append(TOOLS_SECTION.format(schemas=lines))
     names = {s.get("function", {}).get("name") for s in schemas}
     if "answer_submit" in names:
         parts.append(SUBMIT_NOTE)

@@ -41,7 +41,7 @@ def _nll_from_stats(
     """Mean NLL over kept tokens plus the metrics every NLL variant reports.
 
     A float `loss_mask` weights the tokens: loss = Σ w·nll / Σ w, and `n_tokens` is Σ w (0/1 masks: counts)."""
-    weights = jnp.where(loss_mask != 0, loss_mask, 0).astype(logp.dtype)
+    weights = jnp.asarray(loss_mask).astype(logp.dtype)
     nll_sum = -masked_sum(logp * weights, loss_mask)
     n_tokens = jnp.sum(weights)
     loss = nll_sum / jnp.maximum(n_tokens, 1.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from jaxseeker.agent.prompts import PROMPT_STYLES
 from jaxseeker.train.recipe import build, check_sections
 
 
@@ -86,7 +87,7 @@ class EvalStage:
     prompt: str = "full"  # the agent's system prompt: "full" (tool schemas) or "compact" (one line)
 
     def __post_init__(self):
-        if self.prompt not in ("full", "compact"):
+        if self.prompt not in PROMPT_STYLES:
             raise ValueError(f"eval.prompt must be 'full' or 'compact', got {self.prompt!r}")
 
 

@@ -12,16 +12,14 @@ Saves are asynchronous: `save` returns once the arrays are copied off the device
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 import orbax.checkpoint as ocp
 from etils import epath
-from jax.experimental import multihost_utils
 
+from jaxseeker.parallel import all_gather_objects
 from jaxseeker.train.state import TrainState
 
 
@@ -66,7 +64,7 @@ class Checkpointer:
             return False
         args = ocp.args.Composite(
             state=ocp.args.StandardSave(state),
-            data=ocp.args.JsonSave({"per_process": _all_processes(data_state or {})}),
+            data=ocp.args.JsonSave({"per_process": all_gather_objects(data_state or {})}),
             config=ocp.args.JsonSave(config or {}),
         )
         return self._manager.save(int(step), args=args, force=force)
@@ -122,18 +120,6 @@ def checkpoint_path(directory: str | Path) -> epath.Path:
     """A local directory (made absolute) or a `gs://` URL, as orbax reads and writes it (gs:// needs gcsfs)."""
     text = str(directory)
     return epath.Path(text) if text.startswith("gs://") else epath.Path(Path(text).absolute())
-
-
-def _all_processes(value: dict) -> list[dict]:
-    """Every process's JSON-serialisable `value`, in process order (an all-gather of the encoded bytes)."""
-    if jax.process_count() == 1:
-        return [value]
-    raw = np.frombuffer(json.dumps(value).encode(), np.uint8)
-    sizes = multihost_utils.process_allgather(np.asarray([raw.size], np.int32)).reshape(-1)
-    padded = np.zeros(int(sizes.max()), np.uint8)
-    padded[: raw.size] = raw
-    rows = multihost_utils.process_allgather(padded).reshape(len(sizes), -1)  # [processes, max bytes]
-    return [json.loads(bytes(row[:n])) for row, n in zip(rows, sizes)]
 
 
 def _this_process(saved: dict | None, where: Path) -> dict:
