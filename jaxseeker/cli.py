@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 # Stage modules with an `add_parser(subparsers)` and/or an `add_bench_parser(bench_subparsers)`;
@@ -64,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `jaxseeker` console script."""
+    from jaxseeker.parallel.cpu_devices import size_cpu_thread_pool
+
+    os.environ.update(size_cpu_thread_pool())  # before JAX starts: fake CPU devices must not deadlock
     args = build_parser().parse_args(argv)
     return args.func(args)
 

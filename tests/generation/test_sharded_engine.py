@@ -1,14 +1,15 @@
 """The engine with a mesh: the cache is placed by the logical-axis rules and the tokens do not change."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
+
 
 def test_engine_on_a_data_by_tensor_mesh_matches_one_device():
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu"}
+    env = fake_cpu_devices_env(4)
     worker = Path(__file__).with_name("sharded_worker.py")
     proc = subprocess.run(
         [sys.executable, str(worker)], env=env, capture_output=True, text=True, timeout=300, check=False

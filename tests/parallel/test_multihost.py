@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from jaxseeker import model
 from jaxseeker.data import DataConfig, batch_iterator, load_tokenizer, open_source, place_on_mesh, train_tokenizer
 from jaxseeker.data.packing import ROW_KEYS
 from jaxseeker.parallel import MeshConfig, batch_sharding, make_mesh
+from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
 from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.sft_step import make_sft_step, sft_loss
@@ -85,8 +85,7 @@ def run_two_processes(recipe_path: Path, *args: str) -> list[dict]:
     procs = []
     for process_id in range(2):
         env = dict(
-            os.environ, XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2",
-            JAX_PLATFORMS="cpu", JAX_COORDINATOR_ADDRESS=address, JAX_NUM_PROCESSES="2",
+            fake_cpu_devices_env(2), JAX_COORDINATOR_ADDRESS=address, JAX_NUM_PROCESSES="2",
             JAX_PROCESS_ID=str(process_id), JAX_COMPILATION_CACHE_DIR=str(cache_dir),
             JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",  # the resumed run reuses the first run's compiles
         )

@@ -15,7 +15,6 @@ rewards, and the update's losses and statistics. These go through float32 reduct
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import yaml
 
 from jaxseeker.agent import read_episodes
 from jaxseeker.parallel import process_share
+from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
 from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.rl_bench import toy_recipe, write_toy
 
@@ -47,9 +47,7 @@ def free_port() -> int:
 def launch(recipe: Path, out_dir: Path, first: int, total: int, devices: int, process: tuple[str, int, int] | None,
            log: Path) -> subprocess.Popen:
     """The worker in a new interpreter with `devices` CPU devices; `process` = (coordinator, count, id) or None."""
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
-    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu",
-               JAX_COMPILATION_CACHE_DIR=str(recipe.parent / "jax_cache"),
+    env = dict(fake_cpu_devices_env(devices), JAX_COMPILATION_CACHE_DIR=str(recipe.parent / "jax_cache"),
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")  # the resumed run reuses the first run's compiles
     if process is not None:
         address, count, index = process

@@ -4,7 +4,6 @@ communication. Why a subprocess: see `test_sharded_sft_step.py` (the device-coun
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from jax.sharding import AbstractMesh, PartitionSpec
 
 from jaxseeker.parallel import MESH_AXES, make_rules
+from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
 from jaxseeker.parallel.sharded_attention import attention_specs
 
 WORKER = Path(__file__).with_name("sharded_attention_worker.py")
@@ -22,8 +22,7 @@ TOLERANCE = 1e-5  # float32 attention: the same sums, blocked differently (diffe
 @pytest.fixture(scope="module")
 def report() -> dict:
     """The worker's JSON, run in a new interpreter that sees 8 CPU devices."""
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"
-    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
+    env = fake_cpu_devices_env(8)
     proc = subprocess.run([sys.executable, str(WORKER)], env=env, capture_output=True, text=True, timeout=600,
                           check=False)
     if proc.returncode != 0:

@@ -4,29 +4,29 @@ Why a subprocess: `XLA_FLAGS=--xla_force_host_platform_device_count=8` only take
 set before JAX creates its CPU backend, and the whole `tests/` tree runs in one pytest process
 where other tests have already started JAX with one device. A conftest that sets the flag would be
 too late (or would change every other test's device count), so `sharded_step_worker.py` runs once
-in a fresh interpreter and reports JSON; the tests below check its numbers. The two extra XLA flags
-cut CPU compile time about 3x (both sides of each comparison use them).
+in a fresh interpreter and reports JSON; the tests below check its numbers. `fake_cpu_devices_env` also
+sizes XLA:CPU's thread pool so the 8 devices' collectives cannot deadlock on 2 cores.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
+
 WORKER = Path(__file__).with_name("sharded_step_worker.py")
-FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 TOLERANCE = 1e-5
 
 
 def run_on_8_cpu_devices(script: Path, arg_lists: list[list[str]], timeout: float = 600) -> list[dict]:
     """Run `script` once per argument list, concurrently, each in a new interpreter that sees 8 CPU
     devices; return the JSON of each run's last stdout line."""
-    env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count=8 {FAST_COMPILE}", JAX_PLATFORMS="cpu")
+    env = fake_cpu_devices_env(8)  # tests/conftest.py's fast-compile XLA flags come along
     procs = [
         subprocess.Popen([sys.executable, str(script), *args], env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
