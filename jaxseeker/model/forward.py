@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +21,10 @@ from jaxseeker.model.layers import (
 )
 from jaxseeker.model.rope import rope_tables
 
+# (q, k, v, segment_ids) -> out, shapes as in `layers.splash_attention`: what a caller may put in place of the
+# layer's attention (e.g. a kernel run blockwise over a device mesh, `parallel.shard_attention`).
+AttentionKernel = Callable[[jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray], jnp.ndarray]
+
 _REMAT = {
     "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
     "full": jax.checkpoint_policies.nothing_saveable,
@@ -36,9 +41,11 @@ def segment_positions(segment_ids: jnp.ndarray) -> jnp.ndarray:
     return idx[None, :] - first
 
 
-def _layer(cfg: ModelConfig, moe: bool, x, p, cos, sin, mask, cache_kv, segment_ids=None):
+def _layer(cfg: ModelConfig, moe: bool, attention_kernel: AttentionKernel | None, x, p, cos, sin, mask, cache_kv,
+           segment_ids=None):
     """One decoder layer. With `cache_kv` = (k_cache, v_cache, write_index) keys/values are written there
-    and attention reads the whole cache; without, `segment_ids` let a kernel (splash) build the mask itself."""
+    and attention reads the whole cache; without, `segment_ids` let a kernel (splash, or `attention_kernel`
+    when given) build the mask itself."""
     h = rms_norm(x, p["attn_norm"], cfg.rms_norm_eps)
     q, k, v = project_qkv(p, h, cos, sin, cfg)
     new_kv = None
@@ -48,7 +55,10 @@ def _layer(cfg: ModelConfig, moe: bool, x, p, cos, sin, mask, cache_kv, segment_
         k_cache = k_cache.at[rows, write].set(k.astype(k_cache.dtype), mode="drop")
         v_cache = v_cache.at[rows, write].set(v.astype(v_cache.dtype), mode="drop")
         k, v, new_kv = k_cache.astype(q.dtype), v_cache.astype(q.dtype), (k_cache, v_cache)
-    attn = dot_attention(q, k, v, mask, cfg.attention_impl, segment_ids=segment_ids)
+    if attention_kernel is not None and cache_kv is None and segment_ids is not None:
+        attn = attention_kernel(q, k, v, segment_ids)  # [batch, seq, heads, head_dim]
+    else:
+        attn = dot_attention(q, k, v, mask, cfg.attention_impl, segment_ids=segment_ids)
     x = x + output_projection(p, attn, cfg)
     h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)
     x = x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg))
@@ -63,6 +73,7 @@ def hidden_states(
     positions: jnp.ndarray | None = None,
     segment_ids: jnp.ndarray | None = None,
     cache: KVCache | None = None,
+    attention_kernel: AttentionKernel | None = None,
 ):
     """Final-normed hidden states `[batch, seq, embed]` of `tokens` `[batch, seq]` (plus the updated cache
     when one is given).
@@ -71,6 +82,11 @@ def hidden_states(
     positions default to the index inside each segment. With a cache, tokens are written at
     `cache.end + i`, attend to everything before them in the cache, positions default to that index, and
     `end` advances by the number of non-padding tokens (so padding must be on the right).
+
+    attention_kernel: `(q, k, v, segment_ids) -> out` (the signature of `layers.splash_attention`) used in
+    place of `cfg.attention_impl` by every layer when there is no cache: causal attention within segments,
+    GQA heads in contiguous groups. A training step passes splash run blockwise over its mesh this way
+    (`parallel.shard_attention`); None (default) uses `cfg.attention_impl`. Ignored with a cache.
     """
     b, s = tokens.shape
     compute = jnp.dtype(cfg.compute_dtype)
@@ -90,7 +106,7 @@ def hidden_states(
 
     new_k, new_v = [], []
     for g, (moe, _) in enumerate(cfg.layer_groups):
-        layer = functools.partial(_layer, cfg, moe)
+        layer = functools.partial(_layer, cfg, moe, attention_kernel)
         if cfg.remat != "none":
             layer = jax.checkpoint(layer, policy=_REMAT[cfg.remat])
         if cache is None:
@@ -127,10 +143,12 @@ def forward(
     positions: jnp.ndarray | None = None,
     segment_ids: jnp.ndarray | None = None,
     cache: KVCache | None = None,
+    attention_kernel: AttentionKernel | None = None,
 ):
     """Logits `[batch, seq, vocab]` (f32) of `tokens` `[batch, seq]`; `(logits, cache)` when a cache is given.
-    See `hidden_states` for segment, position and cache semantics."""
-    out = hidden_states(params, tokens, cfg, positions=positions, segment_ids=segment_ids, cache=cache)
+    See `hidden_states` for segment, position, cache and `attention_kernel` semantics."""
+    out = hidden_states(params, tokens, cfg, positions=positions, segment_ids=segment_ids, cache=cache,
+                        attention_kernel=attention_kernel)
     x, new_cache = (out, None) if cache is None else out
     w = unembed(params, cfg).astype(x.dtype)
     logits = jnp.einsum("bse,ev->bsv", x, w, preferred_element_type=jnp.float32)

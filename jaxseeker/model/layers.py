@@ -76,7 +76,9 @@ def splash_attention(q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, segment_ids
     q `[batch, seq, heads, head_dim]`, k/v `[batch, seq, kv_heads, head_dim]`, segment_ids `[batch, seq]`
     → `[batch, seq, heads, head_dim]`. Query i sees key j ≤ i of the same segment; heads share kv heads
     in groups as in `dot_attention`. `seq` must be a multiple of 128 (the kernel's tiles). XLA does not
-    partition a Pallas call: under a multi-device jit its operands are gathered whole onto every device.
+    partition a Pallas call: under a multi-device jit its operands are gathered whole onto every device,
+    unless the caller runs it blockwise (the train steps pass `parallel.shard_attention(splash_attention,
+    mesh)` to `hidden_states(attention_kernel=...)`).
     """
     from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel as splash
     from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_mask as splash_mask

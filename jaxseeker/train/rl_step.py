@@ -9,8 +9,9 @@ of `losses.policy_loss` exact. Every key of the batch is `[batch, seq]`:
   advantages (the episode's advantage on every token), and `ref_logp` when a KL term is on.
 The log-probs of the update and of the old-log-prob pass come from the same forward
 (`model.hidden_states` + chunked `losses.token_logprobs`) at the sampling temperature, so the
-ratio is exactly 1 on the first mini-batch of a step. `make_rl_step` compiles both, sharded, and
-keeps them for later runs of the same shapes in the process (one compile per shape, not per run).
+ratio is exactly 1 on the first mini-batch of a step. `make_rl_step` compiles both, sharded (splash
+attention blockwise over the mesh, see `sft_step.mesh_attention_kernel`), and keeps them for later runs of
+the same shapes in the process (one compile per shape, not per run).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from jax.sharding import Mesh, NamedSharding
 from jaxseeker import losses, model
 from jaxseeker.parallel import batch_sharding
 from jaxseeker.parallel.rules import DEFAULT_RULES, Rules
+from jaxseeker.parallel.sharded_attention import Attention
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
-from jaxseeker.train.sft_step import make_sft_step
+from jaxseeker.train.sft_step import make_sft_step, mesh_attention_kernel
 from jaxseeker.train.state import TrainState, abstract_train_state, cast_floating
 
 Batch = Mapping[str, jax.Array]
@@ -104,11 +106,13 @@ def episode_rows(
 
 def policy_logprobs(
     params: Any, batch: Batch, cfg: model.ModelConfig, *, temperature: float = 1.0, chunk_size: int = 512,
-    entropy: bool = False,
+    entropy: bool = False, attention_kernel: Attention | None = None,
 ) -> tuple[jax.Array, jax.Array | None]:
-    """(log π(target) `[batch, seq]`, entropy `[batch, seq]` or None) with the training forward, chunked over seq."""
+    """(log π(target) `[batch, seq]`, entropy `[batch, seq]` or None) with the training forward, chunked over seq.
+    attention_kernel: passed to `model.hidden_states` (None: the model's `attention_impl`)."""
     hidden = model.hidden_states(
-        params, batch["tokens"], cfg, positions=batch["positions"], segment_ids=batch["segment_ids"]
+        params, batch["tokens"], cfg, positions=batch["positions"], segment_ids=batch["segment_ids"],
+        attention_kernel=attention_kernel,
     )  # [batch, seq, embed]
     w = model.unembed(params, cfg).astype(hidden.dtype)  # [embed, vocab]
     if entropy:
@@ -117,14 +121,16 @@ def policy_logprobs(
     return losses.token_logprobs(hidden, w, batch["targets"], chunk_size=chunk_size, temperature=temperature), None
 
 
-def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLStepConfig) -> tuple[jax.Array, dict]:
+def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLStepConfig,
+            attention_kernel: Attention | None = None) -> tuple[jax.Array, dict]:
     """objective(logp, old_logp, A, mask) [+ kl_coef · KL(π ‖ π_ref)], every term masked to policy tokens.
 
     Metrics: the objective's (clip fractions, ratio, approx KL), `entropy` (mean policy entropy over
     policy tokens) and `kl` (to the reference) when on.
     """
     logp, entropy = policy_logprobs(params, batch, cfg, temperature=step_cfg.temperature,
-                                    chunk_size=step_cfg.chunk_size, entropy=step_cfg.entropy)  # [batch, seq]
+                                    chunk_size=step_cfg.chunk_size, entropy=step_cfg.entropy,
+                                    attention_kernel=attention_kernel)  # [batch, seq]
     mask = batch["loss_mask"]
     objective = losses.get_policy_objective(step_cfg.objective)
     loss, aux = objective(logp, batch["old_logp"], batch["advantages"], mask, **dict(step_cfg.objective_kwargs))
@@ -170,12 +176,14 @@ def _make_rl_step(cfg, step_cfg, opt_cfg, mesh, rows, seq, rules_items, compute_
     bsh = batch_sharding(mesh, (rows, seq), rules)
     loss_fn = functools.partial(rl_loss, step_cfg=step_cfg)
     update = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
-                           learning_rate=functools.partial(learning_rate_at, opt_cfg), compute_dtype=compute_dtype)
+                           rules=rules, learning_rate=functools.partial(learning_rate_at, opt_cfg),
+                           compute_dtype=compute_dtype)
     dtype = cfg.compute_dtype if compute_dtype == "model" else compute_dtype
+    kernel = mesh_attention_kernel(cfg, mesh, rules)
 
     def logprobs(params: Any, batch: Batch) -> jax.Array:
         logp, _ = policy_logprobs(cast_floating(params, dtype), batch, cfg, temperature=step_cfg.temperature,
-                                  chunk_size=step_cfg.chunk_size)  # [rows, seq]
+                                  chunk_size=step_cfg.chunk_size, attention_kernel=kernel)  # [rows, seq]
         return jnp.where(batch["loss_mask"] != 0, logp, 0.0)
 
     logprob_fn = jax.jit(logprobs, in_shardings=(shardings.params, bsh), out_shardings=bsh)

@@ -24,7 +24,7 @@ from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.recipe import RecipeError, build, check_sections
-from jaxseeker.train.sft_step import make_sft_step, sft_loss
+from jaxseeker.train.sft_step import make_sft_step, mesh_attention_kernel, sft_loss, with_attention_kernel
 from jaxseeker.train.policy import build_policy
 from jaxseeker.train.state import abstract_train_state
 
@@ -94,6 +94,7 @@ class SFTRun:
     eval_batches: list[dict]
     checkpointer: Checkpointer
     start_step: int
+    attention_kernel: Callable | None = None  # splash blockwise over the mesh, for `evaluate` (see sft_step)
 
 
 def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
@@ -138,14 +139,14 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
     bsh = batch_sharding(mesh, (data.batch_size, data.seq_len), rules)
     loss_fn = functools.partial(resolve_loss(train.loss), chunk_size=train.chunk_size)
     step_fn = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
-                            learning_rate=functools.partial(learning_rate_at, opt_cfg),
+                            rules=rules, learning_rate=functools.partial(learning_rate_at, opt_cfg),
                             compiler_options=dict(train.compiler_options) or None)
     if is_main_process():
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "model_config.json").write_text(json.dumps(model.to_hf_dict(cfg), indent=2))
         tokenizer.save_pretrained(out_dir / "tokenizer")
     return SFTRun(recipe, out_dir, cfg, train, data, opt_cfg, tokenizer, state, step_fn, bsh, iterator,
-                  eval_batches, ckpt, start)
+                  eval_batches, ckpt, start, mesh_attention_kernel(cfg, mesh, rules))
 
 
 def evaluate(run: SFTRun, params: Any) -> dict[str, float]:
@@ -153,6 +154,7 @@ def evaluate(run: SFTRun, params: Any) -> dict[str, float]:
     if not run.eval_batches:
         return {}
     loss_fn = functools.partial(resolve_loss(run.train.loss), chunk_size=run.train.chunk_size)
+    loss_fn = with_attention_kernel(loss_fn, run.attention_kernel)
     fn = jax.jit(lambda p, b: (loss_fn(p, b, run.cfg)[0], jnp.sum(b["loss_mask"])))  # tokens of the global batch
     total, tokens = 0.0, 0
     for batch in run.eval_batches:

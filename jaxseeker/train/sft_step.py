@@ -3,11 +3,17 @@
 `make_sft_step` compiles `step(state, batch) -> (state, metrics)` with the state's shardings in
 and out (the state is donated: updated in place) and the batch split along `batch`. The loss is
 any pure `loss_fn(params, batch, model_cfg) -> (loss, aux)`; a researcher swaps it without
-touching the step.
+touching the step. A loss that runs the model should also take an optional keyword `attention_kernel` and
+hand it to `model.hidden_states`: with `attention_impl: splash` on a mesh of several devices the step
+passes the splash kernel run blockwise there (`mesh_attention_kernel`; XLA would otherwise gather its
+operands whole onto every device).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -17,7 +23,9 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 
 from jaxseeker import losses, model
-from jaxseeker.parallel.rules import replicated
+from jaxseeker.model.layers import splash_attention
+from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, replicated
+from jaxseeker.parallel.sharded_attention import Attention, shard_attention
 from jaxseeker.train.state import TrainState, cast_floating
 
 Batch = Mapping[str, jax.Array]
@@ -25,16 +33,42 @@ LossFn = Callable[[Any, Batch, Any], tuple[jax.Array, dict[str, jax.Array]]]
 StepFn = Callable[[TrainState, Batch], tuple[TrainState, dict[str, jax.Array]]]
 
 
-def sft_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, chunk_size: int = 512) -> tuple[jax.Array, dict]:
+def sft_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, chunk_size: int = 512,
+             attention_kernel: Attention | None = None) -> tuple[jax.Array, dict]:
     """Mean NLL over the trained tokens of the batch, logits built chunk by chunk (never `[batch, seq, vocab]`).
 
     batch: `tokens`, `targets`, `loss_mask`, `segment_ids` (0 = padding), `positions`, all `[batch, seq]`.
+    attention_kernel: passed to `model.hidden_states` (None: the model's `attention_impl`).
     """
     hidden = model.hidden_states(
-        params, batch["tokens"], cfg, positions=batch["positions"], segment_ids=batch["segment_ids"]
+        params, batch["tokens"], cfg, positions=batch["positions"], segment_ids=batch["segment_ids"],
+        attention_kernel=attention_kernel,
     )  # [batch, seq, embed]
     w = model.unembed(params, cfg).astype(hidden.dtype)  # [embed, vocab]
     return losses.chunked_masked_nll(hidden, w, batch["targets"], batch["loss_mask"], chunk_size=chunk_size)
+
+
+def mesh_attention_kernel(cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> Attention | None:
+    """The attention a step over `mesh` hands the model: with `attention_impl: splash` and more than one device,
+    `model.layers.splash_attention` run on each device's block of rows and heads (`parallel.shard_attention`
+    under `rules`); else None, the model's own attention."""
+    if getattr(cfg, "attention_impl", None) != "splash" or mesh.size <= 1:
+        return None
+    return shard_attention(splash_attention, mesh, rules=rules)
+
+
+def with_attention_kernel(loss_fn: LossFn, kernel: Attention | None) -> LossFn:
+    """`loss_fn` with `attention_kernel=kernel` bound; `loss_fn` itself when `kernel` is None, or (with a
+    warning) when it takes no `attention_kernel` keyword: the model's own attention then runs."""
+    if kernel is None:
+        return loss_fn
+    parameters = inspect.signature(loss_fn).parameters.values()
+    if not any(p.name == "attention_kernel" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        warnings.warn(f"loss {getattr(loss_fn, '__name__', loss_fn)!r} takes no `attention_kernel` keyword: "
+                      "its attention does not run blockwise over the mesh (operands gathered onto every device)",
+                      stacklevel=2)
+        return loss_fn
+    return functools.partial(loss_fn, attention_kernel=kernel)
 
 
 def sft_update(
@@ -79,12 +113,15 @@ def make_sft_step(
     mesh: Mesh,
     state_shardings: TrainState,
     batch_sharding: NamedSharding,
+    rules: Rules = DEFAULT_RULES,
     learning_rate: Callable[[jax.Array], jax.Array] | None = None,
     compute_dtype: Any = "model",
     compiler_options: dict[str, Any] | None = None,
 ) -> StepFn:
     """The jitted, sharded SFT step `step(state, batch) -> (state, metrics)`; `state` is donated.
 
+    rules: the logical-axis rules of the shardings; with `attention_impl: splash` on several devices the
+      loss gets `attention_kernel=mesh_attention_kernel(model_cfg, mesh, rules)` (splash run blockwise).
     learning_rate: micro-step -> lr for the `lr` metric, e.g.
       `functools.partial(optimizer.learning_rate_at, opt_cfg)`.
     compute_dtype: dtype the params are cast to for the forward pass; "model" uses
@@ -94,6 +131,7 @@ def make_sft_step(
     """
     if isinstance(compute_dtype, str) and compute_dtype == "model":
         compute_dtype = getattr(model_cfg, "compute_dtype", None)
+    loss_fn = with_attention_kernel(loss_fn, mesh_attention_kernel(model_cfg, mesh, rules))
 
     def step(state: TrainState, batch: Batch) -> tuple[TrainState, dict[str, jax.Array]]:
         return sft_update(

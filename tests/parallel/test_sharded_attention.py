@@ -1,9 +1,11 @@
 """`parallel.shard_attention` on 8 fake CPU devices equals the kernel on whole arrays, blockwise and without
-communication. Why a subprocess: see `test_sharded_sft_step.py` (the device-count flag must precede JAX)."""
+communication; the SFT step of an `attention_impl: splash` model runs splash that way. Why a subprocess: see
+`test_sharded_sft_step.py` (the device-count flag must precede JAX)."""
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +19,7 @@ from jaxseeker.parallel.sharded_attention import attention_specs
 
 WORKER = Path(__file__).with_name("sharded_attention_worker.py")
 TOLERANCE = 1e-5  # float32 attention: the same sums, blocked differently (differences seen: ~5e-7)
+DEVICE_BLOCK = 1 * 2 * 128 * 16  # the splash SFT / RL cases: q of 1 row, 2 heads, seq 128, head_dim 16 per device
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +68,29 @@ def test_without_a_mesh_the_kernel_is_called_as_is(report):
 
 def test_splash_kernel_runs_blockwise(report):
     assert report["splash"] <= TOLERANCE
+
+
+def test_a_splash_model_trains_on_a_mesh_as_xla_attention_does_on_one_device(report):
+    result = report["splash_sft_step"]
+    assert result["loss_diff"] <= TOLERANCE * max(1.0, result["loss"]), result
+    assert result["param_diff"] <= TOLERANCE, result
+    assert result["params_moved"] > 10 * TOLERANCE, result  # the step did move the params
+
+
+def test_the_splash_sft_step_runs_the_kernel_on_each_devices_block(report):
+    # 4 rows over data·fsdp = 4, 4 heads / 2 kv heads over tensor = 2: a device holds 1 row, 2 heads, 1 kv head,
+    # and the kernel (forward and backward) sees only that: q [2, 128, 16], k / v [1, 128, 16] per row. Called
+    # directly instead, it would see the whole batch (q [4, 4, 128, 16]) gathered onto every device.
+    result = report["splash_sft_step"]
+    assert result["kernel_operands"], result
+    assert all(math.prod(shape) <= DEVICE_BLOCK for shape in result["kernel_operands"]), result
+    assert result["whole_operand_gathers"] == [], result
+
+
+@pytest.mark.parametrize("piece", ["update", "logprobs"])
+def test_the_splash_rl_step_runs_the_kernel_on_each_devices_block(report, piece):
+    shapes = report["splash_rl_step"][piece]
+    assert shapes and all(math.prod(shape) <= DEVICE_BLOCK for shape in shapes), shapes
 
 
 def test_specs_split_heads_only_in_whole_kv_groups_and_never_on_a_batch_axis():

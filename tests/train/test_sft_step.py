@@ -10,8 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from jax.sharding import AbstractMesh
 
+from jaxseeker import model
 from jaxseeker.parallel import MeshConfig, batch_sharding, make_mesh, shard_batch
+from jaxseeker.parallel.mesh import MESH_AXES
+from jaxseeker.train import sft_step
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.sft_step import make_sft_step
 from jaxseeker.train.state import create_train_state
@@ -91,3 +95,21 @@ def test_bf16_compute_keeps_f32_master_params(toy, f32):
     assert {x.dtype for x in jax.tree.leaves(new.params)} == {jnp.dtype(jnp.float32)}
     assert float(metrics["loss"]) == pytest.approx(float(metrics32["loss"]), rel=2e-2)
     assert float(metrics["loss"]) != float(metrics32["loss"])  # it really ran in bf16
+
+
+def test_only_splash_on_several_devices_gets_a_blockwise_kernel():
+    splash = model.ModelConfig.tiny(attention_impl="splash")
+    eight = AbstractMesh((2, 2, 2, 1), MESH_AXES)  # the 8-device run itself: tests/parallel/test_sharded_attention.py
+    assert callable(sft_step.mesh_attention_kernel(splash, eight))
+    assert sft_step.mesh_attention_kernel(splash, make_mesh(MeshConfig())) is None  # one device: the model's own
+    assert sft_step.mesh_attention_kernel(model.ModelConfig.tiny(attention_impl="xla"), eight) is None
+
+
+def test_the_kernel_is_bound_to_losses_that_take_it(toy):
+    splash, fsdp8 = model.ModelConfig.tiny(attention_impl="splash"), AbstractMesh((1, 8, 1, 1), MESH_AXES)
+    kernel = sft_step.mesh_attention_kernel(splash, fsdp8)
+    assert sft_step.with_attention_kernel(sft_step.sft_loss, kernel).keywords == {"attention_kernel": kernel}
+    assert sft_step.with_attention_kernel(sft_step.sft_loss, None) is sft_step.sft_loss
+    with pytest.warns(UserWarning, match="takes no `attention_kernel`"):
+        assert sft_step.with_attention_kernel(toy.loss, kernel) is toy.loss  # runs, with the model's own attention
+
