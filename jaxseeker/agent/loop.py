@@ -369,17 +369,20 @@ def rollout(
     *,
     n_per_question: int = 1,
     progress: bool = True,
+    first_group: int = 0,
 ) -> RolloutResult:
     """Roll out `n_per_question` episodes per question on `engine`; episodes and timing statistics.
 
     `engine` follows the `jaxseeker.generation.Engine` interface (and has `max_len`); `registry` is a
     ToolRegistry shared by all episodes, or a function Question → ToolRegistry (e.g. one with an
-    `answer_submit` tool whose feedback knows that question's answer).
+    `answer_submit` tool whose feedback knows that question's answer). Question i is group `first_group + i`:
+    its episodes' `group` and its engine request ids `"group:sample"` (which key the engine's sampling), so a
+    share of a longer question list (one process's, in a multi-process run) samples as the whole list would.
     """
     if n_per_question < 1:
         raise ValueError(f"n_per_question must be >= 1, got {n_per_question}")
     items = [as_question(q, f"questions[{i}]") for i, q in enumerate(questions)]
-    queue = collections.deque((q, g, s) for g, q in enumerate(items) for s in range(n_per_question))
+    queue = collections.deque((q, first_group + g, s) for g, q in enumerate(items) for s in range(n_per_question))
     return _Loop(engine, tokenizer, registry, config, progress).run(queue)
 
 

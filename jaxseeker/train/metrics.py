@@ -12,16 +12,26 @@ import numpy as np
 class MetricsWriter:
     """Append step metrics to `metrics.jsonl` and TensorBoard event files under `out_dir`."""
 
-    def __init__(self, out_dir: str | Path, *, enabled: bool = True, tensorboard: bool = True):
+    def __init__(self, out_dir: str | Path, *, enabled: bool = True, tensorboard: bool = True,
+                 resumed_from: int | None = None):
+        """resumed_from: the step this run starts after (its checkpoint's; 0 for a new run). Rows an earlier run
+        logged past it are dropped (from `metrics.jsonl`, and from TensorBoard via `purge_step`): this run logs
+        those steps again. None: append to what is there."""
         self.enabled = enabled
         self.path = Path(out_dir) / "metrics.jsonl"
         self._tb = None
         if enabled:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if resumed_from is not None and self.path.exists():
+                kept = [row for row in read_metrics(self.path) if row["step"] <= resumed_from]
+                tmp = self.path.with_suffix(".jsonl.tmp")
+                tmp.write_text("".join(json.dumps(row) + "\n" for row in kept))
+                tmp.replace(self.path)
             if tensorboard:
                 from tensorboardX import SummaryWriter
 
-                self._tb = SummaryWriter(str(Path(out_dir) / "tensorboard"))
+                purge = None if resumed_from is None else resumed_from + 1
+                self._tb = SummaryWriter(str(Path(out_dir) / "tensorboard"), purge_step=purge)
 
     def write(self, step: int, metrics: Mapping[str, float], prefix: str = "") -> None:
         """Record `metrics` at `step` (scalars only)."""

@@ -338,7 +338,7 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
     t_start = time.perf_counter()
     if run.sampler is None:
         run.sampler = QuestionSampler(dupo_pool(run), run.rl.seed)
-    writer = MetricsWriter(run.out_dir, enabled=main)
+    writer = MetricsWriter(run.out_dir, enabled=main, resumed_from=run.start_step)
     state, history = run.state, []
     bar = tqdm(range(run.start_step, run.rl.steps), initial=run.start_step, total=run.rl.steps, desc="rl",
                disable=not (progress and main))

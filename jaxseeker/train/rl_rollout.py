@@ -9,13 +9,12 @@ then runs identically on every process.
 
 The result does not depend on the process count: the engine keys each token's randomness by (seed, request
 id, token index), and a process rolling out groups `first, first + 1, …` sends the engine the request ids
-those groups get when one process rolls out all of them (`GlobalGroups`). Each episode's `meta["process"]`
-records the process that rolled it out.
+those groups get when one process rolls out all of them (`agent.rollout(first_group=first)`). Each
+episode's `meta["process"]` records the process that rolled it out.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,53 +22,10 @@ from typing import Any
 import jax
 
 from jaxseeker.agent import Episode, Question, RolloutConfig, rollout
-from jaxseeker.generation import Event
 from jaxseeker.parallel import all_gather_objects, process_share
 from jaxseeker.train.rl_scoring import Score
 
 TIMES = ("rollout_s", "engine_s", "tool_wait_s", "reward_s")  # per process; the step reports the slowest
-
-
-class GlobalGroups:
-    """An engine as seen by a rollout of groups `first, first + 1, …` of a longer question list.
-
-    The rollout loop names an episode's requests "group:sample" with the group's index in its own list; this
-    view adds `first` to the group on the way to the engine (and takes it off the request ids of the
-    engine's events), so the engine's per-request randomness is that of the group's place in the whole list.
-    Everything else is the engine's.
-    """
-
-    def __init__(self, engine: Any, first: int):
-        self.engine, self.first = engine, first
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.engine, name)
-
-    def _shift(self, request_id: str, by: int) -> str:
-        group, sep, sample = request_id.partition(":")
-        if not (sep and group.isdigit()):
-            raise ValueError(f"GlobalGroups: request id {request_id!r} is not 'group:sample'")
-        return f"{int(group) + by}{sep}{sample}"
-
-    def submit(self, request_id: str, prompt: list[int], **kwargs: Any) -> None:
-        """`engine.submit` under the global request id."""
-        self.engine.submit(self._shift(request_id, self.first), prompt, **kwargs)
-
-    def extend(self, request_id: str, tokens: list[int], **kwargs: Any) -> None:
-        """`engine.extend` under the global request id."""
-        self.engine.extend(self._shift(request_id, self.first), tokens, **kwargs)
-
-    def release(self, request_id: str) -> None:
-        """`engine.release` under the global request id."""
-        self.engine.release(self._shift(request_id, self.first))
-
-    def context_left(self, request_id: str) -> int:
-        """`engine.context_left` under the global request id."""
-        return self.engine.context_left(self._shift(request_id, self.first))
-
-    def step(self) -> list[Event]:
-        """`engine.step`, its events under the loop's own request ids."""
-        return [dataclasses.replace(e, request_id=self._shift(e.request_id, -self.first)) for e in self.engine.step()]
 
 
 def shared_rollout(
@@ -92,14 +48,12 @@ def shared_rollout(
     scores: list[list[Score]] = []
     times = dict.fromkeys(TIMES, 0.0)
     if len(share):
-        view = engine if share.start == 0 else GlobalGroups(engine, share.start)
         t = time.perf_counter()
-        result = rollout(view, tokenizer, registry, [questions[i] for i in share], config, n_per_question=n,
-                         progress=False)
+        result = rollout(engine, tokenizer, registry, [questions[i] for i in share], config, n_per_question=n,
+                         progress=False, first_group=share.start)
         times.update(rollout_s=time.perf_counter() - t, engine_s=result.stats.step_s,
                      tool_wait_s=result.stats.idle_s)
         for e in result.episodes:  # ordered by group, then sample
-            e.group += share.start
             e.meta["process"] = jax.process_index()
         t = time.perf_counter()
         flat = score(result.episodes)

@@ -167,7 +167,7 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
     """Train to `train.steps`, checkpointing on the way; returns the summary (also `summary.json`)."""
     run = prepare(recipe, resume=resume)
     main = is_main_process()
-    writer = MetricsWriter(run.out_dir, enabled=main)
+    writer = MetricsWriter(run.out_dir, enabled=main, resumed_from=run.start_step)
     state, t_start, tokens_seen, last = run.state, time.perf_counter(), 0, {}
     bar = tqdm(range(run.start_step, run.train.steps), initial=run.start_step, total=run.train.steps,
                desc="sft", disable=not (progress and main))

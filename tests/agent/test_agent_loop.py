@@ -202,3 +202,18 @@ def test_bad_questions_and_config_name_the_problem(scripted, tokenizer, registry
         run_episodes(scripted([ANSWER]), tokenizer, registry, ["ok", {"answer": "x"}], progress=False)
     with pytest.raises(ValueError, match="RolloutConfig.max_tool_calls must be >= 1"):
         RolloutConfig(max_tool_calls=0)
+
+
+def test_first_group_numbers_the_groups_and_their_engine_requests(scripted, tokenizer, registry):
+    engine = scripted(lambda context, turn: ANSWER)
+    submitted, submit_request = [], engine.submit
+
+    def recorded_submit(request_id, prompt, **kwargs):
+        submitted.append(request_id)
+        return submit_request(request_id, prompt, **kwargs)
+
+    engine.submit = recorded_submit
+    result = rollout(engine, tokenizer, registry, [QUESTION, QUESTION], CONFIG, n_per_question=2, progress=False,
+                     first_group=3)
+    assert [(e.group, e.sample) for e in result.episodes] == [(3, 0), (3, 1), (4, 0), (4, 1)]
+    assert sorted(submitted) == ["3:0", "3:1", "4:0", "4:1"]  # the engine keys its sampling by these ids
