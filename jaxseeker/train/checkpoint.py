@@ -122,15 +122,24 @@ def checkpoint_path(directory: str | Path) -> epath.Path:
     return epath.Path(text) if text.startswith("gs://") else epath.Path(Path(text).absolute())
 
 
-def _this_process(saved: dict | None, where: Path) -> dict:
-    """This process's entry of a saved `data` item (a checkpoint without per-process entries is returned whole)."""
+def _this_process(saved: dict | None, where: Path, index: int | None = None, count: int | None = None) -> dict:
+    """This process's entry of a saved `data` item (a checkpoint without per-process entries is returned whole).
+
+    When every process saved the same state (a global sampler, as in RL) any process count may restore it;
+    per-process states (each host's data shard) need the process count they were saved with.
+    """
+    index = jax.process_index() if index is None else index
+    count = jax.process_count() if count is None else count
     saved = saved or {}
     if "per_process" not in saved:
         return saved
     states = saved["per_process"]
-    if len(states) != jax.process_count():
-        raise ValueError(f"{where}: data state saved by {len(states)} processes, restoring with {jax.process_count()}")
-    return states[jax.process_index()]
+    if all(state == states[0] for state in states):
+        return states[0]
+    if len(states) != count:
+        raise ValueError(f"{where}: data state saved by {len(states)} processes (each its own data shard), "
+                         f"restoring with {count}: resume with {len(states)} processes")
+    return states[index]
 
 
 def _abstract_leaf(x: Any) -> jax.ShapeDtypeStruct:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import numpy as np
 import pytest
 
-from jaxseeker.train.checkpoint import Checkpointer, restore_params
+from jaxseeker.train.checkpoint import Checkpointer, _this_process, restore_params
 from jaxseeker.train.state import abstract_train_state
 
 
@@ -66,3 +68,13 @@ def test_missing_checkpoints_are_clear_errors(tmp_path, states):
         ckpt.wait()
         with pytest.raises(FileNotFoundError, match=r"no checkpoint at step 7; steps: \[1\]"):
             ckpt.restore(target, step=7)
+
+
+def test_shared_data_state_restores_with_any_process_count_and_per_process_states_need_theirs():
+    shared = {"per_process": [{"epoch": 2, "index": 7}] * 2}
+    assert _this_process(shared, Path("ckpt/4"), index=0, count=1) == {"epoch": 2, "index": 7}
+    assert _this_process(shared, Path("ckpt/4"), index=3, count=4) == {"epoch": 2, "index": 7}
+    own = {"per_process": [{"index": 7}, {"index": 9}]}
+    assert _this_process(own, Path("ckpt/4"), index=1, count=2) == {"index": 9}
+    with pytest.raises(ValueError, match=r"ckpt/4: data state saved by 2 processes .* restoring with 1"):
+        _this_process(own, Path("ckpt/4"), index=0, count=1)
