@@ -375,9 +375,8 @@ def rollout(
 
     `engine` follows the `jaxseeker.generation.Engine` interface (and has `max_len`); `registry` is a
     ToolRegistry shared by all episodes, or a function Question → ToolRegistry (e.g. one with an
-    `answer_submit` tool whose feedback knows that question's answer). Question i is group `first_group + i`:
-    its episodes' `group` and its engine request ids `"group:sample"` (which key the engine's sampling), so a
-    share of a longer question list (one process's, in a multi-process run) samples as the whole list would.
+    `answer_submit` tool whose feedback knows that question's answer). Question i is group `first_group + i`
+    (episodes' `group`, engine request ids "group:sample", which key sampling): a share samples as in the whole.
     """
     if n_per_question < 1:
         raise ValueError(f"n_per_question must be >= 1, got {n_per_question}")
