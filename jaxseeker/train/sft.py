@@ -94,7 +94,7 @@ class SFTRun:
     eval_batches: list[dict]
     checkpointer: Checkpointer
     start_step: int
-    attention_kernel: Callable | None = None  # splash blockwise over the mesh, for `evaluate` (see sft_step)
+    eval_fn: Callable  # jitted (params, batch) -> (mean held-out loss, trained tokens) with the training loss
 
 
 def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
@@ -141,24 +141,23 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
     step_fn = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
                             rules=rules, learning_rate=functools.partial(learning_rate_at, opt_cfg),
                             compiler_options=dict(train.compiler_options) or None)
+    eval_loss = with_attention_kernel(loss_fn, mesh_attention_kernel(cfg, mesh, rules))
+    eval_fn = jax.jit(lambda p, b: (eval_loss(p, b, cfg)[0], jnp.sum(b["loss_mask"])))  # tokens of the global batch
     if is_main_process():
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "model_config.json").write_text(json.dumps(model.to_hf_dict(cfg), indent=2))
         tokenizer.save_pretrained(out_dir / "tokenizer")
     return SFTRun(recipe, out_dir, cfg, train, data, opt_cfg, tokenizer, state, step_fn, bsh, iterator,
-                  eval_batches, ckpt, start, mesh_attention_kernel(cfg, mesh, rules))
+                  eval_batches, ckpt, start, eval_fn)
 
 
 def evaluate(run: SFTRun, params: Any) -> dict[str, float]:
     """Mean loss over the held-out batches (token-weighted), with the training loss function."""
     if not run.eval_batches:
         return {}
-    loss_fn = functools.partial(resolve_loss(run.train.loss), chunk_size=run.train.chunk_size)
-    loss_fn = with_attention_kernel(loss_fn, run.attention_kernel)
-    fn = jax.jit(lambda p, b: (loss_fn(p, b, run.cfg)[0], jnp.sum(b["loss_mask"])))  # tokens of the global batch
     total, tokens = 0.0, 0
     for batch in run.eval_batches:
-        loss, n = fn(params, place_on_mesh(batch, run.batch_sharding))
+        loss, n = run.eval_fn(params, place_on_mesh(batch, run.batch_sharding))
         total, tokens = total + float(loss) * int(n), tokens + int(n)
     return {"eval_loss": total / max(tokens, 1)}
 
