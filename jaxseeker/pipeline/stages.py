@@ -29,9 +29,10 @@ class StageRunner:
 
     def run(self, name: str, key: str, fn: Callable[[Path], dict], *, resumable: bool = False) -> dict:
         """`fn(out_dir) -> metrics` unless a finished run with fingerprint `key` is there; returns the metrics.
-        An unfinished output is wiped first, unless the stage is `resumable` (it continues from its checkpoints)."""
+        Any other output is wiped first, except an unfinished one of a `resumable` stage that was started with
+        the same `key` (it continues from its checkpoints; one started with other inputs cannot)."""
         out = self.root / name
-        marker = out / "done.json"
+        marker, started = out / "done.json", out / "started.json"
         if marker.exists():
             done = json.loads(marker.read_text())
             if done.get("key") == key:
@@ -39,10 +40,12 @@ class StageRunner:
                 self.reused.append(name)
                 self.timings[name] = done.get("wall_s", 0.0)
                 return done["metrics"]
-        if out.exists() and not resumable:
+        resume = resumable and not marker.exists() and started.exists() and json.loads(started.read_text()).get("key") == key
+        if out.exists() and not resume:
             shutil.rmtree(out)
         out.mkdir(parents=True, exist_ok=True)
-        self.log(f"[{name}] running")
+        started.write_text(json.dumps({"key": key}))
+        self.log(f"[{name}] {'resuming' if resume else 'running'}")
         t = time.perf_counter()
         metrics = fn(out)
         wall = round(time.perf_counter() - t, 2)

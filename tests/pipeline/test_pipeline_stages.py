@@ -1,0 +1,43 @@
+"""Stage bookkeeping: reuse a finished stage with the same inputs, resume an unfinished one only with them."""
+
+import json
+
+from jaxseeker.pipeline.stages import StageRunner, fingerprint
+
+
+def _stage(calls):
+    def fn(out):
+        calls.append(sorted(p.name for p in out.iterdir()))
+        (out / "checkpoint").write_text("partial")
+        return {"n": len(calls)}
+    return fn
+
+
+def test_a_finished_stage_is_reused_only_for_the_same_inputs(tmp_path):
+    runner, calls = StageRunner(tmp_path, log=lambda _: None), []
+    key = fingerprint({"steps": 3})
+    assert runner.run("sft", key, _stage(calls)) == {"n": 1}
+    assert runner.run("sft", key, _stage(calls)) == {"n": 1} and runner.reused == ["sft"]
+    assert runner.run("sft", fingerprint({"steps": 4}), _stage(calls)) == {"n": 2}
+    assert calls[1] == ["started.json"]  # the old output was wiped
+
+
+def test_an_unfinished_resumable_stage_continues_only_with_the_inputs_it_started_with(tmp_path):
+    runner, calls = StageRunner(tmp_path, log=lambda _: None), []
+    old, new = fingerprint({"hidden": 256}), fingerprint({"hidden": 128})
+
+    def killed(out):
+        (out / "checkpoint").write_text("partial")
+        raise KeyboardInterrupt
+
+    for key in (old, old):
+        try:
+            runner.run("sft", key, killed, resumable=True)
+        except KeyboardInterrupt:
+            pass
+    assert json.loads((tmp_path / "sft" / "started.json").read_text()) == {"key": old}
+    runner.run("sft", old, _stage(calls), resumable=True)
+    assert calls[-1] == ["checkpoint", "started.json"]  # resumed: the checkpoint is still there
+    (tmp_path / "sft" / "done.json").unlink()
+    runner.run("sft", new, _stage(calls), resumable=True)
+    assert calls[-1] == ["started.json"]  # other inputs: the old checkpoint would not fit, so it is gone
