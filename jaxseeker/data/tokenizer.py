@@ -5,7 +5,11 @@ model: every byte string is encodable without an unknown token or byte-fallback 
 offsets come for free (the loss mask needs them), and the result is a plain ``tokenizer.json`` that
 ``transformers.AutoTokenizer`` loads and the HF export copies unchanged. Text is split before BPE
 with the Qwen2 pattern, which makes every digit its own token: a number then tokenises the same in a
-page, a tool call and an answer, so a small policy can copy it digit by digit.
+page, a tool call and an answer, so a small policy can copy it digit by digit. The ``names`` split goes one
+step further for words that start with a capital: they never take the character before them (Qwen2 lets a
+letter run take one, so ``" Sherwin"`` after a space and ``"Sherwin`` after a JSON quote are different
+tokens), so an entity name is the same token sequence in a question, a tool call, a page and an answer.
+It costs one token per capitalised word after a space (+9% on the demo's trajectories).
 """
 
 from __future__ import annotations
@@ -22,6 +26,13 @@ QWEN2_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
     r"\s+(?!\S)|\s+"
 )
+# The Qwen2 split, except that only lower-case words take a leading space and no letter run takes another
+# character: capitalised words (names) tokenise the same after a space, a quote, a bracket or a tag.
+NAMES_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)| ?\p{Ll}\p{L}*|\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
+    r"\s+(?!\S)|\s+"
+)
+SPLITS = {"qwen2": QWEN2_SPLIT, "names": NAMES_SPLIT}
 
 SPECIAL_TOKENS = (
     "<|endoftext|>",
@@ -64,20 +75,26 @@ def train_tokenizer(
     out_dir: str | Path | None = None,
     *,
     chat_template: bool | str = True,
+    split: str = "qwen2",
 ) -> PreTrainedTokenizerFast:
     """Trains a byte-level BPE tokenizer with the agent's special tokens; saves it to ``out_dir`` if given.
+
+    ``split``: the pre-tokenizer pattern, ``"qwen2"`` (Qwen2's) or ``"names"`` (capitalised words never take
+    a leading character; see the module docstring).
 
     ``chat_template``: True for the Qwen-style template, a Jinja string for a custom one, False for
     none (rendering then falls back to built-in chatml). ``eos_token`` is ``<|im_end|>`` (the
     end-of-turn token generation stops on) and ``pad_token`` is ``<|endoftext|>``.
     """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
     min_size = 256 + len(SPECIAL_TOKENS)
     if vocab_size < min_size:
         raise ValueError(f"vocab_size={vocab_size} must be at least {min_size} (256 bytes + special tokens)")
     core = Tokenizer(models.BPE())
     core.normalizer = normalizers.NFC()
     core.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated"),
+        pre_tokenizers.Split(Regex(SPLITS[split]), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     core.decoder = decoders.ByteLevel()

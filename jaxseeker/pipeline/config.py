@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from jaxseeker.agent.prompts import PROMPT_STYLES
+from jaxseeker.data.tokenizer import SPLITS
 from jaxseeker.train.recipe import build, check_sections
 
 
@@ -73,6 +74,12 @@ class PolicyStage:
     steps: int = 300
     lr: float = 2.5e-3
     context_weight: float = 0.0  # SFT loss weight of the tokens the agent did not write (data.context_weight)
+    tokenizer_split: str = "qwen2"  # pre-tokenizer: "qwen2", or "names" (a name tokenises alike everywhere)
+    copy_warmup_steps: int = 0  # steps on copy-task records (data.copy_task) before the agent SFT; 0: none
+
+    def __post_init__(self):
+        if self.tokenizer_split not in SPLITS:
+            raise ValueError(f"policy.tokenizer_split must be one of {sorted(SPLITS)}, got {self.tokenizer_split!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +131,8 @@ QUICK = {
     "qa": {"recipes": {"e2hqa": 120, "sailorfog": 20}, "n_test": 8, "n_rl": 8},
     "expert": {"tries": 1},
     "policy": {"vocab_size": 1024, "hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
-               "head_dim": 32, "intermediate_size": 128, "seq_len": 2048, "batch_size": 2, "steps": 12},
+               "head_dim": 32, "intermediate_size": 128, "seq_len": 2048, "batch_size": 2, "steps": 12,
+               "copy_warmup_steps": 4},
     "eval": {"k": 2, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
     "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4},
 }

@@ -1,4 +1,5 @@
-"""`jaxseeker pipeline`: world → QA → expert trajectories → tokenizer → SFT → eval → RL → eval → export → report.
+"""`jaxseeker pipeline`: world → QA → expert trajectories → tokenizer → (copy warm-up) → SFT → eval → RL → eval →
+export → report.
 
 Everything goes under `runs/<name>/`; each stage's output is reused while its inputs are unchanged, so an
 interrupted run resumes where it stopped.
@@ -30,6 +31,7 @@ from jaxseeker.synthesis.teachers import ExpertTeacher
 from jaxseeker.synthesis.trajectories import synthesize, write_records
 from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.tools.visit import VisitOptions
+from jaxseeker.train.copy_warmup import ordinary_ids, run_copy_warmup
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.rl import run_rl
 from jaxseeker.train.sft import run_sft
@@ -108,28 +110,39 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         return {"trajectories": len(records), "questions": stats.questions, "episodes": stats.episodes}
 
     report["expert"] = runner.run("expert", expert_key, expert_stage)
-    tok_key = fingerprint(expert_key, cfg.policy.vocab_size)
+    p = cfg.policy
+    tok_key = fingerprint(expert_key, p.vocab_size, p.tokenizer_split)
 
     def tokenizer_stage(out: Path) -> dict:
         # Trained on what the policy reads and writes (system prompt, tool calls, observations included), so the
         # agent's scaffolding costs few tokens and more of each SFT row is the agent's own words.
         messages = [m["content"] for r in _jsonl(root / "expert" / "trajectories.jsonl") for m in r["messages"]]
-        tok = train_tokenizer(page_texts + messages, cfg.policy.vocab_size, out)
+        tok = train_tokenizer(page_texts + messages, p.vocab_size, out, split=p.tokenizer_split)
         return {"vocab": len(tok)}
 
     report["tokenizer"] = runner.run("tokenizer", tok_key, tokenizer_stage)
     tokenizer = load_tokenizer(root / "tokenizer")
 
-    p = cfg.policy
-    sft_key = fingerprint(tok_key, dataclasses.asdict(p))
+    shape = {"model_type": "qwen3", "vocab_size": p.vocab_size, "hidden_size": p.hidden_size, "num_layers": p.num_layers,
+             "num_heads": p.num_heads, "num_kv_heads": p.num_kv_heads, "head_dim": p.head_dim,
+             "intermediate_size": p.intermediate_size, "initializer_range": 0.02, "max_position_embeddings": 4096,
+             "attention_impl": "blocked"}
+    warmup_key = fingerprint(tok_key, shape, p.copy_warmup_steps, p.lr, p.batch_size)
+
+    def warmup_stage(out: Path) -> dict:
+        # Copies of random token runs from random init (train.copy_warmup): forms the copying heads the agent SFT uses.
+        return run_copy_warmup(model.ModelConfig(**shape), ordinary_ids(tokenizer), out / "hf", steps=p.copy_warmup_steps, lr=p.lr,
+                               rows=p.batch_size, progress=progress)
+
+    if p.copy_warmup_steps:
+        report["warmup"] = runner.run("warmup", warmup_key, warmup_stage)
+    sft_key = fingerprint(warmup_key, dataclasses.asdict(p))
 
     def sft_stage(out: Path) -> dict:
+        start = {"hf_path": str(root / "warmup" / "hf"), "attention_impl": "blocked"} if p.copy_warmup_steps else shape
         recipe = {
             "name": f"{cfg.name}-sft",
-            "model": {"model_type": "qwen3", "vocab_size": p.vocab_size, "hidden_size": p.hidden_size,
-                      "num_layers": p.num_layers, "num_heads": p.num_heads, "num_kv_heads": p.num_kv_heads,
-                      "head_dim": p.head_dim, "intermediate_size": p.intermediate_size, "initializer_range": 0.02,
-                      "max_position_embeddings": 4096, "attention_impl": "blocked"},
+            "model": start,
             "data": {"seq_len": p.seq_len, "batch_size": p.batch_size, "seed": 0, "num_threads": 0, "packing_bins": 64,
                      "context_weight": p.context_weight},
             "optimizer": {"lr": p.lr, "min_lr": p.lr / 10, "warmup_steps": max(1, p.steps // 20), "weight_decay": 0.01},

@@ -14,7 +14,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     report = run_pipeline(cfg, tmp_path, progress=False)
     assert report["qa"]["test"] == cfg.qa.n_test and report["qa"]["train"] > 0
     assert report["expert"]["trajectories"] > 0.5 * report["qa"]["train"]
-    assert report["sft"]["final_loss"] is not None
+    assert report["warmup"]["final_loss"] is not None and report["sft"]["final_loss"] is not None
     assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
     saved = json.loads((tmp_path / "report.json").read_text())
     assert saved["eval_sft"] == report["eval_sft"]
@@ -25,7 +25,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     for png in report["plots"]:
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in markdown
     again = run_pipeline(cfg, tmp_path, progress=False)
-    assert set(again["reused_stages"]) >= {"qa", "tokenizer", "expert", "sft", "eval_sft"}
+    assert set(again["reused_stages"]) >= {"qa", "tokenizer", "expert", "warmup", "sft", "eval_sft"}
 
 
 def test_split_keeps_test_entities_out_of_training():
@@ -48,3 +48,5 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"qa": {"e2hqa_rounds": [2, 1]}})
     with pytest.raises(RecipeError, match="eval: eval.prompt must be 'full' or 'compact', got 'short'"):
         pipeline_config({"eval": {"prompt": "short"}})
+    with pytest.raises(RecipeError, match=r"policy.tokenizer_split must be one of \['names', 'qwen2'\], got 'bpe'"):
+        pipeline_config({"policy": {"tokenizer_split": "bpe"}})

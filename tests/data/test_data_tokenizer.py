@@ -1,0 +1,47 @@
+"""Trained tokenizers: digits one by one, and (with the `names` split) names the same in every position."""
+
+import pytest
+
+from jaxseeker.data import load_tokenizer, train_tokenizer
+
+TEXTS = [
+    'Sherwin Field Nr 1 Airport lies at an elevation of 494 m. {"query": ["Sherwin Field"]} <answer>Leakey</answer>',
+    "What is the population of Lawrenceville (Illinois, US)? Lawrenceville has 4427 inhabitants.",
+    "Everything hangs on Warwick (New York, US). Look up Warwick.",
+    "The page of Sherwin Field says so. Look up Sherwin Field, then visit Sherwin Field.",
+] * 20
+
+
+def _pieces(tokenizer, text: str) -> list[str]:
+    return [tokenizer.decode([i]) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+
+
+def _name_tokens(tokenizer, before: str, name: str = "Sherwin Field") -> list[int]:
+    """The ids of the tokens that cover `name` when it follows `before`."""
+    enc = tokenizer(before + name, add_special_tokens=False, return_offsets_mapping=True)
+    return [i for i, (a, b) in zip(enc["input_ids"], enc["offset_mapping"]) if b > len(before)]
+
+
+def test_every_digit_is_its_own_token(tmp_path):
+    tok = train_tokenizer(TEXTS, 400, tmp_path)
+    assert _pieces(tok, " 4427")[-4:] == ["4", "4", "2", "7"]
+
+
+@pytest.mark.parametrize("before", ['["', "<answer>", "(", "\n"])
+def test_names_split_tokenises_a_name_the_same_after_a_space_quote_or_tag(tmp_path, before):
+    names = train_tokenizer(TEXTS, 400, tmp_path / "names", split="names")
+    assert _name_tokens(names, before) == _name_tokens(names, "Everything hangs on ")
+    qwen2 = train_tokenizer(TEXTS, 400, tmp_path / "qwen2")
+    assert _name_tokens(qwen2, '["') != _name_tokens(qwen2, "Everything hangs on ")
+
+
+def test_names_split_keeps_spaces_on_lower_case_words_and_round_trips(tmp_path):
+    train_tokenizer(TEXTS, 400, tmp_path, split="names")
+    tok = load_tokenizer(tmp_path)
+    assert " hangs" in _pieces(tok, "Everything hangs on Warwick")
+    assert tok.decode(tok(TEXTS[0], add_special_tokens=False)["input_ids"]) == TEXTS[0]
+
+
+def test_an_unknown_split_is_an_error():
+    with pytest.raises(ValueError, match=r"split must be one of \['names', 'qwen2'\], got 'bert'"):
+        train_tokenizer(TEXTS, 400, split="bert")

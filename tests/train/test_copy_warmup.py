@@ -1,0 +1,45 @@
+"""Copy warm-up: rows of `x x` runs, loss only where the second run can be predicted, and a model that learns it."""
+
+import numpy as np
+
+from jaxseeker import model
+from jaxseeker.data import train_tokenizer
+from jaxseeker.train.copy_warmup import copy_batch, ordinary_ids, run_copy_warmup
+
+
+def test_each_segment_is_a_run_then_the_same_run_and_only_the_predictable_copy_is_trained():
+    vocab = np.arange(10, 60, dtype=np.int32)
+    batch = copy_batch(np.random.default_rng(0), vocab, rows=3, seq_len=64)
+    assert {k: v.shape for k, v in batch.items()} == {k: (3, 64) for k in batch}
+    np.testing.assert_array_equal(batch["targets"][:, :-1], batch["tokens"][:, 1:])
+    again = copy_batch(np.random.default_rng(0), vocab, rows=3, seq_len=64)
+    assert all(np.array_equal(batch[k], again[k]) for k in batch)
+    for row in range(3):
+        segs = batch["segment_ids"][row]
+        for s in set(segs.tolist()) - {0}:
+            idx = np.nonzero(segs == s)[0]
+            tokens, n = batch["tokens"][row, idx], len(idx) // 2
+            targets, mask = batch["targets"][row, idx], batch["loss_mask"][row, idx]
+            assert len(idx) % 2 == 0 and 4 <= n <= 24 and set(tokens.tolist()) <= set(vocab.tolist())
+            assert np.array_equal(batch["positions"][row, idx], np.arange(2 * n))
+            np.testing.assert_array_equal(tokens[n:], tokens[:n])
+            trained = np.nonzero(mask)[0]  # positions whose next token is x_2 .. x_n of the copy
+            np.testing.assert_array_equal(trained, np.arange(n, 2 * n - 1))
+            np.testing.assert_array_equal(targets[trained], tokens[1:n])
+        assert batch["loss_mask"][row][segs == 0].sum() == 0
+
+
+def test_ordinary_ids_leave_out_special_tokens():
+    tokenizer = train_tokenizer(["Sherwin Field lies at 494 m."] * 10, 300)
+    ids = ordinary_ids(tokenizer)
+    assert len(ids) == len(tokenizer) - len(tokenizer.all_special_ids)
+    assert not set(ids.tolist()) & set(tokenizer.all_special_ids)
+
+
+def test_warmup_lowers_the_copy_loss_and_saves_a_checkpoint_transformers_layout(tmp_path):
+    cfg = model.ModelConfig.tiny(vocab_size=64, attention_impl="blocked")
+    vocab = np.arange(8, 64, dtype=np.int32)
+    summary = run_copy_warmup(cfg, vocab, tmp_path, steps=200, lr=1e-2, rows=2, seq_len=128, progress=False)
+    assert summary["final_loss"] < np.log(len(vocab)) - 0.2 < summary["first_loss"], summary  # it reads the first run
+    loaded_cfg, params = model.load_hf(tmp_path)
+    assert loaded_cfg.hidden_size == cfg.hidden_size and params["embed"].shape == (64, cfg.hidden_size)
