@@ -75,7 +75,7 @@ class PolicyStage:
     lr: float = 2.5e-3
     context_weight: float = 0.0  # SFT loss weight of the tokens the agent did not write (data.context_weight)
     tokenizer_split: str = "qwen2"  # pre-tokenizer: "qwen2", or "names" (a name tokenises alike everywhere)
-    copy_warmup_steps: int = 0  # steps on copy-task records (data.copy_task) before the agent SFT; 0: none
+    copy_warmup_steps: int = 0  # copy-task steps from random init before the agent SFT (train.copy_warmup); 0: none
 
     def __post_init__(self):
         if self.tokenizer_split not in SPLITS:

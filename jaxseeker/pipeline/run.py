@@ -130,9 +130,9 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     warmup_key = fingerprint(tok_key, shape, p.copy_warmup_steps, p.lr, p.batch_size)
 
     def warmup_stage(out: Path) -> dict:
-        # Copies of random token runs from random init (train.copy_warmup): forms the copying heads the agent SFT uses.
-        return run_copy_warmup(model.ModelConfig(**shape), ordinary_ids(tokenizer), out / "hf", steps=p.copy_warmup_steps, lr=p.lr,
-                               rows=p.batch_size, progress=progress)
+        # Copies of random token runs from random init (train.copy_warmup): forms the copying heads SFT then uses.
+        return run_copy_warmup(model.ModelConfig(**shape), ordinary_ids(tokenizer), out / "hf",
+                               steps=p.copy_warmup_steps, lr=p.lr, rows=p.batch_size, progress=progress)
 
     if p.copy_warmup_steps:
         report["warmup"] = runner.run("warmup", warmup_key, warmup_stage)

@@ -59,6 +59,9 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
                     rows: int = 4, seq_len: int = 256, seed: int = 0, progress: bool = True) -> dict:
     """Train `cfg` from random init on `steps` copy batches (constant `lr` after 10 warm-up steps) and save it
     as an HF checkpoint in `out_dir`; returns the first and last 50-step mean losses."""
+    if vocab.size == 0 or vocab.min() < 0 or vocab.max() >= cfg.vocab_size:
+        span = f"{vocab.min()}..{vocab.max()}" if vocab.size else "nothing"
+        raise ValueError(f"copy-task ids must lie in [0, vocab_size={cfg.vocab_size}), got {span} ({vocab.size} ids)")
     optimizer = make_optimizer(OptimizerConfig(lr=lr, min_lr=lr, warmup_steps=min(10, steps - 1), total_steps=steps,
                                                weight_decay=0.01))
     params = model.init_params(cfg, jax.random.PRNGKey(seed))

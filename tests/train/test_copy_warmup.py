@@ -1,6 +1,7 @@
 """Copy warm-up: rows of `x x` runs, loss only where the second run can be predicted, and a model that learns it."""
 
 import numpy as np
+import pytest
 
 from jaxseeker import model
 from jaxseeker.data import train_tokenizer
@@ -43,3 +44,9 @@ def test_warmup_lowers_the_copy_loss_and_saves_a_checkpoint_transformers_layout(
     assert summary["final_loss"] < np.log(len(vocab)) - 0.2 < summary["first_loss"], summary  # it reads the first run
     loaded_cfg, params = model.load_hf(tmp_path)
     assert loaded_cfg.hidden_size == cfg.hidden_size and params["embed"].shape == (64, cfg.hidden_size)
+
+
+def test_ids_outside_the_model_vocabulary_are_an_error(tmp_path):
+    cfg = model.ModelConfig.tiny(vocab_size=64)
+    with pytest.raises(ValueError, match=r"copy-task ids must lie in \[0, vocab_size=64\), got 8..99 \(92 ids\)"):
+        run_copy_warmup(cfg, np.arange(8, 100, dtype=np.int32), tmp_path, steps=2, lr=1e-3, progress=False)
