@@ -18,6 +18,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import optax
 from tqdm import tqdm
 
 from jaxseeker import model
@@ -71,7 +72,7 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
     def step(params, opt_state, batch):
         loss, grads = jax.value_and_grad(lambda p: sft_loss(p, batch, cfg, chunk_size=seq_len)[0])(params)
         updates, opt_state = optimizer.update(grads, opt_state, params)
-        return jax.tree.map(lambda p, u: p + u, params, updates), opt_state, loss
+        return optax.apply_updates(params, updates), opt_state, loss
 
     rng = np.random.default_rng(seed)
     losses = []
