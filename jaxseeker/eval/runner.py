@@ -46,7 +46,7 @@ def llm_judge_fn(complete: Callable[[list[dict]], str], style: str = "browsecomp
 
 
 def judged_record(episode: Episode, question: dict, round_: int, judge: Judge) -> dict:
-    """One metrics record (`eval.metrics.REQUIRED_KEYS` and more) for a finished episode."""
+    """One metrics record (`eval.metrics.REQUIRED_KEYS` and more, with the transcript) for a finished episode."""
     correct, parse_error = judge(episode.question, episode.prediction, question["answer"])
     turns = [m["content"] for m in episode.messages if m["role"] == "assistant"]
     counts = {"search": 0, "visit": 0, "python": 0}
@@ -60,7 +60,7 @@ def judged_record(episode: Episode, question: dict, round_: int, judge: Judge) -
         "answer_len": len((episode.prediction or "").split()), "think_len": sum(len(t.split()) for t in thinks),
         "level": question.get("level", "all"), "tag": question.get("tag", "all"),
         "prediction": episode.prediction, "answer": question["answer"], "question": episode.question,
-        "turns": episode.turns, "tokens": len(episode.token_ids),
+        "turns": episode.turns, "tokens": len(episode.token_ids), "messages": episode.messages,
     }
 
 

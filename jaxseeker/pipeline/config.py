@@ -69,6 +69,7 @@ class PolicyStage:
     num_kv_heads: int = 2
     head_dim: int = 64
     intermediate_size: int = 704
+    rope_theta: float = 1_000_000.0  # Qwen3's; a small model forms its copying heads sooner with 1e4 (README)
     seq_len: int = 4096
     batch_size: int = 4
     steps: int = 300
@@ -76,6 +77,7 @@ class PolicyStage:
     context_weight: float = 0.0  # SFT loss weight of the tokens the agent did not write (data.context_weight)
     tokenizer_split: str = "qwen2"  # pre-tokenizer: "qwen2", or "names" (a name tokenises alike everywhere)
     copy_warmup_steps: int = 0  # copy-task steps from random init before the agent SFT (train.copy_warmup); 0: none
+    copy_warmup_target_loss: float = 0.0  # the warm-up stops early once its 50-step mean copy loss is below this
 
     def __post_init__(self):
         if self.tokenizer_split not in SPLITS:
@@ -132,7 +134,7 @@ QUICK = {
     "expert": {"tries": 1},
     "policy": {"vocab_size": 1024, "hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
                "head_dim": 32, "intermediate_size": 128, "seq_len": 2048, "batch_size": 2, "steps": 12,
-               "copy_warmup_steps": 4},
+               "rope_theta": 10_000.0, "copy_warmup_steps": 4, "copy_warmup_target_loss": 1.0},
     "eval": {"k": 2, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
     "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4},
 }

@@ -125,14 +125,15 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
 
     shape = {"model_type": "qwen3", "vocab_size": p.vocab_size, "hidden_size": p.hidden_size, "num_layers": p.num_layers,
              "num_heads": p.num_heads, "num_kv_heads": p.num_kv_heads, "head_dim": p.head_dim,
-             "intermediate_size": p.intermediate_size, "initializer_range": 0.02, "max_position_embeddings": 4096,
-             "attention_impl": "blocked"}
-    warmup_key = fingerprint(tok_key, shape, p.copy_warmup_steps, p.lr, p.batch_size)
+             "intermediate_size": p.intermediate_size, "rope_theta": p.rope_theta, "initializer_range": 0.02,
+             "max_position_embeddings": 4096, "attention_impl": "blocked"}
+    warmup_key = fingerprint(tok_key, shape, p.copy_warmup_steps, p.copy_warmup_target_loss, p.lr, p.batch_size)
 
     def warmup_stage(out: Path) -> dict:
         # Copies of random token runs from random init (train.copy_warmup): forms the copying heads SFT then uses.
         return run_copy_warmup(model.ModelConfig(**shape), ordinary_ids(tokenizer), out / "hf",
-                               steps=p.copy_warmup_steps, lr=p.lr, rows=p.batch_size, progress=progress)
+                               steps=p.copy_warmup_steps, lr=p.lr, rows=p.batch_size,
+                               target_loss=p.copy_warmup_target_loss, progress=progress)
 
     if p.copy_warmup_steps:
         report["warmup"] = runner.run("warmup", warmup_key, warmup_stage)

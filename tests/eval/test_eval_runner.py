@@ -49,4 +49,7 @@ def test_pass_at_1_levels_and_resume(setup, tmp_path):
     assert summary["by_level"]["1"]["pass_at_1"] == 1.0 and summary["by_level"]["2"]["pass_at_1"] == 0.0
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 8 and all(r["tool_calls"]["search"] == 1 and r["format_ok"] for r in rows)
+    transcript = rows[0]["messages"]  # each record keeps its episode, to read what the policy did
+    assert [m["role"] for m in transcript[:3]] == ["system", "user", "assistant"]
+    assert transcript[1]["content"] == rows[0]["question"] and "<tool_call>" in transcript[2]["content"]
     assert (tmp_path / "report" / "summary.md").exists()

@@ -15,6 +15,8 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     assert report["qa"]["test"] == cfg.qa.n_test and report["qa"]["train"] > 0
     assert report["expert"]["trajectories"] > 0.5 * report["qa"]["train"]
     assert report["warmup"]["final_loss"] is not None and report["sft"]["final_loss"] is not None
+    exported = json.loads((tmp_path / "rl" / "hf" / "config.json").read_text())
+    assert exported["rope_theta"] == cfg.policy.rope_theta == 10_000.0  # the policy's shape reaches the export
     assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
     saved = json.loads((tmp_path / "report.json").read_text())
     assert saved["eval_sft"] == report["eval_sft"]

@@ -46,6 +46,15 @@ def test_warmup_lowers_the_copy_loss_and_saves_a_checkpoint_transformers_layout(
     assert loaded_cfg.hidden_size == cfg.hidden_size and params["embed"].shape == (64, cfg.hidden_size)
 
 
+def test_warmup_stops_once_the_copy_loss_is_below_its_target(tmp_path):
+    cfg = model.ModelConfig.tiny(vocab_size=64, attention_impl="blocked")
+    vocab = np.arange(8, 64, dtype=np.int32)
+    target = np.log(len(vocab)) - 0.2  # below what guessing among the ids scores: the model must copy
+    summary = run_copy_warmup(cfg, vocab, tmp_path, steps=2000, lr=1e-2, rows=2, seq_len=128, target_loss=target,
+                              progress=False)
+    assert 50 <= summary["steps"] < 2000 and summary["final_loss"] < target, summary
+
+
 def test_ids_outside_the_model_vocabulary_are_an_error(tmp_path):
     cfg = model.ModelConfig.tiny(vocab_size=64)
     with pytest.raises(ValueError, match=r"copy-task ids must lie in \[0, vocab_size=64\), got 8..99 \(92 ids\)"):
