@@ -127,13 +127,17 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
              "num_heads": p.num_heads, "num_kv_heads": p.num_kv_heads, "head_dim": p.head_dim,
              "intermediate_size": p.intermediate_size, "rope_theta": p.rope_theta, "initializer_range": 0.02,
              "max_position_embeddings": 4096, "attention_impl": "blocked"}
-    warmup_key = fingerprint(tok_key, shape, p.copy_warmup_steps, p.copy_warmup_target_loss, p.lr, p.batch_size)
+    warmup_key = fingerprint(tok_key, shape, p.copy_warmup_steps, p.copy_warmup_target_loss, p.copy_warmup_layers,
+                             p.lr, p.batch_size)
 
     def warmup_stage(out: Path) -> dict:
-        # Copies of random token runs from random init (train.copy_warmup): forms the copying heads SFT then uses.
-        return run_copy_warmup(model.ModelConfig(**shape), ordinary_ids(tokenizer), out / "hf",
-                               steps=p.copy_warmup_steps, lr=p.lr, rows=p.batch_size,
-                               target_loss=p.copy_warmup_target_loss, progress=progress)
+        # Copies of random token runs from random init (train.copy_warmup): forms the copying heads SFT then uses;
+        # with copy_warmup_layers, in a shallower model that is then grown to the policy's depth.
+        policy = model.ModelConfig(**shape)
+        shallow = dataclasses.replace(policy, num_layers=p.copy_warmup_layers or p.num_layers)
+        return run_copy_warmup(shallow, ordinary_ids(tokenizer), out / "hf", steps=p.copy_warmup_steps, lr=p.lr,
+                               rows=p.batch_size, target_loss=p.copy_warmup_target_loss,
+                               grow_to=policy if shallow != policy else None, progress=progress)
 
     if p.copy_warmup_steps:
         report["warmup"] = runner.run("warmup", warmup_key, warmup_stage)

@@ -15,6 +15,7 @@ A plain single-device jitted loop: the warm-up is minutes of a small demo model,
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -58,12 +59,28 @@ def ordinary_ids(tokenizer) -> np.ndarray:
     return np.asarray([i for i in range(len(tokenizer)) if i not in special], np.int32)
 
 
+def grow_layers(params: dict, cfg: model.ModelConfig, deeper: model.ModelConfig, rng: jax.Array) -> dict:
+    """Stack fresh layers on top of a dense model's (`deeper.num_layers` in all): their attention and MLP output
+    projections are zero, so the grown model computes the same logits and SFT starts from what the layers below
+    learnt (the copying heads form sooner in a shallow model; README)."""
+    if cfg.num_experts or deeper.num_experts:
+        raise ValueError("grow_layers: dense models only (the mixture-of-experts layout has several layer groups)")
+    if dataclasses.replace(deeper, num_layers=cfg.num_layers) != cfg or deeper.num_layers < cfg.num_layers:
+        raise ValueError(f"grow_layers: {deeper.num_layers} layers must be at least {cfg.num_layers} of the same shape")
+    fresh = model.init_params(deeper, rng)
+    (block,), (new,) = params["blocks"], fresh["blocks"]
+    grown = {k: v.at[:cfg.num_layers].set(block[k]) for k, v in new.items()}  # [layers, ...]
+    for k in ("o", "down"):
+        grown[k] = grown[k].at[cfg.num_layers:].set(0.0)
+    return {**params, "blocks": (grown,)}
+
+
 def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Path, *, steps: int, lr: float,
                     rows: int = 4, seq_len: int = 256, seed: int = 0, target_loss: float = 0.0,
-                    progress: bool = True) -> dict:
+                    grow_to: model.ModelConfig | None = None, progress: bool = True) -> dict:
     """Train `cfg` from random init on up to `steps` copy batches (constant `lr` after 10 warm-up steps), stopping
-    early once the 50-step mean loss is below `target_loss`, and save it as an HF checkpoint in `out_dir`; returns
-    the first and last 50-step mean losses and the steps taken."""
+    early once the 50-step mean loss is below `target_loss`, grow it to `grow_to`'s depth if given (`grow_layers`)
+    and save it as an HF checkpoint in `out_dir`; returns the first and last 50-step mean losses and the steps taken."""
     if vocab.size == 0 or vocab.min() < 0 or vocab.max() >= cfg.vocab_size:
         span = f"{vocab.min()}..{vocab.max()}" if vocab.size else "nothing"
         raise ValueError(f"copy-task ids must lie in [0, vocab_size={cfg.vocab_size}), got {span} ({vocab.size} ids)")
@@ -89,6 +106,8 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
         if len(losses) >= 50 and np.mean(losses[-50:]) < target_loss:
             break
     bar.close()
+    if grow_to is not None:
+        params, cfg = grow_layers(params, cfg, grow_to, jax.random.PRNGKey(seed + 1)), grow_to
     model.save_hf(params, cfg, out_dir)
     return {"first_loss": float(np.mean(losses[:50])), "final_loss": float(np.mean(losses[-50:])),
             "steps": len(losses)}

@@ -1,11 +1,14 @@
 """Copy warm-up: rows of `x x` runs, loss only where the second run can be predicted, and a model that learns it."""
 
+import dataclasses
+
+import jax
 import numpy as np
 import pytest
 
 from jaxseeker import model
 from jaxseeker.data import train_tokenizer
-from jaxseeker.train.copy_warmup import copy_batch, ordinary_ids, run_copy_warmup
+from jaxseeker.train.copy_warmup import copy_batch, grow_layers, ordinary_ids, run_copy_warmup
 
 
 def test_each_segment_is_a_run_then_the_same_run_and_only_the_predictable_copy_is_trained():
@@ -53,6 +56,28 @@ def test_warmup_stops_once_the_copy_loss_is_below_its_target(tmp_path):
     summary = run_copy_warmup(cfg, vocab, tmp_path, steps=2000, lr=1e-2, rows=2, seq_len=128, target_loss=target,
                               progress=False)
     assert 50 <= summary["steps"] < 2000 and summary["final_loss"] < target, summary
+
+
+def test_grown_layers_start_as_identities_so_the_deeper_model_computes_the_same_logits():
+    cfg = model.ModelConfig.tiny(vocab_size=64)
+    deeper = dataclasses.replace(cfg, num_layers=4)
+    params = model.init_params(cfg, jax.random.PRNGKey(0))
+    grown = grow_layers(params, cfg, deeper, jax.random.PRNGKey(1))
+    ids = np.random.default_rng(0).integers(0, 64, (2, 12))
+    np.testing.assert_allclose(model.forward(grown, ids, deeper), model.forward(params, ids, cfg), atol=1e-5)
+    (block,) = grown["blocks"]
+    assert block["q"].shape[0] == 4 and np.abs(block["q"][2:]).sum() > 0  # fresh attention, free to learn
+    assert not np.any(block["o"][2:]) and not np.any(block["down"][2:])  # the new layers add nothing yet
+    with pytest.raises(ValueError, match="4 layers must be at least 2 of the same shape"):
+        grow_layers(params, cfg, dataclasses.replace(deeper, hidden_size=32), jax.random.PRNGKey(1))
+
+
+def test_warmup_can_grow_the_model_before_saving_it(tmp_path):
+    cfg = model.ModelConfig.tiny(vocab_size=64, num_layers=1)
+    run_copy_warmup(cfg, np.arange(8, 64, dtype=np.int32), tmp_path, steps=2, lr=1e-3, rows=2, seq_len=64,
+                    grow_to=dataclasses.replace(cfg, num_layers=3), progress=False)
+    loaded_cfg, params = model.load_hf(tmp_path)
+    assert loaded_cfg.num_layers == 3 and params["blocks"][0]["o"].shape[0] == 3
 
 
 def test_ids_outside_the_model_vocabulary_are_an_error(tmp_path):
