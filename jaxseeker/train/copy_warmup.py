@@ -5,7 +5,7 @@ question into a search query, a number from a page into an answer), and a few hu
 not form one: it memorises its training names instead. On rows made only of copies (a run of random tokens,
 then the same run again) the only way to lower the loss is to find the current token earlier in the row and
 emit the one after it, and the copying heads (induction heads) form abruptly: at 0.9M parameters after
-750–1,500 steps with Qwen3's RoPE base of 1e6, after 850–1,000 steps with a base of 1e4 (the previous-token
+750–1,500 steps with Qwen3's RoPE base of 1e6, after 800–1,050 steps with a base of 1e4 (the previous-token
 head it needs is easier with more fast-turning RoPE frequencies; README, "What `make demo` learns"). The rows
 are raw token ids, not chat records: the same copies wrapped in chat turns (system prompt and turn tags between
 the two runs) had not formed them after 900 steps in the same probe.
