@@ -2,7 +2,7 @@
 
     source (JSONL records or an ArrayRecord dataset, random access)
       → this process's shard [process_index::process_count] → shuffle(seed), reshuffled each epoch
-      → tokenize_chat + shift → drop / truncate → first-fit packing → batches of [rows, seq]
+      → (permute_digits) → tokenize_chat + shift → drop / truncate → first-fit packing → batches of [rows, seq]
 
 Everything is a grain dataset, so the iterator of ``batch_iterator`` has ``get_state()`` /
 ``set_state()``: saved with a checkpoint, it makes a resumed run see exactly the batches it would
@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxseeker.data.arrayrecord import is_arrayrecord_dir, open_arrayrecord
 from jaxseeker.data.chat import tokenize_chat
+from jaxseeker.data.counterfactual import permute_digits
 from jaxseeker.data.packing import OVER_LENGTH_POLICIES, ROW_KEYS, pack_rows, shift_example
 from jaxseeker.data.records import Trajectory, read_trajectories
 
@@ -43,6 +44,10 @@ class DataConfig:
     # A policy trained from scratch gets a language-modelling signal from them (observations repeat names and
     # numbers: copying practice); the loss mask is then float weights (1 on the agent's tokens).
     context_weight: float = 0.0
+    # Each draw of a trajectory sees its digits through a fresh random permutation (data.counterfactual): a
+    # fact's number cannot be memorised, it has to be copied from the observation. For agent data whose
+    # numbers are read, not computed.
+    permute_digits: bool = False
 
     def __post_init__(self) -> None:
         if self.over_length not in OVER_LENGTH_POLICIES:
@@ -107,9 +112,10 @@ def tokenized_dataset(
         ds = ds.shuffle(seed=config.seed)
     ds = ds.repeat(config.num_epochs)
 
-    def tokenize(record: Trajectory) -> dict[str, np.ndarray] | None:
+    def tokenize(record: Trajectory, rng: np.random.Generator | None = None) -> dict[str, np.ndarray] | None:
+        messages = record.messages if rng is None else permute_digits(record.messages, rng)
         try:
-            ids, mask = tokenize_chat(record.messages, tokenizer)
+            ids, mask = tokenize_chat(messages, tokenizer)
         except ValueError as e:
             if config.skip_bad_lines:
                 return None
@@ -118,7 +124,9 @@ def tokenized_dataset(
             mask = np.where(np.asarray(mask) > 0, 1.0, config.context_weight).astype(np.float32)
         return shift_example(ids, mask)
 
-    return ds.map(tokenize)
+    # random_map seeds each element's generator from (seed, position in the repeated dataset): a fresh
+    # permutation every epoch, and the same one again when a resumed run replays that position.
+    return ds.random_map(tokenize, seed=config.seed) if config.permute_digits else ds.map(tokenize)
 
 
 def batch_dataset(

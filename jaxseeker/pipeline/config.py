@@ -75,6 +75,7 @@ class PolicyStage:
     steps: int = 300
     lr: float = 2.5e-3
     context_weight: float = 0.0  # SFT loss weight of the tokens the agent did not write (data.context_weight)
+    permute_digits: bool = False  # a fresh digit permutation per drawn trajectory (data.permute_digits)
     tokenizer_split: str = "qwen2"  # pre-tokenizer: "qwen2", or "names" (a name tokenises alike everywhere)
     copy_warmup_steps: int = 0  # copy-task steps from random init before the agent SFT (train.copy_warmup); 0: none
     copy_warmup_target_loss: float = 0.0  # the warm-up stops early once its 50-step mean copy loss is below this
@@ -139,7 +140,7 @@ QUICK = {
     "policy": {"vocab_size": 1024, "hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
                "head_dim": 32, "intermediate_size": 128, "seq_len": 2048, "batch_size": 2, "steps": 12,
                "rope_theta": 10_000.0, "copy_warmup_steps": 4, "copy_warmup_target_loss": 1.0,
-               "copy_warmup_layers": 1},
+               "copy_warmup_layers": 1, "permute_digits": True},
     "eval": {"k": 2, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
     "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4},
 }

@@ -149,7 +149,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
             "name": f"{cfg.name}-sft",
             "model": start,
             "data": {"seq_len": p.seq_len, "batch_size": p.batch_size, "seed": 0, "num_threads": 0, "packing_bins": 64,
-                     "context_weight": p.context_weight},
+                     "context_weight": p.context_weight, "permute_digits": p.permute_digits},
             "optimizer": {"lr": p.lr, "min_lr": p.lr / 10, "warmup_steps": max(1, p.steps // 20), "weight_decay": 0.01},
             "train": {"train_files": [str(root / "expert" / "trajectories.jsonl")], "tokenizer": str(root / "tokenizer"),
                       "steps": p.steps, "log_every": max(1, p.steps // 50), "checkpoint_every": max(1, p.steps // 4),

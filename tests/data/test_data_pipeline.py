@@ -1,6 +1,7 @@
 """The grain pipeline: deterministic packed batches, exact resume from saved state, host sharding, mesh placement."""
 
 import json
+import re
 
 import jax
 import numpy as np
@@ -129,3 +130,19 @@ def test_context_weight_trains_the_other_tokens_at_that_weight(source, qwen_toke
     assert all((b["loss_mask"][b["segment_ids"] == 0] == 0).all() for b in batches)  # padding stays untrained
     with pytest.raises(ValueError, match=r"data.context_weight=1.5 must be in \[0, 1\]"):
         DataConfig(context_weight=1.5)
+
+
+def test_permute_digits_relabels_each_draw_and_replays_on_resume(tmp_path, qwen_tokenizer):
+    path = tmp_path / "numbers.jsonl"
+    record = {"messages": [{"role": "user", "content": "What is 12,345?"},
+                           {"role": "assistant", "content": "<answer>12345</answer>"}]}
+    path.write_text(json.dumps(record) + "\n")
+    config = DataConfig(seq_len=64, batch_size=1, num_threads=0, permute_digits=True)
+    source = open_source(path)
+    draws = [qwen_tokenizer.decode(e["tokens"][e["tokens"] != 0]) for e in tokenized_dataset(source, qwen_tokenizer, config)[:6]]
+    answers = [re.search(r"<answer>(\d+)</answer>", d).group(1) for d in draws]
+    assert len(set(answers)) > 1 and "12345" not in answers[1:]  # a fresh permutation per epoch
+    for text, answer in zip(draws, answers):
+        assert f"What is {answer[:2]},{answer[2:]}?" in text  # the same permutation throughout the record
+    again = [qwen_tokenizer.decode(e["tokens"][e["tokens"] != 0]) for e in tokenized_dataset(source, qwen_tokenizer, config)[:6]]
+    assert again == draws
