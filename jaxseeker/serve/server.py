@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import socket
 import threading
@@ -41,20 +40,10 @@ def load_policy(path: str | Path, dtype: str | None = None) -> tuple[Any, dict, 
     if (path / "config.json").exists():
         cfg, params = model.load_hf(path, dtype=dtype)
         return cfg, params, load_tokenizer(path)
-    import jax
+    from jaxseeker.train.export import restore_run
 
-    from jaxseeker.train.checkpoint import restore_params
-    from jaxseeker.train.export import run_dir_of
-
-    run = run_dir_of(path)  # FileNotFoundError naming the path when it is neither
-    config = run / "model_config.json"
-    cfg = model.from_hf_dict(json.loads(config.read_text()), source=str(config))
-    if dtype is not None:
-        cfg = cfg.replace(param_dtype=dtype)
-    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device),
-                          jax.eval_shape(lambda: model.init_params(cfg, jax.random.key(0))))
-    return cfg, restore_params(run / "checkpoints", target), load_tokenizer(run / "tokenizer")
+    run, cfg, params = restore_run(path, dtype=dtype)  # FileNotFoundError naming the path when it is neither
+    return cfg, params, load_tokenizer(run / "tokenizer")
 
 
 def eos_ids(tokenizer: Any, model_eos: int | tuple[int, ...] | None = None) -> list[int]:

@@ -22,17 +22,25 @@ def run_dir_of(path: str | Path) -> Path:
     raise FileNotFoundError(f"{path}: not a jaxseeker run directory (no model_config.json here or one level up)")
 
 
-def export_hf(checkpoint: str | Path, out_dir: str | Path, *, step: int | None = None, dtype: str | None = None) -> Path:
-    """Write the params of `checkpoint` (latest step unless `step`) with the run's config and tokenizer to
-    `out_dir`, loadable by `transformers.AutoModelForCausalLM` / `AutoTokenizer`."""
-    run = run_dir_of(checkpoint)
+def restore_run(path: str | Path, *, step: int | None = None, dtype: str | None = None) -> tuple[Path, model.ModelConfig, dict]:
+    """(run directory, config, params) of the run at `path` (the run or its `checkpoints/`): the latest step
+    unless `step`, on the first device, restored as `dtype` (the run's parameter dtype if None)."""
+    run = run_dir_of(path)
     cfg = model.from_hf_dict(json.loads((run / "model_config.json").read_text()), source=str(run / "model_config.json"))
+    if dtype is not None:
+        cfg = cfg.replace(param_dtype=dtype)
     device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
     target = jax.tree.map(
         lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device),
         jax.eval_shape(lambda: model.init_params(cfg, jax.random.key(0))),
     )
-    params = restore_params(run / "checkpoints", target, step=step)
+    return run, cfg, restore_params(run / "checkpoints", target, step=step)
+
+
+def export_hf(checkpoint: str | Path, out_dir: str | Path, *, step: int | None = None, dtype: str | None = None) -> Path:
+    """Write the params of `checkpoint` (latest step unless `step`) with the run's config and tokenizer to
+    `out_dir`, loadable by `transformers.AutoModelForCausalLM` / `AutoTokenizer`."""
+    run, cfg, params = restore_run(checkpoint, step=step)
     out = model.save_hf(params, cfg, out_dir, dtype=dtype)
     tokenizer = run / "tokenizer"
     if tokenizer.exists():

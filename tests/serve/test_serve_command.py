@@ -84,3 +84,7 @@ def test_load_policy_reads_a_run_directory_checkpoint(tmp_path):
 
     assert (loaded_cfg.hidden_size, loaded_cfg.num_layers, len(tokenizer)) == (cfg.hidden_size, cfg.num_layers, 300)
     jax.tree.map(lambda a, b: np.testing.assert_array_equal(np.asarray(a), np.asarray(b)), params, loaded)
+    half_cfg, half, _ = load_policy(run, dtype="bfloat16")  # the run directory itself, cast on restore
+    assert half_cfg.param_dtype == "bfloat16"
+    assert all(x.dtype == jnp.bfloat16 for x in jax.tree.leaves(half))
+    np.testing.assert_allclose(np.asarray(half["embed"], np.float32), np.asarray(params["embed"]), rtol=1e-2)
