@@ -31,7 +31,7 @@ from jaxseeker.synthesis.teachers import ExpertTeacher
 from jaxseeker.synthesis.trajectories import synthesize, write_records
 from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.tools.visit import VisitOptions
-from jaxseeker.train.copy_warmup import ordinary_ids, run_copy_warmup
+from jaxseeker.train.copy_warmup import digit_ids, ordinary_ids, run_copy_warmup
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.rl import run_rl
 from jaxseeker.train.sft import run_sft
@@ -128,7 +128,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
              "intermediate_size": p.intermediate_size, "rope_theta": p.rope_theta, "initializer_range": 0.02,
              "max_position_embeddings": 4096, "attention_impl": "blocked"}
     warmup_key = fingerprint(tok_key, shape, p.copy_warmup_steps, p.copy_warmup_target_loss, p.copy_warmup_layers,
-                             p.lr, p.batch_size)
+                             p.lr, p.batch_size, p.copy_warmup_digit_rate)
 
     def warmup_stage(out: Path) -> dict:
         # Copies of random token runs from random init (train.copy_warmup): forms the copying heads SFT then uses;
@@ -137,7 +137,9 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         shallow = dataclasses.replace(policy, num_layers=p.copy_warmup_layers or p.num_layers)
         return run_copy_warmup(shallow, ordinary_ids(tokenizer), out / "hf", steps=p.copy_warmup_steps, lr=p.lr,
                                rows=p.batch_size, target_loss=p.copy_warmup_target_loss,
-                               grow_to=policy if shallow != policy else None, progress=progress)
+                               grow_to=policy if shallow != policy else None, progress=progress,
+                               digits=digit_ids(tokenizer) if p.copy_warmup_digit_rate else None,
+                               digit_rate=p.copy_warmup_digit_rate)
 
     if p.copy_warmup_steps:
         report["warmup"] = runner.run("warmup", warmup_key, warmup_stage)

@@ -30,9 +30,14 @@ from jaxseeker.train.sft_step import sft_loss
 
 
 def copy_batch(rng: np.random.Generator, vocab: np.ndarray, rows: int, seq_len: int, *, min_tokens: int = 4,
-               max_tokens: int = 24) -> dict[str, np.ndarray]:
+               max_tokens: int = 24, digits: np.ndarray | None = None, digit_rate: float = 0.0) -> dict[str, np.ndarray]:
     """One batch of copy rows, each `[rows, seq_len]`: segments `x x` with x `min_tokens`..`max_tokens` ids drawn
-    from `vocab`; the loss is on the second run after its first token (the first is not predictable)."""
+    from `vocab`; the loss is on the second run after its first token (the first is not predictable).
+
+    With `digits` (the digit tokens' ids), a `digit_rate` fraction of the runs are number-like instead: one to
+    three ids from `vocab`, then 3–8 digits. Digits repeat within a run, so the next one is not found by matching
+    the current token alone (the copy of `4 4 2 7` after `4` could go on with `4` or `2`): these runs ask for
+    the position-keeping copy that reading a number off a page needs."""
     tokens = np.zeros((rows, seq_len + 1), np.int32)
     mask = np.zeros((rows, seq_len + 1), np.float32)
     segments = np.zeros((rows, seq_len + 1), np.int32)
@@ -40,10 +45,15 @@ def copy_batch(rng: np.random.Generator, vocab: np.ndarray, rows: int, seq_len: 
     for row in range(rows):
         pos, seg = 0, 1
         while True:
-            n = int(rng.integers(min_tokens, max_tokens + 1))
+            number = digits is not None and digit_rate > 0 and rng.random() < digit_rate
+            k = int(rng.integers(1, 4)) if number else int(rng.integers(min_tokens, max_tokens + 1))
+            m = int(rng.integers(3, 9)) if number else 0  # digits after the k ordinary ids
+            n = k + m
             if pos + 2 * n > seq_len + 1:
                 break
-            x = rng.choice(vocab, size=n)
+            x = rng.choice(vocab, size=k)
+            if m:
+                x = np.concatenate([x, rng.choice(digits, size=m)])
             tokens[row, pos:pos + 2 * n] = np.concatenate([x, x])
             mask[row, pos + n + 1:pos + 2 * n] = 1.0
             segments[row, pos:pos + 2 * n] = seg
@@ -57,6 +67,14 @@ def ordinary_ids(tokenizer) -> np.ndarray:
     """The ids of the tokenizer's ordinary (not special) tokens: what the copy rows are drawn from."""
     special = set(tokenizer.all_special_ids)
     return np.asarray([i for i in range(len(tokenizer)) if i not in special], np.int32)
+
+
+def digit_ids(tokenizer) -> np.ndarray:
+    """The ids of the tokens `0` … `9` (each digit is its own token under the Qwen2 and `names` splits)."""
+    ids = [tokenizer.convert_tokens_to_ids(str(d)) for d in range(10)]
+    if None in ids or (tokenizer.unk_token_id is not None and tokenizer.unk_token_id in ids):
+        raise ValueError("digit_ids: the tokenizer has no single token for every digit 0-9")
+    return np.asarray(ids, np.int32)
 
 
 def grow_layers(params: dict, cfg: model.ModelConfig, deeper: model.ModelConfig, rng: jax.Array) -> dict:
@@ -77,10 +95,12 @@ def grow_layers(params: dict, cfg: model.ModelConfig, deeper: model.ModelConfig,
 
 def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Path, *, steps: int, lr: float,
                     rows: int = 4, seq_len: int = 256, seed: int = 0, target_loss: float = 0.0,
-                    grow_to: model.ModelConfig | None = None, progress: bool = True) -> dict:
+                    grow_to: model.ModelConfig | None = None, digits: np.ndarray | None = None, digit_rate: float = 0.0,
+                    progress: bool = True) -> dict:
     """Train `cfg` from random init on up to `steps` copy batches (constant `lr` after 10 warm-up steps), stopping
     early once the 50-step mean loss is below `target_loss`, grow it to `grow_to`'s depth if given (`grow_layers`)
-    and save it as an HF checkpoint in `out_dir`; returns the first and last 50-step mean losses and the steps taken."""
+    and save it as an HF checkpoint in `out_dir`; returns the first and last 50-step mean losses and the steps taken.
+    digits, digit_rate: number-like copy runs (`copy_batch`)."""
     if vocab.size == 0 or vocab.min() < 0 or vocab.max() >= cfg.vocab_size:
         span = f"{vocab.min()}..{vocab.max()}" if vocab.size else "nothing"
         raise ValueError(f"copy-task ids must lie in [0, vocab_size={cfg.vocab_size}), got {span} ({vocab.size} ids)")
@@ -99,7 +119,8 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
     losses = []
     bar = tqdm(range(steps), desc="copy warm-up", disable=not progress)
     for i in bar:
-        params, opt_state, loss = step(params, opt_state, copy_batch(rng, vocab, rows, seq_len))
+        params, opt_state, loss = step(params, opt_state, copy_batch(rng, vocab, rows, seq_len, digits=digits,
+                                                                digit_rate=digit_rate))
         losses.append(float(loss))
         if i % 10 == 0:
             bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")

@@ -8,7 +8,7 @@ import pytest
 
 from jaxseeker import model
 from jaxseeker.data import train_tokenizer
-from jaxseeker.train.copy_warmup import copy_batch, grow_layers, ordinary_ids, run_copy_warmup
+from jaxseeker.train.copy_warmup import copy_batch, digit_ids, grow_layers, ordinary_ids, run_copy_warmup
 
 
 def test_each_segment_is_a_run_then_the_same_run_and_only_the_predictable_copy_is_trained():
@@ -31,6 +31,31 @@ def test_each_segment_is_a_run_then_the_same_run_and_only_the_predictable_copy_i
             np.testing.assert_array_equal(trained, np.arange(n, 2 * n - 1))
             np.testing.assert_array_equal(targets[trained], tokens[1:n])
         assert batch["loss_mask"][row][segs == 0].sum() == 0
+
+
+def test_number_like_runs_are_a_few_ordinary_ids_then_digits():
+    vocab, digits = np.arange(10, 60, dtype=np.int32), np.arange(0, 10, dtype=np.int32)
+    plain = copy_batch(np.random.default_rng(0), vocab, rows=3, seq_len=64)
+    same = copy_batch(np.random.default_rng(0), vocab, rows=3, seq_len=64, digits=digits, digit_rate=0.0)
+    assert all(np.array_equal(plain[k], same[k]) for k in plain)  # rate 0: exactly the plain rows
+    batch = copy_batch(np.random.default_rng(1), vocab, rows=4, seq_len=256, digits=digits, digit_rate=1.0)
+    for row in range(4):
+        segs = batch["segment_ids"][row]
+        for s in set(segs.tolist()) - {0}:
+            tokens = batch["tokens"][row, segs == s]
+            n = len(tokens) // 2
+            np.testing.assert_array_equal(tokens[n:], tokens[:n])
+            is_digit = np.isin(tokens[:n], digits)
+            k = int(np.argmax(is_digit))  # the ordinary ids come first, then only digits
+            assert 1 <= k <= 3 and 3 <= n - k <= 8 and is_digit[k:].all()
+    mixed = copy_batch(np.random.default_rng(2), vocab, rows=8, seq_len=256, digits=digits, digit_rate=0.5)
+    assert 0 < np.isin(mixed["tokens"], digits).mean() < 0.5
+
+
+def test_digit_ids_are_the_single_digit_tokens():
+    tokenizer = train_tokenizer(["Sherwin Field lies at 494 m, 1,277 people."] * 10, 300)
+    ids = digit_ids(tokenizer)
+    assert [tokenizer.decode([i]) for i in ids] == [str(d) for d in range(10)]
 
 
 def test_ordinary_ids_leave_out_special_tokens():
