@@ -81,10 +81,13 @@ class PolicyStage:
     copy_warmup_target_loss: float = 0.0  # the warm-up stops early once its 50-step mean copy loss is below this
     copy_warmup_layers: int = 0  # warm up this many layers, then stack zero-output layers up to num_layers; 0: all
     copy_warmup_digit_rate: float = 0.0  # fraction of number-like copy runs (train.copy_warmup.copy_batch)
+    copy_warmup_gap: int = 0  # up to this many filler tokens between a copy run and its copy
 
     def __post_init__(self):
         if self.tokenizer_split not in SPLITS:
             raise ValueError(f"policy.tokenizer_split must be one of {sorted(SPLITS)}, got {self.tokenizer_split!r}")
+        if self.copy_warmup_gap < 0:
+            raise ValueError(f"policy.copy_warmup_gap must be >= 0, got {self.copy_warmup_gap}")
         if not 0.0 <= self.copy_warmup_digit_rate <= 1.0:
             raise ValueError(f"policy.copy_warmup_digit_rate must lie in [0, 1], got {self.copy_warmup_digit_rate}")
         if not 0 <= self.copy_warmup_layers <= self.num_layers:
@@ -144,7 +147,7 @@ QUICK = {
                "head_dim": 32, "intermediate_size": 128, "seq_len": 2048, "batch_size": 2, "steps": 12,
                "rope_theta": 10_000.0, "copy_warmup_steps": 4, "copy_warmup_target_loss": 1.0,
                "copy_warmup_layers": 1, "copy_warmup_digit_rate": 0.5,
-               "permute_digits": True},
+               "copy_warmup_gap": 16, "permute_digits": True},
     "eval": {"k": 2, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
     "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4},
 }

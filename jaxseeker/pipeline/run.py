@@ -128,7 +128,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
              "intermediate_size": p.intermediate_size, "rope_theta": p.rope_theta, "initializer_range": 0.02,
              "max_position_embeddings": 4096, "attention_impl": "blocked"}
     warmup_key = fingerprint(tok_key, shape, p.copy_warmup_steps, p.copy_warmup_target_loss, p.copy_warmup_layers,
-                             p.lr, p.batch_size, p.copy_warmup_digit_rate)
+                             p.lr, p.batch_size, p.copy_warmup_digit_rate, p.copy_warmup_gap)
 
     def warmup_stage(out: Path) -> dict:
         # Copies of random token runs from random init (train.copy_warmup): forms the copying heads SFT then uses;
@@ -139,7 +139,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
                                rows=p.batch_size, target_loss=p.copy_warmup_target_loss,
                                grow_to=policy if shallow != policy else None, progress=progress,
                                digits=digit_ids(tokenizer) if p.copy_warmup_digit_rate else None,
-                               digit_rate=p.copy_warmup_digit_rate)
+                               digit_rate=p.copy_warmup_digit_rate, max_gap=p.copy_warmup_gap)
 
     if p.copy_warmup_steps:
         report["warmup"] = runner.run("warmup", warmup_key, warmup_stage)

@@ -30,14 +30,18 @@ from jaxseeker.train.sft_step import sft_loss
 
 
 def copy_batch(rng: np.random.Generator, vocab: np.ndarray, rows: int, seq_len: int, *, min_tokens: int = 4,
-               max_tokens: int = 24, digits: np.ndarray | None = None, digit_rate: float = 0.0) -> dict[str, np.ndarray]:
+               max_tokens: int = 24, digits: np.ndarray | None = None, digit_rate: float = 0.0,
+               max_gap: int = 0) -> dict[str, np.ndarray]:
     """One batch of copy rows, each `[rows, seq_len]`: segments `x x` with x `min_tokens`..`max_tokens` ids drawn
     from `vocab`; the loss is on the second run after its first token (the first is not predictable).
 
     With `digits` (the digit tokens' ids), a `digit_rate` fraction of the runs are number-like instead: one to
     three ids from `vocab`, then 3–8 digits. Digits repeat within a run, so the next one is not found by matching
     the current token alone (the copy of `4 4 2 7` after `4` could go on with `4` or `2`): these runs ask for
-    the position-keeping copy that reading a number off a page needs."""
+    the position-keeping copy that reading a number off a page needs.
+
+    With `max_gap`, 0..`max_gap` filler ids from `vocab` (untrained) stand between a run and its copy: an agent
+    copies from a question or an observation tens to hundreds of tokens back, not from right before."""
     tokens = np.zeros((rows, seq_len + 1), np.int32)
     mask = np.zeros((rows, seq_len + 1), np.float32)
     segments = np.zeros((rows, seq_len + 1), np.int32)
@@ -49,16 +53,18 @@ def copy_batch(rng: np.random.Generator, vocab: np.ndarray, rows: int, seq_len: 
             k = int(rng.integers(1, 4)) if number else int(rng.integers(min_tokens, max_tokens + 1))
             m = int(rng.integers(3, 9)) if number else 0  # digits after the k ordinary ids
             n = k + m
-            if pos + 2 * n > seq_len + 1:
+            gap = int(rng.integers(0, max_gap + 1)) if max_gap else 0
+            span = 2 * n + gap
+            if pos + span > seq_len + 1:
                 break
             x = rng.choice(vocab, size=k)
             if m:
                 x = np.concatenate([x, rng.choice(digits, size=m)])
-            tokens[row, pos:pos + 2 * n] = np.concatenate([x, x])
-            mask[row, pos + n + 1:pos + 2 * n] = 1.0
-            segments[row, pos:pos + 2 * n] = seg
-            positions[row, pos:pos + 2 * n] = np.arange(2 * n)
-            pos, seg = pos + 2 * n, seg + 1
+            tokens[row, pos:pos + span] = np.concatenate([x, rng.choice(vocab, size=gap), x])
+            mask[row, pos + n + gap + 1:pos + span] = 1.0
+            segments[row, pos:pos + span] = seg
+            positions[row, pos:pos + span] = np.arange(span)
+            pos, seg = pos + span, seg + 1
     return {"tokens": tokens[:, :-1], "targets": tokens[:, 1:], "loss_mask": mask[:, 1:],
             "segment_ids": segments[:, :-1], "positions": positions[:, :-1]}
 
@@ -96,11 +102,12 @@ def grow_layers(params: dict, cfg: model.ModelConfig, deeper: model.ModelConfig,
 def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Path, *, steps: int, lr: float,
                     rows: int = 4, seq_len: int = 256, seed: int = 0, target_loss: float = 0.0,
                     grow_to: model.ModelConfig | None = None, digits: np.ndarray | None = None, digit_rate: float = 0.0,
-                    progress: bool = True) -> dict:
+                    max_gap: int = 0, progress: bool = True) -> dict:
     """Train `cfg` from random init on up to `steps` copy batches (constant `lr` after 10 warm-up steps), stopping
     early once the 50-step mean loss is below `target_loss`, grow it to `grow_to`'s depth if given (`grow_layers`)
     and save it as an HF checkpoint in `out_dir`; returns the first and last 50-step mean losses and the steps taken.
-    digits, digit_rate: number-like copy runs (`copy_batch`)."""
+    digits, digit_rate, max_gap: number-like runs and gaps before the copy (`copy_batch`); rows of `seq_len` plus
+    `max_gap` tokens."""
     if vocab.size == 0 or vocab.min() < 0 or vocab.max() >= cfg.vocab_size:
         span = f"{vocab.min()}..{vocab.max()}" if vocab.size else "nothing"
         raise ValueError(f"copy-task ids must lie in [0, vocab_size={cfg.vocab_size}), got {span} ({vocab.size} ids)")
@@ -111,7 +118,7 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
 
     @functools.partial(jax.jit, donate_argnums=(0, 1))
     def step(params, opt_state, batch):
-        loss, grads = jax.value_and_grad(lambda p: sft_loss(p, batch, cfg, chunk_size=seq_len)[0])(params)
+        loss, grads = jax.value_and_grad(lambda p: sft_loss(p, batch, cfg, chunk_size=seq_len + max_gap)[0])(params)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
@@ -119,8 +126,8 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
     losses = []
     bar = tqdm(range(steps), desc="copy warm-up", disable=not progress)
     for i in bar:
-        params, opt_state, loss = step(params, opt_state, copy_batch(rng, vocab, rows, seq_len, digits=digits,
-                                                                digit_rate=digit_rate))
+        params, opt_state, loss = step(params, opt_state, copy_batch(rng, vocab, rows, seq_len + max_gap, digits=digits,
+                                                                digit_rate=digit_rate, max_gap=max_gap))
         losses.append(float(loss))
         if i % 10 == 0:
             bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")

@@ -56,3 +56,5 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"policy": {"copy_warmup_layers": 6}})
     with pytest.raises(RecipeError, match=r"policy.copy_warmup_digit_rate must lie in \[0, 1\], got 1.5"):
         pipeline_config({"policy": {"copy_warmup_digit_rate": 1.5}})
+    with pytest.raises(RecipeError, match="policy.copy_warmup_gap must be >= 0, got -1"):
+        pipeline_config({"policy": {"copy_warmup_gap": -1}})

@@ -52,6 +52,24 @@ def test_number_like_runs_are_a_few_ordinary_ids_then_digits():
     assert 0 < np.isin(mixed["tokens"], digits).mean() < 0.5
 
 
+def test_a_gap_of_untrained_filler_can_stand_between_a_run_and_its_copy():
+    vocab = np.arange(10, 4000, dtype=np.int32)  # wide enough that a filler id repeating the run's first id is rare
+    batch = copy_batch(np.random.default_rng(3), vocab, rows=2, seq_len=512, max_gap=64)
+    gaps = []
+    for row in range(2):
+        segs = batch["segment_ids"][row]
+        for s in set(segs.tolist()) - {0}:
+            idx = np.nonzero(segs == s)[0]
+            tokens, mask = batch["tokens"][row, idx], batch["loss_mask"][row, idx]
+            trained = np.nonzero(mask)[0]
+            start = trained[0]  # the copy's first token: its successor is the first trained target
+            n = len(idx) - start
+            gaps.append(len(idx) - 2 * n)
+            np.testing.assert_array_equal(tokens[start:], tokens[:n])
+            np.testing.assert_array_equal(trained, np.arange(start, len(idx) - 1))
+    assert 0 <= min(gaps) and max(gaps) <= 64 and len(set(gaps)) > 3
+
+
 def test_digit_ids_are_the_single_digit_tokens():
     tokenizer = train_tokenizer(["Sherwin Field lies at 494 m, 1,277 people."] * 10, 300)
     ids = digit_ids(tokenizer)
