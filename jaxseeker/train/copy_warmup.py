@@ -99,6 +99,13 @@ def grow_layers(params: dict, cfg: model.ModelConfig, deeper: model.ModelConfig,
     return {**params, "blocks": (grown,)}
 
 
+def gap_at(step: int, steps: int, max_gap: int) -> int:
+    """The largest gap of warm-up step `step` of `steps`: 0 for the first half (the copying heads form on
+    adjacent copies; with gaps of up to 256 from the start they had not formed after 1,400 steps), then growing
+    linearly to `max_gap` at the last step."""
+    return int(max_gap * min(1.0, max(0.0, 2 * step / steps - 1)))
+
+
 def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Path, *, steps: int, lr: float,
                     rows: int = 4, seq_len: int = 256, seed: int = 0, target_loss: float = 0.0,
                     grow_to: model.ModelConfig | None = None, digits: np.ndarray | None = None, digit_rate: float = 0.0,
@@ -107,7 +114,7 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
     early once the 50-step mean loss is below `target_loss`, grow it to `grow_to`'s depth if given (`grow_layers`)
     and save it as an HF checkpoint in `out_dir`; returns the first and last 50-step mean losses and the steps taken.
     digits, digit_rate, max_gap: number-like runs and gaps before the copy (`copy_batch`); rows of `seq_len` plus
-    `max_gap` tokens."""
+    `max_gap` tokens; the gaps start halfway and grow linearly to `max_gap` at the last step."""
     if vocab.size == 0 or vocab.min() < 0 or vocab.max() >= cfg.vocab_size:
         span = f"{vocab.min()}..{vocab.max()}" if vocab.size else "nothing"
         raise ValueError(f"copy-task ids must lie in [0, vocab_size={cfg.vocab_size}), got {span} ({vocab.size} ids)")
@@ -127,7 +134,7 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
     bar = tqdm(range(steps), desc="copy warm-up", disable=not progress)
     for i in bar:
         params, opt_state, loss = step(params, opt_state, copy_batch(rng, vocab, rows, seq_len + max_gap, digits=digits,
-                                                                digit_rate=digit_rate, max_gap=max_gap))
+                                                                digit_rate=digit_rate, max_gap=gap_at(i, steps, max_gap)))
         losses.append(float(loss))
         if i % 10 == 0:
             bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")

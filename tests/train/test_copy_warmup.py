@@ -8,7 +8,7 @@ import pytest
 
 from jaxseeker import model
 from jaxseeker.data import train_tokenizer
-from jaxseeker.train.copy_warmup import copy_batch, digit_ids, grow_layers, ordinary_ids, run_copy_warmup
+from jaxseeker.train.copy_warmup import copy_batch, digit_ids, gap_at, grow_layers, ordinary_ids, run_copy_warmup
 
 
 def test_each_segment_is_a_run_then_the_same_run_and_only_the_predictable_copy_is_trained():
@@ -68,6 +68,11 @@ def test_a_gap_of_untrained_filler_can_stand_between_a_run_and_its_copy():
             np.testing.assert_array_equal(tokens[start:], tokens[:n])
             np.testing.assert_array_equal(trained, np.arange(start, len(idx) - 1))
     assert 0 <= min(gaps) and max(gaps) <= 64 and len(set(gaps)) > 3
+
+
+def test_gaps_start_halfway_and_grow_to_the_maximum():
+    assert [gap_at(i, 100, 160) for i in (0, 25, 50, 75, 100)] == [0, 0, 0, 80, 160]
+    assert all(gap_at(i, 100, 0) == 0 for i in range(100))
 
 
 def test_digit_ids_are_the_single_digit_tokens():
