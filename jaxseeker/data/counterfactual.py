@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxseeker.data.records import Message
 
-_KEPT = re.compile(r"https?://\S+|\[\d+\]")  # URLs and result markers
+_KEPT = re.compile(r"(https?://\S+|\[\d+\])")  # URLs and result markers; the group keeps them in split()
 _DIGITS = "0123456789"
 
 
@@ -29,19 +29,13 @@ def digit_table(rng: np.random.Generator) -> dict[int, str]:
     return str.maketrans(_DIGITS, "0" + "".join(str(d) for d in rng.permutation(np.arange(1, 10))))
 
 
-def translate_outside_urls(text: str, table: dict[int, str]) -> str:
+def translate_outside_kept(text: str, table: dict[int, str]) -> str:
     """`text` with `table` applied everywhere except inside URLs and result markers (`[1]`)."""
-    out, last = [], 0
-    for m in _KEPT.finditer(text):
-        out.append(text[last:m.start()].translate(table))
-        out.append(m.group())
-        last = m.end()
-    out.append(text[last:].translate(table))
-    return "".join(out)
+    return "".join(part if i % 2 else part.translate(table) for i, part in enumerate(_KEPT.split(text)))
 
 
 def permute_digits(messages: Sequence[Message], rng: np.random.Generator) -> list[Message]:
     """The messages with one random digit permutation applied to every non-system message (URLs, markers kept)."""
     table = digit_table(rng)
-    return [m if m["role"] == "system" else {**m, "content": translate_outside_urls(m["content"], table)}
+    return [m if m["role"] == "system" else {**m, "content": translate_outside_kept(m["content"], table)}
             for m in messages]
