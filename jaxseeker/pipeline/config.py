@@ -7,6 +7,8 @@ from typing import Any
 
 from jaxseeker.agent.prompts import PROMPT_STYLES
 from jaxseeker.data.tokenizer import SPLITS
+from jaxseeker.tools import ToolsConfig
+from jaxseeker.tools.visit import VisitOptions
 from jaxseeker.train.recipe import build, check_sections
 
 
@@ -56,6 +58,30 @@ class ExpertStage:
     detour_rate: float = 0.2
     snippet_rate: float = 0.0  # answer from a search snippet that shows the answer, without visiting the page
     seed: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolsStage:
+    """The search and visit tools of every rollout (expert, eval, RL): short observations for a small policy, which
+    learns more per CPU-minute from ~30-token snippets (LEARNING_NOTES.md)."""
+
+    top_k: int = 3  # search results per query
+    page_chars: int = 400  # budget of one visited page's evidence
+    max_links: int = 5  # links listed under a visited page
+    goal_passages: int = 0  # a visit keeps at most this many goal-relevant sentences (tools.VisitOptions); 0: all
+
+    def __post_init__(self):
+        for key in ("top_k", "page_chars"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"tools.{key} must be >= 1, got {getattr(self, key)}")
+        for key in ("max_links", "goal_passages"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"tools.{key} must be >= 0, got {getattr(self, key)}")
+
+    def config(self) -> ToolsConfig:
+        """The ToolsConfig of these settings (search and visit over the world, offline)."""
+        visit = VisitOptions(page_chars=self.page_chars, max_links=self.max_links, goal_passages=self.goal_passages)
+        return ToolsConfig(enabled=("search", "visit"), top_k=self.top_k, visit=visit)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,18 +157,21 @@ class PipelineConfig:
     world: WorldStage = WorldStage()
     qa: QAStage = QAStage()
     expert: ExpertStage = ExpertStage()
+    tools: ToolsStage = ToolsStage()
     policy: PolicyStage = PolicyStage()
     eval: EvalStage = EvalStage()
     rl: RLStage = RLStage()
 
 
-STAGES = {"world": WorldStage, "qa": QAStage, "expert": ExpertStage, "policy": PolicyStage, "eval": EvalStage, "rl": RLStage}
+STAGES = {"world": WorldStage, "qa": QAStage, "expert": ExpertStage, "tools": ToolsStage, "policy": PolicyStage,
+          "eval": EvalStage, "rl": RLStage}
 
 # `--quick`: the same pipeline on a tiny world and model, for the tests (≤ 2 minutes).
 QUICK = {
     "world": {"source": "synthetic", "size": 600, "countries": ()},
     "qa": {"recipes": {"e2hqa": 120, "sailorfog": 20}, "n_test": 8, "n_rl": 8},
     "expert": {"tries": 1},
+    "tools": {},
     "policy": {"vocab_size": 1024, "hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
                "head_dim": 32, "intermediate_size": 128, "seq_len": 2048, "batch_size": 2, "steps": 12,
                "rope_theta": 10_000.0, "copy_warmup_steps": 4, "copy_warmup_target_loss": 1.0,

@@ -29,16 +29,12 @@ from jaxseeker.synthesis.qa import get_recipe
 from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
 from jaxseeker.synthesis.teachers import ExpertTeacher
 from jaxseeker.synthesis.trajectories import synthesize, write_records
-from jaxseeker.tools import ToolsConfig, build_registry
-from jaxseeker.tools.visit import VisitOptions
+from jaxseeker.tools import build_registry
 from jaxseeker.train.copy_warmup import digit_ids, ordinary_ids, run_copy_warmup
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.rl import run_rl
 from jaxseeker.train.sft import run_sft
 from jaxseeker.world import build_world
-
-# Short observations: a small policy learns more per CPU-minute from ~30-token snippets (LEARNING_NOTES.md).
-TOOLS = ToolsConfig(enabled=("search", "visit"), top_k=3, visit=VisitOptions(page_chars=400, max_links=5))
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -90,9 +86,11 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     report["qa"] = runner.run("qa", qa_key, qa_stage)
     qa_dir = root / "qa"
 
-    registry = build_registry(TOOLS, corpus=world.corpus)
+    tools = cfg.tools.config()
+    registry = build_registry(tools, corpus=world.corpus)
     page_texts = [f"{p.title}\n{p.text}" for p in world.corpus.pages]
-    expert_key = fingerprint(qa_key, dataclasses.asdict(cfg.expert), dataclasses.asdict(cfg.eval), cfg.policy.vocab_size)
+    expert_key = fingerprint(qa_key, dataclasses.asdict(cfg.expert), dataclasses.asdict(cfg.tools), dataclasses.asdict(cfg.eval),
+                             cfg.policy.vocab_size)
 
     def expert_stage(out: Path) -> dict:
         # The rollout loop counts context in tokens, so the expert runs with a first tokenizer trained on the
@@ -101,8 +99,9 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
                                 cfg.policy.vocab_size)
         teacher = ExpertTeacher(world, ExpertConfig(detour_rate=cfg.expert.detour_rate, snippet_rate=cfg.expert.snippet_rate))
         # That first tokenizer has not seen the prompt, urls or tool calls and counts about 2x the policy's tokens:
-        # the expert gets twice the context, and SFT's over-length policy applies the policy's own limit.
-        limits = dataclasses.replace(rollout_config(cfg), max_context_tokens=2 * cfg.eval.max_context)
+        # the expert gets twice the context and turn length, and SFT's over-length policy applies the policy's own.
+        limits = dataclasses.replace(rollout_config(cfg), max_context_tokens=2 * cfg.eval.max_context,
+                                     max_tokens_per_turn=2 * cfg.eval.max_tokens_per_turn)
         records, stats = synthesize(teacher, first, registry, _questions(_jsonl(qa_dir / "train.jsonl")),
                                     filters.webdancer_funnel(), tries=cfg.expert.tries, config=limits,
                                     seed=cfg.expert.seed, progress=progress)
@@ -196,8 +195,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
                         "date": rc.date, "prompt": rc.prompt},
             "engine": {"min_window": 512},
             "sampling": {"temperature": r.temperature},
-            "tools": {"enabled": list(TOOLS.enabled), "top_k": TOOLS.top_k,
-                      "visit": {"page_chars": TOOLS.visit.page_chars, "max_links": TOOLS.visit.max_links}},
+            "tools": {"enabled": list(tools.enabled), "top_k": tools.top_k, "visit": dataclasses.asdict(tools.visit)},
             "world": cfg.world.spec(),
             "reward": {"fn": "webdancer", "judge": "em"},
         }

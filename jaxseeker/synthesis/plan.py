@@ -18,7 +18,6 @@ from jaxseeker.synthesis.qa.render import (
     noun,
     plural,
     pred_phrase,
-    pronoun,
 )
 from jaxseeker.world import DateIn, Is, LabelIs, NumberIn, Query, Var, date_parts
 from jaxseeker.world.phrases import MONTHS, say_number
@@ -151,19 +150,22 @@ def _tidy(text: str) -> str:
 
 
 def hop_goal(plan: Plan, hop: Hop, here: str) -> str:
-    """The visit goal of a hop: `the person Theifal Press was founded by`, `a work that was published by Theifal Press`."""
+    """The visit goal of a hop, worded as `here`'s page says it: `the person Theifal Press was founded by`,
+    `Theifal Press published which work`."""
     v = plan.query.vars[hop.dst]
     spec = RELATIONS[hop.rel]
     if hop.forward:
         return _tidy(f"the {noun(v) if spec.functional else plural(v)} {here} {spec.forward.format('')}")
-    return _tidy(f"{article(noun(v))} {pronoun(v)} {spec.forward.format(here)}")
+    return _tidy(f"{here} {spec.backward.format('which ' + noun(v))}")
 
 
+# Each goal shares a word with its attribute's page sentence (ATTRIBUTES), so an offline word-overlap extract finds it.
 _NUMBER_GOALS = {
     "population": "the population of {}", "area_km2": "the area of {}", "forest_pct": "the forest cover of {}",
     "elevation_m": "the elevation of {}", "employees": "the number of employees of {}",
-    "pages": "the number of pages of {}", "duration_min": "the running time of {}", "height_cm": "the height of {}",
-    "attendance": "the attendance of {}", "coastline_km": "the coastline of {}", "length_km": "the length of {}",
+    "pages": "the number of pages of {}", "duration_min": "how long {} runs for", "height_cm": "how tall {} is",
+    "attendance": "the attendance of {}", "coastline_km": "the coastline of {}", "length_km": "how long {} is",
+    "weight_kg": "the listed weight of {}",
 }
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 
 import json_repair
+import Stemmer
 
 from jaxseeker.tools.llm_client import LLMClient, LLMError
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_THREAD = threading.local()  # a PyStemmer Stemmer is not thread-safe; visits run in a thread pool
 _STOPWORDS = frozenset(
     """a an and are as at be by for from has have in is it its of on or that the this to was were what when where which
     who whom whose why how with find page information about""".split()
@@ -51,7 +54,10 @@ def truncate(text: str, max_chars: int) -> str:
 
 
 def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+    """The text's words less stopwords, Snowball-stemmed: a goal's `serves` meets a page's `served`."""
+    if not hasattr(_THREAD, "stemmer"):
+        _THREAD.stemmer = Stemmer.Stemmer("english")
+    return set(_THREAD.stemmer.stemWords([w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]))
 
 
 def _passages(text: str) -> list[str]:
@@ -61,11 +67,13 @@ def _passages(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
-def overlap_extract(text: str, goal: str, max_chars: int) -> str:
-    """The passages (paragraphs, else sentences) sharing most words with `goal`, in page order, within `max_chars`."""
+def overlap_extract(text: str, goal: str, max_chars: int, max_passages: int = 0) -> str:
+    """The passages (paragraphs, else sentences) sharing most words with `goal`, in page order, within `max_chars`;
+    with `max_passages` > 0 at most that many, the best first, even when the whole page would fit (a focused
+    extract, as an LLM extractor gives)."""
     goal_words = _content_words(goal)
     passages = _passages(text)
-    if not goal_words or len(text) <= max_chars:
+    if not goal_words or (len(text) <= max_chars and max_passages <= 0):
         return truncate(text, max_chars)
     overlap = [len(goal_words & _content_words(p)) for p in passages]
     if max(overlap, default=0) == 0:
@@ -73,7 +81,7 @@ def overlap_extract(text: str, goal: str, max_chars: int) -> str:
     kept: list[int] = []
     used = 0
     for i in sorted(range(len(passages)), key=lambda i: (-overlap[i], i)):
-        if overlap[i] == 0:
+        if overlap[i] == 0 or 0 < max_passages <= len(kept):
             break
         if used + len(passages[i]) + 2 > max_chars:
             if not kept:

@@ -147,6 +147,7 @@ class VisitOptions:
 
     page_chars: int = 8000  # budget of one page's observation
     goal_extraction: bool = True  # offline: keep the passages sharing most words with the goal
+    goal_passages: int = 0  # offline: keep at most this many of them, even when the page fits; 0: fill page_chars
     llm_input_chars: int = 100_000  # page text sent to the LLM extractor
     max_links: int = 20
     max_urls: int = 5
@@ -166,7 +167,7 @@ def describe_page(page: Fetched, goal: str, options: VisitOptions, llm: LLMClien
             evidence = truncate(found.evidence, options.page_chars)
             body = f"\nEvidence in page:\n{evidence}\n\nSummary:\n{truncate(found.summary, options.page_chars // 4)}"
     elif options.goal_extraction:
-        body = f"\nEvidence in page:\n{overlap_extract(page.text, goal, options.page_chars)}"
+        body = f"\nEvidence in page:\n{overlap_extract(page.text, goal, options.page_chars, options.goal_passages)}"
     else:
         body = f"\nContent:\n{truncate(page.text, options.page_chars)}"
     if page.links and options.max_links > 0:

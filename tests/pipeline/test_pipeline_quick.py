@@ -58,3 +58,13 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"policy": {"copy_warmup_digit_rate": 1.5}})
     with pytest.raises(RecipeError, match="policy.copy_warmup_gap must be >= 0, got -1"):
         pipeline_config({"policy": {"copy_warmup_gap": -1}})
+
+
+def test_the_tools_section_sets_every_rollouts_search_and_visit():
+    tools = pipeline_config({"tools": {"goal_passages": 2, "max_links": 0}}).tools.config()
+    assert tools.enabled == ("search", "visit") and tools.top_k == 3
+    assert (tools.visit.goal_passages, tools.visit.max_links, tools.visit.page_chars) == (2, 0, 400)
+    with pytest.raises(RecipeError, match="tools.goal_passages must be >= 0, got -1"):
+        pipeline_config({"tools": {"goal_passages": -1}})
+    with pytest.raises(RecipeError, match="tools: unknown"):
+        pipeline_config({"tools": {"passages": 1}})

@@ -53,6 +53,19 @@ def test_local_visit_keeps_goal_relevant_paragraphs_and_lists_links(corpus):
     )
 
 
+def test_local_visit_with_goal_passages_keeps_only_the_best_even_when_the_page_fits(corpus):
+    def evidence(goal_passages, goal):
+        options = VisitOptions(page_chars=8000, goal_passages=goal_passages, max_links=0)
+        registry = ToolRegistry([visit_tool(LocalPages(corpus), options=options)])
+        return registry.call("visit", {"url": "https://world.test/velmora", "goal": goal}).text.split("Evidence in page:\n")[1]
+
+    assert evidence(0, "when was the bridge rebuilt").count("\n\n") == 2  # the whole page fits: all of it
+    assert evidence(1, "when was the bridge rebuilt") == "Its bridge has nine arches and was rebuilt in 1876."
+    assert evidence(2, "the town Velmora founded by") == (
+        "Velmora is a river town on the Ostra.\n\nThe town was founded in 1412 by the weaver Ida Konst."
+    )
+
+
 def test_local_visit_without_extraction_truncates_to_the_budget(corpus):
     registry = ToolRegistry(
         [visit_tool(LocalPages(corpus), options=VisitOptions(page_chars=20, goal_extraction=False, max_links=0))]
