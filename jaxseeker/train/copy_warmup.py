@@ -76,11 +76,12 @@ def ordinary_ids(tokenizer) -> np.ndarray:
 
 
 def digit_ids(tokenizer) -> np.ndarray:
-    """The ids of the tokens `0` … `9` (each digit is its own token under the Qwen2 and `names` splits)."""
+    """The ids of the all-digit tokens: `0` … `9`, and the digit groups of the `numbers` split."""
     ids = [tokenizer.convert_tokens_to_ids(str(d)) for d in range(10)]
     if None in ids or (tokenizer.unk_token_id is not None and tokenizer.unk_token_id in ids):
         raise ValueError("digit_ids: the tokenizer has no single token for every digit 0-9")
-    return np.asarray(ids, np.int32)
+    groups = [i for t, i in tokenizer.get_vocab().items() if t.isascii() and t.isdigit() and len(t) > 1]
+    return np.asarray(ids + sorted(groups), np.int32)
 
 
 def grow_layers(params: dict, cfg: model.ModelConfig, deeper: model.ModelConfig, rng: jax.Array) -> dict:

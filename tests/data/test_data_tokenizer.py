@@ -1,4 +1,4 @@
-"""Trained tokenizers: digits one by one, and (with the `names` split) names the same in every position."""
+"""Trained tokenizers: digits one by one, names the same in every position (`names`), digit groups (`numbers`)."""
 
 import pytest
 
@@ -43,5 +43,17 @@ def test_names_split_keeps_spaces_on_lower_case_words_and_round_trips(tmp_path):
 
 
 def test_an_unknown_split_is_an_error():
-    with pytest.raises(ValueError, match=r"split must be one of \['names', 'qwen2'\], got 'bert'"):
+    with pytest.raises(ValueError, match=r"split must be one of \['names', 'numbers', 'qwen2'\], got 'bert'"):
         train_tokenizer(TEXTS, 400, split="bert")
+
+
+def test_numbers_split_makes_each_group_of_three_digits_from_the_right_one_token(tmp_path):
+    train_tokenizer(TEXTS, 1600, tmp_path, split="numbers")
+    tok = load_tokenizer(tmp_path)
+    assert [_pieces(tok, n) for n in ("4,427", "4427", "20614", "1887", "7")] == [
+        ["4", ",", "427"], ["4", "427"], ["20", "614"], ["1", "887"], ["7"]]
+    assert all(len(_pieces(tok, f"{n:03d}")) == 1 for n in range(1000))
+    assert _name_tokens(tok, '["') == _name_tokens(tok, "Everything hangs on ")
+    assert tok.decode(tok(TEXTS[1], add_special_tokens=False)["input_ids"]) == TEXTS[1]
+    with pytest.raises(ValueError, match="vocab_size=1000 must be at least 1377"):
+        train_tokenizer(TEXTS, 1000, split="numbers")

@@ -50,7 +50,7 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"qa": {"e2hqa_rounds": [2, 1]}})
     with pytest.raises(RecipeError, match="eval: eval.prompt must be 'full' or 'compact', got 'short'"):
         pipeline_config({"eval": {"prompt": "short"}})
-    with pytest.raises(RecipeError, match=r"policy.tokenizer_split must be one of \['names', 'qwen2'\], got 'bpe'"):
+    with pytest.raises(RecipeError, match=r"policy.tokenizer_split must be one of \['names', 'numbers', 'qwen2'\], got 'bpe'"):
         pipeline_config({"policy": {"tokenizer_split": "bpe"}})
     with pytest.raises(RecipeError, match=r"policy.copy_warmup_layers must lie in \[0, num_layers=4\], got 6"):
         pipeline_config({"policy": {"copy_warmup_layers": 6}})

@@ -75,10 +75,12 @@ def test_gaps_start_halfway_and_grow_to_the_maximum():
     assert all(gap_at(i, 100, 0) == 0 for i in range(100))
 
 
-def test_digit_ids_are_the_single_digit_tokens():
+def test_digit_ids_are_the_all_digit_tokens():
     tokenizer = train_tokenizer(["Sherwin Field lies at 494 m, 1,277 people."] * 10, 300)
-    ids = digit_ids(tokenizer)
-    assert [tokenizer.decode([i]) for i in ids] == [str(d) for d in range(10)]
+    assert [tokenizer.decode([i]) for i in digit_ids(tokenizer)] == [str(d) for d in range(10)]
+    groups = train_tokenizer(["Sherwin Field lies at 494 m, 1,277 people."] * 10, 1500, split="numbers")
+    pieces = [groups.decode([i]) for i in digit_ids(groups)]
+    assert pieces[:10] == [str(d) for d in range(10)] and len(pieces) == 1110 and {"494", "277", "07"} < set(pieces)
 
 
 def test_ordinary_ids_leave_out_special_tokens():
