@@ -99,7 +99,7 @@ def train_tokenizer(
     """
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
-    min_size = 256 + len(SPECIAL_TOKENS) + (1110 if split == "numbers" else 0)
+    min_size = 256 + len(SPECIAL_TOKENS) + (len(_DIGIT_GROUPS.split()) if split == "numbers" else 0)
     if vocab_size < min_size:
         raise ValueError(f"vocab_size={vocab_size} must be at least {min_size} (256 bytes + special tokens)")
     core = Tokenizer(models.BPE())

@@ -89,8 +89,8 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     tools = cfg.tools.config()
     registry = build_registry(tools, corpus=world.corpus)
     page_texts = [f"{p.title}\n{p.text}" for p in world.corpus.pages]
-    expert_key = fingerprint(qa_key, dataclasses.asdict(cfg.expert), dataclasses.asdict(cfg.tools), dataclasses.asdict(cfg.eval),
-                             cfg.policy.vocab_size)
+    expert_key = fingerprint(qa_key, dataclasses.asdict(cfg.expert), dataclasses.asdict(cfg.tools),
+                             dataclasses.asdict(cfg.eval), cfg.policy.vocab_size)
 
     def expert_stage(out: Path) -> dict:
         # The rollout loop counts context in tokens, so the expert runs with a first tokenizer trained on the
