@@ -7,8 +7,7 @@ from typing import Any
 
 from jaxseeker.agent.prompts import PROMPT_STYLES
 from jaxseeker.data.tokenizer import SPLITS
-from jaxseeker.tools import ToolsConfig
-from jaxseeker.tools.visit import VisitOptions
+from jaxseeker.tools import ToolsConfig, VisitOptions
 from jaxseeker.train.recipe import build, check_sections
 
 
