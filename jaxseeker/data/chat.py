@@ -67,12 +67,13 @@ def _encode(tokenizer: Any, text: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def assistant_spans(messages: Sequence[Mapping[str, Any]], tokenizer: Any = None) -> tuple[str, list[tuple[int, int]]]:
-    """The full rendering and the ``[start, end)`` character span of every assistant turn (content + end token)."""
+    """The full rendering and the ``[start, end)`` character span of every trained assistant turn (content + end
+    token; a turn with ``"weight": 0`` is context only)."""
     msgs = normalize_messages(messages, require_assistant=False)
     full = _render(msgs, tokenizer, add_generation_prompt=False)
     spans = []
     for i, message in enumerate(msgs):
-        if message["role"] != "assistant":
+        if message["role"] != "assistant" or message.get("weight") == 0:
             continue
         prompt = _render(msgs[:i], tokenizer, add_generation_prompt=True)
         upto = _render(msgs[: i + 1], tokenizer, add_generation_prompt=False)

@@ -24,7 +24,7 @@ ROLES = ("system", "user", "assistant", "tool")
 TOOL_RESPONSE_OPEN = "<tool_response>"
 TOOL_RESPONSE_CLOSE = "</tool_response>"
 
-Message = dict[str, str]
+Message = dict[str, Any]  # role and content; "weight": 0 on an assistant turn kept out of the loss
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,12 +88,24 @@ def _content_text(content: Any, where: str) -> str:
     raise ValueError(f"{where}: content must be a string or a list of text parts, got {type(content).__name__}")
 
 
+def _weight(message: Mapping[str, Any], role: str, where: str) -> dict[str, int]:
+    """`{"weight": 0}` for an assistant turn kept out of the loss (OpenAI's fine-tuning key), else nothing."""
+    if "weight" not in message:
+        return {}
+    weight = message["weight"]
+    if role != "assistant" or isinstance(weight, bool) or weight not in (0, 1):
+        raise ValueError(f"{where}: 'weight' must be 0 or 1 on an assistant message, got {weight!r} on a {role} "
+                         "message")
+    return {"weight": 0} if weight == 0 else {}
+
+
 def normalize_messages(messages: Sequence[Mapping[str, Any]], *, require_assistant: bool = True) -> list[Message]:
     """Validates messages and returns the canonical list (tool runs merged into one user observation).
 
     Rules: roles are one of ``ROLES``; ``system`` may only come first; the first non-system message
     is a user message (a question, not an observation); at least one assistant message unless
-    ``require_assistant`` is False (an inference prompt). Keys other than role and content are
+    ``require_assistant`` is False (an inference prompt). An assistant message may carry ``"weight": 0``
+    (as in OpenAI's fine-tuning format): it stays in the context but out of the loss. Other keys are
     dropped. The function is idempotent.
     """
     if not isinstance(messages, (list, tuple)) or not messages:
@@ -125,7 +137,7 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]], *, require_assista
         flush_tool()
         if role == "system" and i != 0:
             raise ValueError(f"{where}: a system message may only come first")
-        out.append({"role": role, "content": content})
+        out.append({"role": role, "content": content} | _weight(message, role, where))
     flush_tool()
 
     conversation = out[1:] if out[0]["role"] == "system" else out

@@ -56,6 +56,7 @@ class ExpertStage:
     tries: int = 2
     detour_rate: float = 0.2
     snippet_rate: float = 0.0  # answer from a search snippet that shows the answer, without visiting the page
+    slip_rate: float = 0.0  # a search that miscopies the name (out of the loss), then the recovery
     seed: int = 0
 
 
@@ -130,10 +131,19 @@ class EvalStage:
     max_tool_calls: int = 16
     max_tokens_per_turn: int = 256
     prompt: str = "full"  # the agent's system prompt: "full" (tool schemas) or "compact" (one line)
+    temperature: float = 0.0  # sampling of the evaluated policy: 0 is greedy
+    top_p: float = 1.0
 
     def __post_init__(self):
         if self.prompt not in PROMPT_STYLES:
             raise ValueError(f"eval.prompt must be 'full' or 'compact', got {self.prompt!r}")
+        if self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ValueError(f"eval.temperature must be >= 0 and eval.top_p in (0, 1], got {self.temperature} and "
+                             f"{self.top_p}")
+
+    def limits(self) -> dict[str, Any]:
+        """The section without its sampling keys: what the expert's and RL's rollouts share with the eval."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("temperature", "top_p")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,7 +179,7 @@ STAGES = {"world": WorldStage, "qa": QAStage, "expert": ExpertStage, "tools": To
 QUICK = {
     "world": {"source": "synthetic", "size": 600, "countries": ()},
     "qa": {"recipes": {"e2hqa": 120, "sailorfog": 20}, "n_test": 8, "n_rl": 8},
-    "expert": {"tries": 1},
+    "expert": {"tries": 1, "slip_rate": 0.2},
     "tools": {},
     "policy": {"vocab_size": 1024, "hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
                "head_dim": 32, "intermediate_size": 128, "seq_len": 2048, "batch_size": 2, "steps": 12,

@@ -90,23 +90,26 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     registry = build_registry(tools, corpus=world.corpus)
     page_texts = [f"{p.title}\n{p.text}" for p in world.corpus.pages]
     expert_key = fingerprint(qa_key, dataclasses.asdict(cfg.expert), dataclasses.asdict(cfg.tools),
-                             dataclasses.asdict(cfg.eval), cfg.policy.vocab_size)
+                             cfg.eval.limits(), cfg.policy.vocab_size)
 
     def expert_stage(out: Path) -> dict:
         # The rollout loop counts context in tokens, so the expert runs with a first tokenizer trained on the
         # pages and questions; the policy's own tokenizer is trained next, on the pages and these trajectories.
         first = train_tokenizer(page_texts + [r["question"] + " " + r["answer"] for r in _jsonl(qa_dir / "train.jsonl")],
                                 cfg.policy.vocab_size)
-        teacher = ExpertTeacher(world, ExpertConfig(detour_rate=cfg.expert.detour_rate, snippet_rate=cfg.expert.snippet_rate))
+        e = cfg.expert
+        teacher = ExpertTeacher(world, ExpertConfig(detour_rate=e.detour_rate, snippet_rate=e.snippet_rate,
+                                                    slip_rate=e.slip_rate))
         # That first tokenizer has not seen the prompt, urls or tool calls and counts about 2x the policy's tokens:
         # the expert gets twice the context and turn length, and SFT's over-length policy applies the policy's own.
         limits = dataclasses.replace(rollout_config(cfg), max_context_tokens=2 * cfg.eval.max_context,
                                      max_tokens_per_turn=2 * cfg.eval.max_tokens_per_turn)
         records, stats = synthesize(teacher, first, registry, _questions(_jsonl(qa_dir / "train.jsonl")),
                                     filters.webdancer_funnel(), tries=cfg.expert.tries, config=limits,
-                                    seed=cfg.expert.seed, progress=progress)
+                                    seed=cfg.expert.seed, transform=teacher.weigh, progress=progress)
         write_records(out / "trajectories.jsonl", records)
-        return {"trajectories": len(records), "questions": stats.questions, "episodes": stats.episodes}
+        return {"trajectories": len(records), "questions": stats.questions, "episodes": stats.episodes,
+                "untrained_turns": sum(r["provenance"].get("untrained_turns", 0) for r in records)}
 
     report["expert"] = runner.run("expert", expert_key, expert_stage)
     p = cfg.policy
@@ -167,7 +170,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         def fn(out: Path) -> dict:
             cfg_m, params = model.load_hf(model_dir)
             engine = make_engine(params, cfg_m, tokenizer, slots=cfg.eval.slots, max_len=cfg.eval.max_context,
-                                 sampling=SamplingConfig())
+                                 sampling=SamplingConfig(temperature=cfg.eval.temperature, top_p=cfg.eval.top_p))
             summary = run_eval(engine, tokenizer, registry, test, out, k=cfg.eval.k, config=rollout_config(cfg),
                                progress=progress)
             return {key: summary[key] for key in ("pass_at_1", "pass_at_k", "invalid_rate", "termination", "tool_calls")} | {
@@ -179,7 +182,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(root / "sft" / "hf"))
 
     r = cfg.rl
-    rl_key = fingerprint(sft_key, dataclasses.asdict(r), dataclasses.asdict(cfg.eval))
+    rl_key = fingerprint(sft_key, dataclasses.asdict(r), cfg.eval.limits())
 
     def rl_stage(out: Path) -> dict:
         rc = rollout_config(cfg)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from jaxseeker.synthesis import reader, thoughts
@@ -34,20 +34,27 @@ def join(*parts: str) -> str:
 class Actor:
     """The tool moves of an agent program, with a memory of what the observations showed."""
 
-    def __init__(self, rng: random.Random, link_rate: float, snippet_rate: float = 0.0):
+    def __init__(self, rng: random.Random, link_rate: float, snippet_rate: float = 0.0, slip_rate: float = 0.0,
+                 slips: Callable[[str], Sequence[str]] | None = None):
         self.rng, self.link_rate, self.snippet_rate = rng, link_rate, snippet_rate
+        self.slip_rate, self.slips = slip_rate, slips
+        self.untrained: list[str] = []  # turns written as a policy's mistake, to keep out of the SFT loss
         self.urls: dict[str, str] = {}
         self.pages: dict[str, reader.SeenPage] = {}
         self.hits: dict[str, reader.SeenHit] = {}
 
-    def act(self, thought: str, tool: str, arguments: dict) -> Turns:
-        """One tool call; returns the bodies of the observation's tool responses."""
-        observation = yield turn_text(thought, call=(tool, arguments))
+    def act(self, thought: str, tool: str, arguments: dict, *, trained: bool = True) -> Turns:
+        """One tool call; returns the bodies of the observation's tool responses. `trained=False`: the turn is a
+        mistake shown for the recovery after it (listed in `untrained`)."""
+        text = turn_text(thought, call=(tool, arguments))
+        if not trained:
+            self.untrained.append(text)
+        observation = yield text
         return reader.tool_responses(observation)
 
-    def search(self, thought: str, queries: list[str]) -> Turns:
+    def search(self, thought: str, queries: list[str], *, trained: bool = True) -> Turns:
         """A search call; remembers the hits and their urls."""
-        bodies = yield from self.act(thought, "search", {"query": queries})
+        bodies = yield from self.act(thought, "search", {"query": queries}, trained=trained)
         results = reader.parse_search(bodies[0])
         for result in results:
             for hit in result.hits:
@@ -78,7 +85,8 @@ class Actor:
             pages = yield from self.visit(join(lead, action), [self.urls[name]], goal)
             return next((p for p in pages if p.title == name), None)
         action = "" if brief and lead else thoughts.search_name(self.rng, name)
-        results = yield from self.search(join(lead, action), [name])
+        lead = yield from self.slip(name, join(lead, action))
+        results = yield from self.search(lead, [name])
         hit = next((h for r in results for h in r.hits if h.title == name), None)
         if hit is None:
             results = yield from self.search(thoughts.retry_search(self.rng, name), [f"{name} {noun}".strip()])
@@ -89,6 +97,17 @@ class Actor:
             return reader.SeenPage(hit.title, hit.url, hit.snippet, {})
         pages = yield from self.visit(thoughts.open_hit(self.rng, name, hit.rank, goal), [hit.url], goal)
         return next((p for p in pages if p.title == name), None)
+
+    def slip(self, name: str, thought: str) -> Turns:
+        """At `slip_rate`: the small policy's commonest mistake and its recovery. The thought names `name`, the query
+        miscopies it (another name from `slips`, untrained), and the next thought sees the results are about
+        something else; returns the thought for the right search (`thought` itself when there is no slip)."""
+        options = list(self.slips(name)) if self.slips is not None and self.slip_rate else []
+        if not options or self.rng.random() >= self.slip_rate:
+            return thought
+        wrong = self.rng.choice(options)
+        results = yield from self.search(thought, [wrong], trained=False)
+        return thoughts.slipped(self.rng, name, wrong, [h.title for r in results for h in r.hits])
 
     def open_many(self, names: list[str], goal: str, lead: str) -> Turns:
         """The pages of several names in one visit (urls from what was seen, else one search for them all)."""

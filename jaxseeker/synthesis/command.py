@@ -47,7 +47,7 @@ def _llm(args: argparse.Namespace) -> LLMClient:
 
 def _teacher(args: argparse.Namespace, world: World) -> Any:
     if args.teacher == "expert":
-        config = ExpertConfig(detour_rate=args.detour_rate)
+        config = ExpertConfig(detour_rate=args.detour_rate, slip_rate=args.slip_rate)
         multi = reflection.ReflectionConfig(mix_ratio=args.mix_ratio).multi_share
         return ExpertTeacher(world, config, submit=args.mode == "reflection",
                              wrong_first_rate=multi if args.mode == "reflection" else 0.0)
@@ -109,8 +109,10 @@ def _trajectories(args: argparse.Namespace) -> int:
     elif args.mode == "denoised":
         summarize = llm_summarizer(_llm(args)) if args.summarizer == "llm" else extractive_summary
         teacher = DenoisedTeacher(teacher, summarize)
-    transform = None
+    transform = teacher.weigh if isinstance(teacher, ExpertTeacher) else None  # slipped turns out of the loss
     if args.short_cot:
+        if args.slip_rate:
+            raise SystemExit("--slip-rate cannot be combined with --short-cot (the rewrite would train the slips)")
         transform = shortcot.short_cot(shortcot.llm_rewriter(_llm(args)) if args.base_url else None, tokenizer)
     stages = _stages(args, judge)
     records, stats = synthesize(teacher, tokenizer, source, questions, stages, tries=args.tries, config=config,
@@ -168,6 +170,8 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     p.add_argument("--temperature", type=float, default=None)
     p.add_argument("--summarizer", choices=("extractive", "llm"), default="extractive", help="denoised mode")
     p.add_argument("--detour-rate", type=float, default=0.25, help="expert: detours per chance")
+    p.add_argument("--slip-rate", type=float, default=0.0,
+                   help="expert: searches that miscopy the name (weight 0), then the right search, per chance")
     p.add_argument("--n-max", type=int, default=3, help="reflection: submissions per episode")
     p.add_argument("--k-verify", type=int, default=3, help="reflection: verifier samples per proposal (Ψ)")
     p.add_argument("--mix-ratio", type=float, default=1.5, help="reflection: single-shot : multi-round")

@@ -54,9 +54,10 @@ class ExpertConfig:
     batch: int = 4  # pages opened per visit call when checking candidates
     max_checks: int = 40  # candidate pages checked for one count before giving up
     snippet_rate: float = 0.0  # answer from a search snippet that already shows the answer, without a visit
+    slip_rate: float = 0.0  # a search that miscopies the name (untrained), then the recovery (`Actor.slip`)
 
     def __post_init__(self) -> None:
-        for name in ("detour_rate", "empty_share", "link_rate", "batch_rate", "snippet_rate"):
+        for name in ("detour_rate", "empty_share", "link_rate", "batch_rate", "snippet_rate", "slip_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"ExpertConfig.{name} must be in [0, 1], got {getattr(self, name)}")
         if self.batch < 2 or self.max_checks < 1:
@@ -71,6 +72,7 @@ class Knowledge:
     peek: Callable[[str], str | None]  # name → page text (to choose which wrong candidate to try)
     titles: Callable[[str], Sequence[str]]  # query → titles the search tool would list
     kind: Callable[[str], str | None]  # name → entity type
+    slips: Callable[[str], Sequence[str]] = lambda name: ()  # name → names a hasty copy of it might give instead
 
 
 def judge_page(text: str, name: str, found: Sequence[Clue]) -> tuple[bool | None, str, str]:
@@ -96,7 +98,7 @@ class ExpertRun(Actor):
 
     def __init__(self, plan: Plan, knowledge: Knowledge, config: ExpertConfig, rng: random.Random, question: str,
                  *, submit: bool = False, wrong_first: bool = False):
-        super().__init__(rng, config.link_rate, config.snippet_rate)
+        super().__init__(rng, config.link_rate, config.snippet_rate, config.slip_rate, knowledge.slips)
         self.plan, self.know, self.cfg, self.question = plan, knowledge, config, question
         self.submit, self.wrong_first = submit, wrong_first
         self.named = {i: knowledge.name(plan.binding[i]) for i in plan.anchors}

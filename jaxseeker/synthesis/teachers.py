@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
 from jaxseeker.agent.command import make_engine
-from jaxseeker.agent.episode import Question
+from jaxseeker.agent.episode import Episode, Question
 from jaxseeker.data.chat import IM_END
 from jaxseeker.generation import SamplingConfig
 from jaxseeker.synthesis.expert import ExpertConfig, ExpertRun, Knowledge
@@ -80,7 +80,24 @@ def world_knowledge(world: World, top_k: int = 5) -> Knowledge:
         i = by_name.get(name)
         return world.entity(i).type if i is not None else None
 
-    return Knowledge(name=lambda i: world.entity(i).name, peek=peek, titles=titles, kind=kind)
+    def look(name: str) -> tuple[str | None, str, str, int]:
+        """What a miscopy of `name` keeps: its type, first letter, parenthesised qualifier and word count."""
+        head, _, qualifier = name.partition(" (")
+        return kind(name), name[:1], qualifier, len(head.split())
+
+    alike: dict[tuple, list[str]] = {}
+    for name in by_name:
+        alike.setdefault(look(name), []).append(name)
+
+    @functools.lru_cache(maxsize=65536)
+    def slips(name: str) -> tuple[str, ...]:
+        # The policy's miscopies are other names it has seen, of the same kind and look (`Lewisville (Illinois,
+        # US)` for `Lawrenceville (Illinois, US)`); kept only when their search does not list `name`.
+        others = [n for n in alike.get(look(name), ()) if n != name]
+        picked = random.Random(name).sample(others, min(8, len(others)))
+        return tuple(n for n in picked if name not in titles(n))
+
+    return Knowledge(name=lambda i: world.entity(i).name, peek=peek, titles=titles, kind=kind, slips=slips)
 
 
 class _ExpertWriter:
@@ -111,6 +128,7 @@ class _ExpertWriter:
         wrong_first = t.submit and rng.random() < t.wrong_first_rate
         run = ExpertRun(make_plan(question.meta), t.knowledge, t.config, rng, text, submit=t.submit,
                         wrong_first=wrong_first)
+        t.untrained[text] = run.untrained
         return run.program()
 
     def release(self, request_id: str) -> None:
@@ -132,6 +150,7 @@ class ExpertTeacher(TextTeacher):
         self.world, self.config, self.submit = world, config, submit
         self.wrong_first_rate, self.slots = wrong_first_rate, slots
         self.knowledge = world_knowledge(world)
+        self.untrained: dict[str, list[str]] = {}  # question → turns of its latest run written as mistakes
 
     def writer(self, questions: Sequence[Question], seed: int) -> TurnWriter:
         """The expert's turns for these questions (each needs the QA record's evidence in its meta)."""
@@ -141,6 +160,16 @@ class ExpertTeacher(TextTeacher):
             except ValueError as exc:
                 raise ValueError(f"questions[{i}] ({q.question[:60]!r}): {exc}") from None
         return _ExpertWriter(self, questions, seed)
+
+
+    def weigh(self, episode: Episode) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """A `synthesize` transform: the episode's messages with `"weight": 0` on the turns its run wrote as
+        mistakes (`ExpertConfig.slip_rate`), so SFT shows the recovery without training the mistake."""
+        slips = {turn.strip() for turn in self.untrained.get(episode.question, ())}
+        messages = [dict(m, weight=0) if m["role"] == "assistant" and m["content"].strip() in slips else dict(m)
+                    for m in episode.messages]
+        n = sum(m.get("weight") == 0 for m in messages)
+        return messages, ({"untrained_turns": n} if n else {})
 
 
 def clean_turn(text: str) -> str:

@@ -85,6 +85,15 @@ def retry_search(rng: random.Random, name: str) -> str:
     ), n=name)
 
 
+def slipped(rng: random.Random, name: str, query: str, titles: Sequence[str]) -> str:
+    """Why a name is searched again after a query that miscopied it."""
+    shown = preview(titles) if titles else "nothing"
+    return pick(rng, (
+        "The results show {t}, not {n}: my query said {q}. Search {n} exactly.",
+        "I searched {q} instead of {n}; the results ({t}) are about something else. Search {n}.",
+    ), n=name, q=query, t=shown)
+
+
 def open_hit(rng: random.Random, name: str, rank: int, goal: str) -> str:
     """Why a search hit is visited."""
     return pick(rng, (

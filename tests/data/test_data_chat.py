@@ -103,3 +103,15 @@ def test_a_template_that_rewrites_history_is_an_error():
     tok = train_tokenizer(sentences(50), 400, chat_template=counting)
     with pytest.raises(ValueError, match="prefix-stable"):
         tokenize_chat(webdancer_messages()[1:], tok)
+
+
+def test_an_assistant_turn_with_weight_0_is_context_not_loss(tokenizer):
+    weighted = webdancer_messages()
+    second = next(i for i, m in enumerate(weighted) if m["role"] == "assistant" and m["content"] == ASSISTANT_2)
+    weighted[second] = {**weighted[second], "weight": 0}
+    ids, mask = tokenize_chat(weighted, tokenizer)
+    plain_ids, plain_mask = tokenize_chat(webdancer_messages(), tokenizer)
+    assert ids.tolist() == plain_ids.tolist()  # the turn is still in the context
+    runs = _runs(mask)
+    assert len(runs) == 2 and runs == [r for i, r in enumerate(_runs(plain_mask)) if i != 1]
+    assert mask.sum() == plain_mask.sum() - len(_encode(tokenizer, ASSISTANT_2)) - 1

@@ -24,6 +24,17 @@ def test_other_keys_are_kept_and_source_is_recorded(write_jsonl):
     assert record.source == f"{path}:1"
 
 
+def test_weight_0_marks_an_untrained_assistant_turn():
+    messages = webdancer_messages()
+    messages[2] = {**messages[2], "weight": 0}
+    normal = normalize_messages(messages)
+    assert normal[2]["weight"] == 0 and normalize_messages(normal) == normal
+    assert "weight" not in normalize_messages([*messages[:2], {**messages[2], "weight": 1}])[2]
+    for bad in ({**messages[1], "weight": 0}, {**messages[2], "weight": 0.5}, {**messages[2], "weight": True}):
+        with pytest.raises(ValueError, match=r"messages\[\d\]: 'weight' must be 0 or 1 on an assistant message"):
+            normalize_messages([messages[0], bad] if bad["role"] == "user" else [*messages[:2], bad])
+
+
 def test_prompt_completion_records():
     record = parse_record({"prompt": "Capital of France?", "completion": "<answer>Paris</answer>", "k": 1})
     assert list(record.messages) == [

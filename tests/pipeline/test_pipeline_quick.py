@@ -1,5 +1,6 @@
 """`jaxseeker pipeline --quick` end to end on the synthetic world, then resumed with every stage reused."""
 
+import dataclasses
 import json
 
 import pytest
@@ -14,6 +15,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     report = run_pipeline(cfg, tmp_path, progress=False)
     assert report["qa"]["test"] == cfg.qa.n_test and report["qa"]["train"] > 0
     assert report["expert"]["trajectories"] > 0.5 * report["qa"]["train"]
+    assert report["expert"]["untrained_turns"] > 0  # slipped searches, kept in the context out of the loss
     assert report["warmup"]["final_loss"] is not None and report["sft"]["final_loss"] is not None
     exported = json.loads((tmp_path / "rl" / "hf" / "config.json").read_text())
     assert exported["rope_theta"] == cfg.policy.rope_theta == 10_000.0  # the policy's shape reaches the export
@@ -28,6 +30,9 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in markdown
     again = run_pipeline(cfg, tmp_path, progress=False)
     assert set(again["reused_stages"]) >= {"qa", "tokenizer", "expert", "warmup", "sft", "eval_sft"}
+    sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9))
+    resampled = run_pipeline(sampled, tmp_path, progress=False)  # only the evals depend on their sampling
+    assert set(resampled["reused_stages"]) == {"qa", "expert", "tokenizer", "warmup", "sft", "rl"}
 
 
 def test_split_keeps_test_entities_out_of_training():
@@ -50,6 +55,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"qa": {"e2hqa_rounds": [2, 1]}})
     with pytest.raises(RecipeError, match="eval: eval.prompt must be 'full' or 'compact', got 'short'"):
         pipeline_config({"eval": {"prompt": "short"}})
+    with pytest.raises(RecipeError, match=r"eval.temperature must be >= 0 and eval.top_p in \(0, 1\], got 0.5 and 0.0"):
+        pipeline_config({"eval": {"temperature": 0.5, "top_p": 0.0}})
     with pytest.raises(RecipeError, match=r"policy.tokenizer_split must be one of \['names', 'numbers', 'qwen2'\], got 'bpe'"):
         pipeline_config({"policy": {"tokenizer_split": "bpe"}})
     with pytest.raises(RecipeError, match=r"policy.copy_warmup_layers must lie in \[0, num_layers=4\], got 6"):

@@ -48,3 +48,8 @@ def test_synth_trajectories_then_report(tmp_path, traj_world, traj_tokenizer, ca
     for line in sailor.read_text().splitlines():
         assert json.loads(line)["provenance"]["tool_calls"] > 3
     assert "rft" in capsys.readouterr().out
+
+    slipped = tmp_path / "slips.jsonl"
+    assert run("trajectories", *common, "--out", str(slipped), "--slip-rate", "1", "--levels", "1,2") == 0
+    weighted = [t for t in read_trajectories(slipped) if any(m.get("weight") == 0 for m in t.messages)]
+    assert weighted and all(t.meta["provenance"]["untrained_turns"] >= 1 for t in weighted)

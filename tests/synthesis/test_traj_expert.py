@@ -98,3 +98,27 @@ def test_expert_answers_from_a_snippet_that_shows_the_answer(traj_world, traj_re
         observations = "".join(m["content"] for m in r["messages"] if m["role"] == "user")
         quoted = re.search(r"“(.*?)”", r["messages"][-1]["content"]).group(1)
         assert quoted in observations  # the final thought quotes the snippet it answered from
+
+
+def test_slips_show_a_miscopied_search_out_of_the_loss_then_the_right_one(traj_world, traj_registry, traj_tokenizer,
+                                                                        traj_questions):
+    teacher = ExpertTeacher(traj_world, ExpertConfig(detour_rate=0.0, slip_rate=1.0, link_rate=0.0))
+    records, _ = synthesize(teacher, traj_tokenizer, traj_registry, traj_questions[:40], webdancer_funnel(), tries=1,
+                            config=LOOP, transform=teacher.weigh, progress=False)
+    assert len(records) >= 0.8 * 40  # a slip costs a turn, not the episode
+    slipped = [r for r in records if r["provenance"].get("untrained_turns")]
+    assert len(slipped) >= len(records) // 2
+    for r in slipped:
+        turns = r["messages"]
+        for i, m in enumerate(turns):
+            if m.get("weight") != 0:
+                continue
+            assert m["role"] == "assistant"
+            [wrong] = _calls(m)[0]["arguments"]["query"]
+            recovery = turns[i + 2]
+            [meant] = _calls(recovery)[0]["arguments"]["query"]  # the right search follows, trained
+            assert "weight" not in recovery and meant != wrong
+            assert meant in m["content"].split("</think>")[0]  # the slipped turn's thought named the right entity
+            assert f"] {meant}\n" not in turns[i + 1]["content"]  # the results do not list its page
+            assert f"not {meant}" in recovery["content"] or f"instead of {meant}" in recovery["content"]
+        assert sum(m.get("weight") == 0 for m in turns) == r["provenance"]["untrained_turns"]
