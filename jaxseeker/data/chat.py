@@ -66,14 +66,19 @@ def _encode(tokenizer: Any, text: str) -> tuple[np.ndarray, np.ndarray]:
     return ids, offsets
 
 
-def assistant_spans(messages: Sequence[Mapping[str, Any]], tokenizer: Any = None) -> tuple[str, list[tuple[int, int]]]:
-    """The full rendering and the ``[start, end)`` character span of every trained assistant turn (content + end
-    token; a turn with ``"weight": 0`` is context only)."""
+CONTEXT, TRAINED, UNTRAINED = 0, 1, 2  # token roles: context, an assistant turn, an assistant turn with weight 0
+
+
+def assistant_spans(
+    messages: Sequence[Mapping[str, Any]], tokenizer: Any = None
+) -> tuple[str, list[tuple[int, int, int]]]:
+    """The full rendering and, for every assistant turn, its ``[start, end)`` character span (content + end token)
+    and role: ``TRAINED``, or ``UNTRAINED`` for a turn with ``"weight": 0``."""
     msgs = normalize_messages(messages, require_assistant=False)
     full = _render(msgs, tokenizer, add_generation_prompt=False)
     spans = []
     for i, message in enumerate(msgs):
-        if message["role"] != "assistant" or message.get("weight") == 0:
+        if message["role"] != "assistant":
             continue
         prompt = _render(msgs[:i], tokenizer, add_generation_prompt=True)
         upto = _render(msgs[: i + 1], tokenizer, add_generation_prompt=False)
@@ -85,17 +90,18 @@ def assistant_spans(messages: Sequence[Mapping[str, Any]], tokenizer: Any = None
         end = upto.rfind(IM_END, len(prompt))
         if end < 0:
             raise ValueError(f"messages[{i}]: the rendered assistant turn has no {IM_END}")
-        spans.append((len(prompt), end + len(IM_END)))
+        spans.append((len(prompt), end + len(IM_END), UNTRAINED if message.get("weight") == 0 else TRAINED))
     return full, spans
 
 
-def tokenize_chat(messages: Sequence[Mapping[str, Any]], tokenizer: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids and loss mask (np.int32, same length) of a conversation; mask 1 on assistant turns only."""
+def token_roles(messages: Sequence[Mapping[str, Any]], tokenizer: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids and each token's role (np.int32, same length): ``CONTEXT``, ``TRAINED`` (an assistant turn) or
+    ``UNTRAINED`` (an assistant turn with ``"weight": 0``)."""
     full, spans = assistant_spans(messages, tokenizer)
     ids, offsets = _encode(tokenizer, full)  # [tokens], [tokens, 2]
-    loss_mask = np.zeros(ids.shape, dtype=np.int32)  # [tokens]
+    roles = np.full(ids.shape, CONTEXT, dtype=np.int32)  # [tokens]
     starts, ends = offsets[:, 0], offsets[:, 1]
-    for start, end in spans:
+    for start, end, role in spans:
         inside = (starts >= start) & (ends <= end)
         overlaps = (starts < end) & (ends > start)
         if np.any(overlaps & ~inside):
@@ -104,8 +110,14 @@ def tokenize_chat(messages: Sequence[Mapping[str, Any]], tokenizer: Any) -> tupl
                 f"token {bad} ({full[starts[bad]:ends[bad]]!r}) straddles the edge of an assistant turn at "
                 f"characters [{start}, {end}); strip leading/trailing whitespace from the assistant content"
             )
-        loss_mask[inside] = 1
-    return ids, loss_mask
+        roles[inside] = role
+    return ids, roles
+
+
+def tokenize_chat(messages: Sequence[Mapping[str, Any]], tokenizer: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids and loss mask (np.int32, same length) of a conversation; mask 1 on trained assistant turns only."""
+    ids, roles = token_roles(messages, tokenizer)
+    return ids, (roles == TRAINED).astype(np.int32)
 
 
 def render_generation_prompt(messages: Sequence[Mapping[str, Any]], tokenizer: Any) -> np.ndarray:

@@ -2,7 +2,7 @@
 
     source (JSONL records or an ArrayRecord dataset, random access)
       → this process's shard [process_index::process_count] → shuffle(seed), reshuffled each epoch
-      → (permute_digits) → tokenize_chat + shift → drop / truncate → first-fit packing → batches of [rows, seq]
+      → (permute_digits) → token_roles + shift → drop / truncate → first-fit packing → batches of [rows, seq]
 
 Everything is a grain dataset, so the iterator of ``batch_iterator`` has ``get_state()`` /
 ``set_state()``: saved with a checkpoint, it makes a resumed run see exactly the batches it would
@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 from jaxseeker.data.arrayrecord import is_arrayrecord_dir, open_arrayrecord
-from jaxseeker.data.chat import tokenize_chat
+from jaxseeker.data.chat import TRAINED, UNTRAINED, token_roles
 from jaxseeker.data.counterfactual import permute_digits
 from jaxseeker.data.packing import OVER_LENGTH_POLICIES, ROW_KEYS, pack_rows, shift_example
 from jaxseeker.data.records import Trajectory, read_trajectories
@@ -115,13 +115,16 @@ def tokenized_dataset(
     def tokenize(record: Trajectory, rng: np.random.Generator | None = None) -> dict[str, np.ndarray] | None:
         messages = record.messages if rng is None else permute_digits(record.messages, rng)
         try:
-            ids, mask = tokenize_chat(messages, tokenizer)
+            ids, roles = token_roles(messages, tokenizer)
         except ValueError as e:
             if config.skip_bad_lines:
                 return None
             raise ValueError(f"{record.source}: {e}") from e
-        if config.context_weight:
-            mask = np.where(np.asarray(mask) > 0, 1.0, config.context_weight).astype(np.float32)
+        if config.context_weight:  # untrained assistant turns (weight 0) get no context loss either
+            mask = np.select([roles == TRAINED, roles == UNTRAINED], [1.0, 0.0], config.context_weight)
+            mask = mask.astype(np.float32)
+        else:
+            mask = (roles == TRAINED).astype(np.int32)
         return shift_example(ids, mask)
 
     # random_map seeds each element's generator from (seed, position in the repeated dataset): a fresh

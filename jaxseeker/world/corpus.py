@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 from collections.abc import Iterable, Sequence
 
@@ -51,6 +52,7 @@ class Corpus:
         # XLA backend before a multi-host program can call `jax.distributed.initialize()`.
         import bm25s
 
+        logging.getLogger("bm25s").setLevel(logging.WARNING)  # it sets DEBUG and logs every index build
         self._bm25s = bm25s
         self._retriever = bm25s.BM25()
         self._retriever.index(

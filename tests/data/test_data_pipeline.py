@@ -9,7 +9,9 @@ import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxseeker.data import DataConfig, BadLineError, batch_iterator, open_source, place_on_mesh, tokenize_chat
+from jaxseeker.data.chat import token_roles
 from jaxseeker.data.pipeline import tokenized_dataset
+from jaxseeker.data.records import parse_record
 
 from .samples import make_records
 
@@ -130,6 +132,20 @@ def test_context_weight_trains_the_other_tokens_at_that_weight(source, qwen_toke
     assert all((b["loss_mask"][b["segment_ids"] == 0] == 0).all() for b in batches)  # padding stays untrained
     with pytest.raises(ValueError, match=r"data.context_weight=1.5 must be in \[0, 1\]"):
         DataConfig(context_weight=1.5)
+
+
+def test_a_weight_0_turn_gets_no_loss_even_with_context_weight(qwen_tokenizer):
+    slip = '<tool_call>{"name": "search", "arguments": {"query": "Lyons"}}</tool_call>'
+    messages = [{"role": "user", "content": "Where is Lyon?"}, {"role": "assistant", "content": slip, "weight": 0},
+                {"role": "user", "content": "<tool_response>\nNo results for 'Lyons'.\n</tool_response>"},
+                {"role": "assistant", "content": "<answer>France</answer>"}]
+    record = parse_record({"messages": messages})
+    config = DataConfig(seq_len=128, batch_size=1, shuffle=False, num_epochs=1, context_weight=0.25)
+    [batch] = list(batch_iterator([record], qwen_tokenizer, config, process_index=0, process_count=1))
+    ids, roles = token_roles(record.messages, qwen_tokenizer)
+    weights = batch["loss_mask"][0][batch["segment_ids"][0] == 1]  # [tokens - 1], for targets ids[1:]
+    np.testing.assert_array_equal(weights, np.select([roles[1:] == 1, roles[1:] == 2], [1.0, 0.0], 0.25))
+    assert (roles == 2).sum() > 10 and (weights == 0).sum() == (roles[1:] == 2).sum()
 
 
 def test_permute_digits_relabels_each_draw_and_replays_on_resume(tmp_path, qwen_tokenizer):
