@@ -7,10 +7,8 @@ returned (`reader`) and copies every name and value it uses from those observati
 observations do not show what it needs, it gives up (and the trajectory fails the correctness
 filter). It checks candidates against the question's clues — one at a time or several pages in one
 visit — and makes realistic detours at `detour_rate`: a descriptive first search that finds nothing
-useful, and a wrong candidate opened and rejected for a clue its page contradicts. At `slip_rate` it makes the
-small policy's commonest mistake, a search for another name than the one its thought names, and recovers from
-it; that turn carries `"weight": 0` in the record (`ExpertTeacher.weigh`), so SFT shows the recovery without
-training the mistake.
+useful, and a wrong candidate opened and rejected for a clue its page contradicts. At `slip_rate` it searches a
+lookalike name, then recovers (`Actor.slip`; that turn gets `"weight": 0`, so SFT does not train the mistake).
 
 In submit mode (WebSeer self-reflection) it proposes answers with `answer_submit`, on purpose a
 wrong one first when `wrong_first`, reads the verifier's verdict, reflects, and ends with the

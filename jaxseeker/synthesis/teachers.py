@@ -85,15 +85,18 @@ def world_knowledge(world: World, top_k: int = 5) -> Knowledge:
         head, _, qualifier = name.partition(" (")
         return kind(name), name[:1], qualifier, len(head.split())
 
-    alike: dict[tuple, list[str]] = {}
-    for name in by_name:
-        alike.setdefault(look(name), []).append(name)
+    @functools.cache
+    def lookalikes() -> dict[tuple, list[str]]:
+        alike: dict[tuple, list[str]] = {}
+        for name in by_name:
+            alike.setdefault(look(name), []).append(name)
+        return alike
 
     @functools.lru_cache(maxsize=65536)
     def slips(name: str) -> tuple[str, ...]:
         # The policy's miscopies are other names it has seen, of the same kind and look (`Lewisville (Illinois,
         # US)` for `Lawrenceville (Illinois, US)`); kept only when their search does not list `name`.
-        others = [n for n in alike.get(look(name), ()) if n != name]
+        others = [n for n in lookalikes().get(look(name), ()) if n != name]
         picked = random.Random(name).sample(others, min(8, len(others)))
         return tuple(n for n in picked if name not in titles(n))
 
