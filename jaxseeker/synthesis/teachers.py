@@ -164,7 +164,6 @@ class ExpertTeacher(TextTeacher):
                 raise ValueError(f"questions[{i}] ({q.question[:60]!r}): {exc}") from None
         return _ExpertWriter(self, questions, seed)
 
-
     def weigh(self, episode: Episode) -> tuple[list[dict[str, Any]], dict[str, int]]:
         """A `synthesize` transform: the episode's messages with `"weight": 0` on the turns its run wrote as
         mistakes (`ExpertConfig.slip_rate`), so SFT shows the recovery without training the mistake."""
