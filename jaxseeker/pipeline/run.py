@@ -106,7 +106,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
                                      max_tokens_per_turn=2 * cfg.eval.max_tokens_per_turn)
         records, stats = synthesize(teacher, first, registry, _questions(_jsonl(qa_dir / "train.jsonl")),
                                     filters.webdancer_funnel(), tries=cfg.expert.tries, config=limits,
-                                    seed=cfg.expert.seed, transform=teacher.weigh, progress=progress)
+                                    seed=e.seed, transform=teacher.weigh, progress=progress)
         write_records(out / "trajectories.jsonl", records)
         return {"trajectories": len(records), "questions": stats.questions, "episodes": stats.episodes,
                 "untrained_turns": sum(r["provenance"].get("untrained_turns", 0) for r in records)}
