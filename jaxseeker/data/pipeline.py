@@ -2,7 +2,8 @@
 
     source (JSONL records or an ArrayRecord dataset, random access)
       → this process's shard [process_index::process_count] → shuffle(seed), reshuffled each epoch
-      → (permute_digits) → token_roles + shift → drop / truncate → first-fit packing → batches of [rows, seq]
+      → (permute_names, permute_digits) → token_roles + shift → drop / truncate → first-fit packing
+      → batches of [rows, seq]
 
 Everything is a grain dataset, so the iterator of ``batch_iterator`` has ``get_state()`` /
 ``set_state()``: saved with a checkpoint, it makes a resumed run see exactly the batches it would
@@ -22,9 +23,9 @@ import numpy as np
 
 from jaxseeker.data.arrayrecord import is_arrayrecord_dir, open_arrayrecord
 from jaxseeker.data.chat import TRAINED, UNTRAINED, token_roles
-from jaxseeker.data.counterfactual import permute_digits
+from jaxseeker.data.counterfactual import NamePool, permute_digits, permute_names
 from jaxseeker.data.packing import OVER_LENGTH_POLICIES, ROW_KEYS, pack_rows, shift_example
-from jaxseeker.data.records import Trajectory, read_trajectories
+from jaxseeker.data.records import Message, Trajectory, read_trajectories
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +49,10 @@ class DataConfig:
     # fact's number cannot be memorised, it has to be copied from the observation. For agent data whose
     # numbers are read, not computed.
     permute_digits: bool = False
+    # A name pool file (`group<TAB>name` lines, data.counterfactual.NamePool): each draw of a trajectory renames
+    # the names it searches for that are in the pool to other names of their group, so a name has to be copied,
+    # not remembered. Empty: off. Keep the evaluation's entities out of the pool.
+    name_pool: str = ""
 
     def __post_init__(self) -> None:
         if self.over_length not in OVER_LENGTH_POLICIES:
@@ -111,9 +116,15 @@ def tokenized_dataset(
     if config.shuffle:
         ds = ds.shuffle(seed=config.seed)
     ds = ds.repeat(config.num_epochs)
+    pool = NamePool.read(config.name_pool) if config.name_pool else None
+
+    def relabel(messages: Sequence[Message], rng: np.random.Generator) -> Sequence[Message]:
+        if pool is not None:
+            messages = permute_names(messages, rng, pool)
+        return permute_digits(messages, rng) if config.permute_digits else messages
 
     def tokenize(record: Trajectory, rng: np.random.Generator | None = None) -> dict[str, np.ndarray] | None:
-        messages = record.messages if rng is None else permute_digits(record.messages, rng)
+        messages = record.messages if rng is None else relabel(record.messages, rng)
         try:
             ids, roles = token_roles(messages, tokenizer)
         except ValueError as e:
@@ -128,8 +139,9 @@ def tokenized_dataset(
         return shift_example(ids, mask)
 
     # random_map seeds each element's generator from (seed, position in the repeated dataset): a fresh
-    # permutation every epoch, and the same one again when a resumed run replays that position.
-    return ds.random_map(tokenize, seed=config.seed) if config.permute_digits else ds.map(tokenize)
+    # relabelling every epoch, and the same one again when a resumed run replays that position.
+    relabelled = config.permute_digits or pool is not None
+    return ds.random_map(tokenize, seed=config.seed) if relabelled else ds.map(tokenize)
 
 
 def batch_dataset(

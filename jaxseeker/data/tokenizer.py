@@ -12,6 +12,9 @@ tokens), so an entity name is the same token sequence in a question, a tool call
 It costs one token per capitalised word after a space (+9% on the demo's trajectories). The ``numbers`` split
 keeps that and cuts numbers into groups of three digits from the right, each group one token (1,110 of the
 vocabulary): a small policy copies `430` in one step instead of three, where digit-by-digit copies slip by one.
+``drop_thousands_separators`` removes the comma between digit groups in the normalizer (`4,427` reads as
+`4427`): a lossy choice, made for a small policy whose quotes of `4,427` broke off at the comma (a token that
+also follows every name qualifier such as `(Illinois, US)`), and which answers `4427` in any case.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ NAMES_SPLIT = (
 # groups are the same with or without thousands separators.
 NUMBERS_SPLIT = NAMES_SPLIT.replace(r"|\p{N}|", r"|\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N}))|")
 SPLITS = {"qwen2": QWEN2_SPLIT, "names": NAMES_SPLIT, "numbers": NUMBERS_SPLIT}
+THOUSANDS_SEPARATOR = r"(?<=\d),(?=\d{3}(?!\d))"  # the comma of `4,427` and both of `1,234,567`
 # Every 1-3 digit group as a word, repeated so that BPE makes each one token (the `numbers` split's 1,110 tokens).
 _DIGIT_GROUPS = " ".join([str(d) for d in range(10)] + [f"{d:02d}" for d in range(100)] + [f"{d:03d}" for d in range(1000)])
 _DIGIT_GROUP_REPEATS = 300
@@ -86,12 +90,14 @@ def train_tokenizer(
     *,
     chat_template: bool | str = True,
     split: str = "qwen2",
+    drop_thousands_separators: bool = False,
 ) -> PreTrainedTokenizerFast:
     """Trains a byte-level BPE tokenizer with the agent's special tokens; saves it to ``out_dir`` if given.
 
     ``split``: the pre-tokenizer pattern, ``"qwen2"`` (Qwen2's), ``"names"`` (capitalised words never take
     a leading character; see the module docstring) or ``"numbers"`` (names, and every digit group of up to three
-    from the right is one token).
+    from the right is one token). ``drop_thousands_separators``: the normalizer deletes the comma between digit
+    groups, so `4,427` in a page and `4427` in an answer are the same tokens (decoding does not restore it).
 
     ``chat_template``: True for the Qwen-style template, a Jinja string for a custom one, False for
     none (rendering then falls back to built-in chatml). ``eos_token`` is ``<|im_end|>`` (the
@@ -104,6 +110,8 @@ def train_tokenizer(
         raise ValueError(f"vocab_size={vocab_size} must be at least {min_size} (256 bytes + special tokens)")
     core = Tokenizer(models.BPE())
     core.normalizer = normalizers.NFC()
+    if drop_thousands_separators:
+        core.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Replace(Regex(THOUSANDS_SEPARATOR), "")])
     core.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(SPLITS[split]), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),

@@ -102,7 +102,9 @@ class PolicyStage:
     lr: float = 2.5e-3
     context_weight: float = 0.0  # SFT loss weight of the tokens the agent did not write (data.context_weight)
     permute_digits: bool = False  # a fresh digit permutation per drawn trajectory (data.permute_digits)
+    permute_names: bool = False  # searched names renamed per draw from the world's non-test names (data.name_pool)
     tokenizer_split: str = "qwen2"  # pre-tokenizer: "qwen2", or "names" (a name tokenises alike everywhere)
+    drop_thousands_separators: bool = False  # the tokenizer reads `4,427` as `4427` (data.train_tokenizer)
     copy_warmup_steps: int = 0  # copy-task steps from random init before the agent SFT (train.copy_warmup); 0: none
     copy_warmup_target_loss: float = 0.0  # the warm-up stops early once its 50-step mean copy loss is below this
     copy_warmup_layers: int = 0  # warm up this many layers, then stack zero-output layers up to num_layers; 0: all
@@ -185,7 +187,8 @@ QUICK = {
                "head_dim": 32, "intermediate_size": 128, "seq_len": 2048, "batch_size": 2, "steps": 12,
                "rope_theta": 10_000.0, "copy_warmup_steps": 4, "copy_warmup_target_loss": 1.0,
                "copy_warmup_layers": 1, "copy_warmup_digit_rate": 0.5,
-               "copy_warmup_gap": 16, "permute_digits": True},
+               "copy_warmup_gap": 16, "permute_digits": True, "permute_names": True,
+               "drop_thousands_separators": True},
     "eval": {"k": 2, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
     "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4},
 }

@@ -34,7 +34,7 @@ from jaxseeker.train.copy_warmup import digit_ids, ordinary_ids, run_copy_warmup
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.rl import run_rl
 from jaxseeker.train.sft import run_sft
-from jaxseeker.world import build_world
+from jaxseeker.world import World, build_world
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -47,6 +47,14 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
 
 def _questions(records: list[dict]) -> list[Question]:
     return [Question(r["question"], r["answer"], {k: v for k, v in r.items() if k not in ("question", "answer")}) for r in records]
+
+
+def _write_name_pool(world: World, held_out: list[Path], path: Path) -> str:
+    """Writes `type<TAB>name` for every entity of `world` that no question of the `held_out` files is about."""
+    kept_apart = {i for f in held_out for r in _jsonl(f) for i in r.get("meta", {}).get("entities", ())}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{e.type}\t{e.name}\n" for i, e in world.entities.items() if i not in kept_apart))
+    return str(path)
 
 
 def rollout_config(cfg: PipelineConfig) -> RolloutConfig:
@@ -113,13 +121,16 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
 
     report["expert"] = runner.run("expert", expert_key, expert_stage)
     p = cfg.policy
-    tok_key = fingerprint(expert_key, p.vocab_size, p.tokenizer_split)
+    # The separators flag joins the key only when set, so tokenizers trained before it existed keep theirs.
+    separators = ["drop_thousands_separators"] if p.drop_thousands_separators else []
+    tok_key = fingerprint(expert_key, p.vocab_size, p.tokenizer_split, *separators)
 
     def tokenizer_stage(out: Path) -> dict:
         # Trained on what the policy reads and writes (system prompt, tool calls, observations included), so the
         # agent's scaffolding costs few tokens and more of each SFT row is the agent's own words.
         messages = [m["content"] for r in _jsonl(root / "expert" / "trajectories.jsonl") for m in r["messages"]]
-        tok = train_tokenizer(page_texts + messages, p.vocab_size, out, split=p.tokenizer_split)
+        tok = train_tokenizer(page_texts + messages, p.vocab_size, out, split=p.tokenizer_split,
+                              drop_thousands_separators=p.drop_thousands_separators)
         return {"vocab": len(tok)}
 
     report["tokenizer"] = runner.run("tokenizer", tok_key, tokenizer_stage)
@@ -149,11 +160,12 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
 
     def sft_stage(out: Path) -> dict:
         start = {"hf_path": str(root / "warmup" / "hf"), "attention_impl": "blocked"} if p.copy_warmup_steps else shape
+        pool = _write_name_pool(world, [qa_dir / "test.jsonl", qa_dir / "rl.jsonl"], out / "name_pool.tsv") if p.permute_names else ""
         recipe = {
             "name": f"{cfg.name}-sft",
             "model": start,
             "data": {"seq_len": p.seq_len, "batch_size": p.batch_size, "seed": 0, "num_threads": 0, "packing_bins": 64,
-                     "context_weight": p.context_weight, "permute_digits": p.permute_digits},
+                     "context_weight": p.context_weight, "permute_digits": p.permute_digits, "name_pool": pool},
             "optimizer": {"lr": p.lr, "min_lr": p.lr / 10, "warmup_steps": max(1, p.steps // 20), "weight_decay": 0.01},
             "train": {"train_files": [str(root / "expert" / "trajectories.jsonl")], "tokenizer": str(root / "tokenizer"),
                       "steps": p.steps, "log_every": max(1, p.steps // 50), "checkpoint_every": max(1, p.steps // 4),

@@ -14,10 +14,14 @@ from jaxseeker.world.schema import ATTRIBUTES, RELATIONS, TYPES
 MAX_LISTED = 40  # at most this many incoming facts of one relation are written on a page
 
 
+def wiki_slug(name: str) -> str:
+    """The last part of the url of the page about `name`: `Some_Name`, percent-escaped."""
+    return urllib.parse.quote(re.sub(r"\s+", "_", name.strip()), safe="_-.()'")
+
+
 def entity_url(host: str, name: str) -> str:
     """The url of the page about `name` on `host`: `https://HOST/wiki/Some_Name`."""
-    slug = urllib.parse.quote(re.sub(r"\s+", "_", name.strip()), safe="_-.()'")
-    return f"https://{host}/wiki/{slug}"
+    return f"https://{host}/wiki/{wiki_slug(name)}"
 
 
 def _join(words: Sequence[str]) -> str:

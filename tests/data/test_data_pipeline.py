@@ -162,3 +162,26 @@ def test_permute_digits_relabels_each_draw_and_replays_on_resume(tmp_path, qwen_
         assert f"What is {answer[:2]},{answer[2:]}?" in text  # the same permutation throughout the record
     again = [qwen_tokenizer.decode(e["tokens"][e["tokens"] != 0]) for e in tokenized_dataset(source, qwen_tokenizer, config)[:6]]
     assert again == draws
+
+
+def test_name_pool_renames_each_draw_and_replays_on_resume(tmp_path, qwen_tokenizer):
+    path, pool = tmp_path / "names.jsonl", tmp_path / "pool.tsv"
+    call = '<tool_call>{"name": "search", "arguments": {"query": ["Larimore"]}}</tool_call>'
+    record = {"messages": [{"role": "user", "content": "Where is Larimore?"},
+                           {"role": "assistant", "content": call},
+                           {"role": "user", "content": "<tool_response>Larimore lies in Ohio.</tool_response>"},
+                           {"role": "assistant", "content": "<answer>Ohio</answer>"}]}
+    path.write_text(json.dumps(record) + "\n")
+    pool.write_text("".join(f"city\t{name}\n" for name in ("Larimore", "Zell", "Nice", "Bath", "Metz", "Ulm")))
+    config = DataConfig(seq_len=96, batch_size=1, num_threads=0, name_pool=str(pool))
+    source = open_source(path)
+
+    def draws():
+        return [qwen_tokenizer.decode(e["tokens"][e["tokens"] != 0]) for e in tokenized_dataset(source, qwen_tokenizer, config)[:8]]
+
+    texts = draws()
+    names = [re.search(r"Where is (\w+)\?", t).group(1) for t in texts]
+    assert "Larimore" not in names and len(set(names)) > 1  # a fresh name per epoch
+    for text, name in zip(texts, names):
+        assert f'"query": ["{name}"]' in text and f"{name} lies in Ohio." in text
+    assert draws() == texts

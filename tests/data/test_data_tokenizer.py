@@ -57,3 +57,14 @@ def test_numbers_split_makes_each_group_of_three_digits_from_the_right_one_token
     assert tok.decode(tok(TEXTS[1], add_special_tokens=False)["input_ids"]) == TEXTS[1]
     with pytest.raises(ValueError, match="vocab_size=1000 must be at least 1377"):
         train_tokenizer(TEXTS, 1000, split="numbers")
+
+
+def test_dropped_thousands_separators_make_a_pages_number_its_answers_tokens(tmp_path):
+    train_tokenizer(TEXTS, 1600, tmp_path, split="numbers", drop_thousands_separators=True)
+    tok = load_tokenizer(tmp_path)
+    assert _pieces(tok, "4,427") == _pieces(tok, "4427") == ["4", "427"]
+    assert _pieces(tok, "1,234,567") == ["1", "234", "567"]
+    assert _pieces(tok, "(Illinois, US), 12, 345 and 1,23")[-3:] == ["1", ",", "23"]  # other commas stay
+    text = "Lawrenceville has a population of 4,427."
+    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    assert [text[a:b] for a, b in enc["offset_mapping"]][-3:] == ["4", "427", "."]  # offsets into the original

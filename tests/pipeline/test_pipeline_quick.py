@@ -8,6 +8,7 @@ import pytest
 from jaxseeker.pipeline import pipeline_config, run_pipeline
 from jaxseeker.pipeline.split import split_questions
 from jaxseeker.train.recipe import RecipeError
+from jaxseeker.world import build_world
 
 
 def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
@@ -17,6 +18,13 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     assert report["expert"]["trajectories"] > 0.5 * report["qa"]["train"]
     assert report["expert"]["untrained_turns"] > 0  # slipped searches, kept in the context out of the loss
     assert report["warmup"]["final_loss"] is not None and report["sft"]["final_loss"] is not None
+    pool = {line.split("\t")[1] for line in (tmp_path / "sft" / "name_pool.tsv").read_text().splitlines()}
+    world = build_world(cfg.world.source, size=cfg.world.size, seed=cfg.world.seed)
+    held_out = {world.entities[i].name for f in ("test", "rl") for line in (tmp_path / "qa" / f"{f}.jsonl").open()
+                for i in json.loads(line)["meta"]["entities"]}
+    first_calls = [json.loads(line)["messages"][2]["content"] for line in (tmp_path / "expert" / "trajectories.jsonl").open()]
+    assert len(pool) > 100 and held_out and not held_out & pool  # SFT renames with names no test question is about
+    assert sum(f'"query": ["{name}"]' in call for call in first_calls[:20] for name in pool) > 10
     exported = json.loads((tmp_path / "rl" / "hf" / "config.json").read_text())
     assert exported["rope_theta"] == cfg.policy.rope_theta == 10_000.0  # the policy's shape reaches the export
     assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
