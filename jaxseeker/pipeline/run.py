@@ -160,7 +160,8 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
 
     def sft_stage(out: Path) -> dict:
         start = {"hf_path": str(root / "warmup" / "hf"), "attention_impl": "blocked"} if p.copy_warmup_steps else shape
-        pool = _write_name_pool(world, [qa_dir / "test.jsonl", qa_dir / "rl.jsonl"], out / "name_pool.tsv") if p.permute_names else ""
+        held_out = [qa_dir / "test.jsonl", qa_dir / "rl.jsonl"]
+        pool = _write_name_pool(world, held_out, out / "name_pool.tsv") if p.permute_names else ""
         recipe = {
             "name": f"{cfg.name}-sft",
             "model": start,
