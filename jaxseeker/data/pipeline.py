@@ -2,7 +2,8 @@
 
     source (JSONL records or an ArrayRecord dataset, random access)
       → this process's shard [process_index::process_count] → shuffle(seed), reshuffled each epoch
-      → (permute_names, permute_digits) → token_roles + shift → drop / truncate → first-fit packing
+      → (permute_names, permute_digits) → token_roles + shift → (mixed with copy-task examples)
+      → drop / truncate → first-fit packing
       → batches of [rows, seq]
 
 Everything is a grain dataset, so the iterator of ``batch_iterator`` has ``get_state()`` /
@@ -13,6 +14,7 @@ have seen. ``place_on_mesh`` turns a host batch into global ``jax.Array``s.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ import numpy as np
 
 from jaxseeker.data.arrayrecord import is_arrayrecord_dir, open_arrayrecord
 from jaxseeker.data.chat import TRAINED, UNTRAINED, token_roles
+from jaxseeker.data.copies import copy_shape, copy_tokens, digit_ids, ordinary_ids
 from jaxseeker.data.counterfactual import NamePool, permute_digits, permute_names
 from jaxseeker.data.packing import OVER_LENGTH_POLICIES, ROW_KEYS, pack_rows, shift_example
 from jaxseeker.data.records import Message, Trajectory, read_trajectories
@@ -53,6 +56,12 @@ class DataConfig:
     # the names it searches for that are in the pool to other names of their group, so a name has to be copied,
     # not remembered. Empty: off. Keep the evaluation's entities out of the pool.
     name_pool: str = ""
+    # Copy replay: this fraction of the drawn examples are copy-task examples (data.copies: a run of random ids,
+    # up to `copy_gap` filler ids, the run again; `copy_digit_rate` of the runs end in digits), packed with the
+    # trajectories. Keeps the copying heads of a copy warm-up through SFT (README, "Copy replay"). 0: off.
+    copy_rate: float = 0.0
+    copy_digit_rate: float = 0.5
+    copy_gap: int = 160
 
     def __post_init__(self) -> None:
         if self.over_length not in OVER_LENGTH_POLICIES:
@@ -66,6 +75,12 @@ class DataConfig:
             raise ValueError(f"data.num_epochs={self.num_epochs} must be >= 1 or None")
         if not 0.0 <= self.context_weight <= 1.0:
             raise ValueError(f"data.context_weight={self.context_weight} must be in [0, 1]")
+        if not 0.0 <= self.copy_rate < 1.0:  # 1 would leave no trajectory to train on
+            raise ValueError(f"data.copy_rate={self.copy_rate} must be in [0, 1)")
+        if not 0.0 <= self.copy_digit_rate <= 1.0:
+            raise ValueError(f"data.copy_digit_rate={self.copy_digit_rate} must be in [0, 1]")
+        if self.copy_gap < 0:
+            raise ValueError(f"data.copy_gap={self.copy_gap} must be >= 0")
         if self.packing_bins < 0 or self.num_threads < 0:
             raise ValueError("data.packing_bins and data.num_threads must be >= 0")
 
@@ -141,7 +156,27 @@ def tokenized_dataset(
     # random_map seeds each element's generator from (seed, position in the repeated dataset): a fresh
     # relabelling every epoch, and the same one again when a resumed run replays that position.
     relabelled = config.permute_digits or pool is not None
-    return ds.random_map(tokenize, seed=config.seed) if relabelled else ds.map(tokenize)
+    examples = ds.random_map(tokenize, seed=config.seed) if relabelled else ds.map(tokenize)
+    if not config.copy_rate:
+        return examples
+    return grain.MapDataset.mix([examples, copy_examples(tokenizer, config, index)],
+                                [1.0 - config.copy_rate, config.copy_rate])
+
+
+def copy_examples(tokenizer: Any, config: DataConfig, process_index: int = 0) -> grain.MapDataset:
+    """An endless dataset of shifted copy-task examples (`data.copies`) over the tokenizer's ordinary ids, shaped by
+    `config.copy_digit_rate` and `config.copy_gap`, weighted like agent tokens; each process draws its own."""
+    vocab = ordinary_ids(tokenizer)
+    digits = digit_ids(tokenizer) if config.copy_digit_rate else None
+    dtype = np.float32 if config.context_weight else np.int32  # the trajectories' loss-mask type, for packing
+
+    def example(_, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        shape = copy_shape(rng, digit_rate=config.copy_digit_rate, max_gap=config.copy_gap)
+        ids, mask = copy_tokens(rng, shape, vocab, digits)
+        return shift_example(ids, mask.astype(dtype))
+
+    seed = int(np.random.SeedSequence([config.seed, process_index, 1]).generate_state(1)[0])
+    return grain.MapDataset.range(sys.maxsize).random_map(example, seed=seed)
 
 
 def batch_dataset(

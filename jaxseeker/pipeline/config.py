@@ -110,6 +110,7 @@ class PolicyStage:
     copy_warmup_layers: int = 0  # warm up this many layers, then stack zero-output layers up to num_layers; 0: all
     copy_warmup_digit_rate: float = 0.0  # fraction of number-like copy runs (train.copy_warmup.copy_batch)
     copy_warmup_gap: int = 0  # up to this many filler tokens between a copy run and its copy
+    copy_replay: float = 0.0  # fraction of SFT examples that are copy runs shaped as the warm-up's (data.copy_rate)
 
     def __post_init__(self):
         if self.tokenizer_split not in SPLITS:
@@ -118,6 +119,8 @@ class PolicyStage:
             raise ValueError(f"policy.copy_warmup_gap must be >= 0, got {self.copy_warmup_gap}")
         if not 0.0 <= self.copy_warmup_digit_rate <= 1.0:
             raise ValueError(f"policy.copy_warmup_digit_rate must lie in [0, 1], got {self.copy_warmup_digit_rate}")
+        if not 0.0 <= self.copy_replay < 1.0:
+            raise ValueError(f"policy.copy_replay must lie in [0, 1), got {self.copy_replay}")
         if not 0 <= self.copy_warmup_layers <= self.num_layers:
             raise ValueError(f"policy.copy_warmup_layers must lie in [0, num_layers={self.num_layers}], "
                              f"got {self.copy_warmup_layers}")
@@ -188,7 +191,7 @@ QUICK = {
                "rope_theta": 10_000.0, "copy_warmup_steps": 4, "copy_warmup_target_loss": 1.0,
                "copy_warmup_layers": 1, "copy_warmup_digit_rate": 0.5,
                "copy_warmup_gap": 16, "permute_digits": True, "permute_names": True,
-               "drop_thousands_separators": True},
+               "drop_thousands_separators": True, "copy_replay": 0.5},
     "eval": {"k": 2, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
     "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4},
 }

@@ -17,6 +17,7 @@ from jaxseeker import model
 from jaxseeker.agent import Question, RolloutConfig
 from jaxseeker.agent.command import make_engine
 from jaxseeker.data import load_tokenizer, train_tokenizer
+from jaxseeker.data.copies import digit_ids, ordinary_ids
 from jaxseeker.eval.runner import run_eval
 from jaxseeker.generation import SamplingConfig
 from jaxseeker.pipeline.config import PipelineConfig
@@ -30,7 +31,7 @@ from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
 from jaxseeker.synthesis.teachers import ExpertTeacher
 from jaxseeker.synthesis.trajectories import synthesize, write_records
 from jaxseeker.tools import build_registry
-from jaxseeker.train.copy_warmup import digit_ids, ordinary_ids, run_copy_warmup
+from jaxseeker.train.copy_warmup import run_copy_warmup
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.rl import run_rl
 from jaxseeker.train.sft import run_sft
@@ -166,7 +167,8 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
             "name": f"{cfg.name}-sft",
             "model": start,
             "data": {"seq_len": p.seq_len, "batch_size": p.batch_size, "seed": 0, "num_threads": 0, "packing_bins": 64,
-                     "context_weight": p.context_weight, "permute_digits": p.permute_digits, "name_pool": pool},
+                     "context_weight": p.context_weight, "permute_digits": p.permute_digits, "name_pool": pool,
+                     "copy_rate": p.copy_replay, "copy_digit_rate": p.copy_warmup_digit_rate, "copy_gap": p.copy_warmup_gap},
             "optimizer": {"lr": p.lr, "min_lr": p.lr / 10, "warmup_steps": max(1, p.steps // 20), "weight_decay": 0.01},
             "train": {"train_files": [str(root / "expert" / "trajectories.jsonl")], "tokenizer": str(root / "tokenizer"),
                       "steps": p.steps, "log_every": max(1, p.steps // 50), "checkpoint_every": max(1, p.steps // 4),

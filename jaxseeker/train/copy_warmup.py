@@ -25,6 +25,7 @@ import optax
 from tqdm import tqdm
 
 from jaxseeker import model
+from jaxseeker.data.copies import copy_shape, copy_tokens
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.sft_step import sft_loss
 
@@ -32,8 +33,8 @@ from jaxseeker.train.sft_step import sft_loss
 def copy_batch(rng: np.random.Generator, vocab: np.ndarray, rows: int, seq_len: int, *, min_tokens: int = 4,
                max_tokens: int = 24, digits: np.ndarray | None = None, digit_rate: float = 0.0,
                max_gap: int = 0) -> dict[str, np.ndarray]:
-    """One batch of copy rows, each `[rows, seq_len]`: segments `x x` with x `min_tokens`..`max_tokens` ids drawn
-    from `vocab`; the loss is on the second run after its first token (the first is not predictable).
+    """One batch of copy rows, each `[rows, seq_len]`: copy examples (`data.copies`) one after another, each its
+    own segment; the loss is on the second run after its first token (the first is not predictable).
 
     With `digits` (the digit tokens' ids), a `digit_rate` fraction of the runs are number-like instead: one to
     three ids from `vocab`, then 3–8 digits. Digits repeat within a run, so the next one is not found by matching
@@ -46,42 +47,20 @@ def copy_batch(rng: np.random.Generator, vocab: np.ndarray, rows: int, seq_len: 
     mask = np.zeros((rows, seq_len + 1), np.float32)
     segments = np.zeros((rows, seq_len + 1), np.int32)
     positions = np.zeros((rows, seq_len + 1), np.int32)
+    rate = digit_rate if digits is not None else 0.0
     for row in range(rows):
         pos, seg = 0, 1
         while True:
-            number = digits is not None and digit_rate > 0 and rng.random() < digit_rate
-            k = int(rng.integers(1, 4)) if number else int(rng.integers(min_tokens, max_tokens + 1))
-            m = int(rng.integers(3, 9)) if number else 0  # digits after the k ordinary ids
-            n = k + m
-            gap = int(rng.integers(0, max_gap + 1)) if max_gap else 0
-            span = 2 * n + gap
+            shape = copy_shape(rng, min_tokens=min_tokens, max_tokens=max_tokens, digit_rate=rate, max_gap=max_gap)
+            span = 2 * (shape[0] + shape[1]) + shape[2]
             if pos + span > seq_len + 1:
                 break
-            x = rng.choice(vocab, size=k)
-            if m:
-                x = np.concatenate([x, rng.choice(digits, size=m)])
-            tokens[row, pos:pos + span] = np.concatenate([x, rng.choice(vocab, size=gap), x])
-            mask[row, pos + n + gap + 1:pos + span] = 1.0
+            tokens[row, pos:pos + span], mask[row, pos:pos + span] = copy_tokens(rng, shape, vocab, digits)
             segments[row, pos:pos + span] = seg
             positions[row, pos:pos + span] = np.arange(span)
             pos, seg = pos + span, seg + 1
     return {"tokens": tokens[:, :-1], "targets": tokens[:, 1:], "loss_mask": mask[:, 1:],
             "segment_ids": segments[:, :-1], "positions": positions[:, :-1]}
-
-
-def ordinary_ids(tokenizer) -> np.ndarray:
-    """The ids of the tokenizer's ordinary (not special) tokens: what the copy rows are drawn from."""
-    special = set(tokenizer.all_special_ids)
-    return np.asarray([i for i in range(len(tokenizer)) if i not in special], np.int32)
-
-
-def digit_ids(tokenizer) -> np.ndarray:
-    """The ids of the all-digit tokens: `0` … `9`, and the digit groups of the `numbers` split."""
-    ids = [tokenizer.convert_tokens_to_ids(str(d)) for d in range(10)]
-    if None in ids or (tokenizer.unk_token_id is not None and tokenizer.unk_token_id in ids):
-        raise ValueError("digit_ids: the tokenizer has no single token for every digit 0-9")
-    groups = [i for t, i in tokenizer.get_vocab().items() if t.isascii() and t.isdigit() and len(t) > 1]
-    return np.asarray(ids + sorted(groups), np.int32)
 
 
 def grow_layers(params: dict, cfg: model.ModelConfig, deeper: model.ModelConfig, rng: jax.Array) -> dict:

@@ -185,3 +185,33 @@ def test_name_pool_renames_each_draw_and_replays_on_resume(tmp_path, qwen_tokeni
     for text, name in zip(texts, names):
         assert f'"query": ["{name}"]' in text and f"{name} lies in Ohio." in text
     assert draws() == texts
+
+
+def test_copy_rate_mixes_copy_examples_into_the_rows_and_replays_on_resume(source, qwen_tokenizer):
+    config = DataConfig(seq_len=512, batch_size=2, seed=1, num_threads=0, context_weight=0.25, copy_rate=0.5,
+                        copy_gap=20)
+    trajectories = {tuple(tokenize_chat(r.messages, qwen_tokenizer)[0][:-1].tolist()) for r in source}
+    run = batch_iterator(source, qwen_tokenizer, config, process_index=0, process_count=1)
+    batches = _take(run, 6)
+    kinds = []
+    for b in batches:
+        for row in range(2):
+            for s in set(b["segment_ids"][row].tolist()) - {0}:
+                tokens = b["tokens"][row][b["segment_ids"][row] == s]
+                weights = b["loss_mask"][row][b["segment_ids"][row] == s]
+                if tuple(tokens.tolist()) in trajectories:
+                    kinds.append("trajectory")
+                    continue
+                start = int(np.nonzero(weights)[0][0])  # the copy's first token: its successor is the first target
+                size = len(tokens) + 1 - start  # the run's length (shifted: the segment lacks the copy's last token)
+                np.testing.assert_array_equal(tokens[start:], tokens[:size - 1])
+                assert set(weights.tolist()) <= {0.0, 1.0} and size >= 4 and 0 <= start - size <= 20
+                kinds.append("copy")
+    assert 0.3 < kinds.count("copy") / len(kinds) < 0.7 and "trajectory" in kinds
+    state = json.loads(json.dumps(run.get_state()))
+    expected = _take(run, 3)
+    resumed = batch_iterator(source, qwen_tokenizer, config, process_index=0, process_count=1)
+    resumed.set_state(state)
+    assert _same(_take(resumed, 3), expected)
+    with pytest.raises(ValueError, match=r"data.copy_rate=1.0 must be in \[0, 1\)"):
+        DataConfig(copy_rate=1.0)

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from jaxseeker import model
-from jaxseeker.data import train_tokenizer
-from jaxseeker.train.copy_warmup import copy_batch, digit_ids, gap_at, grow_layers, ordinary_ids, run_copy_warmup
+from jaxseeker.train.copy_warmup import copy_batch, gap_at, grow_layers, run_copy_warmup
 
 
 def test_each_segment_is_a_run_then_the_same_run_and_only_the_predictable_copy_is_trained():
@@ -73,21 +72,6 @@ def test_a_gap_of_untrained_filler_can_stand_between_a_run_and_its_copy():
 def test_gaps_start_halfway_and_grow_to_the_maximum():
     assert [gap_at(i, 100, 160) for i in (0, 25, 50, 75, 100)] == [0, 0, 0, 80, 160]
     assert all(gap_at(i, 100, 0) == 0 for i in range(100))
-
-
-def test_digit_ids_are_the_all_digit_tokens():
-    tokenizer = train_tokenizer(["Sherwin Field lies at 494 m, 1,277 people."] * 10, 300)
-    assert [tokenizer.decode([i]) for i in digit_ids(tokenizer)] == [str(d) for d in range(10)]
-    groups = train_tokenizer(["Sherwin Field lies at 494 m, 1,277 people."] * 10, 1500, split="numbers")
-    pieces = [groups.decode([i]) for i in digit_ids(groups)]
-    assert pieces[:10] == [str(d) for d in range(10)] and len(pieces) == 1110 and {"494", "277", "07"} < set(pieces)
-
-
-def test_ordinary_ids_leave_out_special_tokens():
-    tokenizer = train_tokenizer(["Sherwin Field lies at 494 m."] * 10, 300)
-    ids = ordinary_ids(tokenizer)
-    assert len(ids) == len(tokenizer) - len(tokenizer.all_special_ids)
-    assert not set(ids.tolist()) & set(tokenizer.all_special_ids)
 
 
 def test_warmup_lowers_the_copy_loss_and_saves_a_checkpoint_transformers_layout(tmp_path):
