@@ -161,6 +161,11 @@ class RLStage:
     lr: float = 2e-4
     selection: str = "dupo"
     temperature: float = 1.0
+    train_questions: int = 0  # also this many of the SFT's training questions (a seeded sample) in the RL pool
+
+    def __post_init__(self):
+        if self.train_questions < 0:
+            raise ValueError(f"rl.train_questions must be >= 0, got {self.train_questions}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,7 +198,7 @@ QUICK = {
                "copy_warmup_gap": 16, "permute_digits": True, "permute_names": True,
                "drop_thousands_separators": True, "copy_replay": 0.5},
     "eval": {"k": 2, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
-    "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4},
+    "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4, "train_questions": 4},
 }
 
 

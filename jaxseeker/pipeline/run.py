@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import shutil
 from pathlib import Path
 from typing import Any
@@ -201,11 +202,17 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
 
     def rl_stage(out: Path) -> dict:
         rc = rollout_config(cfg)
+        pool = [str(qa_dir / "rl.jsonl")]
+        if r.train_questions:  # the RL split is small; training questions add groups (their names SFT saw renamed)
+            train = _jsonl(qa_dir / "train.jsonl")
+            sample = random.Random(0).sample(train, min(r.train_questions, len(train)))
+            _write_jsonl(out / "train_questions.jsonl", sample)
+            pool.append(str(out / "train_questions.jsonl"))
         recipe = {
             "name": f"{cfg.name}-rl",
             "model": {"hf_path": str(root / "sft" / "hf"), "attention_impl": "blocked"},
             "optimizer": {"lr": r.lr, "min_lr": r.lr, "warmup_steps": 0, "weight_decay": 0.0, "clip_norm": 1.0},
-            "rl": {"questions": [str(qa_dir / "rl.jsonl")], "steps": r.steps, "batch_questions": r.questions_per_step,
+            "rl": {"questions": pool, "steps": r.steps, "batch_questions": r.questions_per_step,
                    "group_size": r.group_size, "selection": r.selection, "dupo_filter_rollouts": r.group_size,
                    "chunk_size": 256, "checkpoint_every": max(1, r.steps // 2), "out_dir": str(out)},
             "rollout": {"max_context_tokens": rc.max_context_tokens, "max_tokens_per_turn": rc.max_tokens_per_turn,

@@ -27,6 +27,9 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     assert sum(f'"query": ["{name}"]' in call for call in first_calls[:20] for name in pool) > 10
     recipe = json.loads(next((tmp_path / "sft" / "checkpoints").glob("*/config/metadata")).read_text())
     assert (recipe["data"]["copy_rate"], recipe["data"]["copy_gap"]) == (0.5, 16)  # copy replay, shaped as the warm-up
+    train = (tmp_path / "qa" / "train.jsonl").read_text().splitlines()
+    drawn = (tmp_path / "rl" / "train_questions.jsonl").read_text().splitlines()
+    assert len(drawn) == cfg.rl.train_questions == 4 and set(drawn) <= set(train)  # RL pool: RL split + these
     exported = json.loads((tmp_path / "rl" / "hf" / "config.json").read_text())
     assert exported["rope_theta"] == cfg.policy.rope_theta == 10_000.0  # the policy's shape reaches the export
     assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
@@ -77,6 +80,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"policy": {"copy_warmup_gap": -1}})
     with pytest.raises(RecipeError, match=r"policy.copy_replay must lie in \[0, 1\), got 1.0"):
         pipeline_config({"policy": {"copy_replay": 1.0}})
+    with pytest.raises(RecipeError, match="rl.train_questions must be >= 0, got -2"):
+        pipeline_config({"rl": {"train_questions": -2}})
 
 
 def test_the_tools_section_sets_every_rollouts_search_and_visit():
