@@ -52,7 +52,8 @@ def copy_batch(rng: np.random.Generator, vocab: np.ndarray, rows: int, seq_len: 
         pos, seg = 0, 1
         while True:
             shape = copy_shape(rng, min_tokens=min_tokens, max_tokens=max_tokens, digit_rate=rate, max_gap=max_gap)
-            span = 2 * (shape[0] + shape[1]) + shape[2]
+            ordinary, digit_count, gap = shape
+            span = 2 * (ordinary + digit_count) + gap
             if pos + span > seq_len + 1:
                 break
             tokens[row, pos:pos + span], mask[row, pos:pos + span] = copy_tokens(rng, shape, vocab, digits)
