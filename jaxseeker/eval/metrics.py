@@ -90,6 +90,29 @@ def best_pass_at_1(table: Table) -> float:
     return max(pass_at_1_by_round(table))
 
 
+def paired_change(before: Table, after: Table) -> dict[str, Any]:
+    """How the same questions fared under two policies (e.g. before and after RL), question by question.
+
+    With a_q, b_q the fraction of question q's rollouts correct before and after:
+    gained = #{q: b_q > a_q}, lost = #{q: b_q < a_q}, delta_pass_at_1 = pass@1(after) − pass@1(before), and
+    p_value the exact two-sided sign test of gained against lost (McNemar's exact test when each question has
+    one rollout): p = min(1, 2 · Σ_{i ≤ min(gained, lost)} C(n, i) / 2ⁿ), n = gained + lost (1 when n = 0).
+    A small eval moves a few questions either way by chance; p says how often a change this lopsided
+    arises when the two policies are equally good.
+    """
+    _check_table(before)
+    _check_table(after)
+    if set(before) != set(after):
+        only = sorted(set(before) ^ set(after))[0]
+        raise ValueError(f"paired_change: question {only!r} is in only one of the two tables")
+    deltas = [sum(after[q]) / len(after[q]) - sum(before[q]) / len(before[q]) for q in before]
+    gained, lost = sum(d > 0 for d in deltas), sum(d < 0 for d in deltas)
+    n = gained + lost
+    tail = sum(math.comb(n, i) for i in range(min(gained, lost) + 1)) / 2**n
+    return {"questions": len(deltas), "gained": gained, "lost": lost, "unchanged": len(deltas) - n,
+            "delta_pass_at_1": pass_at_1(after) - pass_at_1(before), "p_value": min(1.0, 2 * tail)}
+
+
 def invalid_rate(records: Sequence[Mapping[str, Any]]) -> float:
     """Fraction of rollouts whose output broke the format: (1/R) Σ 1[not format_ok]."""
     return fmean(0.0 if record["format_ok"] else 1.0 for record in _nonempty(records, "invalid_rate"))

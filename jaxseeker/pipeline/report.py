@@ -32,6 +32,11 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
             lines.append(f"| {name} | {_pct(r.get('pass_at_1'))} | {_pct(r.get('pass_at_k'))} | {_pct(r.get('invalid_rate'))} | "
                          + " | ".join(per) + " |")
         lines.append("")
+    change = report.get("rl_change")
+    if change:
+        lines += [f"RL changed {change['gained'] + change['lost']} of {change['questions']} test questions: "
+                  f"{change['gained']} gained, {change['lost']} lost (pass@1 {100 * change['delta_pass_at_1']:+.1f} "
+                  f"points; sign test p = {change['p_value']:.2f}).", ""]
     lines.append("| stage | wall s |")
     lines.append("|---|---|")
     for stage, s in report.get("stage_wall_s", {}).items():

@@ -51,6 +51,35 @@ def test_best_pass_at_1_is_the_best_round():
         ev.best_pass_at_1({"a": [T], "b": [F, F]})
 
 
+def test_paired_change_counts_questions_that_moved_and_tests_the_sign():
+    after = {"q1": [T, T, F], "q2": [F, T, T], "q3": [F, F, F], "q4": [T, F, T], "q5": [T, T, T]}
+    change = ev.paired_change(TABLE, after)
+    # q1 1→2 and q5 1→3 gained, q4 3→2 lost, q2 and q3 unchanged; pass@1 7/15 → 9/15
+    assert {k: change[k] for k in ("questions", "gained", "lost", "unchanged")} == {
+        "questions": 5, "gained": 2, "lost": 1, "unchanged": 2}
+    assert change["delta_pass_at_1"] == pytest.approx(2 / 15)
+    # n = 3, min = 1: 2 · (C(3,0) + C(3,1)) / 8 = 1
+    assert change["p_value"] == pytest.approx(1.0)
+
+
+def test_paired_change_p_value_is_the_exact_sign_test():
+    # ten questions gained, none lost: 2 / 2^10
+    before = {f"q{i}": [F] for i in range(10)}
+    after = {f"q{i}": [T] for i in range(10)}
+    assert ev.paired_change(before, after)["p_value"] == pytest.approx(2 / 1024)
+    # eight gained, two lost: 2 · (C(10,0) + C(10,1) + C(10,2)) / 2^10
+    after = {**after, "q8": [F], "q9": [F]}
+    before = {**before, "q8": [T], "q9": [T]}
+    assert ev.paired_change(before, after)["p_value"] == pytest.approx(2 * (1 + 10 + 45) / 1024)
+    assert ev.paired_change(TABLE, TABLE) == {"questions": 5, "gained": 0, "lost": 0, "unchanged": 5,
+                                              "delta_pass_at_1": 0.0, "p_value": 1.0}
+
+
+def test_paired_change_needs_the_same_questions():
+    with pytest.raises(ValueError, match="question 'q6' is in only one of the two tables"):
+        ev.paired_change(TABLE, {**TABLE, "q6": [T, T, T]})
+
+
 def test_empty_tables_are_errors():
     with pytest.raises(ValueError, match="empty judgement table"):
         ev.pass_at_1({})

@@ -33,10 +33,14 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     exported = json.loads((tmp_path / "rl" / "hf" / "config.json").read_text())
     assert exported["rope_theta"] == cfg.policy.rope_theta == 10_000.0  # the policy's shape reaches the export
     assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
+    change = report["rl_change"]  # RL's effect question by question, with a sign test
+    assert change["questions"] == cfg.qa.n_test == sum(lvl["questions"] for lvl in change["by_level"].values())
+    assert change["delta_pass_at_1"] == pytest.approx(report["eval_rl"]["pass_at_1"] - report["eval_sft"]["pass_at_1"])
+    assert 0.0 < change["p_value"] <= 1.0
     saved = json.loads((tmp_path / "report.json").read_text())
     assert saved["eval_sft"] == report["eval_sft"]
     markdown = (tmp_path / "report.md").read_text()
-    assert markdown.startswith("# jaxseeker pipeline")
+    assert markdown.startswith("# jaxseeker pipeline") and f"{change['gained']} gained, {change['lost']} lost" in markdown
     assert set(report["plots"]) == {"plots/sft_loss.png", "plots/rl_curves.png", "plots/tool_calls_sft.png",
                                     "plots/tool_calls_rl.png"}
     for png in report["plots"]:
@@ -82,6 +86,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"policy": {"copy_replay": 1.0}})
     with pytest.raises(RecipeError, match="rl.train_questions must be >= 0, got -2"):
         pipeline_config({"rl": {"train_questions": -2}})
+    with pytest.raises(RecipeError, match="rl.negative_weight must be >= 0, got -0.5"):
+        pipeline_config({"rl": {"negative_weight": -0.5}})
 
 
 def test_the_tools_section_sets_every_rollouts_search_and_visit():
