@@ -1,6 +1,6 @@
 """The clipped token-level policy-gradient objective of DAPO / DUPO / WebSeer (PPO surrogate).
 
-Hyper-parameters (eps_low, eps_high, agg, clip_c) are Python values: static under jit.
+Hyper-parameters (eps_low, eps_high, agg, clip_c, negative_weight) are Python values: static under jit.
 """
 
 import jax
@@ -43,6 +43,7 @@ def policy_loss(
     eps_high: float = 0.28,
     agg: str = "token-mean",
     clip_c: float | None = None,
+    negative_weight: float = 1.0,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Negative clipped surrogate, minimised by the optimizer.
 
@@ -51,6 +52,9 @@ def policy_loss(
           of DAPO arXiv 2503.14476, used by WebSailor's DUPO and WebSeer)
     with `clip_c` (> 1, dual-clip PPO, Ye et al. arXiv 1912.09729): where A < 0, l_t = min(l_t, -clip_c * A),
     bounding the loss when r_t is far above 1 on a negative advantage.
+    `negative_weight` scales l_t where A < 0 (1: the surrogate as is; 0: positive-sample reinforcement only, the
+    PSR of Zhu et al. arXiv 2506.01347, which found it raises pass@1 while learning from failures alone keeps
+    pass@k); the aggregation's denominators are unchanged.
     The loss is `aggregate(l, mask, agg)`; masked tokens (prompt, observations, padding) contribute
     nothing to it or to its gradient.
 
@@ -79,6 +83,8 @@ def policy_loss(
         raise ValueError(f"need 0 <= eps_low < 1 and eps_high >= 0, got eps_low={eps_low}, eps_high={eps_high}")
     if clip_c is not None and clip_c <= 1.0:
         raise ValueError(f"clip_c must be > 1 (dual clip) or None, got {clip_c}")
+    if negative_weight < 0.0:
+        raise ValueError(f"negative_weight must be >= 0, got {negative_weight}")
 
     dtype = jnp.promote_types(logp.dtype, jnp.float32)  # at least float32
     logp = logp.astype(dtype)
@@ -94,6 +100,8 @@ def policy_loss(
         dual_bound = -advantages * clip_c  # [batch, seq] or [batch, 1]
         dual_clipped = (advantages < 0) & (per_token > dual_bound)  # [batch, seq]
         per_token = jnp.where(advantages < 0, jnp.minimum(per_token, dual_bound), per_token)
+    if negative_weight != 1.0:
+        per_token = jnp.where(advantages < 0, negative_weight * per_token, per_token)  # [batch, seq]
     loss = aggregate(per_token, mask, agg)
 
     ratio_sg = jax.lax.stop_gradient(ratio)

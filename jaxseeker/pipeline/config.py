@@ -162,10 +162,13 @@ class RLStage:
     selection: str = "dupo"
     temperature: float = 1.0
     train_questions: int = 0  # also this many of the SFT's training questions (a seeded sample) in the RL pool
+    negative_weight: float = 1.0  # the objective's weight on failed episodes' tokens (0: positive samples only)
 
     def __post_init__(self):
         if self.train_questions < 0:
             raise ValueError(f"rl.train_questions must be >= 0, got {self.train_questions}")
+        if self.negative_weight < 0:
+            raise ValueError(f"rl.negative_weight must be >= 0, got {self.negative_weight}")
 
 
 @dataclasses.dataclass(frozen=True)

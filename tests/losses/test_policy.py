@@ -6,7 +6,7 @@ import pytest
 
 from jaxseeker.losses import policy_loss
 
-HYPER = ("eps_low", "eps_high", "agg", "clip_c")
+HYPER = ("eps_low", "eps_high", "agg", "clip_c", "negative_weight")
 loss_and_grad = jax.jit(jax.value_and_grad(policy_loss, has_aux=True), static_argnames=HYPER)
 
 # Two sequences of three tokens. log-ratios 0.5 / 0.1 / -0.5 give r = 1.6487 / 1.1052 / 0.6065.
@@ -33,6 +33,15 @@ def test_token_mean_matches_hand_computed_values_and_metrics():
     # d/dlogp of -A r is -A r on unclipped tokens and 0 where a clip is active or the token is masked.
     expected_grad = np.array([[0.0, -R[0, 1], -R[0, 2]], [R[1, 0], 0.0, 0.0]]) / 5
     np.testing.assert_allclose(grad, expected_grad, rtol=1e-6)
+
+
+def test_negative_weight_scales_the_tokens_of_negative_advantage():
+    (loss, _), grad = loss_and_grad(LOGP, OLD, ADV, MASK, negative_weight=0.25)
+    np.testing.assert_allclose(loss, (PER_TOKEN[0].sum() + 0.25 * PER_TOKEN[1].sum()) / 5, rtol=1e-6)
+    _, full = loss_and_grad(LOGP, OLD, ADV, MASK)
+    np.testing.assert_allclose(grad, full * np.array([[1.0], [0.25]]), rtol=1e-6)
+    (_, _), positive_only = loss_and_grad(LOGP, OLD, ADV, MASK, negative_weight=0.0)  # PSR: failures teach nothing
+    np.testing.assert_array_equal(positive_only[1], 0.0)
 
 
 def test_sequence_aggregations():
@@ -99,5 +108,7 @@ def test_bad_arguments_give_clear_errors():
         policy_loss(LOGP, OLD, np.zeros(5, np.float32), MASK)
     with pytest.raises(ValueError, match="clip_c must be > 1"):
         policy_loss(LOGP, OLD, ADV, MASK, clip_c=0.5)
+    with pytest.raises(ValueError, match="negative_weight must be >= 0, got -1"):
+        policy_loss(LOGP, OLD, ADV, MASK, negative_weight=-1.0)
     with pytest.raises(ValueError, match="must all be \\[batch, seq\\]"):
         policy_loss(LOGP, OLD[:1], ADV, MASK)
