@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "jaxseeker.train.rl_command",
     "jaxseeker.train.plan_command",
     "jaxseeker.agent.command",
+    "jaxseeker.eval.command",
     "jaxseeker.pipeline.command",
     "jaxseeker.serve.command",
 )

@@ -11,7 +11,8 @@ def test_every_subcommand_is_registered():
     for argv in (["info", "x"], ["sft", "--config", "c.yaml"], ["rl", "--config", "c.yaml"], ["pipeline", "--quick"],
                  ["rollout", "--model", "m", "--questions", "q", "--n", "1", "--out", "o"], ["bench", "sft"],
                  ["bench", "generate"], ["bench", "rollout"], ["bench", "rl"], ["export-hf", "--checkpoint", "c", "--out", "o"],
-                 ["data", "inspect", "f", "--tokenizer", "t"], ["world", "build", "--source", "synthetic"]):
+                 ["data", "inspect", "f", "--tokenizer", "t"], ["world", "build", "--source", "synthetic"],
+                 ["eval", "--config", "c.yaml", "--model", "rl"]):
         assert callable(parser.parse_args(argv).func), argv
 
 

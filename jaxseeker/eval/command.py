@@ -1,0 +1,146 @@
+"""`jaxseeker eval …`: k rollouts per question of a saved model through the local tools, judged, resumable;
+the summary table, the PNGs and, against an earlier eval of the same questions, what changed question by question.
+
+With `--config` (a pipeline config) the world, tools, rollout limits, prompt and sampling are the pipeline's, and
+`--model sft` / `--model rl` / the default questions point into `runs/<name>/`; flags override any of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+STAGE_MODELS = ("sft", "rl")
+
+
+def _resolve(args: argparse.Namespace) -> dict[str, Any]:
+    """Model, questions, world, tools, rollout limits and sampling: flags first, then the pipeline config, then
+    the defaults."""
+    from jaxseeker.agent import RolloutConfig
+    from jaxseeker.pipeline import pipeline_config
+    from jaxseeker.pipeline.run import rollout_config
+    from jaxseeker.tools import ToolsConfig
+    from jaxseeker.train.recipe import read_recipe
+
+    if args.config is None:
+        missing = [flag for flag, value in (("--model", args.model), ("--questions", args.questions),
+                                            ("--out", args.out)) if value is None]
+        if args.model in STAGE_MODELS:
+            missing.insert(0, f"--config (for --model {args.model})")
+        if args.world is None and args.corpus is None:
+            missing.append("--world or --corpus")
+        if missing:
+            raise SystemExit(f"jaxseeker eval: without --config, give {', '.join(missing)}")
+        limits = RolloutConfig(max_tool_calls=args.max_tool_calls or 16, max_context_tokens=args.max_context or 8192,
+                               max_tokens_per_turn=args.max_turn_tokens or 1024, prompt=args.prompt or "full")
+        return {"model": Path(args.model), "questions": Path(args.questions), "out": Path(args.out),
+                "world": args.world, "tools": ToolsConfig(enabled=("search", "visit")), "limits": limits,
+                "k": args.k or 4, "slots": args.slots or 16, "temperature": 0.6 if args.temperature is None
+                else args.temperature, "top_p": 0.95 if args.top_p is None else args.top_p}
+    cfg = pipeline_config(read_recipe(args.config, args.set))
+    root = Path("runs") / cfg.name
+    model = args.model or "sft"
+    model_dir = root / model / "hf" if model in STAGE_MODELS else Path(model)
+    e = cfg.eval
+    overrides = {"max_tool_calls": args.max_tool_calls, "max_context_tokens": args.max_context,
+                 "max_tokens_per_turn": args.max_turn_tokens, "prompt": args.prompt}
+    limits = dataclasses.replace(rollout_config(cfg), **{k: v for k, v in overrides.items() if v is not None})
+    temperature = e.temperature if args.temperature is None else args.temperature
+    return {"model": model_dir, "questions": Path(args.questions or root / "qa" / "test.jsonl"),
+            "out": Path(args.out or root / f"eval_{model if model in STAGE_MODELS else model_dir.name}_t{temperature:g}"),
+            "world": args.world or cfg.world.spec(), "tools": cfg.tools.config(), "limits": limits,
+            "k": args.k or e.k, "slots": args.slots or e.slots, "temperature": temperature,
+            "top_p": e.top_p if args.top_p is None else args.top_p}
+
+
+def _judge(args: argparse.Namespace):
+    """The judge the flags name: exact match, token F1 ≥ 0.8, or an OpenAI-compatible grader model."""
+    from jaxseeker.eval.runner import exact_match_judge, f1_judge, llm_judge_fn
+    from jaxseeker.tools.llm_client import LLMClient, LLMConfig
+
+    if args.judge == "em":
+        return exact_match_judge
+    if args.judge == "f1":
+        return f1_judge(args.f1_threshold)
+    if args.judge_model is None:
+        raise SystemExit("jaxseeker eval: --judge llm needs --judge-model (and --judge-url for a non-OpenAI server)")
+    client = LLMClient(LLMConfig(base_url=args.judge_url, model=args.judge_model, api_key_env=args.judge_key_env))
+    return llm_judge_fn(client.complete, style=args.judge_style)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from jaxseeker import model
+    from jaxseeker.agent.command import make_engine
+    from jaxseeker.data.tokenizer import load_tokenizer
+    from jaxseeker.eval.loaders import load_questions
+    from jaxseeker.eval.metrics import judgement_table, paired_change
+    from jaxseeker.eval.report import read_results, summary_table
+    from jaxseeker.eval.runner import run_eval
+    from jaxseeker.generation import SamplingConfig
+    from jaxseeker.tools import build_registry
+    from jaxseeker.world import Corpus, open_world, read_pages_jsonl
+
+    s = _resolve(args)
+    if not (s["model"] / "config.json").exists():
+        raise SystemExit(f"jaxseeker eval: {s['model']} holds no HF model (config.json)")
+    questions = load_questions(s["questions"])
+    if args.limit:
+        questions = questions[: args.limit]
+    corpus = Corpus(read_pages_jsonl(args.corpus)) if args.corpus else open_world(s["world"]).corpus
+    tokenizer = load_tokenizer(s["model"])
+    cfg, params = model.load_hf(s["model"])
+    sampling = SamplingConfig(temperature=s["temperature"], top_p=s["top_p"], seed=args.seed)
+    engine = make_engine(params, cfg, tokenizer, slots=s["slots"], max_len=s["limits"].max_context_tokens,
+                         sampling=sampling)
+    registry = build_registry(s["tools"], corpus=corpus)
+    summary = run_eval(engine, tokenizer, registry, questions, s["out"], k=s["k"], config=s["limits"],
+                       judge=_judge(args), progress=not args.no_progress)
+    print(summary_table(summary))
+    print(f"{s['model']} on {len(questions)} questions of {s['questions']}, k={s['k']}, temperature "
+          f"{s['temperature']:g}: results and plots in {s['out']}")
+    if args.baseline:
+        ids = {str(q["id"]) for q in questions}
+        before = [r for r in read_results(Path(args.baseline) / "results.jsonl") if r["question_id"] in ids]
+        after = [r for r in read_results(s["out"] / "results.jsonl") if r["question_id"] in ids]
+        change = paired_change(judgement_table(before, s["k"]), judgement_table(after, s["k"]))
+        (s["out"] / "change.json").write_text(json.dumps(change, indent=2) + "\n")
+        print(f"against {args.baseline}: {change['gained']} questions gained, {change['lost']} lost, "
+              f"{change['unchanged']} unchanged; pass@1 {100 * change['delta_pass_at_1']:+.1f} points "
+              f"(sign test p = {change['p_value']:.3f})")
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Add `eval`: pass@1, pass@k and the rest of `eval.metrics` for a saved model on a benchmark file."""
+    p = subparsers.add_parser("eval", help="k judged rollouts per question of a saved model; metrics, table, PNGs")
+    p.add_argument("--config", help="a pipeline config: its world, tools, limits and sampling, runs/<name>/ paths")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a --config key")
+    p.add_argument("--model", help="HF model directory, or with --config: sft | rl (default sft)")
+    p.add_argument("--questions", help="JSONL / JSON / CSV (BrowseComp, xbench, GAIA; eval.load_questions); "
+                                       "with --config default runs/<name>/qa/test.jsonl")
+    p.add_argument("--out", help="results directory (resumes what is there); with --config a default under runs/")
+    p.add_argument("--baseline", help="an earlier eval directory of the same questions: report what changed")
+    world = p.add_mutually_exclusive_group()
+    world.add_argument("--world", help="a saved world directory or spec (synthetic[:SIZE[:SEED]], atlas[:FR,DE])")
+    world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")
+    p.add_argument("--k", type=int, help="rollouts per question (default 4; --config: eval.k)")
+    p.add_argument("--temperature", type=float, help="0 is greedy (default 0.6; --config: eval.temperature)")
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--slots", type=int, help="episodes decoded at once")
+    p.add_argument("--max-context", type=int)
+    p.add_argument("--max-turn-tokens", type=int)
+    p.add_argument("--max-tool-calls", type=int)
+    p.add_argument("--prompt", choices=("full", "compact"))
+    p.add_argument("--limit", type=int, default=0, help="only the first N questions (0: all)")
+    p.add_argument("--judge", choices=("em", "f1", "llm"), default="em")
+    p.add_argument("--f1-threshold", type=float, default=0.8)
+    p.add_argument("--judge-url", default="https://api.openai.com/v1", help="OpenAI-compatible server of the judge")
+    p.add_argument("--judge-model")
+    p.add_argument("--judge-key-env", default="OPENAI_API_KEY", help="environment variable holding the judge's key")
+    p.add_argument("--judge-style", choices=("browsecomp", "gaia"), default="browsecomp")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_eval)

@@ -1,0 +1,93 @@
+"""`jaxseeker eval` on a saved model that always answers "nine": judged, resumed, compared with a baseline."""
+
+import argparse
+import json
+
+import pytest
+
+from jaxseeker import model
+from jaxseeker.agent import prompts
+from jaxseeker.agent.scripted import bigram_params
+from jaxseeker.data import train_tokenizer
+from jaxseeker.eval.command import add_parser
+
+QUESTIONS = [{"id": "bridge", "question": "How many arches has the bridge of Velmora?", "answer": "nine", "level": 1},
+             {"id": "tower", "question": "How many floors has the tower of Pirn?", "answer": "ten", "level": 2}]
+PAGES = [{"url": "https://w.test/bridge", "title": "Velmora bridge", "text": "The bridge has nine arches.", "links": []}]
+
+
+def cli(argv):
+    parser = argparse.ArgumentParser(prog="jaxseeker")
+    add_parser(parser.add_subparsers(required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+@pytest.fixture(scope="module")
+def answering_model(tmp_path_factory):
+    """An HF model directory whose every turn is `<think> the</think><answer>nine</answer>`."""
+    texts = [prompts.SYSTEM_INTRO, prompts.TOOLS_SECTION] + [q["question"] for q in QUESTIONS] * 4
+    tokenizer = train_tokenizer(texts + ["<think> the</think><answer>nine</answer>"] * 8, 600)
+    encode = prompts.Renderer(tokenizer).encode
+    chain = [encode("<|im_start|>assistant\n")[-1], *encode("<think> the"),
+             *encode("</think><answer>nine</answer><|im_end|>")]
+    cfg = model.ModelConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_layers=2,
+                            num_heads=2, num_kv_heads=1, head_dim=32, tie_word_embeddings=False)
+    params = bigram_params(cfg, {a: {b: 1.0} for a, b in zip(chain, chain[1:])})
+    path = tmp_path_factory.mktemp("model")
+    model.save_hf(params, cfg, path)
+    tokenizer.save_pretrained(str(path))
+    return path
+
+
+def test_eval_judges_resumes_and_compares_with_a_baseline(answering_model, tmp_path, capsys):
+    questions, pages = tmp_path / "questions.jsonl", tmp_path / "pages.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    pages.write_text("".join(json.dumps(p) + "\n" for p in PAGES))
+    out = tmp_path / "eval"
+    common = ["--model", str(answering_model), "--questions", str(questions), "--corpus", str(pages), "--out",
+              str(out), "--k", "2", "--temperature", "1.0", "--top-p", "1.0", "--slots", "4", "--max-context", "1024",
+              "--max-turn-tokens", "64", "--max-tool-calls", "2", "--prompt", "compact", "--no-progress"]
+
+    assert cli(["eval", *common, "--limit", "1"]) == 0
+    assert "| all | 1 | 100.0% |" in capsys.readouterr().out
+
+    baseline = tmp_path / "baseline"
+    baseline.mkdir()
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    (baseline / "results.jsonl").write_text("".join(
+        json.dumps({**r, "question_id": q["id"], "correct": False}) + "\n" for q in QUESTIONS for r in rows))
+    assert cli(["eval", *common, "--baseline", str(baseline)]) == 0  # the first question is not rolled out again
+    printed = capsys.readouterr().out
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["question_id"], r["prediction"], r["correct"]) for r in rows] == [
+        ("bridge", "nine", True)] * 2 + [("tower", "nine", False)] * 2
+    assert "| all | 2 | 50.0% |" in printed and (out / "report" / "pass_at_1_by_level.png").exists()
+    assert "1 questions gained, 0 lost, 1 unchanged; pass@1 +50.0 points" in printed
+    assert json.loads((out / "change.json").read_text())["gained"] == 1
+
+
+def test_eval_names_what_it_lacks(tmp_path):
+    with pytest.raises(SystemExit, match="give --config \\(for --model sft\\), --questions, --out, --world or --corpus"):
+        cli(["eval", "--model", "sft"])
+    with pytest.raises(SystemExit, match=f"{tmp_path} holds no HF model"):
+        cli(["eval", "--model", str(tmp_path), "--questions", "q.jsonl", "--out", str(tmp_path), "--world", "synthetic"])
+
+
+def test_eval_of_a_pipeline_run_takes_its_config(answering_model, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "runs" / "tiny"
+    (run / "qa").mkdir(parents=True)
+    (run / "qa" / "test.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    (run / "sft").mkdir()
+    (run / "sft" / "hf").symlink_to(answering_model)
+    config = tmp_path / "tiny.yaml"
+    config.write_text("name: tiny\nworld: {source: synthetic, size: 600}\n"
+                      "eval: {k: 1, slots: 2, max_context: 1024, max_tool_calls: 2, max_tokens_per_turn: 64, "
+                      "prompt: compact}\n")
+
+    assert cli(["eval", "--config", str(config), "--set", "eval.k=3", "--no-progress"]) == 0  # greedy, as eval.temperature
+    rows = [json.loads(line) for line in (run / "eval_sft_t0" / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and [r["correct"] for r in rows] == [True] * 3 + [False] * 3
+    assert len(rows[0]["messages"][0]["content"]) < 600  # the compact system prompt, not the tool schemas
+    assert "runs/tiny/eval_sft_t0" in capsys.readouterr().out
