@@ -7,6 +7,7 @@ from typing import Any
 
 from jaxseeker.agent.prompts import PROMPT_STYLES
 from jaxseeker.data.tokenizer import SPLITS
+from jaxseeker.rewards import REWARD_FNS
 from jaxseeker.tools import ToolsConfig, VisitOptions
 from jaxseeker.train.recipe import build, check_sections
 
@@ -147,8 +148,8 @@ class EvalStage:
                              f"{self.top_p}")
 
     def limits(self) -> dict[str, Any]:
-        """The section without its sampling keys: what the expert's and RL's rollouts share with the eval."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("temperature", "top_p")}
+        """What the expert's and RL's rollouts share with the eval: the section less its sampling, k and slots."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("k", "slots", "temperature", "top_p")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,12 +164,15 @@ class RLStage:
     temperature: float = 1.0
     train_questions: int = 0  # also this many of the SFT's training questions (a seeded sample) in the RL pool
     negative_weight: float = 1.0  # the objective's weight on failed episodes' tokens (0: positive samples only)
+    reward: str = "webdancer"  # a `rewards.REWARD_FNS` name; "webseer" scores a badly formatted episode -1
 
     def __post_init__(self):
         if self.train_questions < 0:
             raise ValueError(f"rl.train_questions must be >= 0, got {self.train_questions}")
         if self.negative_weight < 0:
             raise ValueError(f"rl.negative_weight must be >= 0, got {self.negative_weight}")
+        if self.reward not in REWARD_FNS:
+            raise ValueError(f"rl.reward must be one of {sorted(REWARD_FNS)}, got {self.reward!r}")
 
 
 @dataclasses.dataclass(frozen=True)

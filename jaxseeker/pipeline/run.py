@@ -237,7 +237,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
             "sampling": {"temperature": r.temperature},
             "tools": {"enabled": list(tools.enabled), "top_k": tools.top_k, "visit": dataclasses.asdict(tools.visit)},
             "world": cfg.world.spec(),
-            "reward": {"fn": "webdancer", "judge": "em"},
+            "reward": {"fn": r.reward, "judge": "em"},
         }
         summary = run_rl(recipe, resume=True, progress=progress)
         shutil.copy(root / "sft" / "model_config.json", out / "model_config.json")

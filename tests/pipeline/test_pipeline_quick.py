@@ -47,8 +47,8 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in markdown
     again = run_pipeline(cfg, tmp_path, progress=False)
     assert set(again["reused_stages"]) >= {"qa", "tokenizer", "expert", "warmup", "sft", "eval_sft"}
-    sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9))
-    resampled = run_pipeline(sampled, tmp_path, progress=False)  # only the evals depend on their sampling
+    sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9, k=1, slots=4))
+    resampled = run_pipeline(sampled, tmp_path, progress=False)  # only the evals depend on their sampling, k, slots
     assert set(resampled["reused_stages"]) == {"qa", "expert", "tokenizer", "warmup", "sft", "rl"}
 
 
@@ -88,6 +88,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"rl": {"train_questions": -2}})
     with pytest.raises(RecipeError, match="rl.negative_weight must be >= 0, got -0.5"):
         pipeline_config({"rl": {"negative_weight": -0.5}})
+    with pytest.raises(RecipeError, match=r"rl.reward must be one of \['webdancer', 'webexplorer', 'websailor', 'webseer'\]"):
+        pipeline_config({"rl": {"reward": "accuracy"}})
 
 
 def test_the_tools_section_sets_every_rollouts_search_and_visit():
