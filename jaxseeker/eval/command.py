@@ -36,10 +36,11 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit(f"jaxseeker eval: without --config, give {', '.join(missing)}")
         limits = RolloutConfig(max_tool_calls=args.max_tool_calls or 16, max_context_tokens=args.max_context or 8192,
                                max_tokens_per_turn=args.max_turn_tokens or 1024, prompt=args.prompt or "full")
+        temperature = 0.6 if args.temperature is None else args.temperature
+        top_p = 0.95 if args.top_p is None else args.top_p
         return {"model": Path(args.model), "questions": Path(args.questions), "out": Path(args.out),
                 "world": args.world, "tools": ToolsConfig(enabled=("search", "visit")), "limits": limits,
-                "k": args.k or 4, "slots": args.slots or 16, "temperature": 0.6 if args.temperature is None
-                else args.temperature, "top_p": 0.95 if args.top_p is None else args.top_p}
+                "k": args.k or 4, "slots": args.slots or 16, "temperature": temperature, "top_p": top_p}
     cfg = pipeline_config(read_recipe(args.config, args.set))
     root = Path("runs") / cfg.name
     model = args.model or "sft"
@@ -49,8 +50,8 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
                  "max_tokens_per_turn": args.max_turn_tokens, "prompt": args.prompt}
     limits = dataclasses.replace(rollout_config(cfg), **{k: v for k, v in overrides.items() if v is not None})
     temperature = e.temperature if args.temperature is None else args.temperature
-    return {"model": model_dir, "questions": Path(args.questions or root / "qa" / "test.jsonl"),
-            "out": Path(args.out or root / f"eval_{model if model in STAGE_MODELS else model_dir.name}_t{temperature:g}"),
+    out = args.out or root / f"eval_{model if model in STAGE_MODELS else model_dir.name}_t{temperature:g}"
+    return {"model": model_dir, "questions": Path(args.questions or root / "qa" / "test.jsonl"), "out": Path(out),
             "world": args.world or cfg.world.spec(), "tools": cfg.tools.config(), "limits": limits,
             "k": args.k or e.k, "slots": args.slots or e.slots, "temperature": temperature,
             "top_p": e.top_p if args.top_p is None else args.top_p}
