@@ -19,6 +19,7 @@ from jaxseeker.eval.metrics import (
     tool_calls_per_rollout,
 )
 from jaxseeker.eval.report import (
+    compare_results,
     plot_pass_at_1_by_level,
     plot_termination_mix,
     plot_tool_calls,
@@ -32,6 +33,7 @@ __all__ = [
     "LoadError",
     "avg_at_k",
     "best_pass_at_1",
+    "compare_results",
     "cons_at_k",
     "decrypt_browsecomp",
     "decrypt_xbench",

@@ -77,8 +77,7 @@ def _eval(args: argparse.Namespace) -> int:
     from jaxseeker.agent.command import make_engine
     from jaxseeker.data.tokenizer import load_tokenizer
     from jaxseeker.eval.loaders import load_questions
-    from jaxseeker.eval.metrics import judgement_table, paired_change
-    from jaxseeker.eval.report import read_results, summary_table
+    from jaxseeker.eval.report import compare_results, summary_table
     from jaxseeker.eval.runner import run_eval
     from jaxseeker.generation import SamplingConfig
     from jaxseeker.tools import build_registry
@@ -103,10 +102,8 @@ def _eval(args: argparse.Namespace) -> int:
     print(f"{s['model']} on {len(questions)} questions of {s['questions']}, k={s['k']}, temperature "
           f"{s['temperature']:g}: results and plots in {s['out']}")
     if args.baseline:
-        ids = {str(q["id"]) for q in questions}
-        before = [r for r in read_results(Path(args.baseline) / "results.jsonl") if r["question_id"] in ids]
-        after = [r for r in read_results(s["out"] / "results.jsonl") if r["question_id"] in ids]
-        change = paired_change(judgement_table(before, s["k"]), judgement_table(after, s["k"]))
+        change = compare_results(Path(args.baseline) / "results.jsonl", s["out"] / "results.jsonl", s["k"],
+                                 question_ids=[q["id"] for q in questions])
         (s["out"] / "change.json").write_text(json.dumps(change, indent=2) + "\n")
         print(f"against {args.baseline}: {change['gained']} questions gained, {change['lost']} lost, "
               f"{change['unchanged']} unchanged; pass@1 {100 * change['delta_pass_at_1']:+.1f} points "

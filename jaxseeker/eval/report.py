@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from jaxseeker.eval.loaders import LoadError
-from jaxseeker.eval.metrics import TOOL_TYPES, group_rollouts, summarize
+from jaxseeker.eval.metrics import TOOL_TYPES, group_rollouts, judgement_table, paired_change, summarize
 
 
 def write_results(records: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
@@ -47,6 +47,22 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
             raise LoadError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
         records.append(record)
     return records
+
+
+def compare_results(before: str | Path, after: str | Path, k: int,
+                    question_ids: Iterable[str] | None = None) -> dict[str, Any]:
+    """`paired_change` of two results files of the same questions (first k rounds), overall and `by_level`;
+    `question_ids` restricts both to those questions."""
+    wanted = None if question_ids is None else {str(q) for q in question_ids}
+    records = [[r for r in read_results(path) if wanted is None or r["question_id"] in wanted]
+               for path in (before, after)]
+    was, now = (judgement_table(rs, k) for rs in records)
+    levels: dict[str, set[str]] = {}
+    for r in records[0]:
+        levels.setdefault(str(r.get("level")), set()).add(str(r["question_id"]))
+    by_level = {level: paired_change({q: was[q] for q in ids}, {q: now[q] for q in ids})
+                for level, ids in sorted(levels.items())}
+    return paired_change(was, now) | {"by_level": by_level}
 
 
 def summary_table(summary: Mapping[str, Any]) -> str:

@@ -19,7 +19,7 @@ from jaxseeker.agent import Question, RolloutConfig
 from jaxseeker.agent.command import make_engine
 from jaxseeker.data import load_tokenizer, train_tokenizer
 from jaxseeker.data.copies import digit_ids, ordinary_ids
-from jaxseeker.eval import judgement_table, paired_change, read_results
+from jaxseeker.eval.report import compare_results
 from jaxseeker.eval.runner import run_eval
 from jaxseeker.generation import SamplingConfig
 from jaxseeker.pipeline.config import PipelineConfig
@@ -50,18 +50,6 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
 
 def _questions(records: list[dict]) -> list[Question]:
     return [Question(r["question"], r["answer"], {k: v for k, v in r.items() if k not in ("question", "answer")}) for r in records]
-
-
-def _paired_change(before: Path, after: Path, k: int) -> dict:
-    """What RL changed, test question by test question (`eval.paired_change`), overall and per level."""
-    records = read_results(before)
-    was, now = judgement_table(records, k), judgement_table(read_results(after), k)
-    levels: dict[str, set[str]] = {}
-    for r in records:
-        levels.setdefault(str(r.get("level")), set()).add(str(r["question_id"]))
-    by_level = {level: paired_change({q: was[q] for q in ids}, {q: now[q] for q in ids})
-                for level, ids in sorted(levels.items())}
-    return paired_change(was, now) | {"by_level": by_level}
 
 
 def _write_name_pool(world: World, held_out: list[Path], path: Path) -> str:
@@ -247,8 +235,8 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
 
     report["rl"] = runner.run("rl", rl_key, rl_stage, resumable=True)
     report["eval_rl"] = runner.run("eval_rl", fingerprint(rl_key, eval_key), eval_stage(root / "rl" / "hf"))
-    report["rl_change"] = _paired_change(root / "eval_sft" / "results.jsonl", root / "eval_rl" / "results.jsonl",
-                                         cfg.eval.k)
+    report["rl_change"] = compare_results(root / "eval_sft" / "results.jsonl", root / "eval_rl" / "results.jsonl",
+                                          cfg.eval.k)
     report["stage_wall_s"] = runner.timings
     report["reused_stages"] = runner.reused
     return write_pipeline_report(root, report)
