@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from jaxseeker.eval.loaders import LoadError
-from jaxseeker.eval.metrics import TOOL_TYPES, group_rollouts, judgement_table, paired_change, summarize
+from jaxseeker.eval.metrics import TOOL_TYPES, _split, group_rollouts, judgement_table, paired_change, summarize
 
 
 def write_results(records: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
@@ -57,11 +57,9 @@ def compare_results(before: str | Path, after: str | Path, k: int,
     records = [[r for r in read_results(path) if wanted is None or r["question_id"] in wanted]
                for path in (before, after)]
     was, now = (judgement_table(rs, k) for rs in records)
-    levels: dict[str, set[str]] = {}
-    for r in records[0]:
-        levels.setdefault(str(r.get("level")), set()).add(str(r["question_id"]))
+    levels = _split(group_rollouts(records[0], k), "level")  # the levels `summarize` reports, in its order
     by_level = {level: paired_change({q: was[q] for q in ids}, {q: now[q] for q in ids})
-                for level, ids in sorted(levels.items())}
+                for level, ids in levels.items()}
     return paired_change(was, now) | {"by_level": by_level}
 
 
