@@ -122,6 +122,13 @@ def batch_sharding(mesh: Mesh, shape: Sequence[int], rules: Rules = DEFAULT_RULE
     return logical_sharding(axes[: len(shape)], rules, mesh, shape)
 
 
+def batch_shards(mesh: Mesh, rules: Rules = DEFAULT_RULES) -> int:
+    """How many ways the `batch` rule can split a batch dimension over `mesh` (a row count that is a multiple of
+    this is split over all of them)."""
+    sizes = dict(mesh.shape)
+    return math.prod(sizes.get(axis, 1) for axis in rules["batch"])
+
+
 def shard_batch(batch: Mapping[str, np.ndarray], sharding: NamedSharding) -> dict[str, jax.Array]:
     """Place a host batch on the mesh of `sharding`; each process passes only its own rows.
 

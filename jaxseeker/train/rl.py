@@ -8,7 +8,8 @@ score every episode (format check, judge, recipe reward) → selection (grpo / d
 checkpoint (train state + question sampler). WebExplorer's progressive context is a list of stages
 `{step, max_context, max_turns}`: from RL step `step` on, episodes get `max_context` tokens and at
 most `max_turns` tool calls; the update trains on rows as long as the step's longest episode, rounded up to a
-multiple of `ROW_BUCKET` tokens (so few shapes compile) and at most `max_context`.
+multiple of `ROW_BUCKET` tokens (so few shapes compile) and at most `max_context`, one episode per row; with
+`rl.pack`, on rows of `max_context` tokens that hold as many episodes as fit (token-level objectives only).
 
 Multi-host (`jax.distributed`): every process takes the same questions from its sampler, rolls out and
 scores its share of the groups on its own engine (a copy of the params on its own devices) and receives
@@ -21,7 +22,9 @@ with each process's sampler state.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,7 @@ from jaxseeker.agent import (
 from jaxseeker.agent.command import make_engine
 from jaxseeker.generation import SamplingConfig
 from jaxseeker.parallel import (
+    batch_shards,
     global_array,
     host_array,
     is_main_process,
@@ -61,6 +65,7 @@ from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.policy import build_policy
 from jaxseeker.train.recipe import RecipeError, build, check_sections
 from jaxseeker.train.rl_config import (
+    PACKED_ROW_MULTIPLE,
     ROW_BUCKET,
     SECTIONS,
     ContextStage,
@@ -78,7 +83,7 @@ from jaxseeker.train.rl_scoring import (
     score_metrics,
     submit_feedback,
 )
-from jaxseeker.train.rl_step import RLStepConfig, episode_rows, make_rl_step
+from jaxseeker.train.rl_step import RLStepConfig, episode_rows, make_rl_step, packed_episode_rows
 
 
 @dataclasses.dataclass
@@ -268,18 +273,33 @@ def row_length(episodes: list[Episode], max_context: int) -> int:
     return min(max_context, -(-longest // ROW_BUCKET) * ROW_BUCKET)
 
 
-def update(run: RLRun, state: Any, episodes: list[Episode], advantages: np.ndarray, max_context: int, step: int):
-    """Old (and reference) log-probs of every mini-batch, then `epochs` passes of optimizer steps."""
-    rows = len(episodes) // run.rl.mini_batches
-    seq = row_length(episodes, max_context)
-    fns = make_rl_step(run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=rows, seq=seq, rules=run.rules)
+def mini_batch_rows(run: RLRun, episodes: list[Episode], advantages: np.ndarray, seq: int,
+                    step: int) -> list[dict[str, np.ndarray]]:
+    """The host rows of each mini-batch (a seeded shuffle of the episodes split `mini_batches` ways): one row per
+    episode, or with `rl.pack` packed rows, every mini-batch padded to the same row count (one compiled shape)."""
+    size = len(episodes) // run.rl.mini_batches
     order = np.random.default_rng([run.rl.seed, step, 1]).permutation(len(episodes))
+    parts = [order[m * size:(m + 1) * size] for m in range(run.rl.mini_batches)]
+    rows_fn = episode_rows
+    if run.rl.pack:
+        multiple = math.lcm(PACKED_ROW_MULTIPLE, batch_shards(run.mesh, run.rules))  # few row counts, few compiles
+        rows_fn = functools.partial(packed_episode_rows, row_multiple=multiple)
+    host = [rows_fn([episodes[i].token_ids for i in part], [episodes[i].loss_mask for i in part],
+                    [episodes[i].logprobs for i in part], advantages[part], seq) for part in parts]
+    n_rows = max(len(h["tokens"]) for h in host)
+    return [{k: np.pad(v, ((0, n_rows - len(v)), (0, 0))) for k, v in h.items()} for h in host]
+
+
+def update(run: RLRun, state: Any, episodes: list[Episode], advantages: np.ndarray, max_context: int, step: int):
+    """Old (and reference) log-probs of every mini-batch, then `epochs` passes of optimizer steps. Rows are as long as
+    `row_length`, or with `rl.pack` the whole context (filled with as many episodes as fit)."""
+    seq = max_context if run.rl.pack else row_length(episodes, max_context)
+    hosts = mini_batch_rows(run, episodes, advantages, seq, step)
+    rows = len(hosts[0]["tokens"])
+    fns = make_rl_step(run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=rows, seq=seq, rules=run.rules)
     t = time.perf_counter()
     batches, mismatch = [], []
-    for m in range(run.rl.mini_batches):
-        chosen = [episodes[i] for i in order[m * rows:(m + 1) * rows]]
-        host = episode_rows([e.token_ids for e in chosen], [e.loss_mask for e in chosen],
-                            [e.logprobs for e in chosen], advantages[order[m * rows:(m + 1) * rows]], seq)
+    for host in hosts:
         batch = {k: global_array(v, fns.batch_sharding) for k, v in host.items()}  # every process has all rows
         batch["old_logp"] = fns.logprobs(state.params, batch)  # [rows, seq]
         if run.ref_params is not None:
@@ -301,6 +321,8 @@ def update(run: RLRun, state: Any, episodes: list[Episode], advantages: np.ndarr
                for k in outs[0]}
     mismatch = np.concatenate(mismatch)
     metrics["logp_mismatch"] = float(np.mean(mismatch)) if mismatch.size else 0.0
+    metrics["row_fill"] = float(np.mean([np.mean(h["segment_ids"] != 0) for h in hosts]))
+    metrics["update_rows"] = float(rows)
     return state, {**metrics, **times}
 
 

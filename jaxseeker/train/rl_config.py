@@ -13,6 +13,7 @@ from jaxseeker.train.recipe import RecipeError, build
 SECTIONS = ("name", "model", "optimizer", "mesh", "rules", "rl", "rollout", "sampling", "engine", "tools", "world",
             "reward")
 ROW_BUCKET = 256  # update rows are a multiple of this many tokens long
+PACKED_ROW_MULTIPLE = 4  # with rl.pack, a mini-batch's row count is a multiple of this (and of the batch shards)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +37,7 @@ class RLConfig:
     kl_estimator: str = "k3"
     entropy_metric: bool = True
     chunk_size: int = 512
+    pack: bool = False  # several episodes per update row (token-level objectives only, see `packed_episode_rows`)
     context_stages: tuple[Mapping[str, int], ...] = ()  # [{step, max_context, max_turns}]; () = the rollout section
     seed: int = 0
     out_dir: str | None = None  # default: runs/<recipe name>
@@ -52,6 +54,10 @@ class RLConfig:
         for name in ("steps", "batch_questions", "group_size", "mini_batches", "epochs", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        agg = dict(self.objective_kwargs).get("agg", "token-mean")
+        if self.pack and self.objective == "policy_loss" and agg != "token-mean":
+            raise ValueError(f"pack: packed rows keep only token-level objectives exact; objective_kwargs.agg is "
+                             f"{agg!r}, use 'token-mean' or pack: false")
         if (self.batch_questions * self.group_size) % self.mini_batches:
             raise ValueError(f"batch_questions·group_size = {self.batch_questions * self.group_size} episodes do "
                              f"not split into mini_batches={self.mini_batches}")

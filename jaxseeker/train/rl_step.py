@@ -3,8 +3,9 @@
 One episode is one row (right padding): `tokens[t]` predicts `targets[t] = ids[t + 1]`, and
 `loss_mask[t]` is 1 exactly when `ids[t + 1]` was sampled by the policy (prompt, observations, the
 loop's own `<|im_end|>` and padding are 0). One row per episode keeps the sequence-level aggregations
-of `losses.policy_loss` exact. Every key of the batch is `[batch, seq]`:
-  tokens, targets, loss_mask, segment_ids (1 = real, 0 = padding), positions,
+of `losses.policy_loss` exact; `packed_episode_rows` puts several episodes in a row, each its own segment,
+for token-level objectives. Every key of the batch is `[batch, seq]`:
+  tokens, targets, loss_mask, segment_ids (1, 2, … per episode, 0 = padding), positions,
   old_logp (log-probs of the sampling policy, recomputed with the training forward),
   advantages (the episode's advantage on every token), and `ref_logp` when a KL term is on.
 The log-probs of the update and of the old-log-prob pass come from the same forward
@@ -101,6 +102,51 @@ def episode_rows(
         rows["segment_ids"][i, :length] = 1
         rows["positions"][i, :length] = np.arange(length)
         rows["advantages"][i, :length] = adv
+    return rows
+
+
+def packed_episode_rows(
+    token_ids: Sequence[Sequence[int]],
+    loss_masks: Sequence[Sequence[int]],
+    logprobs: Sequence[Sequence[float]],
+    advantages: Sequence[float],
+    seq_len: int,
+    *,
+    row_multiple: int = 1,
+) -> dict[str, np.ndarray]:
+    """The rows of `episode_rows` with several episodes per row: `[rows, seq_len]`, rows a multiple of `row_multiple`.
+
+    Each episode is its own segment (`segment_ids` 1, 2, … within a row, `positions` restarting at 0), so
+    attention never crosses episodes and every token's log-prob is the one it gets in a row of its own: a
+    token-level objective (`policy_loss` with agg="token-mean") is unchanged, sequence-level aggregations are
+    not. Rows are filled first-fit, longest episode first; all-padding rows round the count up. Written here
+    rather than with grain's first-fit packer (`data.packing`), which streams examples in arrival order through
+    a fixed number of open rows: the update packs a few dozen episodes it already holds.
+    """
+    if row_multiple < 1:
+        raise ValueError(f"row_multiple must be >= 1, got {row_multiple}")
+    single = episode_rows(token_ids, loss_masks, logprobs, advantages, seq_len)  # validated, shifted, cut
+    lengths = single["segment_ids"].sum(axis=1)  # [episodes]
+    bins: list[list[int]] = []  # episode indices per row
+    used: list[int] = []  # tokens per row
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        row = next((r for r, u in enumerate(used) if u + lengths[i] <= seq_len), None)
+        if row is None:
+            bins.append([])
+            used.append(0)
+            row = len(bins) - 1
+        bins[row].append(i)
+        used[row] += int(lengths[i])
+    n_rows = -(-len(bins) // row_multiple) * row_multiple
+    rows = {k: np.zeros((n_rows, seq_len), v.dtype) for k, v in single.items()}
+    for r, members in enumerate(bins):
+        start = 0
+        for segment, i in enumerate(members, 1):
+            end = start + int(lengths[i])
+            for k in rows:
+                rows[k][r, start:end] = single[k][i, : end - start]
+            rows["segment_ids"][r, start:end] = segment
+            start = end
     return rows
 
 

@@ -12,6 +12,7 @@ from jaxseeker.parallel import (
     MESH_AXES,
     MeshConfig,
     batch_sharding,
+    batch_shards,
     logical_to_spec,
     make_mesh,
     make_rules,
@@ -35,6 +36,8 @@ def test_batch_uses_every_data_like_axis():
     assert logical_to_spec(("layers", "experts", "embed", "mlp"), DEFAULT_RULES, MESH_EXPERT, (2, 4, 64, 32)) == P(
         None, "expert", "fsdp", None
     )
+    assert batch_shards(MESH_EXPERT) == 8 and batch_shards(MESH_222) == 4  # tensor does not split the batch
+    assert batch_shards(MESH_222, make_rules({"batch": "data"})) == 2
 
 
 def test_indivisible_dims_fall_back():

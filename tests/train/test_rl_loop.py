@@ -78,6 +78,18 @@ def test_resume_after_a_kill_repeats_the_uninterrupted_steps(toy_run, capsys):
             assert resumed[row["step"]][key] == pytest.approx(row[key], rel=1e-5, abs=1e-7), (row["step"], key)
 
 
+def test_packed_update_rows_train_as_one_row_per_episode(toy_run, tmp_path):
+    paths, _, _, rows = toy_run
+    out = tmp_path / "packed"
+    stage = "rl.context_stages=[{step: 0, max_context: 768, max_turns: 4}]"  # no toy episode reaches 160 tokens
+    run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.steps=1", "rl.pack=true", stage)), progress=False)
+    packed, single = read_metrics(out / "metrics.jsonl")[0], rows[0]
+    assert single["update_rows"] == 16 and packed["update_rows"] <= 8  # a mini-batch's 16 episodes, 3 or 4 a row
+    assert 0.5 < packed["row_fill"] < 1
+    for key in ("reward", "loss", "grad_norm", "entropy", "approx_kl"):  # same rollouts, same update
+        assert packed[key] == pytest.approx(single[key], rel=1e-4, abs=1e-6), key
+
+
 def test_bad_recipes_name_the_key(toy_run):
     paths, out, _, _ = toy_run
     with pytest.raises(RecipeError, match=r"rl: unknown keys \['stepz'\]"):
@@ -86,6 +98,9 @@ def test_bad_recipes_name_the_key(toy_run):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.selection=ppo")), progress=False)
     with pytest.raises(RecipeError, match="do not split into mini_batches=3"):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.mini_batches=3")), progress=False)
+    with pytest.raises(RecipeError, match="pack: packed rows keep only token-level objectives exact"):
+        run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.pack=true", "rl.objective_kwargs.agg=seq-mean-token-mean")),
+               progress=False)
     with pytest.raises(RecipeError, match="unknown reward function 'dancer'"):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "reward.fn=dancer")), progress=False)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jaxseeker import model
-from jaxseeker.train.rl_step import RLStepConfig, episode_rows, rl_loss
+from jaxseeker.train.rl_step import RLStepConfig, episode_rows, packed_episode_rows, rl_loss
 
 CFG = model.ModelConfig.tiny(vocab_size=64)
 STEP = RLStepConfig(kl_coef=0.1, kl_estimator="k3", chunk_size=16, temperature=0.8)
@@ -75,3 +75,52 @@ def test_observation_prompt_and_padding_tokens_enter_no_term_and_no_gradient(los
     touched["old_logp"][tuple(on)] -= 1.0
     (loss_t, _), _ = loss_and_grad(params, touched)
     assert abs(float(loss_t) - float(loss)) > 1e-4
+
+
+def test_packed_rows_hold_several_episodes_each_in_its_own_segment():
+    ids = [[1, 2, 3, 4, 5], [6, 7, 8], [9, 10, 11, 12]]
+    masks = [[0, 0, 1, 1, 1], [0, 1, 1], [0, 0, 1, 1]]
+    logps = [[0.0, 0.0, -0.1, -0.2, -0.3], [0.0, -0.4, -0.5], [0.0, 0.0, -0.6, -0.7]]
+    rows = packed_episode_rows(ids, masks, logps, [1.0, -1.0, 0.5], seq_len=7, row_multiple=4)
+    assert rows["tokens"].shape == (4, 7)  # two rows used (4 + 3 | 2 tokens), rounded up to four
+    assert rows["tokens"][0].tolist() == [1, 2, 3, 4, 9, 10, 11]  # longest first, then the next that fits
+    assert rows["segment_ids"][0].tolist() == [1, 1, 1, 1, 2, 2, 2]
+    assert rows["positions"][0].tolist() == [0, 1, 2, 3, 0, 1, 2]
+    assert rows["targets"][0].tolist() == [2, 3, 4, 5, 10, 11, 12]  # no target crosses into the next episode
+    assert rows["loss_mask"][0].tolist() == [0, 1, 1, 1, 0, 1, 1]
+    assert rows["advantages"][0].tolist() == [1.0] * 4 + [0.5] * 3
+    np.testing.assert_allclose(rows["old_logp"][1], [-0.4, -0.5, 0, 0, 0, 0, 0])
+    assert rows["segment_ids"][1].tolist() == [1, 1, 0, 0, 0, 0, 0]
+    assert not rows["segment_ids"][2:].any() and not rows["loss_mask"][2:].any()
+    with pytest.raises(ValueError, match="row_multiple must be >= 1"):
+        packed_episode_rows(ids, masks, logps, [1.0, -1.0, 0.5], seq_len=7, row_multiple=0)
+
+
+def test_packed_rows_give_the_one_row_per_episode_loss_and_gradient(loss_and_grad):
+    """With the token-mean objective (and KL, entropy), packing changes how rows are laid out, not what is computed."""
+    params = model.init_params(CFG, jax.random.key(1))
+    rng = np.random.default_rng(1)
+    layout = [(6, 5, 7, 5), (4, 3, 6, 2), (3, 4, 0, 0), (5, 2, 3, 3)]  # prompt, turn, observation, turn lengths
+    ids, masks, logps = [], [], []
+    for prompt, turn1, obs, turn2 in layout:
+        n = prompt + turn1 + obs + turn2
+        ids.append(rng.integers(0, CFG.vocab_size, n).tolist())
+        masks.append([0] * prompt + [1] * turn1 + [0] * obs + [1] * turn2)
+        logps.append((-rng.random(n)).tolist())
+    advantages = [1.0, -0.5, 0.25, -1.5]
+    single = episode_rows(ids, masks, logps, advantages, SEQ)
+    packed = packed_episode_rows(ids, masks, logps, advantages, SEQ, row_multiple=1)
+    assert packed["tokens"].shape == (3, SEQ) and packed["segment_ids"].max() == 2
+    for rows in (single, packed):
+        rows["ref_logp"] = np.where(rows["loss_mask"] != 0, rows["old_logp"] - 0.2, 0.0).astype(np.float32)
+    (loss, aux), grads = loss_and_grad(params, single)
+    (loss_p, aux_p), grads_p = loss_and_grad(params, packed)
+    np.testing.assert_allclose(loss_p, loss, rtol=1e-5)
+    for key in ("kl", "entropy", "ratio_mean", "approx_kl"):
+        np.testing.assert_allclose(aux_p[key], aux[key], rtol=1e-5, atol=1e-7, err_msg=key)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), grads_p, grads)
+
+    # Without its segment ids the second episode of a packed row attends to the first: the loss moves.
+    merged = dict(packed, segment_ids=(packed["segment_ids"] != 0).astype(np.int32))
+    (loss_m, _), _ = loss_and_grad(params, merged)
+    assert abs(float(loss_m) - float(loss)) > 1e-4
