@@ -125,8 +125,9 @@ def toy_recipe(paths: dict[str, str], out_dir: str | Path, *, tools: bool = Fals
 
 def run_bench(*, hidden: int = 256, layers: int = 4, batch_questions: int = 4, group_size: int = 4,
               mini_batches: int = 2, max_context: int = 1024, think_tokens: float = 24.0, tool_p: float = 0.5,
-              steps: int = 2) -> dict:
-    """Time one RL step of the toy with a `search` tool (after a warm-up step that compiles); prints a table."""
+              steps: int = 2, pack: bool = False) -> dict:
+    """Time one RL step of the toy with a `search` tool (after a warm-up step that compiles); prints a table.
+    pack: the update packs several episodes per row (`rl.pack`) instead of one per row."""
     from jaxseeker.train.rl import QuestionSampler, dupo_pool, prepare, run_step
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,7 +135,8 @@ def run_bench(*, hidden: int = 256, layers: int = 4, batch_questions: int = 4, g
         paths = write_toy(tmp, think_tokens=think_tokens, tool_p=tool_p, hidden_size=hidden, num_layers=layers,
                           intermediate_size=hidden * 3, num_heads=heads, num_kv_heads=max(heads // 2, 1), head_dim=64)
         recipe = toy_recipe(paths, Path(tmp) / "run", tools=True, steps=steps + 1, batch_questions=batch_questions,
-                            group_size=group_size, mini_batches=mini_batches, chunk_size=512, checkpoint_every=10**6)
+                            group_size=group_size, mini_batches=mini_batches, chunk_size=512, checkpoint_every=10**6,
+                            pack=pack)
         recipe["rollout"].update(max_context_tokens=max_context, max_tokens_per_turn=max_context // 2,
                                  answer_reserve_tokens=64, max_tool_calls=8)
         recipe["engine"]["min_window"] = max_context  # one attention window: one decode compile
@@ -154,8 +156,7 @@ def run_bench(*, hidden: int = 256, layers: int = 4, batch_questions: int = 4, g
     update_tokens = batch_questions * group_size * m["context_tokens"]
     update_flops = update_tokens * flops_per_token(run.cfg, int(m["context_tokens"] / 2), training=True)
     device_s = m["engine_s"] + m["old_logp_s"] + m["update_s"]
-    result = {**m, "warmup_s": warmup_s, "parameters": model.count_params(run.cfg),
-              "row_fill": m["context_tokens"] / max_context,
+    result = {**m, "warmup_s": warmup_s, "parameters": model.count_params(run.cfg), "pack": pack,
               "update_tokens_per_s": update_tokens * run.rl.epochs / m["update_s"],
               "device_utilisation": device_s / m["step_s"], "update_mfu": update_flops / m["update_s"] / ceiling,
               "matmul_ceiling_gflops": ceiling / 1e9}
@@ -177,7 +178,8 @@ def _print_table(r: dict, cfg: ModelConfig, b: int, g: int) -> None:
     for name, seconds in [*phases, ("other (host)", other), ("step", r["step_s"])]:
         print(f"{name:<22}{seconds:>9.3f}{seconds / r['step_s']:>8.1%}")
     print(f"episodes: {r['response_tokens']:.0f} sampled / {r['context_tokens']:.0f} context tokens, "
-          f"{r['tool_calls']:.2f} tool calls, {r['turns']:.2f} turns on average; update rows {r['row_fill']:.0%} "
-          f"filled (one padded row per episode), {r['update_tokens_per_s']:.0f} real tokens/s")
+          f"{r['tool_calls']:.2f} tool calls, {r['turns']:.2f} turns on average; {r['update_rows']:.0f} update rows "
+          f"{r['row_fill']:.0%} filled ({'packed' if r['pack'] else 'one padded row per episode'}), "
+          f"{r['update_tokens_per_s']:.0f} real tokens/s")
     print(f"device utilisation {r['device_utilisation']:.1%} (engine + old-logprob + update time / step); "
           f"update MFU {r['update_mfu']:.1%} of a {r['matmul_ceiling_gflops']:.0f} GFLOP/s matmul ceiling")

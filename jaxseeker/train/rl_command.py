@@ -30,9 +30,15 @@ def add_parser(subparsers) -> None:
 def _bench(args: argparse.Namespace) -> int:
     from jaxseeker.train.rl_bench import run_bench
 
-    run_bench(hidden=args.hidden, layers=args.layers, batch_questions=args.questions, group_size=args.group_size,
-              mini_batches=args.mini_batches, max_context=args.max_context, think_tokens=args.think_tokens,
-              tool_p=args.tool_p, steps=args.steps)
+    settings = dict(hidden=args.hidden, layers=args.layers, batch_questions=args.questions, group_size=args.group_size,
+                    mini_batches=args.mini_batches, max_context=args.max_context, think_tokens=args.think_tokens,
+                    tool_p=args.tool_p, steps=args.steps)
+    single = run_bench(**settings)
+    if args.pack:
+        packed = run_bench(**settings, pack=True)
+        print(f"\npacked update rows: update {packed['update_s']:.2f} s vs {single['update_s']:.2f} s one row per "
+              f"episode ({single['update_s'] / packed['update_s']:.2f}×), {packed['update_rows']:.0f} vs "
+              f"{single['update_rows']:.0f} rows, fill {packed['row_fill']:.0%} vs {single['row_fill']:.0%}")
     return 0
 
 
@@ -48,4 +54,5 @@ def add_bench_parser(bench_subparsers) -> None:
     p.add_argument("--think-tokens", type=float, default=24.0, help="mean thought tokens per turn")
     p.add_argument("--tool-p", type=float, default=0.5, help="chance a turn calls search instead of answering")
     p.add_argument("--steps", type=int, default=2, help="measured steps after the warm-up step")
+    p.add_argument("--pack", action="store_true", help="then again with packed update rows (rl.pack), and compare")
     p.set_defaults(func=_bench)
