@@ -165,10 +165,13 @@ class RLStage:
     train_questions: int = 0  # also this many of the SFT's training questions (a seeded sample) in the RL pool
     negative_weight: float = 1.0  # the objective's weight on failed episodes' tokens (0: positive samples only)
     reward: str = "webdancer"  # a `rewards.REWARD_FNS` name; "webseer" scores a badly formatted episode -1
+    epochs: int = 1  # optimizer passes over each step's episodes (later passes are off-policy; the clip bounds them)
     adam_eps: float = 1e-8  # AdamW's eps; near the gradients' RMS it damps the parameters the batch barely moves
     seed: int = 0  # the question sampler's and the rollouts' randomness
 
     def __post_init__(self):
+        if self.epochs < 1:
+            raise ValueError(f"rl.epochs must be >= 1, got {self.epochs}")
         if self.adam_eps <= 0:
             raise ValueError(f"rl.adam_eps must be > 0, got {self.adam_eps}")
         if self.train_questions < 0:
@@ -209,7 +212,8 @@ QUICK = {
                "copy_warmup_gap": 16, "permute_digits": True, "permute_names": True,
                "drop_thousands_separators": True, "copy_replay": 0.5},
     "eval": {"k": 2, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
-    "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4, "train_questions": 4, "adam_eps": 1e-4},
+    "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4, "train_questions": 4, "adam_eps": 1e-4,
+           "epochs": 2},
 }
 
 
