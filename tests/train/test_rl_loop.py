@@ -99,8 +99,8 @@ def test_bad_recipes_name_the_key(toy_run):
     with pytest.raises(RecipeError, match="do not split into mini_batches=3"):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.mini_batches=3")), progress=False)
     with pytest.raises(RecipeError, match="pack: packed rows keep only token-level objectives exact"):
-        run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.pack=true", "rl.objective_kwargs.agg=seq-mean-token-mean")),
-               progress=False)
+        packed_seq_mean = overrides(paths, out, "rl.pack=true", "rl.objective_kwargs.agg=seq-mean-token-mean")
+        run_rl(read_recipe(CONFIG, packed_seq_mean), progress=False)
     with pytest.raises(RecipeError, match="unknown reward function 'dancer'"):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "reward.fn=dancer")), progress=False)
 
