@@ -27,15 +27,20 @@ def test_episode_rows_shift_targets_and_mask_by_one_token():
         episode_rows([ids], [mask], [logp], [1.5], seq_len=2)
 
 
-def _episodes(rng):
-    """Two episodes: prompt, a sampled turn, an observation, a second sampled turn (the second row is padded)."""
-    layout = [(6, 5, 7, 5), (4, 3, 6, 2)]  # prompt, turn, observation, turn lengths
+def _random_episodes(rng, layout):
+    """(token ids, loss masks, log-probs) of episodes laid out as (prompt, turn, observation, turn) lengths."""
     ids, masks, logps = [], [], []
     for prompt, turn1, obs, turn2 in layout:
         n = prompt + turn1 + obs + turn2
         ids.append(rng.integers(0, CFG.vocab_size, n).tolist())
         masks.append([0] * prompt + [1] * turn1 + [0] * obs + [1] * turn2)
         logps.append((-rng.random(n)).tolist())
+    return ids, masks, logps
+
+
+def _episodes(rng):
+    """Two episodes: prompt, a sampled turn, an observation, a second sampled turn (the second row is padded)."""
+    ids, masks, logps = _random_episodes(rng, [(6, 5, 7, 5), (4, 3, 6, 2)])
     rows = episode_rows(ids, masks, logps, [1.0, -0.5], SEQ)
     rows["advantages"] = rng.normal(size=(2, SEQ)).astype(np.float32)  # per-token advantages are allowed too
     rows["ref_logp"] = (rows["old_logp"] - 0.3 * rng.random((2, SEQ))).astype(np.float32)
@@ -100,13 +105,7 @@ def test_packed_rows_give_the_one_row_per_episode_loss_and_gradient(loss_and_gra
     """With the token-mean objective (and KL, entropy), packing changes how rows are laid out, not what is computed."""
     params = model.init_params(CFG, jax.random.key(1))
     rng = np.random.default_rng(1)
-    layout = [(6, 5, 7, 5), (4, 3, 6, 2), (3, 4, 0, 0), (5, 2, 3, 3)]  # prompt, turn, observation, turn lengths
-    ids, masks, logps = [], [], []
-    for prompt, turn1, obs, turn2 in layout:
-        n = prompt + turn1 + obs + turn2
-        ids.append(rng.integers(0, CFG.vocab_size, n).tolist())
-        masks.append([0] * prompt + [1] * turn1 + [0] * obs + [1] * turn2)
-        logps.append((-rng.random(n)).tolist())
+    ids, masks, logps = _random_episodes(rng, [(6, 5, 7, 5), (4, 3, 6, 2), (3, 4, 0, 0), (5, 2, 3, 3)])
     advantages = [1.0, -0.5, 0.25, -1.5]
     single = episode_rows(ids, masks, logps, advantages, SEQ)
     packed = packed_episode_rows(ids, masks, logps, advantages, SEQ, row_multiple=1)
