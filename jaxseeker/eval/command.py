@@ -40,7 +40,8 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
         top_p = 0.95 if args.top_p is None else args.top_p
         return {"model": Path(args.model), "questions": Path(args.questions), "out": Path(args.out),
                 "world": args.world, "tools": ToolsConfig(enabled=("search", "visit")), "limits": limits,
-                "k": args.k or 4, "slots": args.slots or 16, "temperature": temperature, "top_p": top_p}
+                "k": _rollouts(args.k, 4, temperature), "slots": args.slots or 16, "temperature": temperature,
+                "top_p": top_p}
     cfg = pipeline_config(read_recipe(args.config, args.set))
     root = Path("runs") / cfg.name
     model = args.model or "sft"
@@ -53,8 +54,19 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
     out = args.out or root / f"eval_{model if model in STAGE_MODELS else model_dir.name}_t{temperature:g}"
     return {"model": model_dir, "questions": Path(args.questions or root / "qa" / "test.jsonl"), "out": Path(out),
             "world": args.world or cfg.world.spec(), "tools": cfg.tools.config(), "limits": limits,
-            "k": args.k or e.k, "slots": args.slots or e.slots, "temperature": temperature,
+            "k": _rollouts(args.k, e.k, temperature), "slots": args.slots or e.slots, "temperature": temperature,
             "top_p": e.top_p if args.top_p is None else args.top_p}
+
+
+def _rollouts(flag: int | None, default: int, temperature: float) -> int:
+    """Rollouts per question: --k, else the default when sampling and 1 when greedy (the offline tools are
+    deterministic, so greedy rollouts of one question are all the same); --k > 1 with temperature 0 is an error."""
+    if flag is None:
+        return default if temperature > 0 else 1
+    if flag > 1 and temperature == 0:
+        raise SystemExit(f"jaxseeker eval: --k {flag} with temperature 0 repeats one greedy rollout {flag} times; "
+                         "give --k 1 or --temperature > 0")
+    return flag
 
 
 def _judge(args: argparse.Namespace):
@@ -124,7 +136,7 @@ def add_parser(subparsers: Any) -> None:
     world = p.add_mutually_exclusive_group()
     world.add_argument("--world", help="a saved world directory or spec (synthetic[:SIZE[:SEED]], atlas[:FR,DE])")
     world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")
-    p.add_argument("--k", type=int, help="rollouts per question (default 4; --config: eval.k)")
+    p.add_argument("--k", type=int, help="rollouts per question (default 4, --config: eval.k; 1 when greedy)")
     p.add_argument("--temperature", type=float, help="0 is greedy (default 0.6; --config: eval.temperature)")
     p.add_argument("--top-p", type=float)
     p.add_argument("--seed", type=int, default=0)

@@ -131,7 +131,7 @@ class PolicyStage:
 class EvalStage:
     """Evaluation on the held-out test questions."""
 
-    k: int = 2
+    k: int = 1  # rollouts per question; more than one only when sampled (greedy repeats the same rollout)
     slots: int = 16
     max_context: int = 6144
     max_tool_calls: int = 16
@@ -146,6 +146,11 @@ class EvalStage:
         if self.temperature < 0 or not 0 < self.top_p <= 1:
             raise ValueError(f"eval.temperature must be >= 0 and eval.top_p in (0, 1], got {self.temperature} and "
                              f"{self.top_p}")
+        if self.k < 1:
+            raise ValueError(f"eval.k must be >= 1, got {self.k}")
+        if self.k > 1 and self.temperature == 0:
+            raise ValueError(f"eval.k is {self.k} with eval.temperature 0: greedy decoding over the offline tools "
+                             f"repeats one rollout {self.k} times; set eval.k: 1 or eval.temperature > 0")
 
     def limits(self) -> dict[str, Any]:
         """What the expert's and RL's rollouts share with the eval: the section less its sampling, k and slots."""
@@ -211,7 +216,7 @@ QUICK = {
                "copy_warmup_layers": 1, "copy_warmup_digit_rate": 0.5,
                "copy_warmup_gap": 16, "permute_digits": True, "permute_names": True,
                "drop_thousands_separators": True, "copy_replay": 0.5},
-    "eval": {"k": 2, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
+    "eval": {"k": 1, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
     "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4, "train_questions": 4, "adam_eps": 1e-4,
            "epochs": 2},
 }

@@ -10,6 +10,7 @@ from jaxseeker.agent import prompts
 from jaxseeker.agent.scripted import bigram_params
 from jaxseeker.data import train_tokenizer
 from jaxseeker.eval.command import add_parser
+from jaxseeker.train.recipe import RecipeError
 
 QUESTIONS = [{"id": "bridge", "question": "How many arches has the bridge of Velmora?", "answer": "nine", "level": 1},
              {"id": "tower", "question": "How many floors has the tower of Pirn?", "answer": "ten", "level": 2}]
@@ -86,8 +87,12 @@ def test_eval_of_a_pipeline_run_takes_its_config(answering_model, tmp_path, monk
                       "eval: {k: 1, slots: 2, max_context: 1024, max_tool_calls: 2, max_tokens_per_turn: 64, "
                       "prompt: compact}\n")
 
-    assert cli(["eval", "--config", str(config), "--set", "eval.k=3", "--no-progress"]) == 0  # greedy, as eval.temperature
+    with pytest.raises(RecipeError, match="eval.k is 3 with eval.temperature 0"):  # greedy: one rollout a question
+        cli(["eval", "--config", str(config), "--set", "eval.k=3"])
+    with pytest.raises(SystemExit, match="--k 3 with temperature 0 repeats one greedy rollout 3 times"):
+        cli(["eval", "--config", str(config), "--k", "3"])
+    assert cli(["eval", "--config", str(config), "--no-progress"]) == 0  # greedy, as eval.temperature
     rows = [json.loads(line) for line in (run / "eval_sft_t0" / "results.jsonl").read_text().splitlines()]
-    assert len(rows) == 6 and [r["correct"] for r in rows] == [True] * 3 + [False] * 3
+    assert [(r["question_id"], r["correct"]) for r in rows] == [("bridge", True), ("tower", False)]
     assert len(rows[0]["messages"][0]["content"]) < 600  # the compact system prompt, not the tool schemas
     assert "runs/tiny/eval_sft_t0" in capsys.readouterr().out

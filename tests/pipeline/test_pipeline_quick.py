@@ -50,9 +50,11 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in markdown
     again = run_pipeline(cfg, tmp_path, progress=False)
     assert set(again["reused_stages"]) >= {"qa", "tokenizer", "expert", "warmup", "sft", "eval_sft"}
-    sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9, k=1, slots=4))
+    sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9, k=2, slots=4))
     resampled = run_pipeline(sampled, tmp_path, progress=False)  # only the evals depend on their sampling, k, slots
     assert set(resampled["reused_stages"]) == {"qa", "expert", "tokenizer", "warmup", "sft", "rl"}
+    rounds = [json.loads(line)["round"] for line in (tmp_path / "eval_rl" / "results.jsonl").read_text().splitlines()]
+    assert sorted(rounds) == sorted([0, 1] * cfg.qa.n_test)  # k sampled rounds of every test question
 
 
 def test_split_keeps_test_entities_out_of_training():
@@ -77,6 +79,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"eval": {"prompt": "short"}})
     with pytest.raises(RecipeError, match=r"eval.temperature must be >= 0 and eval.top_p in \(0, 1\], got 0.5 and 0.0"):
         pipeline_config({"eval": {"temperature": 0.5, "top_p": 0.0}})
+    with pytest.raises(RecipeError, match="eval.k is 4 with eval.temperature 0: greedy decoding .* repeats one rollout 4"):
+        pipeline_config({"eval": {"k": 4}})
     with pytest.raises(RecipeError, match=r"policy.tokenizer_split must be one of \['names', 'numbers', 'qwen2'\], got 'bpe'"):
         pipeline_config({"policy": {"tokenizer_split": "bpe"}})
     with pytest.raises(RecipeError, match=r"policy.copy_warmup_layers must lie in \[0, num_layers=4\], got 6"):
