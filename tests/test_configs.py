@@ -65,3 +65,11 @@ def test_paper_hyperparameters():
     seeker = recipe("openseeker_qwen3-30b-a3b_sft")
     assert seeker["data"]["seq_len"] == 262144 and seeker["model"]["model_type"] == "qwen3_moe"
     assert (seeker["model"]["num_experts"], seeker["model"]["num_experts_per_tok"]) == (128, 8)
+
+
+def test_paper_rl_configs_pack_their_token_mean_updates():
+    rl_configs = [p for p in PAPER_CONFIGS if "rl" in yaml.safe_load(p.read_text())]
+    assert len(rl_configs) == 8
+    for path in rl_configs:
+        rl = yaml.safe_load(path.read_text())["rl"]
+        assert rl["objective_kwargs"]["agg"] == "token-mean" and rl["pack"] is True, path.name
