@@ -119,7 +119,8 @@ def _eval(args: argparse.Namespace) -> int:
         (s["out"] / "change.json").write_text(json.dumps(change, indent=2) + "\n")
         print(f"against {args.baseline}: {change['gained']} questions gained, {change['lost']} lost, "
               f"{change['unchanged']} unchanged; pass@1 {100 * change['delta_pass_at_1']:+.1f} points "
-              f"(sign test p = {change['p_value']:.3f})")
+              f"(95% CI {100 * change['ci95'][0]:+.1f} to {100 * change['ci95'][1]:+.1f}; sign test "
+              f"p = {change['p_value']:.3f}, permutation p = {change['p_permutation']:.3f})")
     return 0
 
 

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from statistics import fmean
 from typing import Any
 
+import numpy as np
+
 Table = Mapping[str, Sequence[bool]]
 REQUIRED_KEYS = (
     "question_id",
@@ -90,27 +92,44 @@ def best_pass_at_1(table: Table) -> float:
     return max(pass_at_1_by_round(table))
 
 
-def paired_change(before: Table, after: Table) -> dict[str, Any]:
+def paired_change(before: Table, after: Table, *, resamples: int = 10_000, seed: int = 0) -> dict[str, Any]:
     """How the same questions fared under two policies (e.g. before and after RL), question by question.
 
-    With a_q, b_q the fraction of question q's rollouts correct before and after:
-    gained = #{q: b_q > a_q}, lost = #{q: b_q < a_q}, delta_pass_at_1 = pass@1(after) − pass@1(before), and
-    p_value the exact two-sided sign test of gained against lost (McNemar's exact test when each question has
-    one rollout): p = min(1, 2 · Σ_{i ≤ min(gained, lost)} C(n, i) / 2ⁿ), n = gained + lost (1 when n = 0).
-    A small eval moves a few questions either way by chance; p says how often a change this lopsided
-    arises when the two policies are equally good.
+    With a_q, b_q the fraction of question q's rollouts correct before and after and d_q = b_q − a_q:
+    gained = #{q: d_q > 0}, lost = #{q: d_q < 0}, delta_pass_at_1 = pass@1(after) − pass@1(before), and
+    - p_value: the exact two-sided sign test of gained against lost (McNemar's exact test when each question
+      has one rollout): p = min(1, 2 · Σ_{i ≤ min(gained, lost)} C(n, i) / 2ⁿ), n = gained + lost (1 when n = 0);
+    - p_permutation: the paired sign-flip permutation test, which also weighs how far each question moved
+      (1/8 → 2/8 counts less than 0/8 → 8/8): T = |Σ_q d_q|, p = (1 + #{b: |Σ_q s_bq d_q| ≥ T}) / (1 + B) over
+      B = `resamples` draws of random signs s_bq ∈ {−1, 1};
+    - ci95: the paired bootstrap's 95% interval of delta_pass_at_1: the 2.5th and 97.5th percentiles of
+      pass@1(after) − pass@1(before) over B resamples of the questions with replacement.
+    A small eval moves a few questions either way by chance; the p-values say how often a change this lopsided
+    arises when the two policies are equally good, the interval how far the true change may lie from the
+    measured one. Draws use numpy's generator seeded with `seed`, so a table gives the same figures every time.
     """
     _check_table(before)
     _check_table(after)
     if set(before) != set(after):
         only = sorted(set(before) ^ set(after))[0]
         raise ValueError(f"paired_change: question {only!r} is in only one of the two tables")
-    deltas = [sum(after[q]) / len(after[q]) - sum(before[q]) / len(before[q]) for q in before]
-    gained, lost = sum(d > 0 for d in deltas), sum(d < 0 for d in deltas)
+    ids = list(before)
+    counts = np.array([[sum(t[q]), len(t[q])] for t in (before, after) for q in ids], dtype=np.float64)
+    correct, rollouts = counts.reshape(2, len(ids), 2).transpose(2, 0, 1)  # [2 policies, questions] each
+    deltas = correct[1] / rollouts[1] - correct[0] / rollouts[0]  # [questions]
+    gained, lost = int((deltas > 0).sum()), int((deltas < 0).sum())
     n = gained + lost
     tail = sum(math.comb(n, i) for i in range(min(gained, lost) + 1)) / 2**n
-    return {"questions": len(deltas), "gained": gained, "lost": lost, "unchanged": len(deltas) - n,
-            "delta_pass_at_1": pass_at_1(after) - pass_at_1(before), "p_value": min(1.0, 2 * tail)}
+    rng = np.random.default_rng(seed)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(resamples, len(ids)))  # [B, questions]
+    observed = abs(deltas.sum())
+    extreme = int((np.abs(signs @ deltas) >= observed - 1e-12).sum())
+    picks = rng.integers(0, len(ids), size=(resamples, len(ids)))  # [B, questions]
+    boot = correct[1][picks].sum(1) / rollouts[1][picks].sum(1) - correct[0][picks].sum(1) / rollouts[0][picks].sum(1)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return {"questions": len(ids), "gained": gained, "lost": lost, "unchanged": len(ids) - n,
+            "delta_pass_at_1": pass_at_1(after) - pass_at_1(before), "p_value": min(1.0, 2 * tail),
+            "p_permutation": (1 + extreme) / (1 + resamples), "ci95": [float(low), float(high)]}
 
 
 def invalid_rate(records: Sequence[Mapping[str, Any]]) -> float:

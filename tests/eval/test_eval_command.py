@@ -64,7 +64,8 @@ def test_eval_judges_resumes_and_compares_with_a_baseline(answering_model, tmp_p
     assert [(r["question_id"], r["prediction"], r["correct"]) for r in rows] == [
         ("bridge", "nine", True)] * 2 + [("tower", "nine", False)] * 2
     assert "| all | 2 | 50.0% |" in printed and (out / "report" / "pass_at_1_by_level.png").exists()
-    assert "1 questions gained, 0 lost, 1 unchanged; pass@1 +50.0 points" in printed
+    assert ("1 questions gained, 0 lost, 1 unchanged; pass@1 +50.0 points (95% CI +0.0 to +100.0; sign test "
+            "p = 1.000, permutation p = 1.000)") in printed
     assert json.loads((out / "change.json").read_text())["gained"] == 1
 
 

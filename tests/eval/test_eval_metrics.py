@@ -1,5 +1,9 @@
 """The pass@k family on hand-built judgement tables, and `summarize` on judged rollout records."""
 
+import itertools
+import math
+from statistics import fmean
+
 import pytest
 
 from jaxseeker import eval as ev
@@ -72,7 +76,31 @@ def test_paired_change_p_value_is_the_exact_sign_test():
     before = {**before, "q8": [T], "q9": [T]}
     assert ev.paired_change(before, after)["p_value"] == pytest.approx(2 * (1 + 10 + 45) / 1024)
     assert ev.paired_change(TABLE, TABLE) == {"questions": 5, "gained": 0, "lost": 0, "unchanged": 5,
-                                              "delta_pass_at_1": 0.0, "p_value": 1.0}
+                                              "delta_pass_at_1": 0.0, "p_value": 1.0, "p_permutation": 1.0,
+                                              "ci95": [0.0, 0.0]}
+
+
+def test_paired_change_permutation_test_weighs_how_far_each_question_moved():
+    # eight rollouts a question: three move a lot up (0/8 → 8/8), four a little down (4/8 → 3/8)
+    before = {f"up{i}": [F] * 8 for i in range(3)} | {f"down{i}": [T] * 4 + [F] * 4 for i in range(4)}
+    after = {f"up{i}": [T] * 8 for i in range(3)} | {f"down{i}": [T] * 3 + [F] * 5 for i in range(4)}
+    change = ev.paired_change(before, after, resamples=200_000)
+    assert (change["gained"], change["lost"], change["p_value"]) == (3, 4, 1.0)  # the sign test sees 3 against 4
+    deltas = [1.0] * 3 + [-0.125] * 4
+    flips = itertools.product((-1, 1), repeat=len(deltas))
+    exact = fmean(abs(sum(s * d for s, d in zip(signs, deltas))) >= sum(deltas) - 1e-12 for signs in flips)
+    assert exact == pytest.approx(32 / 128) and change["p_permutation"] == pytest.approx(exact, abs=0.005)
+
+
+def test_paired_change_ci95_is_the_paired_bootstrap_interval():
+    # 40 one-rollout questions, 10 gained and 30 unchanged: a resample's gain count is Binomial(40, 1/4)
+    before = {f"q{i}": [F] for i in range(40)}
+    after = {f"q{i}": [i < 10] for i in range(40)}
+    low, high = ev.paired_change(before, after)["ci95"]
+    cdf = list(itertools.accumulate(math.comb(40, j) * 0.25**j * 0.75 ** (40 - j) for j in range(41)))
+    quantile = [next(j for j, c in enumerate(cdf) if c >= q) / 40 for q in (0.025, 0.975)]
+    assert quantile == [0.125, 0.4] and (low, high) == pytest.approx(quantile, abs=0.5 / 40)
+    assert ev.paired_change(before, {f"q{i}": [T] for i in range(40)})["ci95"] == [1.0, 1.0]
 
 
 def test_paired_change_needs_the_same_questions():

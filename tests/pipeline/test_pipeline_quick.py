@@ -39,11 +39,13 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     change = report["rl_change"]  # RL's effect question by question, with a sign test
     assert change["questions"] == cfg.qa.n_test == sum(lvl["questions"] for lvl in change["by_level"].values())
     assert change["delta_pass_at_1"] == pytest.approx(report["eval_rl"]["pass_at_1"] - report["eval_sft"]["pass_at_1"])
-    assert 0.0 < change["p_value"] <= 1.0
+    assert 0.0 < change["p_value"] <= 1.0 and 0.0 < change["p_permutation"] <= 1.0
+    assert change["ci95"][0] <= change["delta_pass_at_1"] <= change["ci95"][1]
     saved = json.loads((tmp_path / "report.json").read_text())
     assert saved["eval_sft"] == report["eval_sft"]
     markdown = (tmp_path / "report.md").read_text()
     assert markdown.startswith("# jaxseeker pipeline") and f"{change['gained']} gained, {change['lost']} lost" in markdown
+    assert f"95% CI {100 * change['ci95'][0]:+.1f} to {100 * change['ci95'][1]:+.1f}" in markdown
     assert set(report["plots"]) == {"plots/sft_loss.png", "plots/rl_curves.png", "plots/tool_calls_sft.png",
                                     "plots/tool_calls_rl.png"}
     for png in report["plots"]:
