@@ -333,8 +333,11 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
     groups, scores, selection, times = collect(run, step, stage_rollout_config(run, stage))
     episodes = [e for group in groups for e in group]
     metrics = score_metrics(episodes, [s for group in scores for s in group])
+    correct = np.array([[s.outcome.correct for s in group] for group in scores], dtype=bool)  # [groups, G]
     metrics.update(groups=len(groups), informative_groups=selection.n_informative,
-                   duplicated_groups=selection.n_duplicated, max_context=stage.max_context, max_turns=stage.max_turns)
+                   duplicated_groups=selection.n_duplicated, solved_groups=int(correct.all(axis=1).sum()),
+                   unsolved_groups=int((~correct.any(axis=1)).sum()), max_context=stage.max_context,
+                   max_turns=stage.max_turns)
     if selection.empty:
         metrics["skipped_update"] = 1.0
     else:

@@ -52,6 +52,11 @@ def test_toy_policy_learns_the_answer_within_a_few_steps(toy_run):
         assert first[key] > 0, key
     assert (out / "rl_curves.png").exists() and list((out / "tensorboard").iterdir())
 
+    first_step = read_episodes(out / "episodes" / "step_000001.jsonl")
+    correct = np.array([e.meta["rl"]["correct"] for e in first_step], dtype=bool).reshape(int(first["groups"]), -1)
+    assert (first["solved_groups"], first["unsolved_groups"]) == (correct.all(1).sum(), (~correct.any(1)).sum())
+    assert max(r["solved_groups"] for r in rows[-2:]) > first["solved_groups"]  # groups all right as it learns
+
     episodes = read_episodes(out / "episodes" / f"step_{STEPS:06d}.jsonl")
     assert len(episodes) == 32
     right = [e for e in episodes if e.meta["rl"]["correct"]]
