@@ -114,8 +114,8 @@ def paired_change(before: Table, after: Table, *, resamples: int = 10_000, seed:
         only = sorted(set(before) ^ set(after))[0]
         raise ValueError(f"paired_change: question {only!r} is in only one of the two tables")
     ids = list(before)
-    counts = np.array([[sum(t[q]), len(t[q])] for t in (before, after) for q in ids], dtype=np.float64)
-    correct, rollouts = counts.reshape(2, len(ids), 2).transpose(2, 0, 1)  # [2 policies, questions] each
+    correct = np.array([[sum(t[q]) for q in ids] for t in (before, after)], dtype=np.float64)  # [2, questions]
+    rollouts = np.array([[len(t[q]) for q in ids] for t in (before, after)], dtype=np.float64)  # [2, questions]
     deltas = correct[1] / rollouts[1] - correct[0] / rollouts[0]  # [questions]
     gained, lost = int((deltas > 0).sum()), int((deltas < 0).sum())
     n = gained + lost
