@@ -68,8 +68,8 @@ def test_paper_hyperparameters():
 
 
 def test_paper_rl_configs_pack_their_token_mean_updates():
-    rl_configs = [p for p in PAPER_CONFIGS if "rl" in yaml.safe_load(p.read_text())]
-    assert len(rl_configs) == 8
-    for path in rl_configs:
-        rl = yaml.safe_load(path.read_text())["rl"]
-        assert rl["objective_kwargs"]["agg"] == "token-mean" and rl["pack"] is True, path.name
+    recipes = {path.name: yaml.safe_load(path.read_text()) for path in PAPER_CONFIGS}
+    rl_sections = {name: r["rl"] for name, r in recipes.items() if "rl" in r}
+    assert len(rl_sections) == 8
+    for name, rl in rl_sections.items():
+        assert rl["objective_kwargs"]["agg"] == "token-mean" and rl["pack"] is True, name
