@@ -3,7 +3,8 @@
 A judged rollout record is
 `{question_id, round, correct: bool | None, judge_parse_error: bool, termination: str,
 tool_calls: {search: int, visit: int, python: int, …}, answer_len, think_len, format_ok: bool}`
-plus optional `level` and `tag` (a str or a list of str). `correct=None` (the judge's verdict could
+plus optional `level` and `tag` (a str or a list of str) and `evidence` (the share of the question's
+evidence pages the rollout visited, None when the question lists none). `correct=None` (the judge's verdict could
 not be parsed) counts as wrong in every accuracy and is counted in `judge_failures`: never dropped.
 
 Accuracy metrics take a judgement table `{question_id: [c_1, …, c_n]}` (c_i ∈ {0, 1}, in round
@@ -162,6 +163,13 @@ def mean_of(records: Sequence[Mapping[str, Any]], key: str) -> float:
     return fmean(float(record[key]) for record in _nonempty(records, f"mean_of({key!r})"))
 
 
+def evidence_rate(records: Sequence[Mapping[str, Any]]) -> float | None:
+    """Mean evidence recall over the rollouts that have one: (1/R') Σ evidence, None when no question lists
+    its evidence pages (`rewards.evidence_recall`: the share of a question's `meta.urls` the rollout visited)."""
+    values = [float(r["evidence"]) for r in records if r.get("evidence") is not None]
+    return fmean(values) if values else None
+
+
 def group_rollouts(records: Iterable[Mapping[str, Any]], k: int) -> dict[str, list[Mapping[str, Any]]]:
     """Rollouts per question, the k lowest rounds in round order; bad or too few records raise."""
     if k < 1:
@@ -219,6 +227,7 @@ def _summary_block(grouped: Mapping[str, list[Mapping[str, Any]]], k: int) -> di
         "tool_calls": tool_calls_per_rollout(rollouts),
         "answer_len": mean_of(rollouts, "answer_len"),
         "think_len": mean_of(rollouts, "think_len"),
+        "evidence": evidence_rate(rollouts),
     }
 
 

@@ -71,8 +71,8 @@ def summary_table(summary: Mapping[str, Any]) -> str:
         "|:--|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     behaviour = [
-        "| group | " + " | ".join(TOOL_TYPES) + " | tools total | answer len | think len | termination |",
-        "|:--|" + "--:|" * (len(TOOL_TYPES) + 3) + ":--|",
+        "| group | " + " | ".join(TOOL_TYPES) + " | tools total | evidence | answer len | think len | termination |",
+        "|:--|" + "--:|" * (len(TOOL_TYPES) + 4) + ":--|",
     ]
     for name, block in _groups(summary):
         accuracy.append(
@@ -84,7 +84,8 @@ def summary_table(summary: Mapping[str, Any]) -> str:
         mix = " · ".join(f"{reason} {_pct(share)}" for reason, share in block["termination"].items())
         behaviour.append(
             f"| {name} | " + " | ".join(f"{calls[t]:.2f}" for t in TOOL_TYPES)
-            + f" | {calls['total']:.2f} | {block['answer_len']:.1f} | {block['think_len']:.1f} | {mix} |"
+            + f" | {calls['total']:.2f} | {_pct(block['evidence'])} | {block['answer_len']:.1f}"
+            + f" | {block['think_len']:.1f} | {mix} |"
         )
     title = f"## Evaluation: k={k}, {summary['questions']} questions, {summary['rollouts']} rollouts"
     return "\n".join([title, "", *accuracy, "", *behaviour]) + "\n"
@@ -171,9 +172,9 @@ def _groups(summary: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return rows
 
 
-def _pct(fraction: float) -> str:
-    """A fraction as a percentage with one decimal."""
-    return f"{100 * fraction:.1f}%"
+def _pct(fraction: float | None) -> str:
+    """A fraction as a percentage with one decimal ("–" for None: not measured)."""
+    return "–" if fraction is None else f"{100 * fraction:.1f}%"
 
 
 def _save(fig: Figure, path: str | Path) -> Path:

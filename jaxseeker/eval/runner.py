@@ -14,7 +14,7 @@ from typing import Any
 
 from jaxseeker.agent import Episode, Question, RolloutConfig, rollout
 from jaxseeker.eval.report import write_report
-from jaxseeker.rewards import check_format, exact_match, llm_judge, token_f1
+from jaxseeker.rewards import check_format, evidence_recall, exact_match, llm_judge, token_f1
 
 Judge = Callable[[str, str | None, Any], tuple[bool | None, bool]]  # (question, prediction, answer) → (correct, parse_error)
 _THINK = re.compile(r"<think>(.*?)</think>", re.S)
@@ -60,7 +60,9 @@ def judged_record(episode: Episode, question: dict, round_: int, judge: Judge) -
         "answer_len": len((episode.prediction or "").split()), "think_len": sum(len(t.split()) for t in thinks),
         "level": question.get("level", "all"), "tag": question.get("tag", "all"),
         "prediction": episode.prediction, "answer": question["answer"], "question": episode.question,
-        "turns": episode.turns, "tokens": len(episode.token_ids), "messages": episode.messages,
+        "turns": episode.turns, "tokens": len(episode.token_ids),
+        "evidence": evidence_recall(episode.tool_calls, question.get("meta", {}).get("urls", ())),
+        "messages": episode.messages,
     }
 
 

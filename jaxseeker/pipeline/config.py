@@ -169,7 +169,8 @@ class RLStage:
     temperature: float = 1.0
     train_questions: int = 0  # also this many of the SFT's training questions (a seeded sample) in the RL pool
     negative_weight: float = 1.0  # the objective's weight on failed episodes' tokens (0: positive samples only)
-    reward: str = "webdancer"  # a `rewards.REWARD_FNS` name; "webseer" scores a badly formatted episode -1
+    reward: str = "webdancer"  # a `rewards.REWARD_FNS` name; "webseer" scores a badly formatted episode -1,
+    # "evidence" also pays 0.3 for visiting the pages of the question's chain (`meta.urls`)
     epochs: int = 1  # optimizer passes over each step's episodes (later passes are off-policy; the clip bounds them)
     adam_eps: float = 1e-8  # AdamW's eps; near the gradients' RMS it damps the parameters the batch barely moves
     seed: int = 0  # the question sampler's and the rollouts' randomness

@@ -1,4 +1,5 @@
-"""Rewards: ReAct format checks, answer judges (EM, F1, LLM judge), SRRL feedback and per-recipe shaping."""
+"""Rewards: ReAct format checks, answer judges (EM, F1, LLM judge), SRRL feedback, evidence recall and per-recipe
+shaping."""
 
 from jaxseeker.rewards.format import FormatResult, check_format, extract_answer
 from jaxseeker.rewards.judges import (
@@ -15,6 +16,7 @@ from jaxseeker.rewards.judges import (
 from jaxseeker.rewards.recipes import (
     REWARD_FNS,
     EpisodeOutcome,
+    evidence,
     get_reward_fn,
     length_penalty,
     webdancer,
@@ -23,6 +25,7 @@ from jaxseeker.rewards.recipes import (
     webseer,
 )
 from jaxseeker.rewards.srrl import should_stop, submission_feedback
+from jaxseeker.rewards.visits import evidence_recall
 
 __all__ = [
     "JUDGE_STYLES",
@@ -32,6 +35,8 @@ __all__ = [
     "JudgeResult",
     "JudgeStats",
     "check_format",
+    "evidence",
+    "evidence_recall",
     "exact_match",
     "extract_answer",
     "get_reward_fn",

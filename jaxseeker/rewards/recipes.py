@@ -12,6 +12,7 @@ class EpisodeOutcome:
     format_ok: `check_format(...).ok`. correct: judge verdict (bool) or a score in [0, 1].
     f1: token F1 of the (last) submitted answer. n_tokens: |y|, tokens the policy wrote.
     n_submissions: T, answers submitted (SRRL; 1 for plain ReAct).
+    evidence: the fraction of the question's evidence pages (its record's `meta.urls`) the episode visited.
     """
 
     format_ok: bool
@@ -19,6 +20,7 @@ class EpisodeOutcome:
     f1: float = 0.0
     n_tokens: int = 0
     n_submissions: int = 1
+    evidence: float = 0.0
 
 
 def webdancer(outcome: EpisodeOutcome, *, format_weight: float = 0.1, answer_weight: float = 0.9) -> float:
@@ -64,11 +66,23 @@ def webseer(outcome: EpisodeOutcome, *, l_expect: int = 4096, l_max: int = 8192,
     return format_term + outcome.f1 * alpha**outcome.n_submissions
 
 
+def evidence(outcome: EpisodeOutcome, *, evidence_weight: float = 0.3) -> float:
+    """R = score_answer + 0.3 * evidence recall, or -1 for a broken format (this project's process reward).
+
+    A wrong answer after visiting the pages the question's chain runs through still earns part of the reward,
+    so a group whose answers are all wrong can still tell the second hop from a guess. The -1 is WebSeer's.
+    """
+    if not outcome.format_ok:
+        return -1.0
+    return float(outcome.correct) + evidence_weight * outcome.evidence
+
+
 REWARD_FNS: dict[str, Callable[..., float]] = {
     "webdancer": webdancer,
     "websailor": websailor,
     "webexplorer": webexplorer,
     "webseer": webseer,
+    "evidence": evidence,
 }
 
 

@@ -111,6 +111,7 @@ class Scorer:
         outcome = rewards.EpisodeOutcome(
             format_ok=format_ok(episode), correct=correct, f1=f1, n_tokens=episode.num_sampled,
             n_submissions=len(episode.submissions) or int(episode.prediction is not None),
+            evidence=rewards.evidence_recall(episode.tool_calls, episode.meta.get("meta", {}).get("urls", ())) or 0.0,
         )
         return Score(float(self.reward_fn(outcome, **self.kwargs)), outcome, parse_error)
 
@@ -129,6 +130,7 @@ def score_metrics(episodes: Sequence[Episode], scores: Sequence[Score]) -> dict[
         "reward": float(np.mean([s.reward for s in scores])) if scores else 0.0,
         "accuracy": sum(float(s.outcome.correct) for s in scores) / n,
         "f1": sum(s.outcome.f1 for s in scores) / n,
+        "evidence": sum(s.outcome.evidence for s in scores) / n,
         "format_rate": sum(s.outcome.format_ok for s in scores) / n,
         "tool_calls": sum(len(e.tool_calls) for e in episodes) / n,
         "turns": sum(e.turns for e in episodes) / n,

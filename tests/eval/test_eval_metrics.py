@@ -136,6 +136,7 @@ def test_summarize_overall(judged_rollouts):
     assert s["tool_calls"] == pytest.approx({"search": 11 / 8, "visit": 6 / 8, "python": 3 / 8, "total": 20 / 8})
     assert s["answer_len"] == pytest.approx(53 / 8)
     assert s["think_len"] == pytest.approx(1120 / 8)
+    assert s["evidence"] is None, "no question of the table lists its evidence pages"
 
 
 def test_summarize_by_level_and_tag(judged_rollouts):
@@ -158,6 +159,14 @@ def test_a_question_with_several_tags_counts_in_each(make_rollout):
     ]
     s = ev.summarize(records, k=1)
     assert {name: block["pass_at_1"] for name, block in s["by_tag"].items()} == {"hard": 1.0, "sailor": 0.5}
+
+
+def test_evidence_rate_averages_the_rollouts_that_measured_it(make_rollout):
+    records = [make_rollout("x", 0, True, (1, 1, 0), evidence=1.0), make_rollout("x", 1, False, (1, 0, 0), evidence=0.0),
+               make_rollout("y", 0, False, (1, 1, 0), evidence=0.5), make_rollout("z", 0, False, (0, 0, 0))]
+    assert ev.evidence_rate(records) == pytest.approx(0.5)
+    assert ev.evidence_rate(records[3:]) is None
+    assert ev.summarize(records[:2], k=2)["evidence"] == pytest.approx(0.5)
 
 
 def test_extra_tool_types_are_reported(make_rollout):

@@ -31,8 +31,14 @@ def test_summary_table_rows(judged_rollouts):
     assert "| all | 4 | 50.0% | 75.0% | 50.0% | 25.0% | 75.0% | 25.0% | 1 (12.5%) |" in table
     assert "| level 1 | 2 | 50.0% | 100.0% | 50.0% | 0.0% | 100.0% | 25.0% | 1 (25.0%) |" in table
     assert "| tag sailor | 2 | 25.0% | 50.0% | 25.0% | 0.0% | 50.0% | 25.0% | 1 (25.0%) |" in table
-    behaviour = "| all | 1.38 | 0.75 | 0.38 | 2.50 | 6.6 | 140.0 | answer 75.0% · max_turns 12.5% · context_limit 12.5% |"
+    assert "| group | search | visit | python | tools total | evidence | answer len | think len | termination |" in table
+    behaviour = "| all | 1.38 | 0.75 | 0.38 | 2.50 | – | 6.6 | 140.0 | answer 75.0% · max_turns 12.5% · context_limit 12.5% |"
     assert behaviour in table
+
+
+def test_summary_table_shows_evidence_where_measured(make_rollout):
+    records = [make_rollout("x", 0, True, (1, 1, 0), evidence=1.0), make_rollout("y", 0, False, (1, 0, 0), evidence=0.0)]
+    assert "| all | 1.00 | 0.50 | 0.00 | 1.50 | 50.0% | 0.0 | 0.0 | answer 100.0% |" in ev.summary_table(ev.summarize(records, 1))
 
 
 def test_write_report_writes_every_file(tmp_path, judged_rollouts):

@@ -53,3 +53,24 @@ def test_pass_at_1_levels_and_resume(setup, tmp_path):
     assert [m["role"] for m in transcript[:3]] == ["system", "user", "assistant"]
     assert transcript[1]["content"] == rows[0]["question"] and "<tool_call>" in transcript[2]["content"]
     assert (tmp_path / "report" / "summary.md").exists()
+
+
+def _visit_script(context: str, turn: int) -> str:
+    """Visit the tower's page on even question numbers, then answer; odd ones answer at once."""
+    number = int(context.split("tower number ")[1].split("?")[0])
+    if turn == 0 and number % 2 == 0:
+        return '<think>Read it.</think>\n<tool_call>{"name": "visit", "arguments": {"url": ["https://w.test/t"], "goal": "town"}}</tool_call>'
+    return f"<think>Done.</think>\n<answer>{QUESTIONS[number]['answer']}</answer>"
+
+
+def test_evidence_is_the_share_of_the_question_pages_visited(setup, tmp_path):
+    tok, registry = setup
+    engine = ScriptedEngine(tok, _visit_script, slots=4, max_len=4096, eos_ids=[tok.convert_tokens_to_ids("<|im_end|>")])
+    config = RolloutConfig(max_context_tokens=4096, max_tokens_per_turn=256, date="2025-01-01")
+    pages = {"meta": {"urls": ["https://w.test/t", "https://w.test/%C3%B6"]}}  # the tower's page and one never visited
+    questions = [QUESTIONS[0] | pages, QUESTIONS[1] | pages, QUESTIONS[2]]
+    summary = run_eval(engine, tok, registry, questions, tmp_path, k=1, config=config, progress=False)
+    rows = {r["question_id"]: r for r in map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines())}
+    assert (rows["q0"]["evidence"], rows["q1"]["evidence"], rows["q2"]["evidence"]) == (0.5, 0.0, None)
+    assert summary["evidence"] == pytest.approx(0.25), "questions without evidence pages are left out of the mean"
+    assert summary["by_level"]["1"]["evidence"] == 0.5 and summary["by_level"]["2"]["evidence"] == 0.0

@@ -40,7 +40,7 @@ def test_webseer_discounts_f1_by_submissions():
 
 
 def test_unknown_reward_name_lists_the_known_ones():
-    with pytest.raises(ValueError, match="known names: webdancer, webexplorer, websailor, webseer"):
+    with pytest.raises(ValueError, match="known names: evidence, webdancer, webexplorer, websailor, webseer"):
         get_reward_fn("webwalker")
 
 
@@ -50,3 +50,12 @@ def test_a_users_reward_is_named_by_module_path(tmp_path, monkeypatch):
     assert get_reward_fn("my_rewards:answer_only")(EpisodeOutcome(format_ok=False, correct=True)) == 1.0
     with pytest.raises(ValueError, match="has no callable 'missing'"):
         get_reward_fn("my_rewards:missing")
+
+
+def test_evidence_pays_for_the_chain_and_penalises_a_broken_format():
+    reward = get_reward_fn("evidence")
+    assert reward(EpisodeOutcome(format_ok=True, correct=True, evidence=1.0)) == pytest.approx(1.3)
+    assert reward(EpisodeOutcome(format_ok=True, correct=False, evidence=0.5)) == pytest.approx(0.15)
+    assert reward(EpisodeOutcome(format_ok=True, correct=False)) == 0.0
+    assert reward(EpisodeOutcome(format_ok=False, correct=True, evidence=1.0)) == -1.0
+    assert reward(EpisodeOutcome(format_ok=True, correct=False, evidence=1.0), evidence_weight=0.5) == 0.5
