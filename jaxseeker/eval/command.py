@@ -1,5 +1,6 @@
 """`jaxseeker eval …`: k rollouts per question of a saved model through the local tools, judged, resumable;
 the summary table, the PNGs and, against an earlier eval of the same questions, what changed question by question.
+`jaxseeker compare` sets evals of two models against each other, pooling several sampling seeds of each.
 
 With `--config` (a pipeline config) the world, tools, rollout limits, prompt and sampling are the pipeline's, and
 `--model sft` / `--model rl` / the default questions point into `runs/<name>/`; flags override any of them.
@@ -89,7 +90,7 @@ def _eval(args: argparse.Namespace) -> int:
     from jaxseeker.agent.command import make_engine
     from jaxseeker.data.tokenizer import load_tokenizer
     from jaxseeker.eval.loaders import load_questions
-    from jaxseeker.eval.report import compare_results, summary_table
+    from jaxseeker.eval.report import change_line, compare_results, summary_table
     from jaxseeker.eval.runner import run_eval
     from jaxseeker.generation import SamplingConfig
     from jaxseeker.tools import build_registry
@@ -117,15 +118,52 @@ def _eval(args: argparse.Namespace) -> int:
         change = compare_results(Path(args.baseline) / "results.jsonl", s["out"] / "results.jsonl", s["k"],
                                  question_ids=[q["id"] for q in questions])
         (s["out"] / "change.json").write_text(json.dumps(change, indent=2) + "\n")
-        print(f"against {args.baseline}: {change['gained']} questions gained, {change['lost']} lost, "
-              f"{change['unchanged']} unchanged; pass@1 {100 * change['delta_pass_at_1']:+.1f} points "
-              f"(95% CI {100 * change['ci95'][0]:+.1f} to {100 * change['ci95'][1]:+.1f}; sign test "
-              f"p = {change['p_value']:.3f}, permutation p = {change['p_permutation']:.3f})")
+        print(f"against {args.baseline}: {change_line(change)}")
     return 0
 
 
+def _results_file(path: str) -> Path:
+    """An eval directory's `results.jsonl`, or the results file itself; a missing one exits naming it."""
+    found = Path(path) / "results.jsonl" if Path(path).is_dir() else Path(path)
+    if not found.is_file():
+        raise SystemExit(f"jaxseeker compare: {path} is neither a results JSONL nor an eval directory holding one")
+    return found
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from jaxseeker.eval.report import change_line, compare_results, read_results
+
+    before, after = [_results_file(p) for p in args.before], [_results_file(p) for p in args.after]
+    k = args.k or min(_rounds(read_results(p)) for p in before + after)
+    try:
+        change = compare_results(before, after, k)
+    except ValueError as err:
+        raise SystemExit(f"jaxseeker compare: {err}") from err
+    if args.out:
+        Path(args.out).write_text(json.dumps(change, indent=2) + "\n")
+    n_before, n_after = change["rollouts"]
+    print(f"{change['questions']} questions, {n_before} rollouts a question before ({_evals(len(before))}), "
+          f"{n_after} after ({_evals(len(after))}): {change_line(change)}")
+    for level, block in change["by_level"].items():
+        print(f"  level {level} ({block['questions']} questions): {change_line(block)}")
+    return 0
+
+
+def _evals(n: int) -> str:
+    return "1 eval" if n == 1 else f"{n} evals pooled"
+
+
+def _rounds(records: list[dict[str, Any]]) -> int:
+    """The rollouts every question of a results file has (the fewest any question has)."""
+    counts: dict[str, int] = {}
+    for record in records:
+        counts[str(record["question_id"])] = counts.get(str(record["question_id"]), 0) + 1
+    return min(counts.values(), default=1)
+
+
 def add_parser(subparsers: Any) -> None:
-    """Add `eval`: pass@1, pass@k and the rest of `eval.metrics` for a saved model on a benchmark file."""
+    """Add `eval` (pass@1, pass@k and the rest of `eval.metrics` for a saved model on a benchmark file) and
+    `compare` (the paired pass@1 change between evals of two models, sampling seeds pooled)."""
     p = subparsers.add_parser("eval", help="k judged rollouts per question of a saved model; metrics, table, PNGs")
     p.add_argument("--config", help="a pipeline config: its world, tools, limits and sampling, runs/<name>/ paths")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a --config key")
@@ -155,3 +193,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--judge-style", choices=("browsecomp", "gaia"), default="browsecomp")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_eval)
+
+    c = subparsers.add_parser("compare", help="pass@1 change between evals of the same questions, seeds pooled")
+    c.add_argument("--before", nargs="+", required=True, metavar="EVAL",
+                   help="eval directories (or results JSONL) of the first model; several seeds are pooled")
+    c.add_argument("--after", nargs="+", required=True, metavar="EVAL", help="the same for the second model")
+    c.add_argument("--k", type=int, help="rounds taken from each eval (default: the fewest any question has)")
+    c.add_argument("--out", help="write the comparison as JSON here")
+    c.set_defaults(func=_compare)

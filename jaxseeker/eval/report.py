@@ -49,18 +49,44 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def compare_results(before: str | Path, after: str | Path, k: int,
+def compare_results(before: str | Path | Sequence[str | Path], after: str | Path | Sequence[str | Path], k: int,
                     question_ids: Iterable[str] | None = None) -> dict[str, Any]:
-    """`paired_change` of two results files of the same questions (first k rounds), overall and `by_level`;
-    `question_ids` restricts both to those questions."""
+    """`paired_change` of results files of the same questions (first k rounds of each), overall and `by_level`.
+
+    `before` and `after` are one results file each, or several (evals of one model with different sampling
+    seeds): a question's rollouts are then pooled over its files, k from each. `question_ids` restricts every
+    file to those questions.
+    """
     wanted = None if question_ids is None else {str(q) for q in question_ids}
-    records = [[r for r in read_results(path) if wanted is None or r["question_id"] in wanted]
-               for path in (before, after)]
-    was, now = (judgement_table(rs, k) for rs in records)
-    levels = _split(group_rollouts(records[0], k), "level")  # the levels `summarize` reports, in its order
+    sides = [[p for p in ([side] if isinstance(side, str | Path) else side)] for side in (before, after)]
+    records = [[[r for r in read_results(p) if wanted is None or r["question_id"] in wanted] for p in paths]
+               for paths in sides]
+    was, now = (_pooled_table(rs, paths, k) for rs, paths in zip(records, sides, strict=True))
+    if set(was) != set(now):
+        raise ValueError(f"before and after hold different questions: {len(set(was) ^ set(now))} in one only")
+    levels = _split(group_rollouts(records[0][0], k), "level")  # the levels `summarize` reports, in its order
     by_level = {level: paired_change({q: was[q] for q in ids}, {q: now[q] for q in ids})
                 for level, ids in levels.items()}
-    return paired_change(was, now) | {"by_level": by_level}
+    return paired_change(was, now) | {"by_level": by_level, "rollouts": [k * len(paths) for paths in sides]}
+
+
+def change_line(change: Mapping[str, Any]) -> str:
+    """One line of a `compare_results` / `paired_change` result: questions moved, the pass@1 change, interval, p."""
+    return (f"{change['gained']} questions gained, {change['lost']} lost, {change['unchanged']} unchanged; pass@1 "
+            f"{100 * change['delta_pass_at_1']:+.1f} points (95% CI {100 * change['ci95'][0]:+.1f} to "
+            f"{100 * change['ci95'][1]:+.1f}; sign test p = {change['p_value']:.3f}, permutation p = "
+            f"{change['p_permutation']:.3f})")
+
+
+def _pooled_table(files: Sequence[Sequence[Mapping[str, Any]]], paths: Sequence[str | Path], k: int,
+                  ) -> dict[str, list[bool]]:
+    """The judgement tables of several results files of the same questions, each question's verdicts joined."""
+    tables = [judgement_table(records, k) for records in files]
+    for path, table in zip(paths[1:], tables[1:], strict=True):
+        if set(table) != set(tables[0]):
+            raise ValueError(f"{path} holds other questions than {paths[0]} ({len(set(table) ^ set(tables[0]))} "
+                             "in one only); pooled evals must cover the same questions")
+    return {q: [v for table in tables for v in table[q]] for q in tables[0]}
 
 
 def summary_table(summary: Mapping[str, Any]) -> str:

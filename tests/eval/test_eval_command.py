@@ -97,3 +97,42 @@ def test_eval_of_a_pipeline_run_takes_its_config(answering_model, tmp_path, monk
     assert [(r["question_id"], r["correct"]) for r in rows] == [("bridge", True), ("tower", False)]
     assert len(rows[0]["messages"][0]["content"]) < 600  # the compact system prompt, not the tool schemas
     assert "runs/tiny/eval_sft_t0" in capsys.readouterr().out
+
+
+def _results(path, verdicts):
+    """A results file of hand-judged rollouts: {question: [correct, …]}, question "a" level 1, "b" level 2."""
+    path.write_text("".join(json.dumps({
+        "question_id": q, "round": r, "correct": c, "judge_parse_error": False, "termination": "answer",
+        "tool_calls": {"search": 1}, "answer_len": 1, "think_len": 5, "format_ok": True, "level": 1 + (q == "b"),
+    }) + "\n" for q, cs in verdicts.items() for r, c in enumerate(cs)))
+    return path
+
+
+def test_compare_pools_the_seeds_of_each_side(tmp_path, capsys):
+    seed0 = _results(tmp_path / "sft_s0.jsonl", {"a": [True, False], "b": [False, False]})
+    (tmp_path / "sft_s1").mkdir()
+    _results(tmp_path / "sft_s1" / "results.jsonl", {"a": [False, False], "b": [False, True]})
+    after = _results(tmp_path / "rl.jsonl", {"a": [True, True], "b": [False, True]})
+    out = tmp_path / "change.json"
+    assert cli(["compare", "--before", str(seed0), str(tmp_path / "sft_s1"), "--after", str(after), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    change = json.loads(out.read_text())
+    assert change["rollouts"] == [4, 2] and (change["gained"], change["lost"]) == (2, 0)
+    assert change["delta_pass_at_1"] == pytest.approx(3 / 4 - 2 / 8)  # pooled before: 2 of 8 right
+    assert printed.startswith("2 questions, 4 rollouts a question before (2 evals pooled), 2 after (1 eval): "
+                              "2 questions gained, 0 lost, 0 unchanged; pass@1 +50.0 points")
+    assert "  level 2 (1 questions): 1 questions gained" in printed
+    assert json.loads(out.read_text())["by_level"]["1"]["delta_pass_at_1"] == pytest.approx(1.0 - 0.25)
+    assert cli(["compare", "--before", str(seed0), "--after", str(after), "--k", "1"]) == 0
+    assert "1 rollouts a question before (1 eval)" in capsys.readouterr().out
+
+
+def test_compare_names_a_missing_eval_and_other_questions(tmp_path):
+    a = _results(tmp_path / "a.jsonl", {"a": [True], "b": [False]})
+    other = _results(tmp_path / "other.jsonl", {"a": [True], "c": [False]})
+    with pytest.raises(SystemExit, match="nowhere is neither a results JSONL nor an eval directory"):
+        cli(["compare", "--before", str(tmp_path / "nowhere"), "--after", str(a)])
+    with pytest.raises(SystemExit, match="other.jsonl holds other questions than .*a.jsonl"):
+        cli(["compare", "--before", str(a), str(other), "--after", str(a)])
+    with pytest.raises(SystemExit, match="before and after hold different questions"):
+        cli(["compare", "--before", str(a), "--after", str(other)])

@@ -97,7 +97,7 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"rl": {"train_questions": -2}})
     with pytest.raises(RecipeError, match="rl.negative_weight must be >= 0, got -0.5"):
         pipeline_config({"rl": {"negative_weight": -0.5}})
-    with pytest.raises(RecipeError, match=r"rl.reward must be one of \['webdancer', 'webexplorer', 'websailor', 'webseer'\]"):
+    with pytest.raises(RecipeError, match=r"rl.reward must be one of \['evidence', 'webdancer', 'webexplorer', 'websailor', 'webseer'\]"):
         pipeline_config({"rl": {"reward": "accuracy"}})
     with pytest.raises(RecipeError, match="rl.epochs must be >= 1, got 0"):
         pipeline_config({"rl": {"epochs": 0}})
