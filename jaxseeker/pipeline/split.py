@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from collections.abc import Collection, Sequence
 
+from jaxseeker.synthesis.qa.apart import evidence_entities
+
 
 def split_questions(
     records: Sequence[dict], *, n_test: int, n_rl: int, hub_ids: Collection[str], seed: int = 0
@@ -16,7 +18,7 @@ def split_questions(
     random.Random(seed).shuffle(order)
 
     def entities(r: dict) -> set[str]:
-        return set(r.get("meta", {}).get("entities", ())) - set(hub_ids)
+        return evidence_entities(r, hub_ids)
 
     test, test_ents = order[:n_test], set()
     for r in test:

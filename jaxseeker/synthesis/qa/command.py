@@ -1,16 +1,22 @@
-"""`jaxseeker synth RECIPE --world … --n … --out …`: synthesise QA, write JSONL, print a summary, plot."""
+"""`jaxseeker synth RECIPE --world … --n … --out … [--apart QA_JSONL…]`: synthesise QA, write JSONL, print a summary,
+plot."""
 
 from __future__ import annotations
 
 import argparse
+import collections
+import dataclasses
 import os
 import time
 from pathlib import Path
 
 from jaxseeker.world import open_world
 
+from jaxseeker.synthesis.qa.apart import keep_apart
+from jaxseeker.synthesis.qa.driver import SynthResult
+from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
 from jaxseeker.synthesis.qa.plots import plot_stats
-from jaxseeker.synthesis.qa.record import write_jsonl
+from jaxseeker.synthesis.qa.record import QARecord, read_jsonl, write_jsonl
 from jaxseeker.synthesis.qa.recipes import RECIPES, get_recipe
 from jaxseeker.synthesis.qa.solvers import PromptSolver, chat_completion, reference_solver
 from jaxseeker.synthesis.qa.stats import compute_stats, summary
@@ -25,11 +31,34 @@ def _solver_options(args: argparse.Namespace, world) -> dict:
     return {"difficulty": llm, "solvability": llm}
 
 
+def _synthesize(args: argparse.Namespace, world) -> SynthResult:
+    """`args.n` questions of the recipe; with `--apart`, drafts n, 2n, 4n, 8n until n share no evidence entity
+    but a country with the questions of those files (fresh held-out questions for a model trained on them)."""
+    synthesize = get_recipe(args.recipe)
+    options = _solver_options(args, world)
+    if getattr(args, "rounds", None) is not None:
+        options["config"] = E2HQAConfig(min_rounds=args.rounds[0], max_rounds=args.rounds[1])
+    if not args.apart:
+        return synthesize(world, args.n, seed=args.seed, progress=True, **options)
+    others = [r.to_json() for path in args.apart for r in read_jsonl(path)]
+    hubs = set(world.ids_of_type("country"))
+    for factor in (1, 2, 4, 8):
+        result = synthesize(world, args.n * factor, seed=args.seed, progress=True, **options)
+        kept = keep_apart([r.to_json() for r in result.records], others, hubs)
+        if len(kept) >= args.n:
+            break
+    dropped = collections.Counter(result.dropped)
+    dropped["shares an entity with --apart"] += len(result.records) - len(kept)
+    return dataclasses.replace(result, records=[QARecord(**r) for r in kept[: args.n]], dropped=dropped)
+
+
 def _synth(args: argparse.Namespace) -> int:
     start = time.perf_counter()
+    rounds = getattr(args, "rounds", None)
+    if rounds is not None and not 0 <= rounds[0] <= rounds[1]:
+        raise SystemExit(f"--rounds MIN MAX needs 0 <= MIN <= MAX, got {rounds[0]} {rounds[1]}")
     world = open_world(args.world, cache_dir=args.cache_dir)
-    synthesize = get_recipe(args.recipe)
-    result = synthesize(world, args.n, seed=args.seed, progress=True, **_solver_options(args, world))
+    result = _synthesize(args, world)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_jsonl(result.records, out)
@@ -64,5 +93,11 @@ def add_parser(subparsers) -> None:
         p.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1")
         p.add_argument("--model", default=None)
         p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
+        p.add_argument("--apart", nargs="+", metavar="QA_JSONL",
+                       help="keep only questions sharing no evidence entity but a country with these files' "
+                            "(e.g. a pipeline's qa/train.jsonl, rl.jsonl, test.jsonl: a fresh held-out test set)")
+        if recipe == "e2hqa":
+            p.add_argument("--rounds", nargs=2, type=int, metavar=("MIN", "MAX"),
+                           help="rounds of replacement drawn in [MIN, MAX] (default 1 3; 0 keeps one-hop questions)")
         p.set_defaults(func=_synth, recipe=recipe)
     add_synth_subcommands(sub)

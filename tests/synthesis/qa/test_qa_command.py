@@ -2,6 +2,8 @@
 
 import argparse
 
+import pytest
+
 from jaxseeker.synthesis.qa import command, read_jsonl
 
 
@@ -20,3 +22,25 @@ def test_synth_writes_questions_summary_and_plots(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "5 questions" in out and "reference solver pass rate" in out
     assert (tmp_path / "plots" / "sailorfog_levels.png").exists()
+
+
+def test_synth_apart_writes_questions_on_entities_the_files_never_use(tmp_path, capsys):
+    first, fresh = tmp_path / "train.jsonl", tmp_path / "test2.jsonl"
+    common = ["--world", "synthetic:400:2", "--cache-dir", str(tmp_path / "cache"), "--no-solver-stats"]
+    args = parse(["synth", "e2hqa", *common, "--n", "40", "--rounds", "0", "1", "--out", str(first)])
+    assert args.func(args) == 0
+    args = parse(["synth", "e2hqa", *common, "--n", "10", "--seed", "1", "--rounds", "0", "1", "--apart", str(first),
+                  "--out", str(fresh)])
+    assert args.func(args) == 0
+    assert "shares an entity with --apart" in capsys.readouterr().out
+    used = {e for r in read_jsonl(first) for e in r.meta["entities"]}
+    records = list(read_jsonl(fresh))
+    assert len(records) == 10 and not any(set(r.meta["entities"]) & used for r in records)
+    assert {r.meta["rounds"] for r in records} <= {0, 1}
+
+
+def test_synth_rounds_must_be_ordered(tmp_path):
+    args = parse(["synth", "e2hqa", "--n", "1", "--rounds", "2", "1", "--out", str(tmp_path / "q.jsonl"),
+                  "--cache-dir", str(tmp_path / "cache")])
+    with pytest.raises(SystemExit, match="--rounds MIN MAX needs 0 <= MIN <= MAX, got 2 1"):
+        args.func(args)
