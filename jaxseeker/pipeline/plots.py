@@ -1,5 +1,5 @@
-"""The pipeline report's PNGs, gathered under `runs/<name>/plots/`: SFT loss, RL reward and tool calls, tool-call
-distribution before and after RL."""
+"""The pipeline report's PNGs, gathered under `runs/<name>/plots/`: SFT loss, RL reward, evidence and tool calls,
+tool-call distribution before and after RL."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from jaxseeker.train.metrics import plot_curves, read_metrics
 # (PNG under plots/, what it shows) in the order the markdown report lists them.
 PLOTS = (
     ("sft_loss.png", "SFT loss (train and held-out) and learning rate per step"),
-    ("rl_curves.png", "RL reward, accuracy and tool calls per episode, per step"),
+    ("rl_curves.png", "RL reward, accuracy, evidence pages visited and tool calls per episode, per step"),
     ("tool_calls_sft.png", "tool calls per test rollout after SFT"),
     ("tool_calls_rl.png", "tool calls per test rollout after RL"),
 )
@@ -25,7 +25,8 @@ def write_plots(root: str | Path) -> list[tuple[str, str]]:
     drawn = {
         "sft_loss.png": plot_curves(read_metrics(root / "sft" / "metrics.jsonl"), ["loss", "eval_loss", "lr"],
                                     out / "sft_loss.png", title="SFT"),
-        "rl_curves.png": plot_curves(read_metrics(root / "rl" / "metrics.jsonl"), ["reward", "accuracy", "tool_calls"],
+        "rl_curves.png": plot_curves(read_metrics(root / "rl" / "metrics.jsonl"),
+                                     ["reward", "accuracy", "evidence", "tool_calls"],
                                      out / "rl_curves.png", title="RL"),
     }
     for name, stage in (("tool_calls_sft.png", "eval_sft"), ("tool_calls_rl.png", "eval_rl")):
