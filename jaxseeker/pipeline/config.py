@@ -173,6 +173,7 @@ class RLStage:
     # "evidence" also pays 0.3 for visiting the pages of the question's chain (`meta.urls`)
     epochs: int = 1  # optimizer passes over each step's episodes (later passes are off-policy; the clip bounds them)
     adam_eps: float = 1e-8  # AdamW's eps; near the gradients' RMS it damps the parameters the batch barely moves
+    kl_coef: float = 0.0  # weight of the k3 KL penalty to the SFT policy (0: none, DAPO's choice)
     seed: int = 0  # the question sampler's and the rollouts' randomness
 
     def __post_init__(self):
@@ -184,6 +185,8 @@ class RLStage:
             raise ValueError(f"rl.train_questions must be >= 0, got {self.train_questions}")
         if self.negative_weight < 0:
             raise ValueError(f"rl.negative_weight must be >= 0, got {self.negative_weight}")
+        if self.kl_coef < 0:
+            raise ValueError(f"rl.kl_coef must be >= 0, got {self.kl_coef}")
         if self.reward not in REWARD_FNS:
             raise ValueError(f"rl.reward must be one of {sorted(REWARD_FNS)}, got {self.reward!r}")
 
@@ -219,7 +222,7 @@ QUICK = {
                "drop_thousands_separators": True, "copy_replay": 0.5},
     "eval": {"k": 1, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
     "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4, "train_questions": 4, "adam_eps": 1e-4,
-           "epochs": 2},
+           "epochs": 2, "kl_coef": 0.01},
 }
 
 

@@ -218,7 +218,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
             "rl": {"questions": pool, "steps": r.steps, "batch_questions": r.questions_per_step,
                    "group_size": r.group_size, "selection": r.selection, "dupo_filter_rollouts": r.group_size,
                    "chunk_size": 256, "pack": True, "seed": r.seed, "epochs": r.epochs,
-                   "checkpoint_every": max(1, r.steps // 2), "out_dir": str(out),
+                   "checkpoint_every": max(1, r.steps // 2), "out_dir": str(out), "kl_coef": r.kl_coef,
                    "objective_kwargs": {"negative_weight": r.negative_weight}},
             "rollout": {"max_context_tokens": rc.max_context_tokens, "max_tokens_per_turn": rc.max_tokens_per_turn,
                         "answer_reserve_tokens": rc.answer_reserve_tokens, "max_tool_calls": rc.max_tool_calls,

@@ -30,6 +30,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     rl_recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
     assert rl_recipe["optimizer"]["eps"] == cfg.rl.adam_eps == 1e-4 and rl_recipe["rl"]["pack"]  # packed RL rows
     assert rl_recipe["rl"]["epochs"] == cfg.rl.epochs == 2
+    assert rl_recipe["rl"]["kl_coef"] == cfg.rl.kl_coef == 0.01  # a KL penalty to the SFT policy
     train = (tmp_path / "qa" / "train.jsonl").read_text().splitlines()
     drawn = (tmp_path / "rl" / "train_questions.jsonl").read_text().splitlines()
     assert len(drawn) == cfg.rl.train_questions == 4 and set(drawn) <= set(train)  # RL pool: RL split + these
@@ -97,6 +98,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"rl": {"train_questions": -2}})
     with pytest.raises(RecipeError, match="rl.negative_weight must be >= 0, got -0.5"):
         pipeline_config({"rl": {"negative_weight": -0.5}})
+    with pytest.raises(RecipeError, match="rl.kl_coef must be >= 0, got -1"):
+        pipeline_config({"rl": {"kl_coef": -1}})
     with pytest.raises(RecipeError, match=r"rl.reward must be one of \['evidence', 'webdancer', 'webexplorer', 'websailor', 'webseer'\]"):
         pipeline_config({"rl": {"reward": "accuracy"}})
     with pytest.raises(RecipeError, match="rl.epochs must be >= 1, got 0"):

@@ -95,6 +95,15 @@ def test_packed_update_rows_train_as_one_row_per_episode(toy_run, tmp_path):
         assert packed[key] == pytest.approx(single[key], rel=1e-4, abs=1e-6), key
 
 
+def test_kl_penalty_measures_the_distance_from_the_starting_policy(toy_run, tmp_path):
+    paths, _, _, rows = toy_run
+    out = tmp_path / "kl"
+    run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.steps=1", "rl.kl_coef=0.5", "rl.epochs=2")), progress=False)
+    row = read_metrics(out / "metrics.jsonl")[0]
+    assert row["reward"] == pytest.approx(rows[0]["reward"])  # the same policy rolled out the same episodes
+    assert row["kl"] > 0, "the second pass starts from updated weights, away from the reference"
+
+
 def test_bad_recipes_name_the_key(toy_run):
     paths, out, _, _ = toy_run
     with pytest.raises(RecipeError, match=r"rl: unknown keys \['stepz'\]"):
