@@ -58,7 +58,7 @@ def compare_results(before: str | Path | Sequence[str | Path], after: str | Path
     file to those questions.
     """
     wanted = None if question_ids is None else {str(q) for q in question_ids}
-    sides = [[p for p in ([side] if isinstance(side, str | Path) else side)] for side in (before, after)]
+    sides = [[side] if isinstance(side, str | Path) else list(side) for side in (before, after)]
     records = [[[r for r in read_results(p) if wanted is None or r["question_id"] in wanted] for p in paths]
                for paths in sides]
     was, now = (_pooled_table(rs, paths, k) for rs, paths in zip(records, sides, strict=True))
