@@ -9,6 +9,7 @@ With `--config` (a pipeline config) the world, tools, rollout limits, prompt and
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 from pathlib import Path
@@ -155,10 +156,7 @@ def _evals(n: int) -> str:
 
 def _rounds(records: list[dict[str, Any]]) -> int:
     """The rollouts every question of a results file has (the fewest any question has)."""
-    counts: dict[str, int] = {}
-    for record in records:
-        counts[str(record["question_id"])] = counts.get(str(record["question_id"]), 0) + 1
-    return min(counts.values(), default=1)
+    return min(collections.Counter(str(r["question_id"]) for r in records).values(), default=1)
 
 
 def add_parser(subparsers: Any) -> None:

@@ -17,19 +17,16 @@ def split_questions(
     order = list(records)
     random.Random(seed).shuffle(order)
 
-    def entities(r: dict) -> set[str]:
-        return evidence_entities(r, hub_ids)
-
     test, test_ents = order[:n_test], set()
     for r in test:
-        test_ents |= entities(r)
-    rest = [r for r in order[n_test:] if not entities(r) & test_ents]
+        test_ents |= evidence_entities(r, hub_ids)
+    rest = [r for r in order[n_test:] if not evidence_entities(r, hub_ids) & test_ents]
     rl, rl_ents, train = [], set(), []
     for r in rest:
         if len(rl) < n_rl:
             rl.append(r)
-            rl_ents |= entities(r)
+            rl_ents |= evidence_entities(r, hub_ids)
     for r in rest[len(rl):]:
-        if not entities(r) & rl_ents:
+        if not evidence_entities(r, hub_ids) & rl_ents:
             train.append(r)
     return {"train": train, "rl": rl, "test": test, "dropped": len(records) - len(train) - len(rl) - len(test)}
