@@ -9,7 +9,6 @@ With `--config` (a pipeline config) the world, tools, rollout limits, prompt and
 from __future__ import annotations
 
 import argparse
-import collections
 import dataclasses
 import json
 from pathlib import Path
@@ -132,12 +131,11 @@ def _results_file(path: str) -> Path:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from jaxseeker.eval.report import change_line, compare_results, read_results
+    from jaxseeker.eval.report import change_line, compare_results
 
     before, after = [_results_file(p) for p in args.before], [_results_file(p) for p in args.after]
-    k = args.k or min(_rounds(read_results(p)) for p in before + after)
     try:
-        change = compare_results(before, after, k)
+        change = compare_results(before, after, args.k)
     except ValueError as err:
         raise SystemExit(f"jaxseeker compare: {err}") from err
     if args.out:
@@ -152,11 +150,6 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _evals(n: int) -> str:
     return "1 eval" if n == 1 else f"{n} evals pooled"
-
-
-def _rounds(records: list[dict[str, Any]]) -> int:
-    """The rollouts every question of a results file has (the fewest any question has)."""
-    return min(collections.Counter(str(r["question_id"]) for r in records).values(), default=1)
 
 
 def add_parser(subparsers: Any) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,18 +50,20 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def compare_results(before: str | Path | Sequence[str | Path], after: str | Path | Sequence[str | Path], k: int,
-                    question_ids: Iterable[str] | None = None) -> dict[str, Any]:
+def compare_results(before: str | Path | Sequence[str | Path], after: str | Path | Sequence[str | Path],
+                    k: int | None, question_ids: Iterable[str] | None = None) -> dict[str, Any]:
     """`paired_change` of results files of the same questions (first k rounds of each), overall and `by_level`.
 
     `before` and `after` are one results file each, or several (evals of one model with different sampling
-    seeds): a question's rollouts are then pooled over its files, k from each. `question_ids` restricts every
-    file to those questions.
+    seeds): a question's rollouts are then pooled over its files, k from each (None: the fewest rounds any
+    question has in any file). `question_ids` restricts every file to those questions.
     """
     wanted = None if question_ids is None else {str(q) for q in question_ids}
     sides = [[side] if isinstance(side, str | Path) else list(side) for side in (before, after)]
     records = [[[r for r in read_results(p) if wanted is None or r["question_id"] in wanted] for p in paths]
                for paths in sides]
+    if k is None:
+        k = min(min(Counter(str(r["question_id"]) for r in rs).values(), default=1) for side in records for rs in side)
     was, now = (_pooled_table(rs, paths, k) for rs, paths in zip(records, sides, strict=True))
     if set(was) != set(now):
         raise ValueError(f"before and after hold different questions: {len(set(was) ^ set(now))} in one only")
