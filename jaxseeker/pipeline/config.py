@@ -168,6 +168,7 @@ class RLStage:
     selection: str = "dupo"
     temperature: float = 1.0
     train_questions: int = 0  # also this many of the SFT's training questions (a seeded sample) in the RL pool
+    fresh_questions: int = 0  # also this many new questions (the QA recipes, other seeds) apart from every split
     negative_weight: float = 1.0  # the objective's weight on failed episodes' tokens (0: positive samples only)
     reward: str = "webdancer"  # a `rewards.REWARD_FNS` name; "webseer" scores a badly formatted episode -1,
     # "evidence" also pays 0.3 for visiting the pages of the question's chain (`meta.urls`)
@@ -183,6 +184,8 @@ class RLStage:
             raise ValueError(f"rl.adam_eps must be > 0, got {self.adam_eps}")
         if self.train_questions < 0:
             raise ValueError(f"rl.train_questions must be >= 0, got {self.train_questions}")
+        if self.fresh_questions < 0:
+            raise ValueError(f"rl.fresh_questions must be >= 0, got {self.fresh_questions}")
         if self.negative_weight < 0:
             raise ValueError(f"rl.negative_weight must be >= 0, got {self.negative_weight}")
         if self.kl_coef < 0:
@@ -221,8 +224,8 @@ QUICK = {
                "copy_warmup_gap": 16, "permute_digits": True, "permute_names": True,
                "drop_thousands_separators": True, "copy_replay": 0.5},
     "eval": {"k": 1, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
-    "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4, "train_questions": 4, "adam_eps": 1e-4,
-           "epochs": 2, "kl_coef": 0.01},
+    "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4, "train_questions": 4, "fresh_questions": 4,
+           "adam_eps": 1e-4, "epochs": 2, "kl_coef": 0.01},
 }
 
 

@@ -22,13 +22,15 @@ from jaxseeker.data.copies import digit_ids, ordinary_ids
 from jaxseeker.eval.report import compare_results
 from jaxseeker.eval.runner import run_eval
 from jaxseeker.generation import SamplingConfig
-from jaxseeker.pipeline.config import PipelineConfig
+from jaxseeker.pipeline.config import PipelineConfig, QAStage
 from jaxseeker.pipeline.report import write_pipeline_report
 from jaxseeker.pipeline.split import split_questions
 from jaxseeker.pipeline.stages import StageRunner, fingerprint
 from jaxseeker.synthesis import filters
 from jaxseeker.synthesis.expert import ExpertConfig
 from jaxseeker.synthesis.qa import get_recipe
+from jaxseeker.synthesis.qa.apart import synthesize_apart
+from jaxseeker.synthesis.qa.driver import SynthResult
 from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
 from jaxseeker.synthesis.teachers import ExpertTeacher
 from jaxseeker.synthesis.trajectories import synthesize, write_records
@@ -60,6 +62,27 @@ def _write_name_pool(world: World, held_out: list[Path], path: Path) -> str:
     return str(path)
 
 
+def _draft(world: World, qa: QAStage, recipe: str, n: int, seed: int, progress: bool) -> SynthResult:
+    """`n` questions of one of the QA stage's recipes (E2HQA with the stage's rounds)."""
+    rounds = E2HQAConfig(min_rounds=qa.e2hqa_rounds[0], max_rounds=qa.e2hqa_rounds[1])
+    options = {"config": rounds} if recipe == "e2hqa" else {}
+    return get_recipe(recipe)(world, n, seed=seed, progress=progress, **options)
+
+
+def _fresh_questions(world: World, qa: QAStage, n: int, others: list[dict], progress: bool) -> list[dict]:
+    """`n` new questions of the QA stage's recipes, in its proportions and at seeds it did not use, that share no
+    evidence entity but countries with `others`: entities a policy trained on those never saw."""
+    total = sum(count for _, count in qa.recipes)
+    shares = [n * count // total for _, count in qa.recipes]
+    shares[-1] += n - sum(shares)
+    hubs, records = set(world.ids_of_type("country")), []
+    for i, ((recipe, _), share) in enumerate(zip(qa.recipes, shares)):
+        seed = qa.seed + len(qa.recipes) + i
+        result = synthesize_apart(lambda count: _draft(world, qa, recipe, count, seed, progress), share, others, hubs)
+        records += [r.to_json() for r in result.records]
+    return [r | {"id": f"fresh-{r['tag']}-{i}"} for i, r in enumerate(records)]
+
+
 def rollout_config(cfg: PipelineConfig) -> RolloutConfig:
     """The limits every rollout of the pipeline shares (expert, eval, RL)."""
     e = cfg.eval
@@ -81,11 +104,8 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
 
     def qa_stage(out: Path) -> dict:
         records = []
-        e2hqa = E2HQAConfig(min_rounds=cfg.qa.e2hqa_rounds[0], max_rounds=cfg.qa.e2hqa_rounds[1])
         for i, (name, n) in enumerate(cfg.qa.recipes):
-            options = {"config": e2hqa} if name == "e2hqa" else {}
-            result = get_recipe(name)(world, n, seed=cfg.qa.seed + i, progress=progress, **options)
-            records += [r.to_json() for r in result.records]
+            records += [r.to_json() for r in _draft(world, cfg.qa, name, n, cfg.qa.seed + i, progress).records]
         for i, r in enumerate(records):
             r["id"] = f"{r['tag']}-{i}"
         hubs = set(world.ids_of_type("country"))
@@ -210,6 +230,10 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
             sample = random.Random(0).sample(train, min(r.train_questions, len(train)))
             _write_jsonl(out / "train_questions.jsonl", sample)
             pool.append(str(out / "train_questions.jsonl"))
+        if r.fresh_questions:  # questions on entities no split holds: RL on what SFT never saw, as the test is
+            splits = [q for split in ("train", "rl", "test") for q in _jsonl(qa_dir / f"{split}.jsonl")]
+            _write_jsonl(out / "fresh_questions.jsonl", _fresh_questions(world, cfg.qa, r.fresh_questions, splits, progress))
+            pool.append(str(out / "fresh_questions.jsonl"))
         recipe = {
             "name": f"{cfg.name}-rl",
             "model": {"hf_path": str(root / "sft" / "hf"), "attention_impl": "blocked"},

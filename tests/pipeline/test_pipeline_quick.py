@@ -34,6 +34,12 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     train = (tmp_path / "qa" / "train.jsonl").read_text().splitlines()
     drawn = (tmp_path / "rl" / "train_questions.jsonl").read_text().splitlines()
     assert len(drawn) == cfg.rl.train_questions == 4 and set(drawn) <= set(train)  # RL pool: RL split + these
+    fresh = [json.loads(line) for line in (tmp_path / "rl" / "fresh_questions.jsonl").open()]
+    hubs = set(world.ids_of_type("country"))
+    seen = {i for f in ("train", "rl", "test") for line in (tmp_path / "qa" / f"{f}.jsonl").open()
+            for i in json.loads(line)["meta"]["entities"]} - hubs
+    assert len(fresh) == cfg.rl.fresh_questions == 4 and not any(set(r["meta"]["entities"]) & seen for r in fresh)
+    assert all(r["id"].startswith("fresh-") for r in fresh)  # questions on entities no split holds
     exported = json.loads((tmp_path / "rl" / "hf" / "config.json").read_text())
     assert exported["rope_theta"] == cfg.policy.rope_theta == 10_000.0  # the policy's shape reaches the export
     assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
@@ -96,6 +102,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"policy": {"copy_replay": 1.0}})
     with pytest.raises(RecipeError, match="rl.train_questions must be >= 0, got -2"):
         pipeline_config({"rl": {"train_questions": -2}})
+    with pytest.raises(RecipeError, match="rl.fresh_questions must be >= 0, got -1"):
+        pipeline_config({"rl": {"fresh_questions": -1}})
     with pytest.raises(RecipeError, match="rl.negative_weight must be >= 0, got -0.5"):
         pipeline_config({"rl": {"negative_weight": -0.5}})
     with pytest.raises(RecipeError, match="rl.kl_coef must be >= 0, got -1"):

@@ -4,19 +4,17 @@ plot."""
 from __future__ import annotations
 
 import argparse
-import collections
-import dataclasses
 import os
 import time
 from pathlib import Path
 
 from jaxseeker.world import open_world
 
-from jaxseeker.synthesis.qa.apart import keep_apart
+from jaxseeker.synthesis.qa.apart import synthesize_apart
 from jaxseeker.synthesis.qa.driver import SynthResult
 from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
 from jaxseeker.synthesis.qa.plots import plot_stats
-from jaxseeker.synthesis.qa.record import QARecord, read_jsonl, write_jsonl
+from jaxseeker.synthesis.qa.record import read_jsonl, write_jsonl
 from jaxseeker.synthesis.qa.recipes import RECIPES, get_recipe
 from jaxseeker.synthesis.qa.solvers import PromptSolver, chat_completion, reference_solver
 from jaxseeker.synthesis.qa.stats import compute_stats, summary
@@ -32,7 +30,7 @@ def _solver_options(args: argparse.Namespace, world) -> dict:
 
 
 def _synthesize(args: argparse.Namespace, world) -> SynthResult:
-    """`args.n` questions of the recipe; with `--apart`, drafts n, 2n, 4n, 8n until n share no evidence entity
+    """`args.n` questions of the recipe; with `--apart`, drafts n, 2n, 4n, … until n share no evidence entity
     but a country with the questions of those files (fresh held-out questions for a model trained on them)."""
     synthesize = get_recipe(args.recipe)
     options = _solver_options(args, world)
@@ -41,15 +39,8 @@ def _synthesize(args: argparse.Namespace, world) -> SynthResult:
     if not args.apart:
         return synthesize(world, args.n, seed=args.seed, progress=True, **options)
     others = [r.to_json() for path in args.apart for r in read_jsonl(path)]
-    hubs = set(world.ids_of_type("country"))
-    for factor in (1, 2, 4, 8):
-        result = synthesize(world, args.n * factor, seed=args.seed, progress=True, **options)
-        kept = keep_apart([r.to_json() for r in result.records], others, hubs)
-        if len(kept) >= args.n:
-            break
-    dropped = collections.Counter(result.dropped)
-    dropped["shares an entity with --apart"] += len(result.records) - len(kept)
-    return dataclasses.replace(result, records=[QARecord(**r) for r in kept[: args.n]], dropped=dropped)
+    return synthesize_apart(lambda count: synthesize(world, count, seed=args.seed, progress=True, **options),
+                            args.n, others, set(world.ids_of_type("country")))
 
 
 def _synth(args: argparse.Namespace) -> int:

@@ -32,7 +32,7 @@ def test_synth_apart_writes_questions_on_entities_the_files_never_use(tmp_path, 
     args = parse(["synth", "e2hqa", *common, "--n", "10", "--seed", "1", "--rounds", "0", "1", "--apart", str(first),
                   "--out", str(fresh)])
     assert args.func(args) == 0
-    assert "shares an entity with --apart" in capsys.readouterr().out
+    assert "shares an evidence entity" in capsys.readouterr().out
     used = {e for r in read_jsonl(first) for e in r.meta["entities"]}
     records = list(read_jsonl(fresh))
     assert len(records) == 10 and not any(set(r.meta["entities"]) & used for r in records)
