@@ -111,6 +111,7 @@ class PolicyStage:
     copy_warmup_layers: int = 0  # warm up this many layers, then stack zero-output layers up to num_layers; 0: all
     copy_warmup_digit_rate: float = 0.0  # fraction of number-like copy runs (train.copy_warmup.copy_batch)
     copy_warmup_gap: int = 0  # up to this many filler tokens between a copy run and its copy
+    copy_warmup_rows: int = 0  # rows of the warm-up's batches; 0: batch_size (fewer rows may not form the heads)
     copy_replay: float = 0.0  # fraction of SFT examples that are copy runs shaped as the warm-up's (data.copy_rate)
 
     def __post_init__(self):
@@ -118,6 +119,8 @@ class PolicyStage:
             raise ValueError(f"policy.tokenizer_split must be one of {sorted(SPLITS)}, got {self.tokenizer_split!r}")
         if self.copy_warmup_gap < 0:
             raise ValueError(f"policy.copy_warmup_gap must be >= 0, got {self.copy_warmup_gap}")
+        if self.copy_warmup_rows < 0:
+            raise ValueError(f"policy.copy_warmup_rows must be >= 0, got {self.copy_warmup_rows}")
         if not 0.0 <= self.copy_warmup_digit_rate <= 1.0:
             raise ValueError(f"policy.copy_warmup_digit_rate must lie in [0, 1], got {self.copy_warmup_digit_rate}")
         if not 0.0 <= self.copy_replay < 1.0:

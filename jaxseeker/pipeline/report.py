@@ -13,6 +13,13 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
+def _truncated(sft: dict[str, Any]) -> str:
+    """The SFT line's note on trajectory draws cut at the policy's seq_len (their ends never trained), if any."""
+    if not sft.get("truncated"):
+        return ""
+    return f"; {sft['truncated']} trajectory draws cut at {sft.get('seq_len')} tokens (their ends never trained)"
+
+
 def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
     """A short markdown summary of a pipeline report, with the plots (file under `plots/`, caption) it shows."""
     lines = [f"# jaxseeker pipeline: {report['name']}", ""]
@@ -21,7 +28,8 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
               f"Questions: train {qa.get('train')}, RL {qa.get('rl')}, test {qa.get('test')} "
               f"(dropped for entity leakage: {qa.get('dropped_for_leakage')}).",
               f"Expert trajectories kept: {report.get('expert', {}).get('trajectories')}.",
-              f"SFT: final loss {report.get('sft', {}).get('final_loss')}, eval loss {report.get('sft', {}).get('eval_loss')}.", ""]
+              f"SFT: final loss {report.get('sft', {}).get('final_loss')}, eval loss {report.get('sft', {}).get('eval_loss')}"
+              + _truncated(report.get("sft", {})) + ".", ""]
     rows = [(name, report[key]) for name, key in (("after SFT", "eval_sft"), ("after RL", "eval_rl")) if key in report]
     if rows:
         levels = sorted({lvl for _, r in rows for lvl in r.get("by_level", {})})

@@ -163,8 +163,9 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
              "num_heads": p.num_heads, "num_kv_heads": p.num_kv_heads, "head_dim": p.head_dim,
              "intermediate_size": p.intermediate_size, "rope_theta": p.rope_theta, "initializer_range": 0.02,
              "max_position_embeddings": 4096, "attention_impl": "blocked"}
+    warmup_rows = p.copy_warmup_rows or p.batch_size
     warmup_key = fingerprint(tok_key, shape, p.copy_warmup_steps, p.copy_warmup_target_loss, p.copy_warmup_layers,
-                             p.lr, p.batch_size, p.copy_warmup_digit_rate, p.copy_warmup_gap)
+                             p.lr, warmup_rows, p.copy_warmup_digit_rate, p.copy_warmup_gap)
 
     def warmup_stage(out: Path) -> dict:
         # Copies of random token runs from random init (train.copy_warmup): forms the copying heads SFT then uses;
@@ -172,14 +173,15 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         policy = model.ModelConfig(**shape)
         shallow = dataclasses.replace(policy, num_layers=p.copy_warmup_layers or p.num_layers)
         return run_copy_warmup(shallow, ordinary_ids(tokenizer), out / "hf", steps=p.copy_warmup_steps, lr=p.lr,
-                               rows=p.batch_size, target_loss=p.copy_warmup_target_loss,
+                               rows=warmup_rows, target_loss=p.copy_warmup_target_loss,
                                grow_to=policy if shallow != policy else None, progress=progress,
                                digits=digit_ids(tokenizer) if p.copy_warmup_digit_rate else None,
                                digit_rate=p.copy_warmup_digit_rate, max_gap=p.copy_warmup_gap)
 
     if p.copy_warmup_steps:
         report["warmup"] = runner.run("warmup", warmup_key, warmup_stage)
-    sft_key = fingerprint(warmup_key, dataclasses.asdict(p))
+    # The warm-up's rows reach the SFT through warmup_key; left out here, runs from before the key keep their SFT.
+    sft_key = fingerprint(warmup_key, {k: v for k, v in dataclasses.asdict(p).items() if k != "copy_warmup_rows"})
 
     def sft_stage(out: Path) -> dict:
         start = {"hf_path": str(root / "warmup" / "hf"), "attention_impl": "blocked"} if p.copy_warmup_steps else shape
@@ -199,7 +201,11 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         }
         summary = run_sft(recipe, resume=True, progress=progress)
         export_hf(out, out / "hf")
-        return {k: summary.get(k) for k in ("final_loss", "eval_loss", "trained_tokens", "parameters")}
+        if summary["truncated"]:
+            runner.log(f"[sft] {summary['truncated']} trajectory draws were cut at policy.seq_len={p.seq_len} tokens: "
+                       f"their ends were never trained, while rollouts run to eval.max_context={cfg.eval.max_context}")
+        return {k: summary.get(k) for k in ("final_loss", "eval_loss", "trained_tokens", "parameters", "truncated")} | {
+            "seq_len": p.seq_len}
 
     report["sft"] = runner.run("sft", sft_key, sft_stage, resumable=True)
     test = _jsonl(qa_dir / "test.jsonl")

@@ -171,8 +171,10 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
     bar = tqdm(range(run.start_step, run.train.steps), initial=run.start_step, total=run.train.steps,
                desc="sft", disable=not (progress and main))
     window_t, window_tokens = time.perf_counter(), []
+    over_length = np.zeros(2, np.int64)  # examples cut at / dropped for data.seq_len, this process's rows
     for step in bar:
         batch = next(run.iterator)
+        over_length += [int(np.sum(batch["num_truncated"])), int(np.sum(batch["num_dropped"]))]
         state, metrics = run.step_fn(state, place_on_mesh(batch, run.batch_sharding))
         window_tokens.append(metrics["n_tokens"])  # trained tokens of the global batch, read at the next log
         done = step + 1
@@ -190,12 +192,15 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
         run.checkpointer.save(done, state, data_state={"iterator": run.iterator.get_state()}, config=run.recipe,
                               force=done == run.train.steps)
     run.checkpointer.close()
+    if process_info()["process_count"] > 1:
+        over_length = np.sum(multihost_utils.process_allgather(over_length), axis=0)
     final_eval = evaluate(run, state.params)
     writer.write(run.train.steps, final_eval)
     writer.close()
     summary = {
         "name": run.recipe["name"], "steps": run.train.steps, "resumed_from": run.start_step,
         "final_loss": last.get("loss"), **final_eval, "trained_tokens": tokens_seen,
+        "truncated": int(over_length[0]), "dropped": int(over_length[1]),  # since this run's start
         "wall_s": round(time.perf_counter() - t_start, 2), "parameters": model.count_params(run.cfg),
         "out_dir": str(run.out_dir),
     }

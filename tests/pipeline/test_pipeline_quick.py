@@ -6,6 +6,7 @@ import json
 import pytest
 
 from jaxseeker.pipeline import pipeline_config, run_pipeline
+from jaxseeker.pipeline.report import markdown
 from jaxseeker.pipeline.split import split_questions
 from jaxseeker.train.recipe import RecipeError
 from jaxseeker.world import build_world
@@ -59,11 +60,19 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in markdown
     again = run_pipeline(cfg, tmp_path, progress=False)
     assert set(again["reused_stages"]) >= {"qa", "tokenizer", "expert", "warmup", "sft", "eval_sft"}
+    same_rows = dataclasses.replace(cfg, policy=dataclasses.replace(cfg.policy, copy_warmup_rows=cfg.policy.batch_size))
+    assert set(run_pipeline(same_rows, tmp_path, progress=False)["reused_stages"]) >= {"warmup", "sft", "rl", "eval_rl"}
     sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9, k=2, slots=4))
     resampled = run_pipeline(sampled, tmp_path, progress=False)  # only the evals depend on their sampling, k, slots
     assert set(resampled["reused_stages"]) == {"qa", "expert", "tokenizer", "warmup", "sft", "rl"}
     rounds = [json.loads(line)["round"] for line in (tmp_path / "eval_rl" / "results.jsonl").read_text().splitlines()]
     assert sorted(rounds) == sorted([0, 1] * cfg.qa.n_test)  # k sampled rounds of every test question
+
+
+def test_the_report_says_how_many_trajectory_draws_sft_cut():
+    report = {"name": "x", "sft": {"final_loss": 0.4, "eval_loss": 0.3, "truncated": 650, "seq_len": 1024}}
+    assert "eval loss 0.3; 650 trajectory draws cut at 1024 tokens (their ends never trained)." in markdown(report)
+    assert "eval loss 0.3." in markdown({"name": "x", "sft": {"final_loss": 0.4, "eval_loss": 0.3, "truncated": 0}})
 
 
 def test_split_keeps_test_entities_out_of_training():
@@ -98,6 +107,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"policy": {"copy_warmup_digit_rate": 1.5}})
     with pytest.raises(RecipeError, match="policy.copy_warmup_gap must be >= 0, got -1"):
         pipeline_config({"policy": {"copy_warmup_gap": -1}})
+    with pytest.raises(RecipeError, match="policy.copy_warmup_rows must be >= 0, got -4"):
+        pipeline_config({"policy": {"copy_warmup_rows": -4}})
     with pytest.raises(RecipeError, match=r"policy.copy_replay must lie in \[0, 1\), got 1.0"):
         pipeline_config({"policy": {"copy_replay": 1.0}})
     with pytest.raises(RecipeError, match="rl.train_questions must be >= 0, got -2"):

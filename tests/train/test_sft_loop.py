@@ -68,6 +68,16 @@ def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path):
     assert hf.config.vocab_size == 400 and tok.eos_token == "<|im_end|>"
 
 
+def test_the_summary_counts_trajectories_cut_at_seq_len(workspace, tmp_path):
+    root, path = workspace
+    for seq_len, cut in ((64, True), (512, False)):
+        recipe = read_recipe(path, [f"train.out_dir={tmp_path / str(seq_len)}", "train.steps=3",
+                                    f"data.seq_len={seq_len}", "train.chunk_size=64"])
+        summary = run_sft(recipe, progress=False)
+        assert (summary["truncated"] >= 3 * 4) is cut and summary["dropped"] == 0  # rows of 64: each holds a cut one
+        assert (summary["truncated"] == 0) is not cut
+
+
 def _launch(config, out_dir, *extra):
     cmd = [sys.executable, "-m", "jaxseeker.cli", "sft", "--config", str(config), "--set", f"train.out_dir={out_dir}",
            "--set", "train.steps=12", *extra]
