@@ -113,12 +113,17 @@ class PolicyStage:
     copy_warmup_gap: int = 0  # up to this many filler tokens between a copy run and its copy
     copy_warmup_rows: int = 0  # rows of the warm-up's batches; 0: batch_size (fewer rows may not form the heads)
     copy_replay: float = 0.0  # fraction of SFT examples that are copy runs shaped as the warm-up's (data.copy_rate)
+    extend_steps: int = 0  # context extension: SFT steps after the SFT on rows of extend_seq_len tokens; 0: none
+    extend_seq_len: int = 0  # the extension's rows (as many tokens a step as the SFT's); 0: eval.max_context
 
     def __post_init__(self):
         if self.tokenizer_split not in SPLITS:
             raise ValueError(f"policy.tokenizer_split must be one of {sorted(SPLITS)}, got {self.tokenizer_split!r}")
         if self.copy_warmup_gap < 0:
             raise ValueError(f"policy.copy_warmup_gap must be >= 0, got {self.copy_warmup_gap}")
+        if self.extend_steps < 0 or self.extend_seq_len < 0:
+            raise ValueError(f"policy.extend_steps and policy.extend_seq_len must be >= 0, got {self.extend_steps} "
+                             f"and {self.extend_seq_len}")
         if self.copy_warmup_rows < 0:
             raise ValueError(f"policy.copy_warmup_rows must be >= 0, got {self.copy_warmup_rows}")
         if not 0.0 <= self.copy_warmup_digit_rate <= 1.0:
@@ -225,7 +230,7 @@ QUICK = {
                "rope_theta": 10_000.0, "copy_warmup_steps": 4, "copy_warmup_target_loss": 1.0,
                "copy_warmup_layers": 1, "copy_warmup_digit_rate": 0.5,
                "copy_warmup_gap": 16, "permute_digits": True, "permute_names": True,
-               "drop_thousands_separators": True, "copy_replay": 0.5},
+               "drop_thousands_separators": True, "copy_replay": 0.5, "extend_steps": 2, "extend_seq_len": 4096},
     "eval": {"k": 1, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
     "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4, "train_questions": 4, "fresh_questions": 4,
            "adam_eps": 1e-4, "epochs": 2, "kl_coef": 0.01},

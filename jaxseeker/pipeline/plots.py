@@ -1,4 +1,4 @@
-"""The pipeline report's PNGs, gathered under `runs/<name>/plots/`: SFT loss, RL reward, evidence and tool calls,
+"""The pipeline report's PNGs, gathered under `runs/<name>/plots/`: SFT (and context extension) loss, RL reward, evidence and tool calls,
 tool-call distribution before and after RL."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from jaxseeker.train.metrics import plot_curves, read_metrics
 # (PNG under plots/, what it shows) in the order the markdown report lists them.
 PLOTS = (
     ("sft_loss.png", "SFT loss (train and held-out) and learning rate per step"),
+    ("extend_loss.png", "context extension: SFT loss on rows of the rollouts' context, per step"),
     ("rl_curves.png", "RL reward, accuracy, evidence pages visited and tool calls per episode, per step"),
     ("tool_calls_sft.png", "tool calls per test rollout after SFT"),
     ("tool_calls_rl.png", "tool calls per test rollout after RL"),
@@ -25,6 +26,8 @@ def write_plots(root: str | Path) -> list[tuple[str, str]]:
     drawn = {
         "sft_loss.png": plot_curves(read_metrics(root / "sft" / "metrics.jsonl"), ["loss", "eval_loss", "lr"],
                                     out / "sft_loss.png", title="SFT"),
+        "extend_loss.png": plot_curves(read_metrics(root / "extend" / "metrics.jsonl"), ["loss", "eval_loss"],
+                                       out / "extend_loss.png", title="context extension"),
         "rl_curves.png": plot_curves(read_metrics(root / "rl" / "metrics.jsonl"),
                                      ["reward", "accuracy", "evidence", "tool_calls"],
                                      out / "rl_curves.png", title="RL"),

@@ -29,7 +29,12 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
               f"(dropped for entity leakage: {qa.get('dropped_for_leakage')}).",
               f"Expert trajectories kept: {report.get('expert', {}).get('trajectories')}.",
               f"SFT: final loss {report.get('sft', {}).get('final_loss')}, eval loss {report.get('sft', {}).get('eval_loss')}"
-              + _truncated(report.get("sft", {})) + ".", ""]
+              + _truncated(report.get("sft", {})) + "."]
+    if "extend" in report:
+        e = report["extend"]
+        lines.append(f"Context extension (rows of {e.get('seq_len')} tokens): final loss {e.get('final_loss')}, "
+                     f"eval loss {e.get('eval_loss')}" + _truncated(e) + ".")
+    lines.append("")
     rows = [(name, report[key]) for name, key in (("after SFT", "eval_sft"), ("after RL", "eval_rl")) if key in report]
     if rows:
         levels = sorted({lvl for _, r in rows for lvl in r.get("by_level", {})})

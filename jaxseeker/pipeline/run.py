@@ -180,34 +180,65 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
 
     if p.copy_warmup_steps:
         report["warmup"] = runner.run("warmup", warmup_key, warmup_stage)
-    # The warm-up's rows reach the SFT through warmup_key; left out here, runs from before the key keep their SFT.
-    sft_key = fingerprint(warmup_key, {k: v for k, v in dataclasses.asdict(p).items() if k != "copy_warmup_rows"})
+    # The warm-up's rows reach the SFT through warmup_key and the extension's keys its own stage's key; left out here,
+    # runs from before those keys keep their SFT.
+    later = ("copy_warmup_rows", "extend_steps", "extend_seq_len")
+    sft_key = fingerprint(warmup_key, {k: v for k, v in dataclasses.asdict(p).items() if k not in later})
+
+    def sft_recipe(out: Path, start: dict, *, seq_len: int, batch_size: int, steps: int, lr: float, min_lr: float,
+                   warmup_steps: int, seed: int, pool: str) -> dict:
+        """A `jaxseeker sft` recipe over the expert trajectories with the policy section's data choices."""
+        return {
+            "name": f"{cfg.name}-{out.name}",
+            "model": start,
+            "data": {"seq_len": seq_len, "batch_size": batch_size, "seed": seed, "num_threads": 0, "packing_bins": 64,
+                     "context_weight": p.context_weight, "permute_digits": p.permute_digits, "name_pool": pool,
+                     "copy_rate": p.copy_replay, "copy_digit_rate": p.copy_warmup_digit_rate,
+                     "copy_gap": p.copy_warmup_gap},
+            "optimizer": {"lr": lr, "min_lr": min_lr, "warmup_steps": warmup_steps, "weight_decay": 0.01},
+            "train": {"train_files": [str(root / "expert" / "trajectories.jsonl")], "tokenizer": str(root / "tokenizer"),
+                      "steps": steps, "log_every": max(1, steps // 50), "checkpoint_every": max(1, steps // 4),
+                      "eval_fraction": 0.05, "out_dir": str(out), "chunk_size": 256},
+        }
+
+    def sft_summary(out: Path, recipe: dict, seq_len: int, key: str) -> dict:
+        """Train `recipe` (resuming), export it under `out/hf`, and say how many trajectory draws rows cut."""
+        summary = run_sft(recipe, resume=True, progress=progress)
+        export_hf(out, out / "hf")
+        if summary["truncated"]:
+            runner.log(f"[{out.name}] {summary['truncated']} trajectory draws were cut at {key}={seq_len} tokens: "
+                       f"their ends were never trained, while rollouts run to eval.max_context={cfg.eval.max_context}")
+        return {k: summary.get(k) for k in ("final_loss", "eval_loss", "trained_tokens", "parameters", "truncated")} | {
+            "seq_len": seq_len}
 
     def sft_stage(out: Path) -> dict:
         start = {"hf_path": str(root / "warmup" / "hf"), "attention_impl": "blocked"} if p.copy_warmup_steps else shape
         held_out = [qa_dir / "test.jsonl", qa_dir / "rl.jsonl"]
         pool = _write_name_pool(world, held_out, out / "name_pool.tsv") if p.permute_names else ""
-        recipe = {
-            "name": f"{cfg.name}-sft",
-            "model": start,
-            "data": {"seq_len": p.seq_len, "batch_size": p.batch_size, "seed": 0, "num_threads": 0, "packing_bins": 64,
-                     "context_weight": p.context_weight, "permute_digits": p.permute_digits, "name_pool": pool,
-                     "copy_rate": p.copy_replay, "copy_digit_rate": p.copy_warmup_digit_rate,
-                     "copy_gap": p.copy_warmup_gap},
-            "optimizer": {"lr": p.lr, "min_lr": p.lr / 10, "warmup_steps": max(1, p.steps // 20), "weight_decay": 0.01},
-            "train": {"train_files": [str(root / "expert" / "trajectories.jsonl")], "tokenizer": str(root / "tokenizer"),
-                      "steps": p.steps, "log_every": max(1, p.steps // 50), "checkpoint_every": max(1, p.steps // 4),
-                      "eval_fraction": 0.05, "out_dir": str(out), "chunk_size": 256},
-        }
-        summary = run_sft(recipe, resume=True, progress=progress)
-        export_hf(out, out / "hf")
-        if summary["truncated"]:
-            runner.log(f"[sft] {summary['truncated']} trajectory draws were cut at policy.seq_len={p.seq_len} tokens: "
-                       f"their ends were never trained, while rollouts run to eval.max_context={cfg.eval.max_context}")
-        return {k: summary.get(k) for k in ("final_loss", "eval_loss", "trained_tokens", "parameters", "truncated")} | {
-            "seq_len": p.seq_len}
+        recipe = sft_recipe(out, start, seq_len=p.seq_len, batch_size=p.batch_size, steps=p.steps, lr=p.lr,
+                            min_lr=p.lr / 10, warmup_steps=max(1, p.steps // 20), seed=0, pool=pool)
+        return sft_summary(out, recipe, p.seq_len, "policy.seq_len")
 
     report["sft"] = runner.run("sft", sft_key, sft_stage, resumable=True)
+    policy_dir, policy_key = root / "sft", sft_key
+    if p.extend_steps:
+        # Context extension: SFT rows of policy.seq_len cut the longest trajectories, so the policy never trains the
+        # positions its rollouts reach and never the ends of those episodes (README, session 17). More steps from the
+        # SFT policy, on rows as long as the rollouts' context (as many tokens a step), at the SFT's final learning
+        # rate and on a new draw order, train them whole.
+        extend_len = p.extend_seq_len or cfg.eval.max_context
+        extend_key = fingerprint(sft_key, p.extend_steps, extend_len)
+
+        def extend_stage(out: Path) -> dict:
+            start = {"hf_path": str(root / "sft" / "hf"), "attention_impl": "blocked"}
+            pool = str(root / "sft" / "name_pool.tsv") if p.permute_names else ""
+            rows = max(1, p.batch_size * p.seq_len // extend_len)
+            recipe = sft_recipe(out, start, seq_len=extend_len, batch_size=rows, steps=p.extend_steps, lr=p.lr / 10,
+                                min_lr=p.lr / 10, warmup_steps=max(1, p.extend_steps // 30), seed=1, pool=pool)
+            return sft_summary(out, recipe, extend_len, "policy.extend_seq_len")
+
+        report["extend"] = runner.run("extend", extend_key, extend_stage, resumable=True)
+        policy_dir, policy_key = root / "extend", extend_key
     test = _jsonl(qa_dir / "test.jsonl")
 
     def eval_stage(model_dir: Path):
@@ -222,11 +253,11 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
                              for lvl, s in summary["by_level"].items()}}
         return fn
 
-    eval_key = fingerprint(sft_key, dataclasses.asdict(cfg.eval))
-    report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(root / "sft" / "hf"))
+    eval_key = fingerprint(policy_key, dataclasses.asdict(cfg.eval))
+    report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(policy_dir / "hf"))
 
     r = cfg.rl
-    rl_key = fingerprint(sft_key, dataclasses.asdict(r), cfg.eval.limits())
+    rl_key = fingerprint(policy_key, dataclasses.asdict(r), cfg.eval.limits())
 
     def rl_stage(out: Path) -> dict:
         rc = rollout_config(cfg)
@@ -242,7 +273,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
             pool.append(str(out / "fresh_questions.jsonl"))
         recipe = {
             "name": f"{cfg.name}-rl",
-            "model": {"hf_path": str(root / "sft" / "hf"), "attention_impl": "blocked"},
+            "model": {"hf_path": str(policy_dir / "hf"), "attention_impl": "blocked"},
             "optimizer": {"lr": r.lr, "min_lr": r.lr, "warmup_steps": 0, "weight_decay": 0.0, "clip_norm": 1.0,
                           "eps": r.adam_eps},
             "rl": {"questions": pool, "steps": r.steps, "batch_questions": r.questions_per_step,
@@ -260,7 +291,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
             "reward": {"fn": r.reward, "judge": "em"},
         }
         summary = run_rl(recipe, resume=True, progress=progress)
-        shutil.copy(root / "sft" / "model_config.json", out / "model_config.json")
+        shutil.copy(policy_dir / "model_config.json", out / "model_config.json")
         shutil.copytree(root / "tokenizer", out / "tokenizer", dirs_exist_ok=True)
         export_hf(out, out / "hf")
         return {k: summary.get(k) for k in ("first_reward", "final_reward", "final_accuracy", "mean_step_s", "questions")}

@@ -43,6 +43,10 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     assert all(r["id"].startswith("fresh-") for r in fresh)  # questions on entities no split holds
     exported = json.loads((tmp_path / "rl" / "hf" / "config.json").read_text())
     assert exported["rope_theta"] == cfg.policy.rope_theta == 10_000.0  # the policy's shape reaches the export
+    assert report["extend"]["seq_len"] == cfg.policy.extend_seq_len == 4096  # context extension after the SFT
+    extended = json.loads(next((tmp_path / "extend" / "checkpoints").glob("*/config/metadata")).read_text())
+    assert extended["model"]["hf_path"] == str(tmp_path / "sft" / "hf") and extended["data"]["batch_size"] == 1
+    assert rl_recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf")  # RL (and the evals) start from it
     assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
     change = report["rl_change"]  # RL's effect question by question, with a sign test
     assert change["questions"] == cfg.qa.n_test == sum(lvl["questions"] for lvl in change["by_level"].values())
@@ -54,17 +58,17 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     markdown = (tmp_path / "report.md").read_text()
     assert markdown.startswith("# jaxseeker pipeline") and f"{change['gained']} gained, {change['lost']} lost" in markdown
     assert f"95% CI {100 * change['ci95'][0]:+.1f} to {100 * change['ci95'][1]:+.1f}" in markdown
-    assert set(report["plots"]) == {"plots/sft_loss.png", "plots/rl_curves.png", "plots/tool_calls_sft.png",
-                                    "plots/tool_calls_rl.png"}
+    assert set(report["plots"]) == {"plots/sft_loss.png", "plots/extend_loss.png", "plots/rl_curves.png",
+                                    "plots/tool_calls_sft.png", "plots/tool_calls_rl.png"}
     for png in report["plots"]:
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in markdown
     again = run_pipeline(cfg, tmp_path, progress=False)
-    assert set(again["reused_stages"]) >= {"qa", "tokenizer", "expert", "warmup", "sft", "eval_sft"}
+    assert set(again["reused_stages"]) >= {"qa", "tokenizer", "expert", "warmup", "sft", "extend", "eval_sft"}
     same_rows = dataclasses.replace(cfg, policy=dataclasses.replace(cfg.policy, copy_warmup_rows=cfg.policy.batch_size))
     assert set(run_pipeline(same_rows, tmp_path, progress=False)["reused_stages"]) >= {"warmup", "sft", "rl", "eval_rl"}
     sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9, k=2, slots=4))
     resampled = run_pipeline(sampled, tmp_path, progress=False)  # only the evals depend on their sampling, k, slots
-    assert set(resampled["reused_stages"]) == {"qa", "expert", "tokenizer", "warmup", "sft", "rl"}
+    assert set(resampled["reused_stages"]) == {"qa", "expert", "tokenizer", "warmup", "sft", "extend", "rl"}
     rounds = [json.loads(line)["round"] for line in (tmp_path / "eval_rl" / "results.jsonl").read_text().splitlines()]
     assert sorted(rounds) == sorted([0, 1] * cfg.qa.n_test)  # k sampled rounds of every test question
 
@@ -73,6 +77,8 @@ def test_the_report_says_how_many_trajectory_draws_sft_cut():
     report = {"name": "x", "sft": {"final_loss": 0.4, "eval_loss": 0.3, "truncated": 650, "seq_len": 1024}}
     assert "eval loss 0.3; 650 trajectory draws cut at 1024 tokens (their ends never trained)." in markdown(report)
     assert "eval loss 0.3." in markdown({"name": "x", "sft": {"final_loss": 0.4, "eval_loss": 0.3, "truncated": 0}})
+    extended = {**report, "extend": {"final_loss": 0.2, "eval_loss": 0.25, "truncated": 0, "seq_len": 2048}}
+    assert "Context extension (rows of 2048 tokens): final loss 0.2, eval loss 0.25." in markdown(extended)
 
 
 def test_split_keeps_test_entities_out_of_training():
@@ -107,6 +113,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"policy": {"copy_warmup_digit_rate": 1.5}})
     with pytest.raises(RecipeError, match="policy.copy_warmup_gap must be >= 0, got -1"):
         pipeline_config({"policy": {"copy_warmup_gap": -1}})
+    with pytest.raises(RecipeError, match="policy.extend_steps and policy.extend_seq_len must be >= 0, got 3 and -1"):
+        pipeline_config({"policy": {"extend_steps": 3, "extend_seq_len": -1}})
     with pytest.raises(RecipeError, match="policy.copy_warmup_rows must be >= 0, got -4"):
         pipeline_config({"policy": {"copy_warmup_rows": -4}})
     with pytest.raises(RecipeError, match=r"policy.copy_replay must lie in \[0, 1\), got 1.0"):
