@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-STAGE_MODELS = ("sft", "rl")
+STAGE_MODELS = ("sft", "extend", "rl")
 
 
 def _resolve(args: argparse.Namespace) -> dict[str, Any]:
@@ -158,7 +158,7 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("eval", help="k judged rollouts per question of a saved model; metrics, table, PNGs")
     p.add_argument("--config", help="a pipeline config: its world, tools, limits and sampling, runs/<name>/ paths")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a --config key")
-    p.add_argument("--model", help="HF model directory, or with --config: sft | rl (default sft)")
+    p.add_argument("--model", help="HF model directory, or with --config: sft | extend | rl (default sft)")
     p.add_argument("--questions", help="JSONL / JSON / CSV (BrowseComp, xbench, GAIA; eval.load_questions); "
                                        "with --config default runs/<name>/qa/test.jsonl")
     p.add_argument("--out", help="results directory (resumes what is there); with --config a default under runs/")

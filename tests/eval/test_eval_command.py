@@ -97,6 +97,10 @@ def test_eval_of_a_pipeline_run_takes_its_config(answering_model, tmp_path, monk
     assert [(r["question_id"], r["correct"]) for r in rows] == [("bridge", True), ("tower", False)]
     assert len(rows[0]["messages"][0]["content"]) < 600  # the compact system prompt, not the tool schemas
     assert "runs/tiny/eval_sft_t0" in capsys.readouterr().out
+    (run / "extend").mkdir()
+    (run / "extend" / "hf").symlink_to(answering_model)  # the policy after the pipeline's context extension
+    assert cli(["eval", "--config", str(config), "--model", "extend", "--no-progress"]) == 0
+    assert (run / "eval_extend_t0" / "results.jsonl").exists()
 
 
 def _results(path, verdicts):
