@@ -1,5 +1,5 @@
-"""The pipeline report's PNGs, gathered under `runs/<name>/plots/`: SFT (and context extension) loss, RL reward, evidence and tool calls,
-tool-call distribution before and after RL."""
+"""The pipeline report's PNGs, gathered under `runs/<name>/plots/`: SFT (and context extension) loss, RL reward,
+evidence and tool calls, tool-call distribution before and after RL."""
 
 from __future__ import annotations
 

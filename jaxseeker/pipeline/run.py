@@ -180,8 +180,8 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
 
     if p.copy_warmup_steps:
         report["warmup"] = runner.run("warmup", warmup_key, warmup_stage)
-    # The warm-up's rows reach the SFT through warmup_key and the extension's keys its own stage's key; left out here,
-    # runs from before those keys keep their SFT.
+    # copy_warmup_rows reaches the SFT through warmup_key, the extend_* keys only the extension's own key: left out
+    # here, so runs from before these keys keep their SFT.
     later = ("copy_warmup_rows", "extend_steps", "extend_seq_len")
     sft_key = fingerprint(warmup_key, {k: v for k, v in dataclasses.asdict(p).items() if k not in later})
 
