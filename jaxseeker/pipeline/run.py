@@ -201,8 +201,10 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
                       "eval_fraction": 0.05, "out_dir": str(out), "chunk_size": 256},
         }
 
-    def sft_summary(out: Path, recipe: dict, seq_len: int, key: str) -> dict:
-        """Train `recipe` (resuming), export it under `out/hf`, and say how many trajectory draws rows cut."""
+    def sft_summary(out: Path, recipe: dict, key: str) -> dict:
+        """Train `recipe` (resuming), export it under `out/hf`, and say how many trajectory draws its rows (the
+        config's `key`) cut."""
+        seq_len = recipe["data"]["seq_len"]
         summary = run_sft(recipe, resume=True, progress=progress)
         export_hf(out, out / "hf")
         if summary["truncated"]:
@@ -217,7 +219,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         pool = _write_name_pool(world, held_out, out / "name_pool.tsv") if p.permute_names else ""
         recipe = sft_recipe(out, start, seq_len=p.seq_len, batch_size=p.batch_size, steps=p.steps, lr=p.lr,
                             min_lr=p.lr / 10, warmup_steps=max(1, p.steps // 20), seed=0, pool=pool)
-        return sft_summary(out, recipe, p.seq_len, "policy.seq_len")
+        return sft_summary(out, recipe, "policy.seq_len")
 
     report["sft"] = runner.run("sft", sft_key, sft_stage, resumable=True)
     policy_dir, policy_key = root / "sft", sft_key
@@ -235,7 +237,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
             rows = max(1, p.batch_size * p.seq_len // extend_len)
             recipe = sft_recipe(out, start, seq_len=extend_len, batch_size=rows, steps=p.extend_steps, lr=p.lr / 10,
                                 min_lr=p.lr / 10, warmup_steps=max(1, p.extend_steps // 30), seed=1, pool=pool)
-            return sft_summary(out, recipe, extend_len, "policy.extend_seq_len")
+            return sft_summary(out, recipe, "policy.extend_seq_len")
 
         report["extend"] = runner.run("extend", extend_key, extend_stage, resumable=True)
         policy_dir, policy_key = root / "extend", extend_key
