@@ -11,6 +11,8 @@ from jaxseeker.rewards import REWARD_FNS
 from jaxseeker.tools import ToolsConfig, VisitOptions
 from jaxseeker.train.recipe import build, check_sections
 
+RL_METHODS = ("pg", "rft")  # policy gradient (`jaxseeker.train.rl`); rejection-sampling fine-tuning (`train.rejection`)
+
 
 @dataclasses.dataclass(frozen=True)
 class WorldStage:
@@ -167,8 +169,11 @@ class EvalStage:
 
 @dataclasses.dataclass(frozen=True)
 class RLStage:
-    """Group-relative RL after SFT (DUPO selection by default)."""
+    """RL after SFT: group-relative policy gradient (`method: pg`, DUPO selection by default) or rejection-sampling
+    fine-tuning (`method: rft`: `group_size` rollouts of every pool question at `temperature`, the right ones kept,
+    then `steps` SFT steps on them at `lr`; `jaxseeker.train.rejection`)."""
 
+    method: str = "pg"
     steps: int = 10
     group_size: int = 4
     questions_per_step: int = 8
@@ -184,8 +189,13 @@ class RLStage:
     adam_eps: float = 1e-8  # AdamW's eps; near the gradients' RMS it damps the parameters the batch barely moves
     kl_coef: float = 0.0  # weight of the k3 KL penalty to the SFT policy (0: none, DAPO's choice)
     seed: int = 0  # the question sampler's and the rollouts' randomness
+    rft_per_question: int = 2  # rft: at most this many distinct right episodes of a question are kept
 
     def __post_init__(self):
+        if self.method not in RL_METHODS:
+            raise ValueError(f"rl.method must be one of {list(RL_METHODS)}, got {self.method!r}")
+        if self.rft_per_question < 1:
+            raise ValueError(f"rl.rft_per_question must be >= 1, got {self.rft_per_question}")
         if self.epochs < 1:
             raise ValueError(f"rl.epochs must be >= 1, got {self.epochs}")
         if self.adam_eps <= 0:

@@ -1,5 +1,5 @@
 """The pipeline report's PNGs, gathered under `runs/<name>/plots/`: SFT (and context extension) loss, RL reward,
-evidence and tool calls, tool-call distribution before and after RL."""
+evidence and tool calls (or the loss of rejection-sampling fine-tuning), tool-call distribution before and after RL."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ PLOTS = (
     ("sft_loss.png", "SFT loss (train and held-out) and learning rate per step"),
     ("extend_loss.png", "context extension: SFT loss on rows of the rollouts' context, per step"),
     ("rl_curves.png", "RL reward, accuracy, evidence pages visited and tool calls per episode, per step"),
+    ("rft_loss.png", "RL by rejection-sampling fine-tuning: SFT loss on the policy's own right episodes, per step"),
     ("tool_calls_sft.png", "tool calls per test rollout after SFT"),
     ("tool_calls_rl.png", "tool calls per test rollout after RL"),
 )
@@ -28,10 +29,14 @@ def write_plots(root: str | Path) -> list[tuple[str, str]]:
                                     out / "sft_loss.png", title="SFT"),
         "extend_loss.png": plot_curves(read_metrics(root / "extend" / "metrics.jsonl"), ["loss", "eval_loss"],
                                        out / "extend_loss.png", title="context extension"),
-        "rl_curves.png": plot_curves(read_metrics(root / "rl" / "metrics.jsonl"),
-                                     ["reward", "accuracy", "evidence", "tool_calls"],
-                                     out / "rl_curves.png", title="RL"),
     }
+    rl = read_metrics(root / "rl" / "metrics.jsonl")
+    if any("reward" in row for row in rl):
+        drawn["rl_curves.png"] = plot_curves(rl, ["reward", "accuracy", "evidence", "tool_calls"],
+                                             out / "rl_curves.png", title="RL")
+    else:  # rejection-sampling fine-tuning logs an SFT's loss, not rewards
+        drawn["rft_loss.png"] = plot_curves(rl, ["loss", "eval_loss"], out / "rft_loss.png",
+                                            title="rejection-sampling fine-tuning")
     for name, stage in (("tool_calls_sft.png", "eval_sft"), ("tool_calls_rl.png", "eval_rl")):
         source = root / stage / "report" / "tool_calls.png"
         drawn[name] = shutil.copy(source, out / name) if source.exists() else None

@@ -34,6 +34,11 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
         e = report["extend"]
         lines.append(f"Context extension (rows of {e.get('seq_len')} tokens): final loss {e.get('final_loss')}, "
                      f"eval loss {e.get('eval_loss')}" + _truncated(e) + ".")
+    rft = report.get("rl", {}).get("rft")
+    if rft:
+        lines.append(f"RL by rejection-sampling fine-tuning: {rft['right']} of {rft['episodes']} rollouts right, "
+                     f"{rft['kept']} kept ({rft['kept_questions']} of {rft['questions']} questions); final loss "
+                     f"{report['rl'].get('final_loss')}, eval loss {report['rl'].get('eval_loss')}.")
     lines.append("")
     rows = [(name, report[key]) for name, key in (("after SFT", "eval_sft"), ("after RL", "eval_rl")) if key in report]
     if rows:

@@ -19,6 +19,7 @@ from jaxseeker.agent import Question, RolloutConfig
 from jaxseeker.agent.command import make_engine
 from jaxseeker.data import load_tokenizer, train_tokenizer
 from jaxseeker.data.copies import digit_ids, ordinary_ids
+from jaxseeker.eval import load_questions
 from jaxseeker.eval.report import compare_results
 from jaxseeker.eval.runner import run_eval
 from jaxseeker.generation import SamplingConfig
@@ -37,6 +38,7 @@ from jaxseeker.synthesis.trajectories import synthesize, write_records
 from jaxseeker.tools import build_registry
 from jaxseeker.train.copy_warmup import run_copy_warmup
 from jaxseeker.train.export import export_hf
+from jaxseeker.train.rejection import kept_trajectories, rft_counts
 from jaxseeker.train.rl import run_rl
 from jaxseeker.train.sft import run_sft
 from jaxseeker.world import World, build_world
@@ -186,8 +188,9 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     sft_key = fingerprint(warmup_key, {k: v for k, v in dataclasses.asdict(p).items() if k not in later})
 
     def sft_recipe(out: Path, start: dict, *, seq_len: int, batch_size: int, steps: int, lr: float, min_lr: float,
-                   warmup_steps: int, seed: int, pool: str) -> dict:
-        """A `jaxseeker sft` recipe over the expert trajectories with the policy section's data choices."""
+                   warmup_steps: int, seed: int, pool: str, train_files: tuple[Path, ...] = ()) -> dict:
+        """A `jaxseeker sft` recipe over `train_files` (default the expert trajectories) with the policy section's
+        data choices."""
         return {
             "name": f"{cfg.name}-{out.name}",
             "model": start,
@@ -196,7 +199,8 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
                      "copy_rate": p.copy_replay, "copy_digit_rate": p.copy_warmup_digit_rate,
                      "copy_gap": p.copy_warmup_gap},
             "optimizer": {"lr": lr, "min_lr": min_lr, "warmup_steps": warmup_steps, "weight_decay": 0.01},
-            "train": {"train_files": [str(root / "expert" / "trajectories.jsonl")], "tokenizer": str(root / "tokenizer"),
+            "train": {"train_files": [str(f) for f in train_files or (root / "expert" / "trajectories.jsonl",)],
+                      "tokenizer": str(root / "tokenizer"),
                       "steps": steps, "log_every": max(1, steps // 50), "checkpoint_every": max(1, steps // 4),
                       "eval_fraction": 0.05, "out_dir": str(out), "chunk_size": 256},
         }
@@ -259,10 +263,13 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(policy_dir / "hf"))
 
     r = cfg.rl
-    rl_key = fingerprint(policy_key, dataclasses.asdict(r), cfg.eval.limits())
+    # the rft keys are left out of a policy-gradient run's key, so runs from before them keep their RL stage
+    rft_only = () if r.method == "rft" else ("method", "rft_per_question")
+    rl_fields = {k: v for k, v in dataclasses.asdict(r).items() if k not in rft_only}
+    rl_key = fingerprint(policy_key, rl_fields, cfg.eval.limits())
 
-    def rl_stage(out: Path) -> dict:
-        rc = rollout_config(cfg)
+    def rl_pool(out: Path) -> list[str]:
+        """The RL question files: the RL split, and `rl.train_questions` / `rl.fresh_questions` written under `out`."""
         pool = [str(qa_dir / "rl.jsonl")]
         if r.train_questions:  # the RL split is small; training questions add groups (their names SFT saw renamed)
             train = _jsonl(qa_dir / "train.jsonl")
@@ -273,6 +280,35 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
             splits = [q for split in ("train", "rl", "test") for q in _jsonl(qa_dir / f"{split}.jsonl")]
             _write_jsonl(out / "fresh_questions.jsonl", _fresh_questions(world, cfg.qa, r.fresh_questions, splits, progress))
             pool.append(str(out / "fresh_questions.jsonl"))
+        return pool
+
+    def rft_stage(out: Path) -> dict:
+        questions = [q for path in rl_pool(out) for q in load_questions(path)]  # ids for rows without one
+        cfg_m, params = model.load_hf(policy_dir / "hf")
+        engine = make_engine(params, cfg_m, tokenizer, slots=cfg.eval.slots, max_len=cfg.eval.max_context,
+                             sampling=SamplingConfig(temperature=r.temperature, top_p=cfg.eval.top_p, seed=r.seed))
+        run_eval(engine, tokenizer, registry, questions, out / "rollouts", k=r.group_size, config=rollout_config(cfg),
+                 progress=progress)
+        records = _jsonl(out / "rollouts" / "results.jsonl")
+        kept = kept_trajectories(records, r.rft_per_question)
+        if not kept:
+            raise RuntimeError(f"rl.method rft: none of the {len(records)} rollouts of {len(questions)} questions was "
+                               "right; nothing to fine-tune on")
+        _write_jsonl(out / "trajectories.jsonl", kept)
+        runner.log(f"[rl] rft keeps {len(kept)} right episodes of {len(records)}")
+        seq_len = cfg.eval.max_context  # rows hold every episode whole
+        pool = str(root / "sft" / "name_pool.tsv") if p.permute_names else ""
+        recipe = sft_recipe(out, {"hf_path": str(policy_dir / "hf"), "attention_impl": "blocked"}, seq_len=seq_len,
+                            batch_size=max(1, p.batch_size * p.seq_len // seq_len), steps=r.steps, lr=r.lr, min_lr=r.lr,
+                            warmup_steps=max(1, r.steps // 30), seed=2, pool=pool,
+                            train_files=(out / "trajectories.jsonl",))
+        return sft_summary(out, recipe, "eval.max_context") | {"rft": rft_counts(records, kept)}
+
+    def rl_stage(out: Path) -> dict:
+        if r.method == "rft":
+            return rft_stage(out)
+        rc = rollout_config(cfg)
+        pool = rl_pool(out)
         recipe = {
             "name": f"{cfg.name}-rl",
             "model": {"hf_path": str(policy_dir / "hf"), "attention_impl": "blocked"},

@@ -73,6 +73,37 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     assert sorted(rounds) == sorted([0, 1] * cfg.qa.n_test)  # k sampled rounds of every test question
 
 
+def test_rft_resumes_from_its_rollouts_and_fine_tunes_on_the_right_ones(tmp_path):
+    cfg = pipeline_config({"name": "t", "rl": {"method": "rft"}}, quick=True)
+    pool = cfg.qa.n_rl + cfg.rl.train_questions + cfg.rl.fresh_questions
+    episodes = pool * cfg.rl.group_size
+    with pytest.raises(RuntimeError, match=f"none of the {episodes} rollouts of {pool} questions was right"):
+        run_pipeline(cfg, tmp_path, progress=False)  # the 12-step quick policy answers nothing
+    rollouts = tmp_path / "rl" / "rollouts" / "results.jsonl"
+    records = [json.loads(line) for line in rollouts.open()]
+    assert len(records) == episodes and {r["round"] for r in records} == {0, 1}
+    # A better policy stands in: the first rollout of each training question of the pool answers as the expert did.
+    expert = {t["question"]: t for t in map(json.loads, (tmp_path / "expert" / "trajectories.jsonl").open())}
+    right = [r for r in records if r["round"] == 0 and r["question"] in expert]
+    for r in right:
+        r.update(messages=expert[r["question"]]["messages"], correct=True, format_ok=True, termination="answer")
+    rollouts.write_text("".join(json.dumps(r) + "\n" for r in records))
+    report = run_pipeline(cfg, tmp_path, progress=False)  # resumes: the rollouts are done, the fine-tuning runs
+    rft = report["rl"]["rft"]
+    assert right and (rft["episodes"], rft["questions"]) == (episodes, pool)
+    assert rft["right"] == rft["kept"] == rft["kept_questions"] == len(right)
+    kept = [json.loads(line) for line in (tmp_path / "rl" / "trajectories.jsonl").open()]
+    assert [t["messages"] for t in kept] == [r["messages"] for r in right]
+    recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
+    assert recipe["train"]["train_files"] == [str(tmp_path / "rl" / "trajectories.jsonl")]
+    assert recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf") and recipe["train"]["steps"] == cfg.rl.steps
+    assert recipe["data"]["seq_len"] == cfg.eval.max_context and recipe["optimizer"]["lr"] == cfg.rl.lr
+    assert (tmp_path / "rl" / "hf" / "config.json").exists() and 0.0 <= report["eval_rl"]["pass_at_1"] <= 1.0
+    assert "plots/rft_loss.png" in report["plots"] and "plots/rl_curves.png" not in report["plots"]
+    assert f"RL by rejection-sampling fine-tuning: {len(right)} of {episodes} rollouts right" in (
+        tmp_path / "report.md").read_text()
+
+
 def test_the_report_says_how_many_trajectory_draws_sft_cut():
     report = {"name": "x", "sft": {"final_loss": 0.4, "eval_loss": 0.3, "truncated": 650, "seq_len": 1024}}
     assert "eval loss 0.3; 650 trajectory draws cut at 1024 tokens (their ends never trained)." in markdown(report)
@@ -133,6 +164,10 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"rl": {"epochs": 0}})
     with pytest.raises(RecipeError, match="rl.adam_eps must be > 0, got 0.0"):
         pipeline_config({"rl": {"adam_eps": 0.0}})
+    with pytest.raises(RecipeError, match=r"rl.method must be one of \['pg', 'rft'\], got 'ppo'"):
+        pipeline_config({"rl": {"method": "ppo"}})
+    with pytest.raises(RecipeError, match="rl.rft_per_question must be >= 1, got 0"):
+        pipeline_config({"rl": {"method": "rft", "rft_per_question": 0}})
 
 
 def test_the_tools_section_sets_every_rollouts_search_and_visit():
