@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,31 @@ class RecipeError(ValueError):
     """A recipe file or override is malformed or names an unknown key."""
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader reading `1e-4` as a float, as YAML 1.2 does (YAML 1.1, PyYAML's, wants `1.0e-4` and
+    would hand the learning rate on as the string '1e-4')."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                   |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                   |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                   |[-+]?\.(?:inf|Inf|INF)
+                   |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."))
+
+
+def load_yaml(text: str) -> Any:
+    """`text` parsed as YAML with the safe loader, `1e-4` a float."""
+    return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: no arbitrary objects
+
+
 def read_recipe(path: str | Path, overrides: Sequence[str] = ()) -> dict:
     """The recipe mapping of a YAML file with `a.b.c=value` overrides applied (values parsed as YAML)."""
     path = Path(path)
     try:
-        recipe = yaml.safe_load(path.read_text()) or {}
+        recipe = load_yaml(path.read_text()) or {}
     except FileNotFoundError:
         raise RecipeError(f"{path}: no such file") from None
     except yaml.YAMLError as e:
@@ -40,7 +61,7 @@ def read_recipe(path: str | Path, overrides: Sequence[str] = ()) -> dict:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise RecipeError(f"--set {item!r}: {part!r} is not a section")
-        node[leaf] = yaml.safe_load(raw)
+        node[leaf] = load_yaml(raw)
     return recipe
 
 
