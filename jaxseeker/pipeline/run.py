@@ -283,6 +283,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         return pool
 
     def rft_stage(out: Path) -> dict:
+        """RL by rejection-sampling fine-tuning: roll out the pool, keep the right episodes, fine-tune on them."""
         questions = [q for path in rl_pool(out) for q in load_questions(path)]  # ids for rows without one
         cfg_m, params = model.load_hf(policy_dir / "hf")
         engine = make_engine(params, cfg_m, tokenizer, slots=cfg.eval.slots, max_len=cfg.eval.max_context,
@@ -293,7 +294,7 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         kept = kept_trajectories(records, r.rft_per_question)
         if not kept:
             raise RuntimeError(f"rl.method rft: none of the {len(records)} rollouts of {len(questions)} questions was "
-                               "right; nothing to fine-tune on")
+                               "right, well formed and ended by its answer; nothing to fine-tune on")
         _write_jsonl(out / "trajectories.jsonl", kept)
         runner.log(f"[rl] rft keeps {len(kept)} right episodes of {len(records)}")
         seq_len = cfg.eval.max_context  # rows hold every episode whole
