@@ -171,7 +171,7 @@ class EvalStage:
 class RLStage:
     """RL after SFT: group-relative policy gradient (`method: pg`, DUPO selection by default) or rejection-sampling
     fine-tuning (`method: rft`: `group_size` rollouts of every pool question at `temperature`, the right ones kept,
-    then `steps` SFT steps on them at `lr`; `jaxseeker.train.rejection`)."""
+    then `steps` SFT steps on them at `lr`; `jaxseeker.train.rejection`; the policy-gradient keys are unused)."""
 
     method: str = "pg"
     steps: int = 10

@@ -18,7 +18,8 @@ class RecipeError(ValueError):
 
 class _Loader(yaml.SafeLoader):
     """PyYAML's safe loader reading `1e-4` as a float, as YAML 1.2 does (YAML 1.1, PyYAML's, wants `1.0e-4` and
-    would hand the learning rate on as the string '1e-4')."""
+    would hand the learning rate on as the string '1e-4'). One resolver here rather than ruamel.yaml, a second YAML
+    library, for YAML 1.2."""
 
 
 _Loader.add_implicit_resolver(
