@@ -46,7 +46,8 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
     cfg = pipeline_config(read_recipe(args.config, args.set))
     root = Path("runs") / cfg.name
     model = args.model or "sft"
-    model_dir = root / model / "hf" if model in STAGE_MODELS else Path(model)
+    stage = cfg.rl.stages()[-1] if model == "rl" else model  # the last rft round's policy
+    model_dir = root / stage / "hf" if model in STAGE_MODELS else Path(model)
     e = cfg.eval
     overrides = {"max_tool_calls": args.max_tool_calls, "max_context_tokens": args.max_context,
                  "max_tokens_per_turn": args.max_turn_tokens, "prompt": args.prompt}
@@ -158,7 +159,8 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("eval", help="k judged rollouts per question of a saved model; metrics, table, PNGs")
     p.add_argument("--config", help="a pipeline config: its world, tools, limits and sampling, runs/<name>/ paths")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a --config key")
-    p.add_argument("--model", help="HF model directory, or with --config: sft | extend | rl (default sft)")
+    p.add_argument("--model", help="HF model directory, or with --config: sft | extend | rl (default sft; rl: the "
+                                   "last rft round's)")
     p.add_argument("--questions", help="JSONL / JSON / CSV (BrowseComp, xbench, GAIA; eval.load_questions); "
                                        "with --config default runs/<name>/qa/test.jsonl")
     p.add_argument("--out", help="results directory (resumes what is there); with --config a default under runs/")

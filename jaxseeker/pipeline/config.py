@@ -171,7 +171,9 @@ class EvalStage:
 class RLStage:
     """RL after SFT: group-relative policy gradient (`method: pg`, DUPO selection by default) or rejection-sampling
     fine-tuning (`method: rft`: `group_size` rollouts of every pool question at `temperature`, the right ones kept,
-    then `steps` SFT steps on them at `lr`; `jaxseeker.train.rejection`; the policy-gradient keys are unused)."""
+    then `steps` SFT steps on them at `lr`; `jaxseeker.train.rejection`; the policy-gradient keys are unused).
+    `rft_rounds` > 1 iterates (expert iteration): round r rolls out round r-1's policy and fine-tunes that policy
+    further (STaR and ReST-EM fine-tune the base model afresh each round instead)."""
 
     method: str = "pg"
     steps: int = 10
@@ -190,12 +192,16 @@ class RLStage:
     kl_coef: float = 0.0  # weight of the k3 KL penalty to the SFT policy (0: none, DAPO's choice)
     seed: int = 0  # the question sampler's and the rollouts' randomness
     rft_per_question: int = 2  # rft: at most this many distinct right episodes of a question are kept
+    rft_rounds: int = 1  # rft: rounds of roll out → keep → fine-tune, each from the last round's policy
 
     def __post_init__(self):
         if self.method not in RL_METHODS:
             raise ValueError(f"rl.method must be one of {list(RL_METHODS)}, got {self.method!r}")
         if self.rft_per_question < 1:
             raise ValueError(f"rl.rft_per_question must be >= 1, got {self.rft_per_question}")
+        if self.rft_rounds < 1 or (self.rft_rounds > 1 and self.method != "rft"):
+            raise ValueError(f"rl.rft_rounds must be >= 1, and above 1 only with rl.method rft; got {self.rft_rounds} "
+                             f"with {self.method!r}")
         if self.epochs < 1:
             raise ValueError(f"rl.epochs must be >= 1, got {self.epochs}")
         if self.adam_eps <= 0:
@@ -210,6 +216,10 @@ class RLStage:
             raise ValueError(f"rl.kl_coef must be >= 0, got {self.kl_coef}")
         if self.reward not in REWARD_FNS:
             raise ValueError(f"rl.reward must be one of {sorted(REWARD_FNS)}, got {self.reward!r}")
+
+    def stages(self) -> tuple[str, ...]:
+        """The RL stages' directories under the run, in order: `rl`, then `rl_round2` … for later rft rounds."""
+        return ("rl",) + tuple(f"rl_round{r}" for r in range(2, self.rft_rounds + 1))
 
 
 @dataclasses.dataclass(frozen=True)

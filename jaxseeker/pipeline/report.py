@@ -20,6 +20,12 @@ def _truncated(sft: dict[str, Any]) -> str:
     return f"; {sft['truncated']} trajectory draws cut at {sft.get('seq_len')} tokens (their ends never trained)"
 
 
+def rl_stages(report: dict[str, Any]) -> list[str]:
+    """The report's RL stages in order: `rl`, then the later rft rounds `rl_round2` …"""
+    later = sorted((k for k in report if k.startswith("rl_round")), key=lambda k: int(k.removeprefix("rl_round")))
+    return (["rl"] if "rl" in report else []) + later
+
+
 def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
     """A short markdown summary of a pipeline report, with the plots (file under `plots/`, caption) it shows."""
     lines = [f"# jaxseeker pipeline: {report['name']}", ""]
@@ -34,11 +40,13 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
         e = report["extend"]
         lines.append(f"Context extension (rows of {e.get('seq_len')} tokens): final loss {e.get('final_loss')}, "
                      f"eval loss {e.get('eval_loss')}" + _truncated(e) + ".")
-    rft = report.get("rl", {}).get("rft")
-    if rft:
-        lines.append(f"RL by rejection-sampling fine-tuning: {rft['right']} of {rft['episodes']} rollouts right, "
-                     f"{rft['kept']} kept ({rft['kept_questions']} of {rft['questions']} questions); final loss "
-                     f"{report['rl'].get('final_loss')}, eval loss {report['rl'].get('eval_loss')}.")
+    for round_, stage in enumerate(rl_stages(report), start=1):
+        rft = report[stage].get("rft")
+        if rft:
+            which = "" if round_ == 1 else f", round {round_} (from round {round_ - 1}'s policy)"
+            lines.append(f"RL by rejection-sampling fine-tuning{which}: {rft['right']} of {rft['episodes']} rollouts "
+                         f"right, {rft['kept']} kept ({rft['kept_questions']} of {rft['questions']} questions); final "
+                         f"loss {report[stage].get('final_loss')}, eval loss {report[stage].get('eval_loss')}.")
     lines.append("")
     rows = [(name, report[key]) for name, key in (("after SFT", "eval_sft"), ("after RL", "eval_rl")) if key in report]
     if rows:
@@ -69,7 +77,7 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
 def write_pipeline_report(root: str | Path, report: dict[str, Any]) -> dict[str, Any]:
     """Write the PNGs under `plots/`, `report.json` and `report.md` of `root`; returns the report with its plots."""
     root = Path(root)
-    plots = write_plots(root)
+    plots = write_plots(root, rl_stages(report))
     report = {**report, "plots": [f"plots/{name}" for name, _ in plots]}
     (root / "report.json").write_text(json.dumps(report, indent=2, default=str))
     (root / "report.md").write_text(markdown(report, plots))

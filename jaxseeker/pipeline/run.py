@@ -263,53 +263,67 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(policy_dir / "hf"))
 
     r = cfg.rl
-    # the rft keys are left out of a policy-gradient run's key, so runs from before them keep their RL stage
-    rft_only = () if r.method == "rft" else ("method", "rft_per_question")
+    # the rft keys are left out of a policy-gradient run's key, so runs from before them keep their RL stage, and
+    # rft_rounds out of every first round's key, so adding rounds reuses it
+    rft_only = ("rft_rounds",) + (() if r.method == "rft" else ("method", "rft_per_question"))
     rl_fields = {k: v for k, v in dataclasses.asdict(r).items() if k not in rft_only}
     rl_key = fingerprint(policy_key, rl_fields, cfg.eval.limits())
 
-    def rl_pool(out: Path) -> list[str]:
-        """The RL question files: the RL split, and `rl.train_questions` / `rl.fresh_questions` written under `out`."""
-        pool = [str(qa_dir / "rl.jsonl")]
+    def rl_pool_files(out: Path) -> list[Path]:
+        """The RL question files: the RL split, and the `rl.train_questions` / `rl.fresh_questions` ones under `out`."""
+        files = [qa_dir / "rl.jsonl"]
+        if r.train_questions:
+            files.append(out / "train_questions.jsonl")
+        if r.fresh_questions:
+            files.append(out / "fresh_questions.jsonl")
+        return files
+
+    def rl_pool(out: Path) -> list[Path]:
+        """Write the RL pool's sampled and fresh questions under `out`; returns its files (`rl_pool_files`)."""
         if r.train_questions:  # the RL split is small; training questions add groups (their names SFT saw renamed)
             train = _jsonl(qa_dir / "train.jsonl")
             sample = random.Random(0).sample(train, min(r.train_questions, len(train)))
             _write_jsonl(out / "train_questions.jsonl", sample)
-            pool.append(str(out / "train_questions.jsonl"))
         if r.fresh_questions:  # questions on entities no split holds: RL on what SFT never saw, as the test is
             splits = [q for split in ("train", "rl", "test") for q in _jsonl(qa_dir / f"{split}.jsonl")]
             _write_jsonl(out / "fresh_questions.jsonl", _fresh_questions(world, cfg.qa, r.fresh_questions, splits, progress))
-            pool.append(str(out / "fresh_questions.jsonl"))
-        return pool
+        return rl_pool_files(out)
 
-    def rft_stage(out: Path) -> dict:
-        """RL by rejection-sampling fine-tuning: roll out the pool, keep the right episodes, fine-tune on them."""
-        questions = [q for path in rl_pool(out) for q in load_questions(path)]  # ids for rows without one
-        cfg_m, params = model.load_hf(policy_dir / "hf")
+    def rft_stage(out: Path, start: Path, round_: int, pool: list[Path]) -> dict:
+        """RL by rejection-sampling fine-tuning, round `round_` from the policy under `start`: roll out the pool,
+        keep the right episodes, fine-tune that policy on them."""
+        questions = [q for path in pool for q in load_questions(path)]  # ids for rows without one
+        cfg_m, params = model.load_hf(start / "hf")
         engine = make_engine(params, cfg_m, tokenizer, slots=cfg.eval.slots, max_len=cfg.eval.max_context,
-                             sampling=SamplingConfig(temperature=r.temperature, top_p=cfg.eval.top_p, seed=r.seed))
+                             sampling=SamplingConfig(temperature=r.temperature, top_p=cfg.eval.top_p,
+                                                     seed=r.seed + round_ - 1))
         run_eval(engine, tokenizer, registry, questions, out / "rollouts", k=r.group_size, config=rollout_config(cfg),
                  progress=progress)
         records = _jsonl(out / "rollouts" / "results.jsonl")
         kept = kept_trajectories(records, r.rft_per_question)
         if not kept:
-            raise RuntimeError(f"rl.method rft: none of the {len(records)} rollouts of {len(questions)} questions was "
-                               "right, well formed and ended by its answer; nothing to fine-tune on")
+            raise RuntimeError(f"rl.method rft (round {round_}): none of the {len(records)} rollouts of "
+                               f"{len(questions)} questions was right, well formed and ended by its answer; nothing "
+                               "to fine-tune on")
         _write_jsonl(out / "trajectories.jsonl", kept)
-        runner.log(f"[rl] rft keeps {len(kept)} right episodes of {len(records)}")
+        runner.log(f"[{out.name}] rft keeps {len(kept)} right episodes of {len(records)}")
         seq_len = cfg.eval.max_context  # rows hold every episode whole
-        pool = str(root / "sft" / "name_pool.tsv") if p.permute_names else ""
-        recipe = sft_recipe(out, {"hf_path": str(policy_dir / "hf"), "attention_impl": "blocked"}, seq_len=seq_len,
+        names = str(root / "sft" / "name_pool.tsv") if p.permute_names else ""
+        recipe = sft_recipe(out, {"hf_path": str(start / "hf"), "attention_impl": "blocked"}, seq_len=seq_len,
                             batch_size=max(1, p.batch_size * p.seq_len // seq_len), steps=r.steps, lr=r.lr, min_lr=r.lr,
-                            warmup_steps=max(1, r.steps // 30), seed=2, pool=pool,
+                            warmup_steps=max(1, r.steps // 30), seed=1 + round_, pool=names,
                             train_files=(out / "trajectories.jsonl",))
         return sft_summary(out, recipe, "eval.max_context") | {"rft": rft_counts(records, kept)}
 
+    def rft_round(start: Path, round_: int):
+        """The stage of a later rft round: the first round's pool, from the policy under `start`."""
+        return lambda out: rft_stage(out, start, round_, rl_pool_files(root / "rl"))
+
     def rl_stage(out: Path) -> dict:
         if r.method == "rft":
-            return rft_stage(out)
+            return rft_stage(out, policy_dir, 1, rl_pool(out))
         rc = rollout_config(cfg)
-        pool = rl_pool(out)
+        pool = [str(path) for path in rl_pool(out)]
         recipe = {
             "name": f"{cfg.name}-rl",
             "model": {"hf_path": str(policy_dir / "hf"), "attention_impl": "blocked"},
@@ -336,7 +350,12 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
         return {k: summary.get(k) for k in ("first_reward", "final_reward", "final_accuracy", "mean_step_s", "questions")}
 
     report["rl"] = runner.run("rl", rl_key, rl_stage, resumable=True)
-    report["eval_rl"] = runner.run("eval_rl", fingerprint(rl_key, eval_key), eval_stage(root / "rl" / "hf"))
+    rl_dir = root / "rl"
+    for round_, name in enumerate(r.stages()[1:], start=2):  # later rft rounds, each from the last one's policy
+        rl_key = fingerprint(rl_key, round_)
+        report[name] = runner.run(name, rl_key, rft_round(rl_dir, round_), resumable=True)
+        rl_dir = root / name
+    report["eval_rl"] = runner.run("eval_rl", fingerprint(rl_key, eval_key), eval_stage(rl_dir / "hf"))
     report["rl_change"] = compare_results(root / "eval_sft" / "results.jsonl", root / "eval_rl" / "results.jsonl",
                                           cfg.eval.k)
     report["stage_wall_s"] = runner.timings

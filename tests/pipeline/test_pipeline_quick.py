@@ -6,7 +6,8 @@ import json
 import pytest
 
 from jaxseeker.pipeline import pipeline_config, run_pipeline
-from jaxseeker.pipeline.report import markdown
+from jaxseeker.pipeline.plots import PLOTS, rl_metrics, write_plots
+from jaxseeker.pipeline.report import markdown, rl_stages
 from jaxseeker.pipeline.split import split_questions
 from jaxseeker.train.recipe import RecipeError
 from jaxseeker.world import build_world
@@ -73,35 +74,51 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     assert sorted(rounds) == sorted([0, 1] * cfg.qa.n_test)  # k sampled rounds of every test question
 
 
-def test_rft_resumes_from_its_rollouts_and_fine_tunes_on_the_right_ones(tmp_path):
-    cfg = pipeline_config({"name": "t", "rl": {"method": "rft"}}, quick=True)
-    pool = cfg.qa.n_rl + cfg.rl.train_questions + cfg.rl.fresh_questions
-    episodes = pool * cfg.rl.group_size
-    with pytest.raises(RuntimeError, match=f"none of the {episodes} rollouts of {pool} questions was right"):
-        run_pipeline(cfg, tmp_path, progress=False)  # the 12-step quick policy answers nothing
-    rollouts = tmp_path / "rl" / "rollouts" / "results.jsonl"
+def stand_in_for_the_expert(rollouts, expert, round_):
+    """Make the `round_` rollout of each training question in the pool answer as the expert did; returns those."""
     records = [json.loads(line) for line in rollouts.open()]
-    assert len(records) == episodes and {r["round"] for r in records} == {0, 1}
-    # A better policy stands in: the first rollout of each training question of the pool answers as the expert did.
-    expert = {t["question"]: t for t in map(json.loads, (tmp_path / "expert" / "trajectories.jsonl").open())}
-    right = [r for r in records if r["round"] == 0 and r["question"] in expert]
+    right = [r for r in records if r["round"] == round_ and r["question"] in expert]
     for r in right:
         r.update(messages=expert[r["question"]]["messages"], correct=True, format_ok=True, termination="answer")
     rollouts.write_text("".join(json.dumps(r) + "\n" for r in records))
-    report = run_pipeline(cfg, tmp_path, progress=False)  # resumes: the rollouts are done, the fine-tuning runs
-    rft = report["rl"]["rft"]
-    assert right and (rft["episodes"], rft["questions"]) == (episodes, pool)
-    assert rft["right"] == rft["kept"] == rft["kept_questions"] == len(right)
+    return right
+
+
+def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(tmp_path):
+    cfg = pipeline_config({"name": "t", "rl": {"method": "rft", "rft_rounds": 2}}, quick=True)
+    pool = cfg.qa.n_rl + cfg.rl.train_questions + cfg.rl.fresh_questions
+    episodes = pool * cfg.rl.group_size
+    with pytest.raises(RuntimeError, match=f"round 1\\): none of the {episodes} rollouts of {pool} questions was right"):
+        run_pipeline(cfg, tmp_path, progress=False)  # the 12-step quick policy answers nothing
+    rollouts = tmp_path / "rl" / "rollouts" / "results.jsonl"
+    assert {json.loads(line)["round"] for line in rollouts.open()} == {0, 1} and len(rollouts.read_text().splitlines()) == episodes
+    # A better policy stands in: the first rollout of each training question of the pool answers as the expert did.
+    expert = {t["question"]: t for t in map(json.loads, (tmp_path / "expert" / "trajectories.jsonl").open())}
+    right = stand_in_for_the_expert(rollouts, expert, 0)
+    with pytest.raises(RuntimeError, match="round 2\\): none of"):  # round 1 fine-tunes, its policy answers nothing
+        run_pipeline(cfg, tmp_path, progress=False)
     kept = [json.loads(line) for line in (tmp_path / "rl" / "trajectories.jsonl").open()]
-    assert [t["messages"] for t in kept] == [r["messages"] for r in right]
+    assert right and [t["messages"] for t in kept] == [r["messages"] for r in right]
     recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
     assert recipe["train"]["train_files"] == [str(tmp_path / "rl" / "trajectories.jsonl")]
     assert recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf") and recipe["train"]["steps"] == cfg.rl.steps
     assert recipe["data"]["seq_len"] == cfg.eval.max_context and recipe["optimizer"]["lr"] == cfg.rl.lr
-    assert (tmp_path / "rl" / "hf" / "config.json").exists() and 0.0 <= report["eval_rl"]["pass_at_1"] <= 1.0
+    # Round 2 rolled out round 1's policy on the same pool; its second rollouts now stand in.
+    second = stand_in_for_the_expert(tmp_path / "rl_round2" / "rollouts" / "results.jsonl", expert, 1)
+    report = run_pipeline(cfg, tmp_path, progress=False)  # resumes: round 1 reused, round 2 fine-tunes
+    assert "rl" in report["reused_stages"] and "rl_round2" not in report["reused_stages"]
+    for stage, stood_in in (("rl", right), ("rl_round2", second)):
+        rft = report[stage]["rft"]
+        assert (rft["episodes"], rft["questions"]) == (episodes, pool)
+        assert rft["right"] == rft["kept"] == rft["kept_questions"] == len(stood_in)
+    recipe = json.loads(next((tmp_path / "rl_round2" / "checkpoints").glob("*/config/metadata")).read_text())
+    assert recipe["model"]["hf_path"] == str(tmp_path / "rl" / "hf") and recipe["data"]["seed"] == 3
+    assert recipe["train"]["train_files"] == [str(tmp_path / "rl_round2" / "trajectories.jsonl")]
+    assert (tmp_path / "rl_round2" / "hf" / "config.json").exists() and 0.0 <= report["eval_rl"]["pass_at_1"] <= 1.0
     assert "plots/rft_loss.png" in report["plots"] and "plots/rl_curves.png" not in report["plots"]
-    assert f"RL by rejection-sampling fine-tuning: {len(right)} of {episodes} rollouts right" in (
-        tmp_path / "report.md").read_text()
+    md = (tmp_path / "report.md").read_text()
+    assert f"RL by rejection-sampling fine-tuning: {len(right)} of {episodes} rollouts right" in md
+    assert f"fine-tuning, round 2 (from round 1's policy): {len(second)} of {episodes} rollouts right" in md
 
 
 def test_the_report_says_how_many_trajectory_draws_sft_cut():
@@ -110,6 +127,17 @@ def test_the_report_says_how_many_trajectory_draws_sft_cut():
     assert "eval loss 0.3." in markdown({"name": "x", "sft": {"final_loss": 0.4, "eval_loss": 0.3, "truncated": 0}})
     extended = {**report, "extend": {"final_loss": 0.2, "eval_loss": 0.25, "truncated": 0, "seq_len": 2048}}
     assert "Context extension (rows of 2048 tokens): final loss 0.2, eval loss 0.25." in markdown(extended)
+
+
+def test_rft_rounds_are_reported_and_plotted_end_to_end(tmp_path):
+    for stage, losses in (("rl", [0.5, 0.4]), ("rl_round2", [0.3, 0.2])):
+        (tmp_path / stage).mkdir()
+        (tmp_path / stage / "metrics.jsonl").write_text(
+            "".join(json.dumps({"step": 3 * (i + 1), "loss": x}) + "\n" for i, x in enumerate(losses)))
+    assert [(r["step"], r["loss"]) for r in rl_metrics(tmp_path, ["rl", "rl_round2"])] == [
+        (3, 0.5), (6, 0.4), (9, 0.3), (12, 0.2)]  # round 2's steps follow round 1's
+    assert rl_stages({"rl_round10": {}, "rl": {}, "rl_round2": {}, "rl_change": {}}) == ["rl", "rl_round2", "rl_round10"]
+    assert ("rft_loss.png", dict(PLOTS)["rft_loss.png"]) in write_plots(tmp_path, ["rl", "rl_round2"])
 
 
 def test_split_keeps_test_entities_out_of_training():
@@ -168,6 +196,9 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"rl": {"method": "ppo"}})
     with pytest.raises(RecipeError, match="rl.rft_per_question must be >= 1, got 0"):
         pipeline_config({"rl": {"method": "rft", "rft_per_question": 0}})
+    with pytest.raises(RecipeError, match="rl.rft_rounds must be >= 1, and above 1 only with rl.method rft; got 2 with 'pg'"):
+        pipeline_config({"rl": {"rft_rounds": 2}})
+    assert pipeline_config({"rl": {"method": "rft", "rft_rounds": 3}}).rl.stages() == ("rl", "rl_round2", "rl_round3")
 
 
 def test_the_tools_section_sets_every_rollouts_search_and_visit():
