@@ -22,3 +22,4 @@ def test_urls_compare_percent_decoded():
 def test_no_evidence_pages_is_none_and_bad_arguments_count_nothing():
     assert evidence_recall([call("visit", url=[HUB])], []) is None
     assert evidence_recall([call("visit", url=[3, None]), call("visit", goal="g")], [HUB]) == 0.0
+    assert evidence_recall([call("visit", url=3), call("visit", url={"u": HUB}), call("visit", url=HUB)], [HUB]) == 1.0
