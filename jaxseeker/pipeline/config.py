@@ -235,6 +235,11 @@ class PipelineConfig:
     eval: EvalStage = EvalStage()
     rl: RLStage = RLStage()
 
+    def stages(self) -> tuple[str, ...]:
+        """The stages this config runs, in order (each one's directory under the run)."""
+        return (("qa", "expert", "tokenizer") + ("warmup",) * bool(self.policy.copy_warmup_steps) + ("sft",)
+                + ("extend",) * bool(self.policy.extend_steps) + ("eval_sft",) + self.rl.stages() + ("eval_rl",))
+
 
 STAGES = {"world": WorldStage, "qa": QAStage, "expert": ExpertStage, "tools": ToolsStage, "policy": PolicyStage,
           "eval": EvalStage, "rl": RLStage}

@@ -26,7 +26,7 @@ from jaxseeker.generation import SamplingConfig
 from jaxseeker.pipeline.config import PipelineConfig, QAStage
 from jaxseeker.pipeline.report import write_pipeline_report
 from jaxseeker.pipeline.split import split_questions
-from jaxseeker.pipeline.stages import StageRunner, fingerprint
+from jaxseeker.pipeline.stages import StageRunner, StopAfter, fingerprint
 from jaxseeker.synthesis import filters
 from jaxseeker.synthesis.expert import ExpertConfig
 from jaxseeker.synthesis.qa import get_recipe
@@ -93,13 +93,28 @@ def rollout_config(cfg: PipelineConfig) -> RolloutConfig:
                          prompt=e.prompt)
 
 
-def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progress: bool = True) -> dict:
-    """Run (or resume) every stage; returns the report dict (also `report.json` and `report.md`)."""
+def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progress: bool = True,
+                 until: str | None = None) -> dict:
+    """Run (or resume) every stage, or those up to `until`; returns the report dict (also `report.json` and
+    `report.md`)."""
+    if until is not None and until not in cfg.stages():
+        raise ValueError(f"until: {until!r} is not a stage of this config; one of {list(cfg.stages())}")
     root = Path(root or f"runs/{cfg.name}")
-    runner = StageRunner(root)
+    runner = StageRunner(root, until=None if until == cfg.stages()[-1] else until)  # the last: the whole run
+    report: dict[str, Any] = {"name": cfg.name, "config": dataclasses.asdict(cfg)}
+    try:
+        _run_stages(cfg, root, runner, report, progress)
+    except StopAfter as stop:
+        report[stop.stage] = stop.metrics
+    report["stage_wall_s"] = runner.timings
+    report["reused_stages"] = runner.reused
+    return write_pipeline_report(root, report)
+
+
+def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: dict[str, Any], progress: bool) -> None:
+    """The stages in order, each reused when its fingerprint is done; their metrics go into `report`."""
     world_key = fingerprint(dataclasses.asdict(cfg.world))
     world = build_world(cfg.world.source, size=cfg.world.size, seed=cfg.world.seed, countries=cfg.world.countries or None)
-    report: dict[str, Any] = {"name": cfg.name, "config": dataclasses.asdict(cfg)}
     report["world"] = {"entities": len(world), "pages": len(world.corpus), "relation_types": len(world.relation_types())}
 
     qa_key = fingerprint(world_key, dataclasses.asdict(cfg.qa))
@@ -358,6 +373,3 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     report["eval_rl"] = runner.run("eval_rl", fingerprint(rl_key, eval_key), eval_stage(rl_dir / "hf"))
     report["rl_change"] = compare_results(root / "eval_sft" / "results.jsonl", root / "eval_rl" / "results.jsonl",
                                           cfg.eval.k)
-    report["stage_wall_s"] = runner.timings
-    report["reused_stages"] = runner.reused
-    return write_pipeline_report(root, report)

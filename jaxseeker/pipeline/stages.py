@@ -17,18 +17,29 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
-class StageRunner:
-    """Runs stages under `root/<stage>/`, skipping those whose `done.json` holds the same fingerprint."""
+class StopAfter(Exception):
+    """Raised by `StageRunner.run` once the stage it was told to stop after is done; carries its metrics."""
 
-    def __init__(self, root: str | Path, *, log: Callable[[str], None] = print):
+    def __init__(self, stage: str, metrics: dict):
+        super().__init__(stage)
+        self.stage, self.metrics = stage, metrics
+
+
+class StageRunner:
+    """Runs stages under `root/<stage>/`, skipping those whose `done.json` holds the same fingerprint; with
+    `until`, raises `StopAfter` once that stage is done."""
+
+    def __init__(self, root: str | Path, *, log: Callable[[str], None] = print, until: str | None = None):
         self.root = Path(root)
+        self.until = until
         self.root.mkdir(parents=True, exist_ok=True)
         self.log = log
         self.timings: dict[str, float] = {}
         self.reused: list[str] = []
 
     def run(self, name: str, key: str, fn: Callable[[Path], dict], *, resumable: bool = False) -> dict:
-        """`fn(out_dir) -> metrics` unless a finished run with fingerprint `key` is there; returns the metrics.
+        """`fn(out_dir) -> metrics` unless a finished run with fingerprint `key` is there; returns the metrics
+        (raises `StopAfter` with them if `name` is the runner's `until`).
         Any other output is wiped first, except an unfinished one of a `resumable` stage that was started with
         the same `key` (it continues from its checkpoints; one started with other inputs cannot)."""
         out = self.root / name
@@ -39,7 +50,7 @@ class StageRunner:
                 self.log(f"[{name}] reused ({out})")
                 self.reused.append(name)
                 self.timings[name] = done.get("wall_s", 0.0)
-                return done["metrics"]
+                return self._stop_after(name, done["metrics"])
         resume = resumable and not marker.exists() and started.exists() and json.loads(started.read_text()).get("key") == key
         if out.exists() and not resume:
             shutil.rmtree(out)
@@ -52,4 +63,10 @@ class StageRunner:
         self.timings[name] = wall
         marker.write_text(json.dumps({"key": key, "metrics": metrics, "wall_s": wall}, indent=2, default=str))
         self.log(f"[{name}] done in {wall:.1f} s")
+        return self._stop_after(name, metrics)
+
+    def _stop_after(self, name: str, metrics: dict) -> dict:
+        if name == self.until:
+            self.log(f"[{name}] stopping here (until {name}); a later run without it goes on from here")
+            raise StopAfter(name, metrics)
         return metrics

@@ -15,7 +15,14 @@ from jaxseeker.world import build_world
 
 def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     cfg = pipeline_config({"name": "t"}, quick=True)
-    report = run_pipeline(cfg, tmp_path, progress=False)
+    assert cfg.stages() == ("qa", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft", "rl", "eval_rl")
+    with pytest.raises(ValueError, match="until: 'rl_round2' is not a stage of this config; one of"):
+        run_pipeline(cfg, tmp_path, until="rl_round2")
+    before_rl = run_pipeline(cfg, tmp_path, progress=False, until="eval_sft")  # stop before RL, report so far
+    assert "eval_sft" in before_rl and "rl" not in before_rl and not (tmp_path / "rl").exists()
+    assert "| after SFT |" in (tmp_path / "report.md").read_text() and "plots/sft_loss.png" in before_rl["plots"]
+    report = run_pipeline(cfg, tmp_path, progress=False)  # goes on from there
+    assert {"qa", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft"} <= set(report["reused_stages"])
     assert report["qa"]["test"] == cfg.qa.n_test and report["qa"]["train"] > 0
     assert report["expert"]["trajectories"] > 0.5 * report["qa"]["train"]
     assert report["expert"]["untrained_turns"] > 0  # slipped searches, kept in the context out of the loss
