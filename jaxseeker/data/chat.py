@@ -66,14 +66,16 @@ def _encode(tokenizer: Any, text: str) -> tuple[np.ndarray, np.ndarray]:
     return ids, offsets
 
 
-CONTEXT, TRAINED, UNTRAINED = 0, 1, 2  # token roles: context, an assistant turn, an assistant turn with weight 0
+# token roles: context, an assistant turn, an assistant turn with weight 0, a rejected assistant turn (weight -1)
+CONTEXT, TRAINED, UNTRAINED, REJECTED = 0, 1, 2, 3
+_TURN_ROLES = {1: TRAINED, 0: UNTRAINED, -1: REJECTED}  # an assistant message's weight -> its tokens' role
 
 
 def assistant_spans(
     messages: Sequence[Mapping[str, Any]], tokenizer: Any = None
 ) -> tuple[str, list[tuple[int, int, int]]]:
     """The full rendering and, for every assistant turn, its ``[start, end)`` character span (content + end token)
-    and role: ``TRAINED``, or ``UNTRAINED`` for a turn with ``"weight": 0``."""
+    and role: ``TRAINED``, ``UNTRAINED`` for a turn with ``"weight": 0``, ``REJECTED`` for one with ``"weight": -1``."""
     msgs = normalize_messages(messages, require_assistant=False)
     full = _render(msgs, tokenizer, add_generation_prompt=False)
     spans = []
@@ -90,13 +92,13 @@ def assistant_spans(
         end = upto.rfind(IM_END, len(prompt))
         if end < 0:
             raise ValueError(f"messages[{i}]: the rendered assistant turn has no {IM_END}")
-        spans.append((len(prompt), end + len(IM_END), UNTRAINED if message.get("weight") == 0 else TRAINED))
+        spans.append((len(prompt), end + len(IM_END), _TURN_ROLES[message.get("weight", 1)]))
     return full, spans
 
 
 def token_roles(messages: Sequence[Mapping[str, Any]], tokenizer: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids and each token's role (np.int32, same length): ``CONTEXT``, ``TRAINED`` (an assistant turn) or
-    ``UNTRAINED`` (an assistant turn with ``"weight": 0``)."""
+    """Token ids and each token's role (np.int32, same length): ``CONTEXT``, ``TRAINED`` (an assistant turn),
+    ``UNTRAINED`` (an assistant turn with ``"weight": 0``) or ``REJECTED`` (one with ``"weight": -1``)."""
     full, spans = assistant_spans(messages, tokenizer)
     ids, offsets = _encode(tokenizer, full)  # [tokens], [tokens, 2]
     roles = np.full(ids.shape, CONTEXT, dtype=np.int32)  # [tokens]

@@ -24,11 +24,12 @@ import jax
 import numpy as np
 
 from jaxseeker.data.arrayrecord import is_arrayrecord_dir, open_arrayrecord
-from jaxseeker.data.chat import TRAINED, UNTRAINED, token_roles
+from jaxseeker.data.chat import REJECTED, TRAINED, UNTRAINED, token_roles
 from jaxseeker.data.copies import copy_shape, copy_tokens, digit_ids, ordinary_ids
 from jaxseeker.data.counterfactual import NamePool, permute_digits, permute_names
 from jaxseeker.data.packing import OVER_LENGTH_POLICIES, ROW_KEYS, pack_rows, shift_example
 from jaxseeker.data.records import Message, Trajectory, read_trajectories
+from jaxseeker.data.unlikelihood import repeated_ngrams
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +63,13 @@ class DataConfig:
     copy_rate: float = 0.0
     copy_digit_rate: float = 0.5
     copy_gap: int = 160
+    # Rejected turns (`"weight": -1` on an assistant message, e.g. the policy's own turns that broke the format):
+    # each token that ends an n-gram of `unlikelihood_ngram` ids already seen `unlikelihood_min_seen` times in its
+    # own turn gets loss weight -unlikelihood_weight, which `losses.nll` turns into the unlikelihood loss
+    # -log(1 - p) (data.unlikelihood). 0: rejected turns are left out of the loss like weight-0 ones.
+    unlikelihood_weight: float = 0.0
+    unlikelihood_ngram: int = 4
+    unlikelihood_min_seen: int = 3
 
     def __post_init__(self) -> None:
         if self.over_length not in OVER_LENGTH_POLICIES:
@@ -81,8 +89,18 @@ class DataConfig:
             raise ValueError(f"data.copy_digit_rate={self.copy_digit_rate} must be in [0, 1]")
         if self.copy_gap < 0:
             raise ValueError(f"data.copy_gap={self.copy_gap} must be >= 0")
+        if self.unlikelihood_weight < 0:
+            raise ValueError(f"data.unlikelihood_weight={self.unlikelihood_weight} must be >= 0")
+        for key in ("unlikelihood_ngram", "unlikelihood_min_seen"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"data.{key}={getattr(self, key)} must be >= 1")
         if self.packing_bins < 0 or self.num_threads < 0:
             raise ValueError("data.packing_bins and data.num_threads must be >= 0")
+
+    @property
+    def weighted(self) -> bool:
+        """True when the loss mask holds float weights (context or unlikelihood weights), not 0/1 ints."""
+        return bool(self.context_weight or self.unlikelihood_weight)
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> DataConfig:
@@ -146,12 +164,7 @@ def tokenized_dataset(
             if config.skip_bad_lines:
                 return None
             raise ValueError(f"{record.source}: {e}") from e
-        if config.context_weight:  # untrained assistant turns (weight 0) get no context loss either
-            mask = np.select([roles == TRAINED, roles == UNTRAINED], [1.0, 0.0], config.context_weight)
-            mask = mask.astype(np.float32)
-        else:
-            mask = (roles == TRAINED).astype(np.int32)
-        return shift_example(ids, mask)
+        return shift_example(ids, loss_weights(ids, roles, config))
 
     # random_map seeds each element's generator from (seed, position in the repeated dataset): a fresh
     # relabelling every epoch, and the same one again when a resumed run replays that position.
@@ -163,12 +176,25 @@ def tokenized_dataset(
                                 [1.0 - config.copy_rate, config.copy_rate])
 
 
+def loss_weights(ids: np.ndarray, roles: np.ndarray, config: DataConfig) -> np.ndarray:
+    """Each token's loss weight (`[tokens]`, float32 when `config.weighted`, else 0/1 int32): 1 on trained turns,
+    `context_weight` on context, -`unlikelihood_weight` on a rejected turn's repeats, 0 on the rest."""
+    if not config.weighted:
+        return (roles == TRAINED).astype(np.int32)
+    repeats = (repeated_ngrams(ids, roles, config.unlikelihood_ngram, config.unlikelihood_min_seen)
+               if config.unlikelihood_weight
+               else np.zeros(ids.shape, dtype=bool))  # [tokens]
+    weights = np.select([roles == TRAINED, repeats, (roles == UNTRAINED) | (roles == REJECTED)],
+                        [1.0, -config.unlikelihood_weight, 0.0], config.context_weight)  # no context loss on turns
+    return weights.astype(np.float32)
+
+
 def copy_examples(tokenizer: Any, config: DataConfig, process_index: int = 0) -> grain.MapDataset:
     """An endless dataset of shifted copy-task examples (`data.copies`) over the tokenizer's ordinary ids, shaped by
     `config.copy_digit_rate` and `config.copy_gap`, weighted like agent tokens; each process draws its own."""
     vocab = ordinary_ids(tokenizer)
     digits = digit_ids(tokenizer) if config.copy_digit_rate else None
-    dtype = np.float32 if config.context_weight else np.int32  # the trajectories' loss-mask type, for packing
+    dtype = np.float32 if config.weighted else np.int32  # the trajectories' loss-mask type, for packing
 
     def example(_, rng: np.random.Generator) -> dict[str, np.ndarray]:
         shape = copy_shape(rng, digit_rate=config.copy_digit_rate, max_gap=config.copy_gap)

@@ -24,7 +24,7 @@ ROLES = ("system", "user", "assistant", "tool")
 TOOL_RESPONSE_OPEN = "<tool_response>"
 TOOL_RESPONSE_CLOSE = "</tool_response>"
 
-Message = dict[str, Any]  # role and content; "weight": 0 on an assistant turn kept out of the loss
+Message = dict[str, Any]  # role and content; "weight": 0 on an assistant turn kept out of the loss, -1 on a rejected one
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,14 +89,15 @@ def _content_text(content: Any, where: str) -> str:
 
 
 def _weight(message: Mapping[str, Any], role: str, where: str) -> dict[str, int]:
-    """`{"weight": 0}` for an assistant turn kept out of the loss (OpenAI's fine-tuning key), else nothing."""
+    """`{"weight": 0}` for an assistant turn kept out of the loss (OpenAI's fine-tuning key), `{"weight": -1}` for a
+    rejected turn (`data.unlikelihood`: its repeats are made unlikely), else nothing."""
     if "weight" not in message:
         return {}
     weight = message["weight"]
-    if role != "assistant" or isinstance(weight, bool) or weight not in (0, 1):
-        raise ValueError(f"{where}: 'weight' must be 0 or 1 on an assistant message, got {weight!r} on a {role} "
+    if role != "assistant" or isinstance(weight, bool) or weight not in (-1, 0, 1):
+        raise ValueError(f"{where}: 'weight' must be 1, 0 or -1 on an assistant message, got {weight!r} on a {role} "
                          "message")
-    return {"weight": 0} if weight == 0 else {}
+    return {"weight": int(weight)} if weight != 1 else {}
 
 
 def normalize_messages(messages: Sequence[Mapping[str, Any]], *, require_assistant: bool = True) -> list[Message]:
@@ -105,7 +106,8 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]], *, require_assista
     Rules: roles are one of ``ROLES``; ``system`` may only come first; the first non-system message
     is a user message (a question, not an observation); at least one assistant message unless
     ``require_assistant`` is False (an inference prompt). An assistant message may carry ``"weight": 0``
-    (as in OpenAI's fine-tuning format): it stays in the context but out of the loss. Other keys are
+    (as in OpenAI's fine-tuning format): it stays in the context but out of the loss; ``"weight": -1`` marks a
+    rejected turn (``data.unlikelihood``). Other keys are
     dropped. The function is idempotent.
     """
     if not isinstance(messages, (list, tuple)) or not messages:

@@ -40,15 +40,23 @@ def _nll_from_stats(
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Mean NLL over kept tokens plus the metrics every NLL variant reports.
 
-    A float `loss_mask` weights the tokens: loss = Σ w·nll / Σ w, and `n_tokens` is Σ w (0/1 masks: counts)."""
+    A float `loss_mask` weights the tokens: loss = Σ |w|·ℓ / Σ |w| with ℓ = -log p on tokens of weight w > 0 and
+    the unlikelihood ℓ = -log(1 - p) on tokens of weight w < 0 (Welleck et al. arXiv 1908.04319: a token the
+    model should not write; `data.unlikelihood`). `n_tokens` is Σ |w| (0/1 masks: counts); `accuracy` counts
+    the w > 0 tokens only, `rejected_p` is the mean p of the w < 0 ones."""
     weights = jnp.asarray(loss_mask).astype(logp.dtype)
-    nll_sum = -masked_sum(logp * weights, loss_mask)
-    n_tokens = jnp.sum(weights)
+    liked = weights > 0
+    # -log(1 - p) = -log(-expm1(log p)), exact near p = 1; the 1e-6 keeps it finite (and its gradient non-zero)
+    unlikely = -jnp.log(1e-6 - jnp.expm1(jnp.minimum(logp, 0.0)))
+    token_loss = jnp.where(liked, -logp, unlikely)
+    nll_sum = masked_sum(token_loss * jnp.abs(weights), loss_mask)
+    n_tokens = jnp.sum(jnp.abs(weights))
     loss = nll_sum / jnp.maximum(n_tokens, 1.0)
     aux = {
         "n_tokens": n_tokens,
         "nll_sum": nll_sum,
-        "accuracy": masked_mean(correct.astype(logp.dtype), loss_mask),
+        "accuracy": masked_mean(correct.astype(logp.dtype), liked),
+        "rejected_p": masked_mean(jnp.exp(logp), weights < 0),
     }
     return loss, aux
 

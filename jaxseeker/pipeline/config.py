@@ -193,6 +193,9 @@ class RLStage:
     seed: int = 0  # the question sampler's and the rollouts' randomness
     rft_per_question: int = 2  # rft: at most this many distinct right episodes of a question are kept
     rft_rounds: int = 1  # rft: rounds of roll out → keep → fine-tune, each from the last round's policy
+    # rft: the rollouts' malformed turns are trained too, their loops made unlikely at this weight
+    # (`train.rejection.rejected_trajectories`, `data.unlikelihood_weight`); 0: right episodes only
+    rft_unlikelihood: float = 0.0
 
     def __post_init__(self):
         if self.method not in RL_METHODS:
@@ -202,6 +205,9 @@ class RLStage:
         if self.rft_rounds < 1 or (self.rft_rounds > 1 and self.method != "rft"):
             raise ValueError(f"rl.rft_rounds must be >= 1, and above 1 only with rl.method rft; got {self.rft_rounds} "
                              f"with {self.method!r}")
+        if self.rft_unlikelihood < 0 or (self.rft_unlikelihood and self.method != "rft"):
+            raise ValueError(f"rl.rft_unlikelihood must be >= 0, and above 0 only with rl.method rft; got "
+                             f"{self.rft_unlikelihood} with {self.method!r}")
         if self.epochs < 1:
             raise ValueError(f"rl.epochs must be >= 1, got {self.epochs}")
         if self.adam_eps <= 0:

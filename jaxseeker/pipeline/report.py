@@ -45,8 +45,10 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
         if rft:
             which = "" if round_ == 1 else f", round {round_} (from round {round_ - 1}'s policy)"
             lines.append(f"RL by rejection-sampling fine-tuning{which}: {rft['right']} of {rft['episodes']} rollouts "
-                         f"right, {rft['kept']} kept ({rft['kept_questions']} of {rft['questions']} questions); final "
-                         f"loss {report[stage].get('final_loss')}, eval loss {report[stage].get('eval_loss')}.")
+                         f"right, {rft['kept']} kept ({rft['kept_questions']} of {rft['questions']} questions)"
+                         + (f", the loops of {rft['rejected_turns']} malformed turns of {rft['rejected']} episodes made "
+                            "unlikely" if rft.get("rejected") else "")
+                         + f"; final loss {report[stage].get('final_loss')}, eval loss {report[stage].get('eval_loss')}.")
     lines.append("")
     rows = [(name, report[key]) for name, key in (("after SFT", "eval_sft"), ("after RL", "eval_rl")) if key in report]
     if rows:

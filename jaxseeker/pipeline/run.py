@@ -38,7 +38,7 @@ from jaxseeker.synthesis.trajectories import synthesize, write_records
 from jaxseeker.tools import build_registry
 from jaxseeker.train.copy_warmup import run_copy_warmup
 from jaxseeker.train.export import export_hf
-from jaxseeker.train.rejection import kept_trajectories, rft_counts
+from jaxseeker.train.rejection import kept_trajectories, rejected_trajectories, rft_counts
 from jaxseeker.train.rl import run_rl
 from jaxseeker.train.sft import run_sft
 from jaxseeker.world import World, build_world
@@ -203,16 +203,17 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
     sft_key = fingerprint(warmup_key, {k: v for k, v in dataclasses.asdict(p).items() if k not in later})
 
     def sft_recipe(out: Path, start: dict, *, seq_len: int, batch_size: int, steps: int, lr: float, min_lr: float,
-                   warmup_steps: int, seed: int, pool: str, train_files: tuple[Path, ...] = ()) -> dict:
+                   warmup_steps: int, seed: int, pool: str, train_files: tuple[Path, ...] = (),
+                   unlikelihood: float = 0.0) -> dict:
         """A `jaxseeker sft` recipe over `train_files` (default the expert trajectories) with the policy section's
-        data choices."""
+        data choices (`unlikelihood`: `data.unlikelihood_weight`, for rejected turns)."""
         return {
             "name": f"{cfg.name}-{out.name}",
             "model": start,
             "data": {"seq_len": seq_len, "batch_size": batch_size, "seed": seed, "num_threads": 0, "packing_bins": 64,
                      "context_weight": p.context_weight, "permute_digits": p.permute_digits, "name_pool": pool,
                      "copy_rate": p.copy_replay, "copy_digit_rate": p.copy_warmup_digit_rate,
-                     "copy_gap": p.copy_warmup_gap},
+                     "copy_gap": p.copy_warmup_gap} | ({"unlikelihood_weight": unlikelihood} if unlikelihood else {}),
             "optimizer": {"lr": lr, "min_lr": min_lr, "warmup_steps": warmup_steps, "weight_decay": 0.01},
             "train": {"train_files": [str(f) for f in train_files or (root / "expert" / "trajectories.jsonl",)],
                       "tokenizer": str(root / "tokenizer"),
@@ -278,9 +279,10 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
     report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(policy_dir / "hf"))
 
     r = cfg.rl
-    # the rft keys are left out of a policy-gradient run's key, so runs from before them keep their RL stage, and
-    # rft_rounds out of every first round's key, so adding rounds reuses it
-    rft_only = ("rft_rounds",) + (() if r.method == "rft" else ("method", "rft_per_question"))
+    # the rft keys are left out of a policy-gradient run's key, so runs from before them keep their RL stage,
+    # rft_rounds out of every first round's key, so adding rounds reuses it, and rft_unlikelihood while it is off
+    rft_only = (("rft_rounds",) + (() if r.method == "rft" else ("method", "rft_per_question"))
+                + (() if r.rft_unlikelihood else ("rft_unlikelihood",)))
     rl_fields = {k: v for k, v in dataclasses.asdict(r).items() if k not in rft_only}
     rl_key = fingerprint(policy_key, rl_fields, cfg.eval.limits())
 
@@ -306,7 +308,8 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
 
     def rft_stage(out: Path, start: Path, round_: int, pool: list[Path]) -> dict:
         """RL by rejection-sampling fine-tuning, round `round_` from the policy under `start`: roll out the pool,
-        keep the right episodes, fine-tune that policy on them."""
+        keep the right episodes, fine-tune that policy on them (and, with `rft_unlikelihood`, away from the loops
+        of the malformed turns)."""
         questions = [q for path in pool for q in load_questions(path)]  # ids for rows without one
         cfg_m, params = model.load_hf(start / "hf")
         engine = make_engine(params, cfg_m, tokenizer, slots=cfg.eval.slots, max_len=cfg.eval.max_context,
@@ -322,13 +325,18 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
                                "to fine-tune on")
         _write_jsonl(out / "trajectories.jsonl", kept)
         runner.log(f"[{out.name}] rft keeps {len(kept)} right episodes of {len(records)}")
+        rejected = rejected_trajectories(records) if r.rft_unlikelihood else []
+        if rejected:
+            _write_jsonl(out / "rejected.jsonl", rejected)
+            runner.log(f"[{out.name}] rft makes the loops of {len(rejected)} episodes' malformed turns unlikely")
         seq_len = cfg.eval.max_context  # rows hold every episode whole
         names = str(root / "sft" / "name_pool.tsv") if p.permute_names else ""
         recipe = sft_recipe(out, {"hf_path": str(start / "hf"), "attention_impl": "blocked"}, seq_len=seq_len,
                             batch_size=max(1, p.batch_size * p.seq_len // seq_len), steps=r.steps, lr=r.lr, min_lr=r.lr,
                             warmup_steps=max(1, r.steps // 30), seed=1 + round_, pool=names,
-                            train_files=(out / "trajectories.jsonl",))
-        return sft_summary(out, recipe, "eval.max_context") | {"rft": rft_counts(records, kept)}
+                            train_files=(out / "trajectories.jsonl",) + ((out / "rejected.jsonl",) if rejected else ()),
+                            unlikelihood=r.rft_unlikelihood if rejected else 0.0)
+        return sft_summary(out, recipe, "eval.max_context") | {"rft": rft_counts(records, kept, rejected)}
 
     def rft_round(start: Path, round_: int):
         """The stage of a later rft round: the first round's pool, from the policy under `start`."""

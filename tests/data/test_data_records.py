@@ -24,14 +24,16 @@ def test_other_keys_are_kept_and_source_is_recorded(write_jsonl):
     assert record.source == f"{path}:1"
 
 
-def test_weight_0_marks_an_untrained_assistant_turn():
+def test_weight_0_marks_an_untrained_assistant_turn_and_minus_1_a_rejected_one():
     messages = webdancer_messages()
-    messages[2] = {**messages[2], "weight": 0}
-    normal = normalize_messages(messages)
-    assert normal[2]["weight"] == 0 and normalize_messages(normal) == normal
+    for weight in (0, -1):
+        messages[2] = {**messages[2], "weight": weight}
+        normal = normalize_messages(messages)
+        assert normal[2]["weight"] == weight and normalize_messages(normal) == normal
     assert "weight" not in normalize_messages([*messages[:2], {**messages[2], "weight": 1}])[2]
-    for bad in ({**messages[1], "weight": 0}, {**messages[2], "weight": 0.5}, {**messages[2], "weight": True}):
-        with pytest.raises(ValueError, match=r"messages\[\d\]: 'weight' must be 0 or 1 on an assistant message"):
+    for bad in ({**messages[1], "weight": 0}, {**messages[2], "weight": 0.5}, {**messages[2], "weight": True},
+                {**messages[2], "weight": -2}):
+        with pytest.raises(ValueError, match=r"messages\[\d\]: 'weight' must be 1, 0 or -1 on an assistant message"):
             normalize_messages([messages[0], bad] if bad["role"] == "user" else [*messages[:2], bad])
 
 

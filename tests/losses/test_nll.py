@@ -40,6 +40,31 @@ def test_masked_nll_matches_hand_computed_numpy():
     assert float(aux["accuracy"]) == 0.5  # token 0 argmax is 0 (right), token 2 argmax is 1 (wrong)
 
 
+def test_negative_weights_are_the_unlikelihood_loss():
+    logits = np.array([[[2.0, 0.0, -1.0], [0.5, 0.5, 0.5], [-1.0, 3.0, 0.0]]], dtype=np.float32)  # [1, 3, 3]
+    targets = np.array([[0, 2, 1]])
+    weights = np.array([[1.0, 0.0, -0.5]])  # the last token is a repeat the policy should not write
+    loss, aux = masked_nll(jnp.asarray(logits), jnp.asarray(targets), jnp.asarray(weights))
+    p = np.exp(_log_softmax(logits))
+    expected = (-np.log(p[0, 0, 0]) - 0.5 * np.log(1 - p[0, 2, 1])) / 1.5
+    np.testing.assert_allclose(loss, expected, rtol=1e-5)
+    assert float(aux["n_tokens"]) == 1.5 and float(aux["accuracy"]) == 1.0  # accuracy over liked tokens only
+    np.testing.assert_allclose(aux["rejected_p"], p[0, 2, 1], rtol=1e-6)
+    grad = jax.grad(lambda z: masked_nll(z, jnp.asarray(targets), jnp.asarray(weights))[0])(jnp.asarray(logits))
+    assert grad[0, 2, 1] > 0  # descending the loss lowers the rejected token's logit
+
+
+def test_unlikelihood_stays_finite_and_pushes_when_the_rejected_token_is_near_certain():
+    def loss(z):
+        return masked_nll(z, jnp.array([[0]]), jnp.array([[-1.0]]))[0]
+
+    near = jnp.array([[[9.0, 0.0]]])  # 1 - p(target 0) = 1.2e-4
+    np.testing.assert_allclose(loss(near), -np.log(1e-6 + 1 / (1 + np.exp(9.0))), rtol=1e-3)
+    assert jax.grad(loss)(near)[0, 0, 0] > 0.5  # the exact gradient on the logit is p
+    certain = jnp.array([[[60.0, 0.0]]])  # p rounds to 1 in float32: the loss is capped, nothing is nan
+    assert np.isfinite(loss(certain)) and np.all(np.isfinite(jax.grad(loss)(certain)))
+
+
 def test_masked_nll_upcasts_bf16_logits():
     logits = jnp.array([[[10.0, 0.0]]], dtype=jnp.bfloat16)
     loss, _ = masked_nll(logits, jnp.array([[1]]), jnp.array([[1]]))
@@ -59,12 +84,15 @@ _full_value_and_grad = jax.jit(jax.value_and_grad(_full_nll, argnums=(0, 1), has
 _chunked_value_and_grad = jax.jit(jax.value_and_grad(_chunked_nll, argnums=(0, 1), has_aux=True))
 
 
-def test_chunked_nll_equals_full_nll_in_value_and_gradient():
+@pytest.mark.parametrize("rejected", [False, True])
+def test_chunked_nll_equals_full_nll_in_value_and_gradient(rejected):
     hidden, unembed, targets, mask = _problem()  # seq 10 is not a multiple of chunk_size 4
+    if rejected:  # some tokens weighted for the unlikelihood loss
+        mask = np.where(np.arange(mask.size).reshape(mask.shape) % 3 == 0, -0.5, mask).astype(np.float32)
     (full, full_aux), full_grads = _full_value_and_grad(hidden, unembed, targets, mask)
     (loss, aux), grads = _chunked_value_and_grad(hidden, unembed, targets, mask)
     np.testing.assert_allclose(loss, full, atol=1e-5)
-    for key in ("n_tokens", "nll_sum", "accuracy"):
+    for key in ("n_tokens", "nll_sum", "accuracy", "rejected_p"):
         np.testing.assert_allclose(aux[key], full_aux[key], atol=1e-5)
     for g, g_full in zip(grads, full_grads):
         np.testing.assert_allclose(g, g_full, atol=1e-5)

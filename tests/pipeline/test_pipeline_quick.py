@@ -92,7 +92,7 @@ def stand_in_for_the_expert(rollouts, expert, round_):
 
 
 def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(tmp_path):
-    cfg = pipeline_config({"name": "t", "rl": {"method": "rft", "rft_rounds": 2}}, quick=True)
+    cfg = pipeline_config({"name": "t", "rl": {"method": "rft", "rft_rounds": 2, "rft_unlikelihood": 0.5}}, quick=True)
     pool = cfg.qa.n_rl + cfg.rl.train_questions + cfg.rl.fresh_questions
     episodes = pool * cfg.rl.group_size
     with pytest.raises(RuntimeError, match=f"round 1\\): none of the {episodes} rollouts of {pool} questions was right"):
@@ -106,8 +106,12 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(t
         run_pipeline(cfg, tmp_path, progress=False)
     kept = [json.loads(line) for line in (tmp_path / "rl" / "trajectories.jsonl").open()]
     assert right and [t["messages"] for t in kept] == [r["messages"] for r in right]
+    # The other rollouts' malformed turns (the quick policy breaks the format) are trained to be unlikely.
+    rejected = [json.loads(line) for line in (tmp_path / "rl" / "rejected.jsonl").open()]
+    assert rejected and all(-1 in [m.get("weight") for m in t["messages"]] for t in rejected)
     recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
-    assert recipe["train"]["train_files"] == [str(tmp_path / "rl" / "trajectories.jsonl")]
+    assert recipe["train"]["train_files"] == [str(tmp_path / "rl" / name) for name in ("trajectories.jsonl", "rejected.jsonl")]
+    assert recipe["data"]["unlikelihood_weight"] == 0.5
     assert recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf") and recipe["train"]["steps"] == cfg.rl.steps
     assert recipe["data"]["seq_len"] == cfg.eval.max_context and recipe["optimizer"]["lr"] == cfg.rl.lr
     # Round 2 rolled out round 1's policy on the same pool; its second rollouts now stand in.
@@ -118,13 +122,15 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(t
         rft = report[stage]["rft"]
         assert (rft["episodes"], rft["questions"]) == (episodes, pool)
         assert rft["right"] == rft["kept"] == rft["kept_questions"] == len(stood_in)
+    assert report["rl"]["rft"]["rejected"] == len(rejected) and report["rl"]["rft"]["rejected_turns"] >= len(rejected)
     recipe = json.loads(next((tmp_path / "rl_round2" / "checkpoints").glob("*/config/metadata")).read_text())
     assert recipe["model"]["hf_path"] == str(tmp_path / "rl" / "hf") and recipe["data"]["seed"] == 3
-    assert recipe["train"]["train_files"] == [str(tmp_path / "rl_round2" / "trajectories.jsonl")]
+    assert recipe["train"]["train_files"][0] == str(tmp_path / "rl_round2" / "trajectories.jsonl")
     assert (tmp_path / "rl_round2" / "hf" / "config.json").exists() and 0.0 <= report["eval_rl"]["pass_at_1"] <= 1.0
     assert "plots/rft_loss.png" in report["plots"] and "plots/rl_curves.png" not in report["plots"]
     md = (tmp_path / "report.md").read_text()
     assert f"RL by rejection-sampling fine-tuning: {len(right)} of {episodes} rollouts right" in md
+    assert f"malformed turns of {len(rejected)} episodes made unlikely" in md
     assert f"fine-tuning, round 2 (from round 1's policy): {len(second)} of {episodes} rollouts right" in md
 
 
@@ -206,6 +212,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
     with pytest.raises(RecipeError, match="rl.rft_rounds must be >= 1, and above 1 only with rl.method rft; got 2 with 'pg'"):
         pipeline_config({"rl": {"rft_rounds": 2}})
     assert pipeline_config({"rl": {"method": "rft", "rft_rounds": 3}}).rl.stages() == ("rl", "rl_round2", "rl_round3")
+    with pytest.raises(RecipeError, match="rl.rft_unlikelihood must be >= 0, and above 0 only with rl.method rft; got 1.0"):
+        pipeline_config({"rl": {"rft_unlikelihood": 1.0}})
 
 
 def test_the_tools_section_sets_every_rollouts_search_and_visit():
