@@ -178,14 +178,18 @@ def tokenized_dataset(
 
 def loss_weights(ids: np.ndarray, roles: np.ndarray, config: DataConfig) -> np.ndarray:
     """Each token's loss weight (`[tokens]`, float32 when `config.weighted`, else 0/1 int32): 1 on trained turns,
-    `context_weight` on context, -`unlikelihood_weight` on a rejected turn's repeats, 0 on the rest."""
+    `context_weight` on context, -`unlikelihood_weight` on a rejected turn's repeats, 0 on the rest. The context of
+    a conversation with a rejected turn gets no weight: after a loop it holds the loop's fallout (format-error
+    notes, the results of a looping query), which a policy that learns from context would learn to write."""
     if not config.weighted:
         return (roles == TRAINED).astype(np.int32)
+    rejected = roles == REJECTED  # [tokens]
     repeats = (repeated_ngrams(ids, roles, config.unlikelihood_ngram, config.unlikelihood_min_seen)
                if config.unlikelihood_weight
                else np.zeros(ids.shape, dtype=bool))  # [tokens]
-    weights = np.select([roles == TRAINED, repeats, (roles == UNTRAINED) | (roles == REJECTED)],
-                        [1.0, -config.unlikelihood_weight, 0.0], config.context_weight)  # no context loss on turns
+    context = 0.0 if rejected.any() else config.context_weight
+    weights = np.select([roles == TRAINED, repeats, (roles == UNTRAINED) | rejected],
+                        [1.0, -config.unlikelihood_weight, 0.0], context)  # no context loss on turns
     return weights.astype(np.float32)
 
 

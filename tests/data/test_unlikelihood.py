@@ -43,7 +43,7 @@ def test_a_rejected_turn_s_repeats_get_the_negative_weight_and_the_rest_none(qwe
     np.testing.assert_array_equal(weights[repeats], -0.5)
     assert repeats.sum() > 10 and (weights < 0).sum() == repeats.sum()
     np.testing.assert_array_equal(weights[(roles[1:] == REJECTED) & ~repeats], 0.0)  # the loop's first laps
-    np.testing.assert_array_equal(weights[roles[1:] == CONTEXT], 0.25)
+    np.testing.assert_array_equal(weights[roles[1:] == CONTEXT], 0.0)  # the context after a loop is not learnt
 
 
 def test_without_an_unlikelihood_weight_a_rejected_turn_is_left_out(qwen_tokenizer):
@@ -51,7 +51,10 @@ def test_without_an_unlikelihood_weight_a_rejected_turn_is_left_out(qwen_tokeniz
     masked = loss_weights(ids, roles, DataConfig())
     assert masked.dtype == np.int32 and not masked.any()  # no trained turn in this record
     weights = loss_weights(ids, roles, DataConfig(context_weight=0.25))
-    assert weights.dtype == np.float32 and (weights[roles == REJECTED] == 0).all()
+    assert weights.dtype == np.float32 and not weights.any()
+    right = np.where(roles == REJECTED, TRAINED, roles)  # the same conversation, its last turn a trained one
+    np.testing.assert_array_equal(loss_weights(ids, right, DataConfig(context_weight=0.25)),
+                                  np.select([right == TRAINED, right == CONTEXT], [1.0, 0.25], 0.0))
     assert loss_weights(ids, roles, DataConfig(unlikelihood_weight=1.0)).dtype == np.float32
     with pytest.raises(ValueError, match=r"data.unlikelihood_weight=-1 must be >= 0"):
         DataConfig(unlikelihood_weight=-1)
