@@ -46,7 +46,7 @@ def _nll_from_stats(
     the w > 0 tokens only, `rejected_p` is the mean p of the w < 0 ones."""
     weights = jnp.asarray(loss_mask).astype(logp.dtype)
     liked = weights > 0
-    # -log(1 - p) = -log(-expm1(log p)), exact near p = 1; the 1e-6 keeps it finite (and its gradient non-zero)
+    # -log(1 - p) = -log(-expm1(log p)), accurate near p = 1; the 1e-6 keeps it (and its gradient) finite at p = 1
     unlikely = -jnp.log(1e-6 - jnp.expm1(jnp.minimum(logp, 0.0)))
     token_loss = jnp.where(liked, -logp, unlikely)
     nll_sum = masked_sum(token_loss * jnp.abs(weights), loss_mask)
