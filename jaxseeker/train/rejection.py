@@ -28,6 +28,11 @@ def is_kept(record: Mapping[str, Any]) -> bool:
     return bool(record["correct"]) and bool(record["format_ok"]) and record["termination"] == "answer"
 
 
+def assistant_turns(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """An episode's assistant turns, in order: what tells two rollouts of a question apart."""
+    return tuple(m["content"] for m in record["messages"] if m["role"] == "assistant")
+
+
 def kept_trajectories(records: Iterable[Mapping[str, Any]], per_question: int) -> list[dict[str, Any]]:
     """The trajectories to fine-tune on: kept episodes (`is_kept`) whose assistant turns differ, at most
     `per_question` of each question (so the easy questions, right in every rollout, do not drown the hard ones)."""
@@ -36,7 +41,7 @@ def kept_trajectories(records: Iterable[Mapping[str, Any]], per_question: int) -
     seen: dict[str, set[tuple[str, ...]]] = {}
     kept = []
     for r in records:
-        turns = tuple(m["content"] for m in r["messages"] if m["role"] == "assistant")
+        turns = assistant_turns(r)
         mine = seen.setdefault(str(r["question_id"]), set())
         if not is_kept(r) or turns in mine or len(mine) >= per_question:
             continue
@@ -52,9 +57,10 @@ def malformed_turns(record: Mapping[str, Any]) -> list[int]:
     messages = record["messages"]
     bad = [i for i, (m, after) in enumerate(zip(messages, messages[1:]))
            if m["role"] == "assistant" and after["role"] != "assistant" and FORMAT_ERROR in str(after["content"])]
-    last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=None)
-    if record.get("termination") == "format_error" and last is not None and last not in bad:
-        bad.append(last)
+    if record.get("termination") == "format_error":
+        last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+        if last not in bad:
+            bad.append(last)
     return bad
 
 
@@ -65,7 +71,7 @@ def rejected_trajectories(records: Iterable[Mapping[str, Any]]) -> list[dict[str
     rejected = []
     for r in records:
         bad = set(malformed_turns(r))
-        turns = tuple(m["content"] for m in r["messages"] if m["role"] == "assistant")
+        turns = assistant_turns(r)
         if not bad or turns in seen:
             continue
         seen.add(turns)
