@@ -196,6 +196,9 @@ class RLStage:
     # rft: the rollouts' malformed turns are trained too, their loops made unlikely at this weight
     # (`train.rejection.rejected_trajectories`, `data.unlikelihood_weight`); 0: right episodes only
     rft_unlikelihood: float = 0.0
+    # rft: fine-tunes on the kept episodes, each on its own data order, whose weight mean is the policy
+    # (`train.average`, a model soup); 1: one fine-tune
+    rft_seeds: int = 1
 
     def __post_init__(self):
         if self.method not in RL_METHODS:
@@ -208,6 +211,9 @@ class RLStage:
         if self.rft_unlikelihood < 0 or (self.rft_unlikelihood and self.method != "rft"):
             raise ValueError(f"rl.rft_unlikelihood must be >= 0, and above 0 only with rl.method rft; got "
                              f"{self.rft_unlikelihood} with {self.method!r}")
+        if self.rft_seeds < 1 or (self.rft_seeds > 1 and self.method != "rft"):
+            raise ValueError(f"rl.rft_seeds must be >= 1, and above 1 only with rl.method rft; got {self.rft_seeds} "
+                             f"with {self.method!r}")
         if self.epochs < 1:
             raise ValueError(f"rl.epochs must be >= 1, got {self.epochs}")
         if self.adam_eps <= 0:

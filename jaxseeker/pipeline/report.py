@@ -48,6 +48,8 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
                          f"right, {rft['kept']} kept ({rft['kept_questions']} of {rft['questions']} questions)"
                          + (f", the loops of {rft['rejected_turns']} malformed turns of {rft['rejected']} episodes made "
                             "unlikely" if rft.get("rejected") else "")
+                         + (f"; the policy is the weight mean of {report[stage]['seeds']} fine-tunes on their own data "
+                            "orders" if report[stage].get("seeds", 1) > 1 else "")
                          + f"; final loss {report[stage].get('final_loss')}, eval loss {report[stage].get('eval_loss')}.")
     lines.append("")
     rows = [(name, report[key]) for name, key in (("after SFT", "eval_sft"), ("after RL", "eval_rl")) if key in report]

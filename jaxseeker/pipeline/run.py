@@ -36,6 +36,7 @@ from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
 from jaxseeker.synthesis.teachers import ExpertTeacher
 from jaxseeker.synthesis.trajectories import synthesize, write_records
 from jaxseeker.tools import build_registry
+from jaxseeker.train.average import average_hf
 from jaxseeker.train.copy_warmup import run_copy_warmup
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.rejection import kept_trajectories, rejected_trajectories, rft_counts
@@ -221,12 +222,12 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
                       "eval_fraction": 0.05, "out_dir": str(out), "chunk_size": 256},
         }
 
-    def sft_summary(out: Path, recipe: dict, key: str) -> dict:
-        """Train `recipe` (resuming), export it under `out/hf`, and say how many trajectory draws its rows (the
-        config's `key`) cut."""
+    def sft_summary(out: Path, recipe: dict, key: str, hf: Path | None = None) -> dict:
+        """Train `recipe` (resuming), export it under `hf` (default `out/hf`), and say how many trajectory draws its
+        rows (the config's `key`) cut."""
         seq_len = recipe["data"]["seq_len"]
         summary = run_sft(recipe, resume=True, progress=progress)
-        export_hf(out, out / "hf")
+        export_hf(out, hf or out / "hf")
         if summary["truncated"]:
             runner.log(f"[{out.name}] {summary['truncated']} trajectory draws were cut at {key}={seq_len} tokens: "
                        f"their ends were never trained, while rollouts run to eval.max_context={cfg.eval.max_context}")
@@ -280,9 +281,10 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
 
     r = cfg.rl
     # the rft keys are left out of a policy-gradient run's key, so runs from before them keep their RL stage,
-    # rft_rounds out of every first round's key, so adding rounds reuses it, and rft_unlikelihood while it is off
+    # rft_rounds out of every first round's key, so adding rounds reuses it, and rft_unlikelihood and rft_seeds while
+    # they are off
     rft_only = (("rft_rounds",) + (() if r.method == "rft" else ("method", "rft_per_question"))
-                + (() if r.rft_unlikelihood else ("rft_unlikelihood",)))
+                + (() if r.rft_unlikelihood else ("rft_unlikelihood",)) + (() if r.rft_seeds > 1 else ("rft_seeds",)))
     rl_fields = {k: v for k, v in dataclasses.asdict(r).items() if k not in rft_only}
     rl_key = fingerprint(policy_key, rl_fields, cfg.eval.limits())
 
@@ -331,12 +333,25 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
             runner.log(f"[{out.name}] rft makes the loops of {len(rejected)} episodes' malformed turns unlikely")
         seq_len = cfg.eval.max_context  # rows hold every episode whole
         names = str(root / "sft" / "name_pool.tsv") if p.permute_names else ""
-        recipe = sft_recipe(out, {"hf_path": str(start / "hf"), "attention_impl": "blocked"}, seq_len=seq_len,
-                            batch_size=max(1, p.batch_size * p.seq_len // seq_len), steps=r.steps, lr=r.lr, min_lr=r.lr,
-                            warmup_steps=max(1, r.steps // 30), seed=1 + round_, pool=names,
-                            train_files=(out / "trajectories.jsonl",) + ((out / "rejected.jsonl",) if rejected else ()),
-                            unlikelihood=r.rft_unlikelihood if rejected else 0.0)
-        return sft_summary(out, recipe, "eval.max_context") | {"rft": rft_counts(records, kept, rejected)}
+
+        def recipe(run: Path, seed: int) -> dict:
+            return sft_recipe(run, {"hf_path": str(start / "hf"), "attention_impl": "blocked"}, seq_len=seq_len,
+                              batch_size=max(1, p.batch_size * p.seq_len // seq_len), steps=r.steps, lr=r.lr,
+                              min_lr=r.lr, warmup_steps=max(1, r.steps // 30), seed=seed, pool=names,
+                              train_files=(out / "trajectories.jsonl",) + ((out / "rejected.jsonl",) if rejected else ()),
+                              unlikelihood=r.rft_unlikelihood if rejected else 0.0)
+
+        counts = {"rft": rft_counts(records, kept, rejected)}
+        if r.rft_seeds == 1:
+            return sft_summary(out, recipe(out, 1 + round_), "eval.max_context") | counts
+        # A model soup: fine-tune 1 runs in `out` itself, fine-tune k >= 2 under seeds/k, each on its own data order;
+        # fine-tune k's export is seeds/k/hf and the policy, out/hf, is their weight mean.
+        seeds = [out / "seeds" / str(k) for k in range(1, r.rft_seeds + 1)]
+        summaries = [sft_summary(run, recipe(run, 1 + round_ + 10 * k), "eval.max_context", hf=seed / "hf")
+                     for k, (run, seed) in enumerate(zip([out] + seeds[1:], seeds))]
+        average_hf([seed / "hf" for seed in seeds], out / "hf")
+        runner.log(f"[{out.name}] the policy is the weight mean of {len(seeds)} fine-tunes (seeds/*/hf)")
+        return summaries[0] | counts | {"seeds": len(seeds), "seed_final_losses": [s["final_loss"] for s in summaries]}
 
     def rft_round(start: Path, round_: int):
         """The stage of a later rft round: the first round's pool, from the policy under `start`."""

@@ -1,4 +1,4 @@
-"""`jaxseeker sft` and `jaxseeker export-hf`."""
+"""`jaxseeker sft`, `jaxseeker export-hf` and `jaxseeker average`."""
 
 from __future__ import annotations
 
@@ -29,8 +29,16 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _average(args: argparse.Namespace) -> int:
+    from jaxseeker.train.average import average_hf
+
+    out = average_hf(args.models, args.out, weights=args.weights)
+    print(f"averaged {len(args.models)} checkpoints into {out}")
+    return 0
+
+
 def add_parser(subparsers) -> None:
-    """Add `sft` and `export-hf`."""
+    """Add `sft`, `export-hf` and `average`."""
     sft = subparsers.add_parser("sft", help="supervised fine-tuning on trajectory JSONL")
     sft.add_argument("--config", required=True, help="recipe YAML (configs/…)")
     sft.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. optimizer.lr=1e-4")
@@ -42,6 +50,12 @@ def add_parser(subparsers) -> None:
     export.add_argument("--step", type=int, default=None, help="default: the latest")
     export.add_argument("--dtype", choices=("float32", "bfloat16"), default=None)
     export.set_defaults(func=_export)
+    average = subparsers.add_parser("average", help="the weight mean of HF checkpoints fine-tuned from one start "
+                                                    "(a model soup)")
+    average.add_argument("models", nargs="+", help="HF model directories of one architecture")
+    average.add_argument("--out", required=True, help="HF directory to write (the first model's tokenizer files)")
+    average.add_argument("--weights", type=float, nargs="+", default=None, help="one per model (default equal)")
+    average.set_defaults(func=_average)
 
 
 def _bench(args: argparse.Namespace) -> int:

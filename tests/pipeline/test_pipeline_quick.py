@@ -3,7 +3,9 @@
 import dataclasses
 import json
 
+import numpy as np
 import pytest
+from safetensors.numpy import load_file
 
 from jaxseeker.pipeline import pipeline_config, run_pipeline
 from jaxseeker.pipeline.plots import PLOTS, rl_metrics, write_plots
@@ -91,8 +93,13 @@ def stand_in_for_the_expert(rollouts, expert, round_):
     return right
 
 
+def _weights(hf_dir) -> dict:
+    return load_file(hf_dir / "model.safetensors")
+
+
 def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(tmp_path):
-    cfg = pipeline_config({"name": "t", "rl": {"method": "rft", "rft_rounds": 2, "rft_unlikelihood": 0.5}}, quick=True)
+    cfg = pipeline_config({"name": "t", "rl": {"method": "rft", "rft_rounds": 2, "rft_unlikelihood": 0.5,
+                                               "rft_seeds": 2}}, quick=True)
     pool = cfg.qa.n_rl + cfg.rl.train_questions + cfg.rl.fresh_questions
     episodes = pool * cfg.rl.group_size
     with pytest.raises(RuntimeError, match=f"round 1\\): none of the {episodes} rollouts of {pool} questions was right"):
@@ -114,6 +121,14 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(t
     assert recipe["data"]["unlikelihood_weight"] == 0.5
     assert recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf") and recipe["train"]["steps"] == cfg.rl.steps
     assert recipe["data"]["seq_len"] == cfg.eval.max_context and recipe["optimizer"]["lr"] == cfg.rl.lr
+    # rft_seeds 2: a second fine-tune on its own data order under seeds/2; the policy is the two's weight mean.
+    second_seed = json.loads(next((tmp_path / "rl" / "seeds" / "2" / "checkpoints").glob("*/config/metadata")).read_text())
+    assert (recipe["data"]["seed"], second_seed["data"]["seed"]) == (2, 12)
+    assert second_seed["train"]["train_files"] == recipe["train"]["train_files"]
+    one, two, mean = (_weights(tmp_path / "rl" / path) for path in ("seeds/1/hf", "seeds/2/hf", "hf"))
+    assert not np.allclose(one["model.norm.weight"], two["model.norm.weight"])
+    for key in one:
+        np.testing.assert_allclose(mean[key], (one[key] + two[key]) / 2, atol=1e-6)
     # Round 2 rolled out round 1's policy on the same pool; its second rollouts now stand in.
     second = stand_in_for_the_expert(tmp_path / "rl_round2" / "rollouts" / "results.jsonl", expert, 1)
     report = run_pipeline(cfg, tmp_path, progress=False)  # resumes: round 1 reused, round 2 fine-tunes
@@ -131,6 +146,8 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(t
     md = (tmp_path / "report.md").read_text()
     assert f"RL by rejection-sampling fine-tuning: {len(right)} of {episodes} rollouts right" in md
     assert f"malformed turns of {len(rejected)} episodes made unlikely" in md
+    assert report["rl"]["seeds"] == 2 and len(report["rl"]["seed_final_losses"]) == 2
+    assert md.count("the policy is the weight mean of 2 fine-tunes on their own data orders") == 2  # both rounds
     assert f"fine-tuning, round 2 (from round 1's policy): {len(second)} of {episodes} rollouts right" in md
 
 
@@ -214,6 +231,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
     assert pipeline_config({"rl": {"method": "rft", "rft_rounds": 3}}).rl.stages() == ("rl", "rl_round2", "rl_round3")
     with pytest.raises(RecipeError, match="rl.rft_unlikelihood must be >= 0, and above 0 only with rl.method rft; got 1.0"):
         pipeline_config({"rl": {"rft_unlikelihood": 1.0}})
+    with pytest.raises(RecipeError, match="rl.rft_seeds must be >= 1, and above 1 only with rl.method rft; got 4 with 'pg'"):
+        pipeline_config({"rl": {"rft_seeds": 4}})
 
 
 def test_the_tools_section_sets_every_rollouts_search_and_visit():
