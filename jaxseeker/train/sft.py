@@ -197,6 +197,8 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
     final_eval = evaluate(run, state.params)
     writer.write(run.train.steps, final_eval)
     writer.close()
+    if not last:  # resumed at or past the last log: the loss logged then
+        last = next((r for r in reversed(read_metrics(run.out_dir / "metrics.jsonl")) if "loss" in r), {})
     summary = {
         "name": run.recipe["name"], "steps": run.train.steps, "resumed_from": run.start_step,
         "final_loss": last.get("loss"), **final_eval, "trained_tokens": tokens_seen,

@@ -59,6 +59,9 @@ def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path):
     assert np.mean(losses[-5:]) < 0.6 * np.mean(losses[:3])
     assert summary["eval_loss"] < losses[0]
     assert (tmp_path / "run" / "sft_loss.png").exists()
+    again = run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'run'}"]), resume=True, progress=False)
+    assert (again["resumed_from"], again["trained_tokens"]) == (30, 0)  # a finished run: nothing trained
+    assert again["final_loss"] == pytest.approx(losses[-1]) and again["eval_loss"] == pytest.approx(summary["eval_loss"])
 
     from jaxseeker.train.export import export_hf
 
