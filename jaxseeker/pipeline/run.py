@@ -209,7 +209,7 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
         """A `jaxseeker sft` recipe over `train_files` (default the expert trajectories) with the policy section's
         data choices (`unlikelihood`: `data.unlikelihood_weight`, for rejected turns)."""
         return {
-            "name": f"{cfg.name}-{out.name}",
+            "name": "-".join((cfg.name, *out.relative_to(root).parts)),  # e.g. demo-sft, demo-rl-seeds-2
             "model": start,
             "data": {"seq_len": seq_len, "batch_size": batch_size, "seed": seed, "num_threads": 0, "packing_bins": 64,
                      "context_weight": p.context_weight, "permute_digits": p.permute_digits, "name_pool": pool,
@@ -229,7 +229,7 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
         summary = run_sft(recipe, resume=True, progress=progress)
         export_hf(out, hf or out / "hf")
         if summary["truncated"]:
-            runner.log(f"[{out.name}] {summary['truncated']} trajectory draws were cut at {key}={seq_len} tokens: "
+            runner.log(f"[{out.relative_to(root)}] {summary['truncated']} trajectory draws were cut at {key}={seq_len} tokens: "
                        f"their ends were never trained, while rollouts run to eval.max_context={cfg.eval.max_context}")
         return {k: summary.get(k) for k in ("final_loss", "eval_loss", "trained_tokens", "parameters", "truncated")} | {
             "seq_len": seq_len}

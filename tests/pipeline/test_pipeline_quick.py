@@ -125,6 +125,7 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(t
     second_seed = json.loads(next((tmp_path / "rl" / "seeds" / "2" / "checkpoints").glob("*/config/metadata")).read_text())
     assert (recipe["data"]["seed"], second_seed["data"]["seed"]) == (2, 12)
     assert second_seed["train"]["train_files"] == recipe["train"]["train_files"]
+    assert (recipe["name"], second_seed["name"]) == (f"{cfg.name}-rl", f"{cfg.name}-rl-seeds-2")
     one, two, mean = (_weights(tmp_path / "rl" / path) for path in ("seeds/1/hf", "seeds/2/hf", "hf"))
     assert not np.allclose(one["model.norm.weight"], two["model.norm.weight"])
     for key in one:
