@@ -53,9 +53,10 @@ def average_hf(models: Sequence[str | Path], out_dir: str | Path, weights: Seque
         total = params if total is None else average_params([total, params], [summed, share])
         summed += share
     out = model.save_hf(total, first_cfg.replace(param_dtype="float32"), out_dir, dtype=first_cfg.hf_dtype)
-    for f in models[0].iterdir():  # tokenizer files, chat template
-        if out.resolve() != models[0].resolve() and f.is_file() and f.suffix != ".safetensors" and f.name not in _WEIGHT_FILES:
-            shutil.copy2(f, out / f.name)
+    if out.resolve() != models[0].resolve():
+        for f in models[0].iterdir():  # tokenizer files, chat template
+            if f.is_file() and f.suffix != ".safetensors" and f.name not in _WEIGHT_FILES:
+                shutil.copy2(f, out / f.name)
     return out
 
 

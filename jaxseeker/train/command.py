@@ -32,7 +32,10 @@ def _export(args: argparse.Namespace) -> int:
 def _average(args: argparse.Namespace) -> int:
     from jaxseeker.train.average import average_hf
 
-    out = average_hf(args.models, args.out, weights=args.weights)
+    try:
+        out = average_hf(args.models, args.out, weights=args.weights)
+    except ValueError as err:  # a missing or unreadable config.json, other architectures, bad weights
+        raise SystemExit(f"jaxseeker average: {err}") from err
     print(f"averaged {len(args.models)} checkpoints into {out}")
     return 0
 

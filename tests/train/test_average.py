@@ -72,3 +72,7 @@ def test_command_writes_the_average(tmp_path, capsys):
     assert "averaged 2 checkpoints" in capsys.readouterr().out
     key = "model.norm.weight"
     np.testing.assert_allclose(_loaded(tmp_path / "soup")[key], (a[key] + b[key]) / 2, atol=1e-6)
+    with pytest.raises(SystemExit, match=r"jaxseeker average: .*nowhere: no such file"):
+        main(["average", str(tmp_path / "a"), str(tmp_path / "nowhere"), "--out", str(tmp_path / "soup2")])
+    with pytest.raises(SystemExit, match="jaxseeker average: 1 weights for 2 checkpoints"):
+        main(["average", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "soup2"), "--weights", "1"])
