@@ -42,7 +42,7 @@ def average_hf(models: Sequence[str | Path], out_dir: str | Path, weights: Seque
     """Write the weighted mean (`average_params`) of the HF checkpoints `models` to `out_dir`, with the first one's
     tokenizer and chat template; the checkpoints must share one config. Holds two models in memory at a time."""
     if len(models) < 2:
-        raise ValueError(f"average: give two or more checkpoints, got {len(models)}")
+        raise ValueError(f"give two or more checkpoints to average, got {len(models)}")
     shares = _shares(len(models), weights)
     models = [Path(m) for m in models]
     first_cfg = model.load_config(models[0])
@@ -63,12 +63,12 @@ def average_hf(models: Sequence[str | Path], out_dir: str | Path, weights: Seque
 def _shares(n: int, weights: Sequence[float] | None) -> list[float]:
     """`weights` (default equal) normalised to sum 1; checked for count and sign."""
     if n < 1:
-        raise ValueError("average: no params to average")
+        raise ValueError("no params to average")
     weights = [1.0] * n if weights is None else [float(w) for w in weights]
     if len(weights) != n:
-        raise ValueError(f"average: {len(weights)} weights for {n} checkpoints")
+        raise ValueError(f"{len(weights)} weights for {n} checkpoints")
     if any(w <= 0 for w in weights):
-        raise ValueError(f"average: weights must be > 0, got {weights}")
+        raise ValueError(f"weights must be > 0, got {weights}")
     return [w / sum(weights) for w in weights]
 
 
@@ -77,5 +77,5 @@ def _check_same(a: model.ModelConfig, b: model.ModelConfig, path_a: Path, path_b
     left, right = dataclasses.asdict(a), dataclasses.asdict(b)
     for key in left:
         if key not in ("hf_dtype", "param_dtype") and left[key] != right[key]:
-            raise ValueError(f"average: {path_b}/config.json differs from {path_a}/config.json in {key!r} "
+            raise ValueError(f"{path_b}/config.json differs from {path_a}/config.json in {key!r} "
                              f"({right[key]!r} vs {left[key]!r}): only fine-tunes of one architecture average")
