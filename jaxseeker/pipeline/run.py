@@ -229,8 +229,9 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
         summary = run_sft(recipe, resume=True, progress=progress)
         export_hf(out, hf or out / "hf")
         if summary["truncated"]:
-            runner.log(f"[{out.relative_to(root)}] {summary['truncated']} trajectory draws were cut at {key}={seq_len} tokens: "
-                       f"their ends were never trained, while rollouts run to eval.max_context={cfg.eval.max_context}")
+            runner.log(f"[{out.relative_to(root)}] {summary['truncated']} trajectory draws were cut at {key}={seq_len} "
+                       f"tokens: their ends were never trained, while rollouts run to eval.max_context="
+                       f"{cfg.eval.max_context}")
         return {k: summary.get(k) for k in ("final_loss", "eval_loss", "trained_tokens", "parameters", "truncated")} | {
             "seq_len": seq_len}
 

@@ -93,10 +93,6 @@ def stand_in_for_the_expert(rollouts, expert, round_):
     return right
 
 
-def _weights(hf_dir) -> dict:
-    return load_file(hf_dir / "model.safetensors")
-
-
 def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(tmp_path):
     cfg = pipeline_config({"name": "t", "rl": {"method": "rft", "rft_rounds": 2, "rft_unlikelihood": 0.5,
                                                "rft_seeds": 2}}, quick=True)
@@ -126,7 +122,8 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(t
     assert (recipe["data"]["seed"], second_seed["data"]["seed"]) == (2, 12)
     assert second_seed["train"]["train_files"] == recipe["train"]["train_files"]
     assert (recipe["name"], second_seed["name"]) == (f"{cfg.name}-rl", f"{cfg.name}-rl-seeds-2")
-    one, two, mean = (_weights(tmp_path / "rl" / path) for path in ("seeds/1/hf", "seeds/2/hf", "hf"))
+    one, two, mean = (load_file(tmp_path / "rl" / path / "model.safetensors")
+                      for path in ("seeds/1/hf", "seeds/2/hf", "hf"))
     assert not np.allclose(one["model.norm.weight"], two["model.norm.weight"])
     for key in one:
         np.testing.assert_allclose(mean[key], (one[key] + two[key]) / 2, atol=1e-6)
