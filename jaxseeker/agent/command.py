@@ -15,19 +15,23 @@ from jaxseeker.agent.prompts import Renderer, engine_stops
 from jaxseeker.agent.scripted import tool_calling_model
 from jaxseeker.data.tokenizer import load_tokenizer
 from jaxseeker.generation import Engine, SamplingConfig
+from jaxseeker.parallel import MeshConfig, make_mesh
+from jaxseeker.parallel.mesh import MESH_HELP, mesh_argument, mesh_text
 from jaxseeker.rewards import exact_match
 from jaxseeker.tools import Tool, ToolRegistry, ToolsConfig, build_registry
 from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
 
 def make_engine(params: Any, cfg: model.ModelConfig, tokenizer: Any, *, slots: int, max_len: int,
-                sampling: SamplingConfig, steps_per_call: int = 8, min_window: int = 256) -> Engine:
-    """A generation Engine that stops turns the way the rollout loop expects (`engine_stops`)."""
+                sampling: SamplingConfig, steps_per_call: int = 8, min_window: int = 256,
+                mesh: MeshConfig | None = None) -> Engine:
+    """A generation Engine that stops turns the way the rollout loop expects (`engine_stops`); with `mesh`, the
+    params and the cache are sharded over a mesh of that shape on all devices."""
     eos_ids, stop_strings = engine_stops(tokenizer)
     renderer = Renderer(tokenizer)
     return Engine(params, cfg, slots=slots, max_len=max_len, sampling=sampling, eos_ids=eos_ids,
                   stop_strings=stop_strings, decode=renderer.decode, steps_per_call=steps_per_call,
-                  min_window=min(min_window, max_len))
+                  min_window=min(min_window, max_len), mesh=None if mesh is None else make_mesh(mesh))
 
 
 def summarize(result: RolloutResult) -> str:
@@ -74,12 +78,12 @@ def _rollout(args: argparse.Namespace) -> int:
                            answer_reserve_tokens=min(512, args.max_context // 8))
     sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed)
     engine = make_engine(params, cfg, tokenizer, slots=args.slots, max_len=args.max_context, sampling=sampling,
-                         steps_per_call=args.steps_per_call, min_window=args.min_window)
+                         steps_per_call=args.steps_per_call, min_window=args.min_window, mesh=args.mesh)
     result = rollout(engine, tokenizer, registry, questions, config, n_per_question=args.n,
                      progress=not args.no_progress)
     write_episodes(args.out, result.episodes)
     print(summarize(result))
-    print(f"wrote {len(result.episodes)} episodes to {args.out}")
+    print(f"wrote {len(result.episodes)} episodes to {args.out} (generated on {mesh_text(args.mesh)})")
     return 0
 
 
@@ -161,6 +165,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps-per-call", type=int, default=8, help="decode steps per device call")
     p.add_argument("--min-window", type=int, default=256, help=WINDOW_HELP)
+    p.add_argument("--mesh", type=mesh_argument, help=MESH_HELP)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_rollout)
 

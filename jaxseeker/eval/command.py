@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.parallel.mesh import MESH_HELP, mesh_argument, mesh_text
+
 STAGE_MODELS = ("sft", "extend", "rl")
 
 
@@ -108,13 +110,13 @@ def _eval(args: argparse.Namespace) -> int:
     cfg, params = model.load_hf(s["model"])
     sampling = SamplingConfig(temperature=s["temperature"], top_p=s["top_p"], seed=args.seed)
     engine = make_engine(params, cfg, tokenizer, slots=s["slots"], max_len=s["limits"].max_context_tokens,
-                         sampling=sampling)
+                         sampling=sampling, mesh=args.mesh)
     registry = build_registry(s["tools"], corpus=corpus)
     summary = run_eval(engine, tokenizer, registry, questions, s["out"], k=s["k"], config=s["limits"],
                        judge=_judge(args), progress=not args.no_progress)
     print(summary_table(summary))
     print(f"{s['model']} on {len(questions)} questions of {s['questions']}, k={s['k']}, temperature "
-          f"{s['temperature']:g}: results and plots in {s['out']}")
+          f"{s['temperature']:g}, on {mesh_text(args.mesh)}: results and plots in {s['out']}")
     if args.baseline:
         change = compare_results(Path(args.baseline) / "results.jsonl", s["out"] / "results.jsonl", s["k"],
                                  question_ids=[q["id"] for q in questions])
@@ -173,6 +175,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--top-p", type=float)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--slots", type=int, help="episodes decoded at once")
+    p.add_argument("--mesh", type=mesh_argument, help=MESH_HELP)
     p.add_argument("--max-context", type=int)
     p.add_argument("--max-turn-tokens", type=int)
     p.add_argument("--max-tool-calls", type=int)

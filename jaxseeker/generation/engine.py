@@ -14,6 +14,7 @@ recompile per value). `peek` shows a turn in progress, for streaming.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 
 import jax
@@ -80,12 +81,23 @@ def _cache_sharding(cache: KVCache, mesh, rules) -> KVCache:
     )
 
 
+def _place_params(params, *, cfg: ModelConfig, mesh, rules):
+    """`params` on `mesh` by their logical axes (already placed ones stay where they are)."""
+    from jaxseeker.parallel import DEFAULT_RULES, tree_shardings
+
+    rules = DEFAULT_RULES if rules is None else rules
+    return jax.device_put(params, tree_shardings(model.param_axes(cfg), params, mesh, rules))
+
+
 class Engine:
     """Continuous-batching sampler over `slots` rows of `max_len` tokens (see the module docstring).
 
     Compiled shapes: decode once per attention window; prefill once per (rows bucket, window). The window is
     the smallest `min_window · 2^k` (capped at max_len) covering the contexts a call touches, so short
     contexts in a long cache do not pay attention over all of it.
+
+    With a `mesh`, the params and the cache are placed on it by their logical axes (`rules`, default
+    `parallel.DEFAULT_RULES`): slots split over the data axes, heads and MLP over `tensor`.
     """
 
     def __init__(
@@ -121,7 +133,9 @@ class Engine:
         self.stop_strings = tuple(stop_strings)
         self._decode_text = decode
         self._stop_window = max((len(s) for s in self.stop_strings), default=0) + 2  # tokens re-decoded per check
-        self._params = params
+        self._place = (lambda p: p) if mesh is None else functools.partial(_place_params, cfg=cfg, mesh=mesh,
+                                                                           rules=rules)
+        self._params = self._place(params)
         cache = model.init_cache(cfg, slots, max_len)
         self._sharding = None if mesh is None else _cache_sharding(cache, mesh, rules)
         self._cache = cache if mesh is None else jax.device_put(cache, self._sharding)
@@ -198,12 +212,13 @@ class Engine:
         return self.max_len - (slot.end + len(slot.prefill) + 1)
 
     def set_params(self, params) -> None:
-        """Use new weights from the next call on (same tree, shapes and dtypes: no recompile, no copy)."""
+        """Use new weights from the next call on (same tree, shapes and dtypes: no recompile; no copy unless the
+        engine has a mesh they are not on yet)."""
         old = jax.tree.map(lambda x: (x.shape, x.dtype), self._params)
         new = jax.tree.map(lambda x: (x.shape, x.dtype), params)
         if old != new:
             raise ValueError("Engine.set_params: the new params differ in structure, shape or dtype from the old")
-        self._params = params
+        self._params = self._place(params)
 
     def _slot(self, request_id: str, caller: str) -> _Slot:
         if request_id not in self._index:

@@ -14,6 +14,7 @@ from jaxseeker.parallel.mesh import (
     is_main_process,
     make_mesh,
     maybe_initialize_distributed,
+    parse_mesh,
     process_info,
 )
 from jaxseeker.parallel.rules import (
@@ -47,6 +48,7 @@ __all__ = [
     "make_mesh",
     "make_rules",
     "maybe_initialize_distributed",
+    "parse_mesh",
     "process_info",
     "process_share",
     "replicated",

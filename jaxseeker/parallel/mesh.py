@@ -7,6 +7,7 @@ A mesh is a config, not code: the same program runs on 1 CPU, 8 fake CPU devices
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import os
@@ -68,6 +69,46 @@ class MeshConfig:
         if unknown:
             raise ValueError(f"mesh: unknown keys {unknown}; known keys: {list(MESH_AXES)}")
         return cls(**values)
+
+
+def parse_mesh(text: str) -> MeshConfig:
+    """A MeshConfig from `data=1,fsdp=64,tensor=1,expert=1` (axes left out keep MeshConfig's defaults); a
+    ValueError quotes `text` and names the part that is wrong."""
+    values = {}
+    for item in filter(None, text.split(",")):
+        key, sep, raw = item.partition("=")
+        if not sep or key.strip() not in MESH_AXES:
+            raise ValueError(f"{text!r}: expected axis=size with axes {list(MESH_AXES)}, got {item!r}")
+        try:
+            values[key.strip()] = int(raw)
+        except ValueError:
+            raise ValueError(f"{text!r}: size of {key!r} is not an integer: {raw!r}") from None
+    try:
+        return MeshConfig(**values)
+    except ValueError as e:
+        raise ValueError(f"{text!r}: {e}") from None
+
+
+MESH_HELP = ("shard the model and the KV cache over all devices, e.g. tensor=8 (axes data, fsdp, tensor, expert; "
+             "fsdp takes the devices the others leave; default: one device)")
+
+
+def mesh_argument(text: str) -> MeshConfig:
+    """`parse_mesh` as an argparse `type=`: a bad mesh is a usage error that quotes it."""
+    try:
+        return parse_mesh(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def mesh_text(mesh: MeshConfig | None) -> str:
+    """Where an engine runs, for a command's closing line: "one device", or e.g. "a data=1,fsdp=1,tensor=4,expert=1
+    mesh of 4 devices"."""
+    if mesh is None:
+        return "one device"
+    sizes = mesh.resolve(jax.device_count())
+    devices = math.prod(sizes)
+    return f"a {','.join(f'{a}={n}' for a, n in zip(MESH_AXES, sizes))} mesh of {devices} device{'s' * (devices > 1)}"
 
 
 def make_mesh(cfg: MeshConfig, devices: Sequence[jax.Device] | None = None) -> Mesh:

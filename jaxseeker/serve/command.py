@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.parallel.mesh import MESH_HELP, mesh_argument, mesh_text
 from jaxseeker.serve.server import EngineShape
 
 API_KEY_ENV = "JAXSEEKER_API_KEY"
@@ -37,9 +38,10 @@ def _serve(args: argparse.Namespace) -> int:
     api_key = os.environ.get(args.api_key_env) or None
     cfg, params, tokenizer = load_policy(args.model, dtype=args.dtype)
     name = args.served_model_name or Path(args.model).resolve().name
-    served = build_served(cfg, params, tokenizer, model_name=name, shape=_shape(args), api_key=api_key)
-    print(f"serving {name!r} on http://{args.host}:{args.port}/v1 ({args.slots} slots × {args.max_len} tokens; "
-          f"API key {'required' if api_key else 'not required'})", flush=True)
+    served = build_served(cfg, params, tokenizer, model_name=name, shape=_shape(args), api_key=api_key,
+                          mesh=args.mesh)
+    print(f"serving {name!r} on http://{args.host}:{args.port}/v1 ({args.slots} slots × {args.max_len} tokens on "
+          f"{mesh_text(args.mesh)}; API key {'required' if api_key else 'not required'})", flush=True)
     serve_forever(served, args.host, args.port)
     return 0
 
@@ -56,6 +58,7 @@ def add_parser(subparsers: Any) -> None:
                    help="environment variable holding the key clients must send as a Bearer token; unset or empty: "
                    "no key (default: %(default)s)")
     p.add_argument("--dtype", choices=("float32", "bfloat16"), help="parameter dtype (default: the checkpoint's)")
+    p.add_argument("--mesh", type=mesh_argument, help=MESH_HELP)
     _add_shape_args(p, EngineShape())
     p.set_defaults(func=_serve)
 

@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from jaxseeker import parallel
 from jaxseeker.parallel import MESH_AXES, MeshConfig
 from jaxseeker.train.plan import CHIPS, FLASH_IMPLS, USABLE_HBM, GiB, plan_stage, suggest_mesh
 from jaxseeker.train.recipe import RecipeError
@@ -17,20 +18,11 @@ ROWS = ("params", "optimizer", "grads", "compute", "reference", "activations", "
 
 
 def parse_mesh(text: str) -> MeshConfig:
-    """A MeshConfig from `data=1,fsdp=64,tensor=1,expert=1` (axes left out keep MeshConfig's defaults)."""
-    values = {}
-    for item in filter(None, text.split(",")):
-        key, sep, raw = item.partition("=")
-        if not sep or key.strip() not in MESH_AXES:
-            raise RecipeError(f"--mesh {text!r}: expected axis=size with axes {list(MESH_AXES)}, got {item!r}")
-        try:
-            values[key.strip()] = int(raw)
-        except ValueError:
-            raise RecipeError(f"--mesh {text!r}: size of {key!r} is not an integer: {raw!r}") from None
+    """`parallel.parse_mesh` for `--mesh`: a bad mesh is a RecipeError naming the flag."""
     try:
-        return MeshConfig(**values)
+        return parallel.parse_mesh(text)
     except ValueError as e:
-        raise RecipeError(f"--mesh {text!r}: {e}") from None
+        raise RecipeError(f"--mesh {e}") from None
 
 
 def resolve_mesh(mesh: MeshConfig, chips: int | None, notes: list[str]) -> dict[str, int]:

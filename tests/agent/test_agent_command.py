@@ -33,7 +33,8 @@ def test_rollout_command_writes_episodes_and_a_summary(tmp_path, call_model, cap
 
     code = cli(["rollout", "--model", str(model_dir), "--questions", str(questions), "--n", "2", "--out", str(out),
                 "--corpus", str(pages), "--slots", str(SLOTS), "--max-context", str(MAX_LEN), "--max-tool-calls",
-                "1", "--temperature", "1.0", "--top-p", "1.0", "--min-window", str(MAX_LEN), "--no-progress"])
+                "1", "--temperature", "1.0", "--top-p", "1.0", "--min-window", str(MAX_LEN), "--mesh", "tensor=1",
+                "--no-progress"])
 
     assert code == 0
     episodes = read_episodes(out)
@@ -41,6 +42,7 @@ def test_rollout_command_writes_episodes_and_a_summary(tmp_path, call_model, cap
     summary = capsys.readouterr().out
     assert "2 episodes" in summary and "terminations: max_tool_calls 2 (100%)" in summary
     assert "tool calls per episode: mean 1.00" in summary and "exact match: 0/2" in summary and "tokens/s" in summary
+    assert "(generated on a data=1,fsdp=1,tensor=1,expert=1 mesh of 1 device)" in summary
 
 
 def test_bench_rollout_counts_idle_time():

@@ -2,7 +2,10 @@
 
 import argparse
 import json
+import subprocess
+import sys
 
+import jax
 import pytest
 
 from jaxseeker import model
@@ -10,6 +13,7 @@ from jaxseeker.agent import prompts
 from jaxseeker.agent.scripted import bigram_params
 from jaxseeker.data import train_tokenizer
 from jaxseeker.eval.command import add_parser
+from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
 from jaxseeker.train.recipe import RecipeError
 
 QUESTIONS = [{"id": "bridge", "question": "How many arches has the bridge of Velmora?", "answer": "nine", "level": 1},
@@ -140,3 +144,43 @@ def test_compare_names_a_missing_eval_and_other_questions(tmp_path):
         cli(["compare", "--before", str(a), str(other), "--after", str(a)])
     with pytest.raises(SystemExit, match="before and after hold different questions"):
         cli(["compare", "--before", str(a), "--after", str(other)])
+
+
+def test_eval_on_a_data_by_tensor_mesh_writes_what_one_device_writes(tmp_path):
+    """A random policy, greedy: sharded over 4 fake CPU devices (`--mesh`), every rollout is token for token
+    the one-device rollout."""
+    texts = [prompts.SYSTEM_INTRO, prompts.TOOLS_SECTION] + [q["question"] for q in QUESTIONS] * 4
+    tokenizer = train_tokenizer(texts + [p["text"] for p in PAGES] * 4, 500)
+    cfg = model.ModelConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_layers=2,
+                            num_heads=4, num_kv_heads=2, head_dim=16, initializer_range=0.3)
+    policy = tmp_path / "policy"
+    model.save_hf(model.init_params(cfg, jax.random.PRNGKey(0)), cfg, policy)
+    tokenizer.save_pretrained(str(policy))
+    questions, pages = tmp_path / "questions.jsonl", tmp_path / "pages.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    pages.write_text("".join(json.dumps(p) + "\n" for p in PAGES))
+    common = ["eval", "--model", str(policy), "--questions", str(questions), "--corpus", str(pages), "--temperature",
+              "0", "--slots", "2", "--max-context", "512", "--max-turn-tokens", "48", "--max-tool-calls", "2",
+              "--prompt", "compact", "--no-progress"]
+
+    assert cli([*common, "--out", str(tmp_path / "one")]) == 0
+    sharded = subprocess.run([sys.executable, "-m", "jaxseeker.cli", *common, "--out", str(tmp_path / "mesh"),
+                              "--mesh", "data=2,fsdp=1,tensor=2"], env=fake_cpu_devices_env(4), capture_output=True,
+                             text=True, timeout=600, check=False)
+    assert sharded.returncode == 0, sharded.stderr[-3000:]
+    assert "on a data=2,fsdp=1,tensor=2,expert=1 mesh of 4 devices" in sharded.stdout
+
+    def rollouts(name):
+        rows = [json.loads(line) for line in (tmp_path / name / "results.jsonl").read_text().splitlines()]
+        return sorted((r["question_id"], r["termination"], r["tokens"], r["messages"]) for r in rows)
+
+    one = rollouts("one")
+    assert len(one) == 2 and all(tokens > 0 for _, _, tokens, _ in one)
+    assert rollouts("mesh") == one
+
+
+def test_eval_refuses_a_mesh_it_cannot_read(capsys):
+    with pytest.raises(SystemExit):
+        cli(["eval", "--model", "m", "--mesh", "tensor=2,pipeline=4"])
+    assert "argument --mesh: 'tensor=2,pipeline=4': expected axis=size with axes ['data', 'fsdp', 'tensor', " \
+           "'expert'], got 'pipeline=4'" in capsys.readouterr().err

@@ -5,7 +5,15 @@ from __future__ import annotations
 import jax
 import pytest
 
-from jaxseeker.parallel import MESH_AXES, MeshConfig, is_main_process, make_mesh, maybe_initialize_distributed
+from jaxseeker.parallel import (
+    MESH_AXES,
+    MeshConfig,
+    is_main_process,
+    make_mesh,
+    maybe_initialize_distributed,
+    parse_mesh,
+)
+from jaxseeker.parallel.mesh import mesh_text
 
 
 def test_minus_one_takes_the_remaining_devices():
@@ -28,6 +36,20 @@ def test_bad_fields_are_named():
     known = r"known keys: \['data', 'fsdp', 'tensor', 'expert'\]"
     with pytest.raises(ValueError, match=r"unknown keys \['model'\]; " + known):
         MeshConfig.from_dict({"data": 1, "model": 2})
+
+
+def test_a_mesh_flag_is_read_and_bad_ones_are_quoted():
+    assert parse_mesh("tensor=4") == MeshConfig(fsdp=-1, tensor=4)  # axes left out keep the defaults
+    assert parse_mesh("data=2, fsdp=1,tensor=2,") == MeshConfig(data=2, fsdp=1, tensor=2)
+    with pytest.raises(ValueError, match=r"'tensor=2,pipe=2': expected axis=size with axes .*, got 'pipe=2'"):
+        parse_mesh("tensor=2,pipe=2")
+    with pytest.raises(ValueError, match="'tensor=two': size of 'tensor' is not an integer: 'two'"):
+        parse_mesh("tensor=two")
+    with pytest.raises(ValueError, match="'data=-1': MeshConfig: only one axis may be -1"):
+        parse_mesh("data=-1")
+    assert mesh_text(None) == "one device"
+    assert mesh_text(parse_mesh("tensor=1")) == f"a data=1,fsdp={jax.device_count()},tensor=1,expert=1 mesh of " \
+        f"{jax.device_count()} device{'s' * (jax.device_count() > 1)}"
 
 
 def test_default_mesh_is_fsdp_over_all_devices():

@@ -1,7 +1,6 @@
 """`jaxseeker serve` and `jaxseeker bench serve`: the CLI wiring, a real server process, and a short bench."""
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -11,11 +10,12 @@ import httpx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from serve_support import SHAPE, sentences
+from serve_support import MODEL_NAME, SHAPE, sentences
 
 from jaxseeker import model
 from jaxseeker.cli import build_parser
 from jaxseeker.data import train_tokenizer
+from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
 from jaxseeker.serve import load_policy
 from jaxseeker.serve.bench import ServeBenchShape, format_table, run_serve_bench
 from jaxseeker.train.checkpoint import Checkpointer
@@ -30,13 +30,16 @@ def test_the_cli_has_serve_and_bench_serve():
     assert (bench.concurrency, bench.max_tokens) == ("2,4", 8)
 
 
-def test_jaxseeker_serve_answers_on_loopback_with_the_key_from_the_environment(policy_dir):
+def test_jaxseeker_serve_on_a_tensor_mesh_answers_on_loopback_with_the_key_from_the_environment(policy_dir, client):
+    """The server process shards the policy over 2 fake CPU devices (`--mesh tensor=2`) and answers greedy as the
+    one-device server does."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = {**os.environ, "MY_SERVE_KEY": "k-123", "JAX_PLATFORMS": "cpu"}
+    env = {**fake_cpu_devices_env(2), "MY_SERVE_KEY": "k-123"}
     cmd = [sys.executable, "-m", "jaxseeker.cli", "serve", "--model", str(policy_dir), "--port", str(port),
-           "--api-key-env", "MY_SERVE_KEY", "--slots", "1", "--max-len", "64", "--served-model-name", "p"]
+           "--api-key-env", "MY_SERVE_KEY", "--slots", "1", "--max-len", "64", "--served-model-name", "p",
+           "--mesh", "tensor=2"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline, health = time.monotonic() + 120, None
@@ -50,10 +53,16 @@ def test_jaxseeker_serve_answers_on_loopback_with_the_key_from_the_environment(p
         assert httpx.get(f"http://127.0.0.1:{port}/v1/models").status_code == 401
         models = httpx.get(f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": "Bearer k-123"}).json()
         assert [m["id"] for m in models["data"]] == ["p"]
+        request = {"prompt": "The river town", "max_tokens": 12, "temperature": 0}
+        sharded = httpx.post(f"http://127.0.0.1:{port}/v1/completions", json={**request, "model": "p"},
+                             headers={"Authorization": "Bearer k-123"}, timeout=120).json()
+        one_device = client.completions.create(model=MODEL_NAME, **request)
+        assert sharded["choices"][0]["text"] == one_device.choices[0].text != ""
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
     assert "k-123" not in out and "API key required" in out
+    assert "on a data=1,fsdp=1,tensor=2,expert=1 mesh of 2 devices" in out
 
 
 def test_bench_serve_counts_every_request_and_token(policy_dir):
