@@ -8,6 +8,8 @@ import statistics
 import time
 from typing import Any
 
+from jax.sharding import Mesh
+
 from jaxseeker import model
 from jaxseeker.agent.episode import read_questions, write_episodes
 from jaxseeker.agent.loop import RolloutConfig, RolloutResult, RolloutStats, rollout
@@ -15,7 +17,7 @@ from jaxseeker.agent.prompts import Renderer, engine_stops
 from jaxseeker.agent.scripted import tool_calling_model
 from jaxseeker.data.tokenizer import load_tokenizer
 from jaxseeker.generation import Engine, SamplingConfig
-from jaxseeker.parallel import MeshConfig, make_mesh
+from jaxseeker.parallel import Rules, make_mesh
 from jaxseeker.parallel.mesh import MESH_HELP, mesh_argument, mesh_text
 from jaxseeker.rewards import exact_match
 from jaxseeker.tools import Tool, ToolRegistry, ToolsConfig, build_registry
@@ -23,15 +25,15 @@ from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
 
 def make_engine(params: Any, cfg: model.ModelConfig, tokenizer: Any, *, slots: int, max_len: int,
-                sampling: SamplingConfig, steps_per_call: int = 8, min_window: int = 256,
-                mesh: MeshConfig | None = None) -> Engine:
+                sampling: SamplingConfig, steps_per_call: int = 8, min_window: int = 256, mesh: Mesh | None = None,
+                rules: Rules | None = None) -> Engine:
     """A generation Engine that stops turns the way the rollout loop expects (`engine_stops`); with `mesh`, the
-    params and the cache are sharded over a mesh of that shape on all devices."""
+    params and the cache are sharded over it by their logical axes (`rules`, default `parallel.DEFAULT_RULES`)."""
     eos_ids, stop_strings = engine_stops(tokenizer)
     renderer = Renderer(tokenizer)
     return Engine(params, cfg, slots=slots, max_len=max_len, sampling=sampling, eos_ids=eos_ids,
                   stop_strings=stop_strings, decode=renderer.decode, steps_per_call=steps_per_call,
-                  min_window=min(min_window, max_len), mesh=None if mesh is None else make_mesh(mesh))
+                  min_window=min(min_window, max_len), mesh=mesh, rules=rules)
 
 
 def summarize(result: RolloutResult) -> str:
@@ -78,7 +80,8 @@ def _rollout(args: argparse.Namespace) -> int:
                            answer_reserve_tokens=min(512, args.max_context // 8))
     sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed)
     engine = make_engine(params, cfg, tokenizer, slots=args.slots, max_len=args.max_context, sampling=sampling,
-                         steps_per_call=args.steps_per_call, min_window=args.min_window, mesh=args.mesh)
+                         steps_per_call=args.steps_per_call, min_window=args.min_window,
+                         mesh=None if args.mesh is None else make_mesh(args.mesh))
     result = rollout(engine, tokenizer, registry, questions, config, n_per_question=args.n,
                      progress=not args.no_progress)
     write_episodes(args.out, result.episodes)

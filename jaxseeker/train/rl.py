@@ -192,8 +192,10 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     if engine is None:
         max_len = engine_cfg.max_len or max(s.max_context for s in stages)
         slots = engine_cfg.slots or -(-rl.batch_questions // jax.process_count()) * rl.group_size
+        engine_mesh = local_mesh(mesh) if jax.process_count() > 1 else mesh  # each process rolls out on its own
         run.engine = make_engine(params, cfg, tokenizer, slots=slots, max_len=max_len, sampling=sampling,
-                                 steps_per_call=engine_cfg.steps_per_call, min_window=engine_cfg.min_window)
+                                 steps_per_call=engine_cfg.steps_per_call, min_window=engine_cfg.min_window,
+                                 mesh=engine_mesh, rules=rules)
     run.engine.set_params(params)
     if is_main_process():
         out_dir.mkdir(parents=True, exist_ok=True)

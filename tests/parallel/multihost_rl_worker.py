@@ -5,7 +5,8 @@ JAX_NUM_PROCESSES / JAX_PROCESS_ID set as a launcher sets them on each host, so 
 `maybe_initialize_distributed()` starts the distributed runtime), and as a lone process. Arguments: recipe,
 out_dir, first_steps, total_steps. It trains `first_steps` RL steps, then (if `total_steps` is more)
 resumes from the checkpoint up to `total_steps` in the same interpreter, as a restarted job would (the
-state and the question sampler come back from disk).
+state and the question sampler come back from disk). Its report also gives how the rollout engine's KV cache
+is laid out over the process's devices.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 
 from jaxseeker.parallel import is_main_process, process_info
 from jaxseeker.train.recipe import read_recipe
-from jaxseeker.train.rl import run_rl
+from jaxseeker.train.rl import prepare, run_rl
 
 
 def main(recipe_path: str, out_dir: str, first_steps: str, total_steps: str) -> None:
@@ -25,7 +26,9 @@ def main(recipe_path: str, out_dir: str, first_steps: str, total_steps: str) -> 
     if int(total_steps) > int(first_steps):
         recipe = read_recipe(recipe_path, [f"rl.out_dir={out_dir}", f"rl.steps={total_steps}"])
         resumed_from.append(run_rl(recipe, resume=True, progress=False)["resumed_from"])
-    print(json.dumps({"info": process_info(), "main": is_main_process(), "resumed_from": resumed_from}))
+    engine = prepare(read_recipe(recipe_path, [f"rl.out_dir={out_dir}"]), resume=True).engine
+    print(json.dumps({"info": process_info(), "main": is_main_process(), "resumed_from": resumed_from,
+                      "engine_k_spec": str(engine._cache.k[0].sharding.spec)}))  # layers, slots, seq, kv_heads
 
 
 if __name__ == "__main__":

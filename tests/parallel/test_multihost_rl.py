@@ -3,7 +3,8 @@
 The toy colour task (`train.rl_bench.write_toy`): B=4 questions × G=4 rollouts per step, 2 mini-batches,
 default mesh. The two processes (one CPU device each: fsdp=2 across them) train 1 step, then resume from
 its checkpoint for a second (`multihost_rl_worker.py`); the lone process (one device) trains both steps at
-once. All three run side by side, each a fresh interpreter.
+once; a lone process with four devices (fsdp=4, the rollout engine's KV cache split over them too) trains and
+resumes as the two do. All four run side by side, each a fresh interpreter.
 
 What must match: the questions of each step and every sampled token (the engine keys its randomness by
 request id, which names the group's place in the step, not the process that rolls it out); hence the
@@ -78,14 +79,16 @@ def runs(tmp_path_factory) -> dict:
     procs = {"one": launch(path, root / "one", STEPS, STEPS, 1, None, root / "one.log")}
     for p in range(2):
         procs[p] = launch(path, root / "two", 1, STEPS, 1, (address, 2, p), root / f"two_{p}.log")
+    procs["four"] = launch(path, root / "four", 1, STEPS, 4, None, root / "four.log")
     try:
-        reports = {k: report(proc, root / ("one.log" if k == "one" else f"two_{k}.log")) for k, proc in procs.items()}
+        reports = {k: report(proc, root / (f"{k}.log" if k in ("one", "four") else f"two_{k}.log"))
+                   for k, proc in procs.items()}
     finally:  # a failed process leaves its peer waiting in a collective
         for proc in procs.values():
             if proc.poll() is None:
                 proc.kill()
     out = {"reports": reports, "root": root}
-    for name in ("one", "two"):
+    for name in ("one", "two", "four"):
         out[name] = {
             "rows": read_metrics(root / name / "metrics.jsonl"),
             "episodes": {step: {(e.group, e.sample): e for e in
@@ -158,3 +161,16 @@ def test_process_shares_are_contiguous_disjoint_and_cover_the_groups(n, count):
     assert max(map(len, shares)) - min(map(len, shares)) <= 1
     with pytest.raises(ValueError, match=r"index=2 must lie in \[0, count=2\)"):
         process_share(n, 2, 2)
+
+
+def test_a_lone_process_on_four_devices_splits_the_rollout_cache_and_matches_one_device(runs):
+    assert runs["reports"]["four"]["info"] == {"process_index": 0, "process_count": 1, "local_devices": 4,
+                                               "global_devices": 4}
+    assert runs["reports"]["four"]["engine_k_spec"] == "P(None, 'fsdp', None, None, None)"  # slots over fsdp=4
+    assert runs["reports"]["four"]["resumed_from"] == [0, 1]
+    for step in range(1, STEPS + 1):
+        four, one = runs["four"]["episodes"][step], runs["one"]["episodes"][step]
+        assert {key: e.token_ids for key, e in four.items()} == {key: e.token_ids for key, e in one.items()}, step
+    for four, one in zip(runs["four"]["rows"], runs["one"]["rows"], strict=True):
+        for key in DETERMINISTIC:
+            assert four[key] == pytest.approx(one[key], rel=1e-5, abs=1e-6), (one["step"], key)
