@@ -94,11 +94,14 @@ MESH_HELP = ("shard the model and the KV cache over all devices, e.g. tensor=8 (
 
 
 def mesh_argument(text: str) -> MeshConfig:
-    """`parse_mesh` as an argparse `type=`: a bad mesh is a usage error that quotes it."""
+    """`parse_mesh` as an argparse `type=`, checked against this process's devices: a bad mesh, or one the devices
+    do not fill, is a usage error that quotes it."""
     try:
-        return parse_mesh(text)
+        mesh = parse_mesh(text)
+        mesh.resolve(jax.device_count())
     except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+        raise argparse.ArgumentTypeError(str(e) if str(e).startswith(repr(text)) else f"{text!r}: {e}") from None
+    return mesh
 
 
 def mesh_text(mesh: MeshConfig | None) -> str:

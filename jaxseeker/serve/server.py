@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jax.sharding import Mesh
+
 from jaxseeker.generation import Engine
-from jaxseeker.parallel import MeshConfig, make_mesh
 from jaxseeker.serve.app import Served, create_app
 from jaxseeker.serve.scheduler import Scheduler
 
@@ -58,15 +59,15 @@ def eos_ids(tokenizer: Any, model_eos: int | tuple[int, ...] | None = None) -> l
 
 
 def build_served(cfg: Any, params: dict, tokenizer: Any, *, model_name: str, shape: EngineShape = EngineShape(),
-                 eos: list[int] | None = None, api_key: str | None = None, mesh: MeshConfig | None = None) -> Served:
-    """An engine of `shape` over `params` (sharded over a mesh of shape `mesh` on all devices, when given), its
-    scheduler thread started, bundled for `create_app`."""
+                 eos: list[int] | None = None, api_key: str | None = None, mesh: Mesh | None = None) -> Served:
+    """An engine of `shape` over `params` (sharded over `mesh` by their logical axes, when given), its scheduler
+    thread started, bundled for `create_app`."""
     if shape.max_len > cfg.max_position_embeddings:
         raise ValueError(f"max_len={shape.max_len} exceeds the model's max_position_embeddings="
                          f"{cfg.max_position_embeddings}")
     engine = Engine(params, cfg, slots=shape.slots, max_len=shape.max_len, steps_per_call=shape.steps_per_call,
                     prefill_chunk=shape.prefill_chunk, min_window=min(shape.min_window, shape.max_len),
-                    mesh=None if mesh is None else make_mesh(mesh))
+                    mesh=mesh)
     eos = eos_ids(tokenizer, cfg.eos_token_id) if eos is None else eos
     scheduler = Scheduler(engine, eos_ids=eos, max_queue=shape.max_queue)
     return Served(scheduler.start(), tokenizer, model_name, shape.max_len, api_key)
