@@ -28,7 +28,7 @@ def main(recipe_path: str, out_dir: str, first_steps: str, total_steps: str) -> 
         resumed_from.append(run_rl(recipe, resume=True, progress=False)["resumed_from"])
     engine = prepare(read_recipe(recipe_path, [f"rl.out_dir={out_dir}"]), resume=True).engine
     print(json.dumps({"info": process_info(), "main": is_main_process(), "resumed_from": resumed_from,
-                      "engine_k_spec": str(engine._cache.k[0].sharding.spec)}))  # layers, slots, seq, kv_heads
+                      "engine_k_spec": str(engine._cache.k[0].sharding.spec)}))  # layers, slots, seq, kv_heads, head_dim
 
 
 if __name__ == "__main__":
