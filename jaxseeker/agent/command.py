@@ -17,7 +17,7 @@ from jaxseeker.agent.prompts import Renderer, engine_stops
 from jaxseeker.agent.scripted import tool_calling_model
 from jaxseeker.data.tokenizer import load_tokenizer
 from jaxseeker.generation import Engine, SamplingConfig
-from jaxseeker.parallel import Rules, make_mesh
+from jaxseeker.parallel import Rules
 from jaxseeker.parallel.mesh import MESH_HELP, mesh_argument, mesh_text
 from jaxseeker.rewards import exact_match
 from jaxseeker.tools import Tool, ToolRegistry, ToolsConfig, build_registry
@@ -81,7 +81,7 @@ def _rollout(args: argparse.Namespace) -> int:
     sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed)
     engine = make_engine(params, cfg, tokenizer, slots=args.slots, max_len=args.max_context, sampling=sampling,
                          steps_per_call=args.steps_per_call, min_window=args.min_window,
-                         mesh=None if args.mesh is None else make_mesh(args.mesh))
+                         mesh=args.mesh)
     result = rollout(engine, tokenizer, registry, questions, config, n_per_question=args.n,
                      progress=not args.no_progress)
     write_episodes(args.out, result.episodes)

@@ -96,7 +96,6 @@ def _eval(args: argparse.Namespace) -> int:
     from jaxseeker.eval.report import change_line, compare_results, summary_table
     from jaxseeker.eval.runner import run_eval
     from jaxseeker.generation import SamplingConfig
-    from jaxseeker.parallel import make_mesh
     from jaxseeker.tools import build_registry
     from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
@@ -111,7 +110,7 @@ def _eval(args: argparse.Namespace) -> int:
     cfg, params = model.load_hf(s["model"])
     sampling = SamplingConfig(temperature=s["temperature"], top_p=s["top_p"], seed=args.seed)
     engine = make_engine(params, cfg, tokenizer, slots=s["slots"], max_len=s["limits"].max_context_tokens,
-                         sampling=sampling, mesh=None if args.mesh is None else make_mesh(args.mesh))
+                         sampling=sampling, mesh=args.mesh)
     registry = build_registry(s["tools"], corpus=corpus)
     summary = run_eval(engine, tokenizer, registry, questions, s["out"], k=s["k"], config=s["limits"],
                        judge=_judge(args), progress=not args.no_progress)

@@ -93,25 +93,22 @@ MESH_HELP = ("shard the model and the KV cache over all devices, e.g. tensor=8 (
              "fsdp takes the devices the others leave; default: one device)")
 
 
-def mesh_argument(text: str) -> MeshConfig:
-    """`parse_mesh` as an argparse `type=`, checked against this process's devices: a bad mesh, or one the devices
-    do not fill, is a usage error that quotes it."""
+def mesh_argument(text: str) -> Mesh:
+    """`parse_mesh` as an argparse `type=`, laid over this process's devices (`make_mesh`): a bad mesh, or one the
+    devices do not fill, is a usage error that quotes it."""
     try:
-        mesh = parse_mesh(text)
-        mesh.resolve(jax.device_count())
+        return make_mesh(parse_mesh(text))
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e) if str(e).startswith(repr(text)) else f"{text!r}: {e}") from None
-    return mesh
 
 
-def mesh_text(mesh: MeshConfig | None) -> str:
+def mesh_text(mesh: Mesh | None) -> str:
     """Where an engine runs, for a command's closing line: "one device", or e.g. "a data=1,fsdp=1,tensor=4,expert=1
     mesh of 4 devices"."""
     if mesh is None:
         return "one device"
-    sizes = mesh.resolve(jax.device_count())
-    devices = math.prod(sizes)
-    return f"a {','.join(f'{a}={n}' for a, n in zip(MESH_AXES, sizes))} mesh of {devices} device{'s' * (devices > 1)}"
+    sizes = ",".join(f"{axis}={n}" for axis, n in mesh.shape.items())
+    return f"a {sizes} mesh of {mesh.size} device{'s' * (mesh.size > 1)}"
 
 
 def make_mesh(cfg: MeshConfig, devices: Sequence[jax.Device] | None = None) -> Mesh:

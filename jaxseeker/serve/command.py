@@ -33,14 +33,13 @@ def _shape(args: argparse.Namespace) -> EngineShape:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from jaxseeker.parallel import make_mesh
     from jaxseeker.serve.server import build_served, load_policy, serve_forever
 
     api_key = os.environ.get(args.api_key_env) or None
     cfg, params, tokenizer = load_policy(args.model, dtype=args.dtype)
     name = args.served_model_name or Path(args.model).resolve().name
     served = build_served(cfg, params, tokenizer, model_name=name, shape=_shape(args), api_key=api_key,
-                          mesh=None if args.mesh is None else make_mesh(args.mesh))
+                          mesh=args.mesh)
     print(f"serving {name!r} on http://{args.host}:{args.port}/v1 ({args.slots} slots × {args.max_len} tokens on "
           f"{mesh_text(args.mesh)}; API key {'required' if api_key else 'not required'})", flush=True)
     serve_forever(served, args.host, args.port)
