@@ -20,6 +20,7 @@ from jaxseeker.eval.metrics import (
     tool_calls_per_rollout,
 )
 from jaxseeker.eval.report import (
+    compare_question_sets,
     compare_results,
     plot_pass_at_1_by_level,
     plot_termination_mix,
@@ -34,6 +35,7 @@ __all__ = [
     "LoadError",
     "avg_at_k",
     "best_pass_at_1",
+    "compare_question_sets",
     "compare_results",
     "cons_at_k",
     "decrypt_browsecomp",

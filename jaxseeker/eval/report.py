@@ -67,10 +67,41 @@ def compare_results(before: str | Path | Sequence[str | Path], after: str | Path
     was, now = (_pooled_table(rs, paths, k) for rs, paths in zip(records, sides, strict=True))
     if set(was) != set(now):
         raise ValueError(f"before and after hold different questions: {len(set(was) ^ set(now))} in one only")
-    levels = _split(group_rollouts(records[0][0], k), "level")  # the levels `summarize` reports, in its order
+    return _change(was, now, records[0][0], k) | {"rollouts": [k * len(paths) for paths in sides]}
+
+
+def compare_question_sets(pairs: Sequence[tuple[str | Path, str | Path]], k: int) -> dict[str, Any]:
+    """`paired_change` over the questions of several question sets taken together, overall and `by_level`.
+
+    Each pair is the (before, after) results files of one set (e.g. a test split and fresh held-out questions);
+    a question id may belong to one set only. The first k rounds of each question count.
+    """
+    was: dict[str, list[bool]] = {}
+    now: dict[str, list[bool]] = {}
+    firsts: list[dict[str, Any]] = []
+    for before, after in pairs:
+        records = [read_results(path) for path in (before, after)]
+        tables = [judgement_table(rs, k) for rs in records]
+        if set(tables[0]) != set(tables[1]):
+            raise ValueError(f"{before} and {after} hold different questions: {len(set(tables[0]) ^ set(tables[1]))} "
+                             "in one only")
+        shared = set(tables[0]) & set(was)
+        if shared:
+            raise ValueError(f"{before} holds {len(shared)} questions of an earlier set, e.g. {sorted(shared)[0]!r}: "
+                             "pooled sets must hold distinct questions")
+        was |= tables[0]
+        now |= tables[1]
+        firsts += records[0]
+    return _change(was, now, firsts, k)
+
+
+def _change(was: dict[str, list[bool]], now: dict[str, list[bool]], first: Sequence[Mapping[str, Any]], k: int,
+            ) -> dict[str, Any]:
+    """`paired_change` of two judgement tables, overall and by the levels of the rollout records `first`."""
+    levels = _split(group_rollouts(first, k), "level")  # the levels `summarize` reports, in its order
     by_level = {level: paired_change({q: was[q] for q in ids}, {q: now[q] for q in ids})
                 for level, ids in levels.items()}
-    return paired_change(was, now) | {"by_level": by_level, "rollouts": [k * len(paths) for paths in sides]}
+    return paired_change(was, now) | {"by_level": by_level}
 
 
 def change_line(change: Mapping[str, Any]) -> str:

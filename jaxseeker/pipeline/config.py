@@ -149,6 +149,9 @@ class EvalStage:
     prompt: str = "full"  # the agent's system prompt: "full" (tool schemas) or "compact" (one line)
     temperature: float = 0.0  # sampling of the evaluated policy: 0 is greedy
     top_p: float = 1.0
+    # also evaluate both policies on this many questions (the QA recipes, other seeds) drawn apart from every split
+    # and from the RL pool (`qa_fresh`, `eval_sft_fresh`, `eval_rl_fresh`); the report pools them with the test
+    fresh_questions: int = 0
 
     def __post_init__(self):
         if self.prompt not in PROMPT_STYLES:
@@ -158,13 +161,20 @@ class EvalStage:
                              f"{self.top_p}")
         if self.k < 1:
             raise ValueError(f"eval.k must be >= 1, got {self.k}")
+        if self.fresh_questions < 0:
+            raise ValueError(f"eval.fresh_questions must be >= 0, got {self.fresh_questions}")
         if self.k > 1 and self.temperature == 0:
             raise ValueError(f"eval.k is {self.k} with eval.temperature 0: greedy decoding over the offline tools "
                              f"repeats one rollout {self.k} times; set eval.k: 1 or eval.temperature > 0")
 
     def limits(self) -> dict[str, Any]:
-        """What the expert's and RL's rollouts share with the eval: the section less its sampling, k and slots."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("k", "slots", "temperature", "top_p")}
+        """What the expert's and RL's rollouts share with the eval: the section less its sampling, k, slots and
+        fresh questions."""
+        return {k: v for k, v in self.rollouts().items() if k not in ("k", "slots", "temperature", "top_p")}
+
+    def rollouts(self) -> dict[str, Any]:
+        """What an eval's rollouts depend on: the section less `fresh_questions` (which questions are asked)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "fresh_questions"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,8 +259,11 @@ class PipelineConfig:
 
     def stages(self) -> tuple[str, ...]:
         """The stages this config runs, in order (each one's directory under the run)."""
-        return (("qa", "expert", "tokenizer") + ("warmup",) * bool(self.policy.copy_warmup_steps) + ("sft",)
-                + ("extend",) * bool(self.policy.extend_steps) + ("eval_sft",) + self.rl.stages() + ("eval_rl",))
+        fresh = bool(self.eval.fresh_questions)
+        return (("qa",) + ("qa_fresh",) * fresh + ("expert", "tokenizer")
+                + ("warmup",) * bool(self.policy.copy_warmup_steps) + ("sft",)
+                + ("extend",) * bool(self.policy.extend_steps) + ("eval_sft",) + ("eval_sft_fresh",) * fresh
+                + self.rl.stages() + ("eval_rl",) + ("eval_rl_fresh",) * fresh)
 
 
 STAGES = {"world": WorldStage, "qa": QAStage, "expert": ExpertStage, "tools": ToolsStage, "policy": PolicyStage,
@@ -268,7 +281,8 @@ QUICK = {
                "copy_warmup_layers": 1, "copy_warmup_digit_rate": 0.5,
                "copy_warmup_gap": 16, "permute_digits": True, "permute_names": True,
                "drop_thousands_separators": True, "copy_replay": 0.5, "extend_steps": 2, "extend_seq_len": 4096},
-    "eval": {"k": 1, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192},
+    "eval": {"k": 1, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192,
+             "fresh_questions": 4},
     "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4, "train_questions": 4, "fresh_questions": 4,
            "adam_eps": 1e-4, "epochs": 2, "kl_coef": 0.01},
 }

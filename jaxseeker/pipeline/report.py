@@ -30,9 +30,12 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
     """A short markdown summary of a pipeline report, with the plots (file under `plots/`, caption) it shows."""
     lines = [f"# jaxseeker pipeline: {report['name']}", ""]
     w, qa = report.get("world", {}), report.get("qa", {})
+    fresh = report.get("qa_fresh")
     lines += [f"World: {w.get('entities')} entities, {w.get('pages')} pages, {w.get('relation_types')} relation types.",
               f"Questions: train {qa.get('train')}, RL {qa.get('rl')}, test {qa.get('test')} "
-              f"(dropped for entity leakage: {qa.get('dropped_for_leakage')}).",
+              f"(dropped for entity leakage: {qa.get('dropped_for_leakage')})"
+              + (f"; fresh held-out {fresh['test']}, on entities no split and no RL question holds" if fresh else "")
+              + ".",
               f"Expert trajectories kept: {report.get('expert', {}).get('trajectories')}.",
               f"SFT: final loss {report.get('sft', {}).get('final_loss')}, eval loss {report.get('sft', {}).get('eval_loss')}"
               + _truncated(report.get("sft", {})) + "."]
@@ -52,7 +55,9 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
                             "orders" if report[stage].get("seeds", 1) > 1 else "")
                          + f"; final loss {report[stage].get('final_loss')}, eval loss {report[stage].get('eval_loss')}.")
     lines.append("")
-    rows = [(name, report[key]) for name, key in (("after SFT", "eval_sft"), ("after RL", "eval_rl")) if key in report]
+    rows = [(name, report[key]) for name, key in (("after SFT", "eval_sft"), ("after RL", "eval_rl"),
+                                                  ("after SFT, fresh", "eval_sft_fresh"),
+                                                  ("after RL, fresh", "eval_rl_fresh")) if key in report]
     if rows:
         levels = sorted({lvl for _, r in rows for lvl in r.get("by_level", {})})
         lines.append("| policy | pass@1 | pass@k | invalid | " + " | ".join(f"L{lvl} pass@1" for lvl in levels) + " |")
@@ -62,9 +67,12 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
             lines.append(f"| {name} | {_pct(r.get('pass_at_1'))} | {_pct(r.get('pass_at_k'))} | {_pct(r.get('invalid_rate'))} | "
                          + " | ".join(per) + " |")
         lines.append("")
-    change = report.get("rl_change")
-    if change:
-        lines += [f"RL changed {change['gained'] + change['lost']} of {change['questions']} test questions: "
+    changes = [(report[key], what) for key, what in (("rl_change", "test questions"),
+                                                      ("rl_change_fresh", "fresh held-out questions"),
+                                                      ("rl_change_held_out", "held-out questions, both sets"))
+               if report.get(key)]
+    for change, what in changes:
+        lines += [f"RL changed {change['gained'] + change['lost']} of {change['questions']} {what}: "
                   f"{change['gained']} gained, {change['lost']} lost (pass@1 {100 * change['delta_pass_at_1']:+.1f} "
                   f"points, 95% CI {100 * change['ci95'][0]:+.1f} to {100 * change['ci95'][1]:+.1f}; sign test "
                   f"p = {change['p_value']:.2f}, permutation p = {change['p_permutation']:.2f}).", ""]

@@ -20,7 +20,7 @@ from jaxseeker.agent.command import make_engine
 from jaxseeker.data import load_tokenizer, train_tokenizer
 from jaxseeker.data.copies import digit_ids, ordinary_ids
 from jaxseeker.eval import load_questions
-from jaxseeker.eval.report import compare_results
+from jaxseeker.eval.report import compare_question_sets, compare_results
 from jaxseeker.eval.runner import run_eval
 from jaxseeker.generation import SamplingConfig
 from jaxseeker.pipeline.config import PipelineConfig, QAStage
@@ -72,18 +72,20 @@ def _draft(world: World, qa: QAStage, recipe: str, n: int, seed: int, progress: 
     return get_recipe(recipe)(world, n, seed=seed, progress=progress, **options)
 
 
-def _fresh_questions(world: World, qa: QAStage, n: int, others: list[dict], progress: bool) -> list[dict]:
-    """`n` new questions of the QA stage's recipes, in its proportions and at seeds it did not use, that share no
-    evidence entity but countries with `others`: entities a policy trained on those never saw."""
+def _fresh_questions(world: World, qa: QAStage, n: int, others: list[dict], progress: bool, *, draw: int = 1,
+                     prefix: str = "fresh") -> list[dict]:
+    """`n` new questions of the QA stage's recipes, in its proportions and at seeds it did not use (`draw` 1: the RL
+    pool's, 2: the fresh held-out set's), that share no evidence entity but countries with `others`: entities a
+    policy trained on those never saw. Their ids are `{prefix}-{tag}-{i}`."""
     total = sum(count for _, count in qa.recipes)
     shares = [n * count // total for _, count in qa.recipes]
     shares[-1] += n - sum(shares)
     hubs, records = set(world.ids_of_type("country")), []
     for i, ((recipe, _), share) in enumerate(zip(qa.recipes, shares)):
-        seed = qa.seed + len(qa.recipes) + i
+        seed = qa.seed + draw * len(qa.recipes) + i
         result = synthesize_apart(lambda count: _draft(world, qa, recipe, count, seed, progress), share, others, hubs)
         records += [r.to_json() for r in result.records]
-    return [r | {"id": f"fresh-{r['tag']}-{i}"} for i, r in enumerate(records)]
+    return [r | {"id": f"{prefix}-{r['tag']}-{i}"} for i, r in enumerate(records)]
 
 
 def rollout_config(cfg: PipelineConfig) -> RolloutConfig:
@@ -134,6 +136,20 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
 
     report["qa"] = runner.run("qa", qa_key, qa_stage)
     qa_dir = root / "qa"
+    fresh_key = fingerprint(qa_key, cfg.eval.fresh_questions, cfg.rl.fresh_questions)
+
+    def qa_fresh_stage(out: Path) -> dict:
+        # A second held-out set, apart from every split and from the RL stage's fresh pool: that pool is drawn
+        # again here from the same seeds (the RL stage draws it only later), so the RL never meets these entities.
+        splits = [q for split in ("train", "rl", "test") for q in _jsonl(qa_dir / f"{split}.jsonl")]
+        pool = _fresh_questions(world, cfg.qa, cfg.rl.fresh_questions, splits, progress) if cfg.rl.fresh_questions else []
+        held_out = _fresh_questions(world, cfg.qa, cfg.eval.fresh_questions, splits + pool, progress, draw=2,
+                                    prefix="heldout")
+        _write_jsonl(out / "test.jsonl", held_out)
+        return {"test": len(held_out), "kept_apart_from": {"splits": len(splits), "rl_fresh_pool": len(pool)}}
+
+    if cfg.eval.fresh_questions:
+        report["qa_fresh"] = runner.run("qa_fresh", fresh_key, qa_fresh_stage)
 
     tools = cfg.tools.config()
     registry = build_registry(tools, corpus=world.corpus)
@@ -264,21 +280,26 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
         report["extend"] = runner.run("extend", extend_key, extend_stage, resumable=True)
         policy_dir, policy_key = root / "extend", extend_key
     test = _jsonl(qa_dir / "test.jsonl")
+    fresh_test = _jsonl(root / "qa_fresh" / "test.jsonl") if cfg.eval.fresh_questions else []
 
-    def eval_stage(model_dir: Path):
+    def eval_stage(model_dir: Path, questions: list[dict]):
+        """The stage that evaluates the policy under `model_dir` on `questions` (k rollouts each, judged)."""
         def fn(out: Path) -> dict:
             cfg_m, params = model.load_hf(model_dir)
             engine = make_engine(params, cfg_m, tokenizer, slots=cfg.eval.slots, max_len=cfg.eval.max_context,
                                  sampling=SamplingConfig(temperature=cfg.eval.temperature, top_p=cfg.eval.top_p))
-            summary = run_eval(engine, tokenizer, registry, test, out, k=cfg.eval.k, config=rollout_config(cfg),
+            summary = run_eval(engine, tokenizer, registry, questions, out, k=cfg.eval.k, config=rollout_config(cfg),
                                progress=progress)
             return {key: summary[key] for key in ("pass_at_1", "pass_at_k", "invalid_rate", "termination", "tool_calls")} | {
                 "by_level": {lvl: {"pass_at_1": s["pass_at_1"], "pass_at_k": s["pass_at_k"], "questions": s["questions"]}
                              for lvl, s in summary["by_level"].items()}}
         return fn
 
-    eval_key = fingerprint(policy_key, dataclasses.asdict(cfg.eval))
-    report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(policy_dir / "hf"))
+    eval_key = fingerprint(policy_key, cfg.eval.rollouts())
+    report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(policy_dir / "hf", test))
+    if fresh_test:
+        report["eval_sft_fresh"] = runner.run("eval_sft_fresh", fingerprint(eval_key, fresh_key),
+                                              eval_stage(policy_dir / "hf", fresh_test))
 
     r = cfg.rl
     # the rft keys are left out of a policy-gradient run's key, so runs from before them keep their RL stage,
@@ -394,6 +415,12 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
         rl_key = fingerprint(rl_key, round_)
         report[name] = runner.run(name, rl_key, rft_round(rl_dir, round_), resumable=True)
         rl_dir = root / name
-    report["eval_rl"] = runner.run("eval_rl", fingerprint(rl_key, eval_key), eval_stage(rl_dir / "hf"))
-    report["rl_change"] = compare_results(root / "eval_sft" / "results.jsonl", root / "eval_rl" / "results.jsonl",
-                                          cfg.eval.k)
+    report["eval_rl"] = runner.run("eval_rl", fingerprint(rl_key, eval_key), eval_stage(rl_dir / "hf", test))
+    pairs = [(root / "eval_sft" / "results.jsonl", root / "eval_rl" / "results.jsonl")]
+    report["rl_change"] = compare_results(*pairs[0], cfg.eval.k)
+    if fresh_test:
+        report["eval_rl_fresh"] = runner.run("eval_rl_fresh", fingerprint(rl_key, eval_key, fresh_key),
+                                             eval_stage(rl_dir / "hf", fresh_test))
+        pairs.append((root / "eval_sft_fresh" / "results.jsonl", root / "eval_rl_fresh" / "results.jsonl"))
+        report["rl_change_fresh"] = compare_results(*pairs[1], cfg.eval.k)
+        report["rl_change_held_out"] = compare_question_sets(pairs, cfg.eval.k)

@@ -122,7 +122,9 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
     iterator = batch_iterator(records, tokenizer, data, process_index=info["process_index"], process_count=info["process_count"])
     eval_batches = []
     if len(held_out):
-        eval_cfg = dataclasses.replace(data, shuffle=False, num_epochs=1, copy_rate=0.0)  # trajectories only
+        # the held-out trajectories as they are: no copy examples, names and digits not renamed
+        eval_cfg = dataclasses.replace(data, shuffle=False, num_epochs=1, copy_rate=0.0, permute_digits=False,
+                                       name_pool="")
         eval_iter = batch_iterator(held_out, tokenizer, eval_cfg, process_index=info["process_index"], process_count=info["process_count"])
         eval_batches = [b for _, b in zip(range(train.eval_batches), eval_iter)]
         if info["process_count"] > 1:  # the eval step is collective: every process runs as many as the fewest has

@@ -53,3 +53,27 @@ def test_write_report_writes_every_file(tmp_path, judged_rollouts):
             assert path.read_bytes()[:8] == PNG_MAGIC
             height, width, _ = imread(path).shape
             assert height > 100 and width > 300
+
+
+def test_compare_question_sets_pools_distinct_questions(tmp_path, make_rollout):
+    def results(name, verdicts):
+        rows = [make_rollout(q, r, c, (1, 0, 0), level=level) for q, (level, cs) in verdicts.items()
+                for r, c in enumerate(cs)]
+        return ev.write_results(rows, tmp_path / f"{name}.jsonl")
+
+    test = (results("test_sft", {"t1": (1, [False, False]), "t2": (2, [True, False])}),
+            results("test_rl", {"t1": (1, [True, True]), "t2": (2, [True, False])}))
+    fresh = (results("fresh_sft", {"f1": (1, [False, True]), "f2": (2, [True, True]), "f3": (2, [False, False])}),
+             results("fresh_rl", {"f1": (1, [False, False]), "f2": (2, [True, True]), "f3": (2, [True, False])}))
+    change = ev.compare_question_sets([test, fresh], k=2)
+    assert change["questions"] == 5 and (change["gained"], change["lost"]) == (2, 1)  # t1, f3 gained; f1 lost
+    assert change["delta_pass_at_1"] == pytest.approx((1.0 + 0.0 - 0.5 + 0.0 + 0.5) / 5)
+    assert {lvl: c["questions"] for lvl, c in change["by_level"].items()} == {"1": 2, "2": 3}
+    assert change["by_level"]["1"]["delta_pass_at_1"] == pytest.approx((1.0 - 0.5) / 2)
+    one = ev.compare_question_sets([test], k=2)
+    assert {k: one[k] for k in ("gained", "lost", "delta_pass_at_1")} == {
+        k: ev.compare_results(*test, k=2)[k] for k in ("gained", "lost", "delta_pass_at_1")}
+    with pytest.raises(ValueError, match="test_sft.jsonl holds 2 questions of an earlier set"):
+        ev.compare_question_sets([test, test], k=2)
+    with pytest.raises(ValueError, match="test_sft.jsonl and .*fresh_rl.jsonl hold different questions"):
+        ev.compare_question_sets([(test[0], fresh[1])], k=2)

@@ -17,7 +17,8 @@ from jaxseeker.world import build_world
 
 def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     cfg = pipeline_config({"name": "t"}, quick=True)
-    assert cfg.stages() == ("qa", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft", "rl", "eval_rl")
+    assert cfg.stages() == ("qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft",
+                            "eval_sft_fresh", "rl", "eval_rl", "eval_rl_fresh")
     with pytest.raises(ValueError, match="until: 'rl_round2' is not a stage of this config; one of"):
         run_pipeline(cfg, tmp_path, until="rl_round2")
     before_rl = run_pipeline(cfg, tmp_path, progress=False, until="eval_sft")  # stop before RL, report so far
@@ -51,6 +52,10 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
             for i in json.loads(line)["meta"]["entities"]} - hubs
     assert len(fresh) == cfg.rl.fresh_questions == 4 and not any(set(r["meta"]["entities"]) & seen for r in fresh)
     assert all(r["id"].startswith("fresh-") for r in fresh)  # questions on entities no split holds
+    held_out = [json.loads(line) for line in (tmp_path / "qa_fresh" / "test.jsonl").open()]
+    pool_entities = {i for r in fresh for i in r["meta"]["entities"]} - hubs
+    assert len(held_out) == cfg.eval.fresh_questions == 4 and all(r["id"].startswith("heldout-") for r in held_out)
+    assert not any(set(r["meta"]["entities"]) & (seen | pool_entities) for r in held_out)  # apart from RL's pool too
     exported = json.loads((tmp_path / "rl" / "hf" / "config.json").read_text())
     assert exported["rope_theta"] == cfg.policy.rope_theta == 10_000.0  # the policy's shape reaches the export
     assert report["extend"]["seq_len"] == cfg.policy.extend_seq_len == 4096  # context extension after the SFT
@@ -68,6 +73,15 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     markdown = (tmp_path / "report.md").read_text()
     assert markdown.startswith("# jaxseeker pipeline") and f"{change['gained']} gained, {change['lost']} lost" in markdown
     assert f"95% CI {100 * change['ci95'][0]:+.1f} to {100 * change['ci95'][1]:+.1f}" in markdown
+    fresh_change, both = report["rl_change_fresh"], report["rl_change_held_out"]  # the second held-out set, pooled
+    assert fresh_change["questions"] == 4 and both["questions"] == cfg.qa.n_test + 4
+    assert fresh_change["delta_pass_at_1"] == pytest.approx(
+        report["eval_rl_fresh"]["pass_at_1"] - report["eval_sft_fresh"]["pass_at_1"])
+    assert both["delta_pass_at_1"] == pytest.approx(
+        (cfg.qa.n_test * change["delta_pass_at_1"] + 4 * fresh_change["delta_pass_at_1"]) / (cfg.qa.n_test + 4))
+    assert f"of 4 fresh held-out questions: {fresh_change['gained']} gained" in markdown
+    assert f"of {cfg.qa.n_test + 4} held-out questions, both sets: {both['gained']} gained" in markdown
+    assert "| after RL, fresh |" in markdown
     assert set(report["plots"]) == {"plots/sft_loss.png", "plots/extend_loss.png", "plots/rl_curves.png",
                                     "plots/tool_calls_sft.png", "plots/tool_calls_rl.png"}
     for png in report["plots"]:
@@ -78,7 +92,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     assert set(run_pipeline(same_rows, tmp_path, progress=False)["reused_stages"]) >= {"warmup", "sft", "rl", "eval_rl"}
     sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9, k=2, slots=4))
     resampled = run_pipeline(sampled, tmp_path, progress=False)  # only the evals depend on their sampling, k, slots
-    assert set(resampled["reused_stages"]) == {"qa", "expert", "tokenizer", "warmup", "sft", "extend", "rl"}
+    assert set(resampled["reused_stages"]) == {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "rl"}
     rounds = [json.loads(line)["round"] for line in (tmp_path / "eval_rl" / "results.jsonl").read_text().splitlines()]
     assert sorted(rounds) == sorted([0, 1] * cfg.qa.n_test)  # k sampled rounds of every test question
 

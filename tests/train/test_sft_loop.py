@@ -15,7 +15,7 @@ import yaml
 from jaxseeker.data import train_tokenizer
 from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
-from jaxseeker.train.sft import run_sft
+from jaxseeker.train.sft import prepare, run_sft
 
 
 def _trajectory(i: int) -> dict:
@@ -120,3 +120,19 @@ def test_bad_recipe_keys_are_named(workspace):
         run_sft(read_recipe(path, ["optimiser.lr=1"]), progress=False)
     with pytest.raises(RecipeError, match="expected key=value"):
         read_recipe(path, ["optimizer.lr"])
+
+
+def test_held_out_trajectories_are_scored_as_they_are(workspace, tmp_path):
+    root, path = workspace
+    pool = tmp_path / "pool.tsv"
+    pool.write_text("".join(f"item\titem {i}\n" for i in range(24)))
+    recipe = read_recipe(path, [f"train.out_dir={tmp_path / 'run'}", f"data.name_pool={pool}",
+                                "data.permute_digits=true", "data.copy_rate=0.5"])
+    run = prepare(recipe)
+    texts = [run.tokenizer.decode(b["tokens"][row][b["segment_ids"][row] != 0]) for b in run.eval_batches
+             for row in range(len(b["tokens"]))]
+    # trained draws rename the searched items and relabel the digits; the held-out ones (eval_fraction 0.2: the
+    # last 4 of 24) are scored as written, and hold no copy examples
+    assert len(texts) == 4
+    for i, text in zip(range(20, 24), texts):
+        assert f"Where is item {i}?" in text and f'"query": "item {i}"' in text
