@@ -72,6 +72,7 @@ class ToolsStage:
     page_chars: int = 400  # budget of one visited page's evidence
     max_links: int = 5  # links listed under a visited page
     goal_passages: int = 0  # a visit keeps at most this many goal-relevant sentences (tools.VisitOptions); 0: all
+    title_first: bool = False  # search lists the pages titled with the query first (tools.ToolsConfig.title_first)
 
     def __post_init__(self):
         for key in ("top_k", "page_chars"):
@@ -84,7 +85,12 @@ class ToolsStage:
     def config(self) -> ToolsConfig:
         """The ToolsConfig of these settings (search and visit over the world, offline)."""
         visit = VisitOptions(page_chars=self.page_chars, max_links=self.max_links, goal_passages=self.goal_passages)
-        return ToolsConfig(enabled=("search", "visit"), top_k=self.top_k, visit=visit)
+        return ToolsConfig(enabled=("search", "visit"), top_k=self.top_k, visit=visit, title_first=self.title_first)
+
+    def key(self) -> dict[str, Any]:
+        """The section as stage fingerprints take it: `title_first` only when set, so runs from before it keep
+        their stages."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "title_first" or v}
 
 
 @dataclasses.dataclass(frozen=True)

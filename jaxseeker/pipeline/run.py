@@ -154,7 +154,7 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
     tools = cfg.tools.config()
     registry = build_registry(tools, corpus=world.corpus)
     page_texts = [f"{p.title}\n{p.text}" for p in world.corpus.pages]
-    expert_key = fingerprint(qa_key, dataclasses.asdict(cfg.expert), dataclasses.asdict(cfg.tools),
+    expert_key = fingerprint(qa_key, dataclasses.asdict(cfg.expert), cfg.tools.key(),
                              cfg.eval.limits(), cfg.policy.vocab_size)
 
     def expert_stage(out: Path) -> dict:
@@ -164,7 +164,7 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
                                 cfg.policy.vocab_size)
         e = cfg.expert
         teacher = ExpertTeacher(world, ExpertConfig(detour_rate=e.detour_rate, snippet_rate=e.snippet_rate,
-                                                    slip_rate=e.slip_rate))
+                                                    slip_rate=e.slip_rate), title_first=tools.title_first)
         # That first tokenizer has not seen the prompt, urls or tool calls and counts about 2x the policy's tokens:
         # the expert gets twice the context and turn length, and SFT's over-length policy applies the policy's own.
         limits = dataclasses.replace(rollout_config(cfg), max_context_tokens=2 * cfg.eval.max_context,
@@ -399,7 +399,8 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
                         "date": rc.date, "prompt": rc.prompt},
             "engine": {"min_window": 512},
             "sampling": {"temperature": r.temperature},
-            "tools": {"enabled": list(tools.enabled), "top_k": tools.top_k, "visit": dataclasses.asdict(tools.visit)},
+            "tools": {"enabled": list(tools.enabled), "top_k": tools.top_k, "visit": dataclasses.asdict(tools.visit),
+                      "title_first": tools.title_first},
             "world": cfg.world.spec(),
             "reward": {"fn": r.reward, "judge": "em"},
         }

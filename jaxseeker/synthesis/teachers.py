@@ -61,8 +61,9 @@ class TextTeacher:
                           workers=self.workers, on_release=release)
 
 
-def world_knowledge(world: World, top_k: int = 5) -> Knowledge:
-    """What the expert may consult to plan: names by id, page texts and types by name, the titles a search lists."""
+def world_knowledge(world: World, top_k: int = 5, *, title_first: bool = False) -> Knowledge:
+    """What the expert may consult to plan: names by id, page texts and types by name, the titles a search lists
+    (`title_first`: the tools' search lists the pages titled with the query first)."""
     by_name: dict[str, str] = {}
     for i, e in world.entities.items():
         by_name.setdefault(e.name, i)
@@ -74,7 +75,7 @@ def world_knowledge(world: World, top_k: int = 5) -> Knowledge:
 
     @functools.lru_cache(maxsize=65536)
     def titles(query: str) -> tuple[str, ...]:
-        return tuple(h.title for h in world.corpus.search(query, top_k))
+        return tuple(h.title for h in world.corpus.search(query, top_k, title_first=title_first))
 
     def kind(name: str) -> str | None:
         i = by_name.get(name)
@@ -143,16 +144,17 @@ class ExpertTeacher(TextTeacher):
     """The embedded expert over `world` (the world whose pages the tools serve).
 
     `submit`: propose answers with `answer_submit` (WebSeer self-reflection); `wrong_first_rate`: the
-    chance, per episode, of proposing a wrong answer on purpose before the right one.
+    chance, per episode, of proposing a wrong answer on purpose before the right one; `title_first`: the search
+    tool lists the pages titled with the query first (`tools.title_first`), as the expert then plans for.
     """
 
     name = "expert"
 
     def __init__(self, world: World, config: ExpertConfig = ExpertConfig(), *, submit: bool = False,
-                 wrong_first_rate: float = 0.0, slots: int = 256):
+                 wrong_first_rate: float = 0.0, slots: int = 256, title_first: bool = False):
         self.world, self.config, self.submit = world, config, submit
         self.wrong_first_rate, self.slots = wrong_first_rate, slots
-        self.knowledge = world_knowledge(world)
+        self.knowledge = world_knowledge(world, title_first=title_first)
         self.untrained: dict[str, list[str]] = {}  # question → turns of its latest run written as mistakes
 
     def writer(self, questions: Sequence[Question], seed: int) -> TurnWriter:

@@ -30,7 +30,7 @@ def build_registry(
     for name in config.enabled:
         if name == "search":
             backend = (
-                LocalSearch(corpus)
+                LocalSearch(corpus, title_first=config.title_first)
                 if config.search_backend == "local"
                 else SerperSearch(config.serper_url, config.serper_key_env, config.http)
             )

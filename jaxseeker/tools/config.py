@@ -27,6 +27,9 @@ class ToolsConfig:
     visit_backend: str = "local"  # local (the world's pages) | jina
     top_k: int = 5
     max_queries: int = 8
+    # local search: pages titled with the query's words first (`Corpus.search`), as a web search lists the page of
+    # the name it was asked for first; plain BM25 ranks a short page below longer ones that repeat the name
+    title_first: bool = False
     serper_url: str = "https://google.serper.dev"
     serper_key_env: str = "SERPER_API_KEY"
     jina_url: str = "https://r.jina.ai"

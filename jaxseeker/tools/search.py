@@ -35,17 +35,20 @@ class SearchBackend(Protocol):
 
 
 class LocalSearch:
-    """BM25 search over an embedded Corpus."""
+    """BM25 search over an embedded Corpus; with `title_first`, the pages titled with the query come first."""
 
-    def __init__(self, corpus: Corpus):
-        self.corpus = corpus
+    def __init__(self, corpus: Corpus, *, title_first: bool = False):
+        if title_first and not getattr(corpus, "title_index", False):
+            raise ValueError(f"tools.title_first: {type(corpus).__name__} keeps no title index (a pages world's "
+                             "sharded index); set tools.title_first: false")
+        self.corpus, self.title_first = corpus, title_first
 
     def __repr__(self) -> str:
-        return f"LocalSearch({len(self.corpus)} pages)"
+        return f"LocalSearch({len(self.corpus)} pages{', title first' if self.title_first else ''})"
 
     def search(self, query: str, k: int) -> list[Hit]:
-        """Top-`k` pages of the corpus by BM25."""
-        return self.corpus.search(query, k)
+        """Top-`k` pages of the corpus by BM25 (`Corpus.search`)."""
+        return self.corpus.search(query, k, title_first=self.title_first)
 
 
 class SerperSearch:

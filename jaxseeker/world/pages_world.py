@@ -124,6 +124,8 @@ class _Sequence(collections.abc.Sequence):
 class PagesCorpus:
     """The search and page-reading side of a pages world, with the interface of `Corpus`."""
 
+    title_index = False  # no `search(…, title_first=True)`: the sharded index keeps no title index
+
     def __init__(self, store: PageStore, index: ShardedIndex, *, snippet_words: int = 30):
         self.store, self.index, self.snippet_words = store, index, snippet_words
         self.pages: collections.abc.Sequence[Page] = _Sequence(len(store), store.page)
@@ -136,17 +138,21 @@ class PagesCorpus:
         i = self.store.id_of(url)
         return None if i is None else self.store.page(i)
 
-    def search(self, query: str, k: int = 5) -> list[Hit]:
-        """Top-`k` pages for `query` by BM25 over every shard (fewer when fewer pages hold a query word)."""
+    def search(self, query: str, k: int = 5, *, title_first: bool = False) -> list[Hit]:
+        """Top-`k` pages for `query` by BM25 over every shard (fewer when fewer pages hold a query word).
+        `title_first` (`Corpus.search`'s) needs a title index this sharded store does not keep: an error."""
+        if title_first:
+            raise ValueError("title_first search (tools.title_first) is not available for a pages world: its sharded "
+                             "index keeps no title index; set tools.title_first: false")
         hits = []
         for i, score in self.index.search(query, k):
             p = self.store.page(i)
             hits.append(Hit(p.url, p.title, snippet_of(p.text, self.snippet_words), score))
         return hits
 
-    def search_many(self, queries: Iterable[str], k: int = 5) -> list[list[Hit]]:
+    def search_many(self, queries: Iterable[str], k: int = 5, *, title_first: bool = False) -> list[list[Hit]]:
         """`search` for each query."""
-        return [self.search(q, k) for q in queries]
+        return [self.search(q, k, title_first=title_first) for q in queries]
 
 
 class PagesWorld:

@@ -251,6 +251,9 @@ def test_the_tools_section_sets_every_rollouts_search_and_visit():
     tools = pipeline_config({"tools": {"goal_passages": 2, "max_links": 0}}).tools.config()
     assert tools.enabled == ("search", "visit") and tools.top_k == 3
     assert (tools.visit.goal_passages, tools.visit.max_links, tools.visit.page_chars) == (2, 0, 400)
+    assert not tools.title_first and "title_first" not in pipeline_config({}).tools.key()  # old runs keep their keys
+    titled = pipeline_config({"tools": {"title_first": True}}).tools
+    assert titled.config().title_first and titled.key()["title_first"] is True
     with pytest.raises(RecipeError, match="tools.goal_passages must be >= 0, got -1"):
         pipeline_config({"tools": {"goal_passages": -1}})
     with pytest.raises(RecipeError, match="tools: unknown"):

@@ -18,7 +18,7 @@ from jaxseeker.synthesis import (
 )
 from jaxseeker.synthesis.qa import e2hqa
 from jaxseeker.tools import ToolsConfig, build_registry
-from jaxseeker.world import Corpus
+from jaxseeker.world import Corpus, Page
 
 
 def _calls(message: dict) -> list[dict]:
@@ -67,6 +67,24 @@ def test_expert_fails_when_the_tools_do_not_show_the_fact(traj_world, traj_token
                              [question], LOOP, progress=False)
     assert episode.termination == "answer"
     assert episode.prediction == "unknown"
+
+
+def test_with_title_first_search_the_expert_finds_a_page_that_longer_pages_bury(traj_world, traj_tokenizer):
+    one_hop = e2hqa.E2HQAConfig(min_rounds=0, max_rounds=0)  # "What is the … of NAME?": NAME's page holds the answer
+    question = as_question(e2hqa.synthesize(traj_world, 1, seed=5, config=one_hop).records[0].to_json())
+    anchor = traj_world.entity(question.meta["meta"]["answer_id"]).name
+    decoys = [Page(f"https://decoy.test/{i}", f"{anchor} {word}", f"{anchor} {word}. " * 6 + f"Near {anchor}.")
+              for i, word in enumerate(("Airport", "Station", "Harbour", "Museum", "Park", "Bridge"))]
+    corpus = Corpus(list(traj_world.pages) + decoys)
+    assert anchor not in [h.title for h in corpus.search(anchor, 5)]  # BM25 lists the decoys that repeat the name
+    episodes = {}
+    for title_first in (False, True):
+        registry = build_registry(ToolsConfig(enabled=("search", "visit"), title_first=title_first), corpus=corpus)
+        teacher = ExpertTeacher(traj_world, ExpertConfig(detour_rate=0.0, slip_rate=0.0), title_first=title_first)
+        [episodes[title_first]] = run_episodes(teacher.engine(traj_tokenizer, [question]), traj_tokenizer, registry,
+                                               [question], LOOP, progress=False)
+    assert episodes[False].prediction == "unknown"  # it never saw the page it needed
+    assert exact_match(episodes[True].prediction, question.answer)
 
 
 def test_detours_show_recovery_and_rejected_candidates(traj_world, traj_registry, traj_tokenizer, traj_questions):
