@@ -75,7 +75,7 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
         lines += [f"RL changed {change['gained'] + change['lost']} of {change['questions']} {what}: "
                   f"{change['gained']} gained, {change['lost']} lost (pass@1 {100 * change['delta_pass_at_1']:+.1f} "
                   f"points, 95% CI {100 * change['ci95'][0]:+.1f} to {100 * change['ci95'][1]:+.1f}; sign test "
-                  f"p = {change['p_value']:.2f}, permutation p = {change['p_permutation']:.2f}).", ""]
+                  f"p = {change['p_value']:.2g}, permutation p = {change['p_permutation']:.2g}).", ""]
     lines.append("| stage | wall s |")
     lines.append("|---|---|")
     for stage, s in report.get("stage_wall_s", {}).items():
