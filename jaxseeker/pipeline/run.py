@@ -1,5 +1,5 @@
-"""`jaxseeker pipeline`: world → QA → expert trajectories → tokenizer → (copy warm-up) → SFT → eval → RL → eval →
-export → report.
+"""`jaxseeker pipeline`: world → QA (→ a fresh held-out set) → expert trajectories → tokenizer → (copy warm-up) → SFT
+→ (context extension) → eval → RL → eval → export → report.
 
 Everything goes under `runs/<name>/`; each stage's output is reused while its inputs are unchanged, so an
 interrupted run resumes where it stopped.
