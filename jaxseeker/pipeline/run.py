@@ -23,16 +23,14 @@ from jaxseeker.eval import load_questions
 from jaxseeker.eval.report import compare_question_sets, compare_results
 from jaxseeker.eval.runner import run_eval
 from jaxseeker.generation import SamplingConfig
-from jaxseeker.pipeline.config import PipelineConfig, QAStage
+from jaxseeker.pipeline.config import PipelineConfig
+from jaxseeker.pipeline.questions import (SPLITS, draft, fresh_questions, read_jsonl, read_splits,
+                                         write_name_pool)
 from jaxseeker.pipeline.report import write_pipeline_report
 from jaxseeker.pipeline.split import split_questions
 from jaxseeker.pipeline.stages import StageRunner, StopAfter, fingerprint
 from jaxseeker.synthesis import filters
 from jaxseeker.synthesis.expert import ExpertConfig
-from jaxseeker.synthesis.qa import get_recipe
-from jaxseeker.synthesis.qa.apart import synthesize_apart
-from jaxseeker.synthesis.qa.driver import SynthResult
-from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
 from jaxseeker.synthesis.teachers import ExpertTeacher
 from jaxseeker.synthesis.trajectories import synthesize, write_records
 from jaxseeker.tools import build_registry
@@ -42,11 +40,7 @@ from jaxseeker.train.export import export_hf
 from jaxseeker.train.rejection import kept_trajectories, rejected_trajectories, rft_counts
 from jaxseeker.train.rl import run_rl
 from jaxseeker.train.sft import run_sft
-from jaxseeker.world import World, build_world
-
-
-def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+from jaxseeker.world import build_world
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
@@ -55,37 +49,6 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
 
 def _questions(records: list[dict]) -> list[Question]:
     return [Question(r["question"], r["answer"], {k: v for k, v in r.items() if k not in ("question", "answer")}) for r in records]
-
-
-def _write_name_pool(world: World, held_out: list[Path], path: Path) -> str:
-    """Writes `type<TAB>name` for every entity of `world` that no question of the `held_out` files is about."""
-    kept_apart = {i for f in held_out for r in _jsonl(f) for i in r.get("meta", {}).get("entities", ())}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(f"{e.type}\t{e.name}\n" for i, e in world.entities.items() if i not in kept_apart))
-    return str(path)
-
-
-def _draft(world: World, qa: QAStage, recipe: str, n: int, seed: int, progress: bool) -> SynthResult:
-    """`n` questions of one of the QA stage's recipes (E2HQA with the stage's rounds)."""
-    rounds = E2HQAConfig(min_rounds=qa.e2hqa_rounds[0], max_rounds=qa.e2hqa_rounds[1])
-    options = {"config": rounds} if recipe == "e2hqa" else {}
-    return get_recipe(recipe)(world, n, seed=seed, progress=progress, **options)
-
-
-def _fresh_questions(world: World, qa: QAStage, n: int, others: list[dict], progress: bool, *, draw: int = 1,
-                     prefix: str = "fresh") -> list[dict]:
-    """`n` new questions of the QA stage's recipes, in its proportions and at seeds it did not use (`draw` 1: the RL
-    pool's, 2: the fresh held-out set's), that share no evidence entity but countries with `others`: entities a
-    policy trained on those never saw. Their ids are `{prefix}-{tag}-{i}`."""
-    total = sum(count for _, count in qa.recipes)
-    shares = [n * count // total for _, count in qa.recipes]
-    shares[-1] += n - sum(shares)
-    hubs, records = set(world.ids_of_type("country")), []
-    for i, ((recipe, _), share) in enumerate(zip(qa.recipes, shares)):
-        seed = qa.seed + draw * len(qa.recipes) + i
-        result = synthesize_apart(lambda count: _draft(world, qa, recipe, count, seed, progress), share, others, hubs)
-        records += [r.to_json() for r in result.records]
-    return [r | {"id": f"{prefix}-{r['tag']}-{i}"} for i, r in enumerate(records)]
 
 
 def rollout_config(cfg: PipelineConfig) -> RolloutConfig:
@@ -125,14 +88,14 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
     def qa_stage(out: Path) -> dict:
         records = []
         for i, (name, n) in enumerate(cfg.qa.recipes):
-            records += [r.to_json() for r in _draft(world, cfg.qa, name, n, cfg.qa.seed + i, progress).records]
+            records += [r.to_json() for r in draft(world, cfg.qa, name, n, cfg.qa.seed + i, progress).records]
         for i, r in enumerate(records):
             r["id"] = f"{r['tag']}-{i}"
         hubs = set(world.ids_of_type("country"))
         parts = split_questions(records, n_test=cfg.qa.n_test, n_rl=cfg.qa.n_rl, hub_ids=hubs, seed=cfg.qa.seed)
-        for split in ("train", "rl", "test"):
+        for split in SPLITS:
             _write_jsonl(out / f"{split}.jsonl", parts[split])
-        return {split: len(parts[split]) for split in ("train", "rl", "test")} | {"dropped_for_leakage": parts["dropped"]}
+        return {split: len(parts[split]) for split in SPLITS} | {"dropped_for_leakage": parts["dropped"]}
 
     report["qa"] = runner.run("qa", qa_key, qa_stage)
     qa_dir = root / "qa"
@@ -141,9 +104,9 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
     def qa_fresh_stage(out: Path) -> dict:
         # A second held-out set, apart from every split and from the RL stage's fresh pool: that pool is drawn
         # again here from the same seeds (the RL stage draws it only later), so the RL never meets these entities.
-        splits = [q for split in ("train", "rl", "test") for q in _jsonl(qa_dir / f"{split}.jsonl")]
-        pool = _fresh_questions(world, cfg.qa, cfg.rl.fresh_questions, splits, progress) if cfg.rl.fresh_questions else []
-        held_out = _fresh_questions(world, cfg.qa, cfg.eval.fresh_questions, splits + pool, progress, draw=2,
+        splits = read_splits(qa_dir)
+        pool = fresh_questions(world, cfg.qa, cfg.rl.fresh_questions, splits, progress) if cfg.rl.fresh_questions else []
+        held_out = fresh_questions(world, cfg.qa, cfg.eval.fresh_questions, splits + pool, progress, draw=2,
                                     prefix="heldout")
         _write_jsonl(out / "test.jsonl", held_out)
         return {"test": len(held_out), "kept_apart_from": {"splits": len(splits), "rl_fresh_pool": len(pool)}}
@@ -160,7 +123,7 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
     def expert_stage(out: Path) -> dict:
         # The rollout loop counts context in tokens, so the expert runs with a first tokenizer trained on the
         # pages and questions; the policy's own tokenizer is trained next, on the pages and these trajectories.
-        first = train_tokenizer(page_texts + [r["question"] + " " + r["answer"] for r in _jsonl(qa_dir / "train.jsonl")],
+        first = train_tokenizer(page_texts + [r["question"] + " " + r["answer"] for r in read_jsonl(qa_dir / "train.jsonl")],
                                 cfg.policy.vocab_size)
         e = cfg.expert
         teacher = ExpertTeacher(world, ExpertConfig(detour_rate=e.detour_rate, snippet_rate=e.snippet_rate,
@@ -169,7 +132,7 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
         # the expert gets twice the context and turn length, and SFT's over-length policy applies the policy's own.
         limits = dataclasses.replace(rollout_config(cfg), max_context_tokens=2 * cfg.eval.max_context,
                                      max_tokens_per_turn=2 * cfg.eval.max_tokens_per_turn)
-        records, stats = synthesize(teacher, first, registry, _questions(_jsonl(qa_dir / "train.jsonl")),
+        records, stats = synthesize(teacher, first, registry, _questions(read_jsonl(qa_dir / "train.jsonl")),
                                     filters.webdancer_funnel(), tries=cfg.expert.tries, config=limits,
                                     seed=e.seed, transform=teacher.weigh, progress=progress)
         write_records(out / "trajectories.jsonl", records)
@@ -185,7 +148,7 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
     def tokenizer_stage(out: Path) -> dict:
         # Trained on what the policy reads and writes (system prompt, tool calls, observations included), so the
         # agent's scaffolding costs few tokens and more of each SFT row is the agent's own words.
-        messages = [m["content"] for r in _jsonl(root / "expert" / "trajectories.jsonl") for m in r["messages"]]
+        messages = [m["content"] for r in read_jsonl(root / "expert" / "trajectories.jsonl") for m in r["messages"]]
         tok = train_tokenizer(page_texts + messages, p.vocab_size, out, split=p.tokenizer_split,
                               drop_thousands_separators=p.drop_thousands_separators)
         return {"vocab": len(tok)}
@@ -254,7 +217,7 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
     def sft_stage(out: Path) -> dict:
         start = {"hf_path": str(root / "warmup" / "hf"), "attention_impl": "blocked"} if p.copy_warmup_steps else shape
         held_out = [qa_dir / "test.jsonl", qa_dir / "rl.jsonl"]
-        pool = _write_name_pool(world, held_out, out / "name_pool.tsv") if p.permute_names else ""
+        pool = write_name_pool(world, held_out, out / "name_pool.tsv") if p.permute_names else ""
         recipe = sft_recipe(out, start, seq_len=p.seq_len, batch_size=p.batch_size, steps=p.steps, lr=p.lr,
                             min_lr=p.lr / 10, warmup_steps=max(1, p.steps // 20), seed=0, pool=pool)
         return sft_summary(out, recipe, "policy.seq_len")
@@ -279,8 +242,8 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
 
         report["extend"] = runner.run("extend", extend_key, extend_stage, resumable=True)
         policy_dir, policy_key = root / "extend", extend_key
-    test = _jsonl(qa_dir / "test.jsonl")
-    fresh_test = _jsonl(root / "qa_fresh" / "test.jsonl") if cfg.eval.fresh_questions else []
+    test = read_jsonl(qa_dir / "test.jsonl")
+    fresh_test = read_jsonl(root / "qa_fresh" / "test.jsonl") if cfg.eval.fresh_questions else []
 
     def eval_stage(model_dir: Path, questions: list[dict]):
         """The stage that evaluates the policy under `model_dir` on `questions` (k rollouts each, judged)."""
@@ -322,12 +285,12 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
     def rl_pool(out: Path) -> list[Path]:
         """Write the RL pool's sampled and fresh questions under `out`; returns its files (`rl_pool_files`)."""
         if r.train_questions:  # the RL split is small; training questions add groups (their names SFT saw renamed)
-            train = _jsonl(qa_dir / "train.jsonl")
+            train = read_jsonl(qa_dir / "train.jsonl")
             sample = random.Random(0).sample(train, min(r.train_questions, len(train)))
             _write_jsonl(out / "train_questions.jsonl", sample)
         if r.fresh_questions:  # questions on entities no split holds: RL on what SFT never saw, as the test is
-            splits = [q for split in ("train", "rl", "test") for q in _jsonl(qa_dir / f"{split}.jsonl")]
-            _write_jsonl(out / "fresh_questions.jsonl", _fresh_questions(world, cfg.qa, r.fresh_questions, splits, progress))
+            _write_jsonl(out / "fresh_questions.jsonl",
+                         fresh_questions(world, cfg.qa, r.fresh_questions, read_splits(qa_dir), progress))
         return rl_pool_files(out)
 
     def rft_stage(out: Path, start: Path, round_: int, pool: list[Path]) -> dict:
@@ -341,7 +304,7 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
                                                      seed=r.seed + round_ - 1))
         run_eval(engine, tokenizer, registry, questions, out / "rollouts", k=r.group_size, config=rollout_config(cfg),
                  progress=progress)
-        records = _jsonl(out / "rollouts" / "results.jsonl")
+        records = read_jsonl(out / "rollouts" / "results.jsonl")
         kept = kept_trajectories(records, r.rft_per_question)
         if not kept:
             raise RuntimeError(f"rl.method rft (round {round_}): none of the {len(records)} rollouts of "
