@@ -15,6 +15,8 @@ import functools
 import re
 
 from jaxseeker.agent.prompts import TOOL_RESPONSE_CLOSE, TOOL_RESPONSE_OPEN
+from jaxseeker.tools.extract import split_sentences
+from jaxseeker.world.entities import iso_date
 from jaxseeker.world.phrases import MONTHS
 from jaxseeker.world.query import DateIn, Is, LabelIs, NameInitial, NumberIn
 from jaxseeker.world.schema import ATTRIBUTES, RELATIONS
@@ -25,6 +27,7 @@ _HEADER = re.compile(r"\ASearch results for '(.*)':\n", re.DOTALL)
 _HIT = re.compile(r"^\[(\d+)\] (.*)\n(\S+)\n(.*)$", re.MULTILINE)
 _MORE = re.compile(r"\A(\d+) more\Z")
 _DATE = re.compile(r"(\d{1,2}) (" + "|".join(MONTHS) + r") (\d{1,4})")
+_YEAR = re.compile(r"\Ain (\d{1,4})\Z")  # a year-precision date as pages say it (`world.pages.say_attribute`)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
 
@@ -107,8 +110,8 @@ def parse_visit(text: str) -> list[SeenPage]:
 
 
 def sentences(text: str) -> list[str]:
-    """The sentences of a page text (split after '.', '!' or '?' followed by a space or a newline)."""
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+    """The sentences of a page text, split as the visit tool splits them (`tools.extract.split_sentences`)."""
+    return split_sentences(text)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -149,11 +152,12 @@ def related(text: str, subject: str, rel: str, forward: bool) -> tuple[list[str]
     return names, more, said
 
 
-def read_date(text: str) -> str | None:
-    """The ISO date of the first `3 March 1962` in `text`, or None."""
+def read_date(text: str, precision: str = "day") -> str | None:
+    """The ISO date of the first `3 March 1962` in `text` (at `precision` "year", of `in 1962`: 1 January), or None."""
     m = _DATE.search(text)
     if m is None:
-        return None
+        year = _YEAR.match(text.strip()) if precision == "year" else None
+        return None if year is None or int(year.group(1)) < 1 else iso_date(int(year.group(1)))
     day, month, year = int(m.group(1)), MONTHS.index(m.group(2)) + 1, int(m.group(3))
     try:
         return datetime.date(year, month, day).isoformat()
@@ -175,7 +179,7 @@ def attribute(text: str, subject: str, attr: str) -> tuple[float | str | None, s
         m = pattern.match(sentence)
         if m is None:
             continue
-        value = read_date(m.group(1)) if spec.kind == "date" else read_number(m.group(1))
+        value = read_date(m.group(1), spec.precision) if spec.kind == "date" else read_number(m.group(1))
         if value is not None:
             return value, sentence
     return None, None

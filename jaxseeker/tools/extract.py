@@ -12,7 +12,9 @@ import Stemmer
 from jaxseeker.tools.llm_client import LLMClient, LLMError
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# A sentence ends at '.', '!' or '?' before a space, except after an initial or a "St." / "Ste." / "Mt.": names
+# such as "P. J. Walters" and "St. Louis" stay whole (a sentence that ends in an initial is joined to the next).
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\bSt\.)(?<!\bSte\.)(?<!\bMt\.)\s+")
 _THREAD = threading.local()  # a PyStemmer Stemmer is not thread-safe; visits run in a thread pool
 _STOPWORDS = frozenset(
     """a an and are as at be by for from has have in is it its of on or that the this to was were what when where which
@@ -60,11 +62,16 @@ def _content_words(text: str) -> set[str]:
     return set(_THREAD.stemmer.stemWords([w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]))
 
 
+def split_sentences(text: str) -> list[str]:
+    """The sentences of `text`, initials and "St." kept inside their names (`_SENTENCE_END`)."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
 def _passages(text: str) -> list[str]:
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
     if len(paragraphs) > 1:
         return paragraphs
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    return split_sentences(text)
 
 
 def overlap_extract(text: str, goal: str, max_chars: int, max_passages: int = 0) -> str:
