@@ -67,6 +67,12 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
+def _word_pairs(text: str) -> set[tuple[str, str]]:
+    """The text's adjacent word pairs, lower-cased, stopwords kept: "died in" tells "X died in Y." from "X died on …"."""
+    words = _WORD.findall(text.lower())
+    return set(zip(words, words[1:]))
+
+
 def _passages(text: str) -> list[str]:
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
     if len(paragraphs) > 1:
@@ -75,7 +81,8 @@ def _passages(text: str) -> list[str]:
 
 
 def overlap_extract(text: str, goal: str, max_chars: int, max_passages: int = 0) -> str:
-    """The passages (paragraphs, else sentences) sharing most words with `goal`, in page order, within `max_chars`;
+    """The passages (paragraphs, else sentences) sharing most words with `goal` (ties: most adjacent word pairs, then
+    the first), in page order, within `max_chars`;
     with `max_passages` > 0 at most that many, the best first, even when the whole page would fit (a focused
     extract, as an LLM extractor gives)."""
     goal_words = _content_words(goal)
@@ -85,9 +92,11 @@ def overlap_extract(text: str, goal: str, max_chars: int, max_passages: int = 0)
     overlap = [len(goal_words & _content_words(p)) for p in passages]
     if max(overlap, default=0) == 0:
         return truncate(text, max_chars)
+    goal_pairs = _word_pairs(goal)
+    pairs = [len(goal_pairs & _word_pairs(p)) for p in passages]
     kept: list[int] = []
     used = 0
-    for i in sorted(range(len(passages)), key=lambda i: (-overlap[i], i)):
+    for i in sorted(range(len(passages)), key=lambda i: (-overlap[i], -pairs[i], i)):
         if overlap[i] == 0 or 0 < max_passages <= len(kept):
             break
         if used + len(passages[i]) + 2 > max_chars:

@@ -17,6 +17,7 @@ from jaxseeker.tools import (
     check_url,
     visit_tool,
 )
+from jaxseeker.tools.extract import overlap_extract
 
 FAST = HttpConfig(timeout_s=0.3, max_retries=1, backoff_s=0.01, max_bytes=1_000_000)
 PAGE = (
@@ -64,6 +65,14 @@ def test_local_visit_with_goal_passages_keeps_only_the_best_even_when_the_page_f
     assert evidence(2, "the town Velmora founded by") == (
         "Velmora is a river town on the Ostra.\n\nThe town was founded in 1412 by the weaver Ida Konst."
     )
+
+
+def test_the_goal_extract_breaks_ties_by_word_pairs_and_keeps_names_with_initials_whole():
+    page = ("P. J. Walters died on 13 November 2009. P. J. Walters was born in Jersey City. "
+            "P. J. Walters died in Plainview. St. Louis is the birthplace of P. J. Walters.")
+    assert overlap_extract(page, "the city P. J. Walters died in", 400, max_passages=1) == "P. J. Walters died in Plainview."
+    assert overlap_extract(page, "the birthplace of P. J. Walters", 400, max_passages=1) == (
+        "St. Louis is the birthplace of P. J. Walters.")
 
 
 def test_local_visit_without_extraction_truncates_to_the_budget(corpus):
