@@ -18,6 +18,7 @@ from jaxseeker.synthesis import reader
 from jaxseeker.synthesis.teachers import TextTeacher
 from jaxseeker.synthesis.turn_engine import TurnWriter
 from jaxseeker.tools import LLMClient
+from jaxseeker.tools.extract import split_sentences
 
 Summarizer = Callable[[str, str], str]  # (observation message, question) -> its summary
 SUMMARY_MARK = "[summary] "
@@ -33,7 +34,7 @@ def _summarize_body(body: str, sentences: int) -> str:
     pages = reader.parse_visit(body)
     if pages:
         return " ".join(
-            f"visited {p.title} ({p.url}): " + " ".join(reader.sentences(p.text)[:sentences]) for p in pages
+            f"visited {p.title} ({p.url}): " + " ".join(split_sentences(p.text)[:sentences]) for p in pages
         )
     return " ".join(body.split())[:200]
 

@@ -109,11 +109,6 @@ def parse_visit(text: str) -> list[SeenPage]:
     return pages
 
 
-def sentences(text: str) -> list[str]:
-    """The sentences of a page text, split as the visit tool splits them (`tools.extract.split_sentences`)."""
-    return split_sentences(text)
-
-
 @functools.lru_cache(maxsize=8192)
 def _template_regex(subject: str, template: str) -> re.Pattern:
     before, _, after = template.partition("{}")
@@ -138,7 +133,7 @@ def related(text: str, subject: str, rel: str, forward: bool) -> tuple[list[str]
     spec = RELATIONS[rel]
     pattern = _template_regex(subject, spec.forward if forward else spec.backward)
     names, more, said = [], 0, []
-    for sentence in sentences(text):
+    for sentence in split_sentences(text):
         m = pattern.match(sentence)
         if m is None:
             continue
@@ -175,7 +170,7 @@ def attribute(text: str, subject: str, attr: str) -> tuple[float | str | None, s
     """(value, sentence) of attribute `attr` of `subject` stated on the page: an ISO date or a number."""
     spec = ATTRIBUTES[attr]
     pattern = _template_regex(subject, spec.verb)
-    for sentence in sentences(text):
+    for sentence in split_sentences(text):
         m = pattern.match(sentence)
         if m is None:
             continue
@@ -188,7 +183,7 @@ def attribute(text: str, subject: str, attr: str) -> tuple[float | str | None, s
 def kind_of(text: str, subject: str) -> tuple[str | None, str | None]:
     """(noun, sentence) of the page's opening line `X is a painter.`, or (None, None)."""
     pattern = re.compile(r"\A" + re.escape(subject) + r" is an? (.+?)\.\Z")
-    for sentence in sentences(text):
+    for sentence in split_sentences(text):
         m = pattern.match(sentence)
         if m:
             return m.group(1), sentence
