@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -15,17 +16,32 @@ from jaxseeker.train.recipe import RecipeError
 from jaxseeker.world import build_world
 
 
-def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
+@pytest.fixture(scope="module")
+def before_rl(tmp_path_factory):
+    """A quick run stopped before RL (`until`), and its report so far: both tests go on from copies of it."""
+    root = tmp_path_factory.mktemp("before_rl")
+    return root, run_pipeline(pipeline_config({"name": "t"}, quick=True), root, progress=False, until="eval_sft_fresh")
+
+
+def go_on_from(before_rl, tmp_path):
+    """A copy of the run stopped before RL, for a test to resume."""
+    root, _ = before_rl
+    shutil.copytree(root, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     cfg = pipeline_config({"name": "t"}, quick=True)
     assert cfg.stages() == ("qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft",
                             "eval_sft_fresh", "rl", "eval_rl", "eval_rl_fresh")
     with pytest.raises(ValueError, match="until: 'rl_round2' is not a stage of this config; one of"):
         run_pipeline(cfg, tmp_path, until="rl_round2")
-    before_rl = run_pipeline(cfg, tmp_path, progress=False, until="eval_sft")  # stop before RL, report so far
-    assert "eval_sft" in before_rl and "rl" not in before_rl and not (tmp_path / "rl").exists()
-    assert "| after SFT |" in (tmp_path / "report.md").read_text() and "plots/sft_loss.png" in before_rl["plots"]
-    report = run_pipeline(cfg, tmp_path, progress=False)  # goes on from there
-    assert {"qa", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft"} <= set(report["reused_stages"])
+    upstream, report_so_far = before_rl
+    assert "eval_sft" in report_so_far and "rl" not in report_so_far and not (upstream / "rl").exists()
+    assert "| after SFT |" in (upstream / "report.md").read_text() and "plots/sft_loss.png" in report_so_far["plots"]
+    report = run_pipeline(cfg, go_on_from(before_rl, tmp_path), progress=False)  # goes on from there
+    assert {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft", "eval_sft_fresh"} == set(
+        report["reused_stages"])
     assert report["qa"]["test"] == cfg.qa.n_test and report["qa"]["train"] > 0
     assert report["expert"]["trajectories"] > 0.5 * report["qa"]["train"]
     assert report["expert"]["untrained_turns"] > 0  # slipped searches, kept in the context out of the loss
@@ -60,7 +76,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(tmp_path):
     assert exported["rope_theta"] == cfg.policy.rope_theta == 10_000.0  # the policy's shape reaches the export
     assert report["extend"]["seq_len"] == cfg.policy.extend_seq_len == 4096  # context extension after the SFT
     extended = json.loads(next((tmp_path / "extend" / "checkpoints").glob("*/config/metadata")).read_text())
-    assert extended["model"]["hf_path"] == str(tmp_path / "sft" / "hf") and extended["data"]["batch_size"] == 1
+    assert extended["model"]["hf_path"] == str(upstream / "sft" / "hf") and extended["data"]["batch_size"] == 1
     assert rl_recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf")  # RL (and the evals) start from it
     assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
     change = report["rl_change"]  # RL's effect question by question, with a sign test
@@ -107,9 +123,10 @@ def stand_in_for_the_expert(rollouts, expert, round_):
     return right
 
 
-def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(tmp_path):
+def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(before_rl, tmp_path):
     cfg = pipeline_config({"name": "t", "rl": {"method": "rft", "rft_rounds": 2, "rft_unlikelihood": 0.5,
                                                "rft_seeds": 2}}, quick=True)
+    go_on_from(before_rl, tmp_path)  # the RL keys are not the upstream stages' inputs
     pool = cfg.qa.n_rl + cfg.rl.train_questions + cfg.rl.fresh_questions
     episodes = pool * cfg.rl.group_size
     with pytest.raises(RuntimeError, match=f"round 1\\): none of the {episodes} rollouts of {pool} questions was right"):
