@@ -59,7 +59,7 @@ class DataConfig:
     name_pool: str = ""
     # Copy replay: this fraction of the drawn examples are copy-task examples (data.copies: a run of random ids,
     # up to `copy_gap` filler ids, the run again; `copy_digit_rate` of the runs end in digits), packed with the
-    # trajectories. Keeps the copying heads of a copy warm-up through SFT (README, "Copy replay"). 0: off.
+    # trajectories. Keeps the copying heads of a copy warm-up through SFT (docs/learning_log.md, "Copy replay"). 0: off.
     copy_rate: float = 0.0
     copy_digit_rate: float = 0.5
     copy_gap: int = 160

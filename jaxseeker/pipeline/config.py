@@ -104,7 +104,7 @@ class PolicyStage:
     num_kv_heads: int = 2
     head_dim: int = 64
     intermediate_size: int = 704
-    rope_theta: float = 1_000_000.0  # Qwen3's; a small model forms its copying heads sooner with 1e4 (README)
+    rope_theta: float = 1_000_000.0  # Qwen3's; a small model's copying heads form sooner with 1e4 (learning log)
     seq_len: int = 4096
     batch_size: int = 4
     steps: int = 300

@@ -226,9 +226,9 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
     policy_dir, policy_key = root / "sft", sft_key
     if p.extend_steps:
         # Context extension: SFT rows of policy.seq_len cut the longest trajectories, so the policy never trains the
-        # positions its rollouts reach and never the ends of those episodes (README, session 17). More steps from the
-        # SFT policy, on rows as long as the rollouts' context (as many tokens a step), at the SFT's final learning
-        # rate and on a new draw order, train them whole.
+        # positions its rollouts reach and never the ends of those episodes (docs/learning_log.md, session 17). More
+        # steps from the SFT policy, on rows as long as the rollouts' context (as many tokens a step), at the SFT's
+        # final learning rate and on a new draw order, train them whole.
         extend_len = p.extend_seq_len or cfg.eval.max_context
         extend_key = fingerprint(sft_key, p.extend_steps, extend_len)
 
