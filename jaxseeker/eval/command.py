@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,7 @@ def _eval(args: argparse.Namespace) -> int:
     from jaxseeker.eval.report import change_line, compare_results, summary_table
     from jaxseeker.eval.runner import run_eval
     from jaxseeker.generation import SamplingConfig
+    from jaxseeker.parallel import param_shardings
     from jaxseeker.tools import build_registry
     from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
@@ -107,7 +109,8 @@ def _eval(args: argparse.Namespace) -> int:
         questions = questions[: args.limit]
     corpus = Corpus(read_pages_jsonl(args.corpus)) if args.corpus else open_world(s["world"]).corpus
     tokenizer = load_tokenizer(s["model"])
-    cfg, params = model.load_hf(s["model"])
+    on_mesh = None if args.mesh is None else functools.partial(param_shardings, mesh=args.mesh)
+    cfg, params = model.load_hf(s["model"], shardings=on_mesh)  # with --mesh, each device reads its slice
     sampling = SamplingConfig(temperature=s["temperature"], top_p=s["top_p"], seed=args.seed)
     engine = make_engine(params, cfg, tokenizer, slots=s["slots"], max_len=s["limits"].max_context_tokens,
                          sampling=sampling, mesh=args.mesh)

@@ -83,10 +83,9 @@ def _cache_sharding(cache: KVCache, mesh, rules) -> KVCache:
 
 def _place_params(params, *, cfg: ModelConfig, mesh, rules):
     """`params` on `mesh` by their logical axes (already placed ones stay where they are)."""
-    from jaxseeker.parallel import DEFAULT_RULES, tree_shardings
+    from jaxseeker.parallel import param_shardings
 
-    rules = DEFAULT_RULES if rules is None else rules
-    return jax.device_put(params, tree_shardings(model.param_axes(cfg), params, mesh, rules))
+    return jax.device_put(params, param_shardings(cfg, mesh, rules))
 
 
 class Engine:

@@ -4,10 +4,10 @@ from jaxseeker.model.cache import KVCache, init_cache, reset_rows
 from jaxseeker.model.config import ConfigError, ModelConfig, from_hf_dict, load_config, to_hf_dict
 from jaxseeker.model.forward import forward, hidden_states, segment_positions, unembed
 from jaxseeker.model.hf_io import load_hf, save_hf
-from jaxseeker.model.params import count_params, init_params, param_axes, param_shapes
+from jaxseeker.model.params import abstract_params, count_params, init_params, param_axes, param_shapes
 
 __all__ = [
-    "ConfigError", "KVCache", "ModelConfig", "count_params", "forward", "from_hf_dict", "hidden_states",
+    "ConfigError", "KVCache", "ModelConfig", "abstract_params", "count_params", "forward", "from_hf_dict", "hidden_states",
     "init_cache", "init_params", "load_config", "load_hf", "param_axes", "param_shapes", "reset_rows",
     "save_hf", "segment_positions", "to_hf_dict", "unembed",
 ]

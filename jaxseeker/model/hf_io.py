@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -68,42 +68,51 @@ def _expert_weight(reader: TensorReader, prefix: str, key: str, shape: tuple[int
     return np.swapaxes(part, 1, 2)
 
 
-def load_hf(path: str | Path, dtype: str | None = None, **config_overrides) -> tuple[ModelConfig, dict]:
+def load_hf(path: str | Path, dtype: str | None = None, *, shardings: Any = None,
+            **config_overrides) -> tuple[ModelConfig, dict]:
     """Read an HF checkpoint directory (config.json + safetensors, sharded or not, bf16 included) into
-    (config, params). Each stacked leaf is built and moved to the device before the next is read, so at most
-    one leaf is held twice. `dtype` sets the parameter dtype (default: the checkpoint's)."""
+    (config, params). Each stacked leaf is read on the host and placed before the next is read, so at most
+    one leaf is held twice. `dtype` sets the parameter dtype (default: the checkpoint's).
+
+    `shardings` places the leaves: a pytree of `jax.sharding.Sharding` shaped like the params, or a function
+    of the checkpoint's config returning one. Each device then receives only its own slice of every leaf
+    (`jax.make_array_from_callback`), across all the processes of a multi-host run, so a model larger than
+    one device loads straight into its training layout. Default: every leaf whole on the default device."""
     path = Path(path)
     cfg = load_config(path, **config_overrides)
     cfg = cfg.replace(param_dtype=dtype or config_overrides.get("param_dtype") or cfg.hf_dtype)
     target = _NP_DTYPES[cfg.param_dtype]
     reader = TensorReader(path)
     shapes = param_shapes(cfg)
+    where = shardings(cfg) if callable(shardings) else shardings
 
-    def leaf(fill: Callable[[np.ndarray], None], shape: tuple[int, ...]) -> jax.Array:
-        buf = np.empty(shape, target)
-        fill(buf)
-        return jnp.asarray(buf)
+    def place(host: np.ndarray, sharding: jax.sharding.Sharding | None) -> jax.Array:
+        if sharding is None:
+            return jnp.asarray(host)
+        return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+    def top(name: str, host: np.ndarray) -> jax.Array:
+        return place(host.astype(target), None if where is None else where[name])
 
     params: dict = {
-        "embed": jnp.asarray(reader.get("model.embed_tokens.weight").astype(target)),
-        "final_norm": jnp.asarray(reader.get("model.norm.weight").astype(target)),
+        "embed": top("embed", reader.get("model.embed_tokens.weight")),
+        "final_norm": top("final_norm", reader.get("model.norm.weight")),
     }
     if not cfg.tie_word_embeddings:
-        params["lm_head"] = jnp.asarray(reader.get("lm_head.weight").T.astype(target))
+        params["lm_head"] = top("lm_head", reader.get("lm_head.weight").T)
     blocks, first = [], 0
-    for (moe, n), gshapes in zip(cfg.layer_groups, shapes["blocks"]):
+    for g, ((moe, n), gshapes) in enumerate(zip(cfg.layer_groups, shapes["blocks"])):
         group = {}
         for key, shape in gshapes.items():
-            def fill(buf, key=key, shape=shape):
-                for j in range(n):
-                    prefix = f"model.layers.{first + j}."
-                    if moe and key in _EXPERT_NAMES:
-                        buf[j] = _expert_weight(reader, prefix, key, shape[1:])
-                    else:
-                        suffix, n_in = _LAYER_NAMES[key]
-                        buf[j] = _from_hf(reader.get(prefix + suffix), shape[1:], n_in)
-
-            group[key] = leaf(fill, shape)
+            buf = np.empty(shape, target)  # [layers, ...]
+            for j in range(n):
+                prefix = f"model.layers.{first + j}."
+                if moe and key in _EXPERT_NAMES:
+                    buf[j] = _expert_weight(reader, prefix, key, shape[1:])
+                else:
+                    suffix, n_in = _LAYER_NAMES[key]
+                    buf[j] = _from_hf(reader.get(prefix + suffix), shape[1:], n_in)
+            group[key] = place(buf, None if where is None else where["blocks"][g][key])
         blocks.append(group)
         first += n
     params["blocks"] = tuple(blocks)

@@ -86,6 +86,12 @@ def _is_shape(x) -> bool:
     return isinstance(x, tuple) and all(isinstance(d, int) for d in x)
 
 
+def abstract_params(cfg: ModelConfig) -> dict:
+    """`init_params(cfg, …)` as `jax.ShapeDtypeStruct`s, without computing anything (e.g. for shardings)."""
+    dtype = jnp.dtype(cfg.param_dtype)
+    return jax.tree.map(lambda shape: jax.ShapeDtypeStruct(shape, dtype), param_shapes(cfg), is_leaf=_is_shape)
+
+
 @functools.partial(jax.jit, static_argnums=0)
 def init_params(cfg: ModelConfig, rng: jax.Array) -> dict:
     """Random parameters: normal(0, initializer_range) matrices, unit norms, zero biases (as HF initialises).

@@ -17,6 +17,7 @@ from jaxseeker.parallel.mesh import (
     parse_mesh,
     process_info,
 )
+from jaxseeker.parallel.params import param_shardings
 from jaxseeker.parallel.rules import (
     DEFAULT_RULES,
     Rules,
@@ -48,6 +49,7 @@ __all__ = [
     "make_mesh",
     "make_rules",
     "maybe_initialize_distributed",
+    "param_shardings",
     "parse_mesh",
     "process_info",
     "process_share",

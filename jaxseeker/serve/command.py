@@ -36,7 +36,7 @@ def _serve(args: argparse.Namespace) -> int:
     from jaxseeker.serve.server import build_served, load_policy, serve_forever
 
     api_key = os.environ.get(args.api_key_env) or None
-    cfg, params, tokenizer = load_policy(args.model, dtype=args.dtype)
+    cfg, params, tokenizer = load_policy(args.model, dtype=args.dtype, mesh=args.mesh)
     name = args.served_model_name or Path(args.model).resolve().name
     served = build_served(cfg, params, tokenizer, model_name=name, shape=_shape(args), api_key=api_key,
                           mesh=args.mesh)

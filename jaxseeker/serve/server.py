@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import socket
 import threading
@@ -32,15 +33,18 @@ class EngineShape:
     max_queue: int = 256
 
 
-def load_policy(path: str | Path, dtype: str | None = None) -> tuple[Any, dict, Any]:
-    """(cfg, params, tokenizer) of an HF model directory, or of a jaxseeker run directory / its checkpoints
-    folder (latest step; tokenizer from the run's `tokenizer/`)."""
+def load_policy(path: str | Path, dtype: str | None = None, mesh: Mesh | None = None) -> tuple[Any, dict, Any]:
+    """(cfg, params, tokenizer) of an HF model directory (with `mesh`, each device reads its slice of the
+    weights), or of a jaxseeker run directory / its checkpoints folder (latest step; tokenizer from the run's
+    `tokenizer/`)."""
     from jaxseeker import model
     from jaxseeker.data.tokenizer import load_tokenizer
+    from jaxseeker.parallel import param_shardings
 
     path = Path(path)
     if (path / "config.json").exists():
-        cfg, params = model.load_hf(path, dtype=dtype)
+        on_mesh = None if mesh is None else functools.partial(param_shardings, mesh=mesh)
+        cfg, params = model.load_hf(path, dtype=dtype, shardings=on_mesh)
         return cfg, params, load_tokenizer(path)
     from jaxseeker.train.export import restore_run
 

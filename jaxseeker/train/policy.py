@@ -14,19 +14,20 @@ import optax
 
 from jaxseeker import model
 from jaxseeker.data import load_tokenizer
-from jaxseeker.parallel import MeshConfig, make_mesh, make_rules, maybe_initialize_distributed
+from jaxseeker.parallel import MeshConfig, make_mesh, make_rules, maybe_initialize_distributed, param_shardings
 from jaxseeker.train.recipe import RecipeError, build
 from jaxseeker.train.state import TrainState, create_train_state, train_state_from_params
 
 
-def model_from_recipe(section: Mapping[str, Any]) -> tuple[model.ModelConfig, dict | None]:
-    """(config, params or None): `hf_path` loads a checkpoint (other keys override its config); otherwise
-    the keys are ModelConfig fields and params are initialised later."""
+def model_from_recipe(section: Mapping[str, Any], shardings: Any = None) -> tuple[model.ModelConfig, dict | None]:
+    """(config, params or None): `hf_path` loads a checkpoint (other keys override its config), its leaves
+    placed by `shardings` (see `model.load_hf`); otherwise the keys are ModelConfig fields and params are
+    initialised later."""
     section = dict(section or {})
     hf_path = section.pop("hf_path", None)
     try:
         if hf_path:
-            return model.load_hf(hf_path, **section)
+            return model.load_hf(hf_path, shardings=shardings, **section)
         return build(model.ModelConfig, section, "model"), None
     except model.ConfigError as e:
         raise RecipeError(f"model: {e}") from None
@@ -51,7 +52,8 @@ def build_policy(recipe: Mapping[str, Any], optimizer: optax.GradientTransformat
     maybe_initialize_distributed()
     mesh = make_mesh(build(MeshConfig, recipe.get("mesh"), "mesh"))
     rules = make_rules(recipe.get("rules"))
-    cfg, params = model_from_recipe(recipe.get("model"))
+    cfg, params = model_from_recipe(  # a checkpoint loads each device's slice only, as the state will hold it
+        recipe.get("model"), lambda c: param_shardings(c, mesh, rules))
     tok_path = tokenizer or (recipe.get("model") or {}).get("hf_path")
     if not tok_path:
         raise RecipeError(f"{where}: a tokenizer directory is needed when the model is not an HF checkpoint")

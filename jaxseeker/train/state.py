@@ -114,10 +114,10 @@ def train_state_from_params(
     params: Any, param_axes: Any, optimizer: optax.GradientTransformation, rng: jax.Array | int, mesh: Mesh,
     rules: Rules = DEFAULT_RULES, *, master_dtype: Any = jnp.float32,
 ) -> tuple[TrainState, TrainState]:
-    """A step-0 TrainState around given params (e.g. an HF checkpoint), sharded on `mesh`, and its shardings."""
-    params = cast_floating(params, master_dtype)
+    """A step-0 TrainState around given params (e.g. an HF checkpoint), sharded on `mesh`, and its shardings.
+    Params already placed by those shardings (`model.load_hf(..., shardings=...)`) are cast shard by shard."""
     def init(params: Any, rng: jax.Array) -> TrainState:
-        return _state_from_params(params, optimizer, rng)
+        return _state_from_params(cast_floating(params, master_dtype), optimizer, rng)
 
     rng = raw_key(rng)
     abstract = jax.eval_shape(init, params, rng)

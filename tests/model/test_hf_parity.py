@@ -138,3 +138,24 @@ def test_save_hf_loads_in_transformers_and_round_trips(family, tmp_path):
     assert jax.tree.structure(params2) == jax.tree.structure(params)
     for x, y in zip(jax.tree.leaves(params), jax.tree.leaves(params2)):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_load_hf_places_each_leaf_where_shardings_say(family):
+    """`shardings` may be a function of the checkpoint's config; `abstract_params` gives it the params' shapes
+    (the 8-device split is in tests/parallel/test_sharded_sft_step.py)."""
+    _, _, path, cfg, params = family
+    cpu = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
+    seen = []
+
+    def shardings(checkpoint_cfg):
+        seen.append(checkpoint_cfg)
+        abstract = model.abstract_params(checkpoint_cfg)
+        assert jax.tree.map(lambda a: (a.shape, a.dtype), abstract) == jax.tree.map(
+            lambda a: (a.shape, a.dtype), jax.eval_shape(model.init_params, checkpoint_cfg, jax.random.key(0)))
+        return jax.tree.map(lambda _: cpu, abstract)
+
+    cfg2, placed = model.load_hf(path, shardings=shardings)
+    assert seen == [cfg2] == [cfg]
+    for x, y in zip(jax.tree.leaves(params), jax.tree.leaves(placed), strict=True):
+        assert y.sharding == cpu
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))

@@ -4,7 +4,9 @@ Run by `test_sharded_sft_step.py` in a subprocess whose `XLA_FLAGS` asks for 8 h
 (the flag must be set before JAX starts, so it cannot share the pytest process).
 
 For each model (dense Qwen3-tiny, MoE Qwen3-tiny) the same params and packed batch go through two
-steps on one device and on each mesh; the report holds, per mesh: the largest loss and param
+steps on one device (from the params on the host) and on each mesh (from the params saved as an HF
+checkpoint and loaded straight onto the mesh, each device reading its slice); the report holds, per mesh:
+how the load placed and kept the weights, the largest loss and param
 differences, the params / Adam moments whose sharding is not the one the rules give, and the
 spec of every param. The dense case also checks the chunked default SFT loss against `masked_nll`
 of the full logits, and restores a (2,2,2) checkpoint onto (1,8,1) shardings.
@@ -20,7 +22,8 @@ import jax
 import numpy as np
 
 from jaxseeker import losses, model
-from jaxseeker.parallel import DEFAULT_RULES, MeshConfig, batch_sharding, make_mesh, shard_batch, tree_shardings
+from jaxseeker.parallel import (DEFAULT_RULES, MeshConfig, batch_sharding, make_mesh, param_shardings, shard_batch,
+                                tree_shardings)
 from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.sft_step import make_sft_step
@@ -85,6 +88,17 @@ def max_diff(a, b) -> float:
     return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in pairs)
 
 
+def load_onto(hf_dir: str, mesh) -> dict:
+    """The HF checkpoint at `hf_dir` loaded straight onto `mesh` by the rules (each device gets its slice)."""
+    return model.load_hf(hf_dir, shardings=lambda cfg: param_shardings(cfg, mesh))[1]
+
+
+def shard_fractions(params) -> dict[str, float]:
+    """Per leaf, the largest share of its elements one device holds."""
+    return {jax.tree_util.keystr(path): max(s.data.size for s in x.addressable_shards) / x.size
+            for path, x in jax.tree.leaves_with_path(params)}
+
+
 def wrong_shardings(cfg, state, mesh) -> list[str]:
     """Paths of params and Adam moments whose spec differs from the rules' spec."""
     adam = state.opt_state[1][0]  # chain(clip, adamw) -> adamw = chain(scale_by_adam, ...) -> ScaleByAdamState
@@ -103,7 +117,10 @@ def run_case(cfg, meshes: dict[str, MeshConfig]) -> dict:
     batch = packed_batch(cfg.vocab_size)
     all_meshes = {"one_device": make_mesh(MeshConfig(1, 1, 1, 1), jax.devices()[:1])}
     all_meshes.update({name: make_mesh(mesh_cfg) for name, mesh_cfg in meshes.items()})
-    runs = {name: two_steps(cfg, params, batch, mesh) for name, mesh in all_meshes.items()}
+    with tempfile.TemporaryDirectory() as hf_dir:  # the meshes start from the checkpoint loaded onto them
+        model.save_hf(params, cfg, hf_dir)
+        loaded = {name: load_onto(hf_dir, mesh) for name, mesh in all_meshes.items() if name != "one_device"}
+    runs = {name: two_steps(cfg, loaded.get(name, params), batch, mesh) for name, mesh in all_meshes.items()}
     ref_state, ref_losses, _ = runs.pop("one_device")
     report = {}
     if not cfg.num_experts:
@@ -116,6 +133,10 @@ def run_case(cfg, meshes: dict[str, MeshConfig]) -> dict:
             "param_diff": max_diff(state.params, ref_state.params),
             "params_moved": max_diff(state.params, params),
             "wrong_shardings": wrong_shardings(cfg, state, all_meshes[name]),
+            "loaded_diff": max_diff(loaded[name], params),
+            "loaded_fractions": shard_fractions(loaded[name]),
+            "loaded_specs": {jax.tree_util.keystr(path): str(x.sharding.spec)
+                             for path, x in jax.tree.leaves_with_path(loaded[name])},
             "specs": {
                 jax.tree_util.keystr(path): str(x.sharding.spec) for path, x in jax.tree.leaves_with_path(state.params)
             },

@@ -11,6 +11,8 @@ sizes XLA:CPU's thread pool so the 8 devices' collectives cannot deadlock on 2 c
 from __future__ import annotations
 
 import json
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +63,20 @@ def test_sharded_step_matches_single_device(report, model_kind, mesh_name):
 @pytest.mark.parametrize("model_kind, mesh_name", CASES)
 def test_params_and_adam_moments_have_the_rules_shardings(report, model_kind, mesh_name):
     assert report[model_kind][mesh_name]["wrong_shardings"] == []
+
+
+AXIS_SIZES = {"data8": {"data": 8}, "fsdp8": {"fsdp": 8}, "mixed222": {"data": 2, "fsdp": 2, "tensor": 2},
+              "expert4_tensor2": {"tensor": 2, "expert": 4}}
+
+
+@pytest.mark.parametrize("model_kind, mesh_name", CASES)
+def test_an_hf_checkpoint_loads_straight_onto_the_mesh_each_device_holding_its_slice(report, model_kind, mesh_name):
+    result = report[model_kind][mesh_name]
+    assert result["loaded_diff"] == 0.0 and result["loaded_specs"] == result["specs"]  # the training layout
+    for path, spec in result["loaded_specs"].items():  # a leaf split n ways leaves 1/n of it on each device
+        ways = math.prod(AXIS_SIZES[mesh_name][axis] for axis in re.findall(r"'(\w+)'", spec))
+        assert result["loaded_fractions"][path] == 1 / ways, (path, spec)
+    assert (min(result["loaded_fractions"].values()) < 1) == (mesh_name != "data8")
 
 
 def test_default_chunked_loss_equals_full_logits_nll(report):
