@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,31 +120,39 @@ def load_hf(path: str | Path, dtype: str | None = None, *, shardings: Any = None
     return cfg, params
 
 
-def hf_tensors(params: dict, cfg: ModelConfig, dtype: str) -> dict[str, np.ndarray]:
-    """The HF-named tensors of `params` (per-expert names for MoE, which every transformers version loads)."""
+def hf_tensors(params: dict, cfg: ModelConfig, dtype: str) -> Iterator[tuple[str, np.ndarray]]:
+    """The HF-named tensors of `params` (per-expert names for MoE, which every transformers version loads), in
+    file order, each read to the host and converted when it is drawn: one layer's slice of a stacked leaf at a
+    time, so exporting holds the params and one tensor, not a second copy of the model."""
     target = _NP_DTYPES[dtype]
 
     def host(x) -> np.ndarray:
         return np.asarray(jax.device_get(x)).astype(target)
 
-    out = {"model.embed_tokens.weight": host(params["embed"])}
+    def per_layer(leaf, j: int, n_in: int | None) -> Callable[[], np.ndarray]:
+        return lambda: np.ascontiguousarray(_to_hf(host(leaf[j]), n_in))
+
+    def per_expert(leaf, j: int, e: int) -> Callable[[], np.ndarray]:
+        return lambda: np.ascontiguousarray(host(leaf[j, e]).T)
+
+    lazy: dict[str, Callable[[], np.ndarray]] = {"model.embed_tokens.weight": lambda: host(params["embed"])}
     first = 0
     for (moe, n), group in zip(cfg.layer_groups, params["blocks"]):
-        for key in group:
-            stacked = host(group[key])
+        for key, leaf in group.items():
             for j in range(n):
                 prefix = f"model.layers.{first + j}."
                 if moe and key in _EXPERT_NAMES:
                     for e in range(cfg.num_experts):
-                        out[f"{prefix}mlp.experts.{e}.{_EXPERT_NAMES[key]}.weight"] = np.ascontiguousarray(stacked[j, e].T)
+                        lazy[f"{prefix}mlp.experts.{e}.{_EXPERT_NAMES[key]}.weight"] = per_expert(leaf, j, e)
                 else:
                     suffix, n_in = _LAYER_NAMES[key]
-                    out[prefix + suffix] = np.ascontiguousarray(_to_hf(stacked[j], n_in))
+                    lazy[prefix + suffix] = per_layer(leaf, j, n_in)
         first += n
-    out["model.norm.weight"] = host(params["final_norm"])
+    lazy["model.norm.weight"] = lambda: host(params["final_norm"])
     if not cfg.tie_word_embeddings:
-        out["lm_head.weight"] = np.ascontiguousarray(host(params["lm_head"]).T)
-    return dict(sorted(out.items(), key=lambda kv: _name_order(kv[0])))
+        lazy["lm_head.weight"] = lambda: np.ascontiguousarray(host(params["lm_head"]).T)
+    for name in sorted(lazy, key=_name_order):
+        yield name, lazy[name]()
 
 
 def _name_order(name: str) -> tuple:

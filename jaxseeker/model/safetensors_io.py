@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterable
 from pathlib import Path
 
 import ml_dtypes
@@ -98,25 +99,35 @@ def write_file(path: Path, tensors: dict[str, np.ndarray], metadata: dict[str, s
             f.write(np.ascontiguousarray(arr).tobytes())
 
 
-def write_sharded(directory: Path, tensors: dict[str, np.ndarray], max_shard_bytes: int) -> list[str]:
-    """Write `tensors` as `model.safetensors`, or as numbered shards plus an index when over `max_shard_bytes`."""
-    shards: list[dict[str, np.ndarray]] = [{}]
-    size = 0
-    for name, arr in tensors.items():
-        if shards[-1] and size + arr.nbytes > max_shard_bytes:
-            shards.append({})
-            size = 0
-        shards[-1][name] = arr
+def write_sharded(directory: Path, tensors: Iterable[tuple[str, np.ndarray]], max_shard_bytes: int) -> list[str]:
+    """Write `tensors`, (name, array) pairs in file order, as `model.safetensors`, or as numbered shards plus an
+    index when over `max_shard_bytes`. The pairs are drawn one shard at a time and each shard is written before
+    the next is drawn, so a lazy iterable holds at most one shard's arrays in memory."""
+    written: list[tuple[Path, list[str]]] = []  # (temporary file, its tensor names)
+    shard: dict[str, np.ndarray] = {}
+    size = total = 0
+
+    def flush() -> None:
+        path = directory / f".shard-{len(written) + 1:05d}.safetensors.partial"
+        write_file(path, shard)
+        written.append((path, list(shard)))
+
+    for name, arr in tensors:
+        if shard and size + arr.nbytes > max_shard_bytes:
+            flush()
+            shard, size = {}, 0
+        shard[name] = arr
         size += arr.nbytes
-    if len(shards) == 1:
-        write_file(directory / "model.safetensors", shards[0])
+        total += arr.nbytes
+    flush()
+    if len(written) == 1:
+        written[0][0].rename(directory / "model.safetensors")
         return ["model.safetensors"]
-    names = [f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors" for i in range(len(shards))]
+    names = [f"model-{i + 1:05d}-of-{len(written):05d}.safetensors" for i in range(len(written))]
     weight_map = {}
-    for fname, shard in zip(names, shards):
-        write_file(directory / fname, shard)
-        weight_map.update({k: fname for k in shard})
-    total = sum(a.nbytes for a in tensors.values())
+    for fname, (path, shard_names) in zip(names, written):
+        path.rename(directory / fname)
+        weight_map.update({k: fname for k in shard_names})
     (directory / INDEX_FILE).write_text(
         json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2)
     )

@@ -34,21 +34,23 @@ class EngineShape:
 
 
 def load_policy(path: str | Path, dtype: str | None = None, mesh: Mesh | None = None) -> tuple[Any, dict, Any]:
-    """(cfg, params, tokenizer) of an HF model directory (with `mesh`, each device reads its slice of the
-    weights), or of a jaxseeker run directory / its checkpoints folder (latest step; tokenizer from the run's
-    `tokenizer/`)."""
+    """(cfg, params, tokenizer) of an HF model directory, or of a jaxseeker run directory / its checkpoints
+    folder (latest step; tokenizer from the run's `tokenizer/`), on the default device or, with `mesh`, each
+    device holding its slice of the weights."""
+    import jax
+
     from jaxseeker import model
     from jaxseeker.data.tokenizer import load_tokenizer
-    from jaxseeker.parallel import param_shardings
+    from jaxseeker.parallel import MeshConfig, make_mesh, param_shardings
 
+    on_mesh = functools.partial(param_shardings, mesh=mesh or make_mesh(MeshConfig(1, 1, 1, 1), jax.devices()[:1]))
     path = Path(path)
     if (path / "config.json").exists():
-        on_mesh = None if mesh is None else functools.partial(param_shardings, mesh=mesh)
         cfg, params = model.load_hf(path, dtype=dtype, shardings=on_mesh)
         return cfg, params, load_tokenizer(path)
     from jaxseeker.train.export import restore_run
 
-    run, cfg, params = restore_run(path, dtype=dtype)  # FileNotFoundError naming the path when it is neither
+    run, cfg, params = restore_run(path, dtype=dtype, shardings=on_mesh)  # FileNotFoundError naming a bad path
     return cfg, params, load_tokenizer(run / "tokenizer")
 
 

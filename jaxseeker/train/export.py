@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import jax
 
@@ -22,25 +23,31 @@ def run_dir_of(path: str | Path) -> Path:
     raise FileNotFoundError(f"{path}: not a jaxseeker run directory (no model_config.json here or one level up)")
 
 
-def restore_run(path: str | Path, *, step: int | None = None, dtype: str | None = None) -> tuple[Path, model.ModelConfig, dict]:
+def restore_run(path: str | Path, *, step: int | None = None, dtype: str | None = None,
+                shardings: Any = None) -> tuple[Path, model.ModelConfig, dict]:
     """(run directory, config, params) of the run at `path` (the run or its `checkpoints/`): the latest step
-    unless `step`, on the first device, restored as `dtype` (the run's parameter dtype if None)."""
+    unless `step`, restored as `dtype` (the run's parameter dtype if None) where `shardings` say (a pytree of
+    shardings or a function of the run's config, as in `model.load_hf`). Default: host memory (the CPU device,
+    also where accelerators are attached, so a model trained over many chips needs not fit on one)."""
     run = run_dir_of(path)
     cfg = model.from_hf_dict(json.loads((run / "model_config.json").read_text()), source=str(run / "model_config.json"))
     if dtype is not None:
         cfg = cfg.replace(param_dtype=dtype)
-    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    target = jax.tree.map(
-        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=device),
-        jax.eval_shape(lambda: model.init_params(cfg, jax.random.key(0))),
-    )
+    abstract = model.abstract_params(cfg)
+    if shardings is None:
+        host = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
+        shardings = jax.tree.map(lambda _: host, abstract)
+    elif callable(shardings):
+        shardings = shardings(cfg)
+    target = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), abstract, shardings)
     return run, cfg, restore_params(run / "checkpoints", target, step=step)
 
 
 def export_hf(checkpoint: str | Path, out_dir: str | Path, *, step: int | None = None, dtype: str | None = None) -> Path:
     """Write the params of `checkpoint` (latest step unless `step`) with the run's config and tokenizer to
-    `out_dir`, loadable by `transformers.AutoModelForCausalLM` / `AutoTokenizer`."""
-    run, cfg, params = restore_run(checkpoint, step=step)
+    `out_dir`, loadable by `transformers.AutoModelForCausalLM` / `AutoTokenizer`. The params are restored as
+    `dtype` (the run's if None) in host memory and written one tensor at a time."""
+    run, cfg, params = restore_run(checkpoint, step=step, dtype=dtype)
     out = model.save_hf(params, cfg, out_dir, dtype=dtype)
     tokenizer = run / "tokenizer"
     if tokenizer.exists():

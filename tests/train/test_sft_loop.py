@@ -7,12 +7,14 @@ import subprocess
 import sys
 import time
 
+import ml_dtypes
 import numpy as np
 import pytest
 import transformers
 import yaml
 
 from jaxseeker.data import train_tokenizer
+from jaxseeker.model.safetensors_io import TensorReader
 from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.train.sft import prepare, run_sft
@@ -69,6 +71,12 @@ def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path):
     hf = transformers.AutoModelForCausalLM.from_pretrained(out)
     tok = transformers.AutoTokenizer.from_pretrained(out)
     assert hf.config.vocab_size == 400 and tok.eos_token == "<|im_end|>"
+    half = export_hf(tmp_path / "run", tmp_path / "hf_bf16", dtype="bfloat16")  # restored as bfloat16 on the host
+    full, halved = TensorReader(out), TensorReader(half)
+    assert full.names() == halved.names()
+    for name in full.names():
+        assert halved.get(name).dtype == ml_dtypes.bfloat16
+        np.testing.assert_array_equal(halved.get(name), full.get(name).astype(ml_dtypes.bfloat16))
 
 
 def test_the_summary_counts_trajectories_cut_at_seq_len(workspace, tmp_path):
