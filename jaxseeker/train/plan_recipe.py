@@ -113,7 +113,7 @@ def sft_stages(recipe: Mapping[str, Any]) -> list[StageShape]:
         raise RecipeError("train.train_files: give at least one JSONL file or ArrayRecord directory")
     data = build(DataConfig, recipe.get("data"), "data")
     opt = build(OptimizerConfig, {"total_steps": train.steps, **(recipe.get("optimizer") or {})}, "optimizer")
-    resolve_loss(train.loss)
+    resolve_loss(train.loss, train.chunk_size)
     _tokenizer_given(train.tokenizer, recipe, "train.tokenizer")
     return [StageShape("sft", "sft", rows=data.batch_size, seq=data.seq_len, chunk_size=train.chunk_size,
                        grad_accum=opt.grad_accum)]

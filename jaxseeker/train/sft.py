@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import inspect
 import json
 import time
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.recipe import RecipeError, build, check_sections
-from jaxseeker.train.sft_step import make_sft_step, mesh_attention_kernel, sft_loss, with_attention_kernel
+from jaxseeker.train.sft_step import LossFn, make_sft_step, mesh_attention_kernel, sft_loss, with_attention_kernel
 from jaxseeker.train.policy import build_policy
 from jaxseeker.train.state import abstract_train_state
 
@@ -48,7 +49,7 @@ class TrainConfig:
     eval_batches: int = 4
     checkpoint_every: int = 50
     keep: int = 3
-    loss: str = "sft_loss"  # or "package.module:function" with the signature of sft_loss
+    loss: str = "sft_loss"  # or "package.module:function": (params, batch, cfg) -> (loss, aux), as sft_loss
     chunk_size: int = 512
     # XLA options for compiling the step, e.g. {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"}
     # (XLA:CPU dots through YNNPACK; see `jaxseeker bench sft`). An option this XLA lacks fails the first step.
@@ -63,17 +64,23 @@ class TrainConfig:
             raise ValueError(f"eval_fraction={self.eval_fraction} must be in [0, 1)")
 
 
-def resolve_loss(name: str) -> Callable:
-    """The loss function a recipe names: "sft_loss" or "package.module:function"."""
+def resolve_loss(name: str, chunk_size: int) -> LossFn:
+    """The loss function a recipe names, "sft_loss" or "package.module:function" taking `(params, batch, cfg)`
+    (`sft_step.LossFn`), with `chunk_size` bound when the function takes that keyword."""
     if name == "sft_loss":
-        return sft_loss
-    module, sep, attr = name.partition(":")
-    if not sep:
-        raise RecipeError(f"train.loss={name!r}: use 'sft_loss' or 'package.module:function'")
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as e:
-        raise RecipeError(f"train.loss={name!r}: {e}") from None
+        fn = sft_loss
+    else:
+        module, sep, attr = name.partition(":")
+        if not sep:
+            raise RecipeError(f"train.loss={name!r}: use 'sft_loss' or 'package.module:function'")
+        try:
+            fn = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as e:
+            raise RecipeError(f"train.loss={name!r}: {e}") from None
+    parameters = inspect.signature(fn).parameters.values()
+    if any(p.name == "chunk_size" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return functools.partial(fn, chunk_size=chunk_size)
+    return fn
 
 
 @dataclasses.dataclass
@@ -139,7 +146,7 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
         state, start = restored.state, restored.step
         iterator.set_state(restored.data_state["iterator"])
     bsh = batch_sharding(mesh, (data.batch_size, data.seq_len), rules)
-    loss_fn = functools.partial(resolve_loss(train.loss), chunk_size=train.chunk_size)
+    loss_fn = resolve_loss(train.loss, train.chunk_size)
     step_fn = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
                             rules=rules, learning_rate=functools.partial(learning_rate_at, opt_cfg),
                             compiler_options=dict(train.compiler_options) or None)
