@@ -168,8 +168,9 @@ def policy_logprobs(
 
 
 def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLStepConfig,
-            attention_kernel: Attention | None = None) -> tuple[jax.Array, dict]:
+            objective: Callable | None = None, attention_kernel: Attention | None = None) -> tuple[jax.Array, dict]:
     """objective(logp, old_logp, A, mask) [+ kl_coef · KL(π ‖ π_ref)], every term masked to policy tokens.
+    `objective` defaults to the function `step_cfg.objective` names.
 
     Metrics: the objective's (clip fractions, ratio, approx KL), `entropy` (mean policy entropy over
     policy tokens) and `kl` (to the reference) when on.
@@ -178,7 +179,7 @@ def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLSt
                                     chunk_size=step_cfg.chunk_size, entropy=step_cfg.entropy,
                                     attention_kernel=attention_kernel)  # [batch, seq]
     mask = batch["loss_mask"]
-    objective = losses.get_policy_objective(step_cfg.objective)
+    objective = objective or losses.get_policy_objective(step_cfg.objective)
     loss, aux = objective(logp, batch["old_logp"], batch["advantages"], mask, **dict(step_cfg.objective_kwargs))
     aux = dict(aux)
     if step_cfg.kl_coef > 0:
@@ -209,18 +210,21 @@ def make_rl_step(
     (its shardings follow the rules). Results are cached per argument set, so a second run with the
     same shapes in one process compiles nothing.
     """
-    return _make_rl_step(cfg, step_cfg, opt_cfg, mesh, rows, seq, tuple(sorted(rules.items())), compute_dtype)
+    objective = losses.get_policy_objective(step_cfg.objective)  # the function, not its name, keys the cache
+    return _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, tuple(sorted(rules.items())),
+                         compute_dtype)
 
 
 @functools.lru_cache(maxsize=16)
-def _make_rl_step(cfg, step_cfg, opt_cfg, mesh, rows, seq, rules_items, compute_dtype) -> RLStep:
+def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_items, compute_dtype) -> RLStep:
+    """`make_rl_step`'s work, cached: a function registered anew under an old name compiles anew."""
     rules = dict(rules_items)
     optimizer = make_optimizer(opt_cfg)
     init = functools.partial(model.init_params, cfg)
     abstract = abstract_train_state(init, model.param_axes(cfg), optimizer, mesh, rules)
     shardings = jax.tree.map(lambda x: x.sharding, abstract)
     bsh = batch_sharding(mesh, (rows, seq), rules)
-    loss_fn = functools.partial(rl_loss, step_cfg=step_cfg)
+    loss_fn = functools.partial(rl_loss, step_cfg=step_cfg, objective=objective)
     update = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
                            rules=rules, learning_rate=functools.partial(learning_rate_at, opt_cfg),
                            compute_dtype=compute_dtype)

@@ -123,3 +123,38 @@ def test_packed_rows_give_the_one_row_per_episode_loss_and_gradient(loss_and_gra
     merged = dict(packed, segment_ids=(packed["segment_ids"] != 0).astype(np.int32))
     (loss_m, _), _ = loss_and_grad(params, merged)
     assert abs(float(loss_m) - float(loss)) > 1e-4
+
+
+def test_an_objective_registered_anew_under_its_name_is_the_one_the_update_runs():
+    """`make_rl_step` caches its compiled steps; the cache is keyed by the objective function, not its name, so
+    editing a notebook's objective and registering it again under the same name takes effect."""
+    from jaxseeker import losses
+    from jaxseeker.parallel import MeshConfig, make_mesh
+    from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
+    from jaxseeker.train.rl_step import make_rl_step
+    from jaxseeker.train.state import create_train_state
+
+    def first(logp, old_logp, advantages, mask):
+        return losses.policy_loss(logp, old_logp, advantages, mask)
+
+    def edited(logp, old_logp, advantages, mask):
+        loss, aux = losses.policy_loss(logp, old_logp, advantages, mask)
+        return loss, {**aux, "edited": loss * 0 + 1}
+
+    mesh, opt = make_mesh(MeshConfig(), jax.devices()[:1]), OptimizerConfig(lr=1e-3, warmup_steps=0, total_steps=4)
+    rows = _episodes(np.random.default_rng(0))
+    del rows["ref_logp"]
+    try:
+        losses.POLICY_OBJECTIVES["test_notebook_objective"] = first
+        step_cfg = RLStepConfig(objective="test_notebook_objective", chunk_size=16)
+        before = make_rl_step(CFG, step_cfg, opt, mesh=mesh, rows=2, seq=SEQ)
+        assert make_rl_step(CFG, step_cfg, opt, mesh=mesh, rows=2, seq=SEQ) is before  # same function: cached
+        losses.POLICY_OBJECTIVES["test_notebook_objective"] = edited
+        after = make_rl_step(CFG, step_cfg, opt, mesh=mesh, rows=2, seq=SEQ)
+        assert after is not before
+        state, _ = create_train_state(functools.partial(model.init_params, CFG), model.param_axes(CFG),
+                                      make_optimizer(opt), 0, mesh)
+        _, metrics = after.update(state, jax.device_put(rows, after.batch_sharding))
+        assert float(metrics["edited"]) == 1.0
+    finally:
+        del losses.POLICY_OBJECTIVES["test_notebook_objective"]
