@@ -24,6 +24,8 @@ from jaxseeker.model.rope import rope_tables
 # (q, k, v, segment_ids) -> out, shapes as in `layers.splash_attention`: what a caller may put in place of the
 # layer's attention (e.g. a kernel run blockwise over a device mesh, `parallel.shard_attention`).
 AttentionKernel = Callable[[jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray], jnp.ndarray]
+# (x, logical axis names of x) -> x: where a caller lays activations out (e.g. a sharding constraint by the rules).
+Constrain = Callable[[jnp.ndarray, tuple[str | None, ...]], jnp.ndarray]
 
 _REMAT = {
     "dots": jax.checkpoint_policies.dots_with_no_batch_dims_saveable,
@@ -74,6 +76,7 @@ def hidden_states(
     segment_ids: jnp.ndarray | None = None,
     cache: KVCache | None = None,
     attention_kernel: AttentionKernel | None = None,
+    constrain: Constrain | None = None,
 ):
     """Final-normed hidden states `[batch, seq, embed]` of `tokens` `[batch, seq]` (plus the updated cache
     when one is given).
@@ -87,6 +90,11 @@ def hidden_states(
     place of `cfg.attention_impl` by every layer when there is no cache: causal attention within segments,
     GQA heads in contiguous groups. A training step passes splash run blockwise over its mesh this way
     (`parallel.shard_attention`); None (default) uses `cfg.attention_impl`. Ignored with a cache.
+
+    constrain: `(x, logical_axes) -> x`, the activations' layout, applied to the residual stream
+    (`("batch", "seq", None)`) after the embedding and after every layer: a training step on a mesh passes
+    `parallel.activation_constraint(mesh, rules)`, so the layer activations kept for the backward pass stay
+    split by rows (under fsdp XLA may otherwise keep them whole on every device). None: XLA chooses.
     """
     b, s = tokens.shape
     compute = jnp.dtype(cfg.compute_dtype)
@@ -102,7 +110,10 @@ def hidden_states(
         cache_segments = cache.segment_ids.at[rows, q_index].set(segment_ids, mode="drop")
         mask = attention_mask(q_index, segment_ids, cache_segments)  # [batch, seq, max_len]
     cos, sin = rope_tables(positions, cfg)  # [batch, seq, head_dim]
-    x = params["embed"].astype(compute)[tokens]  # [batch, seq, embed]
+    def keep(x):  # [batch, seq, embed]
+        return x if constrain is None else constrain(x, ("batch", "seq", None))
+
+    x = keep(params["embed"].astype(compute)[tokens])  # [batch, seq, embed]
 
     new_k, new_v = [], []
     for g, (moe, _) in enumerate(cfg.layer_groups):
@@ -111,14 +122,14 @@ def hidden_states(
             layer = jax.checkpoint(layer, policy=_REMAT[cfg.remat])
         if cache is None:
             def body(x, p, layer=layer):
-                return layer(x, p, cos, sin, mask, None, segment_ids)[0], None
+                return keep(layer(x, p, cos, sin, mask, None, segment_ids)[0]), None
 
             x, _ = jax.lax.scan(body, x, params["blocks"][g])
         else:
             def body(x, xs, layer=layer):
                 p, kc, vc = xs
                 x, (kc, vc) = layer(x, p, cos, sin, mask, (kc, vc, q_index))
-                return x, (kc, vc)
+                return keep(x), (kc, vc)
 
             x, (kc, vc) = jax.lax.scan(body, x, (params["blocks"][g], cache.k[g], cache.v[g]))
             new_k.append(kc)
@@ -144,11 +155,12 @@ def forward(
     segment_ids: jnp.ndarray | None = None,
     cache: KVCache | None = None,
     attention_kernel: AttentionKernel | None = None,
+    constrain: Constrain | None = None,
 ):
     """Logits `[batch, seq, vocab]` (f32) of `tokens` `[batch, seq]`; `(logits, cache)` when a cache is given.
-    See `hidden_states` for segment, position, cache and `attention_kernel` semantics."""
+    See `hidden_states` for segment, position, cache, `attention_kernel` and `constrain` semantics."""
     out = hidden_states(params, tokens, cfg, positions=positions, segment_ids=segment_ids, cache=cache,
-                        attention_kernel=attention_kernel)
+                        attention_kernel=attention_kernel, constrain=constrain)
     x, new_cache = (out, None) if cache is None else out
     w = unembed(params, cfg).astype(x.dtype)
     logits = jnp.einsum("bse,ev->bsv", x, w, preferred_element_type=jnp.float32)

@@ -20,6 +20,7 @@ from jaxseeker.parallel.mesh import (
 from jaxseeker.parallel.params import param_shardings
 from jaxseeker.parallel.rules import (
     DEFAULT_RULES,
+    activation_constraint,
     Rules,
     batch_sharding,
     batch_shards,
@@ -36,6 +37,7 @@ __all__ = [
     "MESH_AXES",
     "MeshConfig",
     "Rules",
+    "activation_constraint",
     "all_gather_objects",
     "batch_sharding",
     "batch_shards",

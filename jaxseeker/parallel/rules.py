@@ -18,7 +18,7 @@ Resolution of one array's axes, dimension by dimension:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -109,6 +109,17 @@ def tree_shardings(axes_tree: Any, shapes_tree: Any, mesh: Mesh, rules: Rules = 
         return logical_sharding(axes, rules, mesh, shaped.shape)
 
     return jax.tree.map(one, shapes_tree, axes_tree)
+
+
+def activation_constraint(
+    mesh: Mesh, rules: Rules = DEFAULT_RULES
+) -> Callable[[jax.Array, Sequence[str | None]], jax.Array]:
+    """`(x, logical_axes) -> x` held to the sharding the rules give (`jax.lax.with_sharding_constraint`): the
+    model's `constrain` inside a step jitted over `mesh`."""
+    def constrain(x: jax.Array, axes: Sequence[str | None]) -> jax.Array:
+        return jax.lax.with_sharding_constraint(x, logical_sharding(axes, rules, mesh, x.shape))
+
+    return constrain
 
 
 def replicated(mesh: Mesh) -> NamedSharding:

@@ -57,9 +57,6 @@ def make_plan(recipe: Mapping[str, Any], *, mesh: MeshConfig | None = None, chip
     if cfg.attention_impl not in FLASH_IMPLS:
         notes.append(f"attention_impl={cfg.attention_impl} holds [q, k] f32 scores in training; splash (TPU), "
                      "cudnn (GPU) and blocked (one device) do not")
-    if sizes["fsdp"] > 1:
-        notes.append("activations are planned sharded by batch; the model sets no activation sharding constraint, "
-                     "and XLA may keep some with the whole batch (see `jaxseeker.train.plan`)")
     if any(s.slots for s in rp.stages):
         notes.append("rollouts: the cache is planned sharded by the rules, and decoding is bandwidth-bound (the "
                      "ideal time counts its FLOPs only)")

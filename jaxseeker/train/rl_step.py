@@ -29,7 +29,8 @@ from jax.sharding import Mesh, NamedSharding
 
 from jaxseeker import losses, model
 from jaxseeker.parallel import batch_sharding
-from jaxseeker.parallel.rules import DEFAULT_RULES, Rules
+from jaxseeker.model.forward import Constrain
+from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint
 from jaxseeker.parallel.sharded_attention import Attention
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.sft_step import make_sft_step, mesh_attention_kernel
@@ -152,13 +153,14 @@ def packed_episode_rows(
 
 def policy_logprobs(
     params: Any, batch: Batch, cfg: model.ModelConfig, *, temperature: float = 1.0, chunk_size: int = 512,
-    entropy: bool = False, attention_kernel: Attention | None = None,
+    entropy: bool = False, attention_kernel: Attention | None = None, constrain: Constrain | None = None,
 ) -> tuple[jax.Array, jax.Array | None]:
     """(log π(target) `[batch, seq]`, entropy `[batch, seq]` or None) with the training forward, chunked over seq.
-    attention_kernel: passed to `model.hidden_states` (None: the model's `attention_impl`)."""
+    attention_kernel, constrain: passed to `model.hidden_states` (None: the model's `attention_impl`; XLA's
+    activation layout)."""
     hidden = model.hidden_states(
         params, batch["tokens"], cfg, positions=batch["positions"], segment_ids=batch["segment_ids"],
-        attention_kernel=attention_kernel,
+        attention_kernel=attention_kernel, constrain=constrain,
     )  # [batch, seq, embed]
     w = model.unembed(params, cfg).astype(hidden.dtype)  # [embed, vocab]
     if entropy:
@@ -168,7 +170,8 @@ def policy_logprobs(
 
 
 def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLStepConfig,
-            objective: Callable | None = None, attention_kernel: Attention | None = None) -> tuple[jax.Array, dict]:
+            objective: Callable | None = None, attention_kernel: Attention | None = None,
+            constrain: Constrain | None = None) -> tuple[jax.Array, dict]:
     """objective(logp, old_logp, A, mask) [+ kl_coef · KL(π ‖ π_ref)], every term masked to policy tokens.
     `objective` defaults to the function `step_cfg.objective` names.
 
@@ -177,7 +180,7 @@ def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLSt
     """
     logp, entropy = policy_logprobs(params, batch, cfg, temperature=step_cfg.temperature,
                                     chunk_size=step_cfg.chunk_size, entropy=step_cfg.entropy,
-                                    attention_kernel=attention_kernel)  # [batch, seq]
+                                    attention_kernel=attention_kernel, constrain=constrain)  # [batch, seq]
     mask = batch["loss_mask"]
     objective = objective or losses.get_policy_objective(step_cfg.objective)
     loss, aux = objective(logp, batch["old_logp"], batch["advantages"], mask, **dict(step_cfg.objective_kwargs))
@@ -230,10 +233,12 @@ def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_item
                            compute_dtype=compute_dtype)
     dtype = cfg.compute_dtype if compute_dtype == "model" else compute_dtype
     kernel = mesh_attention_kernel(cfg, mesh, rules)
+    constrain = activation_constraint(mesh, rules) if mesh.size > 1 else None
 
     def logprobs(params: Any, batch: Batch) -> jax.Array:
         logp, _ = policy_logprobs(cast_floating(params, dtype), batch, cfg, temperature=step_cfg.temperature,
-                                  chunk_size=step_cfg.chunk_size, attention_kernel=kernel)  # [rows, seq]
+                                  chunk_size=step_cfg.chunk_size, attention_kernel=kernel,
+                                  constrain=constrain)  # [rows, seq]
         return jnp.where(batch["loss_mask"] != 0, logp, 0.0)
 
     logprob_fn = jax.jit(logprobs, in_shardings=(shardings.params, bsh), out_shardings=bsh)

@@ -23,8 +23,9 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 
 from jaxseeker import losses, model
+from jaxseeker.model.forward import Constrain
 from jaxseeker.model.layers import splash_attention
-from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, replicated
+from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint, replicated
 from jaxseeker.parallel.sharded_attention import Attention, shard_attention
 from jaxseeker.train.state import TrainState, cast_floating
 
@@ -34,15 +35,16 @@ StepFn = Callable[[TrainState, Batch], tuple[TrainState, dict[str, jax.Array]]]
 
 
 def sft_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, chunk_size: int = 512,
-             attention_kernel: Attention | None = None) -> tuple[jax.Array, dict]:
+             attention_kernel: Attention | None = None, constrain: Constrain | None = None) -> tuple[jax.Array, dict]:
     """Mean NLL over the trained tokens of the batch, logits built chunk by chunk (never `[batch, seq, vocab]`).
 
     batch: `tokens`, `targets`, `loss_mask`, `segment_ids` (0 = padding), `positions`, all `[batch, seq]`.
-    attention_kernel: passed to `model.hidden_states` (None: the model's `attention_impl`).
+    attention_kernel, constrain: passed to `model.hidden_states` (None: the model's `attention_impl`; XLA's
+    activation layout).
     """
     hidden = model.hidden_states(
         params, batch["tokens"], cfg, positions=batch["positions"], segment_ids=batch["segment_ids"],
-        attention_kernel=attention_kernel,
+        attention_kernel=attention_kernel, constrain=constrain,
     )  # [batch, seq, embed]
     w = model.unembed(params, cfg).astype(hidden.dtype)  # [embed, vocab]
     return losses.chunked_masked_nll(hidden, w, batch["targets"], batch["loss_mask"], chunk_size=chunk_size)
@@ -55,6 +57,16 @@ def mesh_attention_kernel(cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) ->
     if getattr(cfg, "attention_impl", None) != "splash" or mesh.size <= 1:
         return None
     return shard_attention(splash_attention, mesh, rules=rules)
+
+
+def with_activation_layout(loss_fn: LossFn, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> LossFn:
+    """`loss_fn` with `constrain=parallel.activation_constraint(mesh, rules)` bound, so the model's residual stream
+    stays split by rows over the mesh (`model.hidden_states`); `loss_fn` itself on one device or when it takes no
+    `constrain` keyword (XLA then lays the activations out)."""
+    parameters = inspect.signature(loss_fn).parameters.values()
+    if mesh.size <= 1 or not any(p.name == "constrain" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return loss_fn
+    return functools.partial(loss_fn, constrain=activation_constraint(mesh, rules))
 
 
 def with_attention_kernel(loss_fn: LossFn, kernel: Attention | None) -> LossFn:
@@ -121,7 +133,8 @@ def make_sft_step(
     """The jitted, sharded SFT step `step(state, batch) -> (state, metrics)`; `state` is donated.
 
     rules: the logical-axis rules of the shardings; with `attention_impl: splash` on several devices the
-      loss gets `attention_kernel=mesh_attention_kernel(model_cfg, mesh, rules)` (splash run blockwise).
+      loss gets `attention_kernel=mesh_attention_kernel(model_cfg, mesh, rules)` (splash run blockwise), and on
+      several devices `constrain` (`with_activation_layout`) when it takes these keywords.
     learning_rate: micro-step -> lr for the `lr` metric, e.g.
       `functools.partial(optimizer.learning_rate_at, opt_cfg)`.
     compute_dtype: dtype the params are cast to for the forward pass; "model" uses
@@ -131,7 +144,8 @@ def make_sft_step(
     """
     if isinstance(compute_dtype, str) and compute_dtype == "model":
         compute_dtype = getattr(model_cfg, "compute_dtype", None)
-    loss_fn = with_attention_kernel(loss_fn, mesh_attention_kernel(model_cfg, mesh, rules))
+    loss_fn = with_activation_layout(with_attention_kernel(loss_fn, mesh_attention_kernel(model_cfg, mesh, rules)),
+                                     mesh, rules)
 
     def step(state: TrainState, batch: Batch) -> tuple[TrainState, dict[str, jax.Array]]:
         return sft_update(

@@ -159,3 +159,19 @@ def test_load_hf_places_each_leaf_where_shardings_say(family):
     for x, y in zip(jax.tree.leaves(params), jax.tree.leaves(placed), strict=True):
         assert y.sharding == cpu
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_constrain_sees_the_residual_stream_by_its_logical_axes_and_changes_no_logit(family):
+    """`constrain` is where a training step lays activations out (`parallel.activation_constraint`); the model calls
+    it on the residual stream after the embedding and in every layer group's scan body."""
+    _, _, _, cfg, params = family
+    seen = []
+
+    def record(x, axes):
+        seen.append((x.shape, axes))
+        return x
+
+    ids = jnp.asarray(np.random.default_rng(7).integers(0, cfg.vocab_size, (2, 9)))
+    logits = model.forward(params, ids, cfg, constrain=record)
+    assert seen == [((2, 9, cfg.hidden_size), ("batch", "seq", None))] * (1 + len(cfg.layer_groups))
+    np.testing.assert_array_equal(np.asarray(logits), np.asarray(model.forward(params, ids, cfg)))
