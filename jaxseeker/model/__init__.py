@@ -7,7 +7,7 @@ from jaxseeker.model.hf_io import load_hf, save_hf
 from jaxseeker.model.params import abstract_params, count_params, init_params, param_axes, param_shapes
 
 __all__ = [
-    "ConfigError", "KVCache", "ModelConfig", "abstract_params", "count_params", "forward", "from_hf_dict", "hidden_states",
-    "init_cache", "init_params", "load_config", "load_hf", "param_axes", "param_shapes", "reset_rows",
-    "save_hf", "segment_positions", "to_hf_dict", "unembed",
+    "ConfigError", "KVCache", "ModelConfig", "abstract_params", "count_params", "forward", "from_hf_dict",
+    "hidden_states", "init_cache", "init_params", "load_config", "load_hf", "param_axes", "param_shapes",
+    "reset_rows", "save_hf", "segment_positions", "to_hf_dict", "unembed",
 ]

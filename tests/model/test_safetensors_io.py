@@ -28,6 +28,7 @@ def test_write_sharded_writes_each_shard_before_drawing_the_next_tensors(tmp_pat
 
 
 def test_a_model_under_the_shard_size_is_one_file(tmp_path):
-    assert write_sharded(tmp_path, iter([("w", np.ones(3, np.float32))]), max_shard_bytes=1 << 20) == ["model.safetensors"]
+    names = write_sharded(tmp_path, iter([("w", np.ones(3, np.float32))]), max_shard_bytes=1 << 20)
+    assert names == ["model.safetensors"]
     assert [p.name for p in tmp_path.iterdir()] == ["model.safetensors"]
     np.testing.assert_array_equal(TensorReader(tmp_path).get("w"), np.ones(3, np.float32))

@@ -165,7 +165,8 @@ def restore_elsewhere(state, cfg, params, other_mesh) -> dict:
 
 
 def compiled_peak_bytes(cfg, mesh, loss, rows: int, seq: int) -> int:
-    """Peak device bytes XLA assigns to the SFT step with `loss`: arguments + outputs − donated aliases + temporaries."""
+    """Peak device bytes XLA assigns to the SFT step with `loss`: arguments + outputs − donated aliases +
+    temporaries."""
     tx = make_optimizer(OptimizerConfig(total_steps=100))
     state = abstract_train_state(functools.partial(model.init_params, cfg), model.param_axes(cfg), tx, mesh)
     bsh = batch_sharding(mesh, (rows, seq))
