@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-import inspect
 import json
 import time
 from collections.abc import Callable
@@ -25,7 +24,8 @@ from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.recipe import RecipeError, build, check_sections
-from jaxseeker.train.sft_step import LossFn, make_sft_step, mesh_attention_kernel, sft_loss, with_attention_kernel
+from jaxseeker.train.sft_step import (LossFn, make_sft_step, mesh_attention_kernel, sft_loss, takes_keyword,
+                                      with_attention_kernel)
 from jaxseeker.train.policy import build_policy
 from jaxseeker.train.state import abstract_train_state
 
@@ -77,8 +77,7 @@ def resolve_loss(name: str, chunk_size: int) -> LossFn:
             fn = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as e:
             raise RecipeError(f"train.loss={name!r}: {e}") from None
-    parameters = inspect.signature(fn).parameters.values()
-    if any(p.name == "chunk_size" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+    if takes_keyword(fn, "chunk_size"):
         return functools.partial(fn, chunk_size=chunk_size)
     return fn
 

@@ -59,12 +59,17 @@ def mesh_attention_kernel(cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) ->
     return shard_attention(splash_attention, mesh, rules=rules)
 
 
+def takes_keyword(fn: Callable, name: str) -> bool:
+    """Whether `fn` accepts the keyword argument `name` (by that name or through `**kwargs`)."""
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD
+               for p in inspect.signature(fn).parameters.values())
+
+
 def with_activation_layout(loss_fn: LossFn, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> LossFn:
     """`loss_fn` with `constrain=parallel.activation_constraint(mesh, rules)` bound, so the model's residual stream
     stays split by rows over the mesh (`model.hidden_states`); `loss_fn` itself on one device or when it takes no
     `constrain` keyword (XLA then lays the activations out)."""
-    parameters = inspect.signature(loss_fn).parameters.values()
-    if mesh.size <= 1 or not any(p.name == "constrain" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+    if mesh.size <= 1 or not takes_keyword(loss_fn, "constrain"):
         return loss_fn
     return functools.partial(loss_fn, constrain=activation_constraint(mesh, rules))
 
@@ -74,8 +79,7 @@ def with_attention_kernel(loss_fn: LossFn, kernel: Attention | None) -> LossFn:
     warning) when it takes no `attention_kernel` keyword: the model's own attention then runs."""
     if kernel is None:
         return loss_fn
-    parameters = inspect.signature(loss_fn).parameters.values()
-    if not any(p.name == "attention_kernel" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+    if not takes_keyword(loss_fn, "attention_kernel"):
         warnings.warn(f"loss {getattr(loss_fn, '__name__', loss_fn)!r} takes no `attention_kernel` keyword: "
                       "its attention does not run blockwise over the mesh (operands gathered onto every device)",
                       stacklevel=2)
