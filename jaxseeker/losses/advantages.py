@@ -1,7 +1,18 @@
-"""Group-relative advantages (GRPO / DAPO / DUPO / WebSeer)."""
+"""Group-relative advantages (GRPO / Dr. GRPO / RLOO), each `fn(rewards [batch], group_size) -> [batch]`."""
 
 import jax
 import jax.numpy as jnp
+
+
+def _grouped(rewards: jax.Array, group_size: int) -> jax.Array:
+    """`[batch]` rewards as `[n_groups, group_size]` floats, after checking the shapes."""
+    if rewards.ndim != 1:
+        raise ValueError(f"rewards has shape {tuple(rewards.shape)}, expected [batch] (groups contiguous)")
+    if not isinstance(group_size, int) or group_size <= 0:
+        raise ValueError(f"group_size must be a positive int, got {group_size!r}")
+    if rewards.shape[0] % group_size != 0:
+        raise ValueError(f"rewards has {rewards.shape[0]} entries, not a multiple of group_size={group_size}")
+    return rewards.astype(jnp.promote_types(rewards.dtype, jnp.float32)).reshape(-1, group_size)  # [n_groups, group]
 
 
 def group_advantages(
@@ -20,14 +31,26 @@ def group_advantages(
       `[batch]` advantages (float32, float64 under x64), one per rollout; the policy loss
       broadcasts them over the rollout's tokens.
     """
-    if rewards.ndim != 1:
-        raise ValueError(f"rewards has shape {tuple(rewards.shape)}, expected [batch] (groups contiguous)")
-    if not isinstance(group_size, int) or group_size <= 0:
-        raise ValueError(f"group_size must be a positive int, got {group_size!r}")
-    if rewards.shape[0] % group_size != 0:
-        raise ValueError(f"rewards has {rewards.shape[0]} entries, not a multiple of group_size={group_size}")
-    grouped = rewards.astype(jnp.promote_types(rewards.dtype, jnp.float32)).reshape(-1, group_size)  # [n_groups, group]
+    grouped = _grouped(rewards, group_size)  # [n_groups, group]
     centred = grouped - jnp.mean(grouped, axis=1, keepdims=True)  # [n_groups, group]
     if normalize_std:
         centred = centred / (jnp.std(grouped, axis=1, keepdims=True) + eps)
     return centred.reshape(-1)  # [batch]
+
+
+def mean_centred_advantages(rewards: jax.Array, group_size: int) -> jax.Array:
+    """Dr. GRPO (arXiv 2503.20783): A_i = R_i - mean_G(R), no division by the group's std."""
+    return group_advantages(rewards, group_size, normalize_std=False)  # [batch]
+
+
+def leave_one_out_advantages(rewards: jax.Array, group_size: int) -> jax.Array:
+    """RLOO (arXiv 2402.14740): A_i = R_i - mean_{j≠i} R_j = G / (G - 1) · (R_i - mean_G(R)).
+
+    Each rollout's baseline is the mean of the other G - 1 rollouts of its question, so the baseline
+    does not depend on the rollout it scores; needs G >= 2.
+    """
+    grouped = _grouped(rewards, group_size)  # [n_groups, group]
+    if group_size < 2:
+        raise ValueError(f"leave-one-out advantages need group_size >= 2, got {group_size}")
+    others = (jnp.sum(grouped, axis=1, keepdims=True) - grouped) / (group_size - 1)  # [n_groups, group]
+    return (grouped - others).reshape(-1)  # [batch]

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
+from jax.experimental import multihost_utils
 
 from jaxseeker.model.config import ModelConfig, load_config, to_hf_dict
 from jaxseeker.model.params import param_shapes
@@ -123,10 +124,13 @@ def load_hf(path: str | Path, dtype: str | None = None, *, shardings: Any = None
 def hf_tensors(params: dict, cfg: ModelConfig, dtype: str) -> Iterator[tuple[str, np.ndarray]]:
     """The HF-named tensors of `params` (per-expert names for MoE, which every transformers version loads), in
     file order, each read to the host and converted when it is drawn: one layer's slice of a stacked leaf at a
-    time, so exporting holds the params and one tensor, not a second copy of the model."""
+    time, so exporting holds the params and one tensor, not a second copy of the model. Leaves spread over several
+    processes are gathered tensor by tensor onto every process, so all of them must draw the tensors together."""
     target = _NP_DTYPES[dtype]
 
     def host(x) -> np.ndarray:
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            x = multihost_utils.process_allgather(x, tiled=True)
         return np.asarray(jax.device_get(x)).astype(target)
 
     def per_layer(leaf, j: int, n_in: int | None) -> Callable[[], np.ndarray]:
@@ -164,15 +168,27 @@ def save_hf(
     params: dict, cfg: ModelConfig, out_dir: str | Path, *, dtype: str | None = None, max_shard_bytes: int = 2 << 30
 ) -> Path:
     """Write `config.json`, `generation_config.json` and safetensors (sharded with an index when large)
-    that `transformers.AutoModelForCausalLM.from_pretrained` loads. `dtype` defaults to the params' dtype."""
+    that `transformers.AutoModelForCausalLM.from_pretrained` loads. `dtype` defaults to the params' dtype.
+
+    Params spread over the processes of a multi-host run are saved by calling this on every process: each tensor
+    is gathered in turn and process 0 alone writes the files, which every process sees when the call returns."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     dtype = dtype or cfg.param_dtype
     cfg = cfg.replace(hf_dtype=dtype)
+    tensors = hf_tensors(params, cfg, dtype)
+    spread = any(not leaf.is_fully_addressable for leaf in jax.tree.leaves(params) if isinstance(leaf, jax.Array))
+    if spread and jax.process_index() != 0:
+        for _ in tensors:  # join process 0's gather of every tensor
+            pass
+        multihost_utils.sync_global_devices(f"save_hf {out}")
+        return out
+    out.mkdir(parents=True, exist_ok=True)
     for stale in list(out.glob("*.safetensors")) + list(out.glob("model.safetensors.index.json")):
         stale.unlink()
-    write_sharded(out, hf_tensors(params, cfg, dtype), max_shard_bytes)
+    write_sharded(out, tensors, max_shard_bytes)
     (out / "config.json").write_text(json.dumps(to_hf_dict(cfg), indent=2))
     generation = {k: v for k, v in to_hf_dict(cfg).items() if k in ("bos_token_id", "eos_token_id", "pad_token_id")}
     (out / "generation_config.json").write_text(json.dumps({**generation, "do_sample": False}, indent=2))
+    if spread:
+        multihost_utils.sync_global_devices(f"save_hf {out}")
     return out

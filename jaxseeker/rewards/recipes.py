@@ -1,8 +1,9 @@
 """Per-recipe reward shaping: small functions of one episode's judged outcome, chosen by name in config."""
 
 import dataclasses
-import importlib
 from collections.abc import Callable
+
+from jaxseeker.resolve import resolve_function
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,17 +89,4 @@ REWARD_FNS: dict[str, Callable[..., float]] = {
 
 def get_reward_fn(name: str) -> Callable[..., float]:
     """The reward function `name` names: a key of `REWARD_FNS` or a user's "package.module:function"."""
-    if name in REWARD_FNS:
-        return REWARD_FNS[name]
-    if ":" not in name:
-        known = ", ".join(sorted(REWARD_FNS))
-        raise ValueError(f"unknown reward function {name!r}; known names: {known}, or 'package.module:function'")
-    module_name, _, attr = name.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ValueError(f"reward function {name!r}: cannot import module {module_name!r}: {err}") from err
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise ValueError(f"reward function {name!r}: module {module_name!r} has no callable {attr!r}")
-    return fn
+    return resolve_function(name, REWARD_FNS, "reward function")

@@ -10,8 +10,7 @@ A model section with an `hf_path` that is not on this machine is planned from th
 from __future__ import annotations
 
 import dataclasses
-import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from jaxseeker import model
 from jaxseeker.parallel import MESH_AXES, MeshConfig, Rules, make_rules
 from jaxseeker.train.optimizer import OptimizerConfig
 from jaxseeker.train.plan import StageShape
-from jaxseeker.train.recipe import RecipeError, build, check_sections
+from jaxseeker.train.recipe import RecipeError, build, check_kwargs, check_sections
 
 SHAPE_FIELDS = ("model_type", "vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads",
                 "num_kv_heads", "head_dim")
@@ -85,17 +84,6 @@ def mesh_and_rules(recipe: Mapping[str, Any]) -> tuple[MeshConfig, Rules]:
     return mesh, rules
 
 
-def check_kwargs(fn: Callable, kwargs: Mapping[str, Any], where: str) -> None:
-    """Raise when `kwargs` names a keyword `fn` does not take (a typo in a recipe would fail only at run time)."""
-    params = inspect.signature(fn).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    known = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
-    unknown = sorted(set(kwargs) - set(known))
-    if unknown:
-        raise RecipeError(f"{where}: unknown keys {unknown}; {fn.__name__} takes {known}")
-
-
 def _tokenizer_given(tokenizer: str | None, recipe: Mapping[str, Any], where: str) -> None:
     """The check of `build_policy`: a tokenizer directory, or the model's `hf_path`."""
     if not (tokenizer or (recipe.get("model") or {}).get("hf_path")):
@@ -141,6 +129,7 @@ def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
     except ValueError as e:
         raise RecipeError(f"rl / tools: {e}") from None
     check_kwargs(losses.get_policy_objective(rl.objective), rl.objective_kwargs, "rl.objective_kwargs")
+    check_kwargs(losses.get_advantage(rl.advantage), rl.advantage_kwargs, "rl.advantage_kwargs")
     _tokenizer_given(rl.tokenizer, recipe, "rl.tokenizer")
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,14 @@ def build(cls: type, values: Mapping[str, Any] | None, where: str):
         return cls(**values)
     except (TypeError, ValueError) as e:
         raise RecipeError(f"{where}: {e}") from None
+
+
+def check_kwargs(fn: Callable, kwargs: Mapping[str, Any], where: str) -> None:
+    """Raise when `kwargs` names a keyword `fn` does not take (a typo in a recipe would fail only at run time)."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    known = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        raise RecipeError(f"{where}: unknown keys {unknown}; {fn.__name__} takes {known}")

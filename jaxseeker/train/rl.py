@@ -63,7 +63,7 @@ from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.policy import build_policy
-from jaxseeker.train.recipe import RecipeError, build, check_sections
+from jaxseeker.train.recipe import RecipeError, build, check_kwargs, check_sections
 from jaxseeker.train.rl_config import (
     PACKED_ROW_MULTIPLE,
     ROW_BUCKET,
@@ -166,6 +166,8 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
                                 chunk_size=rl.chunk_size, entropy=rl.entropy_metric)
     except ValueError as e:
         raise RecipeError(f"rl: {e}") from None
+    check_kwargs(losses.get_policy_objective(rl.objective), rl.objective_kwargs, "rl.objective_kwargs")
+    check_kwargs(losses.get_advantage(rl.advantage), rl.advantage_kwargs, "rl.advantage_kwargs")
     questions = [q for path in rl.questions for q in read_questions(path)]
     missing = [i for i, q in enumerate(questions) if q.answer is None]
     if missing:
@@ -328,6 +330,16 @@ def update(run: RLRun, state: Any, episodes: list[Episode], advantages: np.ndarr
     return state, {**metrics, **times}
 
 
+def episode_advantages(rl: RLConfig, rewards: np.ndarray) -> np.ndarray:
+    """`[B·G]` advantages of `[B, G]` rewards: the function `rl.advantage` names, with `rl.advantage_kwargs`."""
+    fn = losses.get_advantage(rl.advantage)
+    adv = np.asarray(fn(rewards.reshape(-1).astype(np.float32), rl.group_size, **rl.advantage_kwargs))
+    if adv.shape != (rewards.size,):
+        raise ValueError(f"advantage {rl.advantage!r} returned shape {adv.shape}; expected ({rewards.size},), one "
+                         f"per rollout")
+    return adv.astype(np.float32)
+
+
 def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], list[Episode]]:
     """One RL step (module docstring); returns the new state, the step's metrics and all its episodes."""
     t0 = time.perf_counter()
@@ -344,8 +356,7 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
         metrics["skipped_update"] = 1.0
     else:
         rewards = np.array([[s.reward for s in scores[i]] for i in selection.groups])  # [B, G]
-        adv = np.asarray(losses.group_advantages(rewards.reshape(-1).astype(np.float32), run.rl.group_size,
-                                                 normalize_std=run.rl.normalize_std))  # [B·G]
+        adv = episode_advantages(run.rl, rewards)  # [B·G]
         chosen = [e for i in selection.groups for e in groups[i]]
         state, update_metrics = update(run, state, chosen, adv, stage.max_context, step)
         run.engine.set_params(run.engine_params(state.params))

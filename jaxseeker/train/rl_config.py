@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from jaxseeker import losses
 from jaxseeker.agent import RolloutConfig
 from jaxseeker.train import selection as sel
 from jaxseeker.train.recipe import RecipeError, build
@@ -30,7 +31,8 @@ class RLConfig:
     selection: str = "grpo"  # grpo | dapo | dupo
     dapo_max_rounds: int = 4  # extra sampling rounds DAPO may take to fill the batch
     dupo_filter_rollouts: int = 8  # DUPO pre-filter: rollouts per question of the starting policy (0: off)
-    normalize_std: bool = True  # GRPO's /std; False: Dr. GRPO mean-centring
+    advantage: str = "grpo"  # grpo | dr_grpo (no /std) | rloo | package.module:function (`losses.get_advantage`)
+    advantage_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     objective: str = "policy_loss"
     objective_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # eps_low, eps_high, agg, clip_c
     kl_coef: float = 0.0
@@ -49,6 +51,7 @@ class RLConfig:
     def __post_init__(self):
         object.__setattr__(self, "questions", tuple(self.questions))
         object.__setattr__(self, "context_stages", tuple(self.context_stages))
+        losses.get_advantage(self.advantage)  # fails early, naming the known advantages
         if self.selection not in sel.SELECTION_MODES:
             raise ValueError(f"selection {self.selection!r} is not one of {list(sel.SELECTION_MODES)}")
         for name in ("steps", "batch_questions", "group_size", "mini_batches", "epochs", "checkpoint_every"):

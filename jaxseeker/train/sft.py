@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import json
 import time
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from tqdm import tqdm
 from jaxseeker import model
 from jaxseeker.data import DataConfig, batch_iterator, open_source, place_on_mesh
 from jaxseeker.parallel import batch_sharding, is_main_process, process_info
+from jaxseeker.resolve import resolve_function
 from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
@@ -67,16 +67,10 @@ class TrainConfig:
 def resolve_loss(name: str, chunk_size: int) -> LossFn:
     """The loss function a recipe names, "sft_loss" or "package.module:function" taking `(params, batch, cfg)`
     (`sft_step.LossFn`), with `chunk_size` bound when the function takes that keyword."""
-    if name == "sft_loss":
-        fn = sft_loss
-    else:
-        module, sep, attr = name.partition(":")
-        if not sep:
-            raise RecipeError(f"train.loss={name!r}: use 'sft_loss' or 'package.module:function'")
-        try:
-            fn = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as e:
-            raise RecipeError(f"train.loss={name!r}: {e}") from None
+    try:
+        fn = resolve_function(name, {"sft_loss": sft_loss}, "loss")
+    except ValueError as e:
+        raise RecipeError(f"train.loss={name!r}: {e}") from None
     if takes_keyword(fn, "chunk_size"):
         return functools.partial(fn, chunk_size=chunk_size)
     return fn

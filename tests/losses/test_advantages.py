@@ -3,7 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxseeker.losses import group_advantages
+from jaxseeker.losses import group_advantages, leave_one_out_advantages, mean_centred_advantages
 
 
 def test_grpo_advantages_are_group_zscores():
@@ -24,6 +24,18 @@ def test_hand_computed_group_of_three():
 def test_without_std_it_is_dr_grpo_mean_centring():
     rewards = jnp.array([2.0, 0.0, 1.0, 1.0])
     np.testing.assert_allclose(group_advantages(rewards, 2, normalize_std=False), [1.0, -1.0, 0.0, 0.0])
+
+
+def test_leave_one_out_baselines_each_rollout_on_the_others():
+    rewards = jnp.array([1.0, 0.0, 0.0, 0.5, 1.0, 1.0])  # two groups of 3
+    # rollout 0: 1 - mean(0, 0) = 1; rollout 3: 0.5 - mean(1, 1) = -0.5
+    np.testing.assert_allclose(leave_one_out_advantages(rewards, 3), [1.0, -0.5, -0.5, -0.5, 0.25, 0.25], atol=1e-6)
+    rng = np.random.default_rng(0)
+    rewards = jnp.asarray(rng.uniform(size=12), jnp.float32)
+    np.testing.assert_allclose(leave_one_out_advantages(rewards, 4), 4 / 3 * mean_centred_advantages(rewards, 4),
+                               rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="need group_size >= 2"):
+        leave_one_out_advantages(jnp.zeros(3), 1)
 
 
 def test_jits_with_static_group_size():

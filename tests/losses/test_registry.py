@@ -2,7 +2,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxseeker.losses import get_policy_objective, policy_loss
+from jaxseeker.losses import ADVANTAGES, get_advantage, get_policy_objective, group_advantages, policy_loss
 
 USER_OBJECTIVE = '''
 import jax.numpy as jnp
@@ -14,8 +14,20 @@ def reinforce(logp, old_logp, advantages, mask, **hyperparams):
 '''
 
 
-def test_builtin_name_resolves():
+USER_ADVANTAGE = '''
+import jax.numpy as jnp
+
+def best_of_group(rewards, group_size, *, bonus=1.0):
+    """Only the best rollout of each question is reinforced."""
+    grouped = rewards.reshape(-1, group_size)
+    return (bonus * (grouped == grouped.max(axis=1, keepdims=True))).reshape(-1)
+'''
+
+
+def test_builtin_names_resolve():
     assert get_policy_objective("policy_loss") is policy_loss
+    assert get_advantage("grpo") is group_advantages
+    assert sorted(ADVANTAGES) == ["dr_grpo", "grpo", "rloo"]
 
 
 def test_a_users_function_is_named_by_module_path(tmp_path, monkeypatch):
@@ -26,6 +38,13 @@ def test_a_users_function_is_named_by_module_path(tmp_path, monkeypatch):
     np.testing.assert_allclose(loss, 3.0)
 
 
+def test_a_users_advantage_is_named_by_module_path(tmp_path, monkeypatch):
+    (tmp_path / "my_advantages.py").write_text(USER_ADVANTAGE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    advantage = get_advantage("my_advantages:best_of_group")
+    np.testing.assert_allclose(advantage(jnp.array([0.0, 1.0, 0.5, 0.2]), 2, bonus=2.0), [0.0, 2.0, 2.0, 0.0])
+
+
 def test_unknown_names_give_errors_listing_what_is_known():
     with pytest.raises(ValueError, match="known names: policy_loss"):
         get_policy_objective("ppo")
@@ -33,3 +52,5 @@ def test_unknown_names_give_errors_listing_what_is_known():
         get_policy_objective("no_such_module:fn")
     with pytest.raises(ValueError, match="has no callable 'nope'"):
         get_policy_objective("jaxseeker.losses.policy:nope")
+    with pytest.raises(ValueError, match="unknown advantage 'gae'; known names: dr_grpo, grpo, rloo"):
+        get_advantage("gae")

@@ -6,14 +6,17 @@ JAX_NUM_PROCESSES / JAX_PROCESS_ID set as a launcher sets them on each host, so 
 out_dir, first_steps, total_steps. It trains `first_steps` RL steps, then (if `total_steps` is more)
 resumes from the checkpoint up to `total_steps` in the same interpreter, as a restarted job would (the
 state and the question sampler come back from disk). Its report also gives how the rollout engine's KV cache
-is laid out over the process's devices.
+is laid out over the process's devices. Last, every process saves the restored params as an HF checkpoint
+(`model.save_hf` on params spread over the processes: gathered tensor by tensor, written by process 0).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
+from jaxseeker import model
 from jaxseeker.parallel import is_main_process, process_info
 from jaxseeker.train.recipe import read_recipe
 from jaxseeker.train.rl import prepare, run_rl
@@ -26,7 +29,9 @@ def main(recipe_path: str, out_dir: str, first_steps: str, total_steps: str) -> 
     if int(total_steps) > int(first_steps):
         recipe = read_recipe(recipe_path, [f"rl.out_dir={out_dir}", f"rl.steps={total_steps}"])
         resumed_from.append(run_rl(recipe, resume=True, progress=False)["resumed_from"])
-    engine = prepare(read_recipe(recipe_path, [f"rl.out_dir={out_dir}"]), resume=True).engine
+    run = prepare(read_recipe(recipe_path, [f"rl.out_dir={out_dir}"]), resume=True)
+    engine = run.engine
+    model.save_hf(run.state.params, run.cfg, Path(out_dir) / "hf")
     print(json.dumps({"info": process_info(), "main": is_main_process(), "resumed_from": resumed_from,
                       "engine_k_spec": str(engine._cache.k[0].sharding.spec)}))  # layers, slots, seq, kv_heads, head_dim
 

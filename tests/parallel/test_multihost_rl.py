@@ -22,8 +22,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
+from safetensors.numpy import load_file
 
 from jaxseeker.agent import read_episodes
 from jaxseeker.parallel import process_share
@@ -152,6 +154,15 @@ def test_checkpoints_are_collective_and_the_resume_continues(runs):
     assert len(states) == 2 and states[0] == states[1]  # the same sampler state on both processes
     assert states[0]["sampler"] == {"epoch": 0, "position": B}
     assert [runs["reports"][p]["resumed_from"] for p in (0, 1)] == [[0, 1]] * 2
+
+
+def test_params_spread_over_both_processes_save_as_one_hf_checkpoint(runs):
+    two, one = runs["root"] / "two" / "hf", runs["root"] / "one" / "hf"  # fsdp over the processes; one device
+    saved, alone = load_file(two / "model.safetensors"), load_file(one / "model.safetensors")
+    assert sorted(saved) == sorted(alone) and "model.layers.0.self_attn.q_proj.weight" in saved
+    for name, tensor in alone.items():  # the same two steps, summed in another order: rounding apart
+        np.testing.assert_allclose(saved[name], tensor, rtol=1e-5, atol=1e-6, err_msg=name)
+    assert json.loads((two / "config.json").read_text()) == json.loads((one / "config.json").read_text())
 
 
 @pytest.mark.parametrize("n, count", [(4, 2), (5, 2), (3, 4), (16, 3)])

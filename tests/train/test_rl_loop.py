@@ -104,6 +104,27 @@ def test_kl_penalty_measures_the_distance_from_the_starting_policy(toy_run, tmp_
     assert row["kl"] > 0, "the second pass starts from updated weights, away from the reference"
 
 
+ZERO_ADVANTAGE = '''
+import jax.numpy as jnp
+
+def nothing_to_learn(rewards, group_size):
+    """Every rollout as good as its group: no policy gradient."""
+    return jnp.zeros_like(rewards)
+'''
+
+
+def test_the_advantage_a_recipe_names_feeds_the_update(toy_run, tmp_path, monkeypatch):
+    paths, _, _, rows = toy_run
+    (tmp_path / "zero_advantage.py").write_text(ZERO_ADVANTAGE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "zero"
+    run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.steps=1", "rl.advantage=zero_advantage:nothing_to_learn")),
+           progress=False)
+    row = read_metrics(out / "metrics.jsonl")[0]
+    assert row["reward"] == pytest.approx(rows[0]["reward"])  # the same rollouts as the GRPO run
+    assert rows[0]["grad_norm"] > 0 and row["grad_norm"] == 0.0 and row["loss"] == 0.0
+
+
 def test_bad_recipes_name_the_key(toy_run):
     paths, out, _, _ = toy_run
     with pytest.raises(RecipeError, match=r"rl: unknown keys \['stepz'\]"):
@@ -115,6 +136,10 @@ def test_bad_recipes_name_the_key(toy_run):
     with pytest.raises(RecipeError, match="pack: packed rows keep only token-level objectives exact"):
         packed_seq_mean = overrides(paths, out, "rl.pack=true", "rl.objective_kwargs.agg=seq-mean-token-mean")
         run_rl(read_recipe(CONFIG, packed_seq_mean), progress=False)
+    with pytest.raises(RecipeError, match="unknown advantage 'gae'; known names: dr_grpo, grpo, rloo"):
+        run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.advantage=gae")), progress=False)
+    with pytest.raises(RecipeError, match=r"rl.advantage_kwargs: unknown keys \['std'\]; group_advantages takes"):
+        run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.advantage_kwargs.std=false")), progress=False)
     with pytest.raises(RecipeError, match="unknown reward function 'dancer'"):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "reward.fn=dancer")), progress=False)
 
