@@ -1,10 +1,21 @@
-"""Suite-wide set-up, before any test imports JAX: cheap XLA compiles (tests are compile-bound, not run-bound).
+"""Suite-wide set-up, before any test imports JAX: cheap XLA compiles (tests are compile-bound, not run-bound),
+and one persistent compilation cache for the session. Subprocesses started by tests inherit both.
 
-Subprocesses started by tests inherit the flags.
+The cache pays where a test compiles a program another run compiled before it (jax keys the cache by the
+program, not by the Python function): the pipeline's fine-tunes of one shape, a run resumed after a kill, the
+notebooks' kernels. It lives in a temporary directory removed when the session ends, so every session starts
+cold, as CI does.
 """
 
+import atexit
 import os
+import shutil
+import tempfile
 
 _FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FAST_COMPILE}".strip()
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+_CACHE = tempfile.mkdtemp(prefix="jaxseeker-tests-xla-cache-")
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _CACHE)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")

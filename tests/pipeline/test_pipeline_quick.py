@@ -107,9 +107,10 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     same_rows = dataclasses.replace(cfg, policy=dataclasses.replace(cfg.policy, copy_warmup_rows=cfg.policy.batch_size))
     assert set(run_pipeline(same_rows, tmp_path, progress=False)["reused_stages"]) >= {"warmup", "sft", "rl", "eval_rl"}
     sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9, k=2, slots=4))
-    resampled = run_pipeline(sampled, tmp_path, progress=False)  # only the evals depend on their sampling, k, slots
+    # The evals depend on their sampling, k and slots; RL, the stage after the SFT's evals, does not.
+    resampled = run_pipeline(sampled, tmp_path, progress=False, until="rl")
     assert set(resampled["reused_stages"]) == {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "rl"}
-    rounds = [json.loads(line)["round"] for line in (tmp_path / "eval_rl" / "results.jsonl").read_text().splitlines()]
+    rounds = [json.loads(line)["round"] for line in (tmp_path / "eval_sft" / "results.jsonl").read_text().splitlines()]
     assert sorted(rounds) == sorted([0, 1] * cfg.qa.n_test)  # k sampled rounds of every test question
 
 
