@@ -80,6 +80,7 @@ from jaxseeker.train.rl_scoring import (
     RewardConfig,
     Score,
     Scorer,
+    episode_advantages,
     score_metrics,
     submit_feedback,
 )
@@ -328,16 +329,6 @@ def update(run: RLRun, state: Any, episodes: list[Episode], advantages: np.ndarr
     metrics["row_fill"] = float(np.mean([np.mean(h["segment_ids"] != 0) for h in hosts]))
     metrics["update_rows"] = float(rows)
     return state, {**metrics, **times}
-
-
-def episode_advantages(rl: RLConfig, rewards: np.ndarray) -> np.ndarray:
-    """`[B·G]` advantages of `[B, G]` rewards: the function `rl.advantage` names, with `rl.advantage_kwargs`."""
-    fn = losses.get_advantage(rl.advantage)
-    adv = np.asarray(fn(rewards.reshape(-1).astype(np.float32), rl.group_size, **rl.advantage_kwargs))
-    if adv.shape != (rewards.size,):
-        raise ValueError(f"advantage {rl.advantage!r} returned shape {adv.shape}; expected ({rewards.size},), one "
-                         f"per rollout")
-    return adv.astype(np.float32)
 
 
 def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], list[Episode]]:

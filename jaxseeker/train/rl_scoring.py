@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxseeker import rewards
+from jaxseeker import losses, rewards
 from jaxseeker.agent import Episode, parse_answer
 from jaxseeker.tools import LLMClient, LLMConfig
 
@@ -174,3 +174,14 @@ class QuestionSampler:
     def state(self) -> dict[str, int]:
         """{"epoch", "position"}: where the next `take` starts."""
         return {"epoch": self.epoch, "position": self.position}
+
+
+def episode_advantages(rl: Any, rewards: np.ndarray) -> np.ndarray:
+    """`[B·G]` advantages of `[B, G]` rewards: the function `rl.advantage` (an `RLConfig`'s) names, with
+    `rl.advantage_kwargs`."""
+    fn = losses.get_advantage(rl.advantage)
+    adv = np.asarray(fn(rewards.reshape(-1).astype(np.float32), rl.group_size, **rl.advantage_kwargs))
+    if adv.shape != (rewards.size,):
+        raise ValueError(f"advantage {rl.advantage!r} returned shape {adv.shape}; expected ({rewards.size},), one "
+                         f"per rollout")
+    return adv.astype(np.float32)
