@@ -109,7 +109,7 @@ def sft_stages(recipe: Mapping[str, Any]) -> list[StageShape]:
 
 def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
     """Validate sampling, reward, objective and tools as `train.rl.prepare` does (no tool, judge or world starts)."""
-    from jaxseeker import losses, rewards
+    from jaxseeker import rewards
     from jaxseeker.generation import SamplingConfig
     from jaxseeker.tools import tools_config
     from jaxseeker.tools.llm_client import LLMConfig
@@ -128,8 +128,6 @@ def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
         tools_config(recipe.get("tools") or {"enabled": []})
     except ValueError as e:
         raise RecipeError(f"rl / tools: {e}") from None
-    check_kwargs(losses.get_policy_objective(rl.objective), rl.objective_kwargs, "rl.objective_kwargs")
-    check_kwargs(losses.get_advantage(rl.advantage), rl.advantage_kwargs, "rl.advantage_kwargs")
     _tokenizer_given(rl.tokenizer, recipe, "rl.tokenizer")
 
 

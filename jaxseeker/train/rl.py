@@ -33,7 +33,7 @@ import jax
 import numpy as np
 from tqdm import tqdm
 
-from jaxseeker import losses, model
+from jaxseeker import model
 from jaxseeker.agent import (
     Episode,
     Question,
@@ -63,7 +63,7 @@ from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.policy import build_policy
-from jaxseeker.train.recipe import RecipeError, build, check_kwargs, check_sections
+from jaxseeker.train.recipe import RecipeError, build, check_sections
 from jaxseeker.train.rl_config import (
     PACKED_ROW_MULTIPLE,
     ROW_BUCKET,
@@ -167,8 +167,6 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
                                 chunk_size=rl.chunk_size, entropy=rl.entropy_metric)
     except ValueError as e:
         raise RecipeError(f"rl: {e}") from None
-    check_kwargs(losses.get_policy_objective(rl.objective), rl.objective_kwargs, "rl.objective_kwargs")
-    check_kwargs(losses.get_advantage(rl.advantage), rl.advantage_kwargs, "rl.advantage_kwargs")
     questions = [q for path in rl.questions for q in read_questions(path)]
     missing = [i for i, q in enumerate(questions) if q.answer is None]
     if missing:

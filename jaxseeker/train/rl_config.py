@@ -9,7 +9,7 @@ from typing import Any
 from jaxseeker import losses
 from jaxseeker.agent import RolloutConfig
 from jaxseeker.train import selection as sel
-from jaxseeker.train.recipe import RecipeError, build
+from jaxseeker.train.recipe import RecipeError, build, check_kwargs
 
 SECTIONS = ("name", "model", "optimizer", "mesh", "rules", "rl", "rollout", "sampling", "engine", "tools", "world",
             "reward")
@@ -51,7 +51,9 @@ class RLConfig:
     def __post_init__(self):
         object.__setattr__(self, "questions", tuple(self.questions))
         object.__setattr__(self, "context_stages", tuple(self.context_stages))
-        losses.get_advantage(self.advantage)  # fails early, naming the known advantages
+        # fail early, naming the known functions and the keywords they take
+        check_kwargs(losses.get_policy_objective(self.objective), self.objective_kwargs, "rl.objective_kwargs")
+        check_kwargs(losses.get_advantage(self.advantage), self.advantage_kwargs, "rl.advantage_kwargs")
         if self.selection not in sel.SELECTION_MODES:
             raise ValueError(f"selection {self.selection!r} is not one of {list(sel.SELECTION_MODES)}")
         for name in ("steps", "batch_questions", "group_size", "mini_batches", "epochs", "checkpoint_every"):
