@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# One pytest-xdist worker per core (at most 4); a test file stays on one worker, so its module fixtures are
+# built once. `pytest tests/...` alone runs in one process.
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --maxprocesses=4 --dist loadfile
 
 demo: setup
 	$(VENV)/bin/jaxseeker pipeline --config configs/demo.yaml
