@@ -7,6 +7,7 @@ from typing import Any
 
 from jaxseeker.agent.prompts import PROMPT_STYLES
 from jaxseeker.data.tokenizer import SPLITS
+from jaxseeker.losses import get_advantage
 from jaxseeker.rewards import REWARD_FNS
 from jaxseeker.tools import ToolsConfig, VisitOptions
 from jaxseeker.train.recipe import build, check_sections
@@ -201,6 +202,7 @@ class RLStage:
     train_questions: int = 0  # also this many of the SFT's training questions (a seeded sample) in the RL pool
     fresh_questions: int = 0  # also this many new questions (the QA recipes, other seeds) apart from every split
     negative_weight: float = 1.0  # the objective's weight on failed episodes' tokens (0: positive samples only)
+    advantage: str = "grpo"  # pg: grpo | dr_grpo | rloo | package.module:function (`losses.get_advantage`)
     reward: str = "webdancer"  # a `rewards.REWARD_FNS` name; "webseer" scores a badly formatted episode -1,
     # "evidence" also pays 0.3 for visiting the pages of the question's chain (`meta.urls`)
     epochs: int = 1  # optimizer passes over each step's episodes (later passes are off-policy; the clip bounds them)
@@ -242,6 +244,10 @@ class RLStage:
             raise ValueError(f"rl.negative_weight must be >= 0, got {self.negative_weight}")
         if self.kl_coef < 0:
             raise ValueError(f"rl.kl_coef must be >= 0, got {self.kl_coef}")
+        try:
+            get_advantage(self.advantage)
+        except ValueError as e:
+            raise ValueError(f"rl.advantage: {e}") from None
         if self.reward not in REWARD_FNS:
             raise ValueError(f"rl.reward must be one of {sorted(REWARD_FNS)}, got {self.reward!r}")
 

@@ -267,8 +267,9 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
     r = cfg.rl
     # the rft keys are left out of a policy-gradient run's key, so runs from before them keep their RL stage,
     # rft_rounds out of every first round's key, so adding rounds reuses it, and rft_unlikelihood and rft_seeds while
-    # they are off
+    # they are off, and the advantage while it is the default
     rft_only = (("rft_rounds",) + (() if r.method == "rft" else ("method", "rft_per_question"))
+                + (() if r.advantage != "grpo" else ("advantage",))
                 + (() if r.rft_unlikelihood else ("rft_unlikelihood",)) + (() if r.rft_seeds > 1 else ("rft_seeds",)))
     rl_fields = {k: v for k, v in dataclasses.asdict(r).items() if k not in rft_only}
     rl_key = fingerprint(policy_key, rl_fields, cfg.eval.limits())
@@ -356,7 +357,7 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
                    "group_size": r.group_size, "selection": r.selection, "dupo_filter_rollouts": r.group_size,
                    "chunk_size": 256, "pack": True, "seed": r.seed, "epochs": r.epochs,
                    "checkpoint_every": max(1, r.steps // 2), "out_dir": str(out), "kl_coef": r.kl_coef,
-                   "objective_kwargs": {"negative_weight": r.negative_weight}},
+                   "advantage": r.advantage, "objective_kwargs": {"negative_weight": r.negative_weight}},
             "rollout": {"max_context_tokens": rc.max_context_tokens, "max_tokens_per_turn": rc.max_tokens_per_turn,
                         "answer_reserve_tokens": rc.answer_reserve_tokens, "max_tool_calls": rc.max_tool_calls,
                         "date": rc.date, "prompt": rc.prompt},

@@ -59,6 +59,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     assert rl_recipe["optimizer"]["eps"] == cfg.rl.adam_eps == 1e-4 and rl_recipe["rl"]["pack"]  # packed RL rows
     assert rl_recipe["rl"]["epochs"] == cfg.rl.epochs == 2
     assert rl_recipe["rl"]["kl_coef"] == cfg.rl.kl_coef == 0.01  # a KL penalty to the SFT policy
+    assert rl_recipe["rl"]["advantage"] == cfg.rl.advantage == "grpo"
     train = (tmp_path / "qa" / "train.jsonl").read_text().splitlines()
     drawn = (tmp_path / "rl" / "train_questions.jsonl").read_text().splitlines()
     assert len(drawn) == cfg.rl.train_questions == 4 and set(drawn) <= set(train)  # RL pool: RL split + these
@@ -112,6 +113,10 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     assert set(resampled["reused_stages"]) == {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "rl"}
     rounds = [json.loads(line)["round"] for line in (tmp_path / "eval_sft" / "results.jsonl").read_text().splitlines()]
     assert sorted(rounds) == sorted([0, 1] * cfg.qa.n_test)  # k sampled rounds of every test question
+    rloo = dataclasses.replace(cfg, rl=dataclasses.replace(cfg.rl, advantage="rloo"))  # another advantage: RL anew
+    assert "rl" not in run_pipeline(rloo, tmp_path, progress=False, until="rl")["reused_stages"]
+    rl_recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
+    assert rl_recipe["rl"]["advantage"] == "rloo"
 
 
 def stand_in_for_the_expert(rollouts, expert, round_):
@@ -248,6 +253,8 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"rl": {"kl_coef": -1}})
     with pytest.raises(RecipeError, match=r"rl.reward must be one of \['evidence', 'webdancer', 'webexplorer', 'websailor', 'webseer'\]"):
         pipeline_config({"rl": {"reward": "accuracy"}})
+    with pytest.raises(RecipeError, match="rl.advantage: unknown advantage 'gae'; known names: dr_grpo, grpo, rloo"):
+        pipeline_config({"rl": {"advantage": "gae"}})
     with pytest.raises(RecipeError, match="rl.epochs must be >= 1, got 0"):
         pipeline_config({"rl": {"epochs": 0}})
     with pytest.raises(RecipeError, match="rl.adam_eps must be > 0, got 0.0"):
