@@ -8,6 +8,9 @@ import json
 import os
 import sys
 
+from jaxseeker.errors import InputError
+from jaxseeker.train.recipe import RecipeError
+
 # Stage modules with an `add_parser(subparsers)` and/or an `add_bench_parser(bench_subparsers)`;
 # the only place that imports every stage.
 COMMAND_MODULES = (
@@ -70,7 +73,13 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.update(size_cpu_thread_pool())  # before JAX starts: fake CPU devices must not deadlock
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (InputError, FileNotFoundError) as err:  # bad input, not a bug: the message names the file, row or key
+        source = getattr(args, "config", None)
+        from_recipe = source and isinstance(err, RecipeError) and not str(err).startswith((str(source), "--set"))
+        where = f"{source}: " if from_recipe else ""
+        raise SystemExit(f"jaxseeker {args.command}: {where}{err}") from err
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The `jaxseeker` entry point: every stage's subcommands are wired, and `info` reads an HF checkpoint."""
 
 import jax
+import pytest
 
 from jaxseeker import model
 from jaxseeker.cli import build_parser, main
@@ -22,3 +23,18 @@ def test_info_prints_parameters_and_flops(tmp_path, capsys):
     assert main(["info", str(tmp_path), "--json"]) == 0
     out = capsys.readouterr().out
     assert f'"parameters": {model.count_params(cfg)}' in out and '"forward_flops_per_token"' in out
+
+
+def test_bad_input_ends_the_command_with_one_line_naming_the_file_and_key(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("policy: {steps: three}\n")
+    with pytest.raises(SystemExit, match=rf"^jaxseeker pipeline: {path}: policy\.steps: expected int, got 'three'"):
+        main(["pipeline", "--config", str(path)])
+    with pytest.raises(SystemExit, match=r"^jaxseeker pipeline: --set 'policy\.steps': expected key=value"):
+        main(["pipeline", "--config", str(path), "--set", "policy.steps"])
+    with pytest.raises(SystemExit, match=rf"^jaxseeker pipeline: {tmp_path / 'nope.yaml'}: no such file$"):
+        main(["pipeline", "--config", str(tmp_path / "nope.yaml")])
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text('{"model_type": "gpt9"}')
+    with pytest.raises(SystemExit, match=r"^jaxseeker info: .*config\.json: unsupported architecture model_type='gpt9'"):
+        main(["info", str(tmp_path / "model")])

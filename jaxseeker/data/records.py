@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.errors import InputError
+
 ROLES = ("system", "user", "assistant", "tool")
 TOOL_RESPONSE_OPEN = "<tool_response>"
 TOOL_RESPONSE_CLOSE = "</tool_response>"
@@ -48,7 +50,7 @@ class BadLine:
         return f"{self.path}:{self.line}: {self.reason}"
 
 
-class BadLineError(ValueError):
+class BadLineError(InputError):
     """Raised when input lines are malformed and bad lines are not skipped; lists them all."""
 
     def __init__(self, bad_lines: Sequence[BadLine]):

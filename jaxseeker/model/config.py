@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.errors import InputError
+
 ARCHITECTURES = {
     "qwen2": "Qwen2ForCausalLM",
     "qwen3": "Qwen3ForCausalLM",
@@ -19,7 +21,7 @@ ATTENTION_IMPLS = ("xla", "jax_xla", "cudnn", "splash", "blocked")  # see model.
 DTYPES = ("float32", "bfloat16", "float16")
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError):
     """A config field is missing, unknown or has a value outside its allowed set."""
 
 

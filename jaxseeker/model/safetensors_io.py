@@ -15,6 +15,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
+from jaxseeker.errors import InputError
+
 DTYPES = {
     "F64": np.dtype(np.float64), "F32": np.dtype(np.float32), "F16": np.dtype(np.float16),
     "BF16": np.dtype(ml_dtypes.bfloat16), "I64": np.dtype(np.int64), "I32": np.dtype(np.int32),
@@ -24,7 +26,7 @@ NAMES = {v: k for k, v in DTYPES.items()}
 INDEX_FILE = "model.safetensors.index.json"
 
 
-class SafetensorsError(ValueError):
+class SafetensorsError(InputError):
     """A safetensors file or index is malformed or lacks a tensor."""
 
 

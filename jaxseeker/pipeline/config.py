@@ -126,6 +126,12 @@ class PolicyStage:
     extend_seq_len: int = 0  # the extension's rows (as many tokens a step as the SFT's); 0: eval.max_context
 
     def __post_init__(self):
+        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
+                     "intermediate_size", "seq_len", "batch_size", "steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"policy.{name} must be >= 1, got {getattr(self, name)}")
+        if self.lr <= 0 or self.rope_theta <= 0:
+            raise ValueError(f"policy.lr and policy.rope_theta must be > 0, got {self.lr} and {self.rope_theta}")
         if self.tokenizer_split not in SPLITS:
             raise ValueError(f"policy.tokenizer_split must be one of {sorted(SPLITS)}, got {self.tokenizer_split!r}")
         if self.copy_warmup_gap < 0:

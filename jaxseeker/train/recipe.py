@@ -6,14 +6,18 @@ import copy
 import dataclasses
 import inspect
 import re
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from jaxseeker.errors import InputError
 
-class RecipeError(ValueError):
+
+class RecipeError(InputError):
     """A recipe file or override is malformed or names an unknown key."""
 
 
@@ -74,17 +78,41 @@ def check_sections(recipe: Mapping, known: Sequence[str], where: str) -> None:
         raise RecipeError(f"{where}: unknown sections {unknown}; known: {sorted(known)}")
 
 
+def _type_error(hint: Any, value: Any) -> str | None:
+    """Why `value` does not fit a scalar field typed `hint` (int, float, str, bool, or one of them | None); None when
+    it fits or the type is not one of those (containers and nested configs check themselves)."""
+    options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    if value is None and type(None) in options:
+        return None
+    scalars = [t for t in options if t in (int, float, str, bool)]
+    if len(scalars) != len(options) - (type(None) in options):
+        return None
+    fits = {int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+            float: lambda v: isinstance(v, int | float) and not isinstance(v, bool),  # YAML's 3 for 3.0
+            str: lambda v: isinstance(v, str), bool: lambda v: isinstance(v, bool)}
+    if any(fits[t](value) for t in scalars):
+        return None
+    return f"expected {' or '.join(t.__name__ for t in options)}, got {value!r} ({type(value).__name__})"
+
+
 def build(cls: type, values: Mapping[str, Any] | None, where: str):
-    """A frozen dataclass `cls` from a mapping; an unknown key is an error naming it and the known keys."""
+    """A frozen dataclass `cls` from a mapping; an unknown key, or a value of the wrong scalar type, is an error
+    naming it."""
     values = dict(values or {})
     known = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(values) - set(known))
     if unknown:
         raise RecipeError(f"{where}: unknown keys {unknown}; known keys: {known}")
+    hints = typing.get_type_hints(cls)
+    for key, value in values.items():
+        wrong = _type_error(hints[key], value)
+        if wrong:
+            raise RecipeError(f"{where}.{key}: {wrong}")
     try:
         return cls(**values)
     except (TypeError, ValueError) as e:
-        raise RecipeError(f"{where}: {e}") from None
+        message = str(e)  # a config's own check names the key already ("rl.epochs must be >= 1")
+        raise RecipeError(message if message.startswith(f"{where}.") else f"{where}: {message}") from None
 
 
 def check_kwargs(fn: Callable, kwargs: Mapping[str, Any], where: str) -> None:

@@ -1,9 +1,11 @@
 """Recipes: YAML with `--set` overrides; numbers written as `1e-4` are numbers, in the file and on the command line."""
 
+import dataclasses
+
 import pytest
 
 from jaxseeker.pipeline import pipeline_config
-from jaxseeker.train.recipe import RecipeError, load_yaml, read_recipe
+from jaxseeker.train.recipe import RecipeError, build, load_yaml, read_recipe
 
 
 def test_exponent_floats_are_floats_in_files_and_overrides(tmp_path):
@@ -23,3 +25,27 @@ def test_a_malformed_override_names_itself(tmp_path):
         read_recipe(path, ["optimizer.lr"])
     with pytest.raises(RecipeError, match="--set 'optimizer.lr.x=1': 'lr' is not a section"):
         read_recipe(path, ["optimizer.lr.x=1"])
+
+
+def test_a_value_of_the_wrong_type_names_its_key():
+    with pytest.raises(RecipeError, match=r"^policy\.steps: expected int, got 'three' \(str\)$"):
+        pipeline_config({"policy": {"steps": "three"}})
+    with pytest.raises(RecipeError, match=r"^policy\.permute_names: expected bool, got 'yes' \(str\)$"):
+        pipeline_config({"policy": {"permute_names": "yes"}})
+    with pytest.raises(RecipeError, match=r"^rl\.lr: expected float, got True \(bool\)$"):
+        pipeline_config({"rl": {"lr": True}})
+    with pytest.raises(RecipeError, match=r"^policy\.steps must be >= 1, got -3$"):  # the key is named once
+        pipeline_config({"policy": {"steps": -3}})
+    assert pipeline_config({"policy": {"lr": 3}}).policy.lr == 3  # an int where a float is due is a number too
+
+
+@dataclasses.dataclass(frozen=True)
+class _Section:
+    budget: int | None = None
+    stops: tuple[str, ...] = ()
+
+
+def test_optional_scalars_take_none_and_containers_check_themselves():
+    assert build(_Section, {"budget": None, "stops": ["</answer>"]}, "s") == _Section(None, ["</answer>"])
+    with pytest.raises(RecipeError, match=r"^s\.budget: expected int or NoneType, got '8' \(str\)$"):
+        build(_Section, {"budget": "8"}, "s")
