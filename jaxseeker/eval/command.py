@@ -68,6 +68,8 @@ def _rollouts(flag: int | None, default: int, temperature: float) -> int:
     deterministic, so greedy rollouts of one question are all the same); --k > 1 with temperature 0 is an error."""
     if flag is None:
         return default if temperature > 0 else 1
+    if flag < 1:
+        raise SystemExit(f"jaxseeker eval: --k must be >= 1, got {flag}")
     if flag > 1 and temperature == 0:
         raise SystemExit(f"jaxseeker eval: --k {flag} with temperature 0 repeats one greedy rollout {flag} times; "
                          "give --k 1 or --temperature > 0")
@@ -102,9 +104,11 @@ def _eval(args: argparse.Namespace) -> int:
     from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
     s = _resolve(args)
+    if args.limit < 0:
+        raise SystemExit(f"jaxseeker eval: --limit must be >= 0 (0: all questions), got {args.limit}")
     if not (s["model"] / "config.json").exists():
         raise SystemExit(f"jaxseeker eval: {s['model']} holds no HF model (config.json)")
-    questions = load_questions(s["questions"])
+    questions = load_questions(s["questions"])  # a bad file ends the command in one line (`cli.main`)
     if args.limit:
         questions = questions[: args.limit]
     corpus = Corpus(read_pages_jsonl(args.corpus)) if args.corpus else open_world(s["world"]).corpus

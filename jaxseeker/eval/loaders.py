@@ -11,8 +11,8 @@ One entry point, `load_questions(path)`, reads:
 Every record has `id` (the source's id, else `STEM:N` for the file's N-th question), `question`
 (str) and `answer` (a str, or a list of acceptable answers when the source gives several), plus the
 source's other fields except the canary; `Level` becomes `level` and `problem_topic` becomes
-`topic`. A bad row raises `LoadError` whose message starts with `FILE:ROW:` (the line for JSONL and
-CSV, `item N` for a JSON array).
+`topic` (unless the row has that key too). A bad row raises `LoadError` whose message starts with
+`FILE:ROW:` (the line for JSONL and CSV, `item N` for a JSON array).
 """
 
 from __future__ import annotations
@@ -21,10 +21,13 @@ import base64
 import binascii
 import csv
 import hashlib
+import io
 import json
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from jaxseeker.errors import InputError
 
 QUESTION_KEYS = ("question", "query", "problem", "Question", "prompt")
 ANSWER_KEYS = ("answer", "Answer", "Final answer", "final_answer", "answers")
@@ -35,7 +38,7 @@ BROWSECOMP_ENCRYPTED = ("problem", "answer")
 XBENCH_ENCRYPTED = ("prompt", "answer", "reference_steps")
 
 
-class LoadError(ValueError):
+class LoadError(InputError):
     """A question file that cannot be read; the message starts with `FILE:ROW: reason`."""
 
 
@@ -44,9 +47,9 @@ def load_questions(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        rows = _csv_rows(path)
+        rows = _csv_rows(path, _read_text(path))
     elif suffix in (".jsonl", ".json"):
-        text = path.read_text(encoding="utf-8-sig")
+        text = _read_text(path)
         is_array = suffix == ".json" and text.lstrip().startswith("[")
         rows = _json_array_rows(path, text) if is_array else _jsonl_rows(path, text)
     else:
@@ -82,7 +85,8 @@ def normalize_row(row: Mapping[str, Any], *, where: str, default_id: str) -> dic
     for key, value in row.items():
         if key in (question_key, answer_key, id_key, "canary"):
             continue
-        record.setdefault(RENAMED_KEYS.get(key, key), value)
+        name = RENAMED_KEYS.get(key)
+        record[key if name is None or name in row else name] = value
     return record
 
 
@@ -133,19 +137,45 @@ def _answer_text(value: Any, *, where: str) -> str:
     return value.strip()
 
 
+def _read_text(path: Path) -> str:
+    """The file as text (UTF-8, a BOM dropped, line ends kept); unreadable or non-UTF-8 files raise `LoadError`."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise LoadError(f"{path}: cannot read ({err.strerror})") from err
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise LoadError(f"{path}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x})") from err
+
+
 def _jsonl_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(`FILE:LINE`, object) for every non-blank line of a JSONL file."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    """(`FILE:LINE`, object) for every non-blank line of a JSONL file; lines end at line feeds only (JSON
+    strings may hold U+2028 or U+0085 unescaped, where `str.splitlines` would also cut)."""
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{path}:{number}"
         try:
             row = json.loads(line)
         except json.JSONDecodeError as err:
+            if _one_json_value(text):
+                raise LoadError(f"{path}: one JSON value over several lines, not one question object a line "
+                                "(JSONL); a .json file may also be an array of question objects") from err
             raise LoadError(f"{where}: invalid JSON: {err.msg} at column {err.colno}") from err
         if not isinstance(row, dict):
             raise LoadError(f"{where}: expected a JSON object, got {type(row).__name__}")
         yield where, row
+
+
+def _one_json_value(text: str) -> bool:
+    """Whether the whole text parses as a single JSON value."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return True
 
 
 def _json_array_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -161,11 +191,14 @@ def _json_array_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any
         yield where, row
 
 
-def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(`FILE:LINE`, row) for every CSV row, decrypted when the header marks an encrypted benchmark."""
-    with path.open(encoding="utf-8-sig", newline="") as file:
-        reader = csv.DictReader(file)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
         header = reader.fieldnames or []
+        repeated = next((name for i, name in enumerate(header) if name in header[:i]), None)
+        if repeated is not None:
+            raise LoadError(f"{path}:1: column {repeated!r} appears twice in the header")
         decrypt, fields = _csv_scheme(header)
         for row in reader:
             where = f"{path}:{reader.line_num}"
@@ -176,6 +209,8 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             if decrypt is not None:
                 row = _decrypt_row(row, decrypt, fields, where=where)
             yield where, row
+    except csv.Error as err:
+        raise LoadError(f"{path}:{reader.reader.line_num}: {err}") from err
 
 
 def _csv_scheme(header: list[str]) -> tuple[Callable[[str, str], str] | None, tuple[str, ...]]:

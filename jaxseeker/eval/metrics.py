@@ -265,7 +265,8 @@ def _check_table(table: Table) -> None:
 
 
 def _check_record(record: Mapping[str, Any], index: int) -> None:
-    """A rollout record must carry every key in `REQUIRED_KEYS` with the right kind of value."""
+    """A rollout record must carry every key in `REQUIRED_KEYS` with the right kind of value (a flag given as
+    the string "false" would count as true, a length given as text would be summed as a number)."""
     missing = [key for key in REQUIRED_KEYS if key not in record]
     if missing:
         raise ValueError(f"record {index}: missing key(s) {missing}")
@@ -277,6 +278,12 @@ def _check_record(record: Mapping[str, Any], index: int) -> None:
         raise ValueError(f"{where}: 'tool_calls' must map tool name to a count >= 0, got {calls!r}")
     if isinstance(record["round"], bool) or not isinstance(record["round"], int):
         raise ValueError(f"{where}: 'round' must be an int, got {record['round']!r}")
+    for key in ("judge_parse_error", "format_ok"):
+        if not isinstance(record[key], bool):
+            raise ValueError(f"{where}: {key!r} must be true or false, got {record[key]!r}")
+    for key in ("answer_len", "think_len"):
+        if isinstance(record[key], bool) or not isinstance(record[key], int | float) or record[key] < 0:
+            raise ValueError(f"{where}: {key!r} must be a number >= 0, got {record[key]!r}")
 
 
 def _nonempty(records: Sequence[Mapping[str, Any]], name: str) -> Sequence[Mapping[str, Any]]:

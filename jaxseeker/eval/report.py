@@ -34,10 +34,13 @@ def write_results(records: Iterable[Mapping[str, Any]], path: str | Path) -> Pat
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """Read a results JSONL back; a line that is not a JSON object raises `LoadError` `FILE:LINE: …`."""
+    """Read a results JSONL back; a line that is not a JSON object raises `LoadError` `FILE:LINE: …`.
+
+    Lines end at line feeds only: `write_results` keeps U+2028 and U+0085 unescaped in strings.
+    """
     path = Path(path)
     records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):  # not splitlines: U+2028
         if not line.strip():
             continue
         try:

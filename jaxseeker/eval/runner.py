@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from jaxseeker.agent import Episode, Question, RolloutConfig, rollout
-from jaxseeker.eval.report import write_report
+from jaxseeker.eval.report import read_results, write_report
 from jaxseeker.rewards import check_format, evidence_recall, exact_match, llm_judge, token_f1
 
 Judge = Callable[[str, str | None, Any], tuple[bool | None, bool]]  # (question, prediction, answer) → (correct, parse_error)
@@ -76,22 +77,22 @@ def run_eval(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.jsonl"
-    done: dict[str, list[dict]] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                done.setdefault(rec["question_id"], []).append(rec)
-    todo = [q for q in questions if len(done.get(str(q["id"]), [])) < k]
+    done = Counter(qid for qid, _ in _records_by_round(path))
+    todo = [q for q in questions if done[str(q["id"])] < k]
     for start in range(0, len(todo), chunk):
         part = todo[start:start + chunk]
         items = [Question(q["question"], None, {"id": q["id"]}) for q in part]
         episodes = rollout(engine, tokenizer, registry, items, config, n_per_question=k, progress=progress).episodes
-        with path.open("a") as f:
+        with path.open("a", encoding="utf-8") as f:
             for e in episodes:
                 rec = judged_record(e, part[e.group], e.sample, judge)
                 f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     wanted = {str(q["id"]) for q in questions}
-    records = [r for r in records if r["question_id"] in wanted]
+    records = [r for (qid, round_), r in _records_by_round(path).items() if qid in wanted and round_ < k]
     return write_report(records, k, out / "report")
+
+
+def _records_by_round(path: Path) -> dict[tuple[str, int], dict]:
+    """The results file's records by (question id, round); a question rolled out again (after a run that stopped
+    part-way through writing it, or an earlier run with a smaller k) replaces its earlier records round by round."""
+    return {(str(r["question_id"]), r["round"]): r for r in read_results(path)} if path.exists() else {}

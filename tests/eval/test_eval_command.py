@@ -11,6 +11,7 @@ import pytest
 from jaxseeker import model
 from jaxseeker.agent import prompts
 from jaxseeker.agent.scripted import bigram_params
+from jaxseeker.cli import main
 from jaxseeker.data import train_tokenizer
 from jaxseeker.eval.command import add_parser
 from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
@@ -187,3 +188,17 @@ def test_eval_refuses_a_mesh_it_cannot_read(capsys):
     with pytest.raises(SystemExit):
         cli(["eval", "--model", "m", "--mesh", f"fsdp=1,tensor={jax.device_count() + 1}"])
     assert f"argument --mesh: 'fsdp=1,tensor={jax.device_count() + 1}': MeshConfig " in capsys.readouterr().err
+
+
+def test_eval_names_a_bad_questions_file_and_bad_numbers(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"question": "a", "answer": "b"}\n{"question": "c"}\n')
+    common = ["eval", "--model", str(tmp_path), "--questions", str(questions), "--out", str(tmp_path / "out"),
+              "--corpus", str(tmp_path / "pages.jsonl")]
+    with pytest.raises(SystemExit, match=r"^jaxseeker eval: .*q\.jsonl:2: no answer field"):
+        main(common)  # the console script's entry point ends a bad file's run in one line
+    with pytest.raises(SystemExit, match="--k must be >= 1, got 0"):
+        cli([*common, "--k", "0"])
+    with pytest.raises(SystemExit, match="--limit must be >= 0"):
+        cli([*common, "--limit", "-1"])

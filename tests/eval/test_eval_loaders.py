@@ -179,3 +179,44 @@ def test_malformed_encrypted_rows_name_file_and_line(tmp_path):
     for row, message in cases:
         with pytest.raises(LoadError, match=message):
             load_questions(write_csv(tmp_path / "bad.csv", header, [good, row]))
+
+
+# ---- what the audit found ----------------------------------------------------------------------
+
+def test_unicode_line_separators_inside_strings_are_not_line_ends(tmp_path):
+    row = {"question": "Which line\u2028breaks here?", "answer": "next\x85line"}  # json.dumps leaves both as is
+    path = tmp_path / "seps.jsonl"
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n" + json.dumps({"question": "b", "answer": "c"}) + "\n",
+                    encoding="utf-8")
+    first, second = load_questions(path)
+    assert (first["question"], first["answer"], second["id"]) == ("Which line\u2028breaks here?", "next\x85line", "seps:2")
+
+
+def test_a_file_that_is_not_utf8_or_not_there_is_named(tmp_path):
+    (tmp_path / "latin1.csv").write_bytes("question,answer\nCafé?,yes\n".encode("latin-1"))
+    with pytest.raises(LoadError, match=r"latin1\.csv:2: not UTF-8 text \(byte 0xe9\)"):
+        load_questions(tmp_path / "latin1.csv")
+    with pytest.raises(LoadError, match=r"missing\.jsonl: cannot read \(No such file or directory\)"):
+        load_questions(tmp_path / "missing.jsonl")
+
+
+@pytest.mark.parametrize("value", [{"Question": "a", "answer": "b", "Level": 1}, {"data": [{"Question": "a"}]}])
+def test_a_json_object_over_several_lines_is_named_as_such(tmp_path, value):
+    path = tmp_path / "gaia.json"
+    path.write_text(json.dumps(value, indent=2), encoding="utf-8")
+    with pytest.raises(LoadError, match=r"gaia\.json: one JSON value over several lines, not one question object a line"):
+        load_questions(path)
+
+
+def test_csv_header_naming_a_column_twice_and_an_oversized_field(tmp_path):
+    with pytest.raises(LoadError, match=r"twice\.csv:1: column 'answer' appears twice in the header"):
+        load_questions(write_csv(tmp_path / "twice.csv", ["question", "answer", "answer"], [["Which?", "Nile", "Egypt"]]))
+    huge = write_csv(tmp_path / "huge.csv", ["question", "answer"], [["Which?", "Nile"], ["Why?", "x" * 200_000]])
+    with pytest.raises(LoadError, match=r"huge\.csv:3: field larger than field limit"):
+        load_questions(huge)
+
+
+def test_a_renamed_key_keeps_a_field_of_the_same_name(tmp_path):
+    row = {"question": "a", "answer": "b", "Level": 3, "level": "hard", "problem_topic": "Art"}
+    [record] = load_questions(write_lines(tmp_path / "both.jsonl", [json.dumps(row)]))
+    assert record == {"id": "both:1", "question": "a", "answer": "b", "Level": 3, "level": "hard", "topic": "Art"}

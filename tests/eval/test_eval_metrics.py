@@ -182,6 +182,10 @@ def test_extra_tool_types_are_reported(make_rollout):
         (lambda r: r.update(correct=1), "record 1 .*'correct' must be true, false or null"),
         (lambda r: r.update(round=0), "record 1: duplicate round 0 of question 'A'"),
         (lambda r: r.update(tool_calls={"search": -1}), "record 1 .*'tool_calls' must map"),
+        (lambda r: r.update(format_ok="false"), "record 1 .*'format_ok' must be true or false, got 'false'"),
+        (lambda r: r.update(judge_parse_error=None), "record 1 .*'judge_parse_error' must be true or false"),
+        (lambda r: r.update(answer_len=None), "record 1 .*'answer_len' must be a number >= 0, got None"),
+        (lambda r: r.update(think_len="50"), "record 1 .*'think_len' must be a number >= 0, got '50'"),
     ],
 )
 def test_bad_records_are_named(judged_rollouts, change, message):

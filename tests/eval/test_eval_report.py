@@ -17,6 +17,12 @@ def test_results_round_trip(tmp_path, judged_rollouts):
     assert not list(path.parent.glob("*.partial"))
 
 
+def test_results_with_unicode_line_separators_round_trip(tmp_path, judged_rollouts):
+    judged_rollouts[0]["prediction"] = "one\u2028two\x85three"  # written unescaped (ensure_ascii=False)
+    path = ev.write_results(judged_rollouts, tmp_path / "results.jsonl")
+    assert ev.read_results(path) == judged_rollouts
+
+
 def test_read_results_names_the_bad_line(tmp_path):
     path = tmp_path / "results.jsonl"
     path.write_text('{"question_id": "A"}\n\n{"question_id": \n', encoding="utf-8")

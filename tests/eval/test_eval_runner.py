@@ -74,3 +74,16 @@ def test_evidence_is_the_share_of_the_question_pages_visited(setup, tmp_path):
     assert (rows["q0"]["evidence"], rows["q1"]["evidence"], rows["q2"]["evidence"]) == (0.5, 0.0, None)
     assert summary["evidence"] == pytest.approx(0.25), "questions without evidence pages are left out of the mean"
     assert summary["by_level"]["1"]["evidence"] == 0.5 and summary["by_level"]["2"]["evidence"] == 0.0
+
+
+def test_a_rerun_with_a_larger_k_replaces_the_earlier_rounds(setup, tmp_path):
+    tok, registry = setup
+    engine = ScriptedEngine(tok, _script, slots=4, max_len=4096, eos_ids=[tok.convert_tokens_to_ids("<|im_end|>")])
+    config = RolloutConfig(max_context_tokens=4096, max_tokens_per_turn=256, date="2025-01-01")
+    run_eval(engine, tok, registry, QUESTIONS[:2], tmp_path, k=1, config=config, progress=False)
+    summary = run_eval(engine, tok, registry, QUESTIONS[:2], tmp_path, k=2, config=config, progress=False)
+    assert (summary["rollouts"], summary["pass_at_1"]) == (4, pytest.approx(0.5))
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 6, "the k=1 rounds stay in the log"
+    assert len((tmp_path / "report" / "results.jsonl").read_text().splitlines()) == 4
+    again = run_eval(engine, tok, registry, QUESTIONS[:2], tmp_path, k=1, config=config, progress=False)
+    assert again["rollouts"] == 2  # a smaller k reports the first k rounds of the log
