@@ -59,7 +59,7 @@ def judged_record(episode: Episode, question: dict, round_: int, judge: Judge) -
         "question_id": str(question["id"]), "round": round_, "correct": correct, "judge_parse_error": parse_error,
         "termination": episode.termination, "tool_calls": counts, "format_ok": check_format(turns).ok,
         "answer_len": len((episode.prediction or "").split()), "think_len": sum(len(t.split()) for t in thinks),
-        "level": question.get("level", "all"), "tag": question.get("tag", "all"),
+        "level": question.get("level", "all"), "tag": question.get("tag", question.get("topic", "all")),
         "prediction": episode.prediction, "answer": question["answer"], "question": episode.question,
         "turns": episode.turns, "tokens": len(episode.token_ids),
         "evidence": evidence_recall(episode.tool_calls, question.get("meta", {}).get("urls", ())),

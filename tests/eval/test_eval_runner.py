@@ -87,3 +87,12 @@ def test_a_rerun_with_a_larger_k_replaces_the_earlier_rounds(setup, tmp_path):
     assert len((tmp_path / "report" / "results.jsonl").read_text().splitlines()) == 4
     again = run_eval(engine, tok, registry, QUESTIONS[:2], tmp_path, k=1, config=config, progress=False)
     assert again["rollouts"] == 2  # a smaller k reports the first k rounds of the log
+
+
+def test_a_browsecomp_topic_is_the_tag_results_are_broken_down_by(setup, tmp_path):
+    tok, registry = setup
+    engine = ScriptedEngine(tok, _script, slots=4, max_len=4096, eos_ids=[tok.convert_tokens_to_ids("<|im_end|>")])
+    config = RolloutConfig(max_context_tokens=4096, max_tokens_per_turn=256, date="2025-01-01")
+    topics = [{**q, "topic": topic} for q, topic in zip(QUESTIONS[:2], ["Art", "Sports"])]
+    summary = run_eval(engine, tok, registry, topics, tmp_path, k=1, config=config, progress=False)
+    assert {name: block["pass_at_1"] for name, block in summary["by_tag"].items()} == {"Art": 1.0, "Sports": 0.0}
