@@ -11,8 +11,9 @@ One entry point, `load_questions(path)`, reads:
 Every record has `id` (the source's id, else `STEM:N` for the file's N-th question), `question`
 (str) and `answer` (a str, or a list of acceptable answers when the source gives several), plus the
 source's other fields except the canary; `Level` becomes `level` and `problem_topic` becomes
-`topic` (unless the row has that key too; the eval breaks results down by it when the row has no `tag`). A bad row raises `LoadError` whose message starts with
-`FILE:ROW:` (the line for JSONL and CSV, `item N` for a JSON array).
+`topic` (unless the row has that key too; the eval breaks results down by it when the row has no
+`tag`). A bad row raises `LoadError` whose message starts with `FILE:ROW:` (the line for JSONL and
+CSV, `item N` for a JSON array).
 """
 
 from __future__ import annotations
