@@ -108,6 +108,7 @@ def _eval(args: argparse.Namespace) -> int:
         raise SystemExit(f"jaxseeker eval: --limit must be >= 0 (0: all questions), got {args.limit}")
     if not (s["model"] / "config.json").exists():
         raise SystemExit(f"jaxseeker eval: {s['model']} holds no HF model (config.json)")
+    baseline = _results_file(args.baseline, "eval") if args.baseline else None  # checked before any rollout
     questions = load_questions(s["questions"])  # a bad file ends the command in one line (`cli.main`)
     if args.limit:
         questions = questions[: args.limit]
@@ -125,18 +126,18 @@ def _eval(args: argparse.Namespace) -> int:
     print(f"{s['model']} on {len(questions)} questions of {s['questions']}, k={s['k']}, temperature "
           f"{s['temperature']:g}, on {mesh_text(args.mesh)}: results and plots in {s['out']}")
     if args.baseline:
-        change = compare_results(Path(args.baseline) / "results.jsonl", s["out"] / "results.jsonl", s["k"],
+        change = compare_results(baseline, s["out"] / "results.jsonl", s["k"],
                                  question_ids=[q["id"] for q in questions])
         (s["out"] / "change.json").write_text(json.dumps(change, indent=2) + "\n")
         print(f"against {args.baseline}: {change_line(change)}")
     return 0
 
 
-def _results_file(path: str) -> Path:
+def _results_file(path: str, command: str = "compare") -> Path:
     """An eval directory's `results.jsonl`, or the results file itself; a missing one exits naming it."""
     found = Path(path) / "results.jsonl" if Path(path).is_dir() else Path(path)
     if not found.is_file():
-        raise SystemExit(f"jaxseeker compare: {path} is neither a results JSONL nor an eval directory holding one")
+        raise SystemExit(f"jaxseeker {command}: {path} is neither a results JSONL nor an eval directory holding one")
     return found
 
 
@@ -173,7 +174,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--questions", help="JSONL / JSON / CSV (BrowseComp, xbench, GAIA; eval.load_questions); "
                                        "with --config default runs/<name>/qa/test.jsonl")
     p.add_argument("--out", help="results directory (resumes what is there); with --config a default under runs/")
-    p.add_argument("--baseline", help="an earlier eval directory of the same questions: report what changed")
+    p.add_argument("--baseline", help="an earlier eval directory (or its results.jsonl) of the same questions: "
+                                       "report what changed")
     world = p.add_mutually_exclusive_group()
     world.add_argument("--world", help="a saved world directory or spec (synthetic[:SIZE[:SEED]], atlas[:FR,DE])")
     world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")

@@ -196,7 +196,8 @@ def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(`FILE:LINE`, row) for every CSV row, decrypted when the header marks an encrypted benchmark."""
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
-        header = reader.fieldnames or []
+        header = [name.strip() for name in reader.fieldnames or []]  # `question, answer` names `answer`
+        reader.fieldnames = header
         repeated = next((name for i, name in enumerate(header) if name in header[:i]), None)
         if repeated is not None:
             raise LoadError(f"{path}:1: column {repeated!r} appears twice in the header")

@@ -202,3 +202,5 @@ def test_eval_names_a_bad_questions_file_and_bad_numbers(tmp_path):
         cli([*common, "--k", "0"])
     with pytest.raises(SystemExit, match="--limit must be >= 0"):
         cli([*common, "--limit", "-1"])
+    with pytest.raises(SystemExit, match=r"^jaxseeker eval: .*nowhere is neither a results JSONL nor an eval dir"):
+        cli([*common, "--baseline", str(tmp_path / "nowhere")])  # before the model loads and the rollouts run

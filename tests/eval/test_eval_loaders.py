@@ -214,6 +214,9 @@ def test_csv_header_naming_a_column_twice_and_an_oversized_field(tmp_path):
     huge = write_csv(tmp_path / "huge.csv", ["question", "answer"], [["Which?", "Nile"], ["Why?", "x" * 200_000]])
     with pytest.raises(LoadError, match=r"huge\.csv:3: field larger than field limit"):
         load_questions(huge)
+    spaced = tmp_path / "spaced.csv"
+    spaced.write_text("question, answer\nWhich river?,Nile\n")
+    assert load_questions(spaced) == [{"id": "spaced:1", "question": "Which river?", "answer": "Nile"}]
 
 
 def test_a_renamed_key_keeps_a_field_of_the_same_name(tmp_path):
