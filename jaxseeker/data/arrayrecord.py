@@ -21,6 +21,7 @@ from typing import Any
 import tensorflow_datasets as tfds
 
 from jaxseeker.data.records import BadLine, BadLineError, Trajectory, iter_jsonl
+from jaxseeker.errors import InputError
 
 DATASET_NAME = "jaxseeker_trajectories"
 VERSION = "1.0.0"
@@ -71,7 +72,7 @@ def _example(trajectory: Trajectory) -> dict[str, str]:
     """The stored form of one trajectory."""
     return {
         "messages": json.dumps(list(trajectory.messages), ensure_ascii=False),
-        "meta": json.dumps(dict(trajectory.meta), ensure_ascii=False),
+        "meta": json.dumps(dict(trajectory.meta)),  # ASCII escapes: a lone surrogate in a value survives UTF-8
         "source": trajectory.source,
     }
 
@@ -96,7 +97,7 @@ def build_arrayrecord(
     if bad and not skip_bad_lines:
         raise BadLineError(bad)
     if not examples:
-        raise ValueError(f"no trajectories in {[str(p) for p in paths]}")
+        raise InputError(f"no trajectories in {[str(p) for p in paths]}")
     builder = _TrajectoryBuilder(
         split=split, examples=examples, data_dir=str(out_dir), file_format="array_record"
     )
@@ -134,7 +135,7 @@ class ArrayRecordTrajectories(Sequence[Trajectory]):
             raise FileNotFoundError(f"{path}: no dataset_info.json (expected the --out dir of `jaxseeker data build`)")
         builder = tfds.builder_from_directory(str(dataset_dir))
         if split not in builder.info.splits:
-            raise KeyError(f"{dataset_dir}: no split {split!r}; splits are {list(builder.info.splits)}")
+            raise InputError(f"{dataset_dir}: no split {split!r}; splits are {list(builder.info.splits)}")
         self.path = dataset_dir
         self._source = builder.as_data_source(split=split)
 

@@ -29,7 +29,7 @@ def _build(args: argparse.Namespace) -> int:
         dataset_dir, skipped = build_arrayrecord(
             args.files, args.out, split=args.split, skip_bad_lines=args.skip_bad_lines, num_shards=args.num_shards
         )
-    except BadLineError as e:
+    except (BadLineError, FileExistsError) as e:  # bad lines, or --out already holds a dataset
         print(str(e), file=sys.stderr)
         return 1
     for bad in skipped:

@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.data.chat import tokenize_chat
-from jaxseeker.data.records import BadLine, Trajectory, is_observation, iter_jsonl
-
-TOOL_CALL_OPEN = "<tool_call>"
+from jaxseeker.data.records import TOOL_CALL_OPEN, BadLine, Trajectory, is_observation, iter_jsonl
 
 
 def _count_turns(trajectory: Trajectory) -> dict[str, int]:

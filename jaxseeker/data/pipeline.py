@@ -30,6 +30,7 @@ from jaxseeker.data.counterfactual import NamePool, permute_digits, permute_name
 from jaxseeker.data.packing import OVER_LENGTH_POLICIES, ROW_KEYS, pack_rows, shift_example
 from jaxseeker.data.records import Message, Trajectory, read_trajectories
 from jaxseeker.data.unlikelihood import repeated_ngrams
+from jaxseeker.errors import InputError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,15 +114,20 @@ class DataConfig:
 
 
 def open_source(paths: str | Path | Sequence[str | Path], *, skip_bad_lines: bool = False) -> Sequence[Trajectory]:
-    """A random-access sequence of trajectories: JSONL files (read now) or one ArrayRecord dataset dir."""
+    """A random-access sequence of trajectories: JSONL files (read now) or one ArrayRecord dataset dir; raises
+    ``InputError`` when the paths hold no trajectory."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     dirs = [p for p in paths if is_arrayrecord_dir(p)]
     if dirs:
         if len(paths) != 1:
-            raise ValueError(f"give either one ArrayRecord dataset directory or JSONL files, got {list(paths)}")
-        return open_arrayrecord(dirs[0])
-    return read_trajectories(paths, skip_bad_lines=skip_bad_lines)
+            raise InputError(f"give either one ArrayRecord dataset directory or JSONL files, got {list(paths)}")
+        records: Sequence[Trajectory] = open_arrayrecord(dirs[0])
+    else:
+        records = read_trajectories(paths, skip_bad_lines=skip_bad_lines)
+    if not len(records):
+        raise InputError(f"no trajectories in {[str(p) for p in paths]}")
+    return records
 
 
 def _process(process_index: int | None, process_count: int | None) -> tuple[int, int]:

@@ -14,8 +14,10 @@ writes for ``tool`` messages). Training and inference then share one rendering.
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from jaxseeker.errors import InputError
 ROLES = ("system", "user", "assistant", "tool")
 TOOL_RESPONSE_OPEN = "<tool_response>"
 TOOL_RESPONSE_CLOSE = "</tool_response>"
+TOOL_CALL_OPEN = "<tool_call>"
 
 Message = dict[str, Any]  # role and content; "weight": 0 on an assistant turn kept out of the loss, -1 on a rejected one
 
@@ -79,15 +82,21 @@ def _wrap_tool_content(content: str) -> str:
 
 
 def _content_text(content: Any, where: str) -> str:
-    """Returns message content as text; a list of ``{"type": "text", "text": …}`` parts is joined."""
-    if isinstance(content, str):
-        return content
+    """Returns message content as text; a list of ``{"type": "text", "text": …}`` parts is joined. Text with a lone
+    surrogate (a JSON escape such as ``\\ud800``) is an error: no tokenizer or UTF-8 file can hold it."""
     if isinstance(content, list) and all(
         isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
         for p in content
     ):
-        return "".join(p["text"] for p in content)
-    raise ValueError(f"{where}: content must be a string or a list of text parts, got {type(content).__name__}")
+        content = "".join(p["text"] for p in content)
+    if not isinstance(content, str):
+        raise ValueError(f"{where}: content must be a string or a list of text parts, got {type(content).__name__}")
+    try:
+        content.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{where}: content holds a lone surrogate {content[e.start]!r} at character {e.start}, "
+                         "which is not valid Unicode") from None
+    return content
 
 
 def _weight(message: Mapping[str, Any], role: str, where: str) -> dict[str, int]:
@@ -135,6 +144,9 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]], *, require_assista
                 "write <tool_call>…</tool_call> in the assistant content)"
             )
         content = _content_text(message["content"], where)
+        if message.get("tool_calls") and TOOL_CALL_OPEN not in content:
+            raise ValueError(f"{where}: 'tool_calls' is not read and the content has no {TOOL_CALL_OPEN}: write "
+                             f"{TOOL_CALL_OPEN}…</tool_call> in the assistant content")
         if role == "tool":
             pending_tool.append(content)
             continue
@@ -178,41 +190,57 @@ def parse_record(obj: Any, source: str = "") -> Trajectory:
     return Trajectory(messages=tuple(normalize_messages(messages)), meta=meta, source=source)
 
 
-def json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed object) for every non-blank line of a JSONL file; invalid JSON raises ValueError
-    naming FILE:LINE."""
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
+def _json_values(path: str | Path) -> Iterator[tuple[int, Any, str | None]]:
+    """(line number, value, None) for every non-blank line of a JSONL file, or (line number, None, reason) for one
+    that is not UTF-8 or not JSON. Lines end at ``\\n`` only (``\\r`` is JSON whitespace); a leading BOM is dropped."""
+    if Path(path).is_dir():
+        raise InputError(f"{path}: is a directory, not a JSONL file")
+    with open(path, "rb") as f:
+        for line_no, raw in enumerate(f, start=1):
+            if line_no == 1:
+                raw = raw.removeprefix(codecs.BOM_UTF8)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield line_no, None, f"not UTF-8: byte {raw[e.start]:#04x} at byte {e.start + 1} of the line"
+                continue
             if not line.strip():
                 continue
             try:
-                yield line_no, json.loads(line)
+                yield line_no, json.loads(line), None
             except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{line_no}: invalid JSON: {e.msg} (column {e.colno})") from None
+                yield line_no, None, f"invalid JSON: {e.msg} (column {e.colno})"
+            except (ValueError, RecursionError) as e:  # e.g. an integer over 4300 digits, arrays nested too deeply
+                yield line_no, None, f"invalid JSON: {e}"
+
+
+def json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) for every non-blank line of a JSONL file; a line that is not UTF-8 JSON raises
+    ``InputError`` naming FILE:LINE."""
+    for line_no, obj, reason in _json_values(path):
+        if reason is not None:
+            raise InputError(f"{path}:{line_no}: {reason}")
+        yield line_no, obj
 
 
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory | BadLine]:
     """Yields a ``Trajectory`` or a ``BadLine`` for every non-blank line of a JSONL file."""
     path_str = str(path)
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                yield BadLine(path_str, line_no, f"invalid JSON: {e.msg} (column {e.colno})")
-                continue
-            try:
-                yield parse_record(obj, source=f"{path_str}:{line_no}")
-            except ValueError as e:
-                yield BadLine(path_str, line_no, str(e))
+    for line_no, obj, reason in _json_values(path):
+        if reason is not None:
+            yield BadLine(path_str, line_no, reason)
+            continue
+        try:
+            yield parse_record(obj, source=f"{path_str}:{line_no}")
+        except ValueError as e:
+            yield BadLine(path_str, line_no, str(e))
 
 
 def read_trajectories(
     paths: str | Path | Sequence[str | Path], *, skip_bad_lines: bool = False
 ) -> list[Trajectory]:
-    """Reads every record of one or more JSONL files; raises ``BadLineError`` (all bad lines) unless skipped."""
+    """Reads every record of one or more JSONL files; raises ``BadLineError`` (all bad lines) unless skipped, and
+    then says on stderr how many were skipped."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     records: list[Trajectory] = []
@@ -222,6 +250,8 @@ def read_trajectories(
             (bad if isinstance(item, BadLine) else records).append(item)
     if bad and not skip_bad_lines:
         raise BadLineError(bad)
+    if bad:
+        print(f"skipped {len(bad)} bad line(s), first: {bad[0]}", file=sys.stderr)
     return records
 
 

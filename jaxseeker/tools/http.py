@@ -21,7 +21,7 @@ class HttpConfig:
     """Timeouts, retries and size limits of an HTTP back-end."""
 
     timeout_s: float = 30.0  # connect / read timeout and the overall deadline of one attempt
-    max_retries: int = 2  # further attempts after the first, on 429 / 5xx / connection errors / timeouts
+    max_retries: int = 2  # further attempts after the first, on 429 / 5xx / connection or read errors / timeouts
     backoff_s: float = 0.5  # first wait; doubles each retry
     max_backoff_s: float = 8.0
     max_bytes: int = 2_000_000  # longer bodies are cut here (the reply says so)
@@ -52,7 +52,7 @@ class HttpReply:
         """The body parsed as JSON; HttpError naming `url` when it is not JSON."""
         try:
             return json.loads(self.body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             excerpt = self.text()[:120]
             raise HttpError(
                 f"malformed JSON from {url} (HTTP {self.status}): {exc}; body starts {excerpt!r}",
@@ -68,8 +68,11 @@ def _retry_after(headers: httpx.Headers) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        pass
+    try:  # an HTTP date; anything else is ignored (the usual backoff applies)
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
 
 
 def _read_capped(response: httpx.Response, max_bytes: int, deadline: float, url: str) -> tuple[bytes, bool]:
@@ -106,7 +109,7 @@ def request(
     headers: Mapping[str, str] | None = None,
     json_body: Any = None,
 ) -> HttpReply:
-    """Send `method url`, retrying 429 / 5xx / connection errors / timeouts with exponential backoff; else HttpError."""
+    """Send `method url`, retrying 429 / 5xx / connection or read errors / timeouts with backoff; else HttpError."""
     attempts = config.max_retries + 1
     problem = ""
     status: int | None = None
@@ -120,6 +123,10 @@ def request(
             status, problem = None, f"timed out after {config.timeout_s:g} s"
         except httpx.TransportError as exc:
             status, problem = None, f"connection failed ({type(exc).__name__}: {exc})"
+        except httpx.RequestError as exc:  # e.g. a body that does not decode as its Content-Encoding says
+            status, problem = None, f"reading the reply failed ({type(exc).__name__}: {exc})"
+        except httpx.InvalidURL as exc:
+            raise HttpError(f"{method} {url} failed: invalid URL ({exc})", url=url) from None
         else:
             if 200 <= status < 300:
                 return HttpReply(status, body, truncated)

@@ -53,6 +53,7 @@ class LLMClient:
 
     def __init__(self, config: LLMConfig):
         self.config = config
+        read_key(config.api_key_env)  # known to `redact` from now on: the python tool can read the environ
         self._http = httpx.Client(follow_redirects=False)
         self._slots = threading.BoundedSemaphore(max(1, config.max_concurrency))
         self._http_config = http.HttpConfig(
@@ -113,13 +114,16 @@ def _parse_chat(payload: Any, url: str, model: str) -> ChatResult:
     try:
         choice = payload["choices"][0]
         text = choice["message"]["content"]
+        if not isinstance(text, str | None):
+            raise TypeError(f"content is {type(text).__name__}")
     except (KeyError, IndexError, TypeError):
         raise LLMError(
-            f"malformed chat completion from {url}: no choices[0].message.content in {str(payload)[:200]!r}",
+            f"malformed chat completion from {url}: no choices[0].message.content text in {str(payload)[:200]!r}",
             url=url,
             status=200,
         ) from None
-    usage = payload.get("usage") or {}
+    usage = payload.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
     return ChatResult(
         text=text or "",
         finish_reason=choice.get("finish_reason"),

@@ -62,6 +62,7 @@ class SerperSearch:
     ):
         self.url = base_url.rstrip("/") + "/search"
         self.key_env = key_env
+        read_key(key_env)  # known to `redact` from now on: the python tool can read the environ
         self.config = config
         self._client = httpx.Client(follow_redirects=False)
 

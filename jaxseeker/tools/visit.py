@@ -61,10 +61,13 @@ def _refused_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
 
 def check_url(url: str, *, allow_private: bool = False) -> None:
     """ToolError unless `url` is http(s) and its host resolves only to public addresses (or `allow_private`)."""
-    parts = urllib.parse.urlsplit(url.strip())
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:  # a broken IPv6 literal, a port out of range
+        raise ToolError(f"refused {url!r}: {exc}") from None
     if parts.scheme.lower() not in ("http", "https"):
         raise ToolError(f"refused {url!r}: scheme {parts.scheme or '(none)'!r} is not http or https")
-    host = parts.hostname
     if not host:
         raise ToolError(f"refused {url!r}: no host")
     if allow_private:
@@ -75,7 +78,7 @@ def check_url(url: str, *, allow_private: bool = False) -> None:
         if host == "localhost" or host.endswith(".localhost"):
             raise ToolError(f"refused {url!r}: host {host!r} is loopback") from None
         try:
-            infos = socket.getaddrinfo(host, parts.port or 443, type=socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(host, port or 443, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError) as exc:
             raise ToolError(f"cannot resolve host {host!r} of {url!r}: {exc}") from None
         addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
@@ -118,6 +121,7 @@ class JinaReader:
     ):
         self.base_url = base_url.rstrip("/")
         self.key_env = key_env
+        read_key(key_env)  # known to `redact` from now on: the python tool can read the environ
         self.config = config
         self.allow_private = allow_private
         self._client = httpx.Client(follow_redirects=False)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from jaxseeker.data import BadLineError, DataConfig, batch_iterator, build_arrayrecord, open_arrayrecord, open_source, read_trajectories
+from jaxseeker.errors import InputError
 
 from .samples import make_records
 
@@ -46,3 +47,17 @@ def test_bad_lines_fail_the_build_and_an_existing_dataset_is_not_overwritten(jso
         build_arrayrecord(jsonl_files[:1], tmp_path / "ds")
     with pytest.raises(FileNotFoundError, match="no dataset_info.json"):
         open_arrayrecord(tmp_path)
+
+
+def test_input_errors_name_the_files_and_odd_meta_survives(write_jsonl, tmp_path):
+    empty = write_jsonl("empty.jsonl", ["", "  "])
+    for call in (lambda: build_arrayrecord([empty], tmp_path / "none"), lambda: open_source(empty)):
+        with pytest.raises(InputError, match=f"no trajectories in \\['{empty}'\\]"):
+            call()
+    odd = write_jsonl("odd.jsonl", ['{"id": "x\\ud800", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}'])
+    build_arrayrecord([odd], tmp_path / "ds", split="val")
+    assert open_arrayrecord(tmp_path / "ds", "val")[0] == read_trajectories(odd)[0]
+    with pytest.raises(InputError, match="no split 'train'; splits are \\['val'\\]"):
+        open_source(tmp_path / "ds")
+    with pytest.raises(InputError, match="give either one ArrayRecord dataset directory or JSONL files"):
+        open_source([tmp_path / "ds", odd])

@@ -33,3 +33,11 @@ def test_build_writes_a_readable_dataset(write_jsonl, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["records"] == 4 and out["skipped_bad_lines"] == 1
     assert len(open_arrayrecord(out["dataset_dir"])) == 4
+
+
+def test_build_into_a_built_dataset_is_refused_in_one_line(write_jsonl, tmp_path, capsys):
+    path = write_jsonl("t.jsonl", make_records(2))
+    assert _run(["data", "build", path, "--out", str(tmp_path / "ds")]) == 0
+    capsys.readouterr()
+    assert _run(["data", "build", path, "--out", str(tmp_path / "ds")]) == 1
+    assert "already holds a built dataset; choose another --out" in capsys.readouterr().err

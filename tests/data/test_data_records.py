@@ -3,6 +3,8 @@
 import pytest
 
 from jaxseeker.data import BadLineError, iter_jsonl, normalize_messages, parse_record, read_trajectories
+from jaxseeker.data.records import json_lines
+from jaxseeker.errors import InputError
 
 from .samples import openseeker_messages, webdancer_messages
 
@@ -80,3 +82,41 @@ def test_skip_bad_lines_keeps_the_good_ones(write_jsonl):
     assert record.meta == {"id": 1} and record.source.endswith(":2")
     items = list(iter_jsonl(path))
     assert str(items[0]).startswith(f"{path}:1: invalid JSON")
+
+
+GOOD = b'{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}'
+
+
+def test_undecodable_lines_are_bad_lines_and_the_others_are_kept(tmp_path):
+    path = tmp_path / "raw.jsonl"
+    path.write_bytes(
+        b"\xef\xbb\xbf" + GOOD + b"\n"  # a BOM is dropped
+        + GOOD.replace(b'"q"', b'"caf\xe9"') + b"\n"  # Latin-1, not UTF-8
+        + GOOD.replace(b", {", b",\r{") + b"\r\n"  # a lone \r is JSON whitespace, not a line end
+        + b'{"n": ' + b"1" * 5000 + b"}\n"  # an integer over Python's digit limit
+        + b"[" * 100_000 + b"]" * 100_000 + b"\n"  # nested too deeply
+        + GOOD.replace(b'"q"', b'"q\\ud800"') + b"\n"  # a lone surrogate escape
+        + GOOD
+    )
+    items = list(iter_jsonl(path))
+    assert [getattr(item, "source", None) for item in items] == [f"{path}:1", None, f"{path}:3", None, None, None, f"{path}:7"]
+    reasons = [items[i].reason for i in (1, 3, 4, 5)]
+    assert reasons[0] == "not UTF-8: byte 0xe9 at byte 47 of the line"
+    assert reasons[1].startswith("invalid JSON: Exceeds the limit") and reasons[2].startswith("invalid JSON: maximum")
+    assert reasons[3].startswith("messages[0]: content holds a lone surrogate '\\ud800' at character 1")
+    with pytest.raises(InputError, match=f"^{path}:2: not UTF-8"):
+        list(json_lines(path))
+
+
+def test_a_directory_or_unread_tool_calls_are_named(tmp_path, capsys):
+    with pytest.raises(InputError, match=f"^{tmp_path}: is a directory"):
+        read_trajectories(tmp_path)
+    call = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "search", "arguments": "{}"}}]}
+    with pytest.raises(ValueError, match=r"messages\[1\]: 'tool_calls' is not read"):
+        normalize_messages([{"role": "user", "content": "q"}, call, {"role": "tool", "content": "r"}])
+    kept = {**call, "content": '<tool_call>{"name": "search", "arguments": {}}</tool_call>'}
+    assert normalize_messages([{"role": "user", "content": "q"}, kept])[1] == {"role": "assistant", "content": kept["content"]}
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(GOOD + b"\n[1]\n")
+    assert len(read_trajectories(path, skip_bad_lines=True)) == 1
+    assert capsys.readouterr().err == f"skipped 1 bad line(s), first: {path}:2: expected a JSON object, got list\n"

@@ -2,6 +2,8 @@
 
 import pytest
 
+from jaxseeker.tools.keys import REDACTED
+
 from jaxseeker.tools import LLMConfig, ToolsConfig, build_registry, tools_config
 
 
@@ -49,3 +51,16 @@ def test_build_registry_checks_what_it_needs(corpus):
     assert web.names == ["search", "visit"]
     registry = build_registry(ToolsConfig(enabled=("answer_submit",)), feedback=lambda a: f"got {a}")
     assert registry.call("answer_submit", {"answer": "x"}).text == "got x"
+
+
+def test_web_back_end_keys_are_redacted_before_their_first_request(monkeypatch):
+    keys = {"SERPER_NEW_KEY": "sk-serper-9f8e7d", "JINA_NEW_KEY": "jina-4c3b2a", "LLM_NEW_KEY": "sk-llm-1a2b3c"}
+    for name, value in keys.items():
+        monkeypatch.setenv(name, value)
+    config = ToolsConfig(
+        enabled=("search", "visit", "python"), search_backend="serper", visit_backend="jina",
+        serper_key_env="SERPER_NEW_KEY", jina_key_env="JINA_NEW_KEY", summarizer=LLMConfig(api_key_env="LLM_NEW_KEY"),
+    )
+    registry = build_registry(config)
+    leaked = registry.call("python", {"code": f"print({list(keys.values())!r})"})  # e.g. read from /proc/PPID/environ
+    assert leaked.text == f"stdout:\n{[REDACTED] * 3!r}"

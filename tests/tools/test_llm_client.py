@@ -61,6 +61,7 @@ def test_5xx_and_429_are_retried_with_backoff(server, secret_keys):
         (Reply(400, "bad model"), 400, "failed after 1 attempt: HTTP 400: 'bad model'"),
         (Reply(200, "{not json"), 200, "malformed JSON from "),
         (Reply(200, {"choices": []}), 200, "no choices[0].message.content"),
+        (Reply(200, {"choices": [{"message": {"content": [{"text": "x"}]}}]}), 200, "no choices[0].message.content"),
         (Reply(200, chat_reply("late"), delay_s=1.0), None, "failed after 2 attempts: timed out after 0.3 s"),
     ],
 )
@@ -72,6 +73,12 @@ def test_faults_raise_llm_error_naming_status_and_url(server, secret_keys, reply
     assert info.value.url == f"{server.url}/v1/chat/completions"
     assert message in str(info.value)
     assert SECRET not in str(info.value)
+
+
+def test_usage_that_is_not_an_object_is_ignored(server, secret_keys):
+    server.route = lambda r: Reply(200, {**chat_reply("fine"), "usage": [7, 2]})
+    result = client_for(server.url).chat([{"role": "user", "content": "x"}])
+    assert (result.text, result.usage) == ("fine", {})
 
 
 def test_refused_connection(closed_port_url, secret_keys):

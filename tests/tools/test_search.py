@@ -83,6 +83,28 @@ def test_serper_retry_recovers_from_one_429(server, secret_keys):
     assert serper_registry(server.url).call("search", {"query": "x"}).text.startswith("Search results for 'x'")
 
 
+def test_serper_unreadable_retry_after_falls_back_to_the_backoff(server, secret_keys):
+    replies = iter([Reply(503, "busy", (("Retry-After", "soon"),)), Reply(200, organic("x"))])
+    server.route = lambda r: next(replies)
+    assert serper_registry(server.url).call("search", {"query": "x"}).text.startswith("Search results for 'x'")
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize(
+    "reply, message",
+    [
+        (Reply(200, b"not gzip", (("Content-Encoding", "gzip"),)), "reading the reply failed (DecodingError"),
+        (Reply(200, "[" * 100_000), "malformed JSON from "),
+    ],
+)
+def test_serper_undecodable_bodies_fail_in_place(server, secret_keys, reply, message):
+    server.route = lambda r: reply if r.json()["q"] == "bad" else Reply(200, organic(r.json()["q"]))
+    result = serper_registry(server.url).call("search", {"query": ["good", "bad"]})
+    good, bad = result.text.split("\n=======\n")
+    assert result.error is None and good.startswith("Search results for 'good'")
+    assert bad.startswith("Search for 'bad' failed: ") and message in bad
+
+
 def test_serper_timeout_is_an_observation_and_does_not_hang(server, secret_keys):
     server.route = lambda r: Reply(200, organic("x"), delay_s=1.5)
     start = time.perf_counter()

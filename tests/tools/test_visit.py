@@ -130,6 +130,18 @@ def test_check_url_allows_public_hosts_and_private_ones_when_configured():
         check_url("file:///etc/passwd", allow_private=True)
 
 
+def test_malformed_urls_are_reported_in_place(server, secret_keys):
+    server.route = route(Reply(200, PAGE), Reply(500, "llm down"))
+    urls = ["http://[::1/x", "http://93.184.216.34:99999/x", "http://93.184.216.34/a\nb", TARGET]
+    result = jina_registry(server.url, llm=False).call("visit", {"url": urls, "goal": "arches"})
+    ipv6, port, control, page = result.text.split("\n=======\n")
+    assert result.error is None and "nine arches" in page
+    assert ipv6 == "Could not visit 'http://[::1/x': refused 'http://[::1/x': Invalid IPv6 URL"
+    assert port.endswith("Port out of range 0-65535")
+    assert control.startswith("Could not visit 'http://93.184.216.34/a\\nb': GET ")
+    assert "failed: invalid URL (" in control
+
+
 def test_refused_url_never_reaches_the_reader(server, secret_keys):
     result = jina_registry(server.url).call("visit", {"url": f"{server.url}/secret", "goal": "g"})
     assert "loopback / private / link-local" in result.error
@@ -162,7 +174,8 @@ def test_near_json_from_the_llm_is_repaired(server, secret_keys):
 
 
 @pytest.mark.parametrize(
-    "llm_reply", [Reply(500, "llm down"), Reply(200, chat("I cannot help with that.")), Reply(200, "{bad")]
+    "llm_reply",
+    [Reply(500, "llm down"), Reply(200, chat("I cannot help with that.")), Reply(200, "{bad"), Reply(200, chat(5))],
 )
 def test_llm_failure_falls_back_to_the_raw_page(server, secret_keys, llm_reply):
     server.route = route(Reply(200, PAGE), llm_reply)
@@ -200,6 +213,7 @@ def test_a_5mb_page_is_cut_at_the_byte_cap_and_the_budget(server, secret_keys):
         (Reply(404, "no such page"), "failed after 1 attempt: HTTP 404"),
         (Reply(200, "   "), "the reader returned an empty page"),
         (Reply(200, PAGE, delay_s=1.0), "failed after 2 attempts: timed out after 0.3 s"),
+        (Reply(200, b"not gzip", (("Content-Encoding", "gzip"),)), "reading the reply failed (DecodingError"),
     ],
 )
 def test_reader_faults_become_observations(server, secret_keys, page_reply, message):
