@@ -17,8 +17,8 @@ SPLITS = ("train", "rl", "test")
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """The JSON objects of a JSONL file, blank lines skipped."""
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The JSON objects of a JSONL file, blank lines skipped (lines end at \\n only: strings may hold U+2028)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
 def read_splits(qa_dir: Path) -> list[dict]:

@@ -52,11 +52,11 @@ class MetricsWriter:
 
 
 def read_metrics(path: str | Path) -> list[dict]:
-    """Rows of a `metrics.jsonl`."""
+    """Rows of a `metrics.jsonl` (lines end at \\n only: strings may hold U+2028)."""
     path = Path(path)
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
 def plot_curves(rows: Sequence[Mapping], keys: Sequence[str], out_png: str | Path, title: str = "") -> Path | None:

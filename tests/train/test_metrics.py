@@ -31,3 +31,8 @@ def test_tensorboard_writer_takes_the_purge_step(tmp_path):
     writer.write(3, {"loss": 1.0})
     writer.close()
     assert [p.name.startswith("events.out.tfevents") for p in (tmp_path / "tensorboard").iterdir()] == [True]
+
+
+def test_a_line_separator_in_a_logged_string_does_not_end_its_row(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "note": "a\u2028b"}\n', encoding="utf-8")
+    assert read_metrics(tmp_path / "metrics.jsonl") == [{"step": 1, "note": "a\u2028b"}]
