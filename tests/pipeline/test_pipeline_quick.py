@@ -221,9 +221,9 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
     cfg = pipeline_config({"world": {"source": "atlas", "countries": ["FR", "DE"]}, "qa": {"e2hqa_rounds": [0, 1]}})
     assert cfg.world.spec() == "atlas:FR,DE" and cfg.qa.e2hqa_rounds == (0, 1)
     assert pipeline_config({"world": {"source": "atlas"}}, quick=True).world.spec() == "synthetic:600:0"
-    with pytest.raises(RecipeError, match=r"qa: qa.e2hqa_rounds must be \[min, max\]"):
+    with pytest.raises(RecipeError, match=r"^qa.e2hqa_rounds must be \[min, max\]"):
         pipeline_config({"qa": {"e2hqa_rounds": [2, 1]}})
-    with pytest.raises(RecipeError, match="eval: eval.prompt must be 'full' or 'compact', got 'short'"):
+    with pytest.raises(RecipeError, match="^eval.prompt must be 'full' or 'compact', got 'short'"):
         pipeline_config({"eval": {"prompt": "short"}})
     with pytest.raises(RecipeError, match=r"eval.temperature must be >= 0 and eval.top_p in \(0, 1\], got 0.5 and 0.0"):
         pipeline_config({"eval": {"temperature": 0.5, "top_p": 0.0}})
