@@ -26,6 +26,12 @@ class HttpConfig:
     max_backoff_s: float = 8.0
     max_bytes: int = 2_000_000  # longer bodies are cut here (the reply says so)
 
+    def __post_init__(self):
+        if self.timeout_s <= 0 or self.max_retries < 0 or self.backoff_s < 0 or self.max_backoff_s < 0 \
+                or self.max_bytes < 1:
+            raise ValueError(f"HttpConfig: needs timeout_s > 0, max_retries >= 0, backoff_s and max_backoff_s >= 0, "
+                             f"max_bytes >= 1; got {self}")
+
 
 class HttpError(Exception):
     """A request that failed after its retries; the message names the method, URL and status (never a key)."""

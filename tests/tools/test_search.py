@@ -169,3 +169,10 @@ def test_title_first_is_refused_for_a_corpus_without_a_title_index():
 
     with pytest.raises(ValueError, match="tools.title_first: Sharded keeps no title index"):
         LocalSearch(Sharded(), title_first=True)
+
+
+def test_http_config_refuses_limits_no_request_could_run_under():
+    with pytest.raises(ValueError, match="max_retries >= 0"):
+        HttpConfig(max_retries=-1)
+    with pytest.raises(ValueError, match="timeout_s > 0"):
+        HttpConfig(timeout_s=0)
