@@ -78,21 +78,27 @@ def check_sections(recipe: Mapping, known: Sequence[str], where: str) -> None:
         raise RecipeError(f"{where}: unknown sections {unknown}; known: {sorted(known)}")
 
 
+_FITS = {  # scalar field type -> does a parsed YAML value fit it
+    int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    float: lambda v: isinstance(v, int | float) and not isinstance(v, bool),  # YAML's 3 for 3.0
+    str: lambda v: isinstance(v, str),
+    bool: lambda v: isinstance(v, bool),
+}
+
+
 def _type_error(hint: Any, value: Any) -> str | None:
     """Why `value` does not fit a scalar field typed `hint` (int, float, str, bool, or one of them | None); None when
     it fits or the type is not one of those (containers and nested configs check themselves)."""
     options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
     if value is None and type(None) in options:
         return None
-    scalars = [t for t in options if t in (int, float, str, bool)]
+    scalars = [t for t in options if t in _FITS]
     if len(scalars) != len(options) - (type(None) in options):
         return None
-    fits = {int: lambda v: isinstance(v, int) and not isinstance(v, bool),
-            float: lambda v: isinstance(v, int | float) and not isinstance(v, bool),  # YAML's 3 for 3.0
-            str: lambda v: isinstance(v, str), bool: lambda v: isinstance(v, bool)}
-    if any(fits[t](value) for t in scalars):
+    if any(_FITS[t](value) for t in scalars):
         return None
-    return f"expected {' or '.join(t.__name__ for t in options)}, got {value!r} ({type(value).__name__})"
+    names = " or ".join("null" if t is type(None) else t.__name__ for t in options)
+    return f"expected {names}, got {value!r} ({type(value).__name__})"
 
 
 def build(cls: type, values: Mapping[str, Any] | None, where: str):

@@ -47,5 +47,5 @@ class _Section:
 
 def test_optional_scalars_take_none_and_containers_check_themselves():
     assert build(_Section, {"budget": None, "stops": ["</answer>"]}, "s") == _Section(None, ["</answer>"])
-    with pytest.raises(RecipeError, match=r"^s\.budget: expected int or NoneType, got '8' \(str\)$"):
+    with pytest.raises(RecipeError, match=r"^s\.budget: expected int or null, got '8' \(str\)$"):
         build(_Section, {"budget": "8"}, "s")
