@@ -138,6 +138,25 @@ def _require(hf: dict, key: str, source: str):
     return hf[key]
 
 
+_HF_SIZES = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+             "num_key_value_heads", "head_dim", "max_position_embeddings")
+_HF_COUNTS = ("num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step")
+_HF_NUMBERS = ("rms_norm_eps", "rope_theta", "initializer_range")
+
+
+def _check_types(hf: dict, source: str) -> None:
+    """Raise a ConfigError naming the first numeric field of the wrong type or sign (None stands for unset)."""
+    for key in (*_HF_SIZES, *_HF_COUNTS, *_HF_NUMBERS):
+        value = hf.get(key)
+        kind, least = (float, 0) if key in _HF_NUMBERS else (int, 1 if key in _HF_SIZES else 0)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind | int) or value < least):
+            noun = "a number" if kind is float else "an integer"
+            raise ConfigError(f"{source}: {key}: expected {noun} >= {least}, got {value!r}")
+    for key in ("rope_parameters", "rope_scaling"):
+        if hf.get(key) is not None and not isinstance(hf[key], dict):
+            raise ConfigError(f"{source}: {key}: expected an object, got {hf[key]!r}")
+
+
 def from_hf_dict(hf: dict, source: str = "config.json", **overrides) -> ModelConfig:
     """Build a ModelConfig from an HF config dict (transformers 4 and 5 spellings)."""
     model_type = hf.get("model_type")
@@ -151,6 +170,7 @@ def from_hf_dict(hf: dict, source: str = "config.json", **overrides) -> ModelCon
         raise ConfigError(f"{source}: hidden_act={hf['hidden_act']!r} is unsupported (only 'silu')")
     if hf.get("use_sliding_window"):
         raise ConfigError(f"{source}: use_sliding_window=true is unsupported")
+    _check_types(hf, source)
     hidden = _require(hf, "hidden_size", source)
     heads = _require(hf, "num_attention_heads", source)
     rope = dict(hf.get("rope_parameters") or hf.get("rope_scaling") or {})

@@ -16,7 +16,7 @@ from jax.experimental import multihost_utils
 
 from jaxseeker.model.config import ModelConfig, load_config, to_hf_dict
 from jaxseeker.model.params import param_shapes
-from jaxseeker.model.safetensors_io import TensorReader, write_sharded
+from jaxseeker.model.safetensors_io import SafetensorsError, TensorReader, write_sharded
 
 # Per-layer parameter → (HF name suffix, number of leading "input" dims). Linear weights are stored by
 # HF as [out, in]; ours are [in..., out...]. None marks a vector stored as is (norms, biases).
@@ -57,24 +57,32 @@ def _to_hf(p: np.ndarray, n_in: int | None) -> np.ndarray:
 
 def _expert_weight(reader: TensorReader, prefix: str, key: str, shape: tuple[int, ...]) -> np.ndarray:
     """`[experts, in, out]` for gate/up/down, from per-expert tensors or from transformers 5 fused ones."""
+    experts, n_in, n_out = shape
     per_expert = f"{prefix}mlp.experts.0.{_EXPERT_NAMES[key]}.weight"
     if per_expert in reader:
-        return np.stack(
-            [reader.get(f"{prefix}mlp.experts.{j}.{_EXPERT_NAMES[key]}.weight").T for j in range(shape[0])]
-        )
+        return np.stack([
+            reader.get(f"{prefix}mlp.experts.{j}.{_EXPERT_NAMES[key]}.weight", (n_out, n_in)).T for j in range(experts)
+        ])
     if key == "down":
-        return np.swapaxes(reader.get(f"{prefix}mlp.experts.down_proj"), 1, 2)
-    fused = reader.get(f"{prefix}mlp.experts.gate_up_proj")  # [experts, 2 * mlp, embed]
-    half = fused.shape[1] // 2
-    part = fused[:, :half] if key == "gate" else fused[:, half:]
+        return np.swapaxes(reader.get(f"{prefix}mlp.experts.down_proj", (experts, n_out, n_in)), 1, 2)
+    fused = reader.get(f"{prefix}mlp.experts.gate_up_proj", (experts, 2 * n_out, n_in))  # [experts, 2 * mlp, embed]
+    part = fused[:, :n_out] if key == "gate" else fused[:, n_out:]
     return np.swapaxes(part, 1, 2)
+
+
+def _hf_shape(shape: tuple[int, ...], n_in: int | None) -> tuple[int, ...]:
+    """The HF shape of a per-layer tensor of our `shape` (see `_to_hf`)."""
+    if n_in is None:
+        return (math.prod(shape),)
+    return math.prod(shape[n_in:]), math.prod(shape[:n_in])
 
 
 def load_hf(path: str | Path, dtype: str | None = None, *, shardings: Any = None,
             **config_overrides) -> tuple[ModelConfig, dict]:
     """Read an HF checkpoint directory (config.json + safetensors, sharded or not, bf16 included) into
     (config, params). Each stacked leaf is read on the host and placed before the next is read, so at most
-    one leaf is held twice. `dtype` sets the parameter dtype (default: the checkpoint's).
+    one leaf is held twice. `dtype` sets the parameter dtype (default: the checkpoint's). A tensor that is missing,
+    not float, of another shape than config.json implies, or one config.json has no place for is a SafetensorsError.
 
     `shardings` places the leaves: a pytree of `jax.sharding.Sharding` shaped like the params, or a function
     of the checkpoint's config returning one. Each device then receives only its own slice of every leaf
@@ -96,12 +104,17 @@ def load_hf(path: str | Path, dtype: str | None = None, *, shardings: Any = None
     def top(name: str, host: np.ndarray) -> jax.Array:
         return place(host.astype(target), None if where is None else where[name])
 
+    embed = reader.get("model.embed_tokens.weight", (cfg.vocab_size, cfg.hidden_size))
     params: dict = {
-        "embed": top("embed", reader.get("model.embed_tokens.weight")),
-        "final_norm": top("final_norm", reader.get("model.norm.weight")),
+        "embed": top("embed", embed),
+        "final_norm": top("final_norm", reader.get("model.norm.weight", (cfg.hidden_size,))),
     }
     if not cfg.tie_word_embeddings:
-        params["lm_head"] = top("lm_head", reader.get("lm_head.weight").T)
+        params["lm_head"] = top("lm_head", reader.get("lm_head.weight", (cfg.vocab_size, cfg.hidden_size)).T)
+    elif "lm_head.weight" in reader and not np.array_equal(reader.get("lm_head.weight", embed.shape), embed):
+        raise SafetensorsError(f"{path}: config.json ties the word embeddings, but tensor 'lm_head.weight' differs from "
+                               "'model.embed_tokens.weight' (transformers leaves them untied); set "
+                               "tie_word_embeddings false to load the head")
     blocks, first = [], 0
     for g, ((moe, n), gshapes) in enumerate(zip(cfg.layer_groups, shapes["blocks"])):
         group = {}
@@ -113,11 +126,15 @@ def load_hf(path: str | Path, dtype: str | None = None, *, shardings: Any = None
                     buf[j] = _expert_weight(reader, prefix, key, shape[1:])
                 else:
                     suffix, n_in = _LAYER_NAMES[key]
-                    buf[j] = _from_hf(reader.get(prefix + suffix), shape[1:], n_in)
+                    buf[j] = _from_hf(reader.get(prefix + suffix, _hf_shape(shape[1:], n_in)), shape[1:], n_in)
             group[key] = place(buf, None if where is None else where["blocks"][g][key])
         blocks.append(group)
         first += n
     params["blocks"] = tuple(blocks)
+    unread = sorted(k for k in reader.names() if k not in reader.read and not k.endswith("rotary_emb.inv_freq"))
+    if unread:
+        raise SafetensorsError(f"{path}: {len(unread)} tensor(s) that config.json has no place for: "
+                               f"{', '.join(unread[:5])}{', …' if len(unread) > 5 else ''}")
     return cfg, params
 
 

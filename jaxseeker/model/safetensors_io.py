@@ -8,6 +8,8 @@ and never hold a second copy of the file.
 from __future__ import annotations
 
 import json
+import math
+import os
 import struct
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,11 +39,27 @@ def read_header(path: Path) -> tuple[dict, int]:
         if len(raw) != 8:
             raise SafetensorsError(f"{path}: too short to be a safetensors file")
         (n,) = struct.unpack("<Q", raw)
+        if n > os.fstat(f.fileno()).st_size - 8:
+            raise SafetensorsError(f"{path}: header length {n} exceeds the file (truncated or not safetensors)")
         try:
             header = json.loads(f.read(n))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise SafetensorsError(f"{path}: unreadable header: {e}") from None
+    if not isinstance(header, dict):
+        raise SafetensorsError(f"{path}: header is not a JSON object")
     return header, 8 + n
+
+
+def _weight_map(index: Path) -> dict[str, str]:
+    try:
+        weight_map = json.loads(index.read_text()).get("weight_map")
+    except json.JSONDecodeError as e:
+        raise SafetensorsError(f"{index}:{e.lineno}: invalid JSON: {e.msg}") from None
+    except AttributeError:
+        weight_map = None
+    if not isinstance(weight_map, dict):
+        raise SafetensorsError(f"{index}: expected an object with a 'weight_map' object")
+    return weight_map
 
 
 class TensorReader:
@@ -49,10 +67,14 @@ class TensorReader:
 
     def __init__(self, directory: str | Path):
         directory = Path(directory)
+        self.directory = directory
+        self.read: set[str] = set()  # the names `get` has returned
         index = directory / INDEX_FILE
         if index.exists():
-            weight_map = json.loads(index.read_text())["weight_map"]
-            files = sorted(set(weight_map.values()))
+            files = sorted(set(_weight_map(index).values()))
+            for name in files:
+                if not (directory / name).is_file():
+                    raise SafetensorsError(f"{index}: names shard '{name}', which is missing")
         else:
             files = sorted(p.name for p in directory.glob("*.safetensors"))
             if not files:
@@ -63,8 +85,11 @@ class TensorReader:
             header, start = read_header(path)
             mm = np.memmap(path, dtype=np.uint8, mode="r")
             for key, info in header.items():
-                if key != "__metadata__":
-                    self._where[key] = (mm, info, start, path)
+                if key == "__metadata__":
+                    continue
+                if key in self._where:
+                    raise SafetensorsError(f"{path}: tensor '{key}' is also in {self._where[key][3]}")
+                self._where[key] = (mm, info, start, path)
 
     def __contains__(self, name: str) -> bool:
         return name in self._where
@@ -73,15 +98,24 @@ class TensorReader:
         """All tensor names."""
         return list(self._where)
 
-    def get(self, name: str) -> np.ndarray:
-        """A read-only array view of tensor `name`."""
+    def get(self, name: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        """A read-only array view of tensor `name`; given `shape`, a float tensor of exactly that shape."""
         if name not in self._where:
-            raise SafetensorsError(f"checkpoint lacks tensor '{name}'")
+            raise SafetensorsError(f"{self.directory}: checkpoint lacks tensor '{name}'")
         mm, info, start, path = self._where[name]
-        if info["dtype"] not in DTYPES:
-            raise SafetensorsError(f"{path}: tensor '{name}' has unsupported dtype {info['dtype']}")
-        lo, hi = info["data_offsets"]
-        return mm[start + lo : start + hi].view(DTYPES[info["dtype"]]).reshape(info["shape"])
+        try:
+            kind, dims, (lo, hi) = info["dtype"], tuple(info["shape"]), info["data_offsets"]
+        except (KeyError, TypeError, ValueError):
+            raise SafetensorsError(f"{path}: tensor '{name}' has a malformed header entry {info}") from None
+        if kind not in DTYPES:
+            raise SafetensorsError(f"{path}: tensor '{name}' has unsupported dtype {kind}")
+        if not 0 <= lo <= hi <= mm.size - start or hi - lo != math.prod(dims) * DTYPES[kind].itemsize:
+            raise SafetensorsError(f"{path}: tensor '{name}' ({kind} {list(dims)}) has data_offsets [{lo}, {hi}] "
+                                   f"that do not fit it or the file ({mm.size - start} data bytes; truncated?)")
+        if shape is not None and (dims != tuple(shape) or kind not in ("F64", "F32", "F16", "BF16")):
+            raise SafetensorsError(f"{path}: tensor '{name}' is {kind} {list(dims)}, expected a float {list(shape)}")
+        self.read.add(name)
+        return mm[start + lo : start + hi].view(DTYPES[kind]).reshape(dims)
 
 
 def write_file(path: Path, tensors: dict[str, np.ndarray], metadata: dict[str, str] | None = None) -> None:

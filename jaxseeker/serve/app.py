@@ -89,7 +89,7 @@ def _check_auth(served: Served, request: Request) -> None:
 
 def _check_model(served: Served, model: str) -> None:
     if model != served.model_name:
-        raise APIError(404, f"The model '{model}' does not exist; this server serves '{served.model_name}'.",
+        raise APIError(404, f"The model {model!r} does not exist; this server serves {served.model_name!r}.",
                        param="model", code="model_not_found")
 
 
@@ -97,7 +97,7 @@ async def _body(request: Request) -> Any:
     raw = await request.body()
     try:
         return json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, an integer of > 4300 digits, too deep nesting
         raise APIError(400, f"The request body is not valid JSON: {exc}") from None
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 MAX_N = 128
 MAX_STOPS = 16
+MAX_TOP_K = 2**31 - 1  # the engine holds top_k as int32; a larger one keeps the whole vocabulary all the same
 
 
 class APIError(Exception):
@@ -124,7 +125,7 @@ def parse_params(body: Any, *, chat: bool) -> Params:
     options = _get(body, "stream_options", (dict,), {})
     return Params(
         model=model, max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
-        top_p=_number(body, "top_p", 1.0, 0.0, 1.0, open_low=True), top_k=max(top_k, 0), n=n,
+        top_p=_number(body, "top_p", 1.0, 0.0, 1.0, open_low=True), top_k=min(max(top_k, 0), MAX_TOP_K), n=n,
         seed=_get(body, "seed", (int,), None), stop=_stops(body), logprobs=logprobs, stream=stream,
         include_usage=stream and bool(options.get("include_usage")),
         ignore_eos=_get(body, "ignore_eos", (bool,), False),
@@ -156,7 +157,18 @@ def parse_prompts(body: Mapping[str, Any]) -> list[str | list[int]]:
         raise _bad("'prompt' must be a string, an array of token ids, or a non-empty array of either", "prompt")
     if any(not p for p in prompts):
         raise _bad("'prompt' must not be empty", "prompt")
+    if any(isinstance(p, str) and not _is_unicode(p) for p in prompts):
+        raise _bad("'prompt' holds a lone surrogate (a JSON escape such as \\ud800): not valid Unicode", "prompt")
     return prompts
+
+
+def _is_unicode(text: str) -> bool:
+    """False when `text` holds a lone surrogate (no tokenizer can encode it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _is_ids(value: Any) -> bool:

@@ -63,3 +63,17 @@ def test_bad_values_name_the_field():
         model.ModelConfig.tiny(rope_scaling=(("factor", 2.0), ("rope_type", "dynamic")))
     with pytest.raises(ConfigError, match="num_heads"):
         model.ModelConfig.tiny(num_heads=3, num_kv_heads=2)
+
+
+@pytest.mark.parametrize("key, value", [("hidden_size", "32"), ("num_hidden_layers", 2.0), ("vocab_size", True),
+                                        ("num_attention_heads", 0), ("rms_norm_eps", "1e-6")])
+def test_a_number_of_the_wrong_type_or_sign_names_its_key(tmp_path, key, value):
+    hf = dict(model.to_hf_dict(model.ModelConfig.tiny("qwen3")), **{key: value})
+    with pytest.raises(ConfigError, match=rf"config.json: {key}: expected an? (integer|number) >= [01], got"):
+        model.load_config(_write(tmp_path, hf))
+
+
+def test_rope_parameters_that_are_not_an_object_are_named(tmp_path):
+    hf = dict(model.to_hf_dict(model.ModelConfig.tiny("llama")), rope_parameters="llama3")
+    with pytest.raises(ConfigError, match=r"config.json: rope_parameters: expected an object, got 'llama3'"):
+        model.load_config(_write(tmp_path, hf))

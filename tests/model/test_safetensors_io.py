@@ -1,10 +1,18 @@
 """Sharded safetensors writing: shards by size, an index, and one shard in memory at a time."""
 
 import json
+import struct
 
 import numpy as np
+import pytest
 
-from jaxseeker.model.safetensors_io import INDEX_FILE, TensorReader, write_sharded
+from jaxseeker.model.safetensors_io import (
+    INDEX_FILE,
+    SafetensorsError,
+    TensorReader,
+    write_file,
+    write_sharded,
+)
 
 
 def test_write_sharded_writes_each_shard_before_drawing_the_next_tensors(tmp_path):
@@ -32,3 +40,38 @@ def test_a_model_under_the_shard_size_is_one_file(tmp_path):
     assert names == ["model.safetensors"]
     assert [p.name for p in tmp_path.iterdir()] == ["model.safetensors"]
     np.testing.assert_array_equal(TensorReader(tmp_path).get("w"), np.ones(3, np.float32))
+
+
+def test_a_truncated_file_names_the_file_and_tensor(tmp_path):
+    write_file(tmp_path / "model.safetensors", {"a": np.ones(8, np.float32), "b": np.ones(8, np.float32)})
+    data = (tmp_path / "model.safetensors").read_bytes()
+    (tmp_path / "model.safetensors").write_bytes(data[:-4])
+    with pytest.raises(SafetensorsError, match=r"model.safetensors: tensor 'b' \(F32 \[8\]\) has data_offsets"):
+        TensorReader(tmp_path).get("b")
+    (tmp_path / "model.safetensors").write_bytes(data[:40])  # cut inside the header
+    with pytest.raises(SafetensorsError, match=r"model.safetensors: header length \d+ exceeds the file"):
+        TensorReader(tmp_path)
+
+
+def test_a_header_that_is_not_an_object_is_refused(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", 2) + b"[]")
+    with pytest.raises(SafetensorsError, match=r"model.safetensors: header is not a JSON object"):
+        TensorReader(tmp_path)
+
+
+def test_a_bad_index_is_named(tmp_path):
+    write_sharded(tmp_path, iter([("a", np.ones(8, np.float32)), ("b", np.ones(8, np.float32))]), max_shard_bytes=40)
+    (tmp_path / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(SafetensorsError, match=rf"{INDEX_FILE}: names shard 'model-00002-of-00002.safetensors', "
+                                               "which is missing"):
+        TensorReader(tmp_path)
+    (tmp_path / INDEX_FILE).write_text("[]")
+    with pytest.raises(SafetensorsError, match=rf"{INDEX_FILE}: expected an object with a 'weight_map' object"):
+        TensorReader(tmp_path)
+
+
+def test_a_tensor_in_two_files_is_refused(tmp_path):
+    write_file(tmp_path / "model.safetensors", {"w": np.ones(2, np.float32)})
+    write_file(tmp_path / "consolidated.safetensors", {"w": np.zeros(2, np.float32)})
+    with pytest.raises(SafetensorsError, match=r"model.safetensors: tensor 'w' is also in .*consolidated.safetensors"):
+        TensorReader(tmp_path)

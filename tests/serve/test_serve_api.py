@@ -141,3 +141,22 @@ def test_errors_are_shaped_as_openai_does(client, server):
     assert missing.value.code == "model_not_found"
     r = httpx.get(server.url + "/v1/nothing-here")
     assert r.status_code == 404 and "error" in r.json()
+
+
+def test_hostile_bodies_get_openai_errors_and_leave_the_engine_serving(server):
+    def post(body: bytes) -> httpx.Response:
+        return httpx.post(server.url + "/v1/completions", content=body, headers={"content-type": "application/json"},
+                          timeout=60)
+
+    for body in (b"[" * 100_000 + b"]" * 100_000, b'{"model": "tiny-policy", "seed": ' + b"7" * 5000 + b"}"):
+        r = post(body)  # too deep for the JSON parser; an integer too long for Python to read
+        assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
+    r = post(b'{"model": "x\\ud800", "prompt": "hi"}')  # a lone surrogate cannot be written back as UTF-8
+    assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found"
+    r = post(b'{"model": "tiny-policy", "prompt": "The river \\udc00", "max_tokens": 2}')
+    assert r.status_code == 400 and r.json()["error"]["param"] == "prompt"
+    # a top_k beyond the engine's int32 keeps every token, like any top_k above the vocabulary
+    r = httpx.post(server.url + "/v1/completions", timeout=60,
+                   json={"model": MODEL_NAME, "prompt": "The river", "max_tokens": 2, "top_k": 10**12})
+    assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] in ("length", "stop")
+    assert httpx.get(server.url + "/health").json()["status"] == "ok"
