@@ -181,11 +181,15 @@ def _name_order(name: str) -> tuple:
     return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts)
 
 
+_WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json", "pytorch_model*.bin", "pytorch_model.bin.index.json")
+
+
 def save_hf(
     params: dict, cfg: ModelConfig, out_dir: str | Path, *, dtype: str | None = None, max_shard_bytes: int = 2 << 30
 ) -> Path:
     """Write `config.json`, `generation_config.json` and safetensors (sharded with an index when large)
-    that `transformers.AutoModelForCausalLM.from_pretrained` loads. `dtype` defaults to the params' dtype.
+    that `transformers.AutoModelForCausalLM.from_pretrained` loads, replacing any weight files already in `out_dir`
+    (safetensors or PyTorch `.bin`). `dtype` defaults to the params' dtype.
 
     Params spread over the processes of a multi-host run are saved by calling this on every process: each tensor
     is gathered in turn and process 0 alone writes the files, which every process sees when the call returns."""
@@ -200,8 +204,9 @@ def save_hf(
         multihost_utils.sync_global_devices(f"save_hf {out}")
         return out
     out.mkdir(parents=True, exist_ok=True)
-    for stale in list(out.glob("*.safetensors")) + list(out.glob("model.safetensors.index.json")):
-        stale.unlink()
+    for pattern in _WEIGHT_FILES:  # an earlier checkpoint's weights, which a loader might read instead of these
+        for stale in out.glob(pattern):
+            stale.unlink()
     write_sharded(out, tensors, max_shard_bytes)
     (out / "config.json").write_text(json.dumps(to_hf_dict(cfg), indent=2))
     generation = {k: v for k, v in to_hf_dict(cfg).items() if k in ("bos_token_id", "eos_token_id", "pad_token_id")}

@@ -3,6 +3,7 @@
 import json
 import shutil
 
+import jax
 import numpy as np
 import pytest
 import torch
@@ -82,3 +83,13 @@ def test_a_missing_tensor_names_the_checkpoint(untied, tmp_path):
     bad = _edited(untied, tmp_path / "bad", lambda t: t.pop("lm_head.weight"))
     with pytest.raises(SafetensorsError, match=rf"{bad}: checkpoint lacks tensor 'lm_head.weight'"):
         model.load_hf(bad)
+
+
+def test_save_hf_over_another_checkpoint_leaves_none_of_its_weights(untied, tmp_path):
+    out = shutil.copytree(untied, tmp_path / "out")
+    old = transformers.AutoModelForCausalLM.from_pretrained(untied)
+    torch.save(old.state_dict(), out / "pytorch_model.bin")  # what `use_safetensors=False` would read
+    (out / "pytorch_model.bin.index.json").write_text("{}")
+    cfg = model.ModelConfig.tiny("qwen3")
+    model.save_hf(model.init_params(cfg, jax.random.key(1)), cfg, out)
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "generation_config.json", "model.safetensors"]
