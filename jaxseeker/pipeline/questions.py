@@ -3,9 +3,9 @@ held-out question is about."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from jaxseeker.data.records import json_lines
 from jaxseeker.pipeline.config import QAStage
 from jaxseeker.synthesis.qa import get_recipe
 from jaxseeker.synthesis.qa.apart import synthesize_apart
@@ -17,8 +17,8 @@ SPLITS = ("train", "rl", "test")
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """The JSON objects of a JSONL file, blank lines skipped (lines end at \\n only: strings may hold U+2028)."""
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    """The JSON objects of a JSONL file, blank lines skipped (`data.records.json_lines`: a bad line is named)."""
+    return [obj for _, obj in json_lines(path)]
 
 
 def read_splits(qa_dir: Path) -> list[dict]:

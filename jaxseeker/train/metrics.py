@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxseeker.data.records import json_lines
+
 
 class MetricsWriter:
     """Append step metrics to `metrics.jsonl` and TensorBoard event files under `out_dir`."""
@@ -52,11 +54,11 @@ class MetricsWriter:
 
 
 def read_metrics(path: str | Path) -> list[dict]:
-    """Rows of a `metrics.jsonl` (lines end at \\n only: strings may hold U+2028)."""
+    """Rows of a `metrics.jsonl` (`data.records.json_lines`: a bad line is named)."""
     path = Path(path)
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    return [obj for _, obj in json_lines(path)]
 
 
 def plot_curves(rows: Sequence[Mapping], keys: Sequence[str], out_png: str | Path, title: str = "") -> Path | None:
