@@ -17,3 +17,30 @@ def test_no_stage_starts_the_backend_at_import():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False", out.stderr[-2000:]
+
+
+def test_every_exported_name_resolves():
+    """Each package's `__init__.pyi` stub names what its modules define: `from jaxseeker.<stage> import X` works for
+    every X in `__all__`, loaded on first use."""
+    code = (
+        "import importlib\n"
+        f"for name in {STAGES[:-1]!r} + ['synthesis.qa']:\n"
+        "    package = importlib.import_module('jaxseeker.' + name)\n"
+        "    missing = [n for n in package.__all__ if getattr(package, n, None) is None]\n"
+        "    assert package.__all__ and not missing, (name, missing)\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_the_command_line_builds_without_jax_torch_or_matplotlib():
+    """`jaxseeker --help` and every subcommand's parser load no heavy library (they import where they run)."""
+    code = (
+        "import sys\n"
+        "from jaxseeker.cli import build_parser\n"
+        "build_parser().format_help()\n"
+        "print(sorted(m for m in ('jax', 'torch', 'transformers', 'matplotlib', 'grain') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stderr[-2000:]

@@ -1,50 +1,6 @@
 """The agent: prompts, the tool-call parser, the host-side ReAct rollout loop and its episode records."""
 
-from jaxseeker.agent.episode import (
-    TERMINATIONS,
-    Episode,
-    Question,
-    Submission,
-    ToolCallRecord,
-    as_question,
-    read_episodes,
-    read_questions,
-    rendering_matches,
-    write_episodes,
-)
-from jaxseeker.agent.loop import RolloutConfig, RolloutResult, RolloutStats, rollout, run_episodes
-from jaxseeker.agent.parser import ToolCall, ToolCallError, parse_answer, parse_tool_calls, split_think
-from jaxseeker.agent.prompts import FINAL_ANSWER_REQUEST, Renderer, format_observation, initial_messages, system_prompt
-from jaxseeker.agent.scripted import ScriptedEngine, bigram_params, tool_calling_model, tool_calling_params
+import lazy_loader
 
-__all__ = [
-    "FINAL_ANSWER_REQUEST",
-    "TERMINATIONS",
-    "Episode",
-    "Question",
-    "Renderer",
-    "RolloutConfig",
-    "RolloutResult",
-    "RolloutStats",
-    "ScriptedEngine",
-    "Submission",
-    "ToolCall",
-    "ToolCallError",
-    "ToolCallRecord",
-    "as_question",
-    "bigram_params",
-    "format_observation",
-    "initial_messages",
-    "parse_answer",
-    "parse_tool_calls",
-    "read_episodes",
-    "read_questions",
-    "rendering_matches",
-    "rollout",
-    "run_episodes",
-    "split_think",
-    "system_prompt",
-    "tool_calling_model",
-    "tool_calling_params",
-    "write_episodes",
-]
+# Submodules import on first use, so `jaxseeker --help` and light commands do not pay for jax and torch.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -6,22 +6,22 @@ import argparse
 import collections
 import statistics
 import time
-from typing import Any
-
-from jax.sharding import Mesh
+from typing import TYPE_CHECKING, Any
 
 from jaxseeker import model
 from jaxseeker.agent.episode import read_questions, write_episodes
 from jaxseeker.agent.loop import RolloutConfig, RolloutResult, RolloutStats, rollout
 from jaxseeker.agent.prompts import Renderer, engine_stops
-from jaxseeker.agent.scripted import tool_calling_model
-from jaxseeker.data.tokenizer import load_tokenizer
-from jaxseeker.generation import Engine, SamplingConfig
-from jaxseeker.parallel import Rules
-from jaxseeker.parallel.mesh import MESH_HELP, mesh_argument, mesh_text
+from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
 from jaxseeker.rewards import exact_match
 from jaxseeker.tools import Tool, ToolRegistry, ToolsConfig, build_registry
 from jaxseeker.world import Corpus, open_world, read_pages_jsonl
+
+if TYPE_CHECKING:  # jax and transformers load inside the functions that run them, so `jaxseeker --help` is quick
+    from jax.sharding import Mesh
+
+    from jaxseeker.generation import Engine, SamplingConfig
+    from jaxseeker.parallel import Rules
 
 
 def make_engine(params: Any, cfg: model.ModelConfig, tokenizer: Any, *, slots: int, max_len: int,
@@ -29,6 +29,8 @@ def make_engine(params: Any, cfg: model.ModelConfig, tokenizer: Any, *, slots: i
                 rules: Rules | None = None) -> Engine:
     """A generation Engine that stops turns the way the rollout loop expects (`engine_stops`); with `mesh`, the
     params and the cache are sharded over it by their logical axes (`rules`, default `parallel.DEFAULT_RULES`)."""
+    from jaxseeker.generation import Engine
+
     eos_ids, stop_strings = engine_stops(tokenizer)
     renderer = Renderer(tokenizer)
     return Engine(params, cfg, slots=slots, max_len=max_len, sampling=sampling, eos_ids=eos_ids,
@@ -70,6 +72,9 @@ def _corpus(args: argparse.Namespace) -> Corpus | None:
 
 
 def _rollout(args: argparse.Namespace) -> int:
+    from jaxseeker.data.tokenizer import load_tokenizer
+    from jaxseeker.generation import SamplingConfig
+
     tokenizer = load_tokenizer(args.model)
     cfg, params = model.load_hf(args.model)
     tools = tuple(t for t in args.tools.split(",") if t)
@@ -113,6 +118,9 @@ def bench_rollout(*, slots: int = 16, episodes: int = 64, tool_calls: int = 4, t
     `tool_calls` calls ("max_tool_calls"). A warm-up rollout compiles the engine first; the stats
     are those of the second rollout.
     """
+    from jaxseeker.agent.scripted import tool_calling_model
+    from jaxseeker.generation import SamplingConfig
+
     tokenizer, cfg, params = tool_calling_model(BENCH_CALL, mean_think_tokens=think_tokens, seed=seed)
     registry = ToolRegistry([sleep_tool(tool_latency_s)])
     turn = int(8 * think_tokens) + 8

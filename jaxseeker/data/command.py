@@ -8,14 +8,14 @@ import sys
 
 from tqdm import tqdm
 
-from jaxseeker.data.arrayrecord import build_arrayrecord, open_arrayrecord
-from jaxseeker.data.inspect import inspect_items
 from jaxseeker.data.records import BadLineError, iter_jsonl
-from jaxseeker.data.tokenizer import load_tokenizer
 
 
 def _inspect(args: argparse.Namespace) -> int:
     """Prints the JSON summary of the files; bad lines are listed, never fatal."""
+    from jaxseeker.data.inspect import inspect_items
+    from jaxseeker.data.tokenizer import load_tokenizer
+
     tokenizer = load_tokenizer(args.tokenizer)
     items = (item for path in args.files for item in iter_jsonl(path))
     summary = inspect_items(tqdm(items, desc="inspect", unit=" lines", file=sys.stderr), tokenizer)
@@ -25,6 +25,8 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     """Writes the ArrayRecord dataset and prints where it is and how many records it holds."""
+    from jaxseeker.data.arrayrecord import build_arrayrecord, open_arrayrecord
+
     try:
         dataset_dir, skipped = build_arrayrecord(
             args.files, args.out, split=args.split, skip_bad_lines=args.skip_bad_lines, num_shards=args.num_shards

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jaxseeker.parallel.mesh import MESH_HELP, mesh_argument, mesh_text
+from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
 
 STAGE_MODELS = ("sft", "extend", "rl")
 

@@ -1,7 +1,6 @@
 """Batched generation: a continuous-batching engine over a fixed KV cache, and a simple `generate`."""
 
-from jaxseeker.generation.engine import Engine, Event
-from jaxseeker.generation.generate import GenerationResult, generate
-from jaxseeker.generation.sampling import SamplingConfig, sample
+import lazy_loader
 
-__all__ = ["Engine", "Event", "GenerationResult", "SamplingConfig", "generate", "sample"]
+# Submodules import on first use, so `jaxseeker --help` and light commands do not pay for jax and torch.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -8,8 +8,6 @@ import time
 
 import numpy as np
 
-from jaxseeker.generation.engine import Engine
-
 
 @dataclasses.dataclass(frozen=True)
 class BenchShape:
@@ -58,6 +56,8 @@ def _hf_generate(hf, prompts: np.ndarray, new_tokens: int) -> np.ndarray:
 
 def _engine_generate(params, cfg, prompts: np.ndarray, new_tokens: int, steps_per_call: int) -> np.ndarray:
     """Greedy generation of every prompt at once on a fresh engine (cache exactly prompt + new tokens)."""
+    from jaxseeker.generation.engine import Engine
+
     engine = Engine(
         params, cfg, slots=prompts.shape[0], max_len=prompts.shape[1] + new_tokens,
         steps_per_call=steps_per_call, prefill_chunk=prompts.shape[1],

@@ -1,13 +1,6 @@
 """The policy model as pure functions over a parameter pytree, with Hugging Face import and export."""
 
-from jaxseeker.model.cache import KVCache, init_cache, reset_rows
-from jaxseeker.model.config import ConfigError, ModelConfig, from_hf_dict, load_config, to_hf_dict
-from jaxseeker.model.forward import forward, hidden_states, segment_positions, unembed
-from jaxseeker.model.hf_io import load_hf, save_hf
-from jaxseeker.model.params import abstract_params, count_params, init_params, param_axes, param_shapes
+import lazy_loader
 
-__all__ = [
-    "ConfigError", "KVCache", "ModelConfig", "abstract_params", "count_params", "forward", "from_hf_dict",
-    "hidden_states", "init_cache", "init_params", "load_config", "load_hf", "param_axes", "param_shapes",
-    "reset_rows", "save_hf", "segment_positions", "to_hf_dict", "unembed",
-]
+# Submodules import on first use, so `jaxseeker --help` and light commands do not pay for jax and torch.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

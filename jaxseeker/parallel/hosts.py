@@ -18,7 +18,8 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, Sharding
 
-from jaxseeker.parallel.mesh import MeshConfig, make_mesh
+from jaxseeker.parallel.mesh import make_mesh
+from jaxseeker.parallel.mesh_config import MeshConfig
 
 
 def process_share(n: int, index: int | None = None, count: int | None = None) -> range:

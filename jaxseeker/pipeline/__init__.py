@@ -1,6 +1,6 @@
 """The end-to-end pipeline that `make demo` runs on the embedded world."""
 
-from jaxseeker.pipeline.config import PipelineConfig, pipeline_config
-from jaxseeker.pipeline.run import run_pipeline
+import lazy_loader
 
-__all__ = ["PipelineConfig", "pipeline_config", "run_pipeline"]
+# Submodules import on first use, so `jaxseeker --help` and light commands do not pay for jax and torch.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

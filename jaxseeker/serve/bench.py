@@ -10,11 +10,14 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from jaxseeker.generation import Engine, SamplingConfig
-from jaxseeker.serve.server import Background, EngineShape, build_served, load_policy
+from jaxseeker.serve.shape import EngineShape
+
+if TYPE_CHECKING:  # jax loads when the benchmark runs, so `jaxseeker bench serve --help` is quick
+    from jaxseeker.generation import Engine
 
 WORDS = ("the river town bridge arches founded weaver glass village chapel north south long short blue question "
          "answer search visit page year people water stone tower market road hill").split()
@@ -127,6 +130,8 @@ async def _load(base_url: str, model: str, prompts: list[list[int]], clients: in
 
 def _run_engine(engine: Engine, prompts: list[list[int]], max_tokens: int) -> int:
     """Sample `max_tokens` after every prompt (temperature 1, own seeds), keeping every slot busy; tokens sampled."""
+    from jaxseeker.generation import SamplingConfig
+
     waiting, tokens = list(enumerate(prompts))[::-1], 0
     while waiting or engine.has_work():
         while waiting and engine.free_slots():
@@ -162,6 +167,8 @@ def run_serve_bench(shape: ServeBenchShape = ServeBenchShape(), model_dir: str |
     EOS ignored); then the bare engine on the largest level's requests. The engine's shapes are compiled first,
     and one untimed pass of each level warms the HTTP side."""
     from jaxseeker import model
+    from jaxseeker.generation import Engine
+    from jaxseeker.serve.server import Background, build_served, load_policy
 
     engine_shape = EngineShape(slots=shape.slots, max_len=shape.max_len, steps_per_call=shape.steps_per_call,
                                prefill_chunk=min(128, shape.max_len), min_window=shape.max_len,

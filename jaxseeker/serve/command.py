@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from jaxseeker.parallel.mesh import MESH_HELP, mesh_argument, mesh_text
-from jaxseeker.serve.server import EngineShape
+from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
+from jaxseeker.serve.shape import EngineShape
 
 API_KEY_ENV = "JAXSEEKER_API_KEY"
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import socket
@@ -17,20 +16,9 @@ from jax.sharding import Mesh
 from jaxseeker.generation import Engine
 from jaxseeker.serve.app import Served, create_app
 from jaxseeker.serve.scheduler import Scheduler
+from jaxseeker.serve.shape import EngineShape
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class EngineShape:
-    """The engine the server builds: concurrent slots, context length, decode steps per call and chunks."""
-
-    slots: int = 16
-    max_len: int = 4096
-    steps_per_call: int = 8
-    prefill_chunk: int = 128
-    min_window: int = 256
-    max_queue: int = 256
 
 
 def load_policy(path: str | Path, dtype: str | None = None, mesh: Mesh | None = None) -> tuple[Any, dict, Any]:

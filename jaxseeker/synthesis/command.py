@@ -1,6 +1,7 @@
 """`jaxseeker synth trajectories …` (teacher trajectories through the real loop, filtered) and `jaxseeker synth report FILE`.
 
-Both are subcommands of the `synth` group: `add_synth_subcommands(synth_subparsers)` adds them.
+Both are subcommands of the `synth` group: `add_synth_subcommands(synth_subparsers)` adds them. Modules that
+load jax, transformers or matplotlib are imported by the functions that run them, so `--help` is quick.
 """
 
 from __future__ import annotations
@@ -14,15 +15,8 @@ from typing import Any
 from jaxseeker.agent.episode import Question, read_questions
 from jaxseeker.agent.loop import RolloutConfig
 from jaxseeker.agent.prompts import system_prompt
-from jaxseeker.data.tokenizer import load_tokenizer, train_tokenizer
-from jaxseeker.synthesis import filters, reflection, report, shortcot
-from jaxseeker.synthesis.denoise import (
-    DenoisedTeacher,
-    extractive_summary,
-    llm_summarizer,
-)
+from jaxseeker.synthesis import filters, shortcot
 from jaxseeker.synthesis.expert import ExpertConfig
-from jaxseeker.synthesis.teachers import ExpertTeacher, OpenAITeacher, PolicyTeacher
 from jaxseeker.synthesis.trajectories import read_records, synthesize, write_records
 from jaxseeker.tools import LLMClient, LLMConfig, ToolsConfig, build_registry
 from jaxseeker.world import World, open_world
@@ -34,6 +28,8 @@ FUNNELS = ("webdancer", "websailor", "none")
 
 def default_tokenizer(world: World, vocab_size: int = 2000) -> Any:
     """A byte-level BPE trained on the world's pages and the system prompt (when no --tokenizer is given)."""
+    from jaxseeker.data.tokenizer import train_tokenizer
+
     texts = [p.text for p in world.pages[:3000]]
     texts += [system_prompt(build_registry(ToolsConfig(), corpus=world.corpus).schemas())] * 5
     return train_tokenizer(texts, vocab_size)
@@ -46,6 +42,9 @@ def _llm(args: argparse.Namespace) -> LLMClient:
 
 
 def _teacher(args: argparse.Namespace, world: World) -> Any:
+    from jaxseeker.synthesis import reflection
+    from jaxseeker.synthesis.teachers import ExpertTeacher, OpenAITeacher, PolicyTeacher
+
     if args.teacher == "expert":
         config = ExpertConfig(detour_rate=args.detour_rate, slip_rate=args.slip_rate)
         multi = reflection.ReflectionConfig(mix_ratio=args.mix_ratio).multi_share
@@ -63,6 +62,8 @@ def _teacher(args: argparse.Namespace, world: World) -> Any:
 
 
 def _stages(args: argparse.Namespace, judge: filters.Judge) -> list[filters.Stage]:
+    from jaxseeker.synthesis import reflection
+
     if args.mode == "reflection":
         return reflection.reflection_funnel(judge=judge, n_max=args.n_max, max_actions=args.max_actions)
     if args.funnel == "websailor":
@@ -81,6 +82,11 @@ def _questions(args: argparse.Namespace) -> list[Question]:
 
 
 def _trajectories(args: argparse.Namespace) -> int:
+    from jaxseeker.data.tokenizer import load_tokenizer
+    from jaxseeker.synthesis import reflection, report
+    from jaxseeker.synthesis.denoise import DenoisedTeacher, extractive_summary, llm_summarizer
+    from jaxseeker.synthesis.teachers import ExpertTeacher
+
     start = time.perf_counter()
     world = open_world(args.world)
     questions = _questions(args)
@@ -134,8 +140,10 @@ def _trajectories(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from jaxseeker.synthesis import report
+
     records = read_records(args.file)
-    st = report.compute(records, report.load_funnel(args.file))
+    st = report.trajectory_stats(records, report.load_funnel(args.file))
     print(report.format_report(st))
     if not args.no_plot:
         path = report.plot_report(st, args.plot or Path(args.file).with_suffix(".png"))

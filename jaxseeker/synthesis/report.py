@@ -36,7 +36,7 @@ def stats_path(path: str | Path) -> Path:
     return Path(f"{path}.stats.json")
 
 
-def compute(records: Sequence[Mapping[str, Any]], funnel: Mapping[str, Any] | None = None) -> TrajectoryStats:
+def trajectory_stats(records: Sequence[Mapping[str, Any]], funnel: Mapping[str, Any] | None = None) -> TrajectoryStats:
     """The distributions of `records` (and the stage pass counts of a `SynthStats.to_json()` dict)."""
     st = TrajectoryStats(n=len(records))
     for r in records:

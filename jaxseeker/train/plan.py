@@ -44,15 +44,14 @@ from jax.sharding import AbstractMesh
 from jaxseeker.model.config import ModelConfig
 from jaxseeker.model.flops import active_params
 from jaxseeker.model.params import param_axes, param_shapes
-from jaxseeker.parallel.mesh import MESH_AXES
+from jaxseeker.parallel.mesh_config import MESH_AXES
 from jaxseeker.parallel.rules import Rules, logical_to_spec
+from jaxseeker.train.chips import USABLE_HBM, Chip
 
-GiB = 2**30
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # Attention kernels that never hold [q, k] scores (training forward only; "blocked" keeps one tile per head,
 # see model.blocked_attention). cudnn and blocked still take the [q, k] boolean mask (1 byte a pair, not counted).
 FLASH_IMPLS = ("cudnn", "splash", "blocked")
-USABLE_HBM = 0.9  # share of a chip's memory a plan may fill (XLA and the runtime keep the rest)
 
 # Floats per token of one layer's backward working set under remat "full" (recompute + gradients),
 # per hidden unit, per q/k/v head unit and per MLP unit (per expert unit: all experts are evaluated).
@@ -63,25 +62,6 @@ _SCORES_SAVED = 2  # [q, k] f32 arrays per layer kept by remat none (non-flash a
 _SCORES_TRANSIENT = 3  # [q, k] f32 arrays live in one layer's backward (non-flash attention)
 _LOGITS = 3.05  # [rows, chunk, vocab] f32 arrays live in the chunked loss's backward
 _UPDATE = 1.25  # f32 params-sized temporaries of clipping + AdamW
-
-
-@dataclasses.dataclass(frozen=True)
-class Chip:
-    """One accelerator: memory and dense bf16 matmul peak."""
-
-    name: str
-    hbm_bytes: int
-    peak_flops: float
-
-
-CHIPS = {
-    "v4": Chip("TPU v4", 32 * GiB, 275e12),
-    "v5e": Chip("TPU v5e", 16 * GiB, 197e12),
-    "v5p": Chip("TPU v5p", 95 * GiB, 459e12),
-    "v6e": Chip("TPU v6e", 32 * GiB, 918e12),
-    "h100": Chip("NVIDIA H100 SXM", 80 * GiB, 989e12),
-    "h200": Chip("NVIDIA H200 SXM", 140 * GiB, 989e12),
-}
 
 
 @dataclasses.dataclass(frozen=True)

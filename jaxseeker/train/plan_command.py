@@ -8,9 +8,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from jaxseeker import parallel
-from jaxseeker.parallel import MESH_AXES, MeshConfig
-from jaxseeker.train.plan import CHIPS, FLASH_IMPLS, USABLE_HBM, GiB, plan_stage, suggest_mesh
+from jaxseeker.parallel.mesh_config import MESH_AXES, MeshConfig
+from jaxseeker.parallel.mesh_config import parse_mesh as parse_mesh_config
+from jaxseeker.train.chips import CHIPS, USABLE_HBM, GiB
 from jaxseeker.train.recipe import RecipeError
 
 ROWS = ("params", "optimizer", "grads", "compute", "reference", "activations", "layer", "logits", "kv_cache",
@@ -20,7 +20,7 @@ ROWS = ("params", "optimizer", "grads", "compute", "reference", "activations", "
 def parse_mesh(text: str) -> MeshConfig:
     """`parallel.parse_mesh` for `--mesh`: a bad mesh is a RecipeError naming the flag."""
     try:
-        return parallel.parse_mesh(text)
+        return parse_mesh_config(text)
     except ValueError as e:
         raise RecipeError(f"--mesh {e}") from None
 
@@ -42,6 +42,7 @@ def make_plan(recipe: Mapping[str, Any], *, mesh: MeshConfig | None = None, chip
     """The plan of every stage of `recipe` (validated first) on `mesh` (default: the recipe's) of `chip`s, and
     a suggested mesh when some stage does not fit. JSON-serialisable."""
     from jaxseeker.model import count_params
+    from jaxseeker.train.plan import FLASH_IMPLS, plan_stage, suggest_mesh
     from jaxseeker.train.plan_recipe import recipe_stages
 
     if chip not in CHIPS:

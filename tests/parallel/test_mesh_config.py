@@ -13,7 +13,7 @@ from jaxseeker.parallel import (
     maybe_initialize_distributed,
     parse_mesh,
 )
-from jaxseeker.parallel.mesh import mesh_text
+from jaxseeker.parallel.mesh_config import mesh_text
 
 
 def test_minus_one_takes_the_remaining_devices():

@@ -20,8 +20,8 @@ from jaxseeker.parallel import (
     tree_shardings,
 )
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
+from jaxseeker.train.chips import CHIPS
 from jaxseeker.train.plan import (
-    CHIPS,
     StageShape,
     abstract_mesh,
     memory_plan,

@@ -14,7 +14,7 @@ from jax.sharding import AbstractMesh
 
 from jaxseeker import model
 from jaxseeker.parallel import MeshConfig, batch_sharding, make_mesh, shard_batch
-from jaxseeker.parallel.mesh import MESH_AXES
+from jaxseeker.parallel.mesh_config import MESH_AXES
 from jaxseeker.train import sft_step
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.sft_step import make_sft_step

@@ -13,7 +13,6 @@ from jaxseeker.world import open_world
 from jaxseeker.synthesis.qa.apart import synthesize_apart
 from jaxseeker.synthesis.qa.driver import SynthResult
 from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
-from jaxseeker.synthesis.qa.plots import plot_stats
 from jaxseeker.synthesis.qa.record import read_jsonl, write_jsonl
 from jaxseeker.synthesis.qa.recipes import RECIPES, get_recipe
 from jaxseeker.synthesis.qa.solvers import PromptSolver, chat_completion, reference_solver
@@ -56,6 +55,8 @@ def _synth(args: argparse.Namespace) -> int:
     stats = compute_stats(result.records, None if args.no_solver_stats else reference_solver(world))
     print(summary(stats, result.attempts, dict(result.dropped)))
     if args.plots:
+        from jaxseeker.synthesis.qa.plots import plot_stats  # matplotlib: only when plotting
+
         for path in plot_stats(stats, args.plots, prefix=args.recipe):
             print(f"  plot: {path}")
     print(f"wrote {len(result.records)} questions to {out} in {time.perf_counter() - start:.1f}s")

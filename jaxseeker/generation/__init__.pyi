@@ -1,0 +1,9 @@
+"""Names `jaxseeker.generation` exports, each imported from its module on first use (lazy_loader reads this stub)."""
+
+from .engine import Engine, Event
+from .generate import GenerationResult, generate
+from .sampling import SamplingConfig, sample
+
+__all__ = [
+    "Engine", "Event", "GenerationResult", "SamplingConfig", "generate", "sample",
+]

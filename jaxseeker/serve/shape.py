@@ -1,0 +1,15 @@
+"""The shape of the engine a server builds; jax-free, so `jaxseeker serve --help` lists its flags quickly."""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineShape:
+    """The engine the server builds: concurrent slots, context length, decode steps per call and chunks."""
+
+    slots: int = 16
+    max_len: int = 4096
+    steps_per_call: int = 8
+    prefill_chunk: int = 128
+    min_window: int = 256
+    max_queue: int = 256

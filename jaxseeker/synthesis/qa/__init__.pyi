@@ -1,0 +1,16 @@
+"""Names `jaxseeker.synthesis.qa` exports, each imported from its module on first use (lazy_loader reads this stub)."""
+
+from .checks import level_of, same_answer
+from .driver import SynthResult, run_recipe
+from .plots import plot_stats
+from .record import Draft, QARecord, read_jsonl, write_jsonl
+from .recipes import RECIPES, get_recipe
+from .render import render_question
+from .solvers import PromptSolver, RuleSolver, Solver, SolverTask, chat_completion, reference_solver
+from .stats import QAStats, compute_stats, summary
+
+__all__ = [
+    "RECIPES", "Draft", "PromptSolver", "QARecord", "QAStats", "RuleSolver", "Solver", "SolverTask", "SynthResult",
+    "chat_completion", "compute_stats", "get_recipe", "level_of", "plot_stats", "read_jsonl", "reference_solver",
+    "render_question", "run_recipe", "same_answer", "summary", "write_jsonl",
+]
