@@ -32,12 +32,22 @@ def _chatml(messages: Sequence[Mapping[str, str]], add_generation_prompt: bool) 
     return text + (f"{IM_START}assistant\n" if add_generation_prompt else "")
 
 
+def _apply_template(messages: list[dict[str, str]], tokenizer: Any, add_generation_prompt: bool) -> str:
+    """Renders messages with the tokenizer's chat template; an error the template raises (its ``raise_exception``,
+    an undefined value) is a ``ValueError`` saying the template cannot render them."""
+    # transformers renders templates with jinja2 but does not require it: imported only where a template is used
+    from jinja2 import TemplateError
+
+    try:
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+    except TemplateError as e:
+        raise ValueError(f"the chat template cannot render these messages: {e}") from e
+
+
 def _render(messages: list[dict[str, str]], tokenizer: Any, add_generation_prompt: bool) -> str:
     """Renders already-normalised messages with the tokenizer's template or chatml."""
     if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=add_generation_prompt
-        )
+        return _apply_template(messages, tokenizer, add_generation_prompt)
     return _chatml(messages, add_generation_prompt)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from jaxseeker.data.chat import REJECTED, TRAINED, UNTRAINED, token_roles
 from jaxseeker.data.copies import copy_shape, copy_tokens, digit_ids, ordinary_ids
 from jaxseeker.data.counterfactual import NamePool, permute_digits, permute_names
 from jaxseeker.data.packing import OVER_LENGTH_POLICIES, ROW_KEYS, pack_rows, shift_example
-from jaxseeker.data.records import Message, Trajectory, read_trajectories
+from jaxseeker.data.records import Message, Trajectory, normalize_messages, read_trajectories
 from jaxseeker.data.unlikelihood import repeated_ngrams
 from jaxseeker.errors import InputError
 
@@ -43,7 +44,7 @@ class DataConfig:
     shuffle: bool = True
     num_epochs: int | None = None  # None: repeat forever (a training run stops by step count)
     over_length: str = "truncate"  # "drop" (counted in num_dropped) or "truncate"
-    skip_bad_lines: bool = False  # bad JSONL lines / untokenizable records fail the run unless set
+    skip_bad_lines: bool = False  # bad JSONL lines / untokenizable records fail the run; set: named on stderr, skipped
     packing_bins: int = 0  # rows the first-fit packer keeps open; 0: the rows per process
     num_threads: int = 2  # grain threads that read and tokenize
     # Loss weight of the tokens the agent did not write (system, question, observations): 0 is masked SFT.
@@ -130,6 +131,30 @@ def open_source(paths: str | Path | Sequence[str | Path], *, skip_bad_lines: boo
     return records
 
 
+def _untokenizable(record: Trajectory, error: ValueError) -> str:
+    """``FILE:LINE: reason`` of a record that cannot be tokenized."""
+    return f"{record.source or '(a record without a source)'}: {error}"
+
+
+class _SkippedRecords:
+    """The records a dataset skips because they cannot be tokenized, each named on stderr with the count so far the
+    first time it is drawn (a later epoch draws it again). Thread-safe: grain's reader threads tokenize."""
+
+    def __init__(self) -> None:
+        self.sources: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, record: Trajectory, error: ValueError) -> None:
+        """Counts a skipped record and names it with the reason on stderr, unless it was skipped before."""
+        with self._lock:
+            if record.source in self.sources:
+                return
+            self.sources.add(record.source)
+            count = len(self.sources)
+        print(f"skipped {count} record(s) that cannot be tokenized so far, the latest: {_untokenizable(record, error)}",
+              file=sys.stderr)
+
+
 def _process(process_index: int | None, process_count: int | None) -> tuple[int, int]:
     """This process's index and the process count (jax's by default)."""
     index = jax.process_index() if process_index is None else process_index
@@ -162,14 +187,17 @@ def tokenized_dataset(
             messages = permute_names(messages, rng, pool)
         return permute_digits(messages, rng) if config.permute_digits else messages
 
+    skipped = _SkippedRecords()
+
     def tokenize(record: Trajectory, rng: np.random.Generator | None = None) -> dict[str, np.ndarray] | None:
-        messages = record.messages if rng is None else relabel(record.messages, rng)
-        try:
-            ids, roles = token_roles(messages, tokenizer)
+        try:  # messages checked before relabelling, which reads them as canonical
+            messages = normalize_messages(record.messages, require_assistant=False)
+            ids, roles = token_roles(messages if rng is None else relabel(messages, rng), tokenizer)
         except ValueError as e:
-            if config.skip_bad_lines:
-                return None
-            raise ValueError(f"{record.source}: {e}") from e
+            if not config.skip_bad_lines:
+                raise InputError(f"{_untokenizable(record, e)} (set data.skip_bad_lines to skip such records)") from e
+            skipped.add(record, e)
+            return None  # grain leaves the record out
         return shift_example(ids, loss_weights(ids, roles, config))
 
     # random_map seeds each element's generator from (seed, position in the repeated dataset): a fresh

@@ -81,6 +81,16 @@ def _wrap_tool_content(content: str) -> str:
     return f"{TOOL_RESPONSE_OPEN}\n{content}\n{TOOL_RESPONSE_CLOSE}"
 
 
+def lone_surrogate(text: str) -> int | None:
+    """The index of the first lone surrogate in ``text`` (half of a UTF-16 pair, e.g. from the JSON escape
+    ``\\ud800``), which no UTF-8 file or tokenizer can hold; None when there is none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:  # UTF-8 encodes every code point but a surrogate
+        return e.start
+    return None
+
+
 def _content_text(content: Any, where: str) -> str:
     """Returns message content as text; a list of ``{"type": "text", "text": …}`` parts is joined. Text with a lone
     surrogate (a JSON escape such as ``\\ud800``) is an error: no tokenizer or UTF-8 file can hold it."""
@@ -91,11 +101,10 @@ def _content_text(content: Any, where: str) -> str:
         content = "".join(p["text"] for p in content)
     if not isinstance(content, str):
         raise ValueError(f"{where}: content must be a string or a list of text parts, got {type(content).__name__}")
-    try:
-        content.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(f"{where}: content holds a lone surrogate {content[e.start]!r} at character {e.start}, "
-                         "which is not valid Unicode") from None
+    at = lone_surrogate(content)
+    if at is not None:
+        raise ValueError(f"{where}: content holds a lone surrogate {content[at]!r} at character {at}, "
+                         "which is not valid Unicode")
     return content
 
 

@@ -182,6 +182,8 @@ def _name_order(name: str) -> tuple:
 
 
 _WEIGHT_FILES = ("*.safetensors", "model.safetensors.index.json", "pytorch_model*.bin", "pytorch_model.bin.index.json")
+# A PEFT adapter's files: next to a full model, transformers may load the directory as that adapter.
+_ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adapter_model.bin")
 
 
 def save_hf(
@@ -189,7 +191,7 @@ def save_hf(
 ) -> Path:
     """Write `config.json`, `generation_config.json` and safetensors (sharded with an index when large)
     that `transformers.AutoModelForCausalLM.from_pretrained` loads, replacing any weight files already in `out_dir`
-    (safetensors or PyTorch `.bin`). `dtype` defaults to the params' dtype.
+    (safetensors or PyTorch `.bin`) and removing a PEFT adapter's. `dtype` defaults to the params' dtype.
 
     Params spread over the processes of a multi-host run are saved by calling this on every process: each tensor
     is gathered in turn and process 0 alone writes the files, which every process sees when the call returns."""
@@ -204,7 +206,7 @@ def save_hf(
         multihost_utils.sync_global_devices(f"save_hf {out}")
         return out
     out.mkdir(parents=True, exist_ok=True)
-    for pattern in _WEIGHT_FILES:  # an earlier checkpoint's weights, which a loader might read instead of these
+    for pattern in _WEIGHT_FILES + _ADAPTER_FILES:  # an earlier checkpoint's, which a loader might read instead
         for stale in out.glob(pattern):
             stale.unlink()
     write_sharded(out, tensors, max_shard_bytes)

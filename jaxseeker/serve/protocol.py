@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from jaxseeker.data.records import lone_surrogate
+
 MAX_N = 128
 MAX_STOPS = 16
 MAX_TOP_K = 2**31 - 1  # the engine holds top_k as int32; a larger one keeps the whole vocabulary all the same
@@ -157,18 +159,9 @@ def parse_prompts(body: Mapping[str, Any]) -> list[str | list[int]]:
         raise _bad("'prompt' must be a string, an array of token ids, or a non-empty array of either", "prompt")
     if any(not p for p in prompts):
         raise _bad("'prompt' must not be empty", "prompt")
-    if any(isinstance(p, str) and not _is_unicode(p) for p in prompts):
+    if any(isinstance(p, str) and lone_surrogate(p) is not None for p in prompts):
         raise _bad("'prompt' holds a lone surrogate (a JSON escape such as \\ud800): not valid Unicode", "prompt")
     return prompts
-
-
-def _is_unicode(text: str) -> bool:
-    """False when `text` holds a lone surrogate (no tokenizer can encode it)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _is_ids(value: Any) -> bool:

@@ -105,6 +105,18 @@ def test_a_template_that_rewrites_history_is_an_error():
         tokenize_chat(webdancer_messages()[1:], tok)
 
 
+def test_an_error_the_template_raises_is_a_value_error_that_says_so():
+    no_tool_calls = (
+        "{%- for m in messages %}{%- if '<tool_call>' in m['content'] %}"
+        "{{- raise_exception('this template renders no tool call') }}{%- endif %}"
+        "{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{%- endfor %}"
+    )
+    tok = train_tokenizer(sentences(50), 400, chat_template=no_tool_calls)
+    with pytest.raises(ValueError, match="^the chat template cannot render these messages: this template renders no "
+                                         "tool call$"):
+        tokenize_chat(webdancer_messages(), tok)
+
+
 def test_an_assistant_turn_with_weight_0_is_context_not_loss(tokenizer):
     weighted = webdancer_messages()
     second = next(i for i, m in enumerate(weighted) if m["role"] == "assistant" and m["content"] == ASSISTANT_2)

@@ -1,5 +1,6 @@
 """The grain pipeline: deterministic packed batches, exact resume from saved state, host sharding, mesh placement."""
 
+import dataclasses
 import json
 import re
 
@@ -11,9 +12,11 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jaxseeker.data import DataConfig, BadLineError, batch_iterator, open_source, place_on_mesh, tokenize_chat
 from jaxseeker.data.chat import token_roles
 from jaxseeker.data.pipeline import tokenized_dataset
-from jaxseeker.data.records import parse_record
+from jaxseeker.data.records import Trajectory, parse_record
+from jaxseeker.data.tokenizer import train_tokenizer
+from jaxseeker.errors import InputError
 
-from .samples import make_records
+from .samples import make_records, sentences
 
 CONFIG = DataConfig(seq_len=256, batch_size=4, seed=3, num_threads=2)
 
@@ -110,6 +113,58 @@ def test_bad_lines_fail_the_pipeline_unless_skipped(write_jsonl):
     with pytest.raises(BadLineError, match=r"bad\.jsonl:2: invalid JSON"):
         open_source(path)
     assert len(open_source(path, skip_bad_lines=True)) == 1
+
+
+# Records read_trajectories never returns, but an ArrayRecord dataset an older version built or a caller can pass.
+UNKNOWN_ROLE = Trajectory(({"role": "robot", "content": "Hi"}, {"role": "assistant", "content": "Hello"}),
+                          source="old.jsonl:2")
+CONTENT_DICT = Trajectory(({"role": "user", "content": {"text": "Hi"}}, {"role": "assistant", "content": "Hello"}),
+                          source="old.jsonl:5")
+
+
+def test_records_that_cannot_be_tokenized_are_named_once_and_counted_when_skipped(source, qwen_tokenizer, capsys):
+    config = DataConfig(seq_len=256, batch_size=1, shuffle=False, num_epochs=2, skip_bad_lines=True)
+    mixed = [source[0], UNKNOWN_ROLE, source[1], CONTENT_DICT, source[2]]
+    batches = list(batch_iterator(mixed, qwen_tokenizer, config, process_index=0, process_count=1))
+    good_only = list(batch_iterator(source[:3], qwen_tokenizer, config, process_index=0, process_count=1))
+    assert len(batches) == len(good_only) and _same(batches, good_only)
+    assert capsys.readouterr().err.splitlines() == [  # each named the first epoch only
+        ("skipped 1 record(s) that cannot be tokenized so far, the latest: old.jsonl:2: messages[0]: role 'robot' is "
+         "not one of ['system', 'user', 'assistant', 'tool']"),
+        ("skipped 2 record(s) that cannot be tokenized so far, the latest: old.jsonl:5: messages[0]: content must be a "
+         "string or a list of text parts, got dict"),
+    ]
+
+
+@pytest.mark.parametrize("relabel", [{}, {"permute_digits": True}], ids=["as_is", "permute_digits"])
+def test_a_record_that_cannot_be_tokenized_fails_the_run_naming_its_line(source, qwen_tokenizer, relabel):
+    config = DataConfig(seq_len=256, batch_size=1, shuffle=False, num_epochs=1, num_threads=0, **relabel)
+    with pytest.raises(InputError, match=r"^old\.jsonl:5: messages\[0\]: content must be a string .* \(set "
+                                         r"data\.skip_bad_lines to skip such records\)"):
+        list(batch_iterator([source[0], CONTENT_DICT], qwen_tokenizer, config, process_index=0, process_count=1))
+
+
+def test_a_tool_call_the_chat_template_cannot_render_is_named(write_jsonl, capsys):
+    template = ("{%- for m in messages %}{%- if '<tool_call>' in m['content'] %}"
+                "{{- raise_exception('this template renders no tool call') }}{%- endif %}"
+                "{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{%- endfor %}"
+                "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}")
+    tokenizer = train_tokenizer(sentences(50), 400, chat_template=template)
+    answer = {"messages": [{"role": "user", "content": "Where is Lyon?"}, {"role": "assistant", "content": "France"}]}
+    call = {"messages": [{"role": "user", "content": "Where is Lyon?"},
+                         {"role": "assistant", "content": '<tool_call>{"name": "search"}</tool_call>'}]}
+    path = write_jsonl("calls.jsonl", [answer, call])
+    config = DataConfig(seq_len=64, batch_size=1, shuffle=False, num_epochs=1, num_threads=0)
+    with pytest.raises(InputError, match=rf"^{re.escape(path)}:2: the chat template cannot render these messages: "
+                                         "this template renders no tool call"):
+        list(batch_iterator(open_source(path), tokenizer, config, process_index=0, process_count=1))
+    skipping = dataclasses.replace(config, skip_bad_lines=True)
+    [batch] = list(batch_iterator(open_source(path), tokenizer, skipping, process_index=0, process_count=1))
+    assert tokenizer.decode(batch["tokens"][0][batch["segment_ids"][0] == 1]).startswith("<|im_start|>user\nWhere")
+    assert capsys.readouterr().err == (
+        f"skipped 1 record(s) that cannot be tokenized so far, the latest: {path}:2: the chat template cannot render "
+        "these messages: this template renders no tool call\n"
+    )
 
 
 def test_config_errors_name_the_key_and_allowed_values():

@@ -3,7 +3,7 @@
 import pytest
 
 from jaxseeker.data import BadLineError, iter_jsonl, normalize_messages, parse_record, read_trajectories
-from jaxseeker.data.records import json_lines
+from jaxseeker.data.records import json_lines, lone_surrogate
 from jaxseeker.errors import InputError
 
 from .samples import openseeker_messages, webdancer_messages
@@ -106,6 +106,12 @@ def test_undecodable_lines_are_bad_lines_and_the_others_are_kept(tmp_path):
     assert reasons[3].startswith("messages[0]: content holds a lone surrogate '\\ud800' at character 1")
     with pytest.raises(InputError, match=f"^{path}:2: not UTF-8"):
         list(json_lines(path))
+
+
+def test_lone_surrogate_is_the_index_of_the_first_unpaired_utf16_half():
+    assert lone_surrogate("caf\u00e9 \U0001f600") is None  # an astral character is one code point, not two halves
+    assert lone_surrogate("q\ud800") == 1  # what json.loads makes of '"q\\ud800"'
+    assert lone_surrogate("ab\udc00 \ud83d") == 2
 
 
 def test_a_directory_or_unread_tool_calls_are_named(tmp_path, capsys):

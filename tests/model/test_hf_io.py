@@ -93,3 +93,14 @@ def test_save_hf_over_another_checkpoint_leaves_none_of_its_weights(untied, tmp_
     cfg = model.ModelConfig.tiny("qwen3")
     model.save_hf(model.init_params(cfg, jax.random.key(1)), cfg, out)
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "generation_config.json", "model.safetensors"]
+
+
+def test_save_hf_over_a_peft_adapter_leaves_none_of_its_files(untied, tmp_path):
+    out = shutil.copytree(untied, tmp_path / "out")
+    lora = {"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": np.zeros((8, 32), np.float32)}
+    (out / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8, "target_modules": ["q_proj"]}))
+    write_file(out / "adapter_model.safetensors", lora)
+    torch.save({k: torch.from_numpy(v) for k, v in lora.items()}, out / "adapter_model.bin")
+    cfg = model.ModelConfig.tiny("qwen3")
+    model.save_hf(model.init_params(cfg, jax.random.key(1)), cfg, out)
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "generation_config.json", "model.safetensors"]
