@@ -12,6 +12,7 @@ import json_repair
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _FENCE = re.compile(r"\A```(?:json)?\s*(.*?)\s*```\Z", re.DOTALL)
 _NAME_KEYS = ("name", "tool_name")
 _ARGUMENT_KEYS = ("arguments", "tool_args", "parameters", "args")
@@ -35,17 +36,27 @@ class ToolCallError:
 
 
 def split_think(text: str) -> tuple[str, str]:
-    """(thought, rest): the text inside `<think>…</think>` (or before a lone `</think>`) and what follows it."""
+    """(thought, rest): the first thought of a turn and the action text that follows it.
+
+    The thought is the text inside the first `<think>…</think>` (or before a lone `</think>`); a turn
+    without any think tag is all action. Later `<think>…</think>` blocks are thoughts too and are left out
+    of `rest`. A `<think>` never closed (a turn cut mid-thought) is still thinking: everything after it is
+    thought, not action, so `rest` stops there; when the turn's only thought is unclosed, the thought is
+    the text after its `<think>` and `rest` is empty.
+    """
     end = text.find("</think>")
     if end < 0:
-        return "", text
+        start = text.find("<think>")
+        return (text[start + len("<think>") :].strip(), "") if start >= 0 else ("", text)
     start = text.rfind("<think>", 0, end)
     thought = text[start + len("<think>") : end] if start >= 0 else text[:end]
-    return thought.strip(), text[end + len("</think>") :]
+    rest = _THINK.sub("", text[end + len("</think>") :])
+    unclosed = rest.find("<think>")
+    return thought.strip(), rest if unclosed < 0 else rest[:unclosed]
 
 
 def parse_answer(text: str) -> str | None:
-    """The stripped text of the last complete `<answer>…</answer>` after the thought, or None."""
+    """The stripped text of the last complete `<answer>…</answer>` in the action (`split_think`'s rest), or None."""
     answers = _ANSWER.findall(split_think(text)[1])
     return answers[-1].strip() if answers else None
 
@@ -97,7 +108,8 @@ def parse_block(body: str) -> list[ToolCall | ToolCallError]:
 
 
 def parse_tool_calls(text: str) -> list[ToolCall | ToolCallError]:
-    """Every `<tool_call>…</tool_call>` block after the thought, in order; an unclosed last block is an error."""
+    """Every `<tool_call>…</tool_call>` block in the action (`split_think`'s rest), in order; an unclosed last
+    block is an error."""
     rest = split_think(text)[1]
     results: list[ToolCall | ToolCallError] = []
     for body in _TOOL_CALL.findall(rest):

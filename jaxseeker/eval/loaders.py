@@ -19,7 +19,6 @@ CSV, `item N` for a JSON array).
 from __future__ import annotations
 
 import base64
-import binascii
 import csv
 import hashlib
 import io
@@ -151,23 +150,34 @@ def _read_text(path: Path) -> str:
         raise LoadError(f"{path}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x})") from err
 
 
-def _jsonl_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(`FILE:LINE`, object) for every non-blank line of a JSONL file; lines end at line feeds only (JSON
-    strings may hold U+2028 or U+0085 unescaped, where `str.splitlines` would also cut)."""
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """Every object of a JSONL file, read as question files are; a bad line raises `LoadError` `FILE:LINE: …`."""
+    path = Path(path)
+    return [row for _, row in _jsonl_objects(path, _read_text(path))]
+
+
+def _jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line of `text`, read from `path`; lines end at line feeds only
+    (JSON strings may hold U+2028 or U+0085 unescaped, where `str.splitlines` would also cut)."""
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        where = f"{path}:{number}"
         try:
             row = json.loads(line)
         except json.JSONDecodeError as err:
-            if _one_json_value(text):
-                raise LoadError(f"{path}: one JSON value over several lines, not one question object a line "
-                                "(JSONL); a .json file may also be an array of question objects") from err
-            raise LoadError(f"{where}: invalid JSON: {err.msg} at column {err.colno}") from err
+            raise LoadError(f"{path}:{number}: invalid JSON: {err.msg} at column {err.colno}") from err
         if not isinstance(row, dict):
-            raise LoadError(f"{where}: expected a JSON object, got {type(row).__name__}")
-        yield where, row
+            raise LoadError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+        yield number, row
+
+
+def _jsonl_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(`FILE:LINE`, object) for every question line of a JSONL file; one JSON value over several lines is named."""
+    if "\n" in text.strip() and _one_json_value(text):  # then its first line is not JSON on its own
+        raise LoadError(f"{path}: one JSON value over several lines, not one question object a line "
+                        "(JSONL); a .json file may also be an array of question objects")
+    for number, row in _jsonl_objects(path, text):
+        yield f"{path}:{number}", row
 
 
 def _one_json_value(text: str) -> bool:
@@ -202,6 +212,7 @@ def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
         if repeated is not None:
             raise LoadError(f"{path}:1: column {repeated!r} appears twice in the header")
         decrypt, fields = _csv_scheme(header)
+        keyless = () if decrypt is not None else _csv_scheme([*header, "canary"])[1]  # had it a canary
         for row in reader:
             where = f"{path}:{reader.line_num}"
             if None in row:
@@ -210,13 +221,20 @@ def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
                 raise LoadError(f"{where}: fewer fields than the header's {len(header)}")
             if decrypt is not None:
                 row = _decrypt_row(row, decrypt, fields, where=where)
+            elif keyless and all(_is_base64(row[field]) for field in keyless[:2]):
+                raise LoadError(f"{where}: field {keyless[0]!r} looks encrypted (base64) but the file has no "
+                                "'canary' column (the decryption key)")
             yield where, row
     except csv.Error as err:
         raise LoadError(f"{path}:{reader.reader.line_num}: {err}") from err
 
 
 def _csv_scheme(header: list[str]) -> tuple[Callable[[str, str], str] | None, tuple[str, ...]]:
-    """The decryption (and its fields) that a CSV header announces; (None, ()) for a plain CSV."""
+    """The decryption (and its fields) that a CSV header announces; (None, ()) for a plain CSV.
+
+    A header that would announce one but for its `canary` column is read as plain, unless its question
+    and answer are base64 (ciphertext without its key, an error).
+    """
     columns = set(header)
     if "canary" in columns and {"problem", "answer"} <= columns:
         return decrypt_browsecomp, BROWSECOMP_ENCRYPTED
@@ -225,12 +243,20 @@ def _csv_scheme(header: list[str]) -> tuple[Callable[[str, str], str] | None, tu
     return None, ()
 
 
+def _is_base64(value: str) -> bool:
+    """Whether `value` is non-empty strict base64 once stripped, as the encrypted benchmark fields are."""
+    try:
+        return bool(base64.b64decode(value.strip(), validate=True))
+    except ValueError:  # binascii.Error, or a non-ASCII character
+        return False
+
+
 def _decrypt_row(
     row: dict[str, str], decrypt: Callable[[str, str], str], fields: tuple[str, ...], *, where: str
 ) -> dict[str, str]:
     """A copy of `row` with its encrypted `fields` decrypted by the row's own canary."""
     canary = row["canary"]
-    if not canary:
+    if not canary.strip():
         raise LoadError(f"{where}: empty canary (the decryption key)")
     plain = dict(row)
     for field in fields:
@@ -238,8 +264,8 @@ def _decrypt_row(
             continue
         try:
             plain[field] = decrypt(row[field], canary)
-        except binascii.Error as err:
-            raise LoadError(f"{where}: field {field!r} is not valid base64 ({err})") from err
         except UnicodeDecodeError as err:
             raise LoadError(f"{where}: field {field!r} does not decrypt to UTF-8 with this row's canary") from err
+        except ValueError as err:  # binascii.Error, or a non-ASCII character
+            raise LoadError(f"{where}: field {field!r} is not valid base64 ({err})") from err
     return plain

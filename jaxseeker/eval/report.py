@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from jaxseeker.eval.loaders import LoadError
+from jaxseeker.eval.loaders import read_jsonl
 from jaxseeker.eval.metrics import TOOL_TYPES, _split, group_rollouts, judgement_table, paired_change, summarize
 
 
@@ -34,23 +34,11 @@ def write_results(records: Iterable[Mapping[str, Any]], path: str | Path) -> Pat
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """Read a results JSONL back; a line that is not a JSON object raises `LoadError` `FILE:LINE: …`.
+    """Read a results JSONL back as `loaders.read_jsonl` does: a bad line raises `LoadError` `FILE:LINE: …`.
 
     Lines end at line feeds only: `write_results` keeps U+2028 and U+0085 unescaped in strings.
     """
-    path = Path(path)
-    records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):  # not splitlines: U+2028
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise LoadError(f"{path}:{number}: invalid JSON: {err.msg} at column {err.colno}") from err
-        if not isinstance(record, dict):
-            raise LoadError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
-        records.append(record)
-    return records
+    return read_jsonl(path)
 
 
 def compare_results(before: str | Path | Sequence[str | Path], after: str | Path | Sequence[str | Path],

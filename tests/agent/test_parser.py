@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxseeker.agent.parser import ToolCall, ToolCallError, parse_answer, parse_tool_calls, split_think
+from jaxseeker.rewards.format import extract_answer
 
 
 def calls_of(text):
@@ -93,6 +94,37 @@ def test_split_think():
     assert split_think("<think>\n plan \n</think>\nact") == ("plan", "\nact")
     assert split_think("plan only closed</think>act") == ("plan only closed", "act")  # <think> was in the prompt
     assert split_think("no thought") == ("", "no thought")
+
+
+def test_an_unclosed_think_is_still_thought():
+    assert split_think("<think>maybe <answer>42</answer>") == ("maybe <answer>42</answer>", "")
+    assert split_think("<think>a</think> act <think>b") == ("a", " act ")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<think>maybe <answer>42</answer>",  # cut at the token limit mid-thought
+        "<think>a</think><think>b <answer>42</answer>",  # a second thought, never closed
+        '<think>maybe <tool_call>{"name": "search", "arguments": {}}</tool_call>',
+        '<think>a</think><think>b <tool_call>{"name": "search", "arguments": {}}</tool_call>',
+        "<think>maybe <tool_call>{",
+    ],
+)
+def test_nothing_inside_an_unclosed_think_is_an_action(text):
+    assert parse_answer(text) is None and parse_tool_calls(text) == []
+    assert extract_answer(text) is None  # the strict reward reader agrees
+
+
+def test_a_later_closed_think_is_thought_too():
+    assert parse_answer("<think>a</think><think><answer>x</answer></think>") is None
+    text = '<think>a</think><tool_call>{"name": "search", "arguments": {}}</tool_call><think>b</think>'
+    assert split_think(text) == ("a", '<tool_call>{"name": "search", "arguments": {}}</tool_call>')
+
+
+def test_the_action_before_a_second_unclosed_think_still_counts():
+    text = "<think>a</think><answer>42</answer><think>b <answer>7</answer>"
+    assert parse_answer(text) == extract_answer(text) == "42"
 
 
 def test_parse_answer_takes_the_last_complete_answer():

@@ -170,6 +170,7 @@ def test_malformed_encrypted_rows_name_file_and_line(tmp_path):
     good = [enc("Q?"), enc("A"), "Art", BROWSECOMP_CANARY]
     cases = [
         ([enc("Q?"), "not base64!!", "Art", BROWSECOMP_CANARY], r"bad\.csv:3: field 'answer' is not valid base64"),
+        ([enc("Q?"), "Genève", "Art", BROWSECOMP_CANARY], r"bad\.csv:3: field 'answer' is not valid base64"),
         ([enc("Q?"), enc("A"), "Art", ""], r"bad\.csv:3: empty canary"),
         ([enc("Q?"), enc("A"), "Art", BROWSECOMP_CANARY, "extra"], r"bad\.csv:3: 5 fields, the header has 4"),
         ([enc("Q?"), enc("A")], r"bad\.csv:3: fewer fields than the header's 4"),
@@ -179,6 +180,39 @@ def test_malformed_encrypted_rows_name_file_and_line(tmp_path):
     for row, message in cases:
         with pytest.raises(LoadError, match=message):
             load_questions(write_csv(tmp_path / "bad.csv", header, [good, row]))
+
+
+@pytest.mark.parametrize(
+    ("header", "row", "message"),
+    [
+        (["problem", "answer", "problem_topic"],
+         [browsecomp_encrypt("Q?", BROWSECOMP_CANARY), browsecomp_encrypt("A", BROWSECOMP_CANARY), "Art"],
+         r"nokey\.csv:2: field 'problem' looks encrypted \(base64\) but the file has no 'canary' column"),
+        (["id", "prompt", "type", "answer", "reference_steps"],
+         ["17", xbench_encrypt("Which river?", XBENCH_CANARY), "search", xbench_encrypt("Nile", XBENCH_CANARY), ""],
+         r"nokey\.csv:2: field 'prompt' looks encrypted \(base64\) but the file has no 'canary' column"),
+    ],
+)
+def test_an_encrypted_csv_without_its_canary_column_is_an_error(tmp_path, header, row, message):
+    with pytest.raises(LoadError, match=message):
+        load_questions(write_csv(tmp_path / "nokey.csv", header, [row]))
+
+
+def test_a_blank_canary_is_an_empty_canary(tmp_path):
+    enc = functools.partial(browsecomp_encrypt, canary=BROWSECOMP_CANARY)
+    path = write_csv(tmp_path / "blank.csv", ["problem", "answer", "problem_topic", "canary"],
+                     [[enc(LONG_PROBLEM), enc("Stade de Genève"), "Sports", "  "]])
+    with pytest.raises(LoadError, match=r"blank\.csv:2: empty canary"):
+        load_questions(path)
+
+
+def test_plain_csvs_with_the_benchmark_columns_but_no_canary_still_load(tmp_path):
+    browsecomp = write_csv(tmp_path / "decrypted.csv", ["problem", "answer", "problem_topic"],
+                           [["Which river?", "Nile", "Geography"], ["Year?", "1912", "History"]])
+    assert [(r["question"], r["answer"]) for r in load_questions(browsecomp)] == [("Which river?", "Nile"),
+                                                                                 ("Year?", "1912")]
+    xbench = write_csv(tmp_path / "xbench_plain.csv", ["id", "prompt", "answer"], [["7", "2024 年哪位作家?", "韩江"]])
+    assert load_questions(xbench) == [{"id": "7", "question": "2024 年哪位作家?", "answer": "韩江"}]
 
 
 # ---- what the audit found ----------------------------------------------------------------------

@@ -30,6 +30,17 @@ def test_read_results_names_the_bad_line(tmp_path):
         ev.read_results(path)
 
 
+def test_read_results_reads_like_the_question_loader(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"question_id": "A"}\n')  # a BOM is dropped
+    assert ev.read_results(path) == [{"question_id": "A"}]
+    path.write_bytes(b'{"question_id": "A"}\n{"prediction": "caf\xe9"}\n')
+    with pytest.raises(ev.LoadError, match=r"results\.jsonl:2: not UTF-8 text \(byte 0xe9\)"):
+        ev.read_results(path)
+    with pytest.raises(ev.LoadError, match=r"missing\.jsonl: cannot read"):
+        ev.read_results(tmp_path / "missing.jsonl")
+
+
 def test_summary_table_rows(judged_rollouts):
     table = ev.summary_table(ev.summarize(judged_rollouts, k=2))
     assert table.startswith("## Evaluation: k=2, 4 questions, 8 rollouts\n")
