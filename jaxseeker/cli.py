@@ -47,9 +47,19 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+DESCRIPTION = "Train deep-search agents in one JAX program: synthesise questions and trajectories, SFT, RL, eval."
+EPILOG = """examples:
+  jaxseeker pipeline --config configs/demo.yaml                  the offline end-to-end run behind `make demo`
+  jaxseeker eval --config configs/demo.yaml --model rl           measure its policy again, another way
+  jaxseeker plan --config configs/webexplorer_qwen3-8b_sft.yaml  memory and fit of a paper-scale run
+  jaxseeker serve --model runs/demo/rl/hf                        an OpenAI-compatible API for a policy
+`jaxseeker COMMAND --help` lists a command's options."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(prog="jaxseeker", description=__doc__)
+    parser = argparse.ArgumentParser(prog="jaxseeker", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="architecture, parameters, FLOPs per token and memory of an HF checkpoint")
     info.add_argument("path", help="HF model directory or config.json")
