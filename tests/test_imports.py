@@ -34,6 +34,24 @@ def test_every_exported_name_resolves():
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
 
 
+def test_no_exported_name_is_also_the_name_of_another_submodule():
+    """A package exporting `f` from `a.py` next to a module `f.py`: importing `f.py` (as any sibling may) would bind
+    the package attribute `f` to that module, and with lazy exports `from package import f` would then return it."""
+    import ast
+    from pathlib import Path
+
+    import jaxseeker
+
+    clashes = []
+    for stub in Path(jaxseeker.__file__).parent.rglob("__init__.pyi"):
+        submodules = {p.stem for p in stub.parent.glob("*.py")} | {p.name for p in stub.parent.iterdir() if p.is_dir()}
+        for node in ast.parse(stub.read_text()).body:
+            if isinstance(node, ast.ImportFrom):
+                clashes += [f"{stub.parent.name}.{a.name} (from .{node.module})" for a in node.names
+                            if a.name in submodules and a.name != node.module]
+    assert not clashes
+
+
 def test_the_command_line_builds_without_jax_torch_or_matplotlib():
     """`jaxseeker --help` and every subcommand's parser load no heavy library (they import where they run)."""
     code = (

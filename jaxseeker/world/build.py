@@ -12,7 +12,7 @@ from jaxseeker.world.atlas import VERSION as ATLAS_VERSION
 from jaxseeker.world.atlas import atlas_world
 from jaxseeker.world.graph import World
 from jaxseeker.world.pages_source import pages_world, write_pages_world
-from jaxseeker.world.pages_world import LAYOUT, PagesWorld, open_pages_world
+from jaxseeker.world.pages_on_disk import LAYOUT, PagesWorld, open_pages_world
 from jaxseeker.world.store import cache_key, cached, cached_directory, is_world_dir, load_world
 from jaxseeker.world.synthetic import synthetic_world
 

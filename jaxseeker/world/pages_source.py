@@ -27,7 +27,7 @@ from jaxseeker.world.corpus import Page
 from jaxseeker.world.pages_index import IndexWriter
 from jaxseeker.world.pages_links import write_link_graph
 from jaxseeker.world.pages_store import PageStoreWriter
-from jaxseeker.world.pages_world import LAYOUT, STORE, PagesWorld, open_pages_world
+from jaxseeker.world.pages_on_disk import LAYOUT, STORE, PagesWorld, open_pages_world
 
 SHARD_CHARS = 32_000_000  # characters of page text per BM25 shard; indexing one takes ~9 bytes of RSS per character
 EXAMPLES = 20  # bad lines kept in the world info (and logged)

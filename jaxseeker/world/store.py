@@ -14,7 +14,7 @@ from typing import Any
 from jaxseeker.world.corpus import Page
 from jaxseeker.world.entities import Entity, Relation
 from jaxseeker.world.graph import World
-from jaxseeker.world.pages_world import PagesWorld, is_pages_world_dir, open_pages_world
+from jaxseeker.world.pages_on_disk import PagesWorld, is_pages_world_dir, open_pages_world
 
 FORMAT_VERSION = 1
 _FILES = ("world.json", "entities.jsonl", "relations.jsonl", "pages.jsonl")

@@ -9,7 +9,7 @@ import pytest
 
 from jaxseeker.world import Corpus, build_world, command, load_world, open_world, save_world
 from jaxseeker.world.pages_source import pages_world, write_pages_world
-from jaxseeker.world.pages_world import PagesWorld
+from jaxseeker.world.pages_on_disk import PagesWorld
 from jaxseeker.world.store import is_world_dir
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "juliett", "kilo", "lima",

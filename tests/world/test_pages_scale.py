@@ -11,7 +11,7 @@ from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.world import pages_links
 from jaxseeker.world.pages_bench import generate_pages_jsonl, page_name, page_url
 from jaxseeker.world.pages_source import pages_world
-from jaxseeker.world.pages_world import open_pages_world
+from jaxseeker.world.pages_on_disk import open_pages_world
 from jaxseeker.world.query import Query
 
 PAGES = 20_000
