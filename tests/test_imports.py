@@ -62,3 +62,29 @@ def test_the_command_line_builds_without_jax_torch_or_matplotlib():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stderr[-2000:]
+
+
+def test_the_leaf_stages_import_no_other_stage():
+    """DESIGN's one-way imports: `model`, `losses`, `world` and `rewards` use only themselves and the package's root
+    modules (`errors`, `jsonl`, `resolve`), never another stage."""
+    import ast
+    from pathlib import Path
+
+    import jaxseeker
+
+    root = Path(jaxseeker.__file__).parent
+    stages = {p.name for p in root.iterdir() if (p / "__init__.py").exists()}
+    crossings = []
+    for leaf in ("model", "losses", "world", "rewards"):
+        for source in (root / leaf).rglob("*.py"):
+            for node in ast.walk(ast.parse(source.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module] + [f"jaxseeker.{a.name}" for a in node.names if node.module == "jaxseeker"]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                else:
+                    continue
+                crossings += [f"{source.relative_to(root)}: {name}" for name in names
+                              if name.split(".")[0] == "jaxseeker" and len(name.split(".")) > 1
+                              and name.split(".")[1] in stages - {leaf}]
+    assert not crossings

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from jaxseeker.data.chat import tokenize_chat
-from jaxseeker.data.records import json_lines
+from jaxseeker.jsonl import json_lines
 
 TERMINATIONS = ("answer", "max_tool_calls", "max_context", "format_error", "timeout")
 

@@ -14,15 +14,14 @@ writes for ``tool`` messages). Training and inference then share one rendering.
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
-import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from jaxseeker.errors import InputError
+from jaxseeker.jsonl import json_values
 
 ROLES = ("system", "user", "assistant", "tool")
 TOOL_RESPONSE_OPEN = "<tool_response>"
@@ -199,43 +198,10 @@ def parse_record(obj: Any, source: str = "") -> Trajectory:
     return Trajectory(messages=tuple(normalize_messages(messages)), meta=meta, source=source)
 
 
-def _json_values(path: str | Path) -> Iterator[tuple[int, Any, str | None]]:
-    """(line number, value, None) for every non-blank line of a JSONL file, or (line number, None, reason) for one
-    that is not UTF-8 or not JSON. Lines end at ``\\n`` only (``\\r`` is JSON whitespace); a leading BOM is dropped."""
-    if Path(path).is_dir():
-        raise InputError(f"{path}: is a directory, not a JSONL file")
-    with open(path, "rb") as f:
-        for line_no, raw in enumerate(f, start=1):
-            if line_no == 1:
-                raw = raw.removeprefix(codecs.BOM_UTF8)
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                yield line_no, None, f"not UTF-8: byte {raw[e.start]:#04x} at byte {e.start + 1} of the line"
-                continue
-            if not line.strip():
-                continue
-            try:
-                yield line_no, json.loads(line), None
-            except json.JSONDecodeError as e:
-                yield line_no, None, f"invalid JSON: {e.msg} (column {e.colno})"
-            except (ValueError, RecursionError) as e:  # e.g. an integer over 4300 digits, arrays nested too deeply
-                yield line_no, None, f"invalid JSON: {e}"
-
-
-def json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed object) for every non-blank line of a JSONL file; a line that is not UTF-8 JSON raises
-    ``InputError`` naming FILE:LINE."""
-    for line_no, obj, reason in _json_values(path):
-        if reason is not None:
-            raise InputError(f"{path}:{line_no}: {reason}")
-        yield line_no, obj
-
-
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory | BadLine]:
     """Yields a ``Trajectory`` or a ``BadLine`` for every non-blank line of a JSONL file."""
     path_str = str(path)
-    for line_no, obj, reason in _json_values(path):
+    for line_no, obj, reason in json_values(path):
         if reason is not None:
             yield BadLine(path_str, line_no, reason)
             continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxseeker.data.records import json_lines
+from jaxseeker.jsonl import json_lines
 from jaxseeker.pipeline.config import QAStage
 from jaxseeker.synthesis.qa import get_recipe
 from jaxseeker.synthesis.qa.apart import synthesize_apart

@@ -12,18 +12,25 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jaxseeker.agent.episode import Question, read_questions
+from jaxseeker.agent.episode import Question, as_question
 from jaxseeker.agent.loop import RolloutConfig
 from jaxseeker.agent.prompts import system_prompt
+from jaxseeker.jsonl import json_lines
+from jaxseeker.errors import InputError
 from jaxseeker.synthesis import filters, shortcot
 from jaxseeker.synthesis.expert import ExpertConfig
+from jaxseeker.synthesis.plan import make_plan
 from jaxseeker.synthesis.trajectories import read_records, synthesize, write_records
 from jaxseeker.tools import LLMClient, LLMConfig, ToolsConfig, build_registry
 from jaxseeker.world import World, open_world
+from jaxseeker.world.store import check_output
 
 TEACHERS = ("expert", "openai", "policy")
 MODES = ("react", "reflection", "denoised")
 FUNNELS = ("webdancer", "websailor", "none")
+AT_LEAST = {"tries": 1, "limit": 0, "max_actions": 1, "max_tokens": 1, "n_max": 1, "k_verify": 1,
+            "max_tool_calls": 1, "max_context": 1}  # flag (as its argparse dest) → smallest value it takes
+RATES = ("detour_rate", "slip_rate", "verifier_error_rate")  # flags that are probabilities
 
 
 def default_tokenizer(world: World, vocab_size: int = 2000) -> Any:
@@ -37,7 +44,7 @@ def default_tokenizer(world: World, vocab_size: int = 2000) -> Any:
 
 def _llm(args: argparse.Namespace) -> LLMClient:
     if not args.base_url or not args.llm_model:
-        raise SystemExit("this option needs --base-url and --llm-model (the key is read from $OPENAI_API_KEY)")
+        raise InputError("this option needs --base-url and --llm-model (the key is read from $OPENAI_API_KEY)")
     return LLMClient(LLMConfig(base_url=args.base_url, model=args.llm_model, api_key_env=args.api_key_env))
 
 
@@ -52,8 +59,6 @@ def _teacher(args: argparse.Namespace, world: World) -> Any:
                              wrong_first_rate=multi if args.mode == "reflection" else 0.0)
     if args.teacher == "openai":
         return OpenAITeacher(_llm(args), temperature=args.temperature)
-    if not args.model:
-        raise SystemExit("--teacher policy needs --model (an HF checkpoint directory)")
     from jaxseeker import model
     from jaxseeker.generation import SamplingConfig
 
@@ -73,33 +78,91 @@ def _stages(args: argparse.Namespace, judge: filters.Judge) -> list[filters.Stag
     return filters.webdancer_funnel(judge=judge, max_actions=args.max_actions)
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    """InputError naming the first flag out of range, before the world, a tokenizer or a teacher is loaded."""
+    for dest, least in AT_LEAST.items():
+        if getattr(args, dest) < least:
+            raise InputError(f"--{dest.replace('_', '-')} must be >= {least}, got {getattr(args, dest)}")
+    for dest in RATES:
+        if not 0 <= getattr(args, dest) <= 1:
+            raise InputError(f"--{dest.replace('_', '-')} must be in [0, 1], got {getattr(args, dest)}")
+    if args.mix_ratio < 0:
+        raise InputError(f"--mix-ratio must be >= 0, got {args.mix_ratio}")
+    if args.short_cot and args.slip_rate:
+        raise InputError("--slip-rate cannot be combined with --short-cot (the rewrite would train the slips)")
+    if args.teacher == "policy" and not args.model:
+        raise InputError("--teacher policy needs --model (an HF checkpoint directory)")
+
+
+def _tools(args: argparse.Namespace) -> ToolsConfig:
+    """The tools of --tools; InputError naming the flag for an unknown one."""
+    try:
+        return ToolsConfig(enabled=tuple(t for t in args.tools.split(",") if t))
+    except ValueError as err:
+        raise InputError(f"--tools {args.tools}: {err}") from None
+
+
+def _tokenizer(path: str, flag: str) -> Any:
+    """The tokenizer saved in directory `path`; InputError naming `flag` when none loads from it."""
+    from jaxseeker.data.tokenizer import load_tokenizer
+
+    try:
+        return load_tokenizer(path)
+    except (KeyError, OSError, ValueError) as err:  # not a directory, or transformers finds no usable tokenizer files
+        reason = (str(err).splitlines() or [""])[0].rstrip(" :")
+        raise InputError(f"{flag} {path}: no tokenizer loads from it ({type(err).__name__}: {reason})") from None
+
+
 def _questions(args: argparse.Namespace) -> list[Question]:
-    questions = read_questions(args.questions)
-    if args.levels:
+    """The questions of --questions left by --levels and --limit; InputError naming FILE:LINE for a bad record
+    (for the expert teacher: also one without the evidence of a `synth RECIPE` record)."""
+    try:
         wanted = {int(x) for x in args.levels.split(",") if x}
-        questions = [q for q in questions if q.meta.get("level") in wanted]
-    return questions[: args.limit] if args.limit else questions
+    except ValueError:
+        raise InputError(f"--levels {args.levels!r}: expected levels separated by commas, e.g. 1,2") from None
+    numbered = []
+    for line_no, obj in json_lines(args.questions):
+        try:
+            numbered.append((line_no, as_question(obj, f"{args.questions}:{line_no}")))
+        except (TypeError, ValueError) as err:  # the message names FILE:LINE
+            raise InputError(str(err)) from None
+    if not numbered:
+        raise InputError(f"{args.questions}: no questions")
+    if wanted:
+        numbered = [(n, q) for n, q in numbered if q.meta.get("level") in wanted]
+    numbered = numbered[: args.limit] if args.limit else numbered
+    if not numbered:
+        raise InputError(f"{args.questions}: no questions left after --levels / --limit")
+    if args.teacher == "expert":  # it plans from the QA record's evidence
+        for line_no, q in numbered:
+            try:
+                make_plan(q.meta)
+            except ValueError as err:
+                raise InputError(f"{args.questions}:{line_no}: {err}") from None
+            except (KeyError, TypeError) as err:  # meta.query is not a query written by `synth RECIPE`
+                raise InputError(f"{args.questions}:{line_no}: malformed meta.query ({err!r})") from None
+    return [q for _, q in numbered]
 
 
 def _trajectories(args: argparse.Namespace) -> int:
-    from jaxseeker.data.tokenizer import load_tokenizer
     from jaxseeker.synthesis import reflection, report
     from jaxseeker.synthesis.denoise import DenoisedTeacher, extractive_summary, llm_summarizer
     from jaxseeker.synthesis.teachers import ExpertTeacher
 
     start = time.perf_counter()
-    world = open_world(args.world)
+    _check_args(args)
+    tools = _tools(args)
+    out = check_output(args.out, "--out")
     questions = _questions(args)
-    if not questions:
-        raise SystemExit(f"{args.questions}: no questions left after --levels / --limit")
+    world = open_world(args.world)
     if args.tokenizer:
-        tokenizer = load_tokenizer(args.tokenizer)
+        tokenizer = _tokenizer(args.tokenizer, "--tokenizer")
     elif args.teacher == "policy" and args.model:
-        tokenizer = load_tokenizer(args.model)
+        tokenizer = _tokenizer(args.model, "--model")
     else:
         tokenizer = default_tokenizer(world)
         print("note: no --tokenizer: token counts use a 2000-token BPE trained on the world's pages")
-    registry = build_registry(ToolsConfig(enabled=tuple(t for t in args.tools.split(",") if t)), corpus=world.corpus)
+    registry = build_registry(tools, corpus=world.corpus)
     judge = filters.llm_answer_judge(_llm(args).complete) if args.judge == "llm" else filters.exact_judge
     teacher = _teacher(args, world)
     config = RolloutConfig(max_tool_calls=args.max_tool_calls, max_context_tokens=args.max_context, date=args.date)
@@ -117,8 +180,6 @@ def _trajectories(args: argparse.Namespace) -> int:
         teacher = DenoisedTeacher(teacher, summarize)
     transform = teacher.weigh if isinstance(teacher, ExpertTeacher) else None  # slipped turns out of the loss
     if args.short_cot:
-        if args.slip_rate:
-            raise SystemExit("--slip-rate cannot be combined with --short-cot (the rewrite would train the slips)")
         transform = shortcot.short_cot(shortcot.llm_rewriter(_llm(args)) if args.base_url else None, tokenizer)
     stages = _stages(args, judge)
     records, stats = synthesize(teacher, tokenizer, source, questions, stages, tries=args.tries, config=config,
@@ -127,7 +188,6 @@ def _trajectories(args: argparse.Namespace) -> int:
         before = len(records)
         records = reflection.balance_mix(records, args.mix_ratio, args.seed)
         print(f"mix {args.mix_ratio} : 1 kept {len(records)} of {before} reflective trajectories")
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_records(out, records)
     report.stats_path(out).write_text(json.dumps(stats.to_json(), indent=1), encoding="utf-8")
@@ -142,12 +202,14 @@ def _trajectories(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from jaxseeker.synthesis import report
 
+    plot = None
+    if not args.no_plot:  # a bad --plot fails now, not after the report
+        plot = report.plot_path(check_output(args.plot or Path(args.file).with_suffix(".png"), "--plot"))
     records = read_records(args.file)
     st = report.trajectory_stats(records, report.load_funnel(args.file))
     print(report.format_report(st))
-    if not args.no_plot:
-        path = report.plot_report(st, args.plot or Path(args.file).with_suffix(".png"))
-        print(f"plot: {path}")
+    if plot is not None:
+        print(f"plot: {report.plot_report(st, plot)}")
     return 0
 
 

@@ -15,6 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from jaxseeker.agent.parser import ToolCall, parse_answer, parse_tool_calls, split_think
+from jaxseeker.errors import InputError
 
 
 @dataclasses.dataclass
@@ -87,6 +88,17 @@ def format_report(st: TrajectoryStats) -> str:
     return "\n".join(lines)
 
 
+def plot_path(path: str | Path) -> Path:
+    """The file `plot_report` writes for `path` (FILE.png when it has no suffix); InputError naming it when
+    matplotlib writes no files of its type."""
+    out = Path(path)
+    if not out.suffix:
+        return out.with_name(f"{out.name}.png")
+    if out.suffix[1:].lower() not in FigureCanvasAgg.get_supported_filetypes():
+        raise InputError(f"{out}: matplotlib writes no {out.suffix} files; use .png, .svg or .pdf")
+    return out
+
+
 def plot_report(st: TrajectoryStats, path: str | Path) -> Path:
     """One PNG with five panels: tool calls, tokens, thought length, actions, stage pass rates."""
     fig = Figure(figsize=(15, 3.4), dpi=100)
@@ -109,15 +121,23 @@ def plot_report(st: TrajectoryStats, path: str | Path) -> Path:
     for x, v in zip(stages, rates, strict=True):
         axes[4].annotate(f"{v:.0f}%", (x, v), ha="center", va="bottom", fontsize=8)
     fig.tight_layout()
-    out = Path(path)
+    out = plot_path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out)
     return out
 
 
 def load_funnel(path: str | Path) -> dict[str, Any] | None:
-    """The FILE.stats.json next to a trajectory file, or None."""
+    """The FILE.stats.json next to a trajectory file, or None; InputError naming it when it does not hold the
+    stage counts `synth trajectories` writes."""
     p = stats_path(path)
     if not p.is_file():
         return None
-    return json.loads(p.read_text(encoding="utf-8"))
+    try:
+        funnel = json.loads(p.read_bytes())
+    except ValueError as err:  # not UTF-8, or not JSON
+        raise InputError(f"{p}: not a JSON file: {err}") from None
+    counts = [funnel.get(key, {}) for key in ("entered", "passed")] if isinstance(funnel, dict) else [None]
+    if not all(isinstance(c, dict) and all(isinstance(n, int) for n in c.values()) for c in counts):
+        raise InputError(f"{p}: expected a JSON object whose 'entered' and 'passed' map stages to episode counts")
+    return funnel

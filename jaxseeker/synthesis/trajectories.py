@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.agent.episode import Episode, Question
-from jaxseeker.data.records import json_lines
+from jaxseeker.jsonl import json_lines
+from jaxseeker.errors import InputError
 from jaxseeker.agent.loop import RegistrySource, RolloutConfig, run_episodes
 from jaxseeker.synthesis.filters import Stage, run_funnel
 
@@ -145,11 +146,34 @@ def write_records(path: str | Path, records: Iterable[dict[str, Any]]) -> int:
     return n
 
 
+def _record_problem(obj: Any) -> str | None:
+    """Why a parsed line is not a trajectory record that `synth report` can read, or None."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+        return "a trajectory record needs a 'messages' list"
+    for i, m in enumerate(obj["messages"]):
+        if not isinstance(m, dict) or "role" not in m:
+            return f"messages[{i}] must be an object with a 'role'"
+        if m["role"] == "assistant" and not isinstance(m.get("content"), str):
+            return f"messages[{i}]: an assistant message needs a string 'content'"
+    provenance = obj.get("provenance", {})
+    if not isinstance(provenance, dict):
+        return f"'provenance' must be an object, got {type(provenance).__name__}"
+    if not isinstance(provenance.get("teacher", ""), str):
+        return f"provenance.teacher must be a string, got {provenance['teacher']!r}"
+    for key in ("tokens", "tries"):
+        try:
+            int(provenance.get(key, 0))
+        except (TypeError, ValueError, OverflowError):
+            return f"provenance.{key} must be an integer, got {provenance[key]!r}"
+    return None
+
+
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """Trajectory records of a JSONL file (each needs `messages`); a bad line raises ValueError naming FILE:LINE."""
+    """Trajectory records of a JSONL file (each needs `messages`); a bad line raises InputError naming FILE:LINE."""
     records = []
     for line_no, obj in json_lines(path):
-        if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
-            raise ValueError(f"{path}:{line_no}: a trajectory record needs a 'messages' list")
+        problem = _record_problem(obj)
+        if problem is not None:
+            raise InputError(f"{path}:{line_no}: {problem}")
         records.append(obj)
     return records

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxseeker.data.records import json_lines
+from jaxseeker.jsonl import json_lines
 
 
 class MetricsWriter:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from jaxseeker.errors import InputError
 from jaxseeker.world import atlas_geo as geo
 from jaxseeker.world.atlas_baseball import baseball
 from jaxseeker.world.atlas_elements import elements
@@ -42,7 +43,7 @@ def atlas_world(countries: Iterable[str] | None = None) -> World:
         ids = geo.countries(con, g, only)
         if only is not None and len(ids) != len(only):
             known = {r[0] for r in con.execute("SELECT alpha2 FROM country")}
-            raise ValueError(f"unknown country codes: {sorted(only - known)}")
+            raise InputError(f"unknown country codes: {sorted(only - known)}")
         try:
             places = Places(g, {cid.split("/")[1]: cid for cid in ids.values()}, geo.country_names(con))
         except ModuleNotFoundError:

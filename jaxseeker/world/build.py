@@ -7,6 +7,7 @@ import importlib.metadata
 from collections.abc import Sequence
 from pathlib import Path
 
+from jaxseeker.errors import InputError
 from jaxseeker.world.atlas import PACKAGES as ATLAS_PACKAGES
 from jaxseeker.world.atlas import VERSION as ATLAS_VERSION
 from jaxseeker.world.atlas import atlas_world
@@ -44,7 +45,7 @@ def build_world(
         build = functools.partial(synthetic_world, size, seed)
     elif source == "pages":
         if path is None:
-            raise ValueError("source 'pages' needs path= (a JSONL file of {url, title, text, links})")
+            raise InputError("source 'pages' needs path= (`--pages FILE`: a JSONL file of {url, title, text, links})")
         p = Path(path).resolve()
         if not p.is_file():
             raise FileNotFoundError(f"pages file not found: {p}")
@@ -62,7 +63,7 @@ def build_world(
         key = cache_key("atlas", countries=",".join(codes) if codes else "all", version=ATLAS_VERSION, **versions)
         build = functools.partial(atlas_world, codes)
     else:
-        raise ValueError(f"unknown world source {source!r}; known: {', '.join(SOURCES)}")
+        raise InputError(f"unknown world source {source!r}; known: {', '.join(SOURCES)}")
     if not use_cache:
         return build()
     return cached(key, build, cache_dir)
@@ -78,9 +79,9 @@ def open_world(spec: str, *, cache_dir: str | Path | None = None) -> World | Pag
         try:
             nums = [int(p) for p in parts]
         except ValueError:
-            raise ValueError(f"world spec {spec!r}: expected synthetic[:SIZE[:SEED]] with integers") from None
+            raise InputError(f"world spec {spec!r}: expected synthetic[:SIZE[:SEED]] with integers") from None
         if len(nums) > 2:
-            raise ValueError(f"world spec {spec!r}: expected synthetic[:SIZE[:SEED]]")
+            raise InputError(f"world spec {spec!r}: expected synthetic[:SIZE[:SEED]]")
         size, seed = (nums + [2000, 0][len(nums):])[:2]
         return build_world("synthetic", size=size, seed=seed, cache_dir=cache_dir)
     if source == "pages" and rest:
@@ -90,7 +91,7 @@ def open_world(spec: str, *, cache_dir: str | Path | None = None) -> World | Pag
         return build_world("atlas", countries=codes, cache_dir=cache_dir)
     if Path(spec).exists():
         raise FileNotFoundError(f"{spec} exists but is not a saved world (no world.json, entities.jsonl, ...)")
-    raise ValueError(
+    raise InputError(
         f"cannot open world {spec!r}: give a saved world directory, synthetic[:SIZE[:SEED]], pages:FILE.jsonl "
         "or atlas[:CODES]"
     )

@@ -8,7 +8,7 @@ import time
 
 from jaxseeker.world.build import SOURCES, build_world, open_world
 from jaxseeker.world.graph import World
-from jaxseeker.world.store import save_world
+from jaxseeker.world.store import check_output, save_world
 
 
 def describe(world: World) -> str:
@@ -26,6 +26,8 @@ def describe(world: World) -> str:
 
 def _build(args: argparse.Namespace) -> int:
     start = time.perf_counter()
+    if args.out is not None:
+        check_output(args.out, "--out", directory=True)
     countries = args.countries.split(",") if args.countries else None
     world = build_world(args.source, size=args.size, seed=args.seed, path=args.pages, countries=countries,
                         cache_dir=args.cache_dir, use_cache=args.out is None, skip_bad_lines=args.skip_bad_lines)

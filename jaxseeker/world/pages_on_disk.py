@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.errors import InputError
 from jaxseeker.world.corpus import Hit, Page, snippet_of
 from jaxseeker.world.entities import Entity, Relation
 from jaxseeker.world.graph import Neighbour, World
@@ -47,7 +48,7 @@ def open_pages_world(directory: str | Path) -> PagesWorld:
     d = Path(directory)
     meta = json.loads((d / "world.json").read_text())
     if meta.get("store") != STORE or meta.get("layout") != LAYOUT:
-        raise ValueError(f"{d / 'world.json'}: not a pages world of layout {LAYOUT} "
+        raise InputError(f"{d / 'world.json'}: not a pages world of layout {LAYOUT} "
                          f"(store {meta.get('store')!r}, layout {meta.get('layout')!r}); rebuild it")
     return PagesWorld(d, meta)
 

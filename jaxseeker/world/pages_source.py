@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.errors import InputError
 from jaxseeker.world.corpus import Page
 from jaxseeker.world.pages_index import IndexWriter
 from jaxseeker.world.pages_links import write_link_graph
@@ -75,10 +76,10 @@ def numbered_pages(path: str | Path) -> Iterator[tuple[int, Page | str]]:
 
 
 def read_pages_jsonl(path: str | Path) -> Iterator[Page]:
-    """Stream the pages of a JSONL file; blank lines are skipped, a malformed one raises ValueError naming FILE:LINE."""
+    """Stream the pages of a JSONL file; blank lines are skipped, a malformed one raises InputError naming FILE:LINE."""
     for n, item in numbered_pages(path):
         if isinstance(item, str):
-            raise ValueError(f"{path}:{n}: {item}")
+            raise InputError(f"{path}:{n}: {item}")
         yield item
 
 
@@ -129,7 +130,8 @@ def _stream(
             if isinstance(item, str):
                 where = f"{src}:{n}: {item}"
                 if not skip_bad_lines:
-                    raise ValueError(f"{where} (build with skip_bad_lines=True to skip bad lines)")
+                    raise InputError(f"{where} (build with skip_bad_lines=True, or `world build --skip-bad-lines`, "
+                                     "to skip bad lines)")
                 n_bad += 1
                 if len(bad) < EXAMPLES:
                     bad.append(where)

@@ -7,10 +7,12 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.jsonl import json_lines
+from jaxseeker.errors import InputError
 from jaxseeker.world.corpus import Page
 from jaxseeker.world.entities import Entity, Relation
 from jaxseeker.world.graph import World
@@ -18,6 +20,19 @@ from jaxseeker.world.pages_on_disk import PagesWorld, is_pages_world_dir, open_p
 
 FORMAT_VERSION = 1
 _FILES = ("world.json", "entities.jsonl", "relations.jsonl", "pages.jsonl")
+
+
+def check_output(path: str | Path, flag: str, *, directory: bool = False) -> Path:
+    """`path` as an output file (or `directory`) that a command can write, checked before any work is done;
+    InputError naming `flag` when it, or a folder above it, is the wrong kind."""
+    p = Path(path)
+    want = "directory" if directory else "file"
+    if p.exists() and p.is_dir() != directory:
+        raise InputError(f"{flag} {p}: is a {'directory' if p.is_dir() else 'file'}, not a {want}")
+    above = next((a for a in p.parents if a.exists()), None)
+    if above is not None and not above.is_dir():
+        raise InputError(f"{flag} {p}: {above} is a file, not a directory")
+    return p
 
 
 def save_world(world: World | PagesWorld, directory: str | Path) -> Path:
@@ -43,28 +58,33 @@ def save_world(world: World | PagesWorld, directory: str | Path) -> Path:
     return d
 
 
-def _lines(path: Path) -> Iterator[tuple[int, Any]]:
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield n, json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{n}: invalid JSON: {err.msg}") from None
-
-
 def _parse(path: Path, parse: Callable[[Any], Any]) -> list[Any]:
     out = []
-    for n, obj in _lines(path):
+    for n, obj in json_lines(path):
         try:
             out.append(parse(obj))
-        except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"{path}:{n}: {err}") from None
+        except KeyError as err:  # its message names the missing key
+            raise InputError(f"{path}:{n}: {err.args[0]}") from None
+        except (TypeError, ValueError) as err:
+            raise InputError(f"{path}:{n}: {err}") from None
     return out
 
 
+def _info(path: Path) -> dict[str, Any]:
+    """The JSON object of a world.json; InputError naming the file when it is not one."""
+    try:
+        info = json.loads(path.read_bytes())
+    except ValueError as err:  # not UTF-8, or not JSON
+        raise InputError(f"{path}: not a JSON file: {err}") from None
+    if not isinstance(info, dict):
+        raise InputError(f"{path}: expected a JSON object, got {type(info).__name__}")
+    return info
+
+
 def _page(d: dict[str, Any]) -> Page:
+    for key in ("url", "title", "text"):
+        if key not in d:
+            raise KeyError(f"page is missing key {key!r}")
     return Page(url=d["url"], title=d["title"], text=d["text"], links=tuple(d.get("links", ())))
 
 
@@ -74,7 +94,7 @@ def is_world_dir(directory: str | Path) -> bool:
 
 
 def load_world(directory: str | Path) -> World | PagesWorld:
-    """Read a world written by `save_world` (a pages world opens from disk); a bad line raises ValueError
+    """Read a world written by `save_world` (a pages world opens from disk); a bad file or line raises InputError
     naming FILE:LINE."""
     d = Path(directory)
     if is_pages_world_dir(d):
@@ -82,9 +102,9 @@ def load_world(directory: str | Path) -> World | PagesWorld:
     missing = [name for name in _FILES if not (d / name).is_file()]
     if missing:
         raise FileNotFoundError(f"{d} is not a saved world: missing {', '.join(missing)}")
-    info = json.loads((d / "world.json").read_text())
+    info = _info(d / "world.json")
     if info.get("format") != FORMAT_VERSION:
-        raise ValueError(f"{d / 'world.json'}: format {info.get('format')!r}, expected {FORMAT_VERSION}")
+        raise InputError(f"{d / 'world.json'}: format {info.get('format')!r}, expected {FORMAT_VERSION}")
     for key in ("format", "entities", "relations", "pages"):
         info.pop(key, None)
     return World(

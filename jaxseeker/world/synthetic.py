@@ -12,6 +12,7 @@ import math
 import random
 from collections.abc import Sequence
 
+from jaxseeker.errors import InputError
 from jaxseeker.world.entities import Entity, Relation, date_parts, iso_date
 from jaxseeker.world.graph import World
 from jaxseeker.world.names import EVENT_WORDS, ORG_WORDS, NameMaker
@@ -67,7 +68,7 @@ def _counts(size: int) -> dict[str, int]:
     counts["city"] = max(2 * counts["country"], counts["city"])
     counts["person"] = size - sum(counts.values())
     if counts["person"] < 10:
-        raise ValueError(f"size={size} is too small for a synthetic world (need at least 150 entities)")
+        raise InputError(f"size={size} is too small for a synthetic world (need at least 150 entities)")
     return counts
 
 

@@ -3,7 +3,8 @@
 import pytest
 
 from jaxseeker.data import BadLineError, iter_jsonl, normalize_messages, parse_record, read_trajectories
-from jaxseeker.data.records import json_lines, lone_surrogate
+from jaxseeker.data.records import lone_surrogate
+from jaxseeker.jsonl import json_lines
 from jaxseeker.errors import InputError
 
 from .samples import openseeker_messages, webdancer_messages

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
+import pytest
+
+from jaxseeker.cli import main
 from jaxseeker.data import read_trajectories
 from jaxseeker.synthesis.command import add_synth_subcommands
 from jaxseeker.synthesis.qa import get_recipe, write_jsonl
@@ -53,3 +57,84 @@ def test_synth_trajectories_then_report(tmp_path, traj_world, traj_tokenizer, ca
     assert run("trajectories", *common, "--out", str(slipped), "--slip-rate", "1", "--levels", "1,2") == 0
     weighted = [t for t in read_trajectories(slipped) if any(m.get("weight") == 0 for m in t.messages)]
     assert weighted and all(t.meta["provenance"]["untrained_turns"] >= 1 for t in weighted)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--levels", "x"], "--levels 'x': expected levels separated by commas, e.g. 1,2"),
+    (["--limit", "-1"], "--limit must be >= 0, got -1"),
+    (["--tries", "0"], "--tries must be >= 1, got 0"),
+    (["--max-tool-calls", "0"], "--max-tool-calls must be >= 1, got 0"),
+    (["--mode", "reflection", "--n-max", "0"], "--n-max must be >= 1, got 0"),
+    (["--detour-rate", "2"], "--detour-rate must be in [0, 1], got 2.0"),
+    (["--short-cot", "--slip-rate", "0.5"], "--slip-rate cannot be combined with --short-cot"),
+    (["--tools", "search,bogus"], "--tools search,bogus: tools.enabled: unknown tool(s) ['bogus']"),
+    (["--out", "{tmp}"], "--out {tmp}: is a directory, not a file"),
+    (["--out", "{tmp}/file/t.jsonl"], "--out {tmp}/file/t.jsonl: {tmp}/file is a file, not a directory"),
+    (["--teacher", "policy"], "--teacher policy needs --model"),
+])
+def test_bad_flags_end_the_command_in_one_line_before_anything_loads(tmp_path, argv, message):
+    (tmp_path / "file").write_text("")
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    common = ["--questions", str(tmp_path / "qa.jsonl"), "--world", str(tmp_path / "world"), "--out",
+              str(tmp_path / "t.jsonl")]
+    with pytest.raises(SystemExit, match="^jaxseeker synth: " + re.escape(message.format(tmp=tmp_path))):
+        main(["synth", "trajectories", *common, *argv])
+
+
+@pytest.mark.parametrize("lines, message", [
+    ("", "{qa}: no questions"),
+    ('{"question": "q"}\n{"answer": "a"}\n', "{qa}:2: 'question' must be a non-empty string, got None"),
+    ("5\n", "{qa}:1: expected a string or an object with a 'question', got int"),
+    ('\n{"question": "q", "answer": "a"}\n', "{qa}:2: the expert needs a QA record with meta.query and meta.entities"),
+    ('{"question": "q", "meta": {"query": {}, "entities": []}}\n', "{qa}:1: malformed meta.query (KeyError('vars'))"),
+])
+def test_bad_question_records_are_named_by_file_and_line(tmp_path, lines, message):
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text(lines)
+    with pytest.raises(SystemExit, match="^jaxseeker synth: " + re.escape(message.format(qa=qa))):
+        main(["synth", "trajectories", "--questions", str(qa), "--world", str(tmp_path / "w"), "--out",
+              str(tmp_path / "t.jsonl")])
+
+
+def test_a_directory_without_a_tokenizer_ends_the_command_in_one_line(tmp_path, traj_world):
+    save_world(traj_world, tmp_path / "world")
+    write_jsonl(get_recipe("crawlqa")(traj_world, 1, seed=4).records, tmp_path / "qa.jsonl")
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "tokenizer.json").write_text("{not json")
+    with pytest.raises(SystemExit, match=f"^jaxseeker synth: --tokenizer {re.escape(str(tmp_path / 'tok'))}: "
+                                         "no tokenizer loads from it"):
+        main(["synth", "trajectories", "--questions", str(tmp_path / "qa.jsonl"), "--world", str(tmp_path / "world"),
+              "--tokenizer", str(tmp_path / "tok"), "--out", str(tmp_path / "t.jsonl")])
+
+
+GOOD_RECORD = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "<answer>a</answer>"}],
+               "provenance": {"teacher": "expert", "tokens": 12, "tries": 1}}
+
+
+@pytest.mark.parametrize("record, stats, message", [
+    ({"messages": [1]}, None, "{file}:1: messages[0] must be an object with a 'role'"),
+    ({"messages": [{"role": "assistant"}]}, None, "{file}:1: messages[0]: an assistant message needs a string 'content'"),
+    ({**GOOD_RECORD, "provenance": "x"}, None, "{file}:1: 'provenance' must be an object, got str"),
+    ({**GOOD_RECORD, "provenance": {"tokens": "many"}}, None, "{file}:1: provenance.tokens must be an integer, got 'many'"),
+    (GOOD_RECORD, "not json", "{file}.stats.json: not a JSON file"),
+    (GOOD_RECORD, '{"entered": 3}', "{file}.stats.json: expected a JSON object whose 'entered' and 'passed'"),
+])
+def test_a_bad_trajectory_or_stats_file_is_named_in_one_line(tmp_path, record, stats, message):
+    file = tmp_path / "traj.jsonl"
+    file.write_text(json.dumps(record) + "\n")
+    if stats is not None:
+        (tmp_path / "traj.jsonl.stats.json").write_text(stats)
+    with pytest.raises(SystemExit, match="^jaxseeker synth: " + re.escape(message.format(file=file))):
+        main(["synth", "report", str(file), "--no-plot"])
+
+
+def test_a_bad_plot_path_fails_before_the_report_and_a_bare_name_reports_the_png(tmp_path, capsys):
+    file = tmp_path / "traj.jsonl"
+    file.write_text(json.dumps(GOOD_RECORD) + "\n")
+    for plot, message in ((tmp_path, f"--plot {tmp_path}: is a directory, not a file"),
+                          (tmp_path / "p.txt", f"{tmp_path / 'p.txt'}: matplotlib writes no .txt files")):
+        with pytest.raises(SystemExit, match="^jaxseeker synth: " + re.escape(message)):
+            main(["synth", "report", str(file), "--plot", str(plot)])
+    assert capsys.readouterr().out == ""
+    assert main(["synth", "report", str(file), "--plot", str(tmp_path / "bare")]) == 0
+    assert f"plot: {tmp_path / 'bare.png'}" in capsys.readouterr().out and (tmp_path / "bare.png").is_file()

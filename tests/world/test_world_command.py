@@ -1,8 +1,13 @@
 """`jaxseeker world build` / `world info` through argparse, as the CLI wires them."""
 
 import argparse
+import re
+import shutil
 
-from jaxseeker.world import command, load_world
+import pytest
+
+from jaxseeker.cli import main
+from jaxseeker.world import command, load_world, save_world, synthetic_world
 
 
 def parse(argv):
@@ -19,3 +24,44 @@ def test_build_to_a_directory_then_info(tmp_path, capsys):
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "200 entities" in out and "University" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["world", "info", "synthetic:abc"], r"world spec 'synthetic:abc': expected synthetic\[:SIZE\[:SEED\]\] with integers"),
+    (["world", "info", "synthetic:0"], r"size=0 is too small for a synthetic world"),
+    (["world", "info", "nowhere:1"], r"cannot open world 'nowhere:1': give a saved world directory"),
+    (["world", "info", "atlas:ZZ"], r"unknown country codes: \['ZZ'\]"),
+    (["world", "build", "--size", "-3"], r"size=-3 is too small for a synthetic world"),
+    (["world", "build", "--source", "pages"], r"source 'pages' needs path= \(`--pages FILE`"),
+])
+def test_a_bad_world_spec_or_size_ends_the_command_in_one_line(tmp_path, argv, message):
+    with pytest.raises(SystemExit, match=rf"^jaxseeker world: {message}"):
+        main([*argv, "--cache-dir", str(tmp_path)])
+
+
+def test_a_bad_pages_line_or_out_path_ends_the_command_in_one_line(tmp_path):
+    pages = tmp_path / "p.jsonl"
+    pages.write_text('{"url": "a", "title": "A", "text": "x"}\nnot json\n')
+    bad_line = re.escape(f"{pages}:2: invalid JSON") + r".*`world build --skip-bad-lines`"
+    with pytest.raises(SystemExit, match=rf"^jaxseeker world: {bad_line}"):
+        main(["world", "info", f"pages:{pages}", "--cache-dir", str(tmp_path / "cache")])
+    file = tmp_path / "file"
+    file.write_text("")
+    for out, message in ((file, f"--out {file}: is a file, not a directory"),
+                         (file / "w", f"--out {file / 'w'}: {file} is a file, not a directory")):
+        with pytest.raises(SystemExit, match=rf"^jaxseeker world: {re.escape(message)}$"):
+            main(["world", "build", "--size", "200", "--out", str(out)])
+
+
+def test_a_damaged_saved_world_is_named_by_file_and_line(tmp_path):
+    save_world(synthetic_world(200, seed=1), tmp_path / "w")
+    for k, (name, content, message) in enumerate([
+        ("world.json", b"{not json", "world.json: not a JSON file"),
+        ("world.json", b"[1]", "world.json: expected a JSON object, got list"),
+        ("pages.jsonl", b'{"url": "u"}\n', "pages.jsonl:1: page is missing key 'title'"),
+        ("entities.jsonl", b"\xff\n", "entities.jsonl:1: not UTF-8"),
+    ]):
+        d = shutil.copytree(tmp_path / "w", tmp_path / f"damaged{k}")
+        (d / name).write_bytes(content)
+        with pytest.raises(SystemExit, match=rf"^jaxseeker world: {re.escape(str(d / message))}"):
+            main(["world", "info", str(d)])

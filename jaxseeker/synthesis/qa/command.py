@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from pathlib import Path
 
+from jaxseeker.errors import InputError
 from jaxseeker.world import open_world
+from jaxseeker.world.store import check_output
 
 from jaxseeker.synthesis.qa.apart import synthesize_apart
 from jaxseeker.synthesis.qa.driver import SynthResult
@@ -23,7 +24,7 @@ def _solver_options(args: argparse.Namespace, world) -> dict:
     if args.recipe != "openseeker" or args.solver == "rule":
         return {}
     if not args.base_url or not args.model:
-        raise SystemExit("--solver openai needs --base-url and --model (the key is read from $OPENAI_API_KEY)")
+        raise InputError("--solver openai needs --base-url and --model (the key is read from $OPENAI_API_KEY)")
     llm = PromptSolver(chat_completion(args.base_url, args.model, api_key=os.environ.get("OPENAI_API_KEY")), world)
     return {"difficulty": llm, "solvability": llm}
 
@@ -44,12 +45,18 @@ def _synthesize(args: argparse.Namespace, world) -> SynthResult:
 
 def _synth(args: argparse.Namespace) -> int:
     start = time.perf_counter()
+    if args.n < 1:
+        raise InputError(f"--n must be >= 1, got {args.n}")
     rounds = getattr(args, "rounds", None)
     if rounds is not None and not 0 <= rounds[0] <= rounds[1]:
-        raise SystemExit(f"--rounds MIN MAX needs 0 <= MIN <= MAX, got {rounds[0]} {rounds[1]}")
+        raise InputError(f"--rounds MIN MAX needs 0 <= MIN <= MAX, got {rounds[0]} {rounds[1]}")
+    out = check_output(args.out, "--out")
+    if args.plots:
+        check_output(args.plots, "--plots", directory=True)
     world = open_world(args.world, cache_dir=args.cache_dir)
+    if len(world) == 0:
+        raise InputError(f"--world {args.world}: the world has no entities to ask about")
     result = _synthesize(args, world)
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_jsonl(result.records, out)
     stats = compute_stats(result.records, None if args.no_solver_stats else reference_solver(world))

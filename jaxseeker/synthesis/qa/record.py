@@ -8,6 +8,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.jsonl import json_lines
+from jaxseeker.errors import InputError
 from jaxseeker.world import Query
 
 
@@ -55,16 +57,10 @@ def write_jsonl(records: Iterable[QARecord], path: str | Path) -> int:
 
 
 def read_jsonl(path: str | Path) -> Iterator[QARecord]:
-    """Read records written by `write_jsonl`; a bad line raises ValueError naming FILE:LINE."""
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                yield QARecord(str(d["question"]), str(d["answer"]), str(d["tag"]), int(d["level"]), dict(d["meta"]))
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{n}: invalid JSON: {err.msg}") from None
-            except (KeyError, TypeError, ValueError) as err:
-                keys = "question, answer, tag, level, meta"
-                raise ValueError(f"{path}:{n}: bad QA record ({err!r}); keys: {keys}") from None
+    """Read records written by `write_jsonl`; a bad line raises InputError naming FILE:LINE."""
+    for n, d in json_lines(path):
+        try:
+            yield QARecord(str(d["question"]), str(d["answer"]), str(d["tag"]), int(d["level"]), dict(d["meta"]))
+        except (KeyError, TypeError, ValueError) as err:
+            keys = "question, answer, tag, level, meta"
+            raise InputError(f"{path}:{n}: bad QA record ({err!r}); keys: {keys}") from None

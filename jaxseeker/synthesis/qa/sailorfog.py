@@ -41,6 +41,8 @@ class SailorFogConfig:
 def rare_entities(world: World, quantile: float) -> tuple[str, ...]:
     """Entities among the least linked `quantile` (with at least two links), in world order."""
     degrees = sorted(world.degree(i) for i in world.entities)
+    if not degrees:
+        return ()
     cut = max(2, degrees[min(len(degrees) - 1, int(quantile * len(degrees)))])
     return tuple(i for i in world.entities if 2 <= world.degree(i) <= cut)
 
@@ -98,8 +100,11 @@ def random_walk(
 
 
 def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogConfig()) -> Draft | None:
-    """One SailorFog draft (unique, obfuscated), or None when this walk gives none."""
-    seed = rng.choice(rare_entities(world, cfg.rare_quantile))
+    """One SailorFog draft (unique, obfuscated), or None when this walk gives none (or no entity has two links)."""
+    rare = rare_entities(world, cfg.rare_quantile)
+    if not rare:
+        return None
+    seed = rng.choice(rare)
     nodes, edges = random_walk(world, seed, rng.randint(cfg.min_edges, cfg.max_edges), rng, cfg)
     if len(edges) < cfg.min_edges:
         return None

@@ -1,9 +1,11 @@
 """`jaxseeker synth RECIPE …` through argparse, as the CLI wires it: JSONL out, summary, plots."""
 
 import argparse
+import re
 
 import pytest
 
+from jaxseeker.cli import main
 from jaxseeker.synthesis.qa import command, read_jsonl
 
 
@@ -40,7 +42,32 @@ def test_synth_apart_writes_questions_on_entities_the_files_never_use(tmp_path, 
 
 
 def test_synth_rounds_must_be_ordered(tmp_path):
-    args = parse(["synth", "e2hqa", "--n", "1", "--rounds", "2", "1", "--out", str(tmp_path / "q.jsonl"),
-                  "--cache-dir", str(tmp_path / "cache")])
-    with pytest.raises(SystemExit, match="--rounds MIN MAX needs 0 <= MIN <= MAX, got 2 1"):
-        args.func(args)
+    with pytest.raises(SystemExit, match="^jaxseeker synth: --rounds MIN MAX needs 0 <= MIN <= MAX, got 2 1$"):
+        main(["synth", "e2hqa", "--n", "1", "--rounds", "2", "1", "--out", str(tmp_path / "q.jsonl"),
+              "--cache-dir", str(tmp_path / "cache")])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--n", "0"], "--n must be >= 1, got 0"),
+    (["--n", "-2"], "--n must be >= 1, got -2"),
+    (["--out", "{tmp}"], "--out {tmp}: is a directory, not a file"),
+    (["--out", "{tmp}/file/q.jsonl"], "--out {tmp}/file/q.jsonl: {tmp}/file is a file, not a directory"),
+    (["--plots", "{tmp}/file"], "--plots {tmp}/file: is a file, not a directory"),
+    (["--apart", "{tmp}/file"], "{tmp}/file:1: bad QA record"),
+])
+def test_bad_counts_paths_and_apart_files_end_the_command_in_one_line(tmp_path, argv, message):
+    (tmp_path / "file").write_text('{"question": "q"}\n')
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    common = ["--world", "synthetic:200:0", "--cache-dir", str(tmp_path / "cache"), "--no-solver-stats", "--n", "2",
+              "--out", str(tmp_path / "q.jsonl")]
+    with pytest.raises(SystemExit, match="^jaxseeker synth: " + re.escape(message.format(tmp=tmp_path))):
+        main(["synth", "sailorfog", *common, *argv])
+
+
+def test_a_world_without_entities_ends_the_command_in_one_line(tmp_path):
+    (tmp_path / "empty.jsonl").write_text("")
+    world = f"pages:{tmp_path / 'empty.jsonl'}"
+    for recipe in ("sailorfog", "crawlqa"):
+        with pytest.raises(SystemExit, match=f"^jaxseeker synth: --world {re.escape(world)}: the world has no entities"):
+            main(["synth", recipe, "--world", world, "--cache-dir", str(tmp_path / "cache"), "--n", "2",
+                  "--out", str(tmp_path / "q.jsonl")])

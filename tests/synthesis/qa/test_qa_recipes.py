@@ -5,7 +5,7 @@ import collections
 
 import pytest
 
-from jaxseeker.world import Query
+from jaxseeker.world import Entity, Query, Relation, World
 from jaxseeker.synthesis.qa import RECIPES, RuleSolver, e2hqa, get_recipe
 from jaxseeker.synthesis.qa.checks import LeakCheck, normalize, obfuscations_of
 from jaxseeker.synthesis.qa.render import answer_text, render_question
@@ -111,3 +111,10 @@ def test_e2hqa_with_zero_rounds_keeps_one_hop_questions(world):
     for r in records:
         if r.meta["rounds"] == 0:
             assert world.entity(r.meta["answer_id"]).name in r.question  # round 0 names the entity it asks about
+
+
+def test_sailorfog_drafts_nothing_from_a_world_without_an_entity_of_two_links():
+    places = [Entity("c", "country", "Varo"), Entity("a", "city", "Alta"), Entity("b", "city", "Bel")]
+    for world in (World([], []), World(places, [Relation("a", "located_in", "c")])):
+        result = get_recipe("sailorfog")(world, 2, seed=0)
+        assert result.records == [] and result.dropped == {"no_draft": result.attempts}
