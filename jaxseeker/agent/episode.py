@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from jaxseeker.data.chat import tokenize_chat
+from jaxseeker.errors import InputError
 from jaxseeker.jsonl import json_lines
 
 TERMINATIONS = ("answer", "max_tool_calls", "max_context", "format_error", "timeout")
@@ -176,9 +177,20 @@ def as_question(item: str | Mapping[str, Any] | Question, where: str = "question
     return Question(text, answer, meta)
 
 
+def numbered_questions(path: str | Path) -> list[tuple[int, Question]]:
+    """(line number, Question) for every record of a JSONL file of {"question", "answer"?, …}; a bad line or an
+    empty file raises InputError naming FILE:LINE (or the file)."""
+    numbered = []
+    for line_no, obj in json_lines(path):
+        try:
+            numbered.append((line_no, as_question(obj, f"{path}:{line_no}")))
+        except (TypeError, ValueError) as err:  # the message names FILE:LINE
+            raise InputError(str(err)) from None
+    if not numbered:
+        raise InputError(f"{path}: no questions")
+    return numbered
+
+
 def read_questions(path: str | Path) -> list[Question]:
-    """Questions from a JSONL file of {"question", "answer"?, …}; a bad line raises ValueError naming FILE:LINE."""
-    questions = [as_question(obj, f"{path}:{line_no}") for line_no, obj in json_lines(path)]  # errors name FILE:LINE
-    if not questions:
-        raise ValueError(f"{path}: no questions")
-    return questions
+    """Questions from a JSONL file of {"question", "answer"?, …}; a bad line raises InputError naming FILE:LINE."""
+    return [question for _, question in numbered_questions(path)]

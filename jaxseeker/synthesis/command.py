@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jaxseeker.agent.episode import Question, as_question
+from jaxseeker.agent.episode import Question, numbered_questions
 from jaxseeker.agent.loop import RolloutConfig
 from jaxseeker.agent.prompts import system_prompt
-from jaxseeker.jsonl import json_lines
 from jaxseeker.errors import InputError
 from jaxseeker.synthesis import filters, shortcot
 from jaxseeker.synthesis.expert import ExpertConfig
@@ -120,14 +119,7 @@ def _questions(args: argparse.Namespace) -> list[Question]:
         wanted = {int(x) for x in args.levels.split(",") if x}
     except ValueError:
         raise InputError(f"--levels {args.levels!r}: expected levels separated by commas, e.g. 1,2") from None
-    numbered = []
-    for line_no, obj in json_lines(args.questions):
-        try:
-            numbered.append((line_no, as_question(obj, f"{args.questions}:{line_no}")))
-        except (TypeError, ValueError) as err:  # the message names FILE:LINE
-            raise InputError(str(err)) from None
-    if not numbered:
-        raise InputError(f"{args.questions}: no questions")
+    numbered = numbered_questions(args.questions)
     if wanted:
         numbered = [(n, q) for n, q in numbered if q.meta.get("level") in wanted]
     numbered = numbered[: args.limit] if args.limit else numbered

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from jaxseeker.agent import Episode, Submission, ToolCallRecord, read_episodes, read_questions, write_episodes
+from jaxseeker.errors import InputError
 
 
 def make_episode(**overrides):
@@ -59,4 +60,7 @@ def test_questions_file(tmp_path):
     assert second.answer == '["x", "y"]'
     path.write_text('{"question": "Q1?"}\n{"text": "no question"}\n')
     with pytest.raises(ValueError, match=r"questions.jsonl:2: 'question' must be a non-empty string"):
+        read_questions(path)
+    path.write_text('{"question": "Q1?"}\n[1, 2]\n')  # an InputError: commands print it in one line
+    with pytest.raises(InputError, match=r"questions.jsonl:2: expected a string or an object with a 'question'"):
         read_questions(path)
