@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.agent.episode import Episode, Question
-from jaxseeker.jsonl import json_lines
 from jaxseeker.errors import InputError
+from jaxseeker.jsonl import json_lines
 from jaxseeker.agent.loop import RegistrySource, RolloutConfig, run_episodes
 from jaxseeker.synthesis.filters import Stage, run_funnel
 

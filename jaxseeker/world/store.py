@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jaxseeker.jsonl import json_lines
 from jaxseeker.errors import InputError
+from jaxseeker.jsonl import json_lines
 from jaxseeker.world.corpus import Page
 from jaxseeker.world.entities import Entity, Relation
 from jaxseeker.world.graph import World

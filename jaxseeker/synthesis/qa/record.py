@@ -8,8 +8,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from jaxseeker.jsonl import json_lines
 from jaxseeker.errors import InputError
+from jaxseeker.jsonl import json_lines
 from jaxseeker.world import Query
 
 
