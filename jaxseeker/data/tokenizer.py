@@ -20,11 +20,14 @@ also follows every name qualifier such as `(Illinois, US)`), and which answers `
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+from jaxseeker.errors import InputError
 
 # Qwen2's pre-tokenizer split (tokenizer.json of the Qwen2 / Qwen2.5 / Qwen3 checkpoints): contractions,
 # letter runs with at most one leading non-letter, single digits, punctuation runs, newlines, spaces.
@@ -139,9 +142,32 @@ def train_tokenizer(
     return tokenizer
 
 
+# A saved tokenizer's vocabulary: the fast tokenizer's file, a BPE vocabulary or a SentencePiece model.
+_VOCABULARY_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model")
+# The JSON files of a saved tokenizer (and of the model directory it often shares) that `load_tokenizer` reads.
+_TOKENIZER_JSON_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
+
+
 def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
-    """Loads a tokenizer directory (``tokenizer.json`` + config, e.g. a Qwen checkpoint) offline."""
+    """Loads a tokenizer directory (``tokenizer.json`` + config, e.g. a Qwen checkpoint) offline; InputError naming
+    the directory, or the file and line of a damaged JSON file, when none loads."""
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"tokenizer directory not found: {path}")
-    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    if not any((path / name).is_file() for name in _VOCABULARY_FILES):  # transformers 5 would build an empty one
+        raise InputError(f"{path}: no tokenizer in this directory (none of {', '.join(_VOCABULARY_FILES)})")
+    for name in _TOKENIZER_JSON_FILES:  # transformers' JSONDecodeError names neither the file nor the directory
+        file = path / name
+        if file.is_file():
+            try:
+                json.loads(file.read_text(encoding="utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as err:
+                where = f":{err.lineno}" if isinstance(err, json.JSONDecodeError) else ""
+                raise InputError(f"{file}{where}: not a JSON file ({err})") from None
+    try:
+        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (KeyError, OSError, ValueError) as err:  # transformers finds no usable tokenizer files
+        reason = (str(err).strip().splitlines() or [""])[0].rstrip(" :")
+        raise InputError(
+            f"{path}: no tokenizer loads from this directory ({type(err).__name__}: {reason}); it needs the "
+            "tokenizer.json and tokenizer_config.json that `save_pretrained` writes") from None

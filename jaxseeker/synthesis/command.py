@@ -107,9 +107,8 @@ def _tokenizer(path: str, flag: str) -> Any:
 
     try:
         return load_tokenizer(path)
-    except (KeyError, OSError, ValueError) as err:  # not a directory, or transformers finds no usable tokenizer files
-        reason = (str(err).splitlines() or [""])[0].rstrip(" :")
-        raise InputError(f"{flag} {path}: no tokenizer loads from it ({type(err).__name__}: {reason})") from None
+    except (InputError, FileNotFoundError) as err:
+        raise InputError(f"{flag}: {err}") from None
 
 
 def _questions(args: argparse.Namespace) -> list[Question]:

@@ -3,11 +3,14 @@
 import argparse
 import json
 
+import pytest
+
 from agent_support import MAX_LEN, PAGES, QUESTION, SLOTS
 
 from jaxseeker import model
 from jaxseeker.agent import read_episodes
 from jaxseeker.agent.command import add_bench_parser, add_parser, bench_rollout
+from jaxseeker.cli import main
 
 
 def cli(argv):
@@ -43,6 +46,15 @@ def test_rollout_command_writes_episodes_and_a_summary(tmp_path, call_model, cap
     assert "2 episodes" in summary and "terminations: max_tool_calls 2 (100%)" in summary
     assert "tool calls per episode: mean 1.00" in summary and "exact match: 0/2" in summary and "tokens/s" in summary
     assert "(generated on a data=1,fsdp=1,tensor=1,expert=1 mesh of 1 device)" in summary
+
+
+def test_a_model_directory_without_a_tokenizer_ends_rollout_in_one_line(tmp_path, call_model):
+    _, cfg, params = call_model
+    model.save_hf(params, cfg, tmp_path / "model")
+    (tmp_path / "q.jsonl").write_text(json.dumps({"question": QUESTION, "answer": "nine"}) + "\n")
+    with pytest.raises(SystemExit, match=f"^jaxseeker rollout: {tmp_path / 'model'}: no tokenizer in this directory"):
+        main(["rollout", "--model", str(tmp_path / "model"), "--questions", str(tmp_path / "q.jsonl"),
+              "--out", str(tmp_path / "e.jsonl")])
 
 
 def test_bench_rollout_counts_idle_time():

@@ -3,6 +3,7 @@
 import pytest
 
 from jaxseeker.data import load_tokenizer, train_tokenizer
+from jaxseeker.errors import InputError
 
 TEXTS = [
     'Sherwin Field Nr 1 Airport lies at an elevation of 494 m. {"query": ["Sherwin Field"]} <answer>Leakey</answer>',
@@ -68,3 +69,18 @@ def test_dropped_thousands_separators_make_a_pages_number_its_answers_tokens(tmp
     text = "Lawrenceville has a population of 4,427."
     enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
     assert [text[a:b] for a, b in enc["offset_mapping"]][-3:] == ["4", "427", "."]  # offsets into the original
+
+
+def test_a_directory_without_a_usable_tokenizer_is_named(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "qwen3"}')  # transformers 5 would make an empty tokenizer
+    with pytest.raises(InputError, match=f"^{tmp_path}: no tokenizer in this directory \\(none of tokenizer.json, "):
+        load_tokenizer(tmp_path)
+    (tmp_path / "vocab.json").write_text("{}")  # a vocabulary without the rest of a tokenizer
+    with pytest.raises(InputError, match=f"^{tmp_path}: no tokenizer loads from this directory "):
+        load_tokenizer(tmp_path)
+    (tmp_path / "vocab.json").unlink()
+    (tmp_path / "tokenizer.json").write_text('{"version": "1.0",\n  "model": }')
+    with pytest.raises(InputError, match=f"^{tmp_path / 'tokenizer.json'}:2: not a JSON file"):
+        load_tokenizer(tmp_path)
+    with pytest.raises(FileNotFoundError, match="tokenizer directory not found"):
+        load_tokenizer(tmp_path / "nowhere")

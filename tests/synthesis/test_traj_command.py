@@ -101,8 +101,8 @@ def test_a_directory_without_a_tokenizer_ends_the_command_in_one_line(tmp_path, 
     write_jsonl(get_recipe("crawlqa")(traj_world, 1, seed=4).records, tmp_path / "qa.jsonl")
     (tmp_path / "tok").mkdir()
     (tmp_path / "tok" / "tokenizer.json").write_text("{not json")
-    with pytest.raises(SystemExit, match=f"^jaxseeker synth: --tokenizer {re.escape(str(tmp_path / 'tok'))}: "
-                                         "no tokenizer loads from it"):
+    with pytest.raises(SystemExit, match=f"^jaxseeker synth: --tokenizer: {re.escape(str(tmp_path / 'tok'))}/"
+                                         "tokenizer.json:1: not a JSON file"):
         main(["synth", "trajectories", "--questions", str(tmp_path / "qa.jsonl"), "--world", str(tmp_path / "world"),
               "--tokenizer", str(tmp_path / "tok"), "--out", str(tmp_path / "t.jsonl")])
 
