@@ -42,3 +42,35 @@ def json_lines(path: str | Path) -> Iterator[tuple[int, Any]]:
         if reason is not None:
             raise InputError(f"{path}:{line_no}: {reason}")
         yield line_no, obj
+
+
+def drop_torn_tail(path: str | Path, chunk: int = 1 << 16) -> int:
+    """Cut the unfinished last line a killed writer left at the end of an append-only JSONL file (no closing line
+    feed, not JSON), so a resumed run appends on a line of its own; returns how many bytes were cut (0: whole).
+    A last line that is whole JSON without its line feed gets the line feed instead."""
+    with open(path, "rb+") as f:
+        end = f.seek(0, 2)
+        if end == 0:
+            return 0
+        f.seek(end - 1)
+        if f.read(1) == b"\n":
+            return 0
+        start = end
+        while start > 0:  # back to the line feed before the last line, a chunk at a time
+            step = min(chunk, start)
+            f.seek(start - step)
+            block = f.read(step)
+            cut = block.rfind(b"\n")
+            start -= step
+            if cut >= 0:
+                start += cut + 1
+                break
+        f.seek(start)
+        tail = f.read()
+        try:
+            json.loads(tail.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            f.truncate(start)
+            return len(tail)
+        f.write(b"\n")
+        return 0

@@ -1,13 +1,15 @@
 """The evaluation runner: k rollouts per question through the rollout loop, judged, resumable.
 
-Results are appended to `results.jsonl` one question at a time (all k rounds together), so a restarted
-run skips every question already finished. Records have the keys `eval.metrics` reads.
+Results are appended to `results.jsonl` after each chunk of questions (all k rounds of each), so a restarted
+run skips every question already finished; the unfinished line a killed run may leave at the end is cut first.
+Records have the keys `eval.metrics` reads.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 
 from jaxseeker.agent import Episode, Question, RolloutConfig, rollout
 from jaxseeker.eval.report import read_results, write_report
+from jaxseeker.jsonl import drop_torn_tail
 from jaxseeker.rewards import check_format, evidence_recall, exact_match, llm_judge, token_f1
 
 Judge = Callable[[str, str | None, Any], tuple[bool | None, bool]]  # (question, prediction, answer) → (correct, parse_error)
@@ -77,6 +80,8 @@ def run_eval(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.jsonl"
+    if path.exists() and (cut := drop_torn_tail(path)):
+        print(f"{path}: cut the unfinished last line ({cut} bytes) an interrupted run left", file=sys.stderr)
     done = Counter(qid for qid, _ in _records_by_round(path))
     todo = [q for q in questions if done[str(q["id"])] < k]
     for start in range(0, len(todo), chunk):

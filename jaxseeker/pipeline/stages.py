@@ -44,24 +44,23 @@ class StageRunner:
         the same `key` (it continues from its checkpoints; one started with other inputs cannot)."""
         out = self.root / name
         marker, started = out / "done.json", out / "started.json"
-        if marker.exists():
-            done = json.loads(marker.read_text())
-            if done.get("key") == key:
-                self.log(f"[{name}] reused ({out})")
-                self.reused.append(name)
-                self.timings[name] = done.get("wall_s", 0.0)
-                return self._stop_after(name, done["metrics"])
-        resume = resumable and not marker.exists() and started.exists() and json.loads(started.read_text()).get("key") == key
+        done = _read_marker(marker)
+        if done.get("key") == key and "metrics" in done:
+            self.log(f"[{name}] reused ({out})")
+            self.reused.append(name)
+            self.timings[name] = done.get("wall_s", 0.0)
+            return self._stop_after(name, done["metrics"])
+        resume = resumable and "metrics" not in done and _read_marker(started).get("key") == key  # killed part-way
         if out.exists() and not resume:
             shutil.rmtree(out)
         out.mkdir(parents=True, exist_ok=True)
-        started.write_text(json.dumps({"key": key}))
+        _write_marker(started, {"key": key})
         self.log(f"[{name}] {'resuming' if resume else 'running'}")
         t = time.perf_counter()
         metrics = fn(out)
         wall = round(time.perf_counter() - t, 2)
         self.timings[name] = wall
-        marker.write_text(json.dumps({"key": key, "metrics": metrics, "wall_s": wall}, indent=2, default=str))
+        _write_marker(marker, {"key": key, "metrics": metrics, "wall_s": wall})
         self.log(f"[{name}] done in {wall:.1f} s")
         return self._stop_after(name, metrics)
 
@@ -70,3 +69,19 @@ class StageRunner:
             self.log(f"[{name}] stopping here (until {name}); a later run without it goes on from here")
             raise StopAfter(name, metrics)
         return metrics
+
+
+def _read_marker(path: Path) -> dict:
+    """A stage's `done.json` / `started.json`, or {} when it is missing or damaged (the stage then runs anew)."""
+    try:
+        marker = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return marker if isinstance(marker, dict) else {}
+
+
+def _write_marker(path: Path, marker: dict) -> None:
+    """Write `marker` whole or not at all (a temporary file renamed over `path`), so a kill leaves no torn marker."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(marker, indent=2, default=str), encoding="utf-8")
+    tmp.replace(path)

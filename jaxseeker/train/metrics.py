@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxseeker.jsonl import json_lines
+from jaxseeker.jsonl import drop_torn_tail, json_lines
 
 
 class MetricsWriter:
@@ -24,6 +24,8 @@ class MetricsWriter:
         self._tb = None
         if enabled:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists():
+                drop_torn_tail(self.path)  # a row a killed run was writing; the steps after its checkpoint rerun
             if resumed_from is not None and self.path.exists():
                 kept = [row for row in read_metrics(self.path) if row["step"] <= resumed_from]
                 tmp = self.path.with_suffix(".jsonl.tmp")

@@ -55,6 +55,20 @@ def test_pass_at_1_levels_and_resume(setup, tmp_path):
     assert (tmp_path / "report" / "summary.md").exists()
 
 
+def test_a_run_killed_while_writing_resumes_after_cutting_its_unfinished_line(setup, tmp_path, capsys):
+    tok, registry = setup
+    engine = ScriptedEngine(tok, _script, slots=4, max_len=4096, eos_ids=[tok.convert_tokens_to_ids("<|im_end|>")])
+    config = RolloutConfig(max_context_tokens=4096, max_tokens_per_turn=256, date="2025-01-01")
+    run_eval(engine, tok, registry, QUESTIONS[:2], tmp_path, k=2, config=config, progress=False)
+    results = tmp_path / "results.jsonl"
+    lines = results.read_text().splitlines(keepends=True)
+    results.write_text("".join(lines[:3]) + lines[3][:40])  # killed 40 bytes into q1's second round
+    summary = run_eval(engine, tok, registry, QUESTIONS[:2], tmp_path, k=2, config=config, progress=False)
+    assert f"{results}: cut the unfinished last line (40 bytes)" in capsys.readouterr().err
+    assert (summary["rollouts"], summary["pass_at_1"]) == (4, pytest.approx(0.5))  # q1 rolled out again
+    assert [json.loads(line)["question_id"] for line in results.read_text().splitlines()] == ["q0"] * 2 + ["q1"] * 3
+
+
 def _visit_script(context: str, turn: int) -> str:
     """Visit the tower's page on even question numbers, then answer; odd ones answer at once."""
     number = int(context.split("tower number ")[1].split("?")[0])

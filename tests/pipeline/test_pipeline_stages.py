@@ -41,3 +41,17 @@ def test_an_unfinished_resumable_stage_continues_only_with_the_inputs_it_started
     (tmp_path / "sft" / "done.json").unlink()
     runner.run("sft", new, _stage(calls), resumable=True)
     assert calls[-1] == ["started.json"]  # other inputs: the old checkpoint would not fit, so it is gone
+
+
+def test_a_damaged_marker_means_not_done_and_a_killed_stage_still_resumes(tmp_path):
+    runner, calls = StageRunner(tmp_path, log=lambda _: None), []
+    key = fingerprint({"steps": 3})
+    runner.run("sft", key, _stage(calls), resumable=True)
+    (tmp_path / "sft" / "done.json").write_text('{"key": "')  # torn by a kill (before markers were written whole)
+    assert runner.run("sft", key, _stage(calls), resumable=True) == {"n": 2}
+    assert calls[-1] == ["checkpoint", "done.json", "started.json"]  # resumed from its checkpoints, not wiped
+    assert json.loads((tmp_path / "sft" / "done.json").read_text())["metrics"] == {"n": 2}
+    (tmp_path / "qa").mkdir()
+    (tmp_path / "qa" / "started.json").write_bytes(b"\xff")
+    assert runner.run("qa", key, _stage(calls)) == {"n": 3} and calls[-1] == ["started.json"]
+    assert not list(tmp_path.glob("*/*.tmp"))  # markers are written to a temporary file, then renamed

@@ -18,6 +18,15 @@ def test_resume_drops_the_rows_logged_after_the_checkpoint(tmp_path):
                                                       (7, 2.0)]
 
 
+def test_a_row_a_killed_run_left_unfinished_is_cut_on_resume(tmp_path):
+    _log(tmp_path, range(1, 4), 1.0)
+    with (tmp_path / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 4, "lo')  # killed while writing step 4's row; its last checkpoint was step 3
+    _log(tmp_path, range(4, 6), 2.0, resumed_from=3)
+    assert [(r["step"], r["loss"]) for r in read_metrics(tmp_path / "metrics.jsonl")] == [
+        (1, 1.0), (2, 1.0), (3, 1.0), (4, 2.0), (5, 2.0)]
+
+
 def test_a_new_run_replaces_old_rows_and_none_appends(tmp_path):
     _log(tmp_path, range(1, 4), 1.0)
     _log(tmp_path, range(1, 3), 2.0, resumed_from=0)
