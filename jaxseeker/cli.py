@@ -9,6 +9,7 @@ import os
 import sys
 
 from jaxseeker.errors import InputError
+from jaxseeker.train.interrupt import Interrupted
 from jaxseeker.train.recipe import RecipeError
 
 # Stage modules with an `add_parser(subparsers)` and/or an `add_bench_parser(bench_subparsers)`;
@@ -90,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         from_recipe = source and isinstance(err, RecipeError) and not str(err).startswith((str(source), "--set"))
         where = f"{source}: " if from_recipe else ""
         raise SystemExit(f"jaxseeker {args.command}: {where}{err}") from err
+    except Interrupted as err:  # Ctrl-C or SIGTERM: the step in flight was finished and saved
+        again = "add --resume to go on from it" if hasattr(args, "resume") else "run the same command to go on from it"
+        print(f"jaxseeker {args.command}: {err}; {again}", file=sys.stderr)
+        return err.exit_code
 
 
 if __name__ == "__main__":

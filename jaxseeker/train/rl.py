@@ -50,6 +50,7 @@ from jaxseeker.parallel import (
     is_main_process,
     local_copy,
     local_mesh,
+    process_info,
     tree_shardings,
 )
 from jaxseeker.tools import (
@@ -60,6 +61,7 @@ from jaxseeker.tools import (
 )
 from jaxseeker.train import selection as sel
 from jaxseeker.train.checkpoint import Checkpointer
+from jaxseeker.train.interrupt import Interrupted, stop_requests
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.policy import build_policy
@@ -359,7 +361,8 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
 
 
 def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine: Any = None) -> dict:
-    """Train `rl.steps` RL steps, checkpointing on the way; returns the summary (also `summary.json`)."""
+    """Train `rl.steps` RL steps, checkpointing on the way; returns the summary (also `summary.json`). A
+    single-process run stopped by Ctrl-C or SIGTERM saves the step it was on and raises `Interrupted`."""
     run = prepare(recipe, resume=resume, engine=engine)
     main = is_main_process()
     t_start = time.perf_counter()
@@ -369,18 +372,25 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
     state, history = run.state, []
     bar = tqdm(range(run.start_step, run.rl.steps), initial=run.start_step, total=run.rl.steps, desc="rl",
                disable=not (progress and main))
-    for step in bar:
-        state, metrics, episodes = run_step(run, state, step)
-        done = step + 1
-        writer.write(done, metrics)
-        history.append(metrics)
-        bar.set_postfix(reward=f"{metrics['reward']:.3f}", acc=f"{metrics['accuracy']:.2f}",
-                        step_s=f"{metrics['step_s']:.1f}")
-        if main and run.rl.episodes_every and done % run.rl.episodes_every == 0:
-            (run.out_dir / "episodes").mkdir(exist_ok=True)
-            write_episodes(run.out_dir / "episodes" / f"step_{done:06d}.jsonl", episodes)
-        data_state = {"pool": run.sampler.pool, "sampler": run.sampler.state()}
-        run.checkpointer.save(done, state, data_state=data_state, config=run.recipe, force=done == run.rl.steps)
+    with stop_requests(enabled=process_info()["process_count"] == 1) as stop:
+        for step in bar:
+            state, metrics, episodes = run_step(run, state, step)
+            done = step + 1
+            writer.write(done, metrics)
+            history.append(metrics)
+            bar.set_postfix(reward=f"{metrics['reward']:.3f}", acc=f"{metrics['accuracy']:.2f}",
+                            step_s=f"{metrics['step_s']:.1f}")
+            if main and run.rl.episodes_every and done % run.rl.episodes_every == 0:
+                (run.out_dir / "episodes").mkdir(exist_ok=True)
+                write_episodes(run.out_dir / "episodes" / f"step_{done:06d}.jsonl", episodes)
+            data_state = {"pool": run.sampler.pool, "sampler": run.sampler.state()}
+            stopping = stop.signal_name is not None and done < run.rl.steps  # Ctrl-C or SIGTERM came
+            run.checkpointer.save(done, state, data_state=data_state, config=run.recipe,
+                                  force=done == run.rl.steps or stopping)
+            if stopping:
+                run.checkpointer.close()  # waits for the save
+                writer.close()
+                raise Interrupted(stop.signal_name, done, run.out_dir)
     run.checkpointer.close()
     writer.close()
     rows = read_metrics(run.out_dir / "metrics.jsonl") if main else []

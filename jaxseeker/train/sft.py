@@ -21,6 +21,7 @@ from jaxseeker.data import DataConfig, batch_iterator, open_source, place_on_mes
 from jaxseeker.parallel import batch_sharding, is_main_process, process_info
 from jaxseeker.resolve import resolve_function
 from jaxseeker.train.checkpoint import Checkpointer
+from jaxseeker.train.interrupt import Interrupted, stop_requests
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.recipe import RecipeError, build, check_sections
@@ -165,7 +166,8 @@ def evaluate(run: SFTRun, params: Any) -> dict[str, float]:
 
 
 def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dict:
-    """Train to `train.steps`, checkpointing on the way; returns the summary (also `summary.json`)."""
+    """Train to `train.steps`, checkpointing on the way; returns the summary (also `summary.json`). A single-process
+    run stopped by Ctrl-C or SIGTERM saves the step it was on and raises `Interrupted` (`train.interrupt`)."""
     run = prepare(recipe, resume=resume)
     main = is_main_process()
     writer = MetricsWriter(run.out_dir, enabled=main, resumed_from=run.start_step)
@@ -174,25 +176,32 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
                desc="sft", disable=not (progress and main))
     window_t, window_tokens = time.perf_counter(), []
     over_length = np.zeros(2, np.int64)  # examples cut at / dropped for data.seq_len, this process's rows
-    for step in bar:
-        batch = next(run.iterator)
-        over_length += [int(np.sum(batch["num_truncated"])), int(np.sum(batch["num_dropped"]))]
-        state, metrics = run.step_fn(state, place_on_mesh(batch, run.batch_sharding))
-        window_tokens.append(metrics["n_tokens"])  # trained tokens of the global batch, read at the next log
-        done = step + 1
-        if done % run.train.log_every == 0 or done == run.train.steps:
-            now = time.perf_counter()
-            window_tokens = sum(int(n) for n in jax.device_get(window_tokens))
-            last = {k: float(v) for k, v in jax.device_get(metrics).items()}
-            last["tokens_per_s"] = window_tokens / (now - window_t)
-            tokens_seen += window_tokens
-            window_t, window_tokens = now, []
-            writer.write(done, last)
-            bar.set_postfix(loss=f"{last['loss']:.4f}", lr=f"{last.get('lr', 0):.2e}", tok_s=f"{last['tokens_per_s']:.0f}")
-        if run.train.eval_every and done % run.train.eval_every == 0 and done != run.train.steps:
-            writer.write(done, evaluate(run, state.params))
-        run.checkpointer.save(done, state, data_state={"iterator": run.iterator.get_state()}, config=run.recipe,
-                              force=done == run.train.steps)
+    with stop_requests(enabled=process_info()["process_count"] == 1) as stop:
+        for step in bar:
+            batch = next(run.iterator)
+            over_length += [int(np.sum(batch["num_truncated"])), int(np.sum(batch["num_dropped"]))]
+            state, metrics = run.step_fn(state, place_on_mesh(batch, run.batch_sharding))
+            window_tokens.append(metrics["n_tokens"])  # trained tokens of the global batch, read at the next log
+            done = step + 1
+            if done % run.train.log_every == 0 or done == run.train.steps:
+                now = time.perf_counter()
+                window_tokens = sum(int(n) for n in jax.device_get(window_tokens))
+                last = {k: float(v) for k, v in jax.device_get(metrics).items()}
+                last["tokens_per_s"] = window_tokens / (now - window_t)
+                tokens_seen += window_tokens
+                window_t, window_tokens = now, []
+                writer.write(done, last)
+                bar.set_postfix(loss=f"{last['loss']:.4f}", lr=f"{last.get('lr', 0):.2e}",
+                                tok_s=f"{last['tokens_per_s']:.0f}")
+            if run.train.eval_every and done % run.train.eval_every == 0 and done != run.train.steps:
+                writer.write(done, evaluate(run, state.params))
+            stopping = stop.signal_name is not None and done < run.train.steps  # Ctrl-C or SIGTERM came
+            run.checkpointer.save(done, state, data_state={"iterator": run.iterator.get_state()}, config=run.recipe,
+                                  force=done == run.train.steps or stopping)
+            if stopping:
+                run.checkpointer.close()  # waits for the save
+                writer.close()
+                raise Interrupted(stop.signal_name, done, run.out_dir)
     run.checkpointer.close()
     if process_info()["process_count"] > 1:
         over_length = np.sum(multihost_utils.process_allgather(over_length), axis=0)

@@ -1,7 +1,9 @@
 """The RL loop on the real engine, rollout loop, judge and update: a toy policy learns; an interrupted run resumes."""
 
 import argparse
+import os
 import re
+import signal
 import shutil
 from pathlib import Path
 
@@ -9,7 +11,8 @@ import numpy as np
 import pytest
 
 from jaxseeker.agent import Episode, RolloutConfig, read_episodes
-from jaxseeker.train.metrics import read_metrics
+from jaxseeker.train.interrupt import Interrupted
+from jaxseeker.train.metrics import MetricsWriter, read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.train.rl import ROW_BUCKET, ContextStage, RLConfig, context_stages, row_length, run_rl, stage_at
 from jaxseeker.train.rl_bench import TOY_ANSWER, write_toy
@@ -80,6 +83,29 @@ def test_resume_after_a_kill_repeats_the_uninterrupted_steps(toy_run, capsys):
     assert sorted(resumed) == [3, 4, 5]
     for row in rows[2:]:
         for key in ("reward", "accuracy", "loss", "grad_norm", "entropy"):
+            assert resumed[row["step"]][key] == pytest.approx(row[key], rel=1e-5, abs=1e-7), (row["step"], key)
+
+
+def test_sigterm_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_steps(toy_run, tmp_path, monkeypatch):
+    paths, _, _, rows = toy_run
+    recipe = read_recipe(CONFIG, overrides(paths, tmp_path / "stopped", f"rl.steps={STEPS}"))
+    write = MetricsWriter.write
+
+    def preempted_during_step_1(self, step, metrics, prefix=""):
+        write(self, step, metrics, prefix)
+        if step == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # what a preempted cloud VM receives
+
+    monkeypatch.setattr(MetricsWriter, "write", preempted_during_step_1)
+    with pytest.raises(Interrupted, match="stopped by SIGTERM after step 1"):
+        run_rl(recipe, progress=False)
+    monkeypatch.undo()
+    assert [p.name for p in (tmp_path / "stopped" / "checkpoints").iterdir()] == ["1"]
+    assert run_rl(recipe, resume=True, progress=False)["resumed_from"] == 1
+    resumed = {r["step"]: r for r in read_metrics(tmp_path / "stopped" / "metrics.jsonl")}
+    assert sorted(resumed) == list(range(1, STEPS + 1))
+    for row in rows:
+        for key in ("reward", "accuracy", "loss"):
             assert resumed[row["step"]][key] == pytest.approx(row[key], rel=1e-5, abs=1e-7), (row["step"], key)
 
 

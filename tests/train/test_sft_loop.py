@@ -13,9 +13,10 @@ import pytest
 import transformers
 import yaml
 
+from jaxseeker.cli import main
 from jaxseeker.data import train_tokenizer
 from jaxseeker.model.safetensors_io import TensorReader
-from jaxseeker.train.metrics import read_metrics
+from jaxseeker.train.metrics import MetricsWriter, read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.train.sft import prepare, run_sft
 
@@ -117,6 +118,36 @@ def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, tmp_pat
     expected, got = losses("whole"), losses("killed")
     assert sorted(got) == list(range(1, 13))
     for step in range(1, 13):
+        assert got[step] == pytest.approx(expected[step], abs=1e-6), step
+
+
+def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_losses(workspace, tmp_path, capsys,
+                                                                                      monkeypatch):
+    _, path = workspace
+    run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'whole'}", "train.steps=8"]), progress=False)
+    write = MetricsWriter.write
+
+    def ctrl_c_during_step_3(self, step, metrics, prefix=""):
+        write(self, step, metrics, prefix)
+        if step == 3:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(MetricsWriter, "write", ctrl_c_during_step_3)
+    argv = ["sft", "--config", str(path), "--set", f"train.out_dir={tmp_path / 'stopped'}", "--set", "train.steps=8"]
+    assert main(argv) == 130  # the shell's status for Ctrl-C
+    err = capsys.readouterr().err
+    assert f"jaxseeker sft: stopped by SIGINT after step 3; its checkpoint is saved under {tmp_path / 'stopped'}; " \
+           "add --resume to go on from it" in err
+    assert sorted(int(p.name) for p in (tmp_path / "stopped" / "checkpoints").iterdir()) == [3]  # saved every 5
+    monkeypatch.undo()
+    assert main([*argv, "--resume"]) == 0
+
+    def losses(run):
+        return {r["step"]: r["loss"] for r in read_metrics(tmp_path / run / "metrics.jsonl") if "loss" in r}
+
+    expected, got = losses("whole"), losses("stopped")
+    assert sorted(got) == list(range(1, 9))
+    for step in range(1, 9):
         assert got[step] == pytest.approx(expected[step], abs=1e-6), step
 
 

@@ -1,0 +1,44 @@
+"""`train.interrupt`: the first Ctrl-C or SIGTERM is a request the training loop acts on after its step."""
+
+import os
+import signal
+import threading
+
+import pytest
+
+from jaxseeker.train.interrupt import Interrupted, stop_requests
+
+
+def test_the_first_signal_is_recorded_and_the_old_handlers_return():
+    before = signal.getsignal(signal.SIGTERM)
+    with stop_requests() as stop:
+        assert stop.signal_name is None
+        os.kill(os.getpid(), signal.SIGTERM)  # what a preempted VM receives
+        assert stop.signal_name == "SIGTERM"
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_second_ctrl_c_stops_at_once(capsys):
+    with pytest.raises(KeyboardInterrupt), stop_requests() as stop:
+        signal.raise_signal(signal.SIGINT)
+        assert stop.signal_name == "SIGINT"
+        signal.raise_signal(signal.SIGINT)  # Python's own handler again: KeyboardInterrupt
+    assert "SIGINT: stopping after this step" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_nothing_is_caught_off_the_main_thread_or_when_disabled():
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(stop_requests().__enter__().signal_name))
+    thread.start()
+    thread.join()
+    with stop_requests(enabled=False):
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert seen == [None]
+
+
+def test_an_interrupted_run_names_its_step_and_the_shell_status():
+    err = Interrupted("SIGTERM", 40, "runs/x")
+    assert str(err) == "stopped by SIGTERM after step 40; its checkpoint is saved under runs/x"
+    assert (err.exit_code, Interrupted("SIGINT", 1, ".").exit_code) == (143, 130)
+    assert isinstance(err, KeyboardInterrupt)  # code that does not know it stops as on Ctrl-C
