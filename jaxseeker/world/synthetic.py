@@ -19,6 +19,7 @@ from jaxseeker.world.names import EVENT_WORDS, ORG_WORDS, NameMaker
 
 LAST_YEAR = 2024
 SHARES = {"country": 0.03, "city": 0.12, "organisation": 0.13, "work": 0.17, "event": 0.10}
+MIN_SIZE = 28  # the smallest size whose shares leave the 10 people a world needs (tests/world checks it)
 OCCUPATIONS = {
     "painter": ("painting", "sculpture"), "novelist": ("novel",), "poet": ("poem collection",),
     "composer": ("symphony", "opera"), "film director": ("film",), "physicist": ("treatise",),
@@ -68,7 +69,7 @@ def _counts(size: int) -> dict[str, int]:
     counts["city"] = max(2 * counts["country"], counts["city"])
     counts["person"] = size - sum(counts.values())
     if counts["person"] < 10:
-        raise InputError(f"size={size} is too small for a synthetic world (need at least 150 entities)")
+        raise InputError(f"size={size} is too small for a synthetic world (need at least {MIN_SIZE} entities)")
     return counts
 
 

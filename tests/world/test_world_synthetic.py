@@ -2,9 +2,13 @@
 
 import collections
 
+import pytest
+
+from jaxseeker.errors import InputError
 from jaxseeker.world import synthetic_world
 from jaxseeker.world.entities import date_parts
 from jaxseeker.world.schema import RELATIONS
+from jaxseeker.world.synthetic import MIN_SIZE
 
 
 def test_same_seed_same_world_other_seed_other_world(small_world):
@@ -51,3 +55,9 @@ def test_known_facts_hold(small_world):
 def test_graph_has_hubs_and_rare_entities(small_world):
     degrees = sorted(small_world.degree(i) for i in small_world.entities)
     assert degrees[0] <= 2 and degrees[-1] >= 15
+
+
+def test_the_smallest_size_the_message_names_builds():
+    assert len(synthetic_world(MIN_SIZE, seed=0).entities) == MIN_SIZE
+    with pytest.raises(InputError, match=rf"size={MIN_SIZE - 1} is too small .* \(need at least {MIN_SIZE} entities\)"):
+        synthetic_world(MIN_SIZE - 1, seed=0)
