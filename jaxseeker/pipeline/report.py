@@ -13,6 +13,10 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
 
 
+def _loss(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4f}"
+
+
 def _truncated(sft: dict[str, Any]) -> str:
     """The SFT line's note on trajectory draws cut at the policy's seq_len (their ends never trained), if any."""
     if not sft.get("truncated"):
@@ -37,12 +41,13 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
               + (f"; fresh held-out {fresh['test']}, on entities no split and no RL question holds" if fresh else "")
               + ".",
               f"Expert trajectories kept: {report.get('expert', {}).get('trajectories')}.",
-              f"SFT: final loss {report.get('sft', {}).get('final_loss')}, eval loss {report.get('sft', {}).get('eval_loss')}"
+              f"SFT: final loss {_loss(report.get('sft', {}).get('final_loss'))}, "
+              f"eval loss {_loss(report.get('sft', {}).get('eval_loss'))}"
               + _truncated(report.get("sft", {})) + "."]
     if "extend" in report:
         e = report["extend"]
-        lines.append(f"Context extension (rows of {e.get('seq_len')} tokens): final loss {e.get('final_loss')}, "
-                     f"eval loss {e.get('eval_loss')}" + _truncated(e) + ".")
+        lines.append(f"Context extension (rows of {e.get('seq_len')} tokens): final loss {_loss(e.get('final_loss'))}, "
+                     f"eval loss {_loss(e.get('eval_loss'))}" + _truncated(e) + ".")
     for round_, stage in enumerate(rl_stages(report), start=1):
         rft = report[stage].get("rft")
         if rft:
@@ -53,7 +58,8 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
                             "unlikely" if rft.get("rejected") else "")
                          + (f"; the policy is the weight mean of {report[stage]['seeds']} fine-tunes on their own data "
                             "orders" if report[stage].get("seeds", 1) > 1 else "")
-                         + f"; final loss {report[stage].get('final_loss')}, eval loss {report[stage].get('eval_loss')}.")
+                         + f"; final loss {_loss(report[stage].get('final_loss'))}, "
+                           f"eval loss {_loss(report[stage].get('eval_loss'))}.")
     lines.append("")
     rows = [(name, report[key]) for name, key in (("after SFT", "eval_sft"), ("after RL", "eval_rl"),
                                                   ("after SFT, fresh", "eval_sft_fresh"),

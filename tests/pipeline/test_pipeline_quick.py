@@ -188,10 +188,11 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(b
 
 def test_the_report_says_how_many_trajectory_draws_sft_cut():
     report = {"name": "x", "sft": {"final_loss": 0.4, "eval_loss": 0.3, "truncated": 650, "seq_len": 1024}}
-    assert "eval loss 0.3; 650 trajectory draws cut at 1024 tokens (their ends never trained)." in markdown(report)
-    assert "eval loss 0.3." in markdown({"name": "x", "sft": {"final_loss": 0.4, "eval_loss": 0.3, "truncated": 0}})
-    extended = {**report, "extend": {"final_loss": 0.2, "eval_loss": 0.25, "truncated": 0, "seq_len": 2048}}
-    assert "Context extension (rows of 2048 tokens): final loss 0.2, eval loss 0.25." in markdown(extended)
+    assert "eval loss 0.3000; 650 trajectory draws cut at 1024 tokens (their ends never trained)." in markdown(report)
+    assert "SFT: final loss 2.5797, eval loss 0.3000." in markdown(
+        {"name": "x", "sft": {"final_loss": 2.5796661376953125, "eval_loss": 0.3, "truncated": 0}})
+    extended = {**report, "extend": {"final_loss": 0.2, "eval_loss": None, "truncated": 0, "seq_len": 2048}}
+    assert "Context extension (rows of 2048 tokens): final loss 0.2000, eval loss —." in markdown(extended)
 
 
 def test_rft_rounds_are_reported_and_plotted_end_to_end(tmp_path):
