@@ -145,8 +145,10 @@ class _Run:
 class _Loop:
     """The driver's state; `run` is the whole rollout."""
 
-    def __init__(self, engine: Any, tokenizer: Any, registry: RegistrySource, config: RolloutConfig, progress: bool):
+    def __init__(self, engine: Any, tokenizer: Any, registry: RegistrySource, config: RolloutConfig, progress: bool,
+                 on_episode: Callable[[Episode], None] | None = None):
         self.engine, self.config = engine, config
+        self.on_episode = on_episode
         self.render = Renderer(tokenizer)
         self.registry = registry
         self.progress = progress
@@ -319,6 +321,7 @@ class _Loop:
         """Drive the engine until every queued episode is done."""
         start = time.perf_counter()
         bar = tqdm(total=len(queue), unit="episode", desc="rollout", disable=not self.progress)
+        reported = 0  # episodes handed to `on_episode` (a disabled bar does not count)
         try:
             while queue or self.runs:
                 tick = time.perf_counter()
@@ -336,6 +339,9 @@ class _Loop:
                 elif self.waiting:
                     self.wait_for_tools()
                     self.stats.idle_s += time.perf_counter() - tick
+                for episode in self.done[reported:] if self.on_episode is not None else ():
+                    self.on_episode(episode)
+                reported = len(self.done)
                 finished = len(self.done) - bar.n
                 if finished:
                     bar.update(finished)
@@ -370,6 +376,8 @@ def rollout(
     n_per_question: int = 1,
     progress: bool = True,
     first_group: int = 0,
+    groups: Sequence[int] | None = None,
+    on_episode: Callable[[Episode], None] | None = None,
 ) -> RolloutResult:
     """Roll out `n_per_question` episodes per question on `engine`; episodes and timing statistics.
 
@@ -377,12 +385,18 @@ def rollout(
     ToolRegistry shared by all episodes, or a function Question → ToolRegistry (e.g. one with an
     `answer_submit` tool whose feedback knows that question's answer). Question i is group `first_group + i`
     (episodes' `group`, engine request ids "group:sample", which key sampling): a share samples as in the whole.
+    `groups` gives each question its group instead (a rerun of some questions of a batch samples them as the whole
+    batch did). `on_episode` is called with each episode as it finishes (e.g. to save it before the others end).
     """
     if n_per_question < 1:
         raise ValueError(f"n_per_question must be >= 1, got {n_per_question}")
     items = [as_question(q, f"questions[{i}]") for i, q in enumerate(questions)]
-    queue = collections.deque((q, first_group + g, s) for g, q in enumerate(items) for s in range(n_per_question))
-    return _Loop(engine, tokenizer, registry, config, progress).run(queue)
+    if groups is None:
+        groups = range(first_group, first_group + len(items))
+    elif len(groups) != len(items):
+        raise ValueError(f"groups: {len(groups)} group ids for {len(items)} questions")
+    queue = collections.deque((q, g, s) for g, q in zip(groups, items, strict=True) for s in range(n_per_question))
+    return _Loop(engine, tokenizer, registry, config, progress, on_episode).run(queue)
 
 
 def run_episodes(
@@ -394,7 +408,9 @@ def run_episodes(
     *,
     n_per_question: int = 1,
     progress: bool = True,
+    groups: Sequence[int] | None = None,
+    on_episode: Callable[[Episode], None] | None = None,
 ) -> list[Episode]:
     """The episodes of `rollout(...)` (ordered by question, then sample)."""
     return rollout(engine, tokenizer, registry, questions, config, n_per_question=n_per_question,
-                   progress=progress).episodes
+                   progress=progress, groups=groups, on_episode=on_episode).episodes

@@ -7,7 +7,9 @@ load jax, transformers or matplotlib are imported by the functions that run them
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from jaxseeker.agent.prompts import system_prompt
 from jaxseeker.errors import InputError
 from jaxseeker.synthesis import filters, shortcot
 from jaxseeker.synthesis.expert import ExpertConfig
+from jaxseeker.synthesis.journal import Journal
 from jaxseeker.synthesis.plan import make_plan
 from jaxseeker.synthesis.trajectories import read_records, synthesize, write_records
 from jaxseeker.tools import LLMClient, LLMConfig, ToolsConfig, build_registry
@@ -111,6 +114,15 @@ def _tokenizer(path: str, flag: str) -> Any:
         raise InputError(f"{flag}: {err}") from None
 
 
+def _inputs_key(args: argparse.Namespace) -> str:
+    """A hash of what decides the episodes of `synth trajectories`: its arguments and the questions file's bytes
+    (a stopped run's journal is replayed only for the same)."""
+    flags = {k: v for k, v in sorted(vars(args).items()) if k not in ("func", "no_progress")}
+    digest = hashlib.sha256(json.dumps(flags, sort_keys=True, default=str).encode())
+    digest.update(Path(args.questions).read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _questions(args: argparse.Namespace) -> list[Question]:
     """The questions of --questions left by --levels and --limit; InputError naming FILE:LINE for a bad record
     (for the expert teacher: also one without the evidence of a `synth RECIPE` record)."""
@@ -173,8 +185,20 @@ def _trajectories(args: argparse.Namespace) -> int:
     if args.short_cot:
         transform = shortcot.short_cot(shortcot.llm_rewriter(_llm(args)) if args.base_url else None, tokenizer)
     stages = _stages(args, judge)
-    records, stats = synthesize(teacher, tokenizer, source, questions, stages, tries=args.tries, config=config,
-                                seed=args.seed, mode=args.mode, transform=transform, progress=not args.no_progress)
+    journal_path = out.with_name(out.name + ".partial")
+    journal = Journal(journal_path, _inputs_key(args))
+    if journal.outcomes:
+        print(f"resuming: {len(journal.outcomes)} episodes of a stopped run are in {journal_path}")
+    try:
+        records, stats = synthesize(teacher, tokenizer, source, questions, stages, tries=args.tries, config=config,
+                                    seed=args.seed, mode=args.mode, transform=transform,
+                                    progress=not args.no_progress, journal=journal)
+    except KeyboardInterrupt:
+        print(f"jaxseeker synth: stopped; the {len(journal.outcomes)} episodes that finished are in {journal_path}: "
+              "run the same command to go on from them", file=sys.stderr)
+        return 130
+    finally:
+        journal.close()
     if args.mode == "reflection" and not args.no_balance:
         before = len(records)
         records = reflection.balance_mix(records, args.mix_ratio, args.seed)
@@ -182,6 +206,7 @@ def _trajectories(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_records(out, records)
     report.stats_path(out).write_text(json.dumps(stats.to_json(), indent=1), encoding="utf-8")
+    journal_path.unlink()
     print(stats.summary([s.name for s in stages]))
     if args.mode == "reflection":
         single, multi = reflection.count_rounds(records)
@@ -209,7 +234,9 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     p = synth_subparsers.add_parser("trajectories", help="teacher trajectories through the real tools, filtered")
     p.add_argument("--questions", required=True, help="QA JSONL (from `jaxseeker synth RECIPE`)")
     p.add_argument("--world", required=True, help="saved world directory, synthetic[:SIZE[:SEED]] or pages:FILE")
-    p.add_argument("--out", required=True, help="trajectory JSONL to write (SFT chatml records + provenance)")
+    p.add_argument("--out", required=True, help="trajectory JSONL to write (SFT chatml records + provenance); "
+                   "until it is written, each finished episode is kept in OUT.partial, and the same command run "
+                   "again after a stop goes on from them")
     p.add_argument("--teacher", choices=TEACHERS, default="expert")
     p.add_argument("--mode", choices=MODES, default="react",
                    help="react; reflection (WebSeer, answer_submit + verifier); denoised (OpenSeeker)")

@@ -1,8 +1,9 @@
 """Rejection sampling of teacher trajectories through the real rollout loop, and the SFT records it writes.
 
 Each round gives the teacher the questions not yet solved (round t uses seed `seed + t`), rolls them
-out with `jaxseeker.agent.run_episodes` and runs every episode through the funnel; a question is
-done once one of its episodes passes, or after `tries` rounds (WebDancer: N = 5). A kept episode
+out with `jaxseeker.agent.run_episodes` and runs every episode through the funnel as it finishes; a question
+is done once one of its episodes passes, or after `tries` rounds (WebDancer: N = 5). A `synthesis.journal`
+records each outcome as it comes, so a stopped run resumes where it was. A kept episode
 becomes a record in the SFT format `jaxseeker.data` reads (chatml `messages`) with its provenance:
 teacher, tries, the stages passed, recipe tag and level, tokens, tool calls, mode.
 """
@@ -22,6 +23,7 @@ from jaxseeker.errors import InputError
 from jaxseeker.jsonl import json_lines
 from jaxseeker.agent.loop import RegistrySource, RolloutConfig, run_episodes
 from jaxseeker.synthesis.filters import Stage, run_funnel
+from jaxseeker.synthesis.journal import Journal
 
 Transform = Callable[[Episode], tuple[list[dict[str, str]], dict[str, Any]]]  # kept episode -> (messages, extra)
 
@@ -94,46 +96,84 @@ def synthesize(
     mode: str = "react",
     transform: Transform | None = None,
     progress: bool = True,
+    journal: Journal | None = None,
 ) -> tuple[list[dict[str, Any]], SynthStats]:
-    """Rejection-sample trajectories: up to `tries` rounds per question; the kept records (question order)."""
+    """Rejection-sample trajectories: up to `tries` rounds per question; the kept records (question order).
+
+    Each episode goes through the funnel as it finishes. With a `journal`, its outcome is recorded there at once,
+    and outcomes the journal already holds (a stopped run's) are replayed instead of rolled out: a question keeps
+    its engine request id (its place in the round), so a resumed run writes what an uninterrupted one would have.
+    """
     if tries < 1:
         raise ValueError(f"tries must be >= 1, got {tries}")
     start = time.perf_counter()
     stats = SynthStats(questions=len(questions))
     kept: dict[int, dict[str, Any]] = {}
+
+    def apply(outcome: dict[str, Any]) -> None:
+        passed, failed = outcome["passed"], outcome["failed"]
+        stats.entered.update(s.name for s in stages[: len(passed) + (failed is not None)])
+        stats.passed.update(passed)
+        if failed is not None:
+            stats.reasons[f"{failed}: {outcome['reason']}"] += 1
+        else:
+            kept[outcome["index"]] = outcome["record"]
+            stats.tries[outcome["round"] + 1] += 1
+
     pending = list(range(len(questions)))
     for round_index in range(tries):
         if not pending:
             break
-        batch = [questions[i] for i in pending]
-        engine = teacher.engine(tokenizer, batch, seed=seed + round_index, max_len=config.max_context_tokens)
-        try:
-            episodes = run_episodes(engine, tokenizer, registry, batch, config, progress=progress)
-        finally:
-            getattr(engine, "close", lambda: None)()
-        stats.teacher_errors += [f"{rid}: {exc!r}" for rid, exc in getattr(engine, "errors", [])]
-        stats.rounds.append(len(batch))
-        stats.episodes += len(episodes)
-        still = []
-        for i, episode in zip(pending, episodes):
-            passed, failed, reason = run_funnel(stages, episode)
-            stats.entered.update(s.name for s in stages[: len(passed) + (failed is not None)])
-            stats.passed.update(passed)
-            if failed is not None:
-                stats.reasons[f"{failed.name}: {reason}"] += 1
-                still.append(i)
-                continue
-            messages, extra = transform(episode) if transform is not None else (None, {})
-            provenance = {"teacher": getattr(teacher, "name", type(teacher).__name__), "tries": round_index + 1,
-                          "filters": passed, "mode": mode, "tokens": len(episode.token_ids),
-                          "tool_calls": len(episode.tool_calls), **extra}
-            if episode.submissions:
-                provenance["submissions"] = len(episode.submissions)
-            kept[i] = record_of(episode, questions[i], provenance, messages)
-            stats.tries[round_index + 1] += 1
-        pending = still
+        saved = {} if journal is None else {i: journal.outcomes.get((round_index, i)) for i in pending}
+        todo = [g for g, i in enumerate(pending) if saved.get(i) is None]  # places in the round still to roll out
+        for i in pending:
+            if saved.get(i) is not None:
+                apply(saved[i])
+        if journal is not None:
+            stats.teacher_errors += journal.teacher_errors.get(round_index, [])
+
+        def finished(episode: Episode, round_index: int = round_index, pending: list[int] = pending) -> None:
+            outcome = _outcome(episode, pending[episode.group], round_index, questions, stages, teacher, mode,
+                               transform)
+            apply(outcome)
+            if journal is not None:
+                journal.add(outcome)
+
+        if todo:
+            batch = [questions[pending[g]] for g in todo]
+            engine = teacher.engine(tokenizer, batch, seed=seed + round_index, max_len=config.max_context_tokens)
+            try:
+                run_episodes(engine, tokenizer, registry, batch, config, progress=progress, groups=todo,
+                             on_episode=finished)
+            finally:
+                getattr(engine, "close", lambda: None)()
+            errors = [f"{rid}: {exc!r}" for rid, exc in getattr(engine, "errors", [])]
+            stats.teacher_errors += errors
+            if journal is not None and errors:
+                journal.add({"round": round_index, "teacher_errors": errors})
+        stats.rounds.append(len(pending))
+        stats.episodes += len(pending)
+        pending = [i for i in pending if i not in kept]
     stats.kept, stats.wall_s = len(kept), time.perf_counter() - start
     return [kept[i] for i in sorted(kept)], stats
+
+
+def _outcome(episode: Episode, index: int, round_index: int, questions: Sequence[Question], stages: Sequence[Stage],
+             teacher: Any, mode: str, transform: Transform | None) -> dict[str, Any]:
+    """What the funnel made of question `index`'s episode in `round_index`: the stages passed, the one failed (and
+    why), or the kept record (a JSON-ready dict, as `Journal` stores it)."""
+    passed, failed, reason = run_funnel(stages, episode)
+    outcome = {"round": round_index, "index": index, "passed": passed,
+               "failed": None if failed is None else failed.name, "reason": reason, "record": None}
+    if failed is None:
+        messages, extra = transform(episode) if transform is not None else (None, {})
+        provenance = {"teacher": getattr(teacher, "name", type(teacher).__name__), "tries": round_index + 1,
+                      "filters": passed, "mode": mode, "tokens": len(episode.token_ids),
+                      "tool_calls": len(episode.tool_calls), **extra}
+        if episode.submissions:
+            provenance["submissions"] = len(episode.submissions)
+        outcome["record"] = record_of(episode, questions[index], provenance, messages)
+    return outcome
 
 
 def write_records(path: str | Path, records: Iterable[dict[str, Any]]) -> int:

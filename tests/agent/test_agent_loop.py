@@ -217,3 +217,14 @@ def test_first_group_numbers_the_groups_and_their_engine_requests(scripted, toke
                      first_group=3)
     assert [(e.group, e.sample) for e in result.episodes] == [(3, 0), (3, 1), (4, 0), (4, 1)]
     assert sorted(submitted) == ["3:0", "3:1", "4:0", "4:1"]  # the engine keys its sampling by these ids
+
+
+def test_groups_name_each_question_and_each_finished_episode_is_handed_over_once(scripted, tokenizer, registry):
+    engine = scripted(lambda context, turn: SEARCH if turn == 0 else ANSWER)
+    seen = []
+    result = rollout(engine, tokenizer, registry, [QUESTION, QUESTION], CONFIG, progress=False, groups=[5, 2],
+                     on_episode=lambda e: seen.append((e.group, e.termination)))
+    assert [e.group for e in result.episodes] == [2, 5]  # sorted by group, as always
+    assert sorted(seen) == [(2, "answer"), (5, "answer")]  # once each, as it finished
+    with pytest.raises(ValueError, match="groups: 1 group ids for 2 questions"):
+        rollout(engine, tokenizer, registry, [QUESTION, QUESTION], CONFIG, progress=False, groups=[1])

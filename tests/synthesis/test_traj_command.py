@@ -10,6 +10,7 @@ import pytest
 
 from jaxseeker.cli import main
 from jaxseeker.data import read_trajectories
+from jaxseeker.synthesis import trajectories
 from jaxseeker.synthesis.command import add_synth_subcommands
 from jaxseeker.synthesis.qa import get_recipe, write_jsonl
 from jaxseeker.world import save_world
@@ -57,6 +58,46 @@ def test_synth_trajectories_then_report(tmp_path, traj_world, traj_tokenizer, ca
     assert run("trajectories", *common, "--out", str(slipped), "--slip-rate", "1", "--levels", "1,2") == 0
     weighted = [t for t in read_trajectories(slipped) if any(m.get("weight") == 0 for m in t.messages)]
     assert weighted and all(t.meta["provenance"]["untrained_turns"] >= 1 for t in weighted)
+
+
+def test_a_stopped_run_goes_on_from_its_journal_and_writes_what_an_uninterrupted_one_does(
+        tmp_path, traj_world, traj_tokenizer, capsys, monkeypatch):
+    save_world(traj_world, tmp_path / "world")
+    traj_tokenizer.save_pretrained(str(tmp_path / "tok"))
+    write_jsonl(get_recipe("e2hqa")(traj_world, 10, seed=4).records, tmp_path / "qa.jsonl")
+    common = ("--questions", str(tmp_path / "qa.jsonl"), "--world", str(tmp_path / "world"), "--tokenizer",
+              str(tmp_path / "tok"), "--date", "2025-01-01", "--no-progress", "--tries", "2", "--slip-rate", "0.5",
+              "--detour-rate", "0.5")
+    whole, stopped = tmp_path / "whole.jsonl", tmp_path / "stopped.jsonl"
+    assert run("trajectories", *common, "--out", str(whole)) == 0
+    assert not (tmp_path / "whole.jsonl.partial").exists()  # removed once the trajectories are written
+
+    outcome, calls = trajectories._outcome, []
+
+    def ctrl_c_after_four(*args, **kwargs):
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return outcome(*args, **kwargs)
+
+    monkeypatch.setattr(trajectories, "_outcome", ctrl_c_after_four)
+    capsys.readouterr()
+    assert run("trajectories", *common, "--out", str(stopped)) == 130
+    journal = tmp_path / "stopped.jsonl.partial"
+    assert "the 4 episodes that finished are in" in capsys.readouterr().err and not stopped.exists()
+    assert len(journal.read_text().splitlines()) == 1 + 4  # the inputs' key, then one line an episode
+    monkeypatch.undo()
+    assert run("trajectories", *common, "--out", str(stopped)) == 0
+    assert f"resuming: 4 episodes of a stopped run are in {journal}" in capsys.readouterr().out
+    assert stopped.read_text() == whole.read_text() and not journal.exists()
+    stats = [json.loads((tmp_path / f"{name}.jsonl.stats.json").read_text()) for name in ("whole", "stopped")]
+    assert [{k: v for k, v in st.items() if k != "wall_s"} for st in stats][0] == {
+        k: v for k, v in stats[1].items() if k != "wall_s"}
+
+    journal.write_text(json.dumps({"key": "another run"}) + "\n")
+    with pytest.raises(SystemExit, match=f"^jaxseeker synth: {re.escape(str(journal))}: holds the episodes of a run "
+                                         "with other inputs"):
+        main(["synth", "trajectories", *common, "--out", str(stopped)])
 
 
 @pytest.mark.parametrize("argv, message", [
