@@ -83,14 +83,17 @@ def run_eval(
     if path.exists() and (cut := drop_torn_tail(path)):
         print(f"{path}: cut the unfinished last line ({cut} bytes) an interrupted run left", file=sys.stderr)
     done = Counter(qid for qid, _ in _records_by_round(path))
-    todo = [q for q in questions if done[str(q["id"])] < k]
-    for start in range(0, len(todo), chunk):
-        part = todo[start:start + chunk]
-        items = [Question(q["question"], None, {"id": q["id"]}) for q in part]
-        episodes = rollout(engine, tokenizer, registry, items, config, n_per_question=k, progress=progress).episodes
+    for start in range(0, len(questions), chunk):
+        # a question's request ids are its place in its chunk, so a resumed run samples it as a whole run would
+        places = [n for n in range(start, min(start + chunk, len(questions))) if done[str(questions[n]["id"])] < k]
+        if not places:
+            continue
+        items = [Question(questions[n]["question"], None, {"id": questions[n]["id"]}) for n in places]
+        episodes = rollout(engine, tokenizer, registry, items, config, n_per_question=k, progress=progress,
+                           groups=[n - start for n in places]).episodes
         with path.open("a", encoding="utf-8") as f:
             for e in episodes:
-                rec = judged_record(e, part[e.group], e.sample, judge)
+                rec = judged_record(e, questions[start + e.group], e.sample, judge)
                 f.write(json.dumps(rec, ensure_ascii=False) + "\n")
     wanted = {str(q["id"]) for q in questions}
     records = [r for (qid, round_), r in _records_by_round(path).items() if qid in wanted and round_ < k]

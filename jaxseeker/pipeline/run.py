@@ -259,10 +259,10 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
         return fn
 
     eval_key = fingerprint(policy_key, cfg.eval.rollouts())
-    report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(policy_dir / "hf", test))
+    report["eval_sft"] = runner.run("eval_sft", eval_key, eval_stage(policy_dir / "hf", test), resumable=True)
     if fresh_test:
         report["eval_sft_fresh"] = runner.run("eval_sft_fresh", fingerprint(eval_key, fresh_key),
-                                              eval_stage(policy_dir / "hf", fresh_test))
+                                              eval_stage(policy_dir / "hf", fresh_test), resumable=True)
 
     r = cfg.rl
     # the rft keys are left out of a policy-gradient run's key, so runs from before them keep their RL stage,
@@ -380,12 +380,13 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
         rl_key = fingerprint(rl_key, round_)
         report[name] = runner.run(name, rl_key, rft_round(rl_dir, round_), resumable=True)
         rl_dir = root / name
-    report["eval_rl"] = runner.run("eval_rl", fingerprint(rl_key, eval_key), eval_stage(rl_dir / "hf", test))
+    report["eval_rl"] = runner.run("eval_rl", fingerprint(rl_key, eval_key), eval_stage(rl_dir / "hf", test),
+                                   resumable=True)
     pairs = [(root / "eval_sft" / "results.jsonl", root / "eval_rl" / "results.jsonl")]
     report["rl_change"] = compare_results(*pairs[0], cfg.eval.k)
     if fresh_test:
         report["eval_rl_fresh"] = runner.run("eval_rl_fresh", fingerprint(rl_key, eval_key, fresh_key),
-                                             eval_stage(rl_dir / "hf", fresh_test))
+                                             eval_stage(rl_dir / "hf", fresh_test), resumable=True)
         pairs.append((root / "eval_sft_fresh" / "results.jsonl", root / "eval_rl_fresh" / "results.jsonl"))
         report["rl_change_fresh"] = compare_results(*pairs[1], cfg.eval.k)
         report["rl_change_held_out"] = compare_question_sets(pairs, cfg.eval.k)

@@ -69,6 +69,28 @@ def test_a_run_killed_while_writing_resumes_after_cutting_its_unfinished_line(se
     assert [json.loads(line)["question_id"] for line in results.read_text().splitlines()] == ["q0"] * 2 + ["q1"] * 3
 
 
+def test_a_resumed_run_gives_each_question_the_request_ids_of_a_whole_run(setup, tmp_path):
+    tok, registry = setup
+    config = RolloutConfig(max_context_tokens=4096, max_tokens_per_turn=256, date="2025-01-01")
+    submitted = {}
+
+    def engine():
+        e = ScriptedEngine(tok, _script, slots=4, max_len=4096, eos_ids=[tok.convert_tokens_to_ids("<|im_end|>")])
+        original = e.submit
+        e.submit = lambda rid, ids, **kw: (submitted.setdefault(tuple(ids), []).append(rid), original(rid, ids, **kw))[1]
+        return e
+
+    run_eval(engine(), tok, registry, QUESTIONS, tmp_path / "whole", k=1, config=config, chunk=2, progress=False)
+    whole, submitted = submitted, {}
+    (tmp_path / "resumed").mkdir()
+    lines = (tmp_path / "whole" / "results.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "resumed" / "results.jsonl").write_text(lines[0] + lines[2])  # q0 and q2 were done
+    run_eval(engine(), tok, registry, QUESTIONS, tmp_path / "resumed", k=1, config=config, chunk=2, progress=False)
+    assert len(submitted) == 2 and all(submitted[ids] == whole[ids] for ids in submitted)  # q1 and q3: "1:0"
+    assert {r["question_id"] for r in map(json.loads, (tmp_path / "resumed" / "results.jsonl").open())} == {
+        "q0", "q1", "q2", "q3"}
+
+
 def _visit_script(context: str, turn: int) -> str:
     """Visit the tower's page on even question numbers, then answer; odd ones answer at once."""
     number = int(context.split("tower number ")[1].split("?")[0])

@@ -119,6 +119,21 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     assert rl_recipe["rl"]["advantage"] == "rloo"
 
 
+def test_an_eval_stage_stopped_part_way_goes_on_from_its_results(before_rl, tmp_path, capsys):
+    root = go_on_from(before_rl, tmp_path)
+    _, report_so_far = before_rl
+    results = root / "eval_sft" / "results.jsonl"
+    whole = results.read_text().splitlines(keepends=True)
+    (root / "eval_sft" / "done.json").unlink()
+    results.write_text("".join(whole[:2]) + whole[2][:30])  # killed while writing the third record
+    capsys.readouterr()
+    report = run_pipeline(pipeline_config({"name": "t"}, quick=True), root, progress=False, until="eval_sft")
+    assert "[eval_sft] resuming" in capsys.readouterr().out
+    resumed = results.read_text().splitlines(keepends=True)
+    assert resumed[:2] == whole[:2] and len(resumed) == len(whole)  # the two finished records stay, once each
+    assert report["eval_sft"] == report_so_far["eval_sft"]  # greedy: the same rollouts as the whole run's
+
+
 def stand_in_for_the_expert(rollouts, expert, round_):
     """Make the `round_` rollout of each training question in the pool answer as the expert did; returns those."""
     records = [json.loads(line) for line in rollouts.open()]
