@@ -4,7 +4,10 @@ Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1
 A handler renders and checks the prompt, submits one job (its `n` choices per prompt) and awaits its
 updates; with `stream` it answers server-sent events (`data: {chunk}` … `data: [DONE]`). A client that
 disconnects, streaming or not, cancels its job, which frees its slots. When an API key is set, /v1 routes
-need `Authorization: Bearer KEY`; /health never does.
+need `Authorization: Bearer KEY`; /health never does. A POST body must be `application/json` (so that a web
+page cannot post to a local server without a CORS preflight) and at most `Served.max_body_bytes` long;
+prompts are rendered and tokenized on a thread of their own, so a long one does not stall other requests.
+Every error, an unexpected one included, is answered in OpenAI's JSON shape.
 """
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -52,6 +56,16 @@ class Served:
     model_name: str
     max_len: int
     api_key: str | None = dataclasses.field(default=None, repr=False)
+    # Prompts are rendered and tokenized off the event loop, one at a time: a fast tokenizer used from two threads
+    # at once can fail ("Already borrowed") while one of them changes its truncation settings.
+    tokenizing: ThreadPoolExecutor = dataclasses.field(
+        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="tokenize"), repr=False, compare=False)
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body read (answered 413 beyond): 1 MiB plus 32 bytes per context token, far more
+        than any prompt that fits the context needs."""
+        return 2**20 + 32 * self.max_len
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text` (special tokens matched, none added)."""
@@ -89,12 +103,27 @@ def _check_auth(served: Served, request: Request) -> None:
 
 def _check_model(served: Served, model: str) -> None:
     if model != served.model_name:
-        raise APIError(404, f"The model {model!r} does not exist; this server serves {served.model_name!r}.",
-                       param="model", code="model_not_found")
+        raise APIError(404, f"The model {protocol.show(model)} does not exist; this server serves "
+                       f"{served.model_name!r}.", param="model", code="model_not_found")
 
 
-async def _body(request: Request) -> Any:
-    raw = await request.body()
+async def _body(served: Served, request: Request) -> Any:
+    """The decoded JSON body: 415 unless it is application/json, 413 past `max_body_bytes`, 400 unless JSON."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        got = protocol.show(media_type) if media_type else "no Content-Type"
+        raise APIError(415, f"The request body must be JSON sent with 'Content-Type: application/json', got {got}.",
+                       code="unsupported_media_type")
+    limit = served.max_body_bytes
+    too_large = APIError(413, f"The request body exceeds the {limit} bytes this server reads (its context is "
+                         f"{served.max_len} tokens).", code="request_too_large")
+    if int(request.headers.get("content-length") or 0) > limit:  # h11 has checked that it is a number
+        raise too_large
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > limit:
+            raise too_large
     try:
         return json.loads(raw)
     except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, an integer of > 4300 digits, too deep nesting
@@ -108,9 +137,11 @@ def _choices(served: Served, params: Params, prompts: list[list[int]], prompt_pa
         room = served.max_len - len(prompt)
         wanted = params.max_tokens if params.max_tokens is not None else room
         if room < 1 or wanted > room:
+            asked = (f"your prompt has {len(prompt)} tokens, leaving no room for a completion" if wanted < 1 else
+                     f"you requested {len(prompt) + wanted} tokens ({len(prompt)} in the prompt, {wanted} in the "
+                     "completion)")
             raise APIError(
-                400, f"This model's maximum context length is {served.max_len} tokens. However, you requested "
-                f"{len(prompt) + wanted} tokens ({len(prompt)} in the prompt, {wanted} in the completion). "
+                400, f"This model's maximum context length is {served.max_len} tokens. However, {asked}. "
                 "Please reduce the prompt or the completion length.",
                 param=prompt_param if params.max_tokens is None else "max_tokens",
                 code="context_length_exceeded")
@@ -247,32 +278,39 @@ def _handler(served: Served, fn: Callable[[Served, Request], Any]) -> Callable[[
             return await fn(served, request)
         except APIError as error:
             return _error_response(error)
+        except ClientDisconnect:  # gone while sending its body: nobody reads an answer
+            return Response(status_code=499)
 
     return handle
 
 
+async def _off_loop(served: Served, fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` on the tokenizing thread, so a long prompt does not hold up other requests."""
+    return await asyncio.get_running_loop().run_in_executor(served.tokenizing, fn, *args)
+
+
 async def _chat(served: Served, request: Request) -> Response:
-    body = await _body(request)
+    body = await _body(served, request)
     params = protocol.parse_params(body, chat=True)
     _check_model(served, params.model)
     messages = protocol.parse_messages(body)
     from jaxseeker.data.chat import render_generation_prompt
 
     try:
-        prompt = render_generation_prompt(messages, served.tokenizer).tolist()
+        prompt = (await _off_loop(served, render_generation_prompt, messages, served.tokenizer)).tolist()
     except (ValueError, TypeError) as exc:
         raise APIError(400, f"'messages' cannot be rendered with the chat template: {exc}", param="messages") from None
     return await _complete(served, request, params, [prompt], chat=True)
 
 
 async def _completions(served: Served, request: Request) -> Response:
-    body = await _body(request)
+    body = await _body(served, request)
     params = protocol.parse_params(body, chat=False)
     _check_model(served, params.model)
     vocab = len(served.tokenizer)
     prompts = []
     for prompt in protocol.parse_prompts(body):
-        ids = served.encode(prompt) if isinstance(prompt, str) else prompt
+        ids = await _off_loop(served, served.encode, prompt) if isinstance(prompt, str) else prompt
         if any(not 0 <= t < vocab for t in ids):
             raise APIError(400, f"'prompt' has token ids outside [0, {vocab})", param="prompt")
         prompts.append(ids)
@@ -305,6 +343,11 @@ async def _http_error(request: Request, exc: HTTPException) -> Response:
                                     code="not_found" if exc.status_code == 404 else None))
 
 
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    """A bug's 500 in OpenAI's shape (the traceback is still logged; the server keeps serving)."""
+    return _error_response(APIError(500, f"Internal server error: {type(exc).__name__}", type="server_error"))
+
+
 def create_app(served: Served) -> Starlette:
     """The ASGI app of the OpenAI routes over `served`."""
     routes = [
@@ -314,4 +357,4 @@ def create_app(served: Served) -> Starlette:
         Route("/v1/models/{model:path}", _handler(served, _model), methods=["GET"]),
         Route("/health", _handler(served, _health), methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    return Starlette(routes=routes, exception_handlers={HTTPException: _http_error, Exception: _internal_error})

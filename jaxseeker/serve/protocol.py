@@ -2,8 +2,9 @@
 `{"error": {message, type, param, code}}`, and the JSON of completions, chat completions and their chunks.
 
 Sampling follows the OpenAI defaults (temperature 1, top_p 1). Extensions that vLLM also reads:
-`top_k` (0 or -1 = off) and `ignore_eos`. Unsupported features (tools, logit bias, penalties, echo,
-alternative top log-probs) are refused with a 400 rather than silently ignored.
+`top_k` (0 or -1 = off) and `ignore_eos`. Unsupported features (tools, tool choice, logit bias, penalties,
+echo, alternative top log-probs) are refused with a 400 rather than silently ignored. As in vLLM, a
+temperature below `MIN_TEMPERATURE` samples greedily: dividing logits by it would overflow float32.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ from jaxseeker.data.records import lone_surrogate
 MAX_N = 128
 MAX_STOPS = 16
 MAX_TOP_K = 2**31 - 1  # the engine holds top_k as int32; a larger one keeps the whole vocabulary all the same
+MIN_TEMPERATURE = 1e-5  # below it (and above 0): greedy; logits / 1e-30 overflow float32 into infinite log-probs
+# any top_p under 1/vocab keeps only the most likely token; one that float32 rounds to 0 would keep none
+MIN_TOP_P = 1e-6
+SEED_RANGE = (-(2**63), 2**63 - 1)  # OpenAI's seed is an int64
+ROLES = ("system", "developer", "user", "assistant", "tool")
+_JSON_TYPES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
+               dict: "an object", type(None): "null"}
 
 
 class APIError(Exception):
@@ -55,24 +63,34 @@ def _bad(message: str, param: str) -> APIError:
     return APIError(400, message, param=param)
 
 
+def _json_type(value: Any) -> str:
+    """The JSON type of a decoded value, for messages: "a number", "an object", …"""
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def show(value: Any, limit: int = 80) -> str:
+    """`repr(value)` cut to `limit` characters, to quote a client's value in an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _get(body: Mapping[str, Any], key: str, kinds: tuple[type, ...], default: Any) -> Any:
     """body[key] when present and not null; a 400 naming the key when it has the wrong JSON type."""
     value = body.get(key)
     if value is None:
         return default
     if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
-        names = " or ".join("number" if k is float else {int: "integer", str: "string", bool: "boolean",
-                                                         list: "array", dict: "object"}[k] for k in kinds)
-        raise _bad(f"'{key}' must be {names}, got {value!r}", key)
+        names = " or ".join(_JSON_TYPES[k] for k in kinds if not (k is int and float in kinds))
+        raise _bad(f"'{key}' must be {names}, got {_json_type(value)} {show(value)}", key)
     return value
 
 
 def _number(body: Mapping[str, Any], key: str, default: float, low: float, high: float, *,
             open_low: bool = False) -> float:
-    value = float(_get(body, key, (int, float), default))
-    if not (low < value if open_low else low <= value) or value > high:
-        raise _bad(f"'{key}' must be in {'(' if open_low else '['}{low}, {high}], got {value}", key)
-    return value
+    value = _get(body, key, (int, float), default)  # compared before float(): 10**400 has no float
+    if not (low < value if open_low else low <= value) or value > high:  # NaN fails both
+        raise _bad(f"'{key}' must be in {'(' if open_low else '['}{low}, {high}], got {show(value)}", key)
+    return float(value)
 
 
 def _refuse(body: Mapping[str, Any], key: str, allowed: Callable[[Any], bool], why: str) -> None:
@@ -84,7 +102,8 @@ def _stops(body: Mapping[str, Any]) -> tuple[str, ...]:
     stop = _get(body, "stop", (str, list), [])
     stops = [stop] if isinstance(stop, str) else stop
     if len(stops) > MAX_STOPS or any(not isinstance(s, str) or not s for s in stops):
-        raise _bad(f"'stop' must be a non-empty string or a list of at most {MAX_STOPS} of them, got {stop!r}", "stop")
+        raise _bad(f"'stop' must be a non-empty string or a list of at most {MAX_STOPS} of them, got {show(stop)}",
+                   "stop")
     return tuple(stops)
 
 
@@ -112,6 +131,8 @@ def parse_params(body: Any, *, chat: bool) -> Params:
     if chat:
         _refuse(body, "tools", lambda v: not v, "write the tool schemas into the system prompt instead")
         _refuse(body, "functions", lambda v: not v, "write the tool schemas into the system prompt instead")
+        for key in ("tool_choice", "function_call"):  # "none" and "auto" mean nothing without tools
+            _refuse(body, key, lambda v: v in ("none", "auto"), "no tools are declared: only 'none' or 'auto'")
         _refuse(body, "response_format", lambda v: isinstance(v, dict) and v.get("type") == "text",
                 "only {'type': 'text'}")
         _refuse(body, "top_logprobs", lambda v: v == 0, "only the sampled token's log-prob is returned")
@@ -124,28 +145,54 @@ def parse_params(body: Any, *, chat: bool) -> Params:
                 "only logprobs=0 (the sampled tokens' log-probs, no alternatives)")
         logprobs = body.get("logprobs") is not None
     stream = _get(body, "stream", (bool,), False)
-    options = _get(body, "stream_options", (dict,), {})
+    include_usage = _get(body, "stream_options", (dict,), {}).get("include_usage")
+    if include_usage is not None and not isinstance(include_usage, bool):
+        raise _bad(f"'stream_options.include_usage' must be a boolean, got {_json_type(include_usage)}",
+                   "stream_options.include_usage")
+    seed = _get(body, "seed", (int,), None)
+    if seed is not None and not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise _bad(f"'seed' must be a 64-bit integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}], got {show(seed)}", "seed")
+    temperature = _number(body, "temperature", 1.0, 0.0, 2.0)
     return Params(
-        model=model, max_tokens=max_tokens, temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
-        top_p=_number(body, "top_p", 1.0, 0.0, 1.0, open_low=True), top_k=min(max(top_k, 0), MAX_TOP_K), n=n,
-        seed=_get(body, "seed", (int,), None), stop=_stops(body), logprobs=logprobs, stream=stream,
-        include_usage=stream and bool(options.get("include_usage")),
-        ignore_eos=_get(body, "ignore_eos", (bool,), False),
+        model=model, max_tokens=max_tokens, temperature=0.0 if temperature < MIN_TEMPERATURE else temperature,
+        top_p=max(_number(body, "top_p", 1.0, 0.0, 1.0, open_low=True), MIN_TOP_P),
+        top_k=min(max(top_k, 0), MAX_TOP_K), n=n, seed=seed, stop=_stops(body), logprobs=logprobs, stream=stream,
+        include_usage=stream and bool(include_usage), ignore_eos=_get(body, "ignore_eos", (bool,), False),
     )
 
 
 def parse_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The chat messages (role "developer" read as "system"); their content is checked when rendered."""
+    """The chat messages (role "developer" read as "system"), each with a known role and a string or text-part
+    content; a 400 names the bad field (`messages[2].content`). Their order is checked when rendered."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise _bad("'messages' must be a non-empty array of {role, content} objects", "messages")
+        got = "none" if messages is None else f"{_json_type(messages)} {show(messages)}"
+        raise _bad(f"'messages' must be a non-empty array of {{role, content}} objects, got {got}", "messages")
     out = []
     for i, message in enumerate(messages):
+        where = f"messages[{i}]"
         if not isinstance(message, dict):
-            raise _bad(f"messages[{i}] must be an object with 'role' and 'content'", "messages")
-        role = "system" if message.get("role") == "developer" else message.get("role")
-        out.append({**message, "role": role})
+            raise _bad(f"{where}: expected an object with 'role' and 'content', got {_json_type(message)}", where)
+        role = message.get("role")
+        if not isinstance(role, str) or role not in ROLES:
+            raise _bad(f"{where}.role: expected one of {list(ROLES)}, got {show(role)}", f"{where}.role")
+        _check_content(message.get("content"), f"{where}.content")
+        out.append({**message, "role": "system" if role == "developer" else role})
     return out
+
+
+def _check_content(content: Any, where: str) -> None:
+    """A 400 naming `where` unless content is a string, a list of {"type": "text", "text": str} parts, or null
+    (then rendering says what is missing)."""
+    if content is None or isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise _bad(f"{where}: expected a string or a list of text parts, got {_json_type(content)}", where)
+    for j, part in enumerate(content):
+        if not (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)):
+            kind = f"a {show(part.get('type'))} part" if isinstance(part, dict) else _json_type(part)
+            raise _bad(f'{where}[{j}]: expected a text part {{"type": "text", "text": "..."}} (only text is '
+                       f"supported), got {kind}", f"{where}[{j}]")
 
 
 def parse_prompts(body: Mapping[str, Any]) -> list[str | list[int]]:

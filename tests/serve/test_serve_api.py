@@ -131,7 +131,7 @@ def test_errors_are_shaped_as_openai_does(client, server):
     assert bad.value.body["param"] == "temperature"
     with pytest.raises(openai.BadRequestError) as bad:
         client.chat.completions.create(model=MODEL_NAME, messages=[{"role": "wizard", "content": "hi"}])
-    assert bad.value.body["param"] == "messages"
+    assert bad.value.body["param"] == "messages[0].role"
     with pytest.raises(openai.BadRequestError) as bad:
         client.completions.create(model=MODEL_NAME, prompt="river " * 200, max_tokens=8)
     assert bad.value.code == "context_length_exceeded"
