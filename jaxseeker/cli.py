@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         again = "add --resume to go on from it" if hasattr(args, "resume") else "run the same command to go on from it"
         print(f"jaxseeker {args.command}: {err}; {again}", file=sys.stderr)
         return err.exit_code
+    except KeyboardInterrupt:  # Ctrl-C elsewhere: what was saved stays (evals and synth resume from it)
+        print(f"\njaxseeker {args.command}: stopped by Ctrl-C", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

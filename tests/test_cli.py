@@ -1,9 +1,11 @@
 """The `jaxseeker` entry point: every stage's subcommands are wired, and `info` reads an HF checkpoint."""
 
+import signal
+
 import jax
 import pytest
 
-from jaxseeker import model
+from jaxseeker import cli, model
 from jaxseeker.cli import build_parser, main
 
 
@@ -38,3 +40,18 @@ def test_bad_input_ends_the_command_with_one_line_naming_the_file_and_key(tmp_pa
     (tmp_path / "model" / "config.json").write_text('{"model_type": "gpt9"}')
     with pytest.raises(SystemExit, match=r"^jaxseeker info: .*config\.json: unsupported architecture model_type='gpt9'"):
         main(["info", str(tmp_path / "model")])
+
+
+def test_ctrl_c_ends_a_command_with_status_130_and_one_line(monkeypatch, capsys):
+    parser = cli.build_parser()
+    parse = parser.parse_args
+
+    def interrupted(argv):
+        args = parse(argv)
+        args.func = lambda _: signal.raise_signal(signal.SIGINT)  # Ctrl-C while the command runs
+        return args
+
+    monkeypatch.setattr(parser, "parse_args", interrupted)
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    assert cli.main(["world", "info", "synthetic:200"]) == 130
+    assert capsys.readouterr().err.strip() == "jaxseeker world: stopped by Ctrl-C"
