@@ -12,6 +12,7 @@ from jaxseeker import model
 from jaxseeker.agent.episode import read_questions, write_episodes
 from jaxseeker.agent.loop import RolloutConfig, RolloutResult, RolloutStats, rollout
 from jaxseeker.agent.prompts import Renderer, engine_stops
+from jaxseeker.argtypes import at_least
 from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
 from jaxseeker.rewards import exact_match
 from jaxseeker.tools import Tool, ToolRegistry, ToolsConfig, build_registry
@@ -124,7 +125,7 @@ def bench_rollout(*, slots: int = 16, episodes: int = 64, tool_calls: int = 4, t
     tokenizer, cfg, params = tool_calling_model(BENCH_CALL, mean_think_tokens=think_tokens, seed=seed)
     registry = ToolRegistry([sleep_tool(tool_latency_s)])
     turn = int(8 * think_tokens) + 8
-    needed = 200 + (tool_calls + 1) * (turn + 40)  # prompt, then turns and observations
+    needed = bench_rollout_len(tool_calls, think_tokens)
     if needed > max_len:
         raise ValueError(f"bench rollout: max_len={max_len} is too small for {tool_calls} calls of "
                          f"{think_tokens:g}-token thoughts (needs about {needed})")
@@ -138,7 +139,16 @@ def bench_rollout(*, slots: int = 16, episodes: int = 64, tool_calls: int = 4, t
     return rollout(engine, tokenizer, registry, questions, config, progress=progress).stats
 
 
+def bench_rollout_len(tool_calls: int, think_tokens: float) -> int:
+    """About the context tokens a `bench_rollout` episode needs: the prompt, then each turn and observation."""
+    return 200 + (tool_calls + 1) * (int(8 * think_tokens) + 8 + 40)
+
+
 def _bench(args: argparse.Namespace) -> int:
+    needed = bench_rollout_len(args.tool_calls, args.think_tokens)
+    if needed > args.max_len:
+        raise SystemExit(f"jaxseeker bench rollout: --max-len {args.max_len} is too small for --tool-calls "
+                         f"{args.tool_calls} of --think-tokens {args.think_tokens:g} (needs about {needed})")
     stats = bench_rollout(slots=args.slots, episodes=args.episodes, tool_calls=args.tool_calls,
                           tool_latency_s=args.tool_latency, think_tokens=args.think_tokens,
                           steps_per_call=args.steps_per_call, max_len=args.max_len, min_window=args.min_window,
@@ -184,13 +194,13 @@ def add_parser(subparsers: Any) -> None:
 def add_bench_parser(bench_subparsers: Any) -> None:
     """Add `bench rollout`: the engine's idle fraction with tools that take 200 ms (goal <= 10%)."""
     p = bench_subparsers.add_parser("rollout", help="rollout-loop utilisation with slow tools")
-    p.add_argument("--slots", type=int, default=16)
-    p.add_argument("--episodes", type=int, default=64)
-    p.add_argument("--tool-calls", type=int, default=4, help="tool calls per episode")
-    p.add_argument("--tool-latency", type=float, default=0.2, help="seconds per tool call")
-    p.add_argument("--think-tokens", type=float, default=32.0, help="mean thought tokens per turn")
-    p.add_argument("--steps-per-call", type=int, default=8)
-    p.add_argument("--max-len", type=int, default=2048, help="context tokens per slot")
-    p.add_argument("--min-window", type=int, default=256, help=WINDOW_HELP)
+    p.add_argument("--slots", type=at_least(1), default=16)
+    p.add_argument("--episodes", type=at_least(1), default=64)
+    p.add_argument("--tool-calls", type=at_least(1), default=4, help="tool calls per episode")
+    p.add_argument("--tool-latency", type=at_least(0.0, float), default=0.2, help="seconds per tool call")
+    p.add_argument("--think-tokens", type=at_least(1.0, float), default=32.0, help="mean thought tokens per turn")
+    p.add_argument("--steps-per-call", type=at_least(1), default=8)
+    p.add_argument("--max-len", type=at_least(2), default=2048, help="context tokens per slot")
+    p.add_argument("--min-window", type=at_least(1), default=256, help=WINDOW_HELP)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_bench)

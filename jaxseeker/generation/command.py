@@ -6,12 +6,28 @@ import argparse
 import dataclasses
 import json
 
+from jaxseeker.argtypes import at_least
 from jaxseeker.generation.bench import BenchShape, format_table, run_generate_bench
+
+# Lower bounds of the BenchShape fields other than 1: prompts draw ids in [1, vocab_size); numpy seeds are >= 0.
+LOWEST = {"vocab_size": 2, "seed": 0}
+
+
+def _check_shape(shape: BenchShape) -> None:
+    """SystemExit naming the flags when the heads of `shape` make no model (what the parser cannot check alone)."""
+    if shape.num_heads % shape.num_kv_heads:
+        raise SystemExit(f"jaxseeker bench generate: --num-heads ({shape.num_heads}) must be a multiple of "
+                         f"--num-kv-heads ({shape.num_kv_heads})")
+    head_dim = shape.hidden_size // shape.num_heads
+    if head_dim < 2 or head_dim % 2:
+        raise SystemExit(f"jaxseeker bench generate: --hidden-size // --num-heads (the head size, rotated in halves "
+                         f"by RoPE) must be even and >= 2, got {shape.hidden_size} // {shape.num_heads} = {head_dim}")
 
 
 def _bench_generate(args: argparse.Namespace) -> int:
     """Runs the benchmark once and prints the table (or JSON)."""
     shape = BenchShape(**{f.name: getattr(args, f.name) for f in dataclasses.fields(BenchShape)})
+    _check_shape(shape)
     result = run_generate_bench(shape)
     print(json.dumps({**dataclasses.asdict(shape), **result}) if args.json else format_table(shape, result))
     return 0
@@ -24,8 +40,8 @@ def add_bench_parser(bench_subparsers: argparse._SubParsersAction) -> None:
     )
     for field in dataclasses.fields(BenchShape):
         gen.add_argument(
-            f"--{field.name.replace('_', '-')}", dest=field.name, type=int, default=field.default,
-            help=f"default: {field.default}",
+            f"--{field.name.replace('_', '-')}", dest=field.name, type=at_least(LOWEST.get(field.name, 1)),
+            default=field.default, help=f"default: {field.default}",
         )
     gen.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     gen.set_defaults(func=_bench_generate)

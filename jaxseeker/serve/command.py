@@ -8,10 +8,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.argtypes import at_least, comma_list
 from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
 from jaxseeker.serve.shape import EngineShape
 
 API_KEY_ENV = "JAXSEEKER_API_KEY"
+# `bench serve` lower bounds other than 1: its tokenizer has 256 byte tokens + 11 special ones
+# (`data.train_tokenizer`), numpy seeds are >= 0, the engine's context holds at least 2 tokens.
+BENCH_LOWEST = {"vocab_size": 256 + 11, "seed": 0, "max_len": 2}
 
 
 def _add_shape_args(p: argparse.ArgumentParser, defaults: EngineShape) -> None:
@@ -68,10 +72,17 @@ def _bench(args: argparse.Namespace) -> int:
 
     from jaxseeker.serve.bench import ServeBenchShape, format_table, run_serve_bench
 
-    shape = ServeBenchShape(
-        **{f.name: getattr(args, f.name) for f in dataclasses.fields(ServeBenchShape) if f.name != "concurrency"},
-        concurrency=tuple(int(c) for c in args.concurrency.split(",")),
-    )
+    shape = ServeBenchShape(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ServeBenchShape)})
+    if shape.num_heads % shape.num_kv_heads:
+        raise SystemExit(f"jaxseeker bench serve: --num-heads ({shape.num_heads}) must be a multiple of "
+                         f"--num-kv-heads ({shape.num_kv_heads})")
+    head_dim = shape.hidden_size // shape.num_heads
+    if head_dim < 2 or head_dim % 2:
+        raise SystemExit(f"jaxseeker bench serve: --hidden-size // --num-heads (the head size, rotated in halves by "
+                         f"RoPE) must be even and >= 2, got {shape.hidden_size} // {shape.num_heads} = {head_dim}")
+    if shape.prompt_tokens + shape.max_tokens > shape.max_len:
+        raise SystemExit(f"jaxseeker bench serve: --prompt-tokens + --max-tokens ({shape.prompt_tokens} + "
+                         f"{shape.max_tokens}) must not exceed --max-len ({shape.max_len})")
     result = run_serve_bench(shape)
     print(json.dumps({**dataclasses.asdict(shape), **result}) if args.json else format_table(shape, result))
     return 0
@@ -86,10 +97,11 @@ def add_bench_parser(bench_subparsers: Any) -> None:
     )
     for field in dataclasses.fields(ServeBenchShape):
         if field.name == "concurrency":
-            p.add_argument("--concurrency", default=",".join(map(str, field.default)),
+            p.add_argument("--concurrency", type=comma_list(at_least(1)), default=",".join(map(str, field.default)),
                            help="comma-separated numbers of concurrent clients (default: %(default)s)")
         else:
-            p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, type=int, default=field.default,
+            p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name,
+                           type=at_least(BENCH_LOWEST.get(field.name, 1)), default=field.default,
                            help=f"default: {field.default}")
     p.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     p.set_defaults(func=_bench)

@@ -37,6 +37,10 @@ _WORDS = ("river city museum capital founded population search visit page answer
           "bridge tower station university according result query first second which who when where").split()
 
 
+class TooFewSteps(ValueError):
+    """The packed rows make fewer than two steps of `rows`: one to compile, at least one to time."""
+
+
 def synthetic_trajectories(n: int, seed: int = 0) -> list[list[dict]]:
     """`n` agent conversations of 1–6 tool rounds with observations of varied length (real chatml shape)."""
     rng = random.Random(seed)
@@ -102,6 +106,10 @@ def bench_jax(
     packed = pack_examples(examples, seq_len=seq_len, over_length="truncate", num_bins=num_bins)
     keys = ("tokens", "targets", "loss_mask", "segment_ids", "positions")
     n_batches = len(packed["tokens"]) // rows
+    if n_batches < 2:
+        raise TooFewSteps(f"{len(packed['tokens'])} packed rows of --seq-len {seq_len} make {n_batches} step(s) of "
+                          f"--rows {rows}; need 2 (one to compile, one to time): lower --seq-len or --rows, or "
+                          "raise --trajectories")
     batches = [{k: packed[k][i * rows:(i + 1) * rows] for k in keys} for i in range(n_batches)]
     mesh = make_mesh(MeshConfig(fsdp=1), jax.devices()[:1])
     optimizer = make_optimizer(OptimizerConfig(lr=1e-4, warmup_steps=0, total_steps=1000, clip_norm=1.0))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from jaxseeker.argtypes import at_least
+
 
 def _sft(args: argparse.Namespace) -> int:
     from jaxseeker.train.recipe import read_recipe
@@ -62,10 +64,18 @@ def add_parser(subparsers) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from jaxseeker.train.bench import run_bench
+    # both sides time every step after the first (the compile / warm-up): each needs at least two
+    for flag, per_step in (("--hf-batch", args.hf_batch), ("--rows", args.rows)):
+        if args.trajectories < 2 * per_step:
+            raise SystemExit(f"jaxseeker bench sft: --trajectories ({args.trajectories}) must be at least twice "
+                             f"{flag} ({per_step}): the first step is a warm-up, the others are timed")
+    from jaxseeker.train.bench import TooFewSteps, run_bench
 
-    run_bench(n_trajectories=args.trajectories, seq_len=args.seq_len, rows=args.rows, hf_batch=args.hf_batch,
-              attention=args.attention, num_bins=args.bins, chunk_size=args.loss_chunk, ynn=args.ynn)
+    try:
+        run_bench(n_trajectories=args.trajectories, seq_len=args.seq_len, rows=args.rows, hf_batch=args.hf_batch,
+                  attention=args.attention, num_bins=args.bins, chunk_size=args.loss_chunk, ynn=args.ynn)
+    except TooFewSteps as err:  # found once the trajectories are packed, before anything compiles
+        raise SystemExit(f"jaxseeker bench sft: {err}") from err
     return 0
 
 
@@ -74,13 +84,14 @@ def add_bench_parser(bench_subparsers) -> None:
     from jaxseeker.model.config import ATTENTION_IMPLS
 
     p = bench_subparsers.add_parser("sft", help="SFT throughput vs HF transformers + PyTorch (same run)")
-    p.add_argument("--trajectories", type=int, default=96)
-    p.add_argument("--seq-len", type=int, default=2048, help="packed row length (jaxseeker)")
-    p.add_argument("--rows", type=int, default=4, help="packed rows per step (jaxseeker)")
-    p.add_argument("--hf-batch", type=int, default=8, help="padded examples per step (HF)")
+    p.add_argument("--trajectories", type=at_least(2), default=96, help="synthetic conversations trained on")
+    p.add_argument("--seq-len", type=at_least(1), default=2048, help="packed row length (jaxseeker)")
+    p.add_argument("--rows", type=at_least(1), default=4, help="packed rows per step (jaxseeker)")
+    p.add_argument("--hf-batch", type=at_least(1), default=8, help="padded examples per step (HF)")
     p.add_argument("--attention", choices=ATTENTION_IMPLS, default="blocked", help="attention_impl (jaxseeker)")
-    p.add_argument("--bins", type=int, default=64, help="open rows of the first-fit packer (jaxseeker)")
-    p.add_argument("--loss-chunk", type=int, default=256, help="positions per row whose logits are built at once")
+    p.add_argument("--bins", type=at_least(1), default=64, help="open rows of the first-fit packer (jaxseeker)")
+    p.add_argument("--loss-chunk", type=at_least(1), default=256,
+                   help="positions per row whose logits are built at once")
     p.add_argument("--ynn", action=argparse.BooleanOptionalAction, default=True,
                    help="compile the step with XLA:CPU's YNNPACK dot fusion (dropped with a note if unsupported)")
     p.set_defaults(func=_bench)

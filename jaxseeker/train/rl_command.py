@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from jaxseeker.argtypes import at_least
+
+# `bench rl`: the toy policy gives each of its 13 chain tokens an axis of the model (`agent.bigram_params`).
+MIN_HIDDEN = 14
+
 
 def _rl(args: argparse.Namespace) -> int:
     from jaxseeker.train.recipe import read_recipe
@@ -28,6 +33,10 @@ def add_parser(subparsers) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    episodes = args.questions * args.group_size
+    if episodes % args.mini_batches:
+        raise SystemExit(f"jaxseeker bench rl: --questions × --group-size = {episodes} episodes do not split into "
+                         f"--mini-batches {args.mini_batches}")
     from jaxseeker.train.rl_bench import run_bench
 
     settings = dict(hidden=args.hidden, layers=args.layers, batch_questions=args.questions, group_size=args.group_size,
@@ -45,14 +54,17 @@ def _bench(args: argparse.Namespace) -> int:
 def add_bench_parser(bench_subparsers) -> None:
     """Add `bench rl`: time split of one RL step (rollout, judge, old log-probs, update) and device utilisation."""
     p = bench_subparsers.add_parser("rl", help="one RL step's time split and device utilisation (toy policy)")
-    p.add_argument("--hidden", type=int, default=256, help="model width (4 layers of it by default)")
-    p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--questions", type=int, default=4, help="questions per step")
-    p.add_argument("--group-size", type=int, default=4)
-    p.add_argument("--mini-batches", type=int, default=2)
-    p.add_argument("--max-context", type=int, default=1024, help="context tokens per episode (update row length)")
-    p.add_argument("--think-tokens", type=float, default=24.0, help="mean thought tokens per turn")
-    p.add_argument("--tool-p", type=float, default=0.5, help="chance a turn calls search instead of answering")
-    p.add_argument("--steps", type=int, default=2, help="measured steps after the warm-up step")
+    p.add_argument("--hidden", type=at_least(MIN_HIDDEN), default=256, help="model width (4 layers of it by default)")
+    p.add_argument("--layers", type=at_least(1), default=4)
+    p.add_argument("--questions", type=at_least(1), default=4, help="questions per step")
+    p.add_argument("--group-size", type=at_least(1), default=4)
+    p.add_argument("--mini-batches", type=at_least(1), default=2, help="optimizer steps per RL step; must divide "
+                   "questions × group size")
+    p.add_argument("--max-context", type=at_least(2), default=1024,
+                   help="context tokens per episode (update row length)")
+    p.add_argument("--think-tokens", type=at_least(1.0, float), default=24.0, help="mean thought tokens per turn")
+    p.add_argument("--tool-p", type=at_least(0.0, float, high=1.0, below=True), default=0.5,
+                   help="chance a turn calls search instead of answering")
+    p.add_argument("--steps", type=at_least(1), default=2, help="measured steps after the warm-up step")
     p.add_argument("--pack", action="store_true", help="then again with packed update rows (rl.pack), and compare")
     p.set_defaults(func=_bench)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxseeker.argtypes import at_least
 from jaxseeker.world.pages_source import SHARD_CHARS, pages_world
 
 _SYLLABLES = [a + b for a in "bdfgklmnprstvz" for b in "aeiou"]  # 70 two-letter syllables
@@ -136,10 +137,10 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--pages", type=int, default=200_000, help="generated pages (default 200000)")
-    p.add_argument("--shard-chars", type=int, default=SHARD_CHARS, help="characters of text per BM25 shard")
-    p.add_argument("--queries", type=int, default=200, help="searches and page reads timed")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--pages", type=at_least(1), default=200_000, help="generated pages (default 200000)")
+    p.add_argument("--shard-chars", type=at_least(1), default=SHARD_CHARS, help="characters of text per BM25 shard")
+    p.add_argument("--queries", type=at_least(1), default=200, help="searches and page reads timed")
+    p.add_argument("--seed", type=at_least(0), default=0, help="seed of the generated corpus and the picks")
     p.add_argument("--json", action="store_true", help="print one JSON line")
     p.set_defaults(func=_bench)
 

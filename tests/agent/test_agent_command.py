@@ -63,3 +63,30 @@ def test_bench_rollout_counts_idle_time():
     assert stats.episodes == 3 and stats.terminations == {"max_tool_calls": 3} and stats.tool_calls == 6
     assert stats.steps > 0 and 0.0 <= stats.idle_fraction < 1.0
     assert stats.step_s + stats.idle_s <= stats.wall_s
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
+    (["--episodes", "0"], "--episodes: must be an integer >= 1, got 0"),
+    (["--tool-calls", "0"], "--tool-calls: must be an integer >= 1, got 0"),
+    (["--tool-latency", "-0.5"], "--tool-latency: must be a number >= 0, got -0.5"),
+    (["--tool-latency", "inf"], "--tool-latency: must be a number >= 0, got inf"),
+    (["--think-tokens", "0.5"], "--think-tokens: must be a number >= 1, got 0.5"),
+    (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
+    (["--max-len", "1"], "--max-len: must be an integer >= 2, got 1"),
+    (["--min-window", "0"], "--min-window: must be an integer >= 1, got 0"),
+])
+def test_bench_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys):
+    from jaxseeker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["bench", "rollout", *argv])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench rollout: error: argument {message}"
+
+
+def test_bench_rollout_too_short_a_context_ends_before_the_run():
+    with pytest.raises(SystemExit) as exit_:
+        cli(["bench", "rollout", "--max-len", "300"])
+    assert str(exit_.value.code) == ("jaxseeker bench rollout: --max-len 300 is too small for --tool-calls 4 of "
+                                     "--think-tokens 32 (needs about 1720)")

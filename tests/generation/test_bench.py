@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from jaxseeker.cli import build_parser
 
 TINY = ["--hidden-size", "32", "--num-layers", "2", "--num-heads", "4", "--num-kv-heads", "2",
@@ -17,3 +19,43 @@ def test_bench_generate_command_reports_both_rates(capsys):
     assert result["hf_tok_s"] > 0 and result["ours_tok_s"] > 0
     assert abs(result["speedup"] - result["ours_tok_s"] / result["hf_tok_s"]) < 1e-9
     assert result["rows_equal"] == 1.0
+
+
+def _parse_error(argv, capsys) -> str:
+    """The last stderr line of a parse that must fail as a usage error (exit status 2)."""
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--hidden-size", "0"], "--hidden-size: must be an integer >= 1, got 0"),
+    (["--num-layers", "-1"], "--num-layers: must be an integer >= 1, got -1"),
+    (["--num-heads", "0"], "--num-heads: must be an integer >= 1, got 0"),
+    (["--num-kv-heads", "0"], "--num-kv-heads: must be an integer >= 1, got 0"),
+    (["--intermediate-size", "0"], "--intermediate-size: must be an integer >= 1, got 0"),
+    (["--vocab-size", "1"], "--vocab-size: must be an integer >= 2, got 1"),
+    (["--batch", "0"], "--batch: must be an integer >= 1, got 0"),
+    (["--prompt-len", "0"], "--prompt-len: must be an integer >= 1, got 0"),
+    (["--new-tokens", "0"], "--new-tokens: must be an integer >= 1, got 0"),
+    (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
+    (["--repeats", "0"], "--repeats: must be an integer >= 1, got 0"),
+    (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
+    (["--batch", "two"], "--batch: must be an integer >= 1, got 'two'"),
+])
+def test_bench_generate_flags_out_of_range_are_usage_errors(argv, message, capsys):
+    err = _parse_error(["bench", "generate", *argv], capsys)
+    assert err == f"jaxseeker bench generate: error: argument {message}"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--num-heads", "6", "--num-kv-heads", "4"], "--num-heads (6) must be a multiple of --num-kv-heads (4)"),
+    (["--hidden-size", "24", "--num-heads", "8"], "the head size, rotated in halves by RoPE) must be even and >= 2, "
+                                                  "got 24 // 8 = 3"),
+])
+def test_bench_generate_heads_that_make_no_model_end_before_the_run(argv, message):
+    args = build_parser().parse_args(["bench", "generate", *argv])
+    with pytest.raises(SystemExit, match="^jaxseeker bench generate: ") as exit_:
+        args.func(args)
+    assert message in str(exit_.value.code)

@@ -10,6 +10,7 @@ import httpx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from serve_support import MODEL_NAME, SHAPE, sentences
 
 from jaxseeker import model
@@ -27,7 +28,54 @@ def test_the_cli_has_serve_and_bench_serve():
     assert (args.model, args.host, args.port, args.slots, args.max_len, args.api_key_env) == (
         "m", "127.0.0.1", 8000, 2, 64, "JAXSEEKER_API_KEY")
     bench = build_parser().parse_args(["bench", "serve", "--concurrency", "2,4", "--max-tokens", "8"])
-    assert (bench.concurrency, bench.max_tokens) == ("2,4", 8)
+    assert (bench.concurrency, bench.max_tokens) == ((2, 4), 8)
+    assert build_parser().parse_args(["bench", "serve"]).concurrency == ServeBenchShape().concurrency
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--hidden-size", "0"], "--hidden-size: must be an integer >= 1, got 0"),
+    (["--num-layers", "0"], "--num-layers: must be an integer >= 1, got 0"),
+    (["--num-heads", "0"], "--num-heads: must be an integer >= 1, got 0"),
+    (["--num-kv-heads", "-2"], "--num-kv-heads: must be an integer >= 1, got -2"),
+    (["--intermediate-size", "0"], "--intermediate-size: must be an integer >= 1, got 0"),
+    (["--vocab-size", "266"], "--vocab-size: must be an integer >= 267, got 266"),
+    (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
+    (["--max-len", "1"], "--max-len: must be an integer >= 2, got 1"),
+    (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
+    (["--prompt-tokens", "0"], "--prompt-tokens: must be an integer >= 1, got 0"),
+    (["--max-tokens", "0"], "--max-tokens: must be an integer >= 1, got 0"),
+    (["--requests-per-client", "0"], "--requests-per-client: must be an integer >= 1, got 0"),
+    (["--concurrency", "8,0"], "--concurrency: each value must be an integer >= 1, got 0 (in '8,0')"),
+    (["--concurrency", "8,,32"], "--concurrency: must be comma-separated values, got '8,,32'"),
+    (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
+])
+def test_bench_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["bench", "serve", *argv])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench serve: error: argument {message}"
+
+
+def test_bench_serve_vocab_floor_is_the_tokenizers_smallest():
+    from jaxseeker.data.tokenizer import SPECIAL_TOKENS
+    from jaxseeker.serve.command import BENCH_LOWEST
+
+    assert BENCH_LOWEST["vocab_size"] == 256 + len(SPECIAL_TOKENS)
+    with pytest.raises(ValueError, match="must be at least"):
+        train_tokenizer(["a b c"], BENCH_LOWEST["vocab_size"] - 1)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--prompt-tokens", "200", "--max-tokens", "64", "--max-len", "256"],
+     "--prompt-tokens + --max-tokens (200 + 64) must not exceed --max-len (256)"),
+    (["--num-heads", "4", "--num-kv-heads", "3"], "--num-heads (4) must be a multiple of --num-kv-heads (3)"),
+    (["--hidden-size", "12", "--num-heads", "4", "--num-kv-heads", "2"], "must be even and >= 2, got 12 // 4 = 3"),
+])
+def test_bench_serve_shapes_that_cannot_run_end_before_the_run(argv, message):
+    args = build_parser().parse_args(["bench", "serve", *argv])
+    with pytest.raises(SystemExit, match="^jaxseeker bench serve: ") as exit_:
+        args.func(args)
+    assert message in str(exit_.value.code)
 
 
 def test_jaxseeker_serve_on_a_tensor_mesh_answers_on_loopback_with_the_key_from_the_environment(policy_dir, client):

@@ -190,3 +190,34 @@ def test_update_rows_fit_the_longest_episode_not_the_whole_context():
     assert row_length([episode(10), episode(ROW_BUCKET + 1)], 8192) == ROW_BUCKET
     assert row_length([episode(10), episode(ROW_BUCKET + 2)], 8192) == 2 * ROW_BUCKET
     assert row_length([episode(5000)], 1024) == 1024
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--hidden", "13"], "--hidden: must be an integer >= 14, got 13"),
+    (["--layers", "0"], "--layers: must be an integer >= 1, got 0"),
+    (["--questions", "0"], "--questions: must be an integer >= 1, got 0"),
+    (["--group-size", "0"], "--group-size: must be an integer >= 1, got 0"),
+    (["--mini-batches", "0"], "--mini-batches: must be an integer >= 1, got 0"),
+    (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
+    (["--think-tokens", "0.9"], "--think-tokens: must be a number >= 1, got 0.9"),
+    (["--tool-p", "1"], "--tool-p: must be a number >= 0 and < 1, got 1"),
+    (["--tool-p", "-0.1"], "--tool-p: must be a number >= 0 and < 1, got -0.1"),
+    (["--steps", "0"], "--steps: must be an integer >= 1, got 0"),
+])
+def test_bench_rl_flags_out_of_range_are_usage_errors(argv, message, capsys):
+    from jaxseeker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["bench", "rl", *argv])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench rl: error: argument {message}"
+
+
+def test_bench_rl_episodes_that_do_not_split_into_mini_batches_end_before_the_run():
+    from jaxseeker.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "rl", "--questions", "3", "--group-size", "3", "--mini-batches", "2"])
+    with pytest.raises(SystemExit) as exit_:
+        args.func(args)
+    assert str(exit_.value.code) == ("jaxseeker bench rl: --questions × --group-size = 9 episodes do not split into "
+                                     "--mini-batches 2")

@@ -2,10 +2,12 @@
 option train like the reference step; XLA options this jaxlib rejects are dropped with a note."""
 
 import numpy as np
+import pytest
 
 from jaxseeker import model
+from jaxseeker.cli import build_parser
 from jaxseeker.data import tokenize_chat, train_tokenizer
-from jaxseeker.train.bench import YNN_DOT, bench_jax, synthetic_trajectories
+from jaxseeker.train.bench import YNN_DOT, TooFewSteps, bench_jax, synthetic_trajectories
 
 
 def examples(n: int = 12) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -27,3 +29,34 @@ def test_bench_options_train_like_the_reference_and_rejected_options_are_dropped
     assert fast["compiler_options"] == YNN_DOT  # jax 0.10's XLA:CPU knows the option
     assert ref["steps"] >= 3
     np.testing.assert_allclose(fast["loss"], ref["loss"], rtol=1e-5)  # the loss after the last AdamW step
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--trajectories", "1"], "--trajectories: must be an integer >= 2, got 1"),
+    (["--seq-len", "0"], "--seq-len: must be an integer >= 1, got 0"),
+    (["--rows", "0"], "--rows: must be an integer >= 1, got 0"),
+    (["--hf-batch", "-1"], "--hf-batch: must be an integer >= 1, got -1"),
+    (["--bins", "0"], "--bins: must be an integer >= 1, got 0"),
+    (["--loss-chunk", "0"], "--loss-chunk: must be an integer >= 1, got 0"),
+])
+def test_bench_sft_flags_out_of_range_are_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["bench", "sft", *argv])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench sft: error: argument {message}"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--trajectories", "10"], "--trajectories (10) must be at least twice --hf-batch (8)"),
+    (["--trajectories", "20", "--rows", "12"], "--trajectories (20) must be at least twice --rows (12)"),
+])
+def test_bench_sft_too_few_trajectories_for_two_steps_end_before_the_run(argv, message):
+    args = build_parser().parse_args(["bench", "sft", *argv])
+    with pytest.raises(SystemExit, match="^jaxseeker bench sft: ") as exit_:
+        args.func(args)
+    assert message in str(exit_.value.code)
+
+
+def test_bench_jax_needs_two_steps_of_packed_rows():
+    with pytest.raises(TooFewSteps, match="make 0 step"):
+        bench_jax(examples(4), model.ModelConfig.tiny("qwen2"), seq_len=100_000, rows=2)

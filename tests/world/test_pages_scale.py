@@ -111,3 +111,19 @@ def test_synthesisers_run_on_a_pages_world(built, recipe):
         found = world.match(q)
         assert str(len(found)) == record.answer if q.count else found == [record.meta["answer_id"]]
         assert all(world.page(u) is not None for u in record.meta["urls"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--pages", "0"], "--pages: must be an integer >= 1, got 0"),
+    (["--shard-chars", "0"], "--shard-chars: must be an integer >= 1, got 0"),
+    (["--queries", "0"], "--queries: must be an integer >= 1, got 0"),
+    (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
+    (["--pages", "1e5"], "--pages: must be an integer >= 1, got '1e5'"),
+])
+def test_bench_pages_flags_out_of_range_are_usage_errors(argv, message, capsys):
+    from jaxseeker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["bench", "pages", *argv])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench pages: error: argument {message}"
