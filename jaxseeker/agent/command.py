@@ -161,6 +161,12 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+# `rollout` bounds of the numbers the engine and the loop take: the engine's context holds at least 2 tokens and
+# its seed is an int32 that `Engine.submit` wants in [0, 2**31); top-k 0 is off (no -1), top-p in (0, 1].
+SEED = at_least(0, high=2**31 - 1)
+TEMPERATURE = at_least(0.0, float)
+TOP_P = at_least(0.0, float, above=True, high=1.0)
+
 WINDOW_HELP = "smallest attention window of the engine (doubles up to the context length; one compile each)"
 
 
@@ -169,23 +175,23 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("rollout", help="roll out ReAct episodes of a model over questions")
     p.add_argument("--model", required=True, help="HF model directory (config.json, safetensors, tokenizer)")
     p.add_argument("--questions", required=True, help='JSONL of {"question": …, "answer": …}')
-    p.add_argument("--n", type=int, default=1, help="episodes per question")
+    p.add_argument("--n", type=at_least(1), default=1, help="episodes per question")
     p.add_argument("--out", required=True, help="episodes JSONL to write")
     world = p.add_mutually_exclusive_group()
     world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")
     world.add_argument("--world", help="a saved world directory or spec (synthetic[:SIZE[:SEED]], pages:FILE)")
     p.add_argument("--tools", default="search,visit", help="comma-separated tools (search, visit, python)")
-    p.add_argument("--slots", type=int, default=16, help="episodes decoded at once")
-    p.add_argument("--max-context", type=int, default=32768, help="context tokens per episode (engine max_len)")
-    p.add_argument("--max-turn-tokens", type=int, default=8192)
-    p.add_argument("--max-tool-calls", type=int, default=100)
-    p.add_argument("--timeout", type=float, default=3600.0, help="wall-clock seconds per episode")
-    p.add_argument("--temperature", type=float, default=0.6)
-    p.add_argument("--top-p", type=float, default=0.95)
-    p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps-per-call", type=int, default=8, help="decode steps per device call")
-    p.add_argument("--min-window", type=int, default=256, help=WINDOW_HELP)
+    p.add_argument("--slots", type=at_least(1), default=16, help="episodes decoded at once")
+    p.add_argument("--max-context", type=at_least(2), default=32768, help="context tokens per episode (engine max_len)")
+    p.add_argument("--max-turn-tokens", type=at_least(1), default=8192)
+    p.add_argument("--max-tool-calls", type=at_least(1), default=100)
+    p.add_argument("--timeout", type=at_least(0.0, float, above=True), default=3600.0, help="wall-clock seconds per episode")
+    p.add_argument("--temperature", type=TEMPERATURE, default=0.6)
+    p.add_argument("--top-p", type=TOP_P, default=0.95)
+    p.add_argument("--top-k", type=at_least(0), default=0, help="0: off")
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--steps-per-call", type=at_least(1), default=8, help="decode steps per device call")
+    p.add_argument("--min-window", type=at_least(1), default=256, help=WINDOW_HELP)
     p.add_argument("--mesh", type=mesh_argument, help=MESH_HELP)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_rollout)

@@ -8,6 +8,7 @@ import sys
 
 from tqdm import tqdm
 
+from jaxseeker.argtypes import at_least
 from jaxseeker.data.records import BadLineError, iter_jsonl
 
 
@@ -56,6 +57,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("files", nargs="+", metavar="FILE", help="JSONL trajectory files")
     build.add_argument("--out", required=True, metavar="DIR", help="output directory (tfds data_dir)")
     build.add_argument("--split", default="train", help="split name (default: train)")
-    build.add_argument("--num-shards", type=int, default=None, help="ArrayRecord shard files (default: by size)")
+    build.add_argument("--num-shards", type=at_least(1), default=None, help="ArrayRecord shard files (default: by size)")
     build.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines instead of failing")
     build.set_defaults(func=_build)

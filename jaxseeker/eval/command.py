@@ -15,9 +15,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.argtypes import at_least
 from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
 
 STAGE_MODELS = ("sft", "extend", "rl")
+# the engine's context holds at least 2 tokens and its int32 seed is in [0, 2**31); top-p is in (0, 1]
+SEED = at_least(0, high=2**31 - 1)
+TOP_P = at_least(0.0, float, above=True, high=1.0)
 
 
 def _resolve(args: argparse.Namespace) -> dict[str, Any]:
@@ -68,8 +72,6 @@ def _rollouts(flag: int | None, default: int, temperature: float) -> int:
     deterministic, so greedy rollouts of one question are all the same); --k > 1 with temperature 0 is an error."""
     if flag is None:
         return default if temperature > 0 else 1
-    if flag < 1:
-        raise SystemExit(f"jaxseeker eval: --k must be >= 1, got {flag}")
     if flag > 1 and temperature == 0:
         raise SystemExit(f"jaxseeker eval: --k {flag} with temperature 0 repeats one greedy rollout {flag} times; "
                          "give --k 1 or --temperature > 0")
@@ -104,8 +106,6 @@ def _eval(args: argparse.Namespace) -> int:
     from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
     s = _resolve(args)
-    if args.limit < 0:
-        raise SystemExit(f"jaxseeker eval: --limit must be >= 0 (0: all questions), got {args.limit}")
     if not (s["model"] / "config.json").exists():
         raise SystemExit(f"jaxseeker eval: {s['model']} holds no HF model (config.json)")
     baseline = _results_file(args.baseline, "eval") if args.baseline else None  # checked before any rollout
@@ -179,19 +179,20 @@ def add_parser(subparsers: Any) -> None:
     world = p.add_mutually_exclusive_group()
     world.add_argument("--world", help="a saved world directory or spec (synthetic[:SIZE[:SEED]], atlas[:FR,DE])")
     world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")
-    p.add_argument("--k", type=int, help="rollouts per question (default 4, --config: eval.k; 1 when greedy)")
-    p.add_argument("--temperature", type=float, help="0 is greedy (default 0.6; --config: eval.temperature)")
-    p.add_argument("--top-p", type=float)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--slots", type=int, help="episodes decoded at once")
+    p.add_argument("--k", type=at_least(1), help="rollouts per question (default 4, --config: eval.k; 1 when greedy)")
+    p.add_argument("--temperature", type=at_least(0.0, float), help="0 is greedy (default 0.6; --config: eval.temperature)")
+    p.add_argument("--top-p", type=TOP_P)
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--slots", type=at_least(1), help="episodes decoded at once")
     p.add_argument("--mesh", type=mesh_argument, help=MESH_HELP)
-    p.add_argument("--max-context", type=int)
-    p.add_argument("--max-turn-tokens", type=int)
-    p.add_argument("--max-tool-calls", type=int)
+    p.add_argument("--max-context", type=at_least(2))
+    p.add_argument("--max-turn-tokens", type=at_least(1))
+    p.add_argument("--max-tool-calls", type=at_least(1))
     p.add_argument("--prompt", choices=("full", "compact"))
-    p.add_argument("--limit", type=int, default=0, help="only the first N questions (0: all)")
+    p.add_argument("--limit", type=at_least(0), default=0, help="only the first N questions (0: all)")
     p.add_argument("--judge", choices=("em", "f1", "llm"), default="em")
-    p.add_argument("--f1-threshold", type=float, default=0.8)
+    p.add_argument("--f1-threshold", type=at_least(0.0, float, above=True, high=1.0), default=0.8,
+                   help="--judge f1: token F1 that counts as correct")
     p.add_argument("--judge-url", default="https://api.openai.com/v1", help="OpenAI-compatible server of the judge")
     p.add_argument("--judge-model")
     p.add_argument("--judge-key-env", default="OPENAI_API_KEY", help="environment variable holding the judge's key")
@@ -203,6 +204,6 @@ def add_parser(subparsers: Any) -> None:
     c.add_argument("--before", nargs="+", required=True, metavar="EVAL",
                    help="eval directories (or results JSONL) of the first model; several seeds are pooled")
     c.add_argument("--after", nargs="+", required=True, metavar="EVAL", help="the same for the second model")
-    c.add_argument("--k", type=int, help="rounds taken from each eval (default: the fewest any question has)")
+    c.add_argument("--k", type=at_least(1), help="rounds taken from each eval (default: the fewest any question has)")
     c.add_argument("--out", help="write the comparison as JSON here")
     c.set_defaults(func=_compare)

@@ -16,6 +16,8 @@ API_KEY_ENV = "JAXSEEKER_API_KEY"
 # `bench serve` lower bounds other than 1: its tokenizer has 256 byte tokens + 11 special ones
 # (`data.train_tokenizer`), numpy seeds are >= 0, the engine's context holds at least 2 tokens.
 BENCH_LOWEST = {"vocab_size": 256 + 11, "seed": 0, "max_len": 2}
+# `serve` engine shape lower bounds other than 1 (`Engine`, `Scheduler` check the same)
+SHAPE_LOWEST = {"max_len": 2}
 
 
 def _add_shape_args(p: argparse.ArgumentParser, defaults: EngineShape) -> None:
@@ -28,8 +30,8 @@ def _add_shape_args(p: argparse.ArgumentParser, defaults: EngineShape) -> None:
         "max_queue": "completions that may wait for a slot; more are answered 429",
     }
     for field in dataclasses.fields(EngineShape):
-        p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, type=int,
-                       default=getattr(defaults, field.name), help=f"{helps[field.name]} (default: %(default)s)")
+        p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name,
+                       type=at_least(SHAPE_LOWEST.get(field.name, 1)), default=getattr(defaults, field.name), help=f"{helps[field.name]} (default: %(default)s)")
 
 
 def _shape(args: argparse.Namespace) -> EngineShape:
@@ -56,7 +58,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--model", required=True,
                    help="HF model directory (config.json, safetensors, tokenizer), or a jaxseeker run directory")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, this machine only)")
-    p.add_argument("--port", type=int, default=8000, help="default: %(default)s")
+    p.add_argument("--port", type=at_least(0, high=65535), default=8000, help="default: %(default)s")
     p.add_argument("--served-model-name", help="the model id clients send (default: the model directory's name)")
     p.add_argument("--api-key-env", default=API_KEY_ENV,
                    help="environment variable holding the key clients must send as a Bearer token; unset or empty: "

@@ -17,6 +17,7 @@ from typing import Any
 from jaxseeker.agent.episode import Question, numbered_questions
 from jaxseeker.agent.loop import RolloutConfig
 from jaxseeker.agent.prompts import system_prompt
+from jaxseeker.argtypes import at_least
 from jaxseeker.errors import InputError
 from jaxseeker.synthesis import filters, shortcot
 from jaxseeker.synthesis.expert import ExpertConfig
@@ -30,9 +31,7 @@ from jaxseeker.world.store import check_output
 TEACHERS = ("expert", "openai", "policy")
 MODES = ("react", "reflection", "denoised")
 FUNNELS = ("webdancer", "websailor", "none")
-AT_LEAST = {"tries": 1, "limit": 0, "max_actions": 1, "max_tokens": 1, "n_max": 1, "k_verify": 1,
-            "max_tool_calls": 1, "max_context": 1}  # flag (as its argparse dest) → smallest value it takes
-RATES = ("detour_rate", "slip_rate", "verifier_error_rate")  # flags that are probabilities
+RATE = at_least(0.0, float, high=1.0)  # flags that are probabilities
 
 
 def default_tokenizer(world: World, vocab_size: int = 2000) -> Any:
@@ -65,7 +64,8 @@ def _teacher(args: argparse.Namespace, world: World) -> Any:
     from jaxseeker.generation import SamplingConfig
 
     cfg, params = model.load_hf(args.model)
-    return PolicyTeacher(params, cfg, SamplingConfig(temperature=args.temperature or 0.6, top_p=0.95))
+    temperature = 0.6 if args.temperature is None else args.temperature  # 0: the policy's greedy trajectories
+    return PolicyTeacher(params, cfg, SamplingConfig(temperature=temperature, top_p=0.95))
 
 
 def _stages(args: argparse.Namespace, judge: filters.Judge) -> list[filters.Stage]:
@@ -81,15 +81,8 @@ def _stages(args: argparse.Namespace, judge: filters.Judge) -> list[filters.Stag
 
 
 def _check_args(args: argparse.Namespace) -> None:
-    """InputError naming the first flag out of range, before the world, a tokenizer or a teacher is loaded."""
-    for dest, least in AT_LEAST.items():
-        if getattr(args, dest) < least:
-            raise InputError(f"--{dest.replace('_', '-')} must be >= {least}, got {getattr(args, dest)}")
-    for dest in RATES:
-        if not 0 <= getattr(args, dest) <= 1:
-            raise InputError(f"--{dest.replace('_', '-')} must be in [0, 1], got {getattr(args, dest)}")
-    if args.mix_ratio < 0:
-        raise InputError(f"--mix-ratio must be >= 0, got {args.mix_ratio}")
+    """InputError naming the first combination of flags that cannot run, before the world, a tokenizer or a teacher
+    is loaded (each number's own range is checked by the parser)."""
     if args.short_cot and args.slip_rate:
         raise InputError("--slip-rate cannot be combined with --short-cot (the rewrite would train the slips)")
     if args.teacher == "policy" and not args.model:
@@ -240,36 +233,37 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     p.add_argument("--teacher", choices=TEACHERS, default="expert")
     p.add_argument("--mode", choices=MODES, default="react",
                    help="react; reflection (WebSeer, answer_submit + verifier); denoised (OpenSeeker)")
-    p.add_argument("--tries", type=int, default=5, help="rollouts per question at most (rejection sampling)")
+    p.add_argument("--tries", type=at_least(1), default=5, help="rollouts per question at most (rejection sampling)")
     p.add_argument("--funnel", choices=FUNNELS, default="webdancer")
-    p.add_argument("--max-actions", type=int, default=30, help="quality: tool calls per trajectory at most")
-    p.add_argument("--max-tokens", type=int, default=32768, help="websailor RFT: tokens per trajectory at most")
-    p.add_argument("--min-tool-calls", type=int, default=5, help="websailor RFT: more tool calls than this")
+    p.add_argument("--max-actions", type=at_least(1), default=30, help="quality: tool calls per trajectory at most")
+    p.add_argument("--max-tokens", type=at_least(1), default=32768, help="websailor RFT: tokens per trajectory at most")
+    p.add_argument("--min-tool-calls", type=at_least(0), default=5, help="websailor RFT: more tool calls than this")
     p.add_argument("--judge", choices=("em", "llm"), default="em")
     p.add_argument("--short-cot", action="store_true",
                    help="rewrite thoughts (with --base-url: by the LLM; else keep the teacher's short ones)")
     p.add_argument("--levels", default="", help="only these question levels, e.g. 1,2")
-    p.add_argument("--limit", type=int, default=0, help="only the first N questions")
+    p.add_argument("--limit", type=at_least(0), default=0, help="only the first N questions (0: all)")
     p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the policy's, or a world BPE)")
     p.add_argument("--model", default=None, help="HF checkpoint of the policy teacher")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server of the openai teacher / judge / LLM")
     p.add_argument("--llm-model", default=None, help="model name on that server")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY")
-    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--temperature", type=at_least(0.0, float), default=None,
+                   help="teacher sampling (default: the openai server's; the policy's 0.6; 0 is greedy)")
     p.add_argument("--summarizer", choices=("extractive", "llm"), default="extractive", help="denoised mode")
-    p.add_argument("--detour-rate", type=float, default=0.25, help="expert: detours per chance")
-    p.add_argument("--slip-rate", type=float, default=0.0,
+    p.add_argument("--detour-rate", type=RATE, default=0.25, help="expert: detours per chance")
+    p.add_argument("--slip-rate", type=RATE, default=0.0,
                    help="expert: searches that miscopy the name (weight 0), then the right search, per chance")
-    p.add_argument("--n-max", type=int, default=3, help="reflection: submissions per episode")
-    p.add_argument("--k-verify", type=int, default=3, help="reflection: verifier samples per proposal (Ψ)")
-    p.add_argument("--mix-ratio", type=float, default=1.5, help="reflection: single-shot : multi-round")
+    p.add_argument("--n-max", type=at_least(1), default=3, help="reflection: submissions per episode")
+    p.add_argument("--k-verify", type=at_least(1), default=3, help="reflection: verifier samples per proposal (Ψ)")
+    p.add_argument("--mix-ratio", type=at_least(0.0, float), default=1.5, help="reflection: single-shot : multi-round")
     p.add_argument("--no-balance", action="store_true", help="reflection: keep every record whatever the mix")
-    p.add_argument("--verifier-error-rate", type=float, default=0.0, help="reflection: offline verifier noise")
+    p.add_argument("--verifier-error-rate", type=RATE, default=0.0, help="reflection: offline verifier noise")
     p.add_argument("--tools", default="search,visit")
-    p.add_argument("--max-tool-calls", type=int, default=100)
-    p.add_argument("--max-context", type=int, default=32768)
+    p.add_argument("--max-tool-calls", type=at_least(1), default=100)
+    p.add_argument("--max-context", type=at_least(1), default=32768)
     p.add_argument("--date", default=None, help="date in the system prompt (default: today)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=at_least(0), default=0)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_trajectories)
 

@@ -52,14 +52,14 @@ def add_parser(subparsers) -> None:
     export = subparsers.add_parser("export-hf", help="write a training checkpoint as an HF checkpoint")
     export.add_argument("--checkpoint", required=True, help="run directory (or its checkpoints/ folder)")
     export.add_argument("--out", required=True)
-    export.add_argument("--step", type=int, default=None, help="default: the latest")
+    export.add_argument("--step", type=at_least(0), default=None, help="default: the latest")
     export.add_argument("--dtype", choices=("float32", "bfloat16"), default=None)
     export.set_defaults(func=_export)
     average = subparsers.add_parser("average", help="the weight mean of HF checkpoints fine-tuned from one start "
                                                     "(a model soup)")
     average.add_argument("models", nargs="+", help="HF model directories of one architecture")
     average.add_argument("--out", required=True, help="HF directory to write (the first model's tokenizer files)")
-    average.add_argument("--weights", type=float, nargs="+", default=None, help="one per model (default equal)")
+    average.add_argument("--weights", type=at_least(0.0, float, above=True), nargs="+", default=None, help="one per model (default equal)")
     average.set_defaults(func=_average)
 
 

@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from jaxseeker.argtypes import at_least
 from jaxseeker.parallel.mesh_config import MESH_AXES, MeshConfig
 from jaxseeker.parallel.mesh_config import parse_mesh as parse_mesh_config
 from jaxseeker.train.chips import CHIPS, USABLE_HBM, GiB
@@ -131,6 +132,6 @@ def add_parser(subparsers) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. data.seq_len=8192")
     p.add_argument("--mesh", default=None, help="e.g. data=1,fsdp=64,tensor=1,expert=1 (default: the recipe's)")
     p.add_argument("--chip", default="v5p", choices=sorted(CHIPS))
-    p.add_argument("--chips", type=int, default=None, help="chips for a -1 mesh axis (default: the mesh's product)")
+    p.add_argument("--chips", type=at_least(1), default=None, help="chips for a -1 mesh axis (default: the mesh's product)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_plan)

@@ -6,9 +6,11 @@ import argparse
 import collections
 import time
 
+from jaxseeker.argtypes import at_least
 from jaxseeker.world.build import SOURCES, build_world, open_world
 from jaxseeker.world.graph import World
 from jaxseeker.world.store import check_output, save_world
+from jaxseeker.world.synthetic import MIN_SIZE
 
 
 def describe(world: World) -> str:
@@ -53,8 +55,8 @@ def add_parser(subparsers) -> None:
     sub = world.add_subparsers(dest="world_command", required=True)
     build = sub.add_parser("build", help="build a world (cached by source, size and seed)")
     build.add_argument("--source", choices=SOURCES, default="synthetic")
-    build.add_argument("--size", type=int, default=2000, help="entities (synthetic)")
-    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--size", type=at_least(MIN_SIZE), default=2000, help="entities (synthetic)")
+    build.add_argument("--seed", type=at_least(0), default=0, help="synthetic")
     build.add_argument("--pages", default=None, help="JSONL of {url,title,text,links} (source pages)")
     build.add_argument("--skip-bad-lines", action="store_true",
                        help="pages: skip (and count) malformed lines instead of failing on the first")

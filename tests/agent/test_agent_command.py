@@ -85,6 +85,32 @@ def test_bench_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench rollout: error: argument {message}"
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--n", "0"], "--n: must be an integer >= 1, got 0"),
+    (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
+    (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
+    (["--max-turn-tokens", "0"], "--max-turn-tokens: must be an integer >= 1, got 0"),
+    (["--max-tool-calls", "0"], "--max-tool-calls: must be an integer >= 1, got 0"),
+    (["--timeout", "0"], "--timeout: must be a number > 0, got 0"),
+    (["--timeout", "nan"], "--timeout: must be a number > 0, got nan"),
+    (["--temperature", "-0.1"], "--temperature: must be a number >= 0, got -0.1"),
+    (["--top-p", "0"], "--top-p: must be a number > 0 and <= 1, got 0"),
+    (["--top-p", "1.5"], "--top-p: must be a number > 0 and <= 1, got 1.5"),
+    (["--top-k", "-1"], "--top-k: must be an integer >= 0, got -1"),
+    (["--seed", "-1"], "--seed: must be an integer >= 0 and <= 2147483647, got -1"),
+    (["--seed", "2147483648"], "--seed: must be an integer >= 0 and <= 2147483647, got 2147483648"),
+    (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
+    (["--min-window", "0"], "--min-window: must be an integer >= 1, got 0"),
+])
+def test_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys):
+    from jaxseeker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["rollout", "--model", "m", "--questions", "q.jsonl", "--out", "e.jsonl", *argv])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker rollout: error: argument {message}"
+
+
 def test_bench_rollout_too_short_a_context_ends_before_the_run():
     with pytest.raises(SystemExit) as exit_:
         cli(["bench", "rollout", "--max-len", "300"])

@@ -3,6 +3,8 @@
 import argparse
 import json
 
+import pytest
+
 from jaxseeker.data.command import add_parser
 from jaxseeker.data import open_arrayrecord
 
@@ -41,3 +43,14 @@ def test_build_into_a_built_dataset_is_refused_in_one_line(write_jsonl, tmp_path
     capsys.readouterr()
     assert _run(["data", "build", path, "--out", str(tmp_path / "ds")]) == 1
     assert "already holds a built dataset; choose another --out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shards", ["0", "-1"])
+def test_build_num_shards_out_of_range_is_a_usage_error(shards, capsys):
+    from jaxseeker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["data", "build", "t.jsonl", "--out", "ds", "--num-shards", shards])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"jaxseeker data build: error: argument --num-shards: must be an integer >= 1, got {shards}")

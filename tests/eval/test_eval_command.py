@@ -190,7 +190,7 @@ def test_eval_refuses_a_mesh_it_cannot_read(capsys):
     assert f"argument --mesh: 'fsdp=1,tensor={jax.device_count() + 1}': MeshConfig " in capsys.readouterr().err
 
 
-def test_eval_names_a_bad_questions_file_and_bad_numbers(tmp_path):
+def test_eval_names_a_bad_questions_file_and_baseline(tmp_path):
     (tmp_path / "config.json").write_text("{}")
     questions = tmp_path / "q.jsonl"
     questions.write_text('{"question": "a", "answer": "b"}\n{"question": "c"}\n')
@@ -198,9 +198,32 @@ def test_eval_names_a_bad_questions_file_and_bad_numbers(tmp_path):
               "--corpus", str(tmp_path / "pages.jsonl")]
     with pytest.raises(SystemExit, match=r"^jaxseeker eval: .*q\.jsonl:2: no answer field"):
         main(common)  # the console script's entry point ends a bad file's run in one line
-    with pytest.raises(SystemExit, match="--k must be >= 1, got 0"):
-        cli([*common, "--k", "0"])
-    with pytest.raises(SystemExit, match="--limit must be >= 0"):
-        cli([*common, "--limit", "-1"])
     with pytest.raises(SystemExit, match=r"^jaxseeker eval: .*nowhere is neither a results JSONL nor an eval dir"):
         cli([*common, "--baseline", str(tmp_path / "nowhere")])  # before the model loads and the rollouts run
+
+
+EVAL_ARGS = ["eval", "--model", "m", "--questions", "q.jsonl", "--out", "o", "--corpus", "p.jsonl"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([*EVAL_ARGS, "--k", "0"], "--k: must be an integer >= 1, got 0"),
+    ([*EVAL_ARGS, "--temperature", "-1"], "--temperature: must be a number >= 0, got -1"),
+    ([*EVAL_ARGS, "--top-p", "0"], "--top-p: must be a number > 0 and <= 1, got 0"),
+    ([*EVAL_ARGS, "--top-p", "1.01"], "--top-p: must be a number > 0 and <= 1, got 1.01"),
+    ([*EVAL_ARGS, "--seed", "-1"], "--seed: must be an integer >= 0 and <= 2147483647, got -1"),
+    ([*EVAL_ARGS, "--slots", "0"], "--slots: must be an integer >= 1, got 0"),
+    ([*EVAL_ARGS, "--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
+    ([*EVAL_ARGS, "--max-turn-tokens", "0"], "--max-turn-tokens: must be an integer >= 1, got 0"),
+    ([*EVAL_ARGS, "--max-tool-calls", "0"], "--max-tool-calls: must be an integer >= 1, got 0"),
+    ([*EVAL_ARGS, "--limit", "-1"], "--limit: must be an integer >= 0, got -1"),
+    ([*EVAL_ARGS, "--f1-threshold", "0"], "--f1-threshold: must be a number > 0 and <= 1, got 0"),
+    ([*EVAL_ARGS, "--f1-threshold", "1.5"], "--f1-threshold: must be a number > 0 and <= 1, got 1.5"),
+    (["compare", "--before", "a", "--after", "b", "--k", "0"], "--k: must be an integer >= 1, got 0"),
+])
+def test_eval_and_compare_flags_out_of_range_are_usage_errors(argv, message, capsys):
+    from jaxseeker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker {argv[0]}: error: argument {message}"

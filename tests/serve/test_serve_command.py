@@ -56,6 +56,23 @@ def test_bench_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench serve: error: argument {message}"
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--port", "-1"], "--port: must be an integer >= 0 and <= 65535, got -1"),
+    (["--port", "65536"], "--port: must be an integer >= 0 and <= 65535, got 65536"),
+    (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
+    (["--max-len", "1"], "--max-len: must be an integer >= 2, got 1"),
+    (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
+    (["--prefill-chunk", "0"], "--prefill-chunk: must be an integer >= 1, got 0"),
+    (["--min-window", "-4"], "--min-window: must be an integer >= 1, got -4"),
+    (["--max-queue", "0"], "--max-queue: must be an integer >= 1, got 0"),
+])
+def test_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["serve", "--model", "m", *argv])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker serve: error: argument {message}"
+
+
 def test_bench_serve_vocab_floor_is_the_tokenizers_smallest():
     from jaxseeker.data.tokenizer import SPECIAL_TOKENS
     from jaxseeker.serve.command import BENCH_LOWEST

@@ -102,11 +102,6 @@ def test_a_stopped_run_goes_on_from_its_journal_and_writes_what_an_uninterrupted
 
 @pytest.mark.parametrize("argv, message", [
     (["--levels", "x"], "--levels 'x': expected levels separated by commas, e.g. 1,2"),
-    (["--limit", "-1"], "--limit must be >= 0, got -1"),
-    (["--tries", "0"], "--tries must be >= 1, got 0"),
-    (["--max-tool-calls", "0"], "--max-tool-calls must be >= 1, got 0"),
-    (["--mode", "reflection", "--n-max", "0"], "--n-max must be >= 1, got 0"),
-    (["--detour-rate", "2"], "--detour-rate must be in [0, 1], got 2.0"),
     (["--short-cot", "--slip-rate", "0.5"], "--slip-rate cannot be combined with --short-cot"),
     (["--tools", "search,bogus"], "--tools search,bogus: tools.enabled: unknown tool(s) ['bogus']"),
     (["--out", "{tmp}"], "--out {tmp}: is a directory, not a file"),
@@ -120,6 +115,34 @@ def test_bad_flags_end_the_command_in_one_line_before_anything_loads(tmp_path, a
               str(tmp_path / "t.jsonl")]
     with pytest.raises(SystemExit, match="^jaxseeker synth: " + re.escape(message.format(tmp=tmp_path))):
         main(["synth", "trajectories", *common, *argv])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--tries", "0"], "--tries: must be an integer >= 1, got 0"),
+    (["--max-actions", "0"], "--max-actions: must be an integer >= 1, got 0"),
+    (["--max-tokens", "0"], "--max-tokens: must be an integer >= 1, got 0"),
+    (["--min-tool-calls", "-1"], "--min-tool-calls: must be an integer >= 0, got -1"),
+    (["--limit", "-1"], "--limit: must be an integer >= 0, got -1"),
+    (["--temperature", "-0.5"], "--temperature: must be a number >= 0, got -0.5"),
+    (["--detour-rate", "2"], "--detour-rate: must be a number >= 0 and <= 1, got 2"),
+    (["--slip-rate", "-0.1"], "--slip-rate: must be a number >= 0 and <= 1, got -0.1"),
+    (["--mode", "reflection", "--n-max", "0"], "--n-max: must be an integer >= 1, got 0"),
+    (["--k-verify", "0"], "--k-verify: must be an integer >= 1, got 0"),
+    (["--mix-ratio", "-1"], "--mix-ratio: must be a number >= 0, got -1"),
+    (["--verifier-error-rate", "1.5"], "--verifier-error-rate: must be a number >= 0 and <= 1, got 1.5"),
+    (["--max-tool-calls", "0"], "--max-tool-calls: must be an integer >= 1, got 0"),
+    (["--max-context", "0"], "--max-context: must be an integer >= 1, got 0"),
+    (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
+])
+def test_trajectories_numbers_out_of_range_are_usage_errors(argv, message, capsys):
+    from jaxseeker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["synth", "trajectories", "--questions", "q.jsonl", "--world", "w", "--out",
+                                   "t.jsonl", *argv])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"jaxseeker synth trajectories: error: argument {message}")
 
 
 @pytest.mark.parametrize("lines, message", [
@@ -179,3 +202,16 @@ def test_a_bad_plot_path_fails_before_the_report_and_a_bare_name_reports_the_png
     assert capsys.readouterr().out == ""
     assert main(["synth", "report", str(file), "--plot", str(tmp_path / "bare")]) == 0
     assert f"plot: {tmp_path / 'bare.png'}" in capsys.readouterr().out and (tmp_path / "bare.png").is_file()
+
+
+@pytest.mark.parametrize("flags, temperature", [([], 0.6), (["--temperature", "0"], 0.0), (["--temperature", "1"], 1.0)])
+def test_the_policy_teacher_samples_at_the_temperature_given_zero_too(monkeypatch, traj_world, flags, temperature):
+    from jaxseeker import model
+    from jaxseeker.synthesis.command import _teacher
+
+    monkeypatch.setattr(model, "load_hf", lambda path: (None, None))  # the teacher's weights play no part here
+    parser = argparse.ArgumentParser()
+    add_synth_subcommands(parser.add_subparsers())
+    args = parser.parse_args(["trajectories", "--questions", "q", "--world", "w", "--out", "o", "--teacher", "policy",
+                              "--model", "m", *flags])
+    assert _teacher(args, traj_world).sampling.temperature == temperature

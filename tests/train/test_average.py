@@ -76,3 +76,18 @@ def test_command_writes_the_average(tmp_path, capsys):
         main(["average", str(tmp_path / "a"), str(tmp_path / "nowhere"), "--out", str(tmp_path / "soup2")])
     with pytest.raises(SystemExit, match="jaxseeker average: 1 weights for 2 checkpoints"):
         main(["average", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "soup2"), "--weights", "1"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["average", "a", "b", "--out", "s", "--weights", "1", "0"], "--weights: must be a number > 0, got 0"),
+    (["average", "a", "b", "--out", "s", "--weights", "-1", "2"], "--weights: must be a number > 0, got -1"),
+    (["average", "a", "b", "--out", "s", "--weights", "1", "inf"], "--weights: must be a number > 0, got inf"),
+    (["export-hf", "--checkpoint", "run", "--out", "hf", "--step", "-1"], "--step: must be an integer >= 0, got -1"),
+])
+def test_average_and_export_numbers_out_of_range_are_usage_errors(argv, message, capsys):
+    from jaxseeker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker {argv[0]}: error: argument {message}"

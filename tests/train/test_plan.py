@@ -169,3 +169,14 @@ def test_plan_command_prints_a_table_and_json(tmp_path, capsys):
     assert main(["plan", "--config", str(path), "--set", "data.seq_len=640"]) == 0
     table = capsys.readouterr().out
     assert "3 × 640" in table and "peak" in table and "fits" in table
+
+
+@pytest.mark.parametrize("chips", ["0", "-4"])
+def test_plan_chips_out_of_range_are_usage_errors(chips, capsys):
+    from jaxseeker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["plan", "--config", "c.yaml", "--chips", chips])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"jaxseeker plan: error: argument --chips: must be an integer >= 1, got {chips}")

@@ -8,6 +8,7 @@ import pytest
 
 from jaxseeker.cli import main
 from jaxseeker.world import command, load_world, save_world, synthetic_world
+from jaxseeker.world.synthetic import MIN_SIZE
 
 
 def parse(argv):
@@ -31,7 +32,6 @@ def test_build_to_a_directory_then_info(tmp_path, capsys):
     (["world", "info", "synthetic:0"], r"size=0 is too small for a synthetic world"),
     (["world", "info", "nowhere:1"], r"cannot open world 'nowhere:1': give a saved world directory"),
     (["world", "info", "atlas:ZZ"], r"unknown country codes: \['ZZ'\]"),
-    (["world", "build", "--size", "-3"], r"size=-3 is too small for a synthetic world"),
     (["world", "build", "--source", "pages"], r"source 'pages' needs path= \(`--pages FILE`"),
 ])
 def test_a_bad_world_spec_or_size_ends_the_command_in_one_line(tmp_path, argv, message):
@@ -65,3 +65,17 @@ def test_a_damaged_saved_world_is_named_by_file_and_line(tmp_path):
         (d / name).write_bytes(content)
         with pytest.raises(SystemExit, match=rf"^jaxseeker world: {re.escape(str(d / message))}"):
             main(["world", "info", str(d)])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--size", str(MIN_SIZE - 1)], f"--size: must be an integer >= {MIN_SIZE}, got {MIN_SIZE - 1}"),
+    (["--size", "-3"], f"--size: must be an integer >= {MIN_SIZE}, got -3"),
+    (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
+])
+def test_world_build_numbers_out_of_range_are_usage_errors(argv, message, capsys):
+    from jaxseeker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["world", "build", *argv])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker world build: error: argument {message}"

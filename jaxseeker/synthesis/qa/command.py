@@ -7,6 +7,7 @@ import argparse
 import os
 import time
 
+from jaxseeker.argtypes import at_least
 from jaxseeker.errors import InputError
 from jaxseeker.world import open_world
 from jaxseeker.world.store import check_output
@@ -45,10 +46,8 @@ def _synthesize(args: argparse.Namespace, world) -> SynthResult:
 
 def _synth(args: argparse.Namespace) -> int:
     start = time.perf_counter()
-    if args.n < 1:
-        raise InputError(f"--n must be >= 1, got {args.n}")
     rounds = getattr(args, "rounds", None)
-    if rounds is not None and not 0 <= rounds[0] <= rounds[1]:
+    if rounds is not None and rounds[0] > rounds[1]:  # each is >= 0 (the parser); their order is checked here
         raise InputError(f"--rounds MIN MAX needs 0 <= MIN <= MAX, got {rounds[0]} {rounds[1]}")
     out = check_output(args.out, "--out")
     if args.plots:
@@ -82,9 +81,9 @@ def add_parser(subparsers) -> None:
         p = sub.add_parser(recipe, help=f"{recipe} questions")
         p.add_argument("--world", default="synthetic:2000:0",
                        help="saved world directory, synthetic[:SIZE[:SEED]], pages:FILE.jsonl or atlas[:FR,DE]")
-        p.add_argument("--n", type=int, default=100, help="questions to keep")
+        p.add_argument("--n", type=at_least(1), default=100, help="questions to keep")
         p.add_argument("--out", required=True, help="output JSONL")
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--seed", type=at_least(0), default=0)
         p.add_argument("--plots", default=None, help="directory for PNG plots")
         p.add_argument("--cache-dir", default=None, help="world cache directory")
         p.add_argument("--solver", choices=("rule", "openai"), default="rule",
@@ -96,7 +95,7 @@ def add_parser(subparsers) -> None:
                        help="keep only questions sharing no evidence entity but a country with these files' "
                             "(e.g. a pipeline's qa/train.jsonl, rl.jsonl, test.jsonl: a fresh held-out test set)")
         if recipe == "e2hqa":
-            p.add_argument("--rounds", nargs=2, type=int, metavar=("MIN", "MAX"),
+            p.add_argument("--rounds", nargs=2, type=at_least(0), metavar=("MIN", "MAX"),
                            help="rounds of replacement drawn in [MIN, MAX] (default 1 3; 0 keeps one-hop questions)")
         p.set_defaults(func=_synth, recipe=recipe)
     add_synth_subcommands(sub)

@@ -48,8 +48,6 @@ def test_synth_rounds_must_be_ordered(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--n", "0"], "--n must be >= 1, got 0"),
-    (["--n", "-2"], "--n must be >= 1, got -2"),
     (["--out", "{tmp}"], "--out {tmp}: is a directory, not a file"),
     (["--out", "{tmp}/file/q.jsonl"], "--out {tmp}/file/q.jsonl: {tmp}/file is a file, not a directory"),
     (["--plots", "{tmp}/file"], "--plots {tmp}/file: is a file, not a directory"),
@@ -71,3 +69,19 @@ def test_a_world_without_entities_ends_the_command_in_one_line(tmp_path):
         with pytest.raises(SystemExit, match=f"^jaxseeker synth: --world {re.escape(world)}: the world has no entities"):
             main(["synth", recipe, "--world", world, "--cache-dir", str(tmp_path / "cache"), "--n", "2",
                   "--out", str(tmp_path / "q.jsonl")])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sailorfog", "--n", "0"], "--n: must be an integer >= 1, got 0"),
+    (["sailorfog", "--n", "-2"], "--n: must be an integer >= 1, got -2"),
+    (["sailorfog", "--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
+    (["e2hqa", "--rounds", "-1", "2"], "--rounds: must be an integer >= 0, got -1"),
+    (["e2hqa", "--rounds", "1", "-2"], "--rounds: must be an integer >= 0, got -2"),
+])
+def test_synth_numbers_out_of_range_are_usage_errors(argv, message, capsys):
+    from jaxseeker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["synth", *argv, "--out", "q.jsonl"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker synth {argv[0]}: error: argument {message}"
