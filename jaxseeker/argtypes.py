@@ -1,4 +1,5 @@
-"""Range-checked argparse `type=` callables, so a bad number is a one-line usage error at parse time.
+"""Range-checked argparse `type=` callables, so a bad number is a one-line usage error at parse time, and checks of
+flags that only make sense together.
 
 `parser.add_argument("--seq-len", type=at_least(1))` turns `--seq-len 0` into
 `error: argument --seq-len: must be an integer >= 1, got 0` (exit status 2) before any command runs.
@@ -59,3 +60,15 @@ def comma_list(item: Callable[[str], Number]) -> Callable[[str], tuple[Number, .
 
     parse.__name__ = "list"
     return parse
+
+
+def head_flags_problem(hidden_size: int, num_heads: int, num_kv_heads: int) -> str | None:
+    """Why `--hidden-size`, `--num-heads` and `--num-kv-heads` make no attention layer, or None: the query heads must
+    be a multiple of the key/value heads, and the head size even (RoPE rotates it in halves)."""
+    if num_heads % num_kv_heads:
+        return f"--num-heads ({num_heads}) must be a multiple of --num-kv-heads ({num_kv_heads})"
+    head_dim = hidden_size // num_heads
+    if head_dim < 2 or head_dim % 2:
+        return (f"--hidden-size // --num-heads (the head size, rotated in halves by RoPE) must be even and >= 2, "
+                f"got {hidden_size} // {num_heads} = {head_dim}")
+    return None

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from jaxseeker.argtypes import at_least, comma_list
+from jaxseeker.argtypes import at_least, comma_list, head_flags_problem
 
 
 @pytest.mark.parametrize("make, text, value", [
@@ -67,3 +67,9 @@ def test_only_int_and_float_are_kinds():
     with pytest.raises(TypeError, match="int or float"):
         at_least(1, str)
     assert math.isclose(at_least(0.5, float)("0.5"), 0.5)
+
+
+def test_head_flags_make_an_attention_layer_or_say_why_not():
+    assert head_flags_problem(64, 4, 2) is None
+    assert head_flags_problem(64, 4, 3) == "--num-heads (4) must be a multiple of --num-kv-heads (3)"
+    assert "must be even and >= 2, got 24 // 8 = 3" in head_flags_problem(24, 8, 8)

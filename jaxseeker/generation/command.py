@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import json
 
-from jaxseeker.argtypes import at_least
+from jaxseeker.argtypes import at_least, head_flags_problem
 from jaxseeker.generation.bench import BenchShape, format_table, run_generate_bench
 
 # Lower bounds of the BenchShape fields other than 1: prompts draw ids in [1, vocab_size); numpy seeds are >= 0.
@@ -15,13 +15,9 @@ LOWEST = {"vocab_size": 2, "seed": 0}
 
 def _check_shape(shape: BenchShape) -> None:
     """SystemExit naming the flags when the heads of `shape` make no model (what the parser cannot check alone)."""
-    if shape.num_heads % shape.num_kv_heads:
-        raise SystemExit(f"jaxseeker bench generate: --num-heads ({shape.num_heads}) must be a multiple of "
-                         f"--num-kv-heads ({shape.num_kv_heads})")
-    head_dim = shape.hidden_size // shape.num_heads
-    if head_dim < 2 or head_dim % 2:
-        raise SystemExit(f"jaxseeker bench generate: --hidden-size // --num-heads (the head size, rotated in halves "
-                         f"by RoPE) must be even and >= 2, got {shape.hidden_size} // {shape.num_heads} = {head_dim}")
+    problem = head_flags_problem(shape.hidden_size, shape.num_heads, shape.num_kv_heads)
+    if problem:
+        raise SystemExit(f"jaxseeker bench generate: {problem}")
 
 
 def _bench_generate(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from jaxseeker.argtypes import at_least, comma_list
+from jaxseeker.argtypes import at_least, comma_list, head_flags_problem
 from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
 from jaxseeker.serve.shape import EngineShape
 
@@ -75,13 +75,9 @@ def _bench(args: argparse.Namespace) -> int:
     from jaxseeker.serve.bench import ServeBenchShape, format_table, run_serve_bench
 
     shape = ServeBenchShape(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ServeBenchShape)})
-    if shape.num_heads % shape.num_kv_heads:
-        raise SystemExit(f"jaxseeker bench serve: --num-heads ({shape.num_heads}) must be a multiple of "
-                         f"--num-kv-heads ({shape.num_kv_heads})")
-    head_dim = shape.hidden_size // shape.num_heads
-    if head_dim < 2 or head_dim % 2:
-        raise SystemExit(f"jaxseeker bench serve: --hidden-size // --num-heads (the head size, rotated in halves by "
-                         f"RoPE) must be even and >= 2, got {shape.hidden_size} // {shape.num_heads} = {head_dim}")
+    problem = head_flags_problem(shape.hidden_size, shape.num_heads, shape.num_kv_heads)
+    if problem:
+        raise SystemExit(f"jaxseeker bench serve: {problem}")
     if shape.prompt_tokens + shape.max_tokens > shape.max_len:
         raise SystemExit(f"jaxseeker bench serve: --prompt-tokens + --max-tokens ({shape.prompt_tokens} + "
                          f"{shape.max_tokens}) must not exceed --max-len ({shape.max_len})")
