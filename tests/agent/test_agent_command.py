@@ -6,6 +6,7 @@ import json
 import pytest
 
 from agent_support import MAX_LEN, PAGES, QUESTION, SLOTS
+from cli_support import usage_error
 
 from jaxseeker import model
 from jaxseeker.agent import read_episodes
@@ -77,12 +78,7 @@ def test_bench_rollout_counts_idle_time():
     (["--min-window", "0"], "--min-window: must be an integer >= 1, got 0"),
 ])
 def test_bench_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys):
-    from jaxseeker.cli import build_parser
-
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["bench", "rollout", *argv])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench rollout: error: argument {message}"
+    assert usage_error(["bench", "rollout", *argv], capsys) == f"jaxseeker bench rollout: error: argument {message}"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -103,12 +99,8 @@ def test_bench_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys
     (["--min-window", "0"], "--min-window: must be an integer >= 1, got 0"),
 ])
 def test_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys):
-    from jaxseeker.cli import build_parser
-
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["rollout", "--model", "m", "--questions", "q.jsonl", "--out", "e.jsonl", *argv])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker rollout: error: argument {message}"
+    err = usage_error(["rollout", "--model", "m", "--questions", "q.jsonl", "--out", "e.jsonl", *argv], capsys)
+    assert err == f"jaxseeker rollout: error: argument {message}"
 
 
 def test_bench_rollout_too_short_a_context_ends_before_the_run():

@@ -7,6 +7,7 @@ import sys
 
 import jax
 import pytest
+from cli_support import usage_error
 
 from jaxseeker import model
 from jaxseeker.agent import prompts
@@ -221,9 +222,4 @@ EVAL_ARGS = ["eval", "--model", "m", "--questions", "q.jsonl", "--out", "o", "--
     (["compare", "--before", "a", "--after", "b", "--k", "0"], "--k: must be an integer >= 1, got 0"),
 ])
 def test_eval_and_compare_flags_out_of_range_are_usage_errors(argv, message, capsys):
-    from jaxseeker.cli import build_parser
-
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(argv)
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker {argv[0]}: error: argument {message}"
+    assert usage_error(argv, capsys) == f"jaxseeker {argv[0]}: error: argument {message}"

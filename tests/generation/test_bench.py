@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from cli_support import usage_error
 
 from jaxseeker.cli import build_parser
 
@@ -21,14 +22,6 @@ def test_bench_generate_command_reports_both_rates(capsys):
     assert result["rows_equal"] == 1.0
 
 
-def _parse_error(argv, capsys) -> str:
-    """The last stderr line of a parse that must fail as a usage error (exit status 2)."""
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(argv)
-    assert exit_.value.code == 2
-    return capsys.readouterr().err.strip().splitlines()[-1]
-
-
 @pytest.mark.parametrize("argv, message", [
     (["--hidden-size", "0"], "--hidden-size: must be an integer >= 1, got 0"),
     (["--num-layers", "-1"], "--num-layers: must be an integer >= 1, got -1"),
@@ -45,7 +38,7 @@ def _parse_error(argv, capsys) -> str:
     (["--batch", "two"], "--batch: must be an integer >= 1, got 'two'"),
 ])
 def test_bench_generate_flags_out_of_range_are_usage_errors(argv, message, capsys):
-    err = _parse_error(["bench", "generate", *argv], capsys)
+    err = usage_error(["bench", "generate", *argv], capsys)
     assert err == f"jaxseeker bench generate: error: argument {message}"
 
 

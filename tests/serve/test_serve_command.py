@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from cli_support import usage_error
 from serve_support import MODEL_NAME, SHAPE, sentences
 
 from jaxseeker import model
@@ -50,10 +51,7 @@ def test_the_cli_has_serve_and_bench_serve():
     (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
 ])
 def test_bench_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["bench", "serve", *argv])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench serve: error: argument {message}"
+    assert usage_error(["bench", "serve", *argv], capsys) == f"jaxseeker bench serve: error: argument {message}"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -67,10 +65,7 @@ def test_bench_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
     (["--max-queue", "0"], "--max-queue: must be an integer >= 1, got 0"),
 ])
 def test_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["serve", "--model", "m", *argv])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker serve: error: argument {message}"
+    assert usage_error(["serve", "--model", "m", *argv], capsys) == f"jaxseeker serve: error: argument {message}"
 
 
 def test_bench_serve_vocab_floor_is_the_tokenizers_smallest():

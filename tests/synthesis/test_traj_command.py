@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from cli_support import usage_error
 
 from jaxseeker.cli import main
 from jaxseeker.data import read_trajectories
@@ -135,14 +136,9 @@ def test_bad_flags_end_the_command_in_one_line_before_anything_loads(tmp_path, a
     (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
 ])
 def test_trajectories_numbers_out_of_range_are_usage_errors(argv, message, capsys):
-    from jaxseeker.cli import build_parser
-
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["synth", "trajectories", "--questions", "q.jsonl", "--world", "w", "--out",
-                                   "t.jsonl", *argv])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        f"jaxseeker synth trajectories: error: argument {message}")
+    err = usage_error(["synth", "trajectories", "--questions", "q.jsonl", "--world", "w", "--out", "t.jsonl", *argv],
+                      capsys)
+    assert err == f"jaxseeker synth trajectories: error: argument {message}"
 
 
 @pytest.mark.parametrize("lines, message", [

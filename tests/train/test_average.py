@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 import transformers
+from cli_support import usage_error
 
 from jaxseeker.cli import main
 from jaxseeker.train.average import average_hf, average_params
@@ -85,9 +86,4 @@ def test_command_writes_the_average(tmp_path, capsys):
     (["export-hf", "--checkpoint", "run", "--out", "hf", "--step", "-1"], "--step: must be an integer >= 0, got -1"),
 ])
 def test_average_and_export_numbers_out_of_range_are_usage_errors(argv, message, capsys):
-    from jaxseeker.cli import build_parser
-
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(argv)
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker {argv[0]}: error: argument {message}"
+    assert usage_error(argv, capsys) == f"jaxseeker {argv[0]}: error: argument {message}"

@@ -8,6 +8,7 @@ import math
 import jax
 import jax.numpy as jnp
 import pytest
+from cli_support import usage_error
 
 from jaxseeker import model
 from jaxseeker.cli import main
@@ -173,10 +174,5 @@ def test_plan_command_prints_a_table_and_json(tmp_path, capsys):
 
 @pytest.mark.parametrize("chips", ["0", "-4"])
 def test_plan_chips_out_of_range_are_usage_errors(chips, capsys):
-    from jaxseeker.cli import build_parser
-
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["plan", "--config", "c.yaml", "--chips", chips])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+    assert usage_error(["plan", "--config", "c.yaml", "--chips", chips], capsys) == (
         f"jaxseeker plan: error: argument --chips: must be an integer >= 1, got {chips}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_support import usage_error
 
 from jaxseeker.agent import Episode, RolloutConfig, read_episodes
 from jaxseeker.train.interrupt import Interrupted
@@ -205,12 +206,7 @@ def test_update_rows_fit_the_longest_episode_not_the_whole_context():
     (["--steps", "0"], "--steps: must be an integer >= 1, got 0"),
 ])
 def test_bench_rl_flags_out_of_range_are_usage_errors(argv, message, capsys):
-    from jaxseeker.cli import build_parser
-
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["bench", "rl", *argv])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench rl: error: argument {message}"
+    assert usage_error(["bench", "rl", *argv], capsys) == f"jaxseeker bench rl: error: argument {message}"
 
 
 def test_bench_rl_episodes_that_do_not_split_into_mini_batches_end_before_the_run():

@@ -3,6 +3,7 @@ option train like the reference step; XLA options this jaxlib rejects are droppe
 
 import numpy as np
 import pytest
+from cli_support import usage_error
 
 from jaxseeker import model
 from jaxseeker.cli import build_parser
@@ -40,10 +41,7 @@ def test_bench_options_train_like_the_reference_and_rejected_options_are_dropped
     (["--loss-chunk", "0"], "--loss-chunk: must be an integer >= 1, got 0"),
 ])
 def test_bench_sft_flags_out_of_range_are_usage_errors(argv, message, capsys):
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["bench", "sft", *argv])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench sft: error: argument {message}"
+    assert usage_error(["bench", "sft", *argv], capsys) == f"jaxseeker bench sft: error: argument {message}"
 
 
 @pytest.mark.parametrize("argv, message", [

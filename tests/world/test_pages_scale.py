@@ -5,6 +5,7 @@ import json
 import tracemalloc
 
 import pytest
+from cli_support import usage_error
 
 from jaxseeker.synthesis.qa.recipes import get_recipe
 from jaxseeker.tools import ToolsConfig, build_registry
@@ -121,9 +122,4 @@ def test_synthesisers_run_on_a_pages_world(built, recipe):
     (["--pages", "1e5"], "--pages: must be an integer >= 1, got '1e5'"),
 ])
 def test_bench_pages_flags_out_of_range_are_usage_errors(argv, message, capsys):
-    from jaxseeker.cli import build_parser
-
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["bench", "pages", *argv])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker bench pages: error: argument {message}"
+    assert usage_error(["bench", "pages", *argv], capsys) == f"jaxseeker bench pages: error: argument {message}"

@@ -5,6 +5,7 @@ import re
 import shutil
 
 import pytest
+from cli_support import usage_error
 
 from jaxseeker.cli import main
 from jaxseeker.world import command, load_world, save_world, synthetic_world
@@ -73,9 +74,4 @@ def test_a_damaged_saved_world_is_named_by_file_and_line(tmp_path):
     (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
 ])
 def test_world_build_numbers_out_of_range_are_usage_errors(argv, message, capsys):
-    from jaxseeker.cli import build_parser
-
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["world", "build", *argv])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker world build: error: argument {message}"
+    assert usage_error(["world", "build", *argv], capsys) == f"jaxseeker world build: error: argument {message}"

@@ -4,6 +4,7 @@ import argparse
 import re
 
 import pytest
+from cli_support import usage_error
 
 from jaxseeker.cli import main
 from jaxseeker.synthesis.qa import command, read_jsonl
@@ -79,9 +80,5 @@ def test_a_world_without_entities_ends_the_command_in_one_line(tmp_path):
     (["e2hqa", "--rounds", "1", "-2"], "--rounds: must be an integer >= 0, got -2"),
 ])
 def test_synth_numbers_out_of_range_are_usage_errors(argv, message, capsys):
-    from jaxseeker.cli import build_parser
-
-    with pytest.raises(SystemExit) as exit_:
-        build_parser().parse_args(["synth", *argv, "--out", "q.jsonl"])
-    assert exit_.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"jaxseeker synth {argv[0]}: error: argument {message}"
+    err = usage_error(["synth", *argv, "--out", "q.jsonl"], capsys)
+    assert err == f"jaxseeker synth {argv[0]}: error: argument {message}"
