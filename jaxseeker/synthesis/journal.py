@@ -33,10 +33,7 @@ class Journal:
             for line_no, entry in lines:
                 if not isinstance(entry, dict) or not isinstance(entry.get("round"), int):
                     raise InputError(f"{self.path}:{line_no}: not a journal entry")
-                if "teacher_errors" in entry:
-                    self.teacher_errors.setdefault(entry["round"], []).extend(entry["teacher_errors"])
-                else:
-                    self.outcomes[entry["round"], entry["index"]] = entry
+                self._keep(entry)
             self._file = self.path.open("a", encoding="utf-8")
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -45,15 +42,18 @@ class Journal:
 
     def add(self, entry: dict[str, Any]) -> None:
         """Record an episode's outcome, or a round's `teacher_errors`, at once (a kill loses at most this line)."""
-        if "teacher_errors" in entry:
-            self.teacher_errors.setdefault(entry["round"], []).extend(entry["teacher_errors"])
-        else:
-            self.outcomes[entry["round"], entry["index"]] = entry
+        self._keep(entry)
         self._append(entry)
 
     def close(self) -> None:
         """Close the file (it stays until the caller removes it)."""
         self._file.close()
+
+    def _keep(self, entry: dict[str, Any]) -> None:
+        if "teacher_errors" in entry:
+            self.teacher_errors.setdefault(entry["round"], []).extend(entry["teacher_errors"])
+        else:
+            self.outcomes[entry["round"], entry["index"]] = entry
 
     def _append(self, entry: dict[str, Any]) -> None:
         self._file.write(json.dumps(entry, ensure_ascii=False) + "\n")
