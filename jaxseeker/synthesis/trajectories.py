@@ -124,11 +124,13 @@ def synthesize(
     for round_index in range(tries):
         if not pending:
             break
-        saved = {} if journal is None else {i: journal.outcomes.get((round_index, i)) for i in pending}
-        todo = [g for g, i in enumerate(pending) if saved.get(i) is None]  # places in the round still to roll out
-        for i in pending:
-            if saved.get(i) is not None:
-                apply(saved[i])
+        saved = journal.outcomes if journal is not None else {}
+        todo = []  # places in the round of the questions still to roll out
+        for g, i in enumerate(pending):
+            if (round_index, i) in saved:
+                apply(saved[round_index, i])
+            else:
+                todo.append(g)
         if journal is not None:
             stats.teacher_errors += journal.teacher_errors.get(round_index, [])
 

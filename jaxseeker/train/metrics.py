@@ -26,11 +26,11 @@ class MetricsWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.exists():
                 drop_torn_tail(self.path)  # a row a killed run was writing; the steps after its checkpoint rerun
-            if resumed_from is not None and self.path.exists():
-                kept = [row for row in read_metrics(self.path) if row["step"] <= resumed_from]
-                tmp = self.path.with_suffix(".jsonl.tmp")
-                tmp.write_text("".join(json.dumps(row) + "\n" for row in kept))
-                tmp.replace(self.path)
+                if resumed_from is not None:
+                    kept = [row for row in read_metrics(self.path) if row["step"] <= resumed_from]
+                    tmp = self.path.with_suffix(".jsonl.tmp")
+                    tmp.write_text("".join(json.dumps(row) + "\n" for row in kept))
+                    tmp.replace(self.path)
             if tensorboard:
                 from tensorboardX import SummaryWriter
 
