@@ -64,6 +64,12 @@ class LoopbackServer:
                 try:
                     reply = server.route(request)
                     time.sleep(reply.delay_s)
+                finally:
+                    # Counted out before the reply is written: once the client has read it, it may send the next
+                    # request, and that one must not overlap this one in the count.
+                    with server._lock:
+                        server.in_flight -= 1
+                try:
                     body = reply.body
                     if not isinstance(body, (bytes, str)):
                         body = json.dumps(body)
@@ -76,9 +82,6 @@ class LoopbackServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
 
             do_GET = do_POST = _handle
 
