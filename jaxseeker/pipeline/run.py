@@ -173,10 +173,11 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
                                rows=warmup_rows, target_loss=p.copy_warmup_target_loss,
                                grow_to=policy if shallow != policy else None, progress=progress,
                                digits=digit_ids(tokenizer) if p.copy_warmup_digit_rate else None,
-                               digit_rate=p.copy_warmup_digit_rate, max_gap=p.copy_warmup_gap)
+                               digit_rate=p.copy_warmup_digit_rate, max_gap=p.copy_warmup_gap,
+                               checkpoint_dir=out / "checkpoints", save_every=max(1, p.copy_warmup_steps // 8))
 
     if p.copy_warmup_steps:
-        report["warmup"] = runner.run("warmup", warmup_key, warmup_stage)
+        report["warmup"] = runner.run("warmup", warmup_key, warmup_stage, resumable=True)
     # copy_warmup_rows reaches the SFT through warmup_key, the extend_* keys only the extension's own key: left out
     # here, so runs from before these keys keep their SFT.
     later = ("copy_warmup_rows", "extend_steps", "extend_seq_len")

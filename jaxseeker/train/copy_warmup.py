@@ -10,7 +10,10 @@ head it needs is easier with more fast-turning RoPE frequencies; docs/learning_l
 are raw token ids, not chat records: the same copies wrapped in chat turns (system prompt and turn tags between
 the two runs) had not formed them after 900 steps in the same probe.
 
-A plain single-device jitted loop: the warm-up is minutes of a small demo model, restarted if interrupted.
+A plain single-device jitted loop over minutes of a small demo model. With a checkpoint directory it saves its
+state (parameters, optimizer, the row generator's state and the losses so far) every few hundred steps and on
+Ctrl-C or SIGTERM (`train.interrupt`), and a second call with the same arguments goes on from there, drawing the
+rows an uninterrupted run would have drawn.
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ from tqdm import tqdm
 
 from jaxseeker import model
 from jaxseeker.data.copies import copy_shape, copy_tokens
+from jaxseeker.train.checkpoint import Checkpointer
+from jaxseeker.train.interrupt import Interrupted, stop_requests
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.sft_step import sft_loss
+from jaxseeker.train.state import TrainState
 
 
 def copy_batch(rng: np.random.Generator, vocab: np.ndarray, rows: int, seq_len: int, *, min_tokens: int = 4,
@@ -90,19 +96,29 @@ def gap_at(step: int, steps: int, max_gap: int) -> int:
 def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Path, *, steps: int, lr: float,
                     rows: int = 4, seq_len: int = 256, seed: int = 0, target_loss: float = 0.0,
                     grow_to: model.ModelConfig | None = None, digits: np.ndarray | None = None, digit_rate: float = 0.0,
-                    max_gap: int = 0, progress: bool = True) -> dict:
+                    max_gap: int = 0, checkpoint_dir: str | Path | None = None, save_every: int = 250,
+                    progress: bool = True) -> dict:
     """Train `cfg` from random init on up to `steps` copy batches (constant `lr` after 10 warm-up steps), stopping
     early once the 50-step mean loss is below `target_loss`, grow it to `grow_to`'s depth if given (`grow_layers`)
-    and save it as an HF checkpoint in `out_dir`; returns the first and last 50-step mean losses and the steps taken.
+    and save it as an HF checkpoint in `out_dir`; returns the first and last 50-step mean losses, the steps taken
+    and the step it resumed from.
     digits, digit_rate, max_gap: number-like runs and gaps before the copy (`copy_batch`); rows of `seq_len` plus
-    `max_gap` tokens; the gaps start halfway and grow linearly to `max_gap` at the last step."""
+    `max_gap` tokens; the gaps start halfway and grow linearly to `max_gap` at the last step.
+    checkpoint_dir: save there every `save_every` steps, and on Ctrl-C or SIGTERM (then raise `Interrupted`); a
+    checkpoint found there is resumed, so the call must repeat the arguments it was made with."""
     if vocab.size == 0 or vocab.min() < 0 or vocab.max() >= cfg.vocab_size:
         span = f"{vocab.min()}..{vocab.max()}" if vocab.size else "nothing"
         raise ValueError(f"copy-task ids must lie in [0, vocab_size={cfg.vocab_size}), got {span} ({vocab.size} ids)")
     optimizer = make_optimizer(OptimizerConfig(lr=lr, min_lr=lr, warmup_steps=min(10, steps - 1), total_steps=steps,
                                                weight_decay=0.01))
     params = model.init_params(cfg, jax.random.PRNGKey(seed))
-    opt_state = optimizer.init(params)
+    state = TrainState(step=np.int32(0), params=params, opt_state=optimizer.init(params), rng=jax.random.PRNGKey(seed))
+    rng, losses, start = np.random.default_rng(seed), [], 0
+    ckpt = Checkpointer(checkpoint_dir, save_every=save_every, keep=1) if checkpoint_dir is not None else None
+    if ckpt is not None and ckpt.latest_step() is not None:
+        restored = ckpt.restore(state)
+        state, start = restored.state, restored.step
+        rng.bit_generator.state, losses = restored.data_state["rows"], restored.data_state["losses"]
 
     @functools.partial(jax.jit, donate_argnums=(0, 1))
     def step(params, opt_state, batch):
@@ -110,20 +126,30 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    rng = np.random.default_rng(seed)
-    losses = []
-    bar = tqdm(range(steps), desc="copy warm-up", disable=not progress)
-    for i in bar:
-        params, opt_state, loss = step(params, opt_state, copy_batch(rng, vocab, rows, seq_len + max_gap, digits=digits,
-                                                                digit_rate=digit_rate, max_gap=gap_at(i, steps, max_gap)))
-        losses.append(float(loss))
-        if i % 10 == 0:
-            bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
-        if len(losses) >= 50 and np.mean(losses[-50:]) < target_loss:
-            break
+    params, opt_state = state.params, state.opt_state
+    bar = tqdm(range(start, steps), initial=start, total=steps, desc="copy warm-up", disable=not progress)
+    with stop_requests(enabled=ckpt is not None) as stop:
+        for i in bar:
+            if len(losses) >= 50 and np.mean(losses[-50:]) < target_loss:  # reached before a stop, or just now
+                break
+            batch = copy_batch(rng, vocab, rows, seq_len + max_gap, digits=digits, digit_rate=digit_rate,
+                               max_gap=gap_at(i, steps, max_gap))
+            params, opt_state, loss = step(params, opt_state, batch)
+            losses.append(float(loss))
+            if i % 10 == 0:
+                bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
+            if ckpt is not None:
+                stopping = stop.signal_name is not None and i + 1 < steps
+                ckpt.save(i + 1, TrainState(step=np.int32(i + 1), params=params, opt_state=opt_state, rng=state.rng),
+                          data_state={"rows": rng.bit_generator.state, "losses": losses}, force=stopping)
+                if stopping:
+                    ckpt.close()  # waits for the save
+                    raise Interrupted(stop.signal_name, i + 1, checkpoint_dir)
     bar.close()
+    if ckpt is not None:
+        ckpt.close()
     if grow_to is not None:
         params, cfg = grow_layers(params, cfg, grow_to, jax.random.PRNGKey(seed + 1)), grow_to
     model.save_hf(params, cfg, out_dir)
     return {"first_loss": float(np.mean(losses[:50])), "final_loss": float(np.mean(losses[-50:])),
-            "steps": len(losses)}
+            "steps": len(losses), "resumed_from": start}

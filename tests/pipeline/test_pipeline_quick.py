@@ -134,6 +134,20 @@ def test_an_eval_stage_stopped_part_way_goes_on_from_its_results(before_rl, tmp_
     assert report["eval_sft"] == report_so_far["eval_sft"]  # greedy: the same rollouts as the whole run's
 
 
+def test_a_warmup_stage_stopped_part_way_goes_on_from_its_checkpoint(before_rl, tmp_path, capsys):
+    root = go_on_from(before_rl, tmp_path)
+    _, report_so_far = before_rl
+    whole = load_file(root / "warmup" / "hf" / "model.safetensors")
+    (root / "warmup" / "done.json").unlink()
+    shutil.rmtree(root / "warmup" / "hf")  # stopped before the grown model was saved
+    capsys.readouterr()
+    report = run_pipeline(pipeline_config({"name": "t"}, quick=True), root, progress=False, until="warmup")
+    assert "[warmup] resuming" in capsys.readouterr().out
+    assert report["warmup"] == report_so_far["warmup"] | {"resumed_from": 4}  # its last checkpoint: all 4 steps
+    again = load_file(root / "warmup" / "hf" / "model.safetensors")
+    assert again.keys() == whole.keys() and all(np.array_equal(again[k], whole[k]) for k in whole)
+
+
 def stand_in_for_the_expert(rollouts, expert, round_):
     """Make the `round_` rollout of each training question in the pool answer as the expert did; returns those."""
     records = [json.loads(line) for line in rollouts.open()]

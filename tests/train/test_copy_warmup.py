@@ -1,13 +1,16 @@
 """Copy warm-up: rows of `x x` runs, loss only where the second run can be predicted, and a model that learns it."""
 
 import dataclasses
+import signal
 
 import jax
 import numpy as np
 import pytest
 
 from jaxseeker import model
+from jaxseeker.train import copy_warmup
 from jaxseeker.train.copy_warmup import copy_batch, gap_at, grow_layers, run_copy_warmup
+from jaxseeker.train.interrupt import Interrupted
 
 
 def test_each_segment_is_a_run_then_the_same_run_and_only_the_predictable_copy_is_trained():
@@ -118,3 +121,40 @@ def test_ids_outside_the_model_vocabulary_are_an_error(tmp_path):
     cfg = model.ModelConfig.tiny(vocab_size=64)
     with pytest.raises(ValueError, match=r"copy-task ids must lie in \[0, vocab_size=64\), got 8..99 \(92 ids\)"):
         run_copy_warmup(cfg, np.arange(8, 100, dtype=np.int32), tmp_path, steps=2, lr=1e-3, progress=False)
+
+
+def test_a_stopped_warmup_saves_its_step_and_resumes_to_the_uninterrupted_model(tmp_path, monkeypatch):
+    cfg = model.ModelConfig.tiny(vocab_size=64, attention_impl="blocked")
+    vocab = np.arange(8, 64, dtype=np.int32)
+    args = dict(steps=12, lr=1e-2, rows=2, seq_len=64, digits=np.arange(8, 18, dtype=np.int32), digit_rate=0.5,
+                max_gap=16, save_every=5, progress=False)
+    whole = run_copy_warmup(cfg, vocab, tmp_path / "whole", checkpoint_dir=tmp_path / "whole-ckpt", **args)
+    calls = []
+
+    def ctrl_c_while_drawing_step_8(*a, **kw):
+        calls.append(1)
+        if len(calls) == 8:
+            signal.raise_signal(signal.SIGINT)  # the step in flight (the 8th) still runs and is saved
+        return copy_batch(*a, **kw)
+
+    monkeypatch.setattr(copy_warmup, "copy_batch", ctrl_c_while_drawing_step_8)
+    with pytest.raises(Interrupted, match=f"stopped by SIGINT after step 8; its checkpoint is saved under "
+                                          f"{tmp_path / 'ckpt'}") as stopped:
+        run_copy_warmup(cfg, vocab, tmp_path / "out", checkpoint_dir=tmp_path / "ckpt", **args)
+    assert stopped.value.exit_code == 130 and not (tmp_path / "out").exists()
+    assert sorted(int(p.name) for p in (tmp_path / "ckpt").iterdir() if p.name.isdigit()) == [8]  # keeps the newest
+    monkeypatch.undo()
+    resumed = run_copy_warmup(cfg, vocab, tmp_path / "out", checkpoint_dir=tmp_path / "ckpt", **args)
+    assert resumed == whole | {"resumed_from": 8} and whole["resumed_from"] == 0
+    (_, expected), (_, got) = model.load_hf(tmp_path / "whole"), model.load_hf(tmp_path / "out")
+    jax.tree.map(lambda a, b: np.testing.assert_array_equal(np.asarray(a), np.asarray(b)), expected, got)
+
+
+def test_a_warmup_that_reached_its_target_before_the_stop_ends_on_resume(tmp_path):
+    cfg = model.ModelConfig.tiny(vocab_size=64, attention_impl="blocked")
+    vocab = np.arange(8, 64, dtype=np.int32)
+    args = dict(steps=200, lr=1e-2, rows=2, seq_len=64, target_loss=100.0, save_every=50, progress=False)
+    first = run_copy_warmup(cfg, vocab, tmp_path / "a", checkpoint_dir=tmp_path / "ckpt", **args)
+    assert first["steps"] == 50  # the first 50-step mean is under any loss this high
+    again = run_copy_warmup(cfg, vocab, tmp_path / "b", checkpoint_dir=tmp_path / "ckpt", **args)
+    assert again == first | {"resumed_from": 50}  # no step taken: the saved losses already met it
