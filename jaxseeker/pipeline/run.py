@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -370,8 +369,6 @@ def _run_stages(cfg: PipelineConfig, root: Path, runner: StageRunner, report: di
             "reward": {"fn": r.reward, "judge": "em"},
         }
         summary = run_rl(recipe, resume=True, progress=progress)
-        shutil.copy(policy_dir / "model_config.json", out / "model_config.json")
-        shutil.copytree(root / "tokenizer", out / "tokenizer", dirs_exist_ok=True)
         export_hf(out, out / "hf")
         return {k: summary.get(k) for k in ("first_reward", "final_reward", "final_accuracy", "mean_step_s", "questions")}
 

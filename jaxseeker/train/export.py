@@ -10,17 +10,50 @@ from typing import Any
 import jax
 
 from jaxseeker import model
-from jaxseeker.train.checkpoint import restore_params
+from jaxseeker.train.checkpoint import checkpoint_path, restore_params
+
+# Where a run's checkpoints are, when `train.checkpoint_dir` / `rl.checkpoint_dir` put them outside the run directory
+# (e.g. a gs:// bucket on a pod).
+CHECKPOINTS_FILE = "checkpoints.json"
+
+
+def write_run_files(out_dir: Path, cfg: model.ModelConfig, tokenizer: Any, checkpoint_dir: str | Path) -> None:
+    """Write what `export-hf` and `serve` read from a run directory besides the checkpoints: the model's config,
+    its tokenizer, and, when the checkpoints are not in `out_dir/checkpoints`, where they are."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "model_config.json").write_text(json.dumps(model.to_hf_dict(cfg), indent=2))
+    tokenizer.save_pretrained(out_dir / "tokenizer")
+    where = checkpoint_path(checkpoint_dir)
+    if where != checkpoint_path(out_dir / "checkpoints"):
+        (out_dir / CHECKPOINTS_FILE).write_text(json.dumps({"directory": str(where)}, indent=2))
+    else:
+        (out_dir / CHECKPOINTS_FILE).unlink(missing_ok=True)
 
 
 def run_dir_of(path: str | Path) -> Path:
     """The run directory of `path` (the run directory itself or its `checkpoints/` folder)."""
+    if str(path).startswith("gs://"):
+        raise FileNotFoundError(f"{path}: give the run's directory (runs/NAME on the host that ran it, or the copy "
+                                f"`tpu.py launch` makes of it); it records where its checkpoints are")
     path = Path(path)
     if (path / "model_config.json").exists():
         return path
     if (path.parent / "model_config.json").exists():
         return path.parent
     raise FileNotFoundError(f"{path}: not a jaxseeker run directory (no model_config.json here or one level up)")
+
+
+def checkpoints_of(run: Path) -> str | Path:
+    """Where the checkpoints of the run directory `run` are: `run/checkpoints` unless its checkpoints.json names
+    another directory (local or gs://)."""
+    marker = run / CHECKPOINTS_FILE
+    if not marker.exists():
+        return run / "checkpoints"
+    try:
+        return json.loads(marker.read_text(encoding="utf-8"))["directory"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise FileNotFoundError(f"{marker}: expected {{\"directory\": \"…\"}} naming the run's checkpoints "
+                                f"({type(err).__name__}: {err})") from None
 
 
 def restore_run(path: str | Path, *, step: int | None = None, dtype: str | None = None,
@@ -40,7 +73,7 @@ def restore_run(path: str | Path, *, step: int | None = None, dtype: str | None 
     elif callable(shardings):
         shardings = shardings(cfg)
     target = jax.tree.map(lambda x, s: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=s), abstract, shardings)
-    return run, cfg, restore_params(run / "checkpoints", target, step=step)
+    return run, cfg, restore_params(checkpoints_of(run), target, step=step)
 
 
 def export_hf(checkpoint: str | Path, out_dir: str | Path, *, step: int | None = None, dtype: str | None = None) -> Path:

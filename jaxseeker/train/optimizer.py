@@ -69,6 +69,8 @@ class OptimizerConfig:
 
 def lr_schedule(cfg: OptimizerConfig) -> optax.Schedule:
     """Learning rate at optimizer update n: linear 0 → lr over warmup, cosine lr → min_lr at total_steps."""
+    if cfg.warmup_steps == cfg.total_steps:  # no cosine part (optax refuses an empty one): the warm-up alone
+        return optax.linear_schedule(0.0, cfg.lr, cfg.warmup_steps)
     return optax.warmup_cosine_decay_schedule(
         init_value=0.0,
         peak_value=cfg.lr,

@@ -61,6 +61,7 @@ from jaxseeker.tools import (
 )
 from jaxseeker.train import selection as sel
 from jaxseeker.train.checkpoint import Checkpointer
+from jaxseeker.train.export import write_run_files
 from jaxseeker.train.interrupt import Interrupted, stop_requests
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
@@ -201,7 +202,7 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
                                  mesh=engine_mesh, rules=rules)
     run.engine.set_params(params)
     if is_main_process():
-        out_dir.mkdir(parents=True, exist_ok=True)
+        write_run_files(out_dir, cfg, tokenizer, rl.checkpoint_dir or out_dir / "checkpoints")
     return run
 
 

@@ -21,6 +21,7 @@ from jaxseeker.data import DataConfig, batch_iterator, open_source, place_on_mes
 from jaxseeker.parallel import batch_sharding, is_main_process, process_info
 from jaxseeker.resolve import resolve_function
 from jaxseeker.train.checkpoint import Checkpointer
+from jaxseeker.train.export import write_run_files
 from jaxseeker.train.interrupt import Interrupted, stop_requests
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
@@ -147,9 +148,7 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
     eval_loss = with_attention_kernel(loss_fn, mesh_attention_kernel(cfg, mesh, rules))
     eval_fn = jax.jit(lambda p, b: (eval_loss(p, b, cfg)[0], jnp.sum(b["loss_mask"])))  # tokens of the global batch
     if is_main_process():
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / "model_config.json").write_text(json.dumps(model.to_hf_dict(cfg), indent=2))
-        tokenizer.save_pretrained(out_dir / "tokenizer")
+        write_run_files(out_dir, cfg, tokenizer, train.checkpoint_dir or out_dir / "checkpoints")
     return SFTRun(recipe, out_dir, cfg, train, data, opt_cfg, tokenizer, state, step_fn, bsh, iterator,
                   eval_batches, ckpt, start, eval_fn)
 

@@ -34,6 +34,11 @@ def test_warmup_then_cosine_to_min_lr(step, expected):
     assert float(lr_schedule(WEBSAILOR)(step)) == pytest.approx(expected, rel=1e-5, abs=1e-16)
 
 
+def test_a_warmup_as_long_as_the_run_leaves_no_cosine_and_is_the_schedule():
+    cfg = OptimizerConfig(lr=1e-3, min_lr=1e-5, warmup_steps=2, total_steps=2)  # optax refuses an empty cosine
+    assert [float(lr_schedule(cfg)(n)) for n in (0, 1, 2, 5)] == pytest.approx([0.0, 5e-4, 1e-3, 1e-3])
+
+
 def test_learning_rate_counts_updates_not_micro_steps():
     cfg = OptimizerConfig(lr=1.0, min_lr=0.0, warmup_steps=10, total_steps=100, grad_accum=4)
     assert [float(learning_rate_at(cfg, s)) for s in (0, 3, 4, 20)] == pytest.approx([0.0, 0.0, 0.1, 0.5])

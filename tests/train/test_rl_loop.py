@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import transformers
 from cli_support import usage_error
 
 from jaxseeker.agent import Episode, RolloutConfig, read_episodes
@@ -67,6 +68,19 @@ def test_toy_policy_learns_the_answer_within_a_few_steps(toy_run):
     assert right and all(e.prediction == TOY_ANSWER and e.meta["rl"]["reward"] == pytest.approx(1.0) for e in right)
     turn = episodes[0].messages[-1]["content"]
     assert turn.startswith("<think>") and turn.endswith("</answer>")
+
+
+def test_a_standalone_rl_run_exports_to_transformers(toy_run, tmp_path):
+    from jaxseeker.train.export import export_hf, restore_run
+
+    _, out, _, _ = toy_run
+    hf_dir = export_hf(out, tmp_path / "hf")  # the run directory alone: its config, tokenizer and checkpoints
+    hf = transformers.AutoModelForCausalLM.from_pretrained(hf_dir)
+    assert transformers.AutoTokenizer.from_pretrained(hf_dir).eos_token == "<|im_end|>"
+    _, cfg, params = restore_run(out)
+    embed = hf.get_input_embeddings().weight.detach().numpy()
+    np.testing.assert_array_equal(embed, np.asarray(params["embed"]))  # the last step's weights, as trained
+    assert hf.config.num_hidden_layers == cfg.num_layers
 
 
 def test_resume_after_a_kill_repeats_the_uninterrupted_steps(toy_run, capsys):

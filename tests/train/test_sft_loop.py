@@ -80,6 +80,23 @@ def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path):
         np.testing.assert_array_equal(halved.get(name), full.get(name).astype(ml_dtypes.bfloat16))
 
 
+def test_a_run_whose_checkpoints_live_elsewhere_exports_from_its_own_directory(workspace, tmp_path):
+    from jaxseeker.train.export import export_hf, run_dir_of
+
+    _, path = workspace
+    elsewhere = tmp_path / "bucket" / "checkpoints"  # as `tpu.py launch` puts them in gs://BUCKET/RUN/checkpoints
+    run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'run'}", f"train.checkpoint_dir={elsewhere}",
+                               "train.steps=2"]), progress=False)
+    assert not (tmp_path / "run" / "checkpoints").exists() and sorted(p.name for p in elsewhere.iterdir()) == ["2"]
+    assert json.loads((tmp_path / "run" / "checkpoints.json").read_text()) == {"directory": str(elsewhere)}
+    out = export_hf(tmp_path / "run", tmp_path / "hf")
+    assert transformers.AutoModelForCausalLM.from_pretrained(out).config.num_hidden_layers == 2
+    with pytest.raises(FileNotFoundError, match="gs://b/run/checkpoints: give the run's directory"):
+        run_dir_of("gs://b/run/checkpoints")
+    run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'run'}", "train.steps=2"]), progress=False)
+    assert not (tmp_path / "run" / "checkpoints.json").exists()  # back in the run directory: nothing to record
+
+
 def test_the_summary_counts_trajectories_cut_at_seq_len(workspace, tmp_path):
     root, path = workspace
     for seq_len, cut in ((64, True), (512, False)):
