@@ -22,7 +22,7 @@ from jaxseeker.synthesis.qa.stats import compute_stats, summary
 
 
 def _solver_options(args: argparse.Namespace, world) -> dict:
-    if args.recipe != "openseeker" or args.solver == "rule":
+    if getattr(args, "solver", "rule") == "rule":
         return {}
     if not args.base_url or not args.model:
         raise InputError("--solver openai needs --base-url and --model (the key is read from $OPENAI_API_KEY)")
@@ -86,10 +86,11 @@ def add_parser(subparsers) -> None:
         p.add_argument("--seed", type=at_least(0), default=0)
         p.add_argument("--plots", default=None, help="directory for PNG plots")
         p.add_argument("--cache-dir", default=None, help="world cache directory")
-        p.add_argument("--solver", choices=("rule", "openai"), default="rule",
-                       help="openseeker's difficulty / solvability solver")
-        p.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1")
-        p.add_argument("--model", default=None)
+        if recipe == "openseeker":  # the one recipe that asks a solver (the others would ignore these flags)
+            p.add_argument("--solver", choices=("rule", "openai"), default="rule",
+                           help="the difficulty / solvability solver: rules, or an LLM behind --base-url")
+            p.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1")
+            p.add_argument("--model", default=None)
         p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
         p.add_argument("--apart", nargs="+", metavar="QA_JSONL",
                        help="keep only questions sharing no evidence entity but a country with these files' "

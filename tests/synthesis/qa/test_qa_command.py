@@ -82,3 +82,11 @@ def test_a_world_without_entities_ends_the_command_in_one_line(tmp_path):
 def test_synth_numbers_out_of_range_are_usage_errors(argv, message, capsys):
     err = usage_error(["synth", *argv, "--out", "q.jsonl"], capsys)
     assert err == f"jaxseeker synth {argv[0]}: error: argument {message}"
+
+
+def test_only_openseeker_takes_a_solver(tmp_path, capsys):
+    err = usage_error(["synth", "e2hqa", "--solver", "openai", "--out", "q.jsonl"], capsys)
+    assert err == "jaxseeker: error: unrecognized arguments: --solver openai"  # e2hqa asks no solver: not ignored
+    out = str(tmp_path / "q.jsonl")
+    with pytest.raises(SystemExit, match=r"^jaxseeker synth: --solver openai needs --base-url and --model"):
+        main(["synth", "openseeker", "--solver", "openai", "--out", out, "--cache-dir", str(tmp_path / "cache")])
