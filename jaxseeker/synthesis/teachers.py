@@ -27,7 +27,7 @@ from jaxseeker.generation import SamplingConfig
 from jaxseeker.synthesis.expert import ExpertConfig, ExpertRun, Knowledge
 from jaxseeker.synthesis.plan import make_plan
 from jaxseeker.synthesis.turn_engine import TurnEngine, TurnWriter
-from jaxseeker.tools import LLMClient
+from jaxseeker.tools import ChatResult, LLMClient
 from jaxseeker.world import World
 
 
@@ -182,6 +182,16 @@ def clean_turn(text: str) -> str:
     return (text[:cut] if cut >= 0 else text).strip()
 
 
+def reply_turn(reply: ChatResult) -> str:
+    """The assistant turn of a chat completion: its text, after its thinking in `<think>` tags when the server
+    returned the thinking apart (a reasoning model behind vLLM's `--reasoning-parser`, DeepSeek, OpenRouter) and
+    the text holds none, so long-CoT trajectories keep it."""
+    thinking = reply.reasoning.strip()
+    if thinking and "<think>" not in reply.text:
+        return clean_turn(f"<think>\n{thinking}\n</think>\n\n{reply.text.strip()}")
+    return clean_turn(reply.text)
+
+
 class OpenAITeacher(TextTeacher):
     """A chat-completions server as the teacher: it reads the loop's messages and writes the next turn."""
 
@@ -201,7 +211,7 @@ class OpenAITeacher(TextTeacher):
             params["max_tokens"] = self.max_tokens
 
         def write(messages: list[dict[str, str]], request_id: str) -> str:
-            return clean_turn(self.client.chat(messages, **params).text)
+            return reply_turn(self.client.chat(messages, **params))
 
         return write
 

@@ -40,12 +40,15 @@ class LLMError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class ChatResult:
-    """The first choice's text, its finish reason, the token usage reported by the server and the model name."""
+    """The first choice's text, its finish reason, the token usage reported by the server and the model name;
+    `reasoning`: the thinking a server returns apart from the text (vLLM's and DeepSeek's `reasoning_content`,
+    OpenRouter's and newer vLLM's `reasoning`), "" when it returns none."""
 
     text: str
     finish_reason: str | None
     usage: Mapping[str, int]
     model: str
+    reasoning: str = ""
 
 
 class LLMClient:
@@ -124,9 +127,12 @@ def _parse_chat(payload: Any, url: str, model: str) -> ChatResult:
         ) from None
     usage = payload.get("usage")
     usage = usage if isinstance(usage, Mapping) else {}
+    message = choice["message"]
+    reasoning = next((r for r in (message.get("reasoning_content"), message.get("reasoning")) if isinstance(r, str)), "")
     return ChatResult(
         text=text or "",
         finish_reason=choice.get("finish_reason"),
         usage={k: int(v) for k, v in usage.items() if isinstance(v, int)},
         model=str(payload.get("model", model)),
+        reasoning=reasoning,
     )

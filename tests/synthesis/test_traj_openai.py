@@ -48,8 +48,11 @@ def server():
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             received.append(body)
-            reply = {"model": body["model"], "choices": [{"message": {"role": "assistant",
-                     "content": scripted_reply(body["messages"])}, "finish_reason": "stop"}],
+            message = {"role": "assistant", "content": scripted_reply(body["messages"])}
+            if body["model"] == "reasoning" and "</think>" in message["content"]:  # as vLLM's reasoning parser
+                thinking, _, text = message["content"].strip().removeprefix("<think>").partition("</think>")
+                message = {"role": "assistant", "reasoning_content": thinking, "content": text.strip()}
+            reply = {"model": body["model"], "choices": [{"message": message, "finish_reason": "stop"}],
                      "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
             data = json.dumps(reply).encode()
             self.send_response(200)
@@ -89,6 +92,19 @@ def test_openai_teacher_writes_a_trajectory_through_the_real_loop(server, traj_w
     first = received[0]
     assert first["stop"] == ["<tool_response>"] and first["model"] == "scripted"
     assert '"name": "search"' in first["messages"][0]["content"]  # the loop's system prompt with the tool schemas
+
+
+def test_a_reasoning_models_thinking_returned_apart_is_kept_in_think_tags(server, traj_world, traj_registry,
+                                                                           traj_tokenizer):
+    base_url, _ = server
+    person = next(e for e in traj_world.entities.values() if e.type == "person")
+    question = {"question": f"In what year was {person.name} born?", "answer": person.dates["born"][:4]}
+    client = LLMClient(LLMConfig(base_url=base_url, model="reasoning", api_key_env="JAXSEEKER_TEST_NO_KEY"))
+    records, _ = synthesize(OpenAITeacher(client), traj_tokenizer, traj_registry, [as_question(question)],
+                            webdancer_funnel(), config=LOOP, progress=False)
+    turns = [m["content"] for m in records[0]["messages"] if m["role"] == "assistant"]
+    assert turns[0].startswith(f"<think>\nFind {person.name}.\n</think>\n\n<tool_call>")  # long CoT kept
+    assert turns[-1] == f"<think>\nThe page gives the date.\n</think>\n\n<answer>{question['answer']}</answer>"
 
 
 def test_short_cot_rewrites_thoughts_and_keeps_actions(server, traj_world, traj_registry, traj_tokenizer):
