@@ -1,36 +1,37 @@
 """The clipped token-level policy-gradient objective of DAPO / DUPO / WebSeer (PPO surrogate).
 
-Hyper-parameters (eps_low, eps_high, agg, clip_c, negative_weight) are Python values: static under jit.
+Hyper-parameters (eps_low, eps_high, agg, clip_c, negative_weight) are Python values: static under jit;
+`segment_ids` (the episodes of packed rows) is an array.
 """
 
 import jax
 import jax.numpy as jnp
 
-from jaxseeker.losses.masked import masked_mean, masked_sum
+from jaxseeker.losses.masked import masked_mean, segment_count, segment_sum
 
 AGGREGATIONS = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 
 
-def aggregate(per_token: jax.Array, mask: jax.Array, agg: str) -> jax.Array:
+def aggregate(per_token: jax.Array, mask: jax.Array, agg: str, segment_ids: jax.Array | None = None) -> jax.Array:
     """Reduce a `[batch, seq]` per-token loss to a scalar with one of `AGGREGATIONS`.
 
     token-mean:              sum_i sum_t m_it l_it / sum_i sum_t m_it      (DAPO: 1 / sum_i |o_i|)
     seq-mean-token-mean:     mean_i [ sum_t m_it l_it / sum_t m_it ]        (GRPO: 1/G sum_i 1/|o_i|)
     seq-mean-token-sum-norm: mean_i [ sum_t m_it l_it ] / L                 (Dr. GRPO, L = padded seq length)
-    Sequences without any kept token are left out of the sequence means.
+    A sequence i is a segment of `segment_ids` (`[batch, seq]`, 1, 2, … per episode of a packed row, 0 = padding;
+    None: one sequence per row). Sequences without any kept token are left out of the sequence means.
     """
     if agg == "token-mean":
         return masked_mean(per_token, mask)
     if agg not in AGGREGATIONS:
         raise ValueError(f"unknown agg {agg!r}; allowed values: {', '.join(AGGREGATIONS)}")
-    seq_sum = masked_sum(per_token, mask, axis=-1)  # [batch]
-    seq_len = jnp.sum((mask != 0).astype(per_token.dtype), axis=-1)  # [batch]
-    has_tokens = seq_len > 0  # [batch]
+    seq_sum = segment_sum(per_token, mask, segment_ids)  # [batch, segments]
+    seq_len = segment_count(mask, segment_ids)  # [batch, segments]
     if agg == "seq-mean-token-mean":
-        per_seq = seq_sum / jnp.maximum(seq_len, 1.0)  # [batch]
+        per_seq = seq_sum / jnp.maximum(seq_len, 1.0)  # [batch, segments]
     else:
-        per_seq = seq_sum / per_token.shape[-1]  # [batch]
-    return masked_mean(per_seq, has_tokens)
+        per_seq = seq_sum / per_token.shape[-1]  # [batch, segments]
+    return masked_mean(per_seq, seq_len > 0)
 
 
 def policy_loss(
@@ -44,6 +45,7 @@ def policy_loss(
     agg: str = "token-mean",
     clip_c: float | None = None,
     negative_weight: float = 1.0,
+    segment_ids: jax.Array | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Negative clipped surrogate, minimised by the optimizer.
 
@@ -55,14 +57,15 @@ def policy_loss(
     `negative_weight` scales l_t where A < 0 (1: the surrogate as is; 0: positive-sample reinforcement only, the
     PSR of Zhu et al. arXiv 2506.01347, which found it raises pass@1 while learning from failures alone keeps
     pass@k); the aggregation's denominators are unchanged.
-    The loss is `aggregate(l, mask, agg)`; masked tokens (prompt, observations, padding) contribute
-    nothing to it or to its gradient.
+    The loss is `aggregate(l, mask, agg, segment_ids)`, exact on packed rows for every `agg`; masked tokens
+    (prompt, observations, padding) contribute nothing to it or to its gradient.
 
     Args:
       logp: `[batch, seq]` log-probs of the sampled tokens under the current policy (differentiated).
       old_logp: `[batch, seq]` log-probs under the policy that sampled them (not differentiated).
       advantages: `[batch]` per sequence or `[batch, seq]` per token.
       mask: `[batch, seq]`, non-zero on tokens the policy wrote.
+      segment_ids: `[batch, seq]` episode ids within a row (the RL step passes its batch's); None: one per row.
     Returns:
       (loss, metrics): `clip_frac_low` / `clip_frac_high` (kept tokens where the lower / upper clip
       is active, i.e. zeroes the gradient), `dual_clip_frac`, `ratio_mean`, `ratio_max`, and
@@ -73,6 +76,8 @@ def policy_loss(
             f"logp {tuple(logp.shape)}, old_logp {tuple(old_logp.shape)} and mask {tuple(mask.shape)} "
             "must all be [batch, seq]"
         )
+    if segment_ids is not None and segment_ids.shape != logp.shape:
+        raise ValueError(f"segment_ids has shape {tuple(segment_ids.shape)}, expected {tuple(logp.shape)} like logp")
     if advantages.ndim == 1 and advantages.shape[0] == logp.shape[0]:
         advantages = advantages[:, None]  # [batch, 1]
     elif advantages.shape != logp.shape:
@@ -102,7 +107,7 @@ def policy_loss(
         per_token = jnp.where(advantages < 0, jnp.minimum(per_token, dual_bound), per_token)
     if negative_weight != 1.0:
         per_token = jnp.where(advantages < 0, negative_weight * per_token, per_token)  # [batch, seq]
-    loss = aggregate(per_token, mask, agg)
+    loss = aggregate(per_token, mask, agg, segment_ids)
 
     ratio_sg = jax.lax.stop_gradient(ratio)
     adv_full = jnp.broadcast_to(advantages, ratio.shape)  # [batch, seq]

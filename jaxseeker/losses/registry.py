@@ -1,6 +1,15 @@
 """The policy objectives (`rl.objective`) and advantages (`rl.advantage`) a config may name: the built-ins,
-or a user's `package.module:function` (`jaxseeker.resolve`)."""
+or a user's `package.module:function` (`jaxseeker.resolve`).
 
+With `rl.pack` a row of the update holds several episodes, each its own segment, so an objective that reduces per
+sequence must reduce per segment to be exact. An objective that declares a `segment_ids` keyword (or takes
+**kwargs) gets the batch's `[rows, seq]` segment ids from the RL step (1, 2, … per episode within a row,
+0 = padding; unpacked rows: one segment per row); `segment_sum` / `segment_mean` / `segment_count` of
+`losses.masked` reduce per episode with them. An objective that only sums or averages over tokens is exact on
+packed rows as it is: mark it with the function attribute `token_level = True`. `rl.pack` refuses any other.
+"""
+
+import inspect
 from collections.abc import Callable
 
 from jaxseeker.losses.advantages import group_advantages, leave_one_out_advantages, mean_centred_advantages
@@ -16,9 +25,23 @@ def get_policy_objective(name: str) -> Callable:
     """Return the objective `name` names: a key of `POLICY_OBJECTIVES` or a dotted path "pkg.mod:fn".
 
     The function must have `policy_loss`'s signature:
-    `fn(logp, old_logp, advantages, mask, **hyperparams) -> (loss, metrics)`.
+    `fn(logp, old_logp, advantages, mask, **hyperparams) -> (loss, metrics)`, plus an optional `segment_ids`
+    keyword (see the module docstring).
     """
     return resolve_function(name, POLICY_OBJECTIVES, "policy objective")
+
+
+def takes_segment_ids(objective: Callable) -> bool:
+    """Whether the RL step passes `objective` the batch's `segment_ids`: it declares that keyword or takes **kwargs."""
+    params = inspect.signature(objective).parameters.values()
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD or (p.name == "segment_ids" and p.kind in (
+        inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)) for p in params)
+
+
+def packs_exactly(objective: Callable) -> bool:
+    """Whether `objective` computes the same on packed rows as on one row per episode: it takes `segment_ids`,
+    or it is marked `token_level = True`."""
+    return getattr(objective, "token_level", False) is True or takes_segment_ids(objective)
 
 
 def get_advantage(name: str) -> Callable:

@@ -9,7 +9,8 @@ checkpoint (train state + question sampler). WebExplorer's progressive context i
 `{step, max_context, max_turns}`: from RL step `step` on, episodes get `max_context` tokens and at
 most `max_turns` tool calls; the update trains on rows as long as the step's longest episode, rounded up to a
 multiple of `ROW_BUCKET` tokens (so few shapes compile) and at most `max_context`, one episode per row; with
-`rl.pack`, on rows of `max_context` tokens that hold as many episodes as fit (token-level objectives only).
+`rl.pack`, on rows of `max_context` tokens that hold as many episodes as fit (objectives that take the
+episodes' `segment_ids` or are token-level; `losses.registry`).
 
 Multi-host (`jax.distributed`): every process takes the same questions from its sampler, rolls out and
 scores its share of the groups on its own engine (a copy of the params on its own devices) and receives

@@ -8,6 +8,7 @@ from typing import Any
 
 from jaxseeker import losses
 from jaxseeker.agent import RolloutConfig
+from jaxseeker.losses.registry import packs_exactly
 from jaxseeker.train import selection as sel
 from jaxseeker.train.recipe import RecipeError, build, check_kwargs
 
@@ -39,7 +40,7 @@ class RLConfig:
     kl_estimator: str = "k3"
     entropy_metric: bool = True
     chunk_size: int = 512
-    pack: bool = False  # several episodes per update row (token-level objectives only, see `packed_episode_rows`)
+    pack: bool = False  # several episodes per update row: objectives that take segment_ids or are token_level
     context_stages: tuple[Mapping[str, int], ...] = ()  # [{step, max_context, max_turns}]; () = the rollout section
     seed: int = 0
     out_dir: str | None = None  # default: runs/<recipe name>
@@ -52,17 +53,23 @@ class RLConfig:
         object.__setattr__(self, "questions", tuple(self.questions))
         object.__setattr__(self, "context_stages", tuple(self.context_stages))
         # fail early, naming the known functions and the keywords they take
-        check_kwargs(losses.get_policy_objective(self.objective), self.objective_kwargs, "rl.objective_kwargs")
+        objective = losses.get_policy_objective(self.objective)
+        check_kwargs(objective, self.objective_kwargs, "rl.objective_kwargs")
+        if "segment_ids" in self.objective_kwargs:
+            raise ValueError("rl.objective_kwargs.segment_ids: the RL step passes the batch's segment ids; remove it")
+        if self.pack and not packs_exactly(objective):
+            raise ValueError(
+                f"rl.objective {self.objective!r} takes no `segment_ids`: with rl.pack: true a row holds several "
+                "episodes, so a per-sequence reduction would see a row, not an episode. Either add a `segment_ids` "
+                "keyword parameter and reduce per episode with it (losses.masked.segment_mean), or set "
+                "rl.pack: false; an objective that only sums or averages over tokens may instead be marked "
+                "`token_level = True`")
         check_kwargs(losses.get_advantage(self.advantage), self.advantage_kwargs, "rl.advantage_kwargs")
         if self.selection not in sel.SELECTION_MODES:
             raise ValueError(f"selection {self.selection!r} is not one of {list(sel.SELECTION_MODES)}")
         for name in ("steps", "batch_questions", "group_size", "mini_batches", "epochs", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        agg = dict(self.objective_kwargs).get("agg", "token-mean")
-        if self.pack and self.objective == "policy_loss" and agg != "token-mean":
-            raise ValueError(f"pack: packed rows keep only token-level objectives exact; objective_kwargs.agg is "
-                             f"{agg!r}, use 'token-mean' or pack: false")
         if (self.batch_questions * self.group_size) % self.mini_batches:
             raise ValueError(f"batch_questions·group_size = {self.batch_questions * self.group_size} episodes do "
                              f"not split into mini_batches={self.mini_batches}")

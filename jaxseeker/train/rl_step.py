@@ -2,9 +2,10 @@
 
 One episode is one row (right padding): `tokens[t]` predicts `targets[t] = ids[t + 1]`, and
 `loss_mask[t]` is 1 exactly when `ids[t + 1]` was sampled by the policy (prompt, observations, the
-loop's own `<|im_end|>` and padding are 0). One row per episode keeps the sequence-level aggregations
-of `losses.policy_loss` exact; `packed_episode_rows` puts several episodes in a row, each its own segment,
-for token-level objectives. Every key of the batch is `[batch, seq]`:
+loop's own `<|im_end|>` and padding are 0). `packed_episode_rows` puts several episodes in a row, each its own
+segment; an objective that declares a `segment_ids` keyword gets the batch's, so that sequence-level ones
+(`losses.policy_loss`'s seq-mean aggregations, a user's GSPO) reduce per episode, not per row (see
+`losses.registry`). Every key of the batch is `[batch, seq]`:
   tokens, targets, loss_mask, segment_ids (1, 2, … per episode, 0 = padding), positions,
   old_logp (log-probs of the sampling policy, recomputed with the training forward),
   advantages (the episode's advantage on every token), and `ref_logp` when a KL term is on.
@@ -28,6 +29,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 
 from jaxseeker import losses, model
+from jaxseeker.losses.registry import takes_segment_ids
 from jaxseeker.parallel import batch_sharding
 from jaxseeker.model.forward import Constrain
 from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint
@@ -45,7 +47,8 @@ class RLStepConfig:
     """What the compiled update computes (hashable: it keys the compile cache).
 
     objective: a name for `losses.get_policy_objective` ("policy_loss" or "package.module:function"),
-    called as `objective(logp, old_logp, advantages, mask, **objective_kwargs)`.
+    called as `objective(logp, old_logp, advantages, mask, **objective_kwargs)`, with `segment_ids=` the
+    batch's when it declares that keyword (`losses.registry.takes_segment_ids`).
     kl_coef > 0 adds kl_coef · KL(π ‖ π_ref) (estimator k1 / k2 / k3) and needs `ref_logp` in the batch.
     temperature: the sampling temperature (log-probs are those of softmax(logits / T)).
     """
@@ -119,8 +122,8 @@ def packed_episode_rows(
 
     Each episode is its own segment (`segment_ids` 1, 2, … within a row, `positions` restarting at 0), so
     attention never crosses episodes and every token's log-prob is the one it gets in a row of its own: a
-    token-level objective (`policy_loss` with agg="token-mean") is unchanged, sequence-level aggregations are
-    not. Rows are filled first-fit, longest episode first; all-padding rows round the count up. Written here
+    token-level objective is unchanged, and one that takes `segment_ids` reduces per episode with them.
+    Rows are filled first-fit, longest episode first; all-padding rows round the count up. Written here
     rather than with grain's first-fit packer (`data.packing`), which streams examples in arrival order through
     a fixed number of open rows: the update packs a few dozen episodes it already holds.
     """
@@ -172,8 +175,8 @@ def policy_logprobs(
 def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLStepConfig,
             objective: Callable | None = None, attention_kernel: Attention | None = None,
             constrain: Constrain | None = None) -> tuple[jax.Array, dict]:
-    """objective(logp, old_logp, A, mask) [+ kl_coef · KL(π ‖ π_ref)], every term masked to policy tokens.
-    `objective` defaults to the function `step_cfg.objective` names.
+    """objective(logp, old_logp, A, mask[, segment_ids]) [+ kl_coef · KL(π ‖ π_ref)], every term masked to policy
+    tokens. `objective` defaults to the function `step_cfg.objective` names.
 
     Metrics: the objective's (clip fractions, ratio, approx KL), `entropy` (mean policy entropy over
     policy tokens) and `kl` (to the reference) when on.
@@ -183,7 +186,10 @@ def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLSt
                                     attention_kernel=attention_kernel, constrain=constrain)  # [batch, seq]
     mask = batch["loss_mask"]
     objective = objective or losses.get_policy_objective(step_cfg.objective)
-    loss, aux = objective(logp, batch["old_logp"], batch["advantages"], mask, **dict(step_cfg.objective_kwargs))
+    kwargs = dict(step_cfg.objective_kwargs)
+    if takes_segment_ids(objective):
+        kwargs["segment_ids"] = batch["segment_ids"]  # [batch, seq]: the episodes of packed rows
+    loss, aux = objective(logp, batch["old_logp"], batch["advantages"], mask, **kwargs)
     aux = dict(aux)
     if step_cfg.kl_coef > 0:
         kl, kl_aux = losses.kl_penalty(logp, batch["ref_logp"], mask, estimator=step_cfg.kl_estimator)

@@ -74,6 +74,22 @@ def test_per_token_advantages_broadcast_like_per_sequence_ones():
 
 
 @pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
+def test_segment_ids_make_every_aggregation_exact_on_packed_rows(agg):
+    """The two sequences in rows of 6 (padded), or packed into one row of 6 as segments 1 and 2."""
+    pad = lambda x: np.pad(x, ((0, 0), (0, 3)))  # [2, 6]
+    pack = lambda x: x.reshape(1, 6)  # [1, 6]: sequence 0, then sequence 1
+    adv_tokens = np.repeat(ADV[:, None], 3, axis=1)  # [2, 3]: the RL step's per-token advantages
+    segment_ids = np.array([[1, 1, 1, 2, 2, 2]], np.int32)
+    (loss, _), grad = loss_and_grad(pad(LOGP), pad(OLD), ADV, pad(MASK), agg=agg)
+    (packed, _), packed_grad = loss_and_grad(pack(LOGP), pack(OLD), pack(adv_tokens), pack(MASK), agg=agg,
+                                             segment_ids=segment_ids)
+    np.testing.assert_allclose(packed, loss, rtol=1e-6)
+    np.testing.assert_allclose(packed_grad, pack(grad[:, :3]), rtol=1e-6)
+    blind, _ = policy_loss(pack(LOGP), pack(OLD), pack(adv_tokens), pack(MASK), agg=agg)  # the row as one sequence
+    assert (abs(float(blind) - float(loss)) > 1e-3) == (agg != "token-mean")
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
 def test_values_at_masked_positions_change_nothing(agg):
     other_logp = np.where(MASK == 0, 80.0, LOGP)  # exp(80) overflows float32 if it leaks
     other_old = np.where(MASK == 0, -3.0, OLD)
@@ -112,3 +128,5 @@ def test_bad_arguments_give_clear_errors():
         policy_loss(LOGP, OLD, ADV, MASK, negative_weight=-1.0)
     with pytest.raises(ValueError, match="must all be \\[batch, seq\\]"):
         policy_loss(LOGP, OLD[:1], ADV, MASK)
+    with pytest.raises(ValueError, match="segment_ids has shape \\(1, 3\\), expected \\(2, 3\\)"):
+        policy_loss(LOGP, OLD, ADV, MASK, segment_ids=np.ones((1, 3), np.int32))

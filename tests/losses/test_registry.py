@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from jaxseeker.losses import ADVANTAGES, get_advantage, get_policy_objective, group_advantages, policy_loss
+from jaxseeker.losses.registry import packs_exactly, takes_segment_ids
 
 USER_OBJECTIVE = '''
 import jax.numpy as jnp
@@ -54,3 +55,21 @@ def test_unknown_names_give_errors_listing_what_is_known():
         get_policy_objective("jaxseeker.losses.policy:nope")
     with pytest.raises(ValueError, match="unknown advantage 'gae'; known names: dr_grpo, grpo, rloo"):
         get_advantage("gae")
+
+
+def test_objectives_exact_on_packed_rows_take_segment_ids_or_are_marked_token_level():
+    def gspo(logp, old_logp, advantages, mask, *, segment_ids=None, eps=3e-4):
+        return 0.0, {}
+
+    def row_mean(logp, old_logp, advantages, mask, *, eps=0.2):
+        return 0.0, {}
+
+    def token_mean(logp, old_logp, advantages, mask):
+        return 0.0, {}
+
+    token_mean.token_level = True
+    assert takes_segment_ids(policy_loss) and packs_exactly(policy_loss)  # its seq-mean aggs reduce per segment
+    assert takes_segment_ids(gspo) and packs_exactly(gspo)
+    assert not takes_segment_ids(row_mean) and not packs_exactly(row_mean)
+    assert not takes_segment_ids(token_mean) and packs_exactly(token_mean)
+    assert takes_segment_ids(lambda logp, old_logp, advantages, mask, **hyperparams: (0.0, {}))

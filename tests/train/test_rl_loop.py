@@ -166,17 +166,29 @@ def test_the_advantage_a_recipe_names_feeds_the_update(toy_run, tmp_path, monkey
     assert rows[0]["grad_norm"] > 0 and row["grad_norm"] == 0.0 and row["loss"] == 0.0
 
 
-def test_bad_recipes_name_the_key(toy_run):
+ROW_OBJECTIVE = '''
+from jaxseeker import losses
+
+def row_mean(logp, old_logp, advantages, mask):
+    """-mean over rows of the row's mean A * logp: a packed row would be taken for one episode."""
+    return -losses.masked_mean(losses.masked_mean(advantages * logp, mask, axis=-1), mask.any(axis=-1)), {}
+'''
+
+
+def test_bad_recipes_name_the_key(toy_run, tmp_path, monkeypatch):
     paths, out, _, _ = toy_run
+    (tmp_path / "row_objective.py").write_text(ROW_OBJECTIVE)
+    monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(RecipeError, match=r"rl: unknown keys \['stepz'\]"):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.stepz=3")), progress=False)
     with pytest.raises(RecipeError, match=r"selection 'ppo' is not one of"):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.selection=ppo")), progress=False)
     with pytest.raises(RecipeError, match="do not split into mini_batches=3"):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.mini_batches=3")), progress=False)
-    with pytest.raises(RecipeError, match="pack: packed rows keep only token-level objectives exact"):
-        packed_seq_mean = overrides(paths, out, "rl.pack=true", "rl.objective_kwargs.agg=seq-mean-token-mean")
-        run_rl(read_recipe(CONFIG, packed_seq_mean), progress=False)
+    with pytest.raises(RecipeError, match="rl.objective 'row_objective:row_mean' takes no `segment_ids`"):
+        packed_row_mean = overrides(paths, out, "rl.pack=true", "rl.objective=row_objective:row_mean",
+                                    "rl.objective_kwargs={}")
+        run_rl(read_recipe(CONFIG, packed_row_mean), progress=False)
     with pytest.raises(RecipeError, match="unknown advantage 'gae'; known names: dr_grpo, grpo, rloo"):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.advantage=gae")), progress=False)
     with pytest.raises(RecipeError, match=r"rl.advantage_kwargs: unknown keys \['std'\]; group_advantages takes"):

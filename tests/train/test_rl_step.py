@@ -3,10 +3,12 @@
 import functools
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxseeker import model
+from jaxseeker import losses, model
+from jaxseeker.losses.masked import segment_count, segment_mean
 from jaxseeker.train.rl_step import RLStepConfig, episode_rows, packed_episode_rows, rl_loss
 
 CFG = model.ModelConfig.tiny(vocab_size=64)
@@ -125,10 +127,48 @@ def test_packed_rows_give_the_one_row_per_episode_loss_and_gradient(loss_and_gra
     assert abs(float(loss_m) - float(loss)) > 1e-4
 
 
+def sequence_clip(logp, old_logp, advantages, mask, *, segment_ids=None, eps=0.2):
+    """A user's GSPO-style objective: one clipped ratio per episode, exp(mean_t log r_t), then a mean over episodes."""
+    has_tokens = segment_count(mask, segment_ids) > 0  # [batch, segments]
+    ratio = jnp.exp(segment_mean(logp - jax.lax.stop_gradient(old_logp), mask, segment_ids))  # [batch, segments]
+    adv = segment_mean(advantages, mask, segment_ids)  # [batch, segments]
+    per_seq = jnp.maximum(-adv * ratio, -adv * jnp.clip(ratio, 1 - eps, 1 + eps))  # [batch, segments]
+    return losses.masked_mean(per_seq, has_tokens), {"ratio_mean": losses.masked_mean(ratio, has_tokens)}
+
+
+def row_clip(logp, old_logp, advantages, mask, *, eps=0.2):
+    """The same objective blind to segments: on a packed row it takes the row for one episode."""
+    return sequence_clip(logp, old_logp, advantages, mask, eps=eps)
+
+
+@pytest.mark.parametrize("objective, agg", [(sequence_clip, None), (losses.policy_loss, "seq-mean-token-mean"),
+                                            (losses.policy_loss, "seq-mean-token-sum-norm")])
+def test_sequence_level_objectives_that_take_segment_ids_are_exact_on_packed_rows(objective, agg):
+    """rl_loss passes the batch's segment ids to an objective that declares them: each episode of a packed row is one
+    sequence, so packing changes neither the loss nor the gradient."""
+    step_cfg = RLStepConfig(chunk_size=16, objective_kwargs={"agg": agg} if agg else {})
+    loss_and_grad = jax.jit(jax.value_and_grad(
+        functools.partial(rl_loss, cfg=CFG, step_cfg=step_cfg, objective=objective), has_aux=True))
+    params = model.init_params(CFG, jax.random.key(2))
+    ids, masks, logps = _random_episodes(np.random.default_rng(2), [(6, 5, 7, 5), (4, 3, 6, 2), (3, 4, 0, 0)])
+    advantages = [1.0, -0.5, 0.25]
+    single = episode_rows(ids, masks, logps, advantages, SEQ)
+    packed = packed_episode_rows(ids, masks, logps, advantages, SEQ)
+    assert packed["tokens"].shape == (2, SEQ) and packed["segment_ids"].max() == 2
+    (loss, _), grads = loss_and_grad(params, single)
+    (loss_p, _), grads_p = loss_and_grad(params, packed)
+    np.testing.assert_allclose(loss_p, loss, rtol=1e-5)
+    assert max(float(np.abs(g).max()) for g in jax.tree.leaves(grads)) > 1e-4
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), grads_p, grads)
+
+    if objective is sequence_clip:  # the same objective blind to segments sees a row, not an episode
+        blind = functools.partial(rl_loss, cfg=CFG, step_cfg=step_cfg, objective=row_clip)
+        assert abs(float(jax.jit(blind)(params, packed)[0]) - float(loss)) > 1e-3
+
+
 def test_an_objective_registered_anew_under_its_name_is_the_one_the_update_runs():
     """`make_rl_step` caches its compiled steps; the cache is keyed by the objective function, not its name, so
     editing a notebook's objective and registering it again under the same name takes effect."""
-    from jaxseeker import losses
     from jaxseeker.parallel import MeshConfig, make_mesh
     from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
     from jaxseeker.train.rl_step import make_rl_step
