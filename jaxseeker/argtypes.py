@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 Number = TypeVar("Number", int, float)
@@ -57,6 +57,22 @@ def comma_list(item: Callable[[str], Number]) -> Callable[[str], tuple[Number, .
             return tuple(item(p) for p in parts)
         except argparse.ArgumentTypeError as err:
             raise argparse.ArgumentTypeError(f"each value {err} (in {text!r})") from None
+
+    parse.__name__ = "list"
+    return parse
+
+
+def comma_names(known: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
+    """A `type=` callable parsing comma-separated names, each one of `known`, into a tuple without repeats ("" is
+    none); an unknown name raises `argparse.ArgumentTypeError` listing the known ones."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown {', '.join(map(repr, unknown))} in {text!r}; known: "
+                                             f"{', '.join(known)}")
+        return names
 
     parse.__name__ = "list"
     return parse

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from jaxseeker.argtypes import at_least, comma_list, head_flags_problem
+from jaxseeker.argtypes import at_least, comma_list, comma_names, head_flags_problem
 
 
 @pytest.mark.parametrize("make, text, value", [
@@ -19,6 +19,8 @@ from jaxseeker.argtypes import at_least, comma_list, head_flags_problem
     (at_least(0.0, float, high=1.0, below=True), "0.999", 0.999),
     (comma_list(at_least(1)), "8,32", (8, 32)),
     (comma_list(at_least(1)), " 2 , 4 ", (2, 4)),
+    (comma_names(("search", "visit", "answer_submit")), "search, answer_submit,search", ("search", "answer_submit")),
+    (comma_names(("search", "visit")), "", ()),
 ])
 def test_values_in_range_parse_to_their_kind(make, text, value):
     parsed = make(text)
@@ -39,6 +41,8 @@ def test_values_in_range_parse_to_their_kind(make, text, value):
     (comma_list(at_least(1)), "8,0", "each value must be an integer >= 1, got 0 (in '8,0')"),
     (comma_list(at_least(1)), "8,,32", "must be comma-separated values, got '8,,32'"),
     (comma_list(at_least(1)), "", "must be comma-separated values, got ''"),
+    (comma_names(("search", "visit")), "search,web,pyhton",
+     "unknown 'web', 'pyhton' in 'search,web,pyhton'; known: search, visit"),
 ])
 def test_values_out_of_range_name_what_is_accepted(make, text, message):
     with pytest.raises(argparse.ArgumentTypeError) as err:

@@ -9,13 +9,24 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from jaxseeker import model
-from jaxseeker.agent.episode import read_questions, write_episodes
+from jaxseeker.agent.episode import numbered_questions, write_episodes
 from jaxseeker.agent.loop import RolloutConfig, RolloutResult, RolloutStats, rollout
 from jaxseeker.agent.prompts import Renderer, engine_stops
+from jaxseeker.agent.submit import (
+    SUBMIT_F1,
+    SUBMIT_HELP,
+    SUBMIT_TOOL,
+    TOOLS,
+    TOOLS_HELP,
+    episode_tools,
+    require_answers,
+)
 from jaxseeker.argtypes import at_least
 from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
 from jaxseeker.rewards import exact_match
-from jaxseeker.tools import Tool, ToolRegistry, ToolsConfig, build_registry
+from jaxseeker.rewards.judges import gold_answers
+from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
+from jaxseeker.tools import Tool, ToolRegistry, ToolsConfig
 from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
 if TYPE_CHECKING:  # jax and transformers load inside the functions that run them, so `jaxseeker --help` is quick
@@ -53,9 +64,12 @@ def summarize(result: RolloutResult) -> str:
         (f"tool calls per episode: mean {statistics.fmean(calls):.2f}, max {max(calls)} ({errors} failed); "
          f"turns per episode: mean {statistics.fmean(e.turns for e in episodes):.2f}"),
     ]
+    submitted = [len(e.submissions) for e in episodes]
+    if any(submitted):
+        lines.append(f"answer submissions per episode: mean {statistics.fmean(submitted):.2f}, max {max(submitted)}")
     judged = [e for e in episodes if e.answer is not None]
     if judged:
-        right = sum(1 for e in judged if e.prediction is not None and exact_match(e.prediction, e.answer))
+        right = sum(1 for e in judged if e.prediction is not None and exact_match(e.prediction, gold_answers(e.answer)))
         lines.append(f"exact match: {right}/{len(judged)} ({right / len(judged):.1%})")
     lines.append(
         f"sampled tokens {stats.sampled_tokens} ({stats.tokens_per_s:.1f} tokens/s); engine busy "
@@ -76,11 +90,14 @@ def _rollout(args: argparse.Namespace) -> int:
     from jaxseeker.data.tokenizer import load_tokenizer
     from jaxseeker.generation import SamplingConfig
 
+    numbered = numbered_questions(args.questions)
+    if SUBMIT_TOOL in args.tools:
+        require_answers(args.questions, numbered)  # before the model loads
     tokenizer = load_tokenizer(args.model)
     cfg, params = model.load_hf(args.model)
-    tools = tuple(t for t in args.tools.split(",") if t)
-    registry = build_registry(ToolsConfig(enabled=tools), corpus=_corpus(args))
-    questions = read_questions(args.questions)
+    registry = episode_tools(ToolsConfig(enabled=args.tools), corpus=_corpus(args),
+                             submit_threshold=args.submit_threshold)
+    questions = [question for _, question in numbered]
     config = RolloutConfig(max_tool_calls=args.max_tool_calls, max_context_tokens=args.max_context,
                            max_tokens_per_turn=args.max_turn_tokens, timeout_s=args.timeout,
                            answer_reserve_tokens=min(512, args.max_context // 8))
@@ -180,7 +197,8 @@ def add_parser(subparsers: Any) -> None:
     world = p.add_mutually_exclusive_group()
     world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")
     world.add_argument("--world", help="a saved world directory or spec (synthetic[:SIZE[:SEED]], pages:FILE)")
-    p.add_argument("--tools", default="search,visit", help="comma-separated tools (search, visit, python)")
+    p.add_argument("--tools", type=TOOLS, default=("search", "visit"), help=f"{TOOLS_HELP} (default search,visit)")
+    p.add_argument("--submit-threshold", type=SUBMIT_F1, default=SUBMIT_THRESHOLD, help=SUBMIT_HELP)
     p.add_argument("--slots", type=at_least(1), default=16, help="episodes decoded at once")
     p.add_argument("--max-context", type=at_least(2), default=32768, help="context tokens per episode (engine max_len)")
     p.add_argument("--max-turn-tokens", type=at_least(1), default=8192)

@@ -4,6 +4,7 @@ the summary table, the PNGs and, against an earlier eval of the same questions, 
 
 With `--config` (a pipeline config) the world, tools, rollout limits, prompt and sampling are the pipeline's, and
 `--model sft` / `--model rl` / the default questions point into `runs/<name>/`; flags override any of them.
+`--tools …,answer_submit` evaluates in WebSeer's multi-submit setting (`agent.submit`; judged as in `eval.runner`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.agent.submit import (
+    SUBMIT_F1,
+    SUBMIT_HELP,
+    TOOLS,
+    TOOLS_HELP,
+    episode_tools,
+)
 from jaxseeker.argtypes import at_least
 from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
+from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
 
 STAGE_MODELS = ("sft", "extend", "rl")
 # the engine's context holds at least 2 tokens and its int32 seed is in [0, 2**31); top-p is in (0, 1]
@@ -46,8 +55,9 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
                                max_tokens_per_turn=args.max_turn_tokens or 1024, prompt=args.prompt or "full")
         temperature = 0.6 if args.temperature is None else args.temperature
         top_p = 0.95 if args.top_p is None else args.top_p
+        tools = ("search", "visit") if args.tools is None else args.tools
         return {"model": Path(args.model), "questions": Path(args.questions), "out": Path(args.out),
-                "world": args.world, "tools": ToolsConfig(enabled=("search", "visit")), "limits": limits,
+                "world": args.world, "tools": ToolsConfig(enabled=tools), "limits": limits,
                 "k": _rollouts(args.k, 4, temperature), "slots": args.slots or 16, "temperature": temperature,
                 "top_p": top_p}
     cfg = pipeline_config(read_recipe(args.config, args.set))
@@ -60,9 +70,10 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
                  "max_tokens_per_turn": args.max_turn_tokens, "prompt": args.prompt}
     limits = dataclasses.replace(rollout_config(cfg), **{k: v for k, v in overrides.items() if v is not None})
     temperature = e.temperature if args.temperature is None else args.temperature
+    tools = cfg.tools.config() if args.tools is None else dataclasses.replace(cfg.tools.config(), enabled=args.tools)
     out = args.out or root / f"eval_{model if model in STAGE_MODELS else model_dir.name}_t{temperature:g}"
     return {"model": model_dir, "questions": Path(args.questions or root / "qa" / "test.jsonl"), "out": Path(out),
-            "world": args.world or cfg.world.spec(), "tools": cfg.tools.config(), "limits": limits,
+            "world": args.world or cfg.world.spec(), "tools": tools, "limits": limits,
             "k": _rollouts(args.k, e.k, temperature), "slots": args.slots or e.slots, "temperature": temperature,
             "top_p": e.top_p if args.top_p is None else args.top_p}
 
@@ -102,7 +113,6 @@ def _eval(args: argparse.Namespace) -> int:
     from jaxseeker.eval.runner import run_eval
     from jaxseeker.generation import SamplingConfig
     from jaxseeker.parallel import param_shardings
-    from jaxseeker.tools import build_registry
     from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
     s = _resolve(args)
@@ -119,7 +129,7 @@ def _eval(args: argparse.Namespace) -> int:
     sampling = SamplingConfig(temperature=s["temperature"], top_p=s["top_p"], seed=args.seed)
     engine = make_engine(params, cfg, tokenizer, slots=s["slots"], max_len=s["limits"].max_context_tokens,
                          sampling=sampling, mesh=args.mesh)
-    registry = build_registry(s["tools"], corpus=corpus)
+    registry = episode_tools(s["tools"], corpus=corpus, submit_threshold=args.submit_threshold)
     summary = run_eval(engine, tokenizer, registry, questions, s["out"], k=s["k"], config=s["limits"],
                        judge=_judge(args), progress=not args.no_progress)
     print(summary_table(summary))
@@ -189,6 +199,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--max-turn-tokens", type=at_least(1))
     p.add_argument("--max-tool-calls", type=at_least(1))
     p.add_argument("--prompt", choices=("full", "compact"))
+    p.add_argument("--tools", type=TOOLS, help=f"{TOOLS_HELP} (default search,visit; --config: the pipeline's)")
+    p.add_argument("--submit-threshold", type=SUBMIT_F1, default=SUBMIT_THRESHOLD, help=SUBMIT_HELP)
     p.add_argument("--limit", type=at_least(0), default=0, help="only the first N questions (0: all)")
     p.add_argument("--judge", choices=("em", "f1", "llm"), default="em")
     p.add_argument("--f1-threshold", type=at_least(0.0, float, above=True, high=1.0), default=0.8,

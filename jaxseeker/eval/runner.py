@@ -3,10 +3,16 @@
 Results are appended to `results.jsonl` after each chunk of questions (all k rounds of each), so a restarted
 run skips every question already finished; the unfinished line a killed run may leave at the end is cut first.
 Records have the keys `eval.metrics` reads.
+
+A multi-submit episode (an `answer_submit` tool, `agent.submit.episode_tools`) is judged as RL scores it: its
+answer is its final turn's `<answer>`, else its last submission (`Episode.prediction`), and its format is that of
+its turns with the last submission as their answer turn when the final turn has none (`agent.submit.format_ok`);
+its record lists the submissions with their feedback.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -15,10 +21,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxseeker.agent import Episode, Question, RolloutConfig, rollout
+from jaxseeker.agent import Episode, RolloutConfig, as_question, rollout
+from jaxseeker.agent.submit import format_ok
 from jaxseeker.eval.report import read_results, write_report
 from jaxseeker.jsonl import drop_torn_tail
-from jaxseeker.rewards import check_format, evidence_recall, exact_match, llm_judge, token_f1
+from jaxseeker.rewards import evidence_recall, exact_match, llm_judge, token_f1
 
 Judge = Callable[[str, str | None, Any], tuple[bool | None, bool]]  # (question, prediction, answer) → (correct, parse_error)
 _THINK = re.compile(r"<think>(.*?)</think>", re.S)
@@ -50,7 +57,8 @@ def llm_judge_fn(complete: Callable[[list[dict]], str], style: str = "browsecomp
 
 
 def judged_record(episode: Episode, question: dict, round_: int, judge: Judge) -> dict:
-    """One metrics record (`eval.metrics.REQUIRED_KEYS` and more, with the transcript) for a finished episode."""
+    """One metrics record (`eval.metrics.REQUIRED_KEYS` and more, with the transcript) for a finished episode; a
+    multi-submit one is judged on its final answer or else its last submission (see the module doc)."""
     correct, parse_error = judge(episode.question, episode.prediction, question["answer"])
     turns = [m["content"] for m in episode.messages if m["role"] == "assistant"]
     counts = {"search": 0, "visit": 0, "python": 0}
@@ -60,13 +68,13 @@ def judged_record(episode: Episode, question: dict, round_: int, judge: Judge) -
     thinks = [t for turn in turns for t in _THINK.findall(turn)]
     return {
         "question_id": str(question["id"]), "round": round_, "correct": correct, "judge_parse_error": parse_error,
-        "termination": episode.termination, "tool_calls": counts, "format_ok": check_format(turns).ok,
+        "termination": episode.termination, "tool_calls": counts, "format_ok": format_ok(episode),
         "answer_len": len((episode.prediction or "").split()), "think_len": sum(len(t.split()) for t in thinks),
         "level": question.get("level", "all"), "tag": question.get("tag", question.get("topic", "all")),
         "prediction": episode.prediction, "answer": question["answer"], "question": episode.question,
         "turns": episode.turns, "tokens": len(episode.token_ids),
         "evidence": evidence_recall(episode.tool_calls, question.get("meta", {}).get("urls", ())),
-        "messages": episode.messages,
+        "submissions": [dataclasses.asdict(s) for s in episode.submissions], "messages": episode.messages,
     }
 
 
@@ -76,7 +84,8 @@ def run_eval(
     chunk: int = 32, progress: bool = True,
 ) -> dict:
     """Evaluate `questions` (records with id, question, answer; see `eval.load_questions`) with k rollouts each;
-    skip questions whose k rounds are already in `out_dir/results.jsonl`; write the report; return the summary."""
+    skip questions whose k rounds are already in `out_dir/results.jsonl`; write the report; return the summary.
+    `registry`: a ToolRegistry, or a function Question → ToolRegistry (`agent.submit.episode_tools`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.jsonl"
@@ -88,7 +97,8 @@ def run_eval(
         places = [n for n in range(start, min(start + chunk, len(questions))) if done[str(questions[n]["id"])] < k]
         if not places:
             continue
-        items = [Question(questions[n]["question"], None, {"id": questions[n]["id"]}) for n in places]
+        items = [as_question({"question": questions[n]["question"], "answer": questions[n]["answer"],
+                              "id": questions[n]["id"]}) for n in places]  # the answer: for `answer_submit`
         episodes = rollout(engine, tokenizer, registry, items, config, n_per_question=k, progress=progress,
                            groups=[n - start for n in places]).episodes
         with path.open("a", encoding="utf-8") as f:

@@ -2,18 +2,18 @@
 
 from .format import FormatResult, check_format, extract_answer
 from .judges import (
-    JUDGE_STYLES, JudgeResult, JudgeStats, exact_match, judge_messages, llm_judge, normalize_answer,
+    JUDGE_STYLES, JudgeResult, JudgeStats, exact_match, gold_answers, judge_messages, llm_judge, normalize_answer,
     summarize_judgements, token_f1,
 )
 from .recipes import (
     REWARD_FNS, EpisodeOutcome, evidence, get_reward_fn, length_penalty, webdancer, webexplorer, websailor, webseer,
 )
-from .srrl import should_stop, submission_feedback
+from .srrl import SUBMIT_THRESHOLD, should_stop, submission_feedback, submit_feedback
 from .visits import evidence_recall
 
 __all__ = [
-    "JUDGE_STYLES", "REWARD_FNS", "EpisodeOutcome", "FormatResult", "JudgeResult", "JudgeStats", "check_format",
-    "evidence", "evidence_recall", "exact_match", "extract_answer", "get_reward_fn", "judge_messages",
-    "length_penalty", "llm_judge", "normalize_answer", "should_stop", "submission_feedback", "summarize_judgements",
-    "token_f1", "webdancer", "webexplorer", "websailor", "webseer",
+    "JUDGE_STYLES", "REWARD_FNS", "SUBMIT_THRESHOLD", "EpisodeOutcome", "FormatResult", "JudgeResult", "JudgeStats",
+    "check_format", "evidence", "evidence_recall", "exact_match", "extract_answer", "get_reward_fn", "gold_answers",
+    "judge_messages", "length_penalty", "llm_judge", "normalize_answer", "should_stop", "submission_feedback",
+    "submit_feedback", "summarize_judgements", "token_f1", "webdancer", "webexplorer", "websailor", "webseer",
 ]

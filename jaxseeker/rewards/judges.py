@@ -6,6 +6,7 @@ and `summarize_judgements` counts those so they are reported, not dropped.
 
 import collections
 import dataclasses
+import json
 import re
 import string
 import unicodedata
@@ -31,6 +32,19 @@ def _golds(golds: str | Sequence[str]) -> list[str]:
     if not gold_list or not all(isinstance(g, str) for g in gold_list):
         raise ValueError(f"golds must be a string or a non-empty list of strings, got {golds!r}")
     return gold_list
+
+
+def gold_answers(answer: str | None) -> list[str]:
+    """The reference answers of a question's `answer` text: a JSON list of aliases, or the one string."""
+    if answer is None:
+        raise ValueError("the question has no reference 'answer' to judge against")
+    try:
+        parsed = json.loads(answer)
+    except json.JSONDecodeError:
+        return [answer]
+    if isinstance(parsed, list) and parsed and all(isinstance(a, str | int | float) for a in parsed):
+        return [str(a) for a in parsed]
+    return [answer]
 
 
 def exact_match(pred: str, golds: str | Sequence[str]) -> bool:

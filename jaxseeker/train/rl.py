@@ -54,6 +54,7 @@ from jaxseeker.parallel import (
     process_info,
     tree_shardings,
 )
+from jaxseeker.rewards import submit_feedback
 from jaxseeker.tools import (
     ToolRegistry,
     answer_submit_tool,
@@ -86,7 +87,6 @@ from jaxseeker.train.rl_scoring import (
     Scorer,
     episode_advantages,
     score_metrics,
-    submit_feedback,
 )
 from jaxseeker.train.rl_step import RLStepConfig, episode_rows, make_rl_step, packed_episode_rows
 

@@ -4,15 +4,17 @@ question sampler whose state goes into checkpoints."""
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from jaxseeker import losses, rewards
-from jaxseeker.agent import Episode, parse_answer
+from jaxseeker.agent import Episode
+from jaxseeker.agent.submit import format_ok
+from jaxseeker.rewards.judges import gold_answers
+from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
 from jaxseeker.tools import LLMClient, LLMConfig
 
 JUDGES = ("em", "f1", "llm")
@@ -33,7 +35,7 @@ class RewardConfig:
     judge_style: str = "browsecomp"
     llm: Mapping[str, Any] | None = None
     judge_workers: int = 8
-    submit_threshold: float = 0.8
+    submit_threshold: float = SUBMIT_THRESHOLD
 
     def __post_init__(self):
         rewards.get_reward_fn(self.fn)  # an unknown name fails here, listing the known ones
@@ -52,33 +54,6 @@ class Score:
     reward: float
     outcome: rewards.EpisodeOutcome
     judge_parse_error: bool = False
-
-
-def gold_answers(answer: str | None) -> list[str]:
-    """The reference answers of a question: a JSON list of aliases or one string."""
-    if answer is None:
-        raise ValueError("an RL question needs a reference 'answer'")
-    try:
-        parsed = json.loads(answer)
-    except json.JSONDecodeError:
-        return [answer]
-    if isinstance(parsed, list) and parsed and all(isinstance(a, str | int | float) for a in parsed):
-        return [str(a) for a in parsed]
-    return [answer]
-
-
-def submit_feedback(answer: str | None, threshold: float) -> Callable[[str], str]:
-    """The SRRL `answer_submit` feedback for one question: "Incorrect! The F1 score is 0.40." and so on."""
-    golds = gold_answers(answer)
-    return lambda submitted: rewards.submission_feedback(rewards.token_f1(submitted, golds), threshold=threshold)
-
-
-def format_ok(episode: Episode) -> bool:
-    """`rewards.check_format` of the assistant turns; in a multi-submit episode the last submission is its answer."""
-    turns = [m["content"] for m in episode.messages if m["role"] == "assistant"]
-    if episode.submissions and not (turns and parse_answer(turns[-1]) is not None):
-        turns.append(f"<think></think><answer>{episode.submissions[-1].answer}</answer>")
-    return rewards.check_format(turns).ok
 
 
 class Scorer:

@@ -9,9 +9,10 @@ from agent_support import MAX_LEN, PAGES, QUESTION, SLOTS
 from cli_support import usage_error
 
 from jaxseeker import model
-from jaxseeker.agent import read_episodes
+from jaxseeker.agent import prompts, read_episodes, tool_calling_model
 from jaxseeker.agent.command import add_bench_parser, add_parser, bench_rollout
-from jaxseeker.cli import main
+from jaxseeker.cli import build_parser, main
+from jaxseeker.train import RewardConfig
 
 
 def cli(argv):
@@ -47,6 +48,66 @@ def test_rollout_command_writes_episodes_and_a_summary(tmp_path, call_model, cap
     assert "2 episodes" in summary and "terminations: max_tool_calls 2 (100%)" in summary
     assert "tool calls per episode: mean 1.00" in summary and "exact match: 0/2" in summary and "tokens/s" in summary
     assert "(generated on a data=1,fsdp=1,tensor=1,expert=1 mesh of 1 device)" in summary
+
+
+SUBMIT_CALL = '{"name": "answer_submit", "arguments": {"answer": "nine arches"}}'
+
+
+def save_model(path, tokenizer, cfg, params):
+    """An HF model directory of (tokenizer, cfg, params)."""
+    model.save_hf(params, cfg, path)
+    tokenizer.save_pretrained(str(path))
+    return path
+
+
+def test_rollout_with_answer_submit_gives_each_episode_the_feedback_of_its_own_answer(tmp_path, capsys):
+    """A model that submits "nine arches" every turn: its token F1 is 0.67 against "nine", 1.0 against "nine arches"
+    (Correct!, which ends the episode) and 0 against the aliases of the third question."""
+    model_dir = save_model(tmp_path / "model", *tool_calling_model(SUBMIT_CALL, mean_think_tokens=4.0))
+    pages = tmp_path / "pages.jsonl"
+    pages.write_text("".join(json.dumps({"url": p.url, "title": p.title, "text": p.text}) + "\n" for p in PAGES))
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in [
+        {"question": QUESTION, "answer": "nine"},
+        {"question": "What is the bridge of Velmora known for?", "answer": "nine arches"},
+        {"question": "Who founded Velmora?", "answer": ["Ida Konst", "Konst"]},
+    ]))
+    out = tmp_path / "episodes.jsonl"
+
+    code = cli(["rollout", "--model", str(model_dir), "--questions", str(questions), "--out", str(out),
+                "--corpus", str(pages), "--tools", "search,answer_submit", "--slots", str(SLOTS), "--max-context",
+                str(MAX_LEN), "--max-tool-calls", "2", "--temperature", "1.0", "--top-p", "1.0", "--min-window",
+                str(MAX_LEN), "--no-progress"])
+
+    assert code == 0
+    episodes = sorted(read_episodes(out), key=lambda e: e.group)
+    assert [(e.termination, [(s.answer, s.feedback) for s in e.submissions], e.prediction) for e in episodes] == [
+        ("max_tool_calls", [("nine arches", "Incorrect! The F1 score is 0.67.")] * 2, "nine arches"),
+        ("answer", [("nine arches", "Correct! The F1 score is 1.00.")], "nine arches"),
+        ("max_tool_calls", [("nine arches", "Incorrect! The F1 score is 0.00.")] * 2, "nine arches"),
+    ]
+    system = episodes[0].messages[0]["content"]
+    assert system.index('"name": "search"') < system.index('"name": "answer_submit"') and prompts.SUBMIT_NOTE in system
+    summary = capsys.readouterr().out
+    assert "answer submissions per episode: mean 1.67, max 2" in summary and "exact match: 1/3" in summary
+
+
+def test_rollout_with_answer_submit_names_a_question_without_an_answer_before_loading_the_model(tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": QUESTION, "answer": "nine"}) + "\n"
+                         + json.dumps({"question": "Who founded Velmora?"}) + "\n")
+    argv = ["rollout", "--model", str(tmp_path / "no-model"), "--questions", str(questions), "--out",
+            str(tmp_path / "e.jsonl"), "--tools", "search,answer_submit"]
+    with pytest.raises(SystemExit, match=f"^jaxseeker rollout: {questions}:2: question 'Who founded Velmora\\?' has "
+                                         "no 'answer'; the answer_submit tool scores each submission against it$"):
+        main(argv)
+    with pytest.raises(SystemExit, match="tokenizer directory not found"):  # without answer_submit, it goes on
+        main(argv[:-2])
+
+
+def test_rollout_submit_threshold_defaults_to_the_rl_reward_config():
+    args = build_parser().parse_args(["rollout", "--model", "m", "--questions", "q.jsonl", "--out", "e.jsonl"])
+    assert args.submit_threshold == RewardConfig().submit_threshold and args.tools == ("search", "visit")
 
 
 def test_a_model_directory_without_a_tokenizer_ends_rollout_in_one_line(tmp_path, call_model):
@@ -97,6 +158,11 @@ def test_bench_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys
     (["--seed", "2147483648"], "--seed: must be an integer >= 0 and <= 2147483647, got 2147483648"),
     (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
     (["--min-window", "0"], "--min-window: must be an integer >= 1, got 0"),
+    (["--submit-threshold", "0"], "--submit-threshold: must be a number > 0 and <= 1, got 0"),
+    (["--submit-threshold", "1.2"], "--submit-threshold: must be a number > 0 and <= 1, got 1.2"),
+    (["--submit-threshold", "nan"], "--submit-threshold: must be a number > 0 and <= 1, got nan"),
+    (["--tools", "search,submit"], ("--tools: unknown 'submit' in 'search,submit'; known: search, visit, python, "
+                                    "answer_submit")),
 ])
 def test_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys):
     err = usage_error(["rollout", "--model", "m", "--questions", "q.jsonl", "--out", "e.jsonl", *argv], capsys)

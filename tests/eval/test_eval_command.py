@@ -10,12 +10,13 @@ import pytest
 from cli_support import usage_error
 
 from jaxseeker import model
-from jaxseeker.agent import prompts
+from jaxseeker.agent import prompts, tool_calling_model
 from jaxseeker.agent.scripted import bigram_params
-from jaxseeker.cli import main
+from jaxseeker.cli import build_parser, main
 from jaxseeker.data import train_tokenizer
 from jaxseeker.eval.command import add_parser
 from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
+from jaxseeker.train import RewardConfig
 from jaxseeker.train.recipe import RecipeError
 
 QUESTIONS = [{"id": "bridge", "question": "How many arches has the bridge of Velmora?", "answer": "nine", "level": 1},
@@ -73,6 +74,40 @@ def test_eval_judges_resumes_and_compares_with_a_baseline(answering_model, tmp_p
     assert ("1 questions gained, 0 lost, 1 unchanged; pass@1 +50.0 points (95% CI +0.0 to +100.0; sign test "
             "p = 1.000, permutation p = 1.000)") in printed
     assert json.loads((out / "change.json").read_text())["gained"] == 1
+
+
+def test_eval_with_answer_submit_judges_the_last_submission_as_rl_scores_it(tmp_path):
+    """A model that submits "nine arches" every turn and never answers: against "nine" its F1 of 0.67 passes
+    --submit-threshold 0.6 (Correct!, which ends the episode); against "ten" it fails twice until the tool calls run
+    out. The last submission is the prediction, and the episodes count as well-formed, as RL scores them."""
+    tokenizer, cfg, params = tool_calling_model('{"name": "answer_submit", "arguments": {"answer": "nine arches"}}',
+                                                mean_think_tokens=4.0)
+    model.save_hf(params, cfg, tmp_path / "model")
+    tokenizer.save_pretrained(str(tmp_path / "model"))
+    questions, pages = tmp_path / "questions.jsonl", tmp_path / "pages.jsonl"
+    questions.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    pages.write_text("".join(json.dumps(p) + "\n" for p in PAGES))
+
+    assert cli(["eval", "--model", str(tmp_path / "model"), "--questions", str(questions), "--corpus", str(pages),
+                "--out", str(tmp_path / "eval"), "--tools", "answer_submit", "--submit-threshold", "0.6", "--judge",
+                "f1", "--f1-threshold", "0.6", "--k", "1", "--temperature", "1.0", "--top-p", "1.0", "--slots", "2",
+                "--max-context", "1024", "--max-turn-tokens", "64", "--max-tool-calls", "2", "--prompt", "compact",
+                "--no-progress"]) == 0
+    rows = sorted((json.loads(line) for line in (tmp_path / "eval" / "results.jsonl").read_text().splitlines()),
+                  key=lambda r: r["question_id"])
+    assert [(r["question_id"], r["termination"], r["submissions"], r["prediction"], r["correct"], r["format_ok"])
+            for r in rows] == [
+        ("bridge", "answer", [{"answer": "nine arches", "feedback": "Correct! The F1 score is 0.67."}], "nine arches",
+         True, True),
+        ("tower", "max_tool_calls", [{"answer": "nine arches", "feedback": "Incorrect! The F1 score is 0.00."}] * 2,
+         "nine arches", False, True),
+    ]
+    assert "Tools: answer_submit(answer)" in rows[0]["messages"][0]["content"]
+
+
+def test_eval_tools_default_to_search_and_visit_and_the_rl_submit_threshold():
+    args = build_parser().parse_args(EVAL_ARGS)
+    assert args.tools is None and args.submit_threshold == RewardConfig().submit_threshold
 
 
 def test_eval_names_what_it_lacks(tmp_path):
@@ -219,6 +254,10 @@ EVAL_ARGS = ["eval", "--model", "m", "--questions", "q.jsonl", "--out", "o", "--
     ([*EVAL_ARGS, "--limit", "-1"], "--limit: must be an integer >= 0, got -1"),
     ([*EVAL_ARGS, "--f1-threshold", "0"], "--f1-threshold: must be a number > 0 and <= 1, got 0"),
     ([*EVAL_ARGS, "--f1-threshold", "1.5"], "--f1-threshold: must be a number > 0 and <= 1, got 1.5"),
+    ([*EVAL_ARGS, "--submit-threshold", "0"], "--submit-threshold: must be a number > 0 and <= 1, got 0"),
+    ([*EVAL_ARGS, "--submit-threshold", "1.5"], "--submit-threshold: must be a number > 0 and <= 1, got 1.5"),
+    ([*EVAL_ARGS, "--tools", "search,answer"], ("--tools: unknown 'answer' in 'search,answer'; known: search, "
+                                                "visit, python, answer_submit")),
     (["compare", "--before", "a", "--after", "b", "--k", "0"], "--k: must be an integer >= 1, got 0"),
 ])
 def test_eval_and_compare_flags_out_of_range_are_usage_errors(argv, message, capsys):

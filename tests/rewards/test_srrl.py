@@ -1,6 +1,13 @@
 import pytest
 
-from jaxseeker.rewards import EpisodeOutcome, get_reward_fn, should_stop, submission_feedback, token_f1
+from jaxseeker.rewards import (
+    EpisodeOutcome,
+    get_reward_fn,
+    should_stop,
+    submission_feedback,
+    token_f1,
+)
+from jaxseeker.rewards.srrl import submit_feedback
 
 
 def test_feedback_text():
@@ -9,6 +16,16 @@ def test_feedback_text():
     assert submission_feedback(1.0, threshold=0.8) == "Correct! The F1 score is 1.00."
     with pytest.raises(ValueError, match="f1 must be in"):
         submission_feedback(1.5, threshold=0.8)
+
+
+def test_submit_feedback_scores_against_the_question_s_answer_or_its_aliases():
+    feedback = submit_feedback("Marie Curie", threshold=0.6)
+    assert [feedback(a) for a in ("Pierre Curie", "Curie", "marie curie")] == [
+        "Incorrect! The F1 score is 0.50.", "Correct! The F1 score is 0.67.", "Correct! The F1 score is 1.00."]
+    aliases = submit_feedback('["Marie Curie", "Maria Skłodowska"]', threshold=0.8)  # a JSON list of aliases
+    assert aliases("Maria Skłodowska") == "Correct! The F1 score is 1.00."
+    with pytest.raises(ValueError, match="no reference 'answer'"):
+        submit_feedback(None, threshold=0.8)
 
 
 def test_stop_at_threshold_or_submission_limit():
