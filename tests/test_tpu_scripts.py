@@ -172,14 +172,16 @@ def test_launch_script_starts_jaxseeker_as_one_process_of_the_slice(tmp_path):
     (home / "jaxseeker" / ".env").write_text("HF_TOKEN_SET=yes\n")
     env = dict(os.environ, HOME=str(home), PATH=f"{bin_dir}:{os.environ['PATH']}", FAKE_WORKER="0")
     subprocess.run(["bash", "-c", remote(cmd)], env=env, check=True, cwd=tmp_path)
-    log, pid = home / "r1.log", home / "r1.pid"
+    log, pid, gcloud = home / "r1.log", home / "r1.pid", tmp_path / "gcloud.txt"
     deadline = time.monotonic() + 20
-    while not (tmp_path / "gcloud.txt").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)  # the job runs detached
+    # The job runs detached; its last step is the gcloud stub, whose `>>` creates the file before echo writes the
+    # line: wait for the whole line, not just the file.
+    while not (gcloud.exists() and gcloud.read_text().endswith("\n")) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert pid.read_text().strip().isdigit()
     assert log.read_text().split() == ["10.0.0.5:8476", "3", "0", "yes", "sft", "--config", "c.yaml", "--set",
                                        "train.out_dir=runs/r1", "--set", "train.checkpoint_dir=gs://b/r1/checkpoints"]
-    assert (tmp_path / "gcloud.txt").read_text() == "storage rsync -r runs/r1 gs://b/r1/out\n"  # worker 0 only
+    assert gcloud.read_text() == "storage rsync -r runs/r1 gs://b/r1/out\n"  # worker 0 only
 
 
 def test_logs_stop_ssh_and_delete():

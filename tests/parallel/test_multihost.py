@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import jax
 import numpy as np
 import pytest
 import yaml
+from net_support import unused_port
 
 from jaxseeker import model
 from jaxseeker.data import DataConfig, batch_iterator, load_tokenizer, open_source, place_on_mesh, train_tokenizer
@@ -71,17 +71,10 @@ def recipe(tmp_path_factory) -> dict:
     return recipe
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on now."""
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
-
-
 def run_two_processes(recipe_path: Path, *args: str) -> list[dict]:
     """Run the worker as processes 0 and 1 of one distributed job; their JSON reports, in process order."""
     cache_dir = recipe_path.parent / "jax_cache"
-    address = f"localhost:{free_port()}"
+    address = f"localhost:{unused_port()}"
     procs = []
     for process_id in range(2):
         env = dict(

@@ -16,7 +16,6 @@ rewards, and the update's losses and statistics. These go through float32 reduct
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections import defaultdict
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from net_support import unused_port
 from safetensors.numpy import load_file
 
 from jaxseeker.agent import read_episodes
@@ -38,13 +38,6 @@ STEPS, B, G = 2, 4, 4
 DETERMINISTIC = ("reward", "accuracy", "format_rate", "response_tokens", "context_tokens", "groups", "loss",
                  "grad_norm", "entropy", "approx_kl", "ratio_mean", "ratio_max", "clip_frac_low", "clip_frac_high",
                  "logp_mismatch")
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on now."""
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
 
 
 def launch(recipe: Path, out_dir: Path, first: int, total: int, devices: int, process: tuple[str, int, int] | None,
@@ -77,7 +70,7 @@ def runs(tmp_path_factory) -> dict:
     recipe["optimizer"]["total_steps"] = STEPS * recipe["rl"]["mini_batches"]  # the same schedule in every run
     path = root / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
-    address = f"localhost:{free_port()}"
+    address = f"localhost:{unused_port()}"
     procs = {"one": launch(path, root / "one", STEPS, STEPS, 1, None, root / "one.log")}
     for p in range(2):
         procs[p] = launch(path, root / "two", 1, STEPS, 1, (address, 2, p), root / f"two_{p}.log")

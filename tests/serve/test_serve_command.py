@@ -1,7 +1,6 @@
 """`jaxseeker serve` and `jaxseeker bench serve`: the CLI wiring, a real server process, and a short bench."""
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -12,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from cli_support import usage_error
+from net_support import unused_port
 from serve_support import MODEL_NAME, SHAPE, sentences
 
 from jaxseeker import model
@@ -93,9 +93,7 @@ def test_bench_serve_shapes_that_cannot_run_end_before_the_run(argv, message):
 def test_jaxseeker_serve_on_a_tensor_mesh_answers_on_loopback_with_the_key_from_the_environment(policy_dir, client):
     """The server process shards the policy over 2 fake CPU devices (`--mesh tensor=2`) and answers greedy as the
     one-device server does."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = unused_port()
     env = {**fake_cpu_devices_env(2), "MY_SERVE_KEY": "k-123"}
     cmd = [sys.executable, "-m", "jaxseeker.cli", "serve", "--model", str(policy_dir), "--port", str(port),
            "--api-key-env", "MY_SERVE_KEY", "--slots", "1", "--max-len", "64", "--served-model-name", "p",

@@ -20,12 +20,15 @@ def server() -> Iterator[LoopbackServer]:
 
 
 @pytest.fixture
-def closed_port_url() -> str:
-    """A loopback URL on which nothing listens (connections are refused)."""
+def closed_port_url() -> Iterator[str]:
+    """A loopback URL on which nothing listens (connections are refused).
+
+    The port stays bound, never listening, for the whole test: a port merely closed again could be taken by a
+    server of a test running in parallel (pytest-xdist), which would then answer.
+    """
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
 @pytest.fixture

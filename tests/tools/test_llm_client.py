@@ -17,7 +17,9 @@ def chat_reply(text, **usage):
 
 
 def client_for(url, **overrides):
-    config = dict(base_url=f"{url}/v1", model="tiny-judge", timeout_s=0.3, max_retries=1, backoff_s=0.01)
+    # A long timeout unless a test is about timeouts: a loaded CI machine can stall a loopback reply for tenths of
+    # a second, and a spurious timeout adds a request or changes the error.
+    config = dict(base_url=f"{url}/v1", model="tiny-judge", timeout_s=10.0, max_retries=1, backoff_s=0.01)
     return LLMClient(LLMConfig(**{**config, **overrides}))
 
 
@@ -67,8 +69,9 @@ def test_5xx_and_429_are_retried_with_backoff(server, secret_keys):
 )
 def test_faults_raise_llm_error_naming_status_and_url(server, secret_keys, reply, status, message):
     server.route = lambda r: reply
+    llm = client_for(server.url, **({"timeout_s": 0.3} if reply.delay_s else {}))  # the late reply: a short timeout
     with pytest.raises(LLMError) as info:
-        client_for(server.url).complete([{"role": "user", "content": "x"}])
+        llm.complete([{"role": "user", "content": "x"}])
     assert info.value.status == status
     assert info.value.url == f"{server.url}/v1/chat/completions"
     assert message in str(info.value)
@@ -98,7 +101,7 @@ def test_401_names_the_key_variable_but_not_the_key(server, secret_keys):
 
 def test_concurrency_limit_bounds_requests_in_flight(server, secret_keys):
     server.route = lambda r: Reply(200, chat_reply("ok"), delay_s=0.1)
-    llm = client_for(server.url, max_concurrency=2, timeout_s=2.0)
+    llm = client_for(server.url, max_concurrency=2)
     threads = [threading.Thread(target=llm.complete, args=([{"role": "user", "content": "x"}],)) for _ in range(6)]
     for t in threads:
         t.start()

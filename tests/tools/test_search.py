@@ -1,6 +1,6 @@
 """`search` over the local BM25 index and over a Serper-compatible server on loopback, faults included."""
 
-import time
+import threading
 
 import pytest
 
@@ -8,7 +8,9 @@ from loopback import SECRET, Reply
 
 from jaxseeker.tools import HttpConfig, LocalSearch, SerperSearch, ToolRegistry, search_tool
 
-FAST = HttpConfig(timeout_s=0.3, max_retries=1, backoff_s=0.01)
+# Loopback replies come in milliseconds, but a loaded CI machine can stall a thread for a few tenths of a second:
+# a timeout that is not what a test is about must be far longer than that, or one stall breaks the test.
+FAST = HttpConfig(timeout_s=10.0, max_retries=1, backoff_s=0.01)
 
 
 def serper_registry(server_url, config=FAST, top_k=2):
@@ -106,10 +108,19 @@ def test_serper_undecodable_bodies_fail_in_place(server, secret_keys, reply, mes
 
 
 def test_serper_timeout_is_an_observation_and_does_not_hang(server, secret_keys):
-    server.route = lambda r: Reply(200, organic("x"), delay_s=1.5)
-    start = time.perf_counter()
-    result = serper_registry(server.url, HttpConfig(timeout_s=0.3, max_retries=0)).call("search", {"query": "x"})
-    assert time.perf_counter() - start < 1.0
+    release, replied = threading.Event(), threading.Event()
+
+    def held(request):  # the reply waits until the call has returned (or 30 s)
+        release.wait(30)
+        replied.set()
+        return Reply(200, organic("x"))
+
+    server.route = held
+    try:
+        result = serper_registry(server.url, HttpConfig(timeout_s=0.3, max_retries=0)).call("search", {"query": "x"})
+        assert not replied.is_set()  # the call gave up without waiting for the reply
+    finally:
+        release.set()
     assert result.error.endswith("failed after 1 attempt: timed out after 0.3 s")
 
 

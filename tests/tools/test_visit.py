@@ -19,7 +19,10 @@ from jaxseeker.tools import (
 )
 from jaxseeker.tools.extract import overlap_extract
 
-FAST = HttpConfig(timeout_s=0.3, max_retries=1, backoff_s=0.01, max_bytes=1_000_000)
+# Loopback replies come in milliseconds, but a loaded CI machine can stall a thread for a few tenths of a second:
+# a timeout must be far longer than that unless the test is about timeouts (SHORT), or one stall breaks the test.
+FAST = HttpConfig(timeout_s=10.0, max_retries=1, backoff_s=0.01, max_bytes=1_000_000)
+SHORT = HttpConfig(timeout_s=0.3, max_retries=1, backoff_s=0.01, max_bytes=1_000_000)
 PAGE = (
     "Title: Velmora bridge\n\nURL Source: http://93.184.216.34/bridge\n\n"
     "Markdown Content:\nThe bridge has nine arches.\n\nIt was rebuilt in 1876."
@@ -31,9 +34,9 @@ def chat(text):
     return {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}], "usage": {}}
 
 
-def jina_registry(server_url, *, llm=True, options=VisitOptions(), allow_private=False):
-    reader = JinaReader(server_url, "JINA_API_KEY", FAST, allow_private=allow_private)
-    client = LLMClient(LLMConfig(base_url=f"{server_url}/v1", model="m", timeout_s=0.3, max_retries=0)) if llm else None
+def jina_registry(server_url, *, llm=True, options=VisitOptions(), allow_private=False, config=FAST):
+    reader = JinaReader(server_url, "JINA_API_KEY", config, allow_private=allow_private)
+    client = LLMClient(LLMConfig(base_url=f"{server_url}/v1", model="m", timeout_s=10.0, max_retries=0)) if llm else None
     return ToolRegistry([visit_tool(reader, options=options, llm=client)])
 
 
@@ -218,7 +221,8 @@ def test_a_5mb_page_is_cut_at_the_byte_cap_and_the_budget(server, secret_keys):
 )
 def test_reader_faults_become_observations(server, secret_keys, page_reply, message):
     server.route = route(page_reply, Reply(200, chat("{}")))
-    result = jina_registry(server.url).call("visit", {"url": TARGET, "goal": "g"})
+    config = SHORT if page_reply.delay_s else FAST  # the late page: a short timeout
+    result = jina_registry(server.url, config=config).call("visit", {"url": TARGET, "goal": "g"})
     assert message in result.error
     assert result.text.startswith(f"[tool error] visit: Could not visit '{TARGET}'")
     assert SECRET not in result.text
