@@ -23,9 +23,11 @@ from typing import Any
 
 from jaxseeker.agent import Episode, RolloutConfig, as_question, rollout
 from jaxseeker.agent.submit import format_ok
+from jaxseeker.eval.metrics import TOOL_TYPES
 from jaxseeker.eval.report import read_results, write_report
 from jaxseeker.jsonl import drop_torn_tail
 from jaxseeker.rewards import evidence_recall, exact_match, llm_judge, token_f1
+from jaxseeker.tools.config import TOOL_NAMES
 
 Judge = Callable[[str, str | None, Any], tuple[bool | None, bool]]  # (question, prediction, answer) → (correct, parse_error)
 _THINK = re.compile(r"<think>(.*?)</think>", re.S)
@@ -61,10 +63,10 @@ def judged_record(episode: Episode, question: dict, round_: int, judge: Judge) -
     multi-submit one is judged on its final answer or else its last submission (see the module doc)."""
     correct, parse_error = judge(episode.question, episode.prediction, question["answer"])
     turns = [m["content"] for m in episode.messages if m["role"] == "assistant"]
-    counts = {"search": 0, "visit": 0, "python": 0}
+    counts = dict.fromkeys(TOOL_TYPES, 0)
     for call in episode.tool_calls:
-        if call.name in counts:
-            counts[call.name] += 1
+        if call.name in TOOL_NAMES:  # a call to a tool that does not exist is a format slip, not a tool call
+            counts[call.name] = counts.get(call.name, 0) + 1
     thinks = [t for turn in turns for t in _THINK.findall(turn)]
     return {
         "question_id": str(question["id"]), "round": round_, "correct": correct, "judge_parse_error": parse_error,

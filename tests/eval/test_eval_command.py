@@ -79,7 +79,8 @@ def test_eval_judges_resumes_and_compares_with_a_baseline(answering_model, tmp_p
 def test_eval_with_answer_submit_judges_the_last_submission_as_rl_scores_it(tmp_path):
     """A model that submits "nine arches" every turn and never answers: against "nine" its F1 of 0.67 passes
     --submit-threshold 0.6 (Correct!, which ends the episode); against "ten" it fails twice until the tool calls run
-    out. The last submission is the prediction, and the episodes count as well-formed, as RL scores them."""
+    out. The last submission is the prediction, the episodes count as well-formed, as RL scores them, and their
+    submissions count among their tool calls."""
     tokenizer, cfg, params = tool_calling_model('{"name": "answer_submit", "arguments": {"answer": "nine arches"}}',
                                                 mean_think_tokens=4.0)
     model.save_hf(params, cfg, tmp_path / "model")
@@ -102,6 +103,7 @@ def test_eval_with_answer_submit_judges_the_last_submission_as_rl_scores_it(tmp_
         ("tower", "max_tool_calls", [{"answer": "nine arches", "feedback": "Incorrect! The F1 score is 0.00."}] * 2,
          "nine arches", False, True),
     ]
+    assert [r["tool_calls"] for r in rows] == [{"search": 0, "visit": 0, "python": 0, "answer_submit": n} for n in (1, 2)]
     assert "Tools: answer_submit(answer)" in rows[0]["messages"][0]["content"]
 
 
