@@ -4,8 +4,10 @@ plot."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
+from collections.abc import Callable
 
 from jaxseeker.argtypes import at_least
 from jaxseeker.errors import InputError
@@ -19,6 +21,7 @@ from jaxseeker.synthesis.qa.record import read_jsonl, write_jsonl
 from jaxseeker.synthesis.qa.recipes import RECIPES, get_recipe
 from jaxseeker.synthesis.qa.solvers import PromptSolver, chat_completion, reference_solver
 from jaxseeker.synthesis.qa.stats import compute_stats, summary
+from jaxseeker.synthesis.qa.webexplorer import WebExplorerConfig
 
 
 def _solver_options(args: argparse.Namespace, world) -> dict:
@@ -30,17 +33,37 @@ def _solver_options(args: argparse.Namespace, world) -> dict:
     return {"difficulty": llm, "solvability": llm}
 
 
-def _synthesize(args: argparse.Namespace, world) -> SynthResult:
-    """`args.n` questions of the recipe; with `--apart`, drafts n, 2n, 4n, … until n share no evidence entity
-    but a country with the questions of those files (fresh held-out questions for a model trained on them)."""
-    synthesize = get_recipe(args.recipe)
+def _llm_explorer(args: argparse.Namespace, world) -> Callable[..., SynthResult]:
+    """WebExplorer with the LLM behind --base-url as explorer and evolver (jax and the rollout loop load here)."""
+    from jaxseeker.synthesis.command import default_tokenizer
+    from jaxseeker.synthesis.qa.webexplorer_llm import ExplorerConfig, synthesize
+    from jaxseeker.tools import LLMClient, LLMConfig
+
+    client = LLMClient(LLMConfig(base_url=args.base_url, model=args.model))
+    return functools.partial(synthesize, client=client, tokenizer=default_tokenizer(world),
+                             config=ExplorerConfig(rounds=args.evolve_rounds))
+
+
+def _recipe(args: argparse.Namespace, world) -> Callable[..., SynthResult]:
+    """The recipe's `synthesize(world, n, *, seed, progress)` with the options its flags choose."""
+    if getattr(args, "explorer", "rule") == "openai":
+        return _llm_explorer(args, world)
     options = _solver_options(args, world)
     if getattr(args, "rounds", None) is not None:
         options["config"] = E2HQAConfig(min_rounds=args.rounds[0], max_rounds=args.rounds[1])
+    if getattr(args, "evolve_rounds", None) is not None:
+        options["config"] = WebExplorerConfig(rounds=args.evolve_rounds)
+    return functools.partial(get_recipe(args.recipe), **options)
+
+
+def _synthesize(args: argparse.Namespace, world) -> SynthResult:
+    """`args.n` questions of the recipe; with `--apart`, drafts n, 2n, 4n, … until n share no evidence entity
+    but a country with the questions of those files (fresh held-out questions for a model trained on them)."""
+    synthesize = _recipe(args, world)
     if not args.apart:
-        return synthesize(world, args.n, seed=args.seed, progress=True, **options)
+        return synthesize(world, args.n, seed=args.seed, progress=True)
     others = [r.to_json() for path in args.apart for r in read_jsonl(path)]
-    return synthesize_apart(lambda count: synthesize(world, count, seed=args.seed, progress=True, **options),
+    return synthesize_apart(lambda count: synthesize(world, count, seed=args.seed, progress=True),
                             args.n, others, set(world.ids_of_type("country")))
 
 
@@ -49,6 +72,9 @@ def _synth(args: argparse.Namespace) -> int:
     rounds = getattr(args, "rounds", None)
     if rounds is not None and rounds[0] > rounds[1]:  # each is >= 0 (the parser); their order is checked here
         raise InputError(f"--rounds MIN MAX needs 0 <= MIN <= MAX, got {rounds[0]} {rounds[1]}")
+    llm_explorer = getattr(args, "explorer", "rule") == "openai"
+    if llm_explorer and not (args.base_url and args.model):
+        raise InputError("--explorer openai needs --base-url and --model (the key is read from $OPENAI_API_KEY)")
     out = check_output(args.out, "--out")
     if args.plots:
         check_output(args.plots, "--plots", directory=True)
@@ -58,7 +84,9 @@ def _synth(args: argparse.Namespace) -> int:
     result = _synthesize(args, world)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_jsonl(result.records, out)
-    stats = compute_stats(result.records, None if args.no_solver_stats else reference_solver(world))
+    # the reference solver evaluates a question's structured query: the LLM explorer's questions have none
+    solver = None if args.no_solver_stats or llm_explorer else reference_solver(world)
+    stats = compute_stats(result.records, solver)
     print(summary(stats, result.attempts, dict(result.dropped)))
     if args.plots:
         from jaxseeker.synthesis.qa.plots import plot_stats  # matplotlib: only when plotting
@@ -89,6 +117,13 @@ def add_parser(subparsers) -> None:
         if recipe == "openseeker":  # the one recipe that asks a solver (the others would ignore these flags)
             p.add_argument("--solver", choices=("rule", "openai"), default="rule",
                            help="the difficulty / solvability solver: rules, or an LLM behind --base-url")
+        if recipe == "webexplorer":
+            p.add_argument("--explorer", choices=("rule", "openai"), default="rule",
+                           help="rules (a walk over the world's graph), or an LLM behind --base-url that explores "
+                                "with the search / visit tools, writes the question and evolves it")
+            p.add_argument("--evolve-rounds", type=at_least(1), default=5,
+                           help="long-to-short evolution rounds at most (either explorer)")
+        if recipe in ("openseeker", "webexplorer"):
             p.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1")
             p.add_argument("--model", default=None)
         p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
