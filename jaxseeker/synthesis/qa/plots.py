@@ -30,14 +30,15 @@ def _bar(path: Path, counts: dict, title: str, xlabel: str, ylabel: str, percent
 
 
 def plot_stats(stats: QAStats, out_dir: str | Path, prefix: str = "qa") -> list[Path]:
-    """Write levels / hops / obfuscations / solver-pass PNGs to `out_dir`; returns their paths."""
+    """Write levels / obfuscations / hops / solver-pass PNGs (the last two when known) to `out_dir`; their paths."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     paths = [
         _bar(d / f"{prefix}_levels.png", stats.by_level, "questions per level", "level", "questions"),
-        _bar(d / f"{prefix}_hops.png", stats.by_hops, "hops per question", "hops", "questions"),
         _bar(d / f"{prefix}_obfuscations.png", stats.obfuscations, "obfuscations used", "kind", "times"),
     ]
+    if stats.by_hops:
+        paths.append(_bar(d / f"{prefix}_hops.png", stats.by_hops, "hops per question", "hops", "questions"))
     if stats.solver_pass:
         paths.append(_bar(d / f"{prefix}_solver_pass.png", stats.solver_pass, "reference solver pass rate",
                           "level", "pass rate (%)", percent=True))

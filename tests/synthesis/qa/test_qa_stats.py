@@ -36,8 +36,19 @@ def test_reference_solver_on_real_questions(world):
 def test_plots_are_png_files(tmp_path):
     s = compute_stats([rec(1, 1, ["date"]), rec(2, 2, [])], solver=lambda task: "A")
     paths = plot_stats(s, tmp_path / "plots", prefix="demo")
-    names = ["demo_levels.png", "demo_hops.png", "demo_obfuscations.png", "demo_solver_pass.png"]
+    names = ["demo_levels.png", "demo_obfuscations.png", "demo_hops.png", "demo_solver_pass.png"]
     assert [p.name for p in paths] == names
     for p in paths:
         data = p.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+
+
+def test_questions_without_a_structured_query_count_no_hops_or_shape(tmp_path):
+    """An LLM explorer's questions (`synth webexplorer --explorer openai`) have no hops or shape: none is made up."""
+    free = QARecord("Which river?", "Ostra", "webexplorer", 2, {"obfuscations": ["blur"]})
+    s = compute_stats([free, rec(1, 1, [])])
+    assert (s.by_hops, s.by_shape) == ({1: 1}, {"chain": 1})
+    s = compute_stats([free])
+    assert (s.by_hops, s.by_shape) == ({}, {})
+    assert "  hops: -\n  shape: -\n" in summary(s)
+    assert [p.name for p in plot_stats(s, tmp_path)] == ["qa_levels.png", "qa_obfuscations.png"]
