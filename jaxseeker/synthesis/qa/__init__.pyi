@@ -11,7 +11,7 @@ from .stats import QAStats, compute_stats, summary
 from .webexplorer_llm import ExplorerConfig
 
 __all__ = [
-    "RECIPES", "Draft", "ExplorerConfig", "PromptSolver", "QARecord", "QAStats", "RuleSolver", "Solver", "SolverTask", "SynthResult",
-    "chat_completion", "compute_stats", "get_recipe", "level_of", "plot_stats", "read_jsonl", "reference_solver",
-    "render_question", "run_recipe", "same_answer", "summary", "write_jsonl",
+    "RECIPES", "Draft", "ExplorerConfig", "PromptSolver", "QARecord", "QAStats", "RuleSolver", "Solver",
+    "SolverTask", "SynthResult", "chat_completion", "compute_stats", "get_recipe", "level_of", "plot_stats",
+    "read_jsonl", "reference_solver", "render_question", "run_recipe", "same_answer", "summary", "write_jsonl",
 ]

@@ -42,8 +42,9 @@ def compute_stats(records: Sequence[QARecord], solver: Solver | None = None) -> 
         n=len(records),
         by_tag=_sorted_counts(r.tag for r in records),
         by_level=_sorted_counts(r.level for r in records),
-        by_hops=_sorted_counts(r.meta["hops"] for r in records if "hops" in r.meta),  # a structured query's
-        by_shape=_sorted_counts(r.meta["shape"] for r in records if "shape" in r.meta),  # (an LLM's has none)
+        # hops and shape are a structured query's: an LLM explorer's questions have none
+        by_hops=_sorted_counts(r.meta["hops"] for r in records if "hops" in r.meta),
+        by_shape=_sorted_counts(r.meta["shape"] for r in records if "shape" in r.meta),
         obfuscations=_sorted_counts(o for r in records for o in r.meta.get("obfuscations", ())),
         solver_pass={lvl: sum(v) / len(v) for lvl, v in sorted(passed.items())},
         mean_question_words=sum(len(r.question.split()) for r in records) / max(1, len(records)),
