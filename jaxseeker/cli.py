@@ -15,6 +15,7 @@ from jaxseeker.train.recipe import RecipeError
 # Stage modules with an `add_parser(subparsers)` and/or an `add_bench_parser(bench_subparsers)`;
 # the only place that imports every stage.
 COMMAND_MODULES = (
+    "jaxseeker.model.command",
     "jaxseeker.data.command",
     "jaxseeker.generation.command",
     "jaxseeker.world.command",
