@@ -93,8 +93,9 @@ def _rollout(args: argparse.Namespace) -> int:
     numbered = numbered_questions(args.questions)
     if SUBMIT_TOOL in args.tools:
         require_answers(args.questions, numbered)  # before the model loads
-    tokenizer = load_tokenizer(args.model)
-    cfg, params = model.load_hf(args.model)
+    model_dir = model.resolve_model(args.model)  # a registered name or a GGUF file: its imported HF directory
+    tokenizer = load_tokenizer(model_dir)
+    cfg, params = model.load_hf(model_dir)
     registry = episode_tools(ToolsConfig(enabled=args.tools), corpus=_corpus(args),
                              submit_threshold=args.submit_threshold)
     questions = [question for _, question in numbered]
@@ -190,7 +191,8 @@ WINDOW_HELP = "smallest attention window of the engine (doubles up to the contex
 def add_parser(subparsers: Any) -> None:
     """Add `rollout`: episodes of an HF model over a questions JSONL with local search / visit tools."""
     p = subparsers.add_parser("rollout", help="roll out ReAct episodes of a model over questions")
-    p.add_argument("--model", required=True, help="HF model directory (config.json, safetensors, tokenizer)")
+    p.add_argument("--model", required=True, help="HF model directory (config.json, safetensors, tokenizer), GGUF file "
+                                                  "or registered name (smollm2-135m-instruct)")
     p.add_argument("--questions", required=True, help='JSONL of {"question": …, "answer": …}')
     p.add_argument("--n", type=at_least(1), default=1, help="episodes per question")
     p.add_argument("--out", required=True, help="episodes JSONL to write")

@@ -116,6 +116,7 @@ def _eval(args: argparse.Namespace) -> int:
     from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
     s = _resolve(args)
+    s["model"] = model.resolve_model(s["model"])  # a registered name or a GGUF file: its imported HF directory
     if not (s["model"] / "config.json").exists():
         raise SystemExit(f"jaxseeker eval: {s['model']} holds no HF model (config.json)")
     baseline = _results_file(args.baseline, "eval") if args.baseline else None  # checked before any rollout
@@ -179,8 +180,8 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("eval", help="k judged rollouts per question of a saved model; metrics, table, PNGs")
     p.add_argument("--config", help="a pipeline config: its world, tools, limits and sampling, runs/<name>/ paths")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a --config key")
-    p.add_argument("--model", help="HF model directory, or with --config: sft | extend | rl (default sft; rl: the "
-                                   "last rft round's)")
+    p.add_argument("--model", help="HF model directory, GGUF file or registered name (smollm2-135m-instruct), or with "
+                                   "--config: sft | extend | rl (default sft; rl: the last rft round's)")
     p.add_argument("--questions", help="JSONL / JSON / CSV (BrowseComp, xbench, GAIA; eval.load_questions); "
                                        "with --config default runs/<name>/qa/test.jsonl")
     p.add_argument("--out", help="results directory (resumes what is there); with --config a default under runs/")

@@ -56,7 +56,8 @@ def add_parser(subparsers: Any) -> None:
     """Add `serve`: an OpenAI-compatible HTTP server (chat, completions, models, health) for a policy."""
     p = subparsers.add_parser("serve", help="serve a policy behind an OpenAI-compatible API")
     p.add_argument("--model", required=True,
-                   help="HF model directory (config.json, safetensors, tokenizer), or a jaxseeker run directory")
+                   help="HF model directory (config.json, safetensors, tokenizer), GGUF file, registered name "
+                   "(smollm2-135m-instruct), or a jaxseeker run directory")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, this machine only)")
     p.add_argument("--port", type=at_least(0, high=65535), default=8000, help="default: %(default)s")
     p.add_argument("--served-model-name", help="the model id clients send (default: the model directory's name)")

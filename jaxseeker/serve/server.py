@@ -22,9 +22,9 @@ log = logging.getLogger(__name__)
 
 
 def load_policy(path: str | Path, dtype: str | None = None, mesh: Mesh | None = None) -> tuple[Any, dict, Any]:
-    """(cfg, params, tokenizer) of an HF model directory, or of a jaxseeker run directory / its checkpoints
-    folder (latest step; tokenizer from the run's `tokenizer/`), on the default device or, with `mesh`, each
-    device holding its slice of the weights."""
+    """(cfg, params, tokenizer) of an HF model directory (or a GGUF file or registered name: `model.resolve_model`),
+    or of a jaxseeker run directory / its checkpoints folder (latest step; tokenizer from the run's `tokenizer/`),
+    on the default device or, with `mesh`, each device holding its slice of the weights."""
     import jax
 
     from jaxseeker import model
@@ -32,7 +32,7 @@ def load_policy(path: str | Path, dtype: str | None = None, mesh: Mesh | None = 
     from jaxseeker.parallel import MeshConfig, make_mesh, param_shardings
 
     on_mesh = functools.partial(param_shardings, mesh=mesh or make_mesh(MeshConfig(1, 1, 1, 1), jax.devices()[:1]))
-    path = Path(path)
+    path = Path(path) if Path(path).is_dir() else model.resolve_model(path)  # a registered name or a GGUF file
     if (path / "config.json").exists():
         cfg, params = model.load_hf(path, dtype=dtype, shardings=on_mesh)
         return cfg, params, load_tokenizer(path)

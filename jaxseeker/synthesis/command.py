@@ -147,6 +147,10 @@ def _trajectories(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     _check_args(args)
+    if args.teacher == "policy":  # a registered name or a GGUF file: its imported HF directory
+        from jaxseeker import model
+
+        args.model = str(model.resolve_model(args.model))
     tools = _tools(args)
     out = check_output(args.out, "--out")
     questions = _questions(args)
@@ -244,7 +248,8 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     p.add_argument("--levels", default="", help="only these question levels, e.g. 1,2")
     p.add_argument("--limit", type=at_least(0), default=0, help="only the first N questions (0: all)")
     p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the policy's, or a world BPE)")
-    p.add_argument("--model", default=None, help="HF checkpoint of the policy teacher")
+    p.add_argument("--model", default=None,
+                   help="HF checkpoint of the policy teacher, a GGUF file or a registered name (smollm2-135m-instruct)")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible server of the openai teacher / judge / LLM")
     p.add_argument("--llm-model", default=None, help="model name on that server")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY")

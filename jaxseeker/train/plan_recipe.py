@@ -2,7 +2,8 @@
 
 Every section goes through the same builders the loops use (`TrainConfig`, `DataConfig`, `RLConfig`,
 `RolloutConfig`, `RewardConfig`, `ToolsConfig`, …), so a recipe that plans is one whose keys the loop
-accepts. Nothing is loaded but a `config.json`: no weights, tokenizer, data or questions, and no device.
+accepts. Nothing is loaded but a `config.json` (or a GGUF file's metadata): no weights, tokenizer, data or
+questions, and no device.
 A model section with an `hf_path` that is not on this machine is planned from the shape fields it gives
 (the paper configs restate the checkpoint's `config.json` for this).
 """
@@ -60,6 +61,9 @@ def model_config(section: Mapping[str, Any] | None, notes: list[str]) -> model.M
     if unknown:
         raise RecipeError(f"model: unknown keys {unknown}; known keys: ['hf_path'] + {known}")
     try:
+        gguf_file = model.gguf_source(hf_path) if hf_path else None  # a registered name's or a .gguf file
+        if gguf_file is not None:
+            return model.load_gguf_config(gguf_file, **section)
         if hf_path and (Path(hf_path) / "config.json").is_file():
             return model.load_config(hf_path, **section)
         if hf_path:

@@ -8,26 +8,36 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import optax
 
 from jaxseeker import model
 from jaxseeker.data import load_tokenizer
+from jaxseeker.errors import InputError
 from jaxseeker.parallel import MeshConfig, make_mesh, make_rules, maybe_initialize_distributed, param_shardings
 from jaxseeker.train.recipe import RecipeError, build
 from jaxseeker.train.state import TrainState, create_train_state, train_state_from_params
 
 
+def resolved(spec: str, key: str) -> Path:
+    """`model.resolve_model(spec)`: the HF directory a recipe's `key` names; a RecipeError naming the key if none."""
+    try:
+        return model.resolve_model(spec)
+    except InputError as e:
+        raise RecipeError(f"{key}: {e}") from None
+
+
 def model_from_recipe(section: Mapping[str, Any], shardings: Any = None) -> tuple[model.ModelConfig, dict | None]:
-    """(config, params or None): `hf_path` loads a checkpoint (other keys override its config), its leaves
-    placed by `shardings` (see `model.load_hf`); otherwise the keys are ModelConfig fields and params are
-    initialised later."""
+    """(config, params or None): `hf_path` loads a checkpoint (an HF directory, a GGUF file or a registered name:
+    `model.resolve_model`; other keys override its config), its leaves placed by `shardings` (see `model.load_hf`);
+    otherwise the keys are ModelConfig fields and params are initialised later."""
     section = dict(section or {})
     hf_path = section.pop("hf_path", None)
     try:
         if hf_path:
-            return model.load_hf(hf_path, shardings=shardings, **section)
+            return model.load_hf(resolved(hf_path, "model.hf_path"), shardings=shardings, **section)
         return build(model.ModelConfig, section, "model"), None
     except model.ConfigError as e:
         raise RecipeError(f"model: {e}") from None
@@ -57,7 +67,7 @@ def build_policy(recipe: Mapping[str, Any], optimizer: optax.GradientTransformat
     tok_path = tokenizer or (recipe.get("model") or {}).get("hf_path")
     if not tok_path:
         raise RecipeError(f"{where}: a tokenizer directory is needed when the model is not an HF checkpoint")
-    tok = load_tokenizer(tok_path)
+    tok = load_tokenizer(resolved(tok_path, where if tokenizer else "model.hf_path"))  # by name or GGUF file too
     if len(tok) > cfg.vocab_size:
         raise RecipeError(f"model.vocab_size={cfg.vocab_size} is smaller than the tokenizer's {len(tok)} tokens")
     axes = model.param_axes(cfg)

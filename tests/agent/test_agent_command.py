@@ -101,7 +101,7 @@ def test_rollout_with_answer_submit_names_a_question_without_an_answer_before_lo
     with pytest.raises(SystemExit, match=f"^jaxseeker rollout: {questions}:2: question 'Who founded Velmora\\?' has "
                                          "no 'answer'; the answer_submit tool scores each submission against it$"):
         main(argv)
-    with pytest.raises(SystemExit, match="tokenizer directory not found"):  # without answer_submit, it goes on
+    with pytest.raises(SystemExit, match="no-model': neither a registered name"):  # without answer_submit, it goes on
         main(argv[:-2])
 
 

@@ -14,6 +14,7 @@ from jaxseeker.agent import prompts, tool_calling_model
 from jaxseeker.agent.scripted import bigram_params
 from jaxseeker.cli import build_parser, main
 from jaxseeker.data import train_tokenizer
+from jaxseeker.errors import InputError
 from jaxseeker.eval.command import add_parser
 from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
 from jaxseeker.train import RewardConfig
@@ -117,6 +118,8 @@ def test_eval_names_what_it_lacks(tmp_path):
         cli(["eval", "--model", "sft"])
     with pytest.raises(SystemExit, match=f"{tmp_path} holds no HF model"):
         cli(["eval", "--model", str(tmp_path), "--questions", "q.jsonl", "--out", str(tmp_path), "--world", "synthetic"])
+    with pytest.raises(InputError, match=r"^model 'smollm9': neither a registered name \(smollm2-135m-instruct\)"):
+        cli(["eval", "--model", "smollm9", "--questions", "q.jsonl", "--out", str(tmp_path), "--world", "synthetic"])
 
 
 def test_eval_of_a_pipeline_run_takes_its_config(answering_model, tmp_path, monkeypatch, capsys):

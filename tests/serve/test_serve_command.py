@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from cli_support import usage_error
+from gguf_support import hf_config, hf_state, write_gguf
 from net_support import unused_port
 from serve_support import MODEL_NAME, SHAPE, sentences
 
@@ -132,6 +133,16 @@ def test_bench_serve_counts_every_request_and_token(policy_dir):
     assert (result["bare_engine"]["requests"], result["bare_engine"]["tokens"]) == (8, 64)
     table = format_table(shape, result)
     assert "req/s" in table and "bare engine" in table
+
+
+def test_load_policy_reads_a_gguf_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAXSEEKER_CACHE", str(tmp_path / "cache"))
+    config = hf_config("llama")
+    path = write_gguf(tmp_path / "tiny.gguf", hf_state(config), config)
+    cfg, params, tokenizer = load_policy(path)
+    want_cfg, want = model.load_gguf(path)
+    assert cfg == want_cfg and len(tokenizer) == cfg.vocab_size and tokenizer.eos_token == "<|im_end|>"
+    np.testing.assert_array_equal(np.asarray(params["embed"]), np.asarray(want["embed"]))
 
 
 def test_load_policy_reads_a_run_directory_checkpoint(tmp_path):
