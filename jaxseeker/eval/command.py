@@ -116,7 +116,8 @@ def _eval(args: argparse.Namespace) -> int:
     from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
     s = _resolve(args)
-    s["model"] = model.resolve_model(s["model"])  # a registered name or a GGUF file: its imported HF directory
+    if args.model not in (None, *STAGE_MODELS):  # a registered name or a GGUF file: its imported HF directory
+        s["model"] = model.resolve_model(s["model"])
     if not (s["model"] / "config.json").exists():
         raise SystemExit(f"jaxseeker eval: {s['model']} holds no HF model (config.json)")
     baseline = _results_file(args.baseline, "eval") if args.baseline else None  # checked before any rollout
