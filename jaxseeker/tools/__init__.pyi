@@ -7,12 +7,13 @@ from .config import ToolsConfig, tools_config
 from .http import HttpConfig, HttpError
 from .llm_client import ChatResult, LLMClient, LLMConfig, LLMError
 from .python_exec import PythonConfig, python_tool, run_python
+from .sandbox import SandboxUnavailable
 from .search import LocalSearch, SearchBackend, SerperSearch, search_tool
 from .visit import JinaReader, LocalPages, PageReader, VisitOptions, check_url, visit_tool
 
 __all__ = [
     "ChatResult", "HttpConfig", "HttpError", "JinaReader", "LLMClient", "LLMConfig", "LLMError", "LocalPages",
-    "LocalSearch", "PageReader", "PythonConfig", "SearchBackend", "SerperSearch", "Tool", "ToolError",
-    "ToolRegistry", "ToolResult", "ToolsConfig", "VisitOptions", "answer_submit_tool", "build_registry",
+    "LocalSearch", "PageReader", "PythonConfig", "SandboxUnavailable", "SearchBackend", "SerperSearch", "Tool",
+    "ToolError", "ToolRegistry", "ToolResult", "ToolsConfig", "VisitOptions", "answer_submit_tool", "build_registry",
     "check_url", "python_tool", "run_python", "search_tool", "tools_config", "visit_tool",
 ]
