@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "jaxseeker.eval.command",
     "jaxseeker.pipeline.command",
     "jaxseeker.serve.command",
+    "jaxseeker.tools.sandbox_bench",
 )
 
 

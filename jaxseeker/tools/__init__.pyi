@@ -3,7 +3,7 @@
 from .answer import answer_submit_tool
 from .base import Tool, ToolError, ToolRegistry, ToolResult
 from .build import build_registry
-from .config import ToolsConfig, tools_config
+from .config import UNSAFE_PYTHON_HELP, ToolsConfig, tools_config, unsafe_python
 from .http import HttpConfig, HttpError
 from .llm_client import ChatResult, LLMClient, LLMConfig, LLMError
 from .python_exec import PythonConfig, python_tool, run_python
@@ -15,5 +15,6 @@ __all__ = [
     "ChatResult", "HttpConfig", "HttpError", "JinaReader", "LLMClient", "LLMConfig", "LLMError", "LocalPages",
     "LocalSearch", "PageReader", "PythonConfig", "SandboxUnavailable", "SearchBackend", "SerperSearch", "Tool",
     "ToolError", "ToolRegistry", "ToolResult", "ToolsConfig", "VisitOptions", "answer_submit_tool", "build_registry",
-    "check_url", "python_tool", "run_python", "search_tool", "tools_config", "visit_tool",
+    "UNSAFE_PYTHON_HELP", "check_url", "python_tool", "run_python", "search_tool", "tools_config", "unsafe_python",
+    "visit_tool",
 ]

@@ -22,7 +22,7 @@ import ast
 import contextlib
 import dataclasses
 import functools
-import json
+import marshal
 import logging
 import os
 import re
@@ -139,7 +139,7 @@ def _unshare_command(sandbox: Sandbox, argv: Sequence[str], scratch_mb: int, sec
     spec = {"binds": binds, "symlinks": links, "scratch": SCRATCH, "scratch_bytes": scratch_mb << 20,
             "argv": list(argv), "env": environment(sandbox.interpreter), "seccomp_fd": seccomp_fd,
             "info_fd": info_fd}
-    return [sys.executable, "-I", "-S", str(_LAUNCHER), json.dumps(spec)]
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), marshal.dumps(spec).hex()]
 
 
 def _read_child_pid(fd: int, deadline: float) -> int | None:

@@ -1,7 +1,7 @@
 """The `unshare` back-end of the python tool's sandbox: one command in new namespaces, set up by `unshare(2)`.
 
-Run as a script (`python -I -S sandbox_init.py SPEC`, standard library only, so it needs no jaxseeker import and
-starts fast); SPEC is a JSON object (see `jaxseeker.tools.sandbox`). It does what bubblewrap does for the other
+Run as a script (`python -I -S sandbox_init.py SPEC`): it imports nothing but os, sys, marshal and ctypes, so it
+starts fast; SPEC is a dict in hex-encoded `marshal` form (see `jaxseeker.tools.sandbox`). It does what bubblewrap does for the other
 back-end, in three processes:
 
 1. the launcher (this process, on the host) forks the child and writes its uid/gid maps: the sandbox runs as uid
@@ -23,12 +23,8 @@ init ends the whole run. A failure to set up prints one line starting "sandbox:"
 from __future__ import annotations
 
 import ctypes
-import json
+import marshal
 import os
-import platform
-import re
-import signal
-import socket
 import sys
 
 SETUP_FAILED = 125
@@ -40,8 +36,9 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE = 1024, 2048, 4096, 16384, 1 << 18
 MS_RELATIME, MS_STRICTATIME = 1 << 21, 1 << 24
 MNT_DETACH = 2
+SIGKILL = 9
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 24, 38, 22, 2
-SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}[os.uname().machine]
 DEVICES = ("null", "zero", "full", "random", "urandom")
 # per-mount options a bind in a user namespace must keep when it is remounted read-only (the kernel locks them)
 KEPT_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
@@ -66,9 +63,15 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
 
 
 def _die_with_parent(parent: int) -> None:
-    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    _check(_libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
     if os.getppid() != parent:  # the parent died before the prctl
         os._exit(SETUP_FAILED)
+
+
+def _unescape(field: str) -> str:
+    """A mountinfo field with its octal escapes (\\040 for a space) decoded."""
+    parts = field.split("\\")
+    return parts[0] + "".join(chr(int(p[:3], 8)) + p[3:] for p in parts[1:])
 
 
 def _mount_points(under: str, root: str) -> list[tuple[str, set[str]]]:
@@ -77,7 +80,7 @@ def _mount_points(under: str, root: str) -> list[tuple[str, set[str]]]:
     with open(f"{root}/proc/self/mountinfo") as f:
         for line in f:
             fields = line.split()
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            point = _unescape(fields[4])
             if point == under or point.startswith(under.rstrip("/") + "/"):
                 found.append((point, set(fields[5].split(","))))
     return found
@@ -119,7 +122,7 @@ def build_root(spec: dict, sources: dict[str, int]) -> None:
     for name in ("newroot", "oldroot"):
         os.mkdir(f"/tmp/{name}")
     _mount("tmpfs", "/tmp/newroot", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-    _check(_libc.syscall(SYS_PIVOT_ROOT[platform.machine()], b"/tmp", b"/tmp/oldroot"), "pivot_root")
+    _check(_libc.syscall(SYS_PIVOT_ROOT, b"/tmp", b"/tmp/oldroot"), "pivot_root")
     os.chdir("/")
     new, old = "/newroot", "/oldroot"
     _mount("proc", _make_path(new + "/proc", directory=True), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -140,7 +143,7 @@ def build_root(spec: dict, sources: dict[str, int]) -> None:
     os.symlink(spec["scratch"], new + "/tmp")
     _check(_libc.umount2(old.encode(), MNT_DETACH), "umount the host's root")
     os.chdir(new)
-    _check(_libc.syscall(SYS_PIVOT_ROOT[platform.machine()], b".", b"."), "pivot_root")
+    _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
     _check(_libc.umount2(b".", MNT_DETACH), "umount the first tmpfs")
     os.chdir("/")
     _mount(None, "/", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
@@ -194,12 +197,12 @@ def command(spec: dict) -> None:
 def init(spec: dict, go: int) -> None:
     """PID 1 of the sandbox: build it, start the command as PID 2, reap every process until the command ends,
     then exit with its status (PID 1 ignores signals it has no handler for, so the command must not be it)."""
-    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    _check(_libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
     if os.read(go, 1) != b"g":  # the child died before the prctl (its pipe closed), or could not report this pid
         os._exit(SETUP_FAILED)
     os.close(go)
     os.setsid()
-    socket.sethostname("sandbox")
+    _check(_libc.sethostname(b"sandbox", 7), "sethostname")
     sources = open_sources(spec)
     become_sandbox_user(spec)
     build_root(spec, sources)
@@ -257,9 +260,9 @@ def _run_step(step, *args) -> None:  # noqa: ANN001 - a forked process: report a
 
 def main() -> None:
     """The launcher: fork the child, write its maps, exit with its status."""
-    spec = json.loads(sys.argv[1])
+    spec = marshal.loads(bytes.fromhex(sys.argv[1]))
     spec["host_root"] = os.geteuid() == 0
-    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    _check(_libc.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
     ready_r, ready_w = os.pipe()
     mapped_r, mapped_w = os.pipe()
     me = os.getpid()
