@@ -9,7 +9,8 @@ from .llm_client import ChatResult, LLMClient, LLMConfig, LLMError
 from .python_exec import PythonConfig, python_tool, run_python
 from .sandbox import SandboxUnavailable
 from .search import LocalSearch, SearchBackend, SerperSearch, search_tool
-from .visit import JinaReader, LocalPages, PageReader, VisitOptions, check_url, visit_tool
+from .address import check_url
+from .visit import JinaReader, LocalPages, PageReader, VisitOptions, visit_tool
 
 __all__ = [
     "ChatResult", "HttpConfig", "HttpError", "JinaReader", "LLMClient", "LLMConfig", "LLMError", "LocalPages",

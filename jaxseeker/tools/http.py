@@ -6,7 +6,7 @@ import dataclasses
 import email.utils
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -25,12 +25,21 @@ class HttpConfig:
     backoff_s: float = 0.5  # first wait; doubles each retry
     max_backoff_s: float = 8.0
     max_bytes: int = 2_000_000  # longer bodies are cut here (the reply says so)
+    max_redirects: int = 3  # redirects followed (each hop passes the client's address guard); 0: a 3xx is an error
 
     def __post_init__(self):
         if self.timeout_s <= 0 or self.max_retries < 0 or self.backoff_s < 0 or self.max_backoff_s < 0 \
-                or self.max_bytes < 1:
+                or self.max_bytes < 1 or self.max_redirects < 0:
             raise ValueError(f"HttpConfig: needs timeout_s > 0, max_retries >= 0, backoff_s and max_backoff_s >= 0, "
-                             f"max_bytes >= 1; got {self}")
+                             f"max_bytes >= 1, max_redirects >= 0; got {self}")
+
+
+def client(config: HttpConfig, guard: Callable[[httpx.Request], None] | None = None) -> httpx.Client:
+    """An httpx client that follows up to `config.max_redirects` redirects, calling `guard` (which raises to refuse)
+    on every request it sends, the redirect hops included."""
+    hooks = {"request": [guard]} if guard is not None else {}
+    return httpx.Client(follow_redirects=config.max_redirects > 0, max_redirects=config.max_redirects,
+                        event_hooks=hooks)
 
 
 class HttpError(Exception):
@@ -125,6 +134,8 @@ def request(
             status, body, truncated, reply_headers = _attempt(
                 client, method, url, config, headers=headers, json=json_body
             )
+        except httpx.TooManyRedirects:
+            raise HttpError(f"{method} {url} failed: more than {config.max_redirects} redirects", url=url) from None
         except httpx.TimeoutException:
             status, problem = None, f"timed out after {config.timeout_s:g} s"
         except httpx.TransportError as exc:
