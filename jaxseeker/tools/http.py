@@ -1,10 +1,12 @@
-"""One HTTP request with bounded retries, a byte cap and an overall deadline: what every HTTP back-end sends."""
+"""One HTTP request with bounded retries (capped backoff), a byte cap and a deadline per attempt that holds however
+slowly the server answers: what every HTTP back-end sends (search, visit, the LLM client, synthesis's solvers)."""
 
 from __future__ import annotations
 
 import dataclasses
 import email.utils
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -20,7 +22,8 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 class HttpConfig:
     """Timeouts, retries and size limits of an HTTP back-end."""
 
-    timeout_s: float = 30.0  # connect / read timeout and the overall deadline of one attempt
+    timeout_s: float = 30.0  # the deadline of one attempt, headers and body; a call lasts at most (max_retries
+    # + 1) * timeout_s plus the backoffs
     max_retries: int = 2  # further attempts after the first, on 429 / 5xx / connection or read errors / timeouts
     backoff_s: float = 0.5  # first wait; doubles each retry
     max_backoff_s: float = 8.0
@@ -115,6 +118,30 @@ def _attempt(
         return response.status_code, body, truncated, response.headers
 
 
+def _attempt_by_deadline(
+    client: httpx.Client, method: str, url: str, config: HttpConfig, **kwargs: Any
+) -> tuple[int, bytes, bool, httpx.Headers]:
+    """`_attempt` given `config.timeout_s` in all. httpx times each read, not the whole reply, so a server that
+    trickles its headers a byte at a time would hold a plain call for hours: the attempt runs on a daemon thread,
+    and at the deadline the caller leaves it (it ends at the server's next stall or close)."""
+    outcome: list[Any] = []
+
+    def work() -> None:
+        try:
+            outcome.append(_attempt(client, method, url, config, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=work, name="jaxseeker-http", daemon=True)
+    worker.start()
+    worker.join(config.timeout_s)
+    if not outcome:
+        raise httpx.TimeoutException(f"no complete reply from {url} within {config.timeout_s:g} s")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
 def request(
     client: httpx.Client,
     method: str,
@@ -131,7 +158,7 @@ def request(
     for attempt in range(attempts):
         wait = min(config.max_backoff_s, config.backoff_s * 2**attempt)
         try:
-            status, body, truncated, reply_headers = _attempt(
+            status, body, truncated, reply_headers = _attempt_by_deadline(
                 client, method, url, config, headers=headers, json=json_body
             )
         except httpx.TooManyRedirects:

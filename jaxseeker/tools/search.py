@@ -62,7 +62,7 @@ class SerperSearch:
     ):
         self.url = base_url.rstrip("/") + "/search"
         self.key_env = key_env
-        read_key(key_env)  # known to `redact` from now on: the python tool can read the environ
+        read_key(key_env)  # now: a bad key fails at start-up, and `redact` knows it
         self.config = config
         self._client = http.client(config, redirect_guard(self.url))
 

@@ -84,7 +84,7 @@ class JinaReader:
     ):
         self.base_url = base_url.rstrip("/")
         self.key_env = key_env
-        read_key(key_env)  # known to `redact` from now on: the python tool can read the environ
+        read_key(key_env)  # now: a bad key fails at start-up, and `redact` knows it
         self.config = config
         self.allow_private = allow_private
         self._client = http.client(config, redirect_guard(self.base_url, allow_private=allow_private))
