@@ -39,7 +39,8 @@ def default_tokenizer(world: World, vocab_size: int = 2000) -> Any:
     from jaxseeker.data.tokenizer import train_tokenizer
 
     texts = [p.text for p in world.pages[:3000]]
-    texts += [system_prompt(build_registry(ToolsConfig(), corpus=world.corpus).schemas())] * 5
+    schemas = build_registry(unsafe_python(ToolsConfig()), corpus=world.corpus).schemas()  # no code runs: no sandbox
+    texts += [system_prompt(schemas)] * 5
     return train_tokenizer(texts, vocab_size)
 
 

@@ -32,7 +32,7 @@ def test_bad_config_names_the_key(data, message):
         tools_config(data)
 
 
-def test_default_registry_runs_offline_over_the_world(corpus):
+def test_default_registry_runs_offline_over_the_world(corpus, auto_sandbox):
     registry = build_registry(ToolsConfig(), corpus=corpus)
     assert registry.names == ["search", "visit", "python"]
     assert "Ida Konst" in registry.call("search", {"query": ["Ida Konst weaver"]}).text
