@@ -158,10 +158,11 @@ def describe(config: PythonConfig, box: sandbox.Sandbox) -> str:
               f"files up to {config.file_mb} MB")
     if box.backend == "none":
         return f"Run Python code in a fresh process and return its printed output ({limits})."
-    return (f"Run Python code in a fresh sandbox and return its printed output. The sandbox has no network and no "
-            f"environment variables; it sees the Python standard library and installed packages (read-only) and a "
-            f"private scratch directory of {config.scratch_mb} MB (the working directory, also /tmp) that is emptied "
-            f"after each run, and nothing else of the machine; {limits}, {config.processes} processes.")
+    return (f"Run Python code in a fresh sandbox and return its printed output. The sandbox has no network and none "
+            f"of the machine's environment variables; it sees the Python standard library and installed packages "
+            f"(read-only) and a private scratch directory of {config.scratch_mb} MB (the working directory, also "
+            f"/tmp) that is emptied after each run, and nothing else of the machine; {limits}, "
+            f"{config.processes} processes.")
 
 
 def python_tool(config: PythonConfig = PythonConfig()) -> Tool:

@@ -7,8 +7,9 @@ and nothing of the host's; it runs as uid 1000 without capabilities and cannot c
 When its first process ends, or on a timeout, the kernel kills everything left in its PID namespace.
 
 Two back-ends build the same sandbox: bubblewrap (`bwrap`, the tool Flatpak uses) when it works here, else the
-`unshare(2)` launcher of `sandbox_init.py`. Both add the seccomp filter of `seccomp.py` (kernel keyrings, socket
-families the network namespace does not confine, io_uring). The kernel applies RLIMIT_NPROC to every uid but 0, so
+`unshare(2)` launcher of `sandbox_init.py`. Both add the seccomp filter of `seccomp.py` for the holes namespaces
+leave (kernel keyrings, socket families the network namespace does not confine, io_uring); Landlock would add
+nothing, as the mount namespace already shows no file but the binds. The kernel applies RLIMIT_NPROC to every uid but 0, so
 when jaxseeker runs as root the sandbox runs as nobody (65534) on the host: bwrap is then started as nobody and
 works only when nobody can read the Python installation; the unshare launcher binds it before dropping to nobody.
 
@@ -214,23 +215,25 @@ def run(sandbox: Sandbox, argv: Sequence[str], *, stdin: IO[bytes], stdout: IO[b
 
 
 def _wait(proc: subprocess.Popen, pidfd: int | None, deadline: float, *, signal_codes: bool) -> Outcome:
-    """Wait for the back-end until `deadline`, then kill the sandbox's first process (its PID namespace with it).
-    With `signal_codes`, an exit code 128 + N reads as "killed by signal N", as both back-ends report it (and a
-    shell does: code that exits with such a code itself is reported as killed)."""
-    timed_out = False
+    """Wait for the back-end until `deadline`, then kill the sandbox's first process (its PID namespace with it)
+    and the back-end's process group; in "none", the process group is all there is to kill. The back-end is
+    reaped last, so its group id cannot have been reused by then. With `signal_codes`, an exit code 128 + N reads
+    as "killed by signal N", as both back-ends report it (and a shell does: code that exits with such a code itself
+    is reported as killed)."""
+    launcher = os.pidfd_open(proc.pid)
     try:
-        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        if pidfd is not None:
+        timed_out = not select.select([launcher], [], [], max(0.0, deadline - time.monotonic()))[0]
+        if timed_out and pidfd is not None:
             signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-    finally:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # the launcher, or in "none" the process and what it started
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         if pidfd is not None:
             select.select([pidfd], [], [], 10.0)  # readable once the first process, hence its namespace, is gone
-            os.close(pidfd)
+    finally:
+        for fd in (launcher, pidfd):
+            if fd is not None:
+                os.close(fd)
     code = proc.returncode
     return Outcome(128 - code if signal_codes and code > 128 else code, timed_out)
 
@@ -258,8 +261,11 @@ def _try(backend: str, interpreter: str) -> str | None:
     except (OSError, subprocess.SubprocessError, ValueError, SyntaxError) as exc:
         return f"cannot ask {interpreter} for its prefixes ({type(exc).__name__}: {exc})"
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, open(os.devnull, "rb") as null:
-        outcome = run(Sandbox(backend, interpreter), [interpreter, "-I", "-c", "import os; print(os.getuid())"],
-                      stdin=null, stdout=out, stderr=err, timeout_s=60)
+        try:
+            outcome = run(Sandbox(backend, interpreter), [interpreter, "-I", "-c", "import os; print(os.getuid())"],
+                          stdin=null, stdout=out, stderr=err, timeout_s=60)
+        except OSError as exc:
+            return f"{type(exc).__name__}: {exc}"
         out.seek(0)
         err.seek(0)
         printed, problem = out.read().decode(errors="replace").strip(), err.read().decode(errors="replace").strip()

@@ -1,8 +1,8 @@
 """The `unshare` back-end of the python tool's sandbox: one command in new namespaces, set up by `unshare(2)`.
 
 Run as a script (`python -I -S sandbox_init.py SPEC`): it imports nothing but os, sys, marshal and ctypes, so it
-starts fast; SPEC is a dict in hex-encoded `marshal` form (see `jaxseeker.tools.sandbox`). It does what bubblewrap does for the other
-back-end, in three processes:
+starts fast; SPEC is a dict in hex-encoded `marshal` form (see `jaxseeker.tools.sandbox`). It does what bubblewrap
+does for the other back-end, in three processes:
 
 1. the launcher (this process, on the host) forks the child and writes its uid/gid maps: the sandbox runs as uid
    and gid 1000, which are 65534 (nobody) on the host when the launcher runs as root (a root-owned sandbox would
