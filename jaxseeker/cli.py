@@ -9,6 +9,8 @@ import os
 import sys
 
 from jaxseeker.errors import InputError
+from jaxseeker.tools.http import HttpError
+from jaxseeker.tools.llm_client import LLMError
 from jaxseeker.train.interrupt import Interrupted
 from jaxseeker.train.recipe import RecipeError
 
@@ -28,6 +30,7 @@ COMMAND_MODULES = (
     "jaxseeker.eval.command",
     "jaxseeker.pipeline.command",
     "jaxseeker.serve.command",
+    "jaxseeker.tools.sandbox_bench",
 )
 
 
@@ -87,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (InputError, FileNotFoundError) as err:  # bad input, not a bug: the message names the file, row or key
+    except (InputError, OSError, HttpError, LLMError) as err:  # bad input or a failed file / network operation,
+        # not a bug: the message names the file, row, key or URL
         source = getattr(args, "config", None)
         from_recipe = source and isinstance(err, RecipeError) and not str(err).startswith((str(source), "--set"))
         where = f"{source}: " if from_recipe else ""

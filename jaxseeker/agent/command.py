@@ -26,7 +26,7 @@ from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
 from jaxseeker.rewards import exact_match
 from jaxseeker.rewards.judges import gold_answers
 from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
-from jaxseeker.tools import Tool, ToolRegistry, ToolsConfig
+from jaxseeker.tools import UNSAFE_PYTHON_HELP, Tool, ToolRegistry, ToolsConfig, unsafe_python
 from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
 if TYPE_CHECKING:  # jax and transformers load inside the functions that run them, so `jaxseeker --help` is quick
@@ -96,7 +96,7 @@ def _rollout(args: argparse.Namespace) -> int:
     model_dir = model.resolve_model(args.model)  # a registered name or a GGUF file: its imported HF directory
     tokenizer = load_tokenizer(model_dir)
     cfg, params = model.load_hf(model_dir)
-    registry = episode_tools(ToolsConfig(enabled=args.tools), corpus=_corpus(args),
+    registry = episode_tools(unsafe_python(ToolsConfig(enabled=args.tools), args.unsafe_python), corpus=_corpus(args),
                              submit_threshold=args.submit_threshold)
     questions = [question for _, question in numbered]
     config = RolloutConfig(max_tool_calls=args.max_tool_calls, max_context_tokens=args.max_context,
@@ -200,6 +200,7 @@ def add_parser(subparsers: Any) -> None:
     world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")
     world.add_argument("--world", help="a saved world directory or spec (synthetic[:SIZE[:SEED]], pages:FILE)")
     p.add_argument("--tools", type=TOOLS, default=("search", "visit"), help=f"{TOOLS_HELP} (default search,visit)")
+    p.add_argument("--unsafe-python", action="store_true", help=UNSAFE_PYTHON_HELP)
     p.add_argument("--submit-threshold", type=SUBMIT_F1, default=SUBMIT_THRESHOLD, help=SUBMIT_HELP)
     p.add_argument("--slots", type=at_least(1), default=16, help="episodes decoded at once")
     p.add_argument("--max-context", type=at_least(2), default=32768, help="context tokens per episode (engine max_len)")

@@ -26,6 +26,7 @@ from jaxseeker.agent.submit import (
 from jaxseeker.argtypes import at_least
 from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
 from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
+from jaxseeker.tools import UNSAFE_PYTHON_HELP, unsafe_python
 
 STAGE_MODELS = ("sft", "extend", "rl")
 # the engine's context holds at least 2 tokens and its int32 seed is in [0, 2**31); top-p is in (0, 1]
@@ -131,7 +132,8 @@ def _eval(args: argparse.Namespace) -> int:
     sampling = SamplingConfig(temperature=s["temperature"], top_p=s["top_p"], seed=args.seed)
     engine = make_engine(params, cfg, tokenizer, slots=s["slots"], max_len=s["limits"].max_context_tokens,
                          sampling=sampling, mesh=args.mesh)
-    registry = episode_tools(s["tools"], corpus=corpus, submit_threshold=args.submit_threshold)
+    registry = episode_tools(unsafe_python(s["tools"], args.unsafe_python), corpus=corpus,
+                             submit_threshold=args.submit_threshold)
     summary = run_eval(engine, tokenizer, registry, questions, s["out"], k=s["k"], config=s["limits"],
                        judge=_judge(args), progress=not args.no_progress)
     print(summary_table(summary))
@@ -202,6 +204,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--max-tool-calls", type=at_least(1))
     p.add_argument("--prompt", choices=("full", "compact"))
     p.add_argument("--tools", type=TOOLS, help=f"{TOOLS_HELP} (default search,visit; --config: the pipeline's)")
+    p.add_argument("--unsafe-python", action="store_true", help=UNSAFE_PYTHON_HELP)
     p.add_argument("--submit-threshold", type=SUBMIT_F1, default=SUBMIT_THRESHOLD, help=SUBMIT_HELP)
     p.add_argument("--limit", type=at_least(0), default=0, help="only the first N questions (0: all)")
     p.add_argument("--judge", choices=("em", "f1", "llm"), default="em")

@@ -23,6 +23,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -166,8 +167,11 @@ def _jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]
             row = json.loads(line)
         except json.JSONDecodeError as err:
             raise LoadError(f"{path}:{number}: invalid JSON: {err.msg} at column {err.colno}") from err
+        except (ValueError, RecursionError) as err:  # an integer over 4300 digits, arrays nested too deeply
+            raise LoadError(f"{path}:{number}: {_beyond_limits(err)}") from None
         if not isinstance(row, dict):
             raise LoadError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+        _check_strings(row, f"{path}:{number}")
         yield number, row
 
 
@@ -184,7 +188,7 @@ def _one_json_value(text: str) -> bool:
     """Whether the whole text parses as a single JSON value."""
     try:
         json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
         return False
     return True
 
@@ -195,11 +199,65 @@ def _json_array_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any
         items = json.loads(text)
     except json.JSONDecodeError as err:
         raise LoadError(f"{path}:{err.lineno}: invalid JSON: {err.msg} at column {err.colno}") from err
+    except (ValueError, RecursionError) as err:
+        raise LoadError(f"{path}:{_line_beyond_limits(text, err)}: {_beyond_limits(err)}") from None
     for number, row in enumerate(items, start=1):
         where = f"{path}:item {number}"
         if not isinstance(row, dict):
             raise LoadError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        _check_strings(row, where)
         yield where, row
+
+
+_LONG_INTEGER = re.compile(r"\d{4301}")
+_MAX_DEPTH = 500  # far below where json's recursion fails, far above any question record
+
+
+def _beyond_limits(err: Exception) -> str:
+    """The reason a JSON text that parses by the grammar was refused: a huge integer or a too deep nesting."""
+    if isinstance(err, RecursionError):
+        return "invalid JSON: arrays or objects nested too deeply"
+    digits = re.search(r"has (\d+) digits", str(err))
+    return f"invalid JSON: an integer of {digits.group(1)} digits (at most 4300 are read)" if digits \
+        else f"invalid JSON: {err}"
+
+
+def _line_beyond_limits(text: str, err: Exception) -> int:
+    """The line of `text` where the integer too long or the nesting too deep (that `err` reports) starts."""
+    if not isinstance(err, RecursionError):
+        found = _LONG_INTEGER.search(text)
+        return text.count("\n", 0, found.start()) + 1 if found else 1
+    depth, in_string, escaped = 0, False, False
+    for i, char in enumerate(text):
+        if in_string:
+            escaped, in_string = (not escaped and char == "\\"), in_string and (escaped or char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return text.count("\n", 0, i) + 1
+        elif char in "]}":
+            depth -= 1
+    return 1
+
+
+def _check_strings(value: Any, where: str) -> None:
+    """LoadError naming `where` when a string in `value` (keys included) holds a lone surrogate (`"\\ud800"` in
+    JSON): Python reads it, but it cannot be written back as UTF-8, so the eval would fail at its first write."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise LoadError(f"{where}: a lone surrogate \\u{ord(value[err.start]):04x} at character {err.start + 1} "
+                            f"of the string starting {value[:40]!r}") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key, where)
+            _check_strings(item, where)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item, where)
 
 
 def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -39,6 +39,7 @@ def _shape(args: argparse.Namespace) -> EngineShape:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from jaxseeker.serve.connections import ConnectionLimits
     from jaxseeker.serve.server import build_served, load_policy, serve_forever
 
     api_key = os.environ.get(args.api_key_env) or None
@@ -48,7 +49,8 @@ def _serve(args: argparse.Namespace) -> int:
                           mesh=args.mesh)
     print(f"serving {name!r} on http://{args.host}:{args.port}/v1 ({args.slots} slots × {args.max_len} tokens on "
           f"{mesh_text(args.mesh)}; API key {'required' if api_key else 'not required'})", flush=True)
-    serve_forever(served, args.host, args.port)
+    limits = ConnectionLimits(header_timeout_s=args.header_timeout, max_connections=args.max_connections)
+    serve_forever(served, args.host, args.port, limits)
     return 0
 
 
@@ -65,6 +67,10 @@ def add_parser(subparsers: Any) -> None:
                    help="environment variable holding the key clients must send as a Bearer token; unset or empty: "
                    "no key (default: %(default)s)")
     p.add_argument("--dtype", choices=("float32", "bfloat16"), help="parameter dtype (default: the checkpoint's)")
+    p.add_argument("--header-timeout", type=at_least(0.1, float), default=10.0,
+                   help="seconds a client has to send a request's headers, then its connection is closed")
+    p.add_argument("--max-connections", type=at_least(1), default=256,
+                   help="open connections at most; one more is closed at once (default: %(default)s)")
     p.add_argument("--mesh", type=mesh_argument, help=MESH_HELP)
     _add_shape_args(p, EngineShape())
     p.set_defaults(func=_serve)

@@ -15,6 +15,7 @@ from jax.sharding import Mesh
 
 from jaxseeker.generation import Engine
 from jaxseeker.serve.app import Served, create_app
+from jaxseeker.serve.connections import ConnectionLimits, uvicorn_options
 from jaxseeker.serve.scheduler import Scheduler
 from jaxseeker.serve.shape import EngineShape
 
@@ -70,7 +71,8 @@ def build_served(cfg: Any, params: dict, tokenizer: Any, *, model_name: str, sha
 class Background:
     """The app served by uvicorn on a daemon thread (tests, benchmarks); `close` stops server and scheduler."""
 
-    def __init__(self, served: Served, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, served: Served, host: str = "127.0.0.1", port: int = 0,
+                 limits: ConnectionLimits = ConnectionLimits()):
         import uvicorn
 
         self.served = served
@@ -78,7 +80,8 @@ class Background:
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, port))
         self.host, self.port = self._socket.getsockname()[:2]
-        config = uvicorn.Config(create_app(served), log_level="warning", access_log=False, lifespan="off")
+        config = uvicorn.Config(create_app(served), log_level="warning", access_log=False, lifespan="off",
+                                **uvicorn_options(limits))
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True,
                                         name="jaxseeker-serve-http")
@@ -108,7 +111,7 @@ class Background:
         self.close()
 
 
-def serve_forever(served: Served, host: str, port: int) -> None:
+def serve_forever(served: Served, host: str, port: int, limits: ConnectionLimits = ConnectionLimits()) -> None:
     """Run the app in the foreground until interrupted (Ctrl-C), then stop the engine thread."""
     import uvicorn
 
@@ -116,6 +119,6 @@ def serve_forever(served: Served, host: str, port: int) -> None:
         log.warning("serve: listening on %s, reachable from other machines%s", host,
                     "" if served.api_key else " without an API key")
     try:
-        uvicorn.run(create_app(served), host=host, port=port, log_level="info")
+        uvicorn.run(create_app(served), host=host, port=port, log_level="info", **uvicorn_options(limits))
     finally:
         served.scheduler.close()

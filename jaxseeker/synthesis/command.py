@@ -24,7 +24,7 @@ from jaxseeker.synthesis.expert import ExpertConfig
 from jaxseeker.synthesis.journal import Journal
 from jaxseeker.synthesis.plan import make_plan
 from jaxseeker.synthesis.trajectories import read_records, synthesize, write_records
-from jaxseeker.tools import LLMClient, LLMConfig, ToolsConfig, build_registry
+from jaxseeker.tools import UNSAFE_PYTHON_HELP, LLMClient, LLMConfig, ToolsConfig, build_registry, unsafe_python
 from jaxseeker.world import World, open_world
 from jaxseeker.world.store import check_output
 
@@ -39,7 +39,8 @@ def default_tokenizer(world: World, vocab_size: int = 2000) -> Any:
     from jaxseeker.data.tokenizer import train_tokenizer
 
     texts = [p.text for p in world.pages[:3000]]
-    texts += [system_prompt(build_registry(ToolsConfig(), corpus=world.corpus).schemas())] * 5
+    schemas = build_registry(unsafe_python(ToolsConfig()), corpus=world.corpus).schemas()  # no code runs: no sandbox
+    texts += [system_prompt(schemas)] * 5
     return train_tokenizer(texts, vocab_size)
 
 
@@ -92,7 +93,7 @@ def _check_args(args: argparse.Namespace) -> None:
 def _tools(args: argparse.Namespace) -> ToolsConfig:
     """The tools of --tools; InputError naming the flag for an unknown one."""
     try:
-        return ToolsConfig(enabled=tuple(t for t in args.tools.split(",") if t))
+        return unsafe_python(ToolsConfig(enabled=tuple(t for t in args.tools.split(",") if t)), args.unsafe_python)
     except ValueError as err:
         raise InputError(f"--tools {args.tools}: {err}") from None
 
@@ -265,6 +266,7 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     p.add_argument("--no-balance", action="store_true", help="reflection: keep every record whatever the mix")
     p.add_argument("--verifier-error-rate", type=RATE, default=0.0, help="reflection: offline verifier noise")
     p.add_argument("--tools", default="search,visit")
+    p.add_argument("--unsafe-python", action="store_true", help=UNSAFE_PYTHON_HELP)
     p.add_argument("--max-tool-calls", type=at_least(1), default=100)
     p.add_argument("--max-context", type=at_least(1), default=32768)
     p.add_argument("--date", default=None, help="date in the system prompt (default: today)")

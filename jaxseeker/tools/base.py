@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from jaxseeker.tools.keys import redact
+from jaxseeker.tools.keys import redact, redact_value
 
 
 class ToolError(Exception):
@@ -164,7 +164,7 @@ class ToolRegistry:
             error = redact(error)
             text = error_text(name, error)
         args = dict(arguments) if isinstance(arguments, Mapping) else {"_raw": arguments}
-        return ToolResult(name, args, redact(text), error, time.perf_counter() - start)
+        return ToolResult(name, redact_value(args), redact(text), error, time.perf_counter() - start)
 
     def call_many(self, calls: Sequence[tuple[str, Any]], max_workers: int = 8) -> list[ToolResult]:
         """`call` for each (name, arguments) pair on a thread pool; results in the order of `calls`."""

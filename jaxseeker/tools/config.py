@@ -53,6 +53,16 @@ class ToolsConfig:
             raise ValueError(f"tools.enabled: unknown tool(s) {unknown}; known: {list(TOOL_NAMES)}")
 
 
+UNSAFE_PYTHON_HELP = "run the python tool without kernel isolation (tools.python.isolation: none; warns every run)"
+
+
+def unsafe_python(config: ToolsConfig, unsafe: bool = True) -> ToolsConfig:
+    """`config` with its python tool unisolated when `unsafe` (the --unsafe-python flag of the commands)."""
+    if not unsafe:
+        return config
+    return dataclasses.replace(config, python=dataclasses.replace(config.python, isolation="none"))
+
+
 def _dataclass_of(annotation: Any) -> type | None:
     if dataclasses.is_dataclass(annotation):
         return annotation

@@ -1,12 +1,14 @@
-"""One HTTP request with bounded retries, a byte cap and an overall deadline: what every HTTP back-end sends."""
+"""One HTTP request with bounded retries (capped backoff), a byte cap and a deadline per attempt that holds however
+slowly the server answers: what every HTTP back-end sends (search, visit, the LLM client, synthesis's solvers)."""
 
 from __future__ import annotations
 
 import dataclasses
 import email.utils
 import json
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -20,17 +22,27 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 class HttpConfig:
     """Timeouts, retries and size limits of an HTTP back-end."""
 
-    timeout_s: float = 30.0  # connect / read timeout and the overall deadline of one attempt
+    timeout_s: float = 30.0  # the deadline of one attempt, headers and body; a call lasts at most (max_retries
+    # + 1) * timeout_s plus the backoffs
     max_retries: int = 2  # further attempts after the first, on 429 / 5xx / connection or read errors / timeouts
     backoff_s: float = 0.5  # first wait; doubles each retry
     max_backoff_s: float = 8.0
     max_bytes: int = 2_000_000  # longer bodies are cut here (the reply says so)
+    max_redirects: int = 3  # redirects followed (each hop passes the client's address guard); 0: a 3xx is an error
 
     def __post_init__(self):
         if self.timeout_s <= 0 or self.max_retries < 0 or self.backoff_s < 0 or self.max_backoff_s < 0 \
-                or self.max_bytes < 1:
+                or self.max_bytes < 1 or self.max_redirects < 0:
             raise ValueError(f"HttpConfig: needs timeout_s > 0, max_retries >= 0, backoff_s and max_backoff_s >= 0, "
-                             f"max_bytes >= 1; got {self}")
+                             f"max_bytes >= 1, max_redirects >= 0; got {self}")
+
+
+def client(config: HttpConfig, guard: Callable[[httpx.Request], None] | None = None) -> httpx.Client:
+    """An httpx client that follows up to `config.max_redirects` redirects, calling `guard` (which raises to refuse)
+    on every request it sends, the redirect hops included."""
+    hooks = {"request": [guard]} if guard is not None else {}
+    return httpx.Client(follow_redirects=config.max_redirects > 0, max_redirects=config.max_redirects,
+                        event_hooks=hooks)
 
 
 class HttpError(Exception):
@@ -106,6 +118,30 @@ def _attempt(
         return response.status_code, body, truncated, response.headers
 
 
+def _attempt_by_deadline(
+    client: httpx.Client, method: str, url: str, config: HttpConfig, **kwargs: Any
+) -> tuple[int, bytes, bool, httpx.Headers]:
+    """`_attempt` given `config.timeout_s` in all. httpx times each read, not the whole reply, so a server that
+    trickles its headers a byte at a time would hold a plain call for hours: the attempt runs on a daemon thread,
+    and at the deadline the caller leaves it (it ends at the server's next stall or close)."""
+    outcome: list[Any] = []
+
+    def work() -> None:
+        try:
+            outcome.append(_attempt(client, method, url, config, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=work, name="jaxseeker-http", daemon=True)
+    worker.start()
+    worker.join(config.timeout_s)
+    if not outcome:
+        raise httpx.TimeoutException(f"no complete reply from {url} within {config.timeout_s:g} s")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
 def request(
     client: httpx.Client,
     method: str,
@@ -122,9 +158,11 @@ def request(
     for attempt in range(attempts):
         wait = min(config.max_backoff_s, config.backoff_s * 2**attempt)
         try:
-            status, body, truncated, reply_headers = _attempt(
+            status, body, truncated, reply_headers = _attempt_by_deadline(
                 client, method, url, config, headers=headers, json=json_body
             )
+        except httpx.TooManyRedirects:
+            raise HttpError(f"{method} {url} failed: more than {config.max_redirects} redirects", url=url) from None
         except httpx.TimeoutException:
             status, problem = None, f"timed out after {config.timeout_s:g} s"
         except httpx.TransportError as exc:

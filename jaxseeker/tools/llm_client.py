@@ -56,7 +56,7 @@ class LLMClient:
 
     def __init__(self, config: LLMConfig):
         self.config = config
-        read_key(config.api_key_env)  # known to `redact` from now on: the python tool can read the environ
+        read_key(config.api_key_env)  # now: a bad key fails at start-up, and `redact` knows it
         self._http = httpx.Client(follow_redirects=False)
         self._slots = threading.BoundedSemaphore(max(1, config.max_concurrency))
         self._http_config = http.HttpConfig(

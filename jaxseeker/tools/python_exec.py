@@ -1,25 +1,23 @@
-"""The `python` tool: run code in a limited subprocess (time, CPU, memory, file size, output, no network).
+"""The `python` tool: run code in a sandbox (`sandbox.py`) with limits on time, CPU, memory, processes and files.
 
-Isolation is best effort and needs no root: a fresh `sys.executable -I` process in its own session and a fresh
-scratch directory as cwd, with a clean environment (no API keys; proxies pointed at a closed port). A prelude sets
-RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE and RLIMIT_CORE before the code runs and replaces the `socket` functions that
-resolve or connect (`getaddrinfo`, `create_connection`, `socket.connect`, `sendto`, …) by ones that raise OSError.
-Code that reaches `_socket` directly or starts other programs can still get out; this is not a security sandbox.
+The code arrives on standard input and is written to main.py in the run's scratch directory; a prelude sets
+RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_CORE and (in a sandbox, where it counts the run's processes only)
+RLIMIT_NPROC, then runs it. Isolation "none" runs the same prelude in a plain subprocess, which also replaces the
+`socket` functions that resolve or connect: that is no barrier (`_socket`, ctypes or a child process get through),
+so every such run logs a warning.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.tools import sandbox
 from jaxseeker.tools.base import Tool, ToolError
 
 PYTHON_PARAMETERS = {
@@ -31,29 +29,34 @@ PYTHON_PARAMETERS = {
 
 @dataclasses.dataclass(frozen=True)
 class PythonConfig:
-    """Limits of one run of the `python` tool."""
+    """Limits and isolation of one run of the `python` tool."""
 
-    timeout_s: float = 10.0  # wall clock; the process group is killed after it
+    timeout_s: float = 10.0  # wall clock; the whole sandbox is killed after it
     cpu_s: int = 10  # RLIMIT_CPU (SIGXCPU, then SIGKILL one second later)
     memory_mb: int = 1024  # RLIMIT_AS: allocations beyond it fail (MemoryError)
     file_mb: int = 16  # RLIMIT_FSIZE: the largest file the code may write, stdout and stderr included
+    scratch_mb: int = 64  # the scratch directory's size (a tmpfs, in memory)
+    processes: int = 32  # RLIMIT_NPROC: processes and threads of the run at once
     output_chars: int = 8000  # stdout and stderr are each cut here in the observation
     max_code_chars: int = 100_000
+    isolation: str = "auto"  # auto (bwrap, else unshare) | bwrap | unshare | none (no isolation: a warning per run)
+    interpreter: str = ""  # the Python the code runs in; "": the one running jaxseeker
+
+    def __post_init__(self) -> None:
+        if self.isolation not in sandbox.ISOLATIONS:
+            raise ValueError(f"tools.python.isolation: {self.isolation!r} is not one of {list(sandbox.ISOLATIONS)}")
 
 
 _PRELUDE = """
-import resource, socket, sys, traceback
-for _limit, _value in ((resource.RLIMIT_CPU, ({cpu}, {cpu} + 1)), (resource.RLIMIT_AS, ({mem}, {mem})),
-                       (resource.RLIMIT_FSIZE, ({fsize}, {fsize})), (resource.RLIMIT_CORE, (0, 0))):
-    resource.setrlimit(_limit, _value)
-def _no_network(*args, **kwargs):
-    raise OSError("network access is disabled in the python tool")
-for _name in ("connect", "connect_ex", "sendto", "sendmsg"):
-    setattr(socket.socket, _name, _no_network)
-for _name in ("getaddrinfo", "gethostbyname", "gethostbyname_ex", "create_connection"):
-    setattr(socket, _name, _no_network)
-with open("main.py", encoding="utf-8") as _f:
-    _code = compile(_f.read(), "main.py", "exec")
+import os, resource, sys, traceback
+_code = b"".join(iter(lambda: os.read(0, 1 << 16), b"")).decode("utf-8")
+os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+with open("main.py", "w", encoding="utf-8") as _f:
+    _f.write(_code)
+for _name, _soft, _hard in {limits!r}:
+    resource.setrlimit(getattr(resource, _name), (_soft, _hard))
+{no_socket}
+_code = compile(_code, "main.py", "exec")
 sys.argv = ["main.py"]
 try:
     exec(_code, {{"__name__": "__main__", "__builtins__": __builtins__}})
@@ -63,18 +66,26 @@ except BaseException as _exc:
     traceback.print_exception(type(_exc), _exc, _exc.__traceback__.tb_next)
     sys.exit(1)
 """
-
-_CLOSED_PROXY = "http://127.0.0.1:9"
+_NO_SOCKET = """
+import socket
+def _no_network(*args, **kwargs):
+    raise OSError("network access is disabled in the python tool")
+for _name in ("connect", "connect_ex", "sendto", "sendmsg"):
+    setattr(socket.socket, _name, _no_network)
+for _name in ("getaddrinfo", "gethostbyname", "gethostbyname_ex", "create_connection"):
+    setattr(socket, _name, _no_network)
+"""
 _FENCE = re.compile(r"\A\s*```(?:python|py)?[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
 
 
-def _sandbox_env(home: str) -> dict[str, str]:
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "TMPDIR": home, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
-    for name in ("http_proxy", "https_proxy", "all_proxy", "ftp_proxy"):
-        env[name] = env[name.upper()] = _CLOSED_PROXY
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[name] = "1"
-    return env
+def prelude(config: PythonConfig, isolated: bool) -> str:
+    """The program the interpreter runs: read the code from stdin, set the limits, run it as main.py."""
+    memory, fsize = config.memory_mb << 20, config.file_mb << 20
+    limits = [("RLIMIT_CPU", config.cpu_s, config.cpu_s + 1), ("RLIMIT_AS", memory, memory),
+              ("RLIMIT_FSIZE", fsize, fsize), ("RLIMIT_CORE", 0, 0)]
+    if isolated:  # outside a user namespace the limit would count every process of the user
+        limits.append(("RLIMIT_NPROC", config.processes, config.processes))
+    return _PRELUDE.format(limits=limits, no_socket="" if isolated else _NO_SOCKET)
 
 
 def _read_output(path: Path, max_chars: int, *, tail: bool = False) -> str:
@@ -109,36 +120,25 @@ def _status(returncode: int | None, timed_out: bool, config: PythonConfig, stder
     return f"[exit code {returncode}]" if returncode else ""
 
 
-def run_python(code: str, config: PythonConfig = PythonConfig()) -> str:
-    """Run `code` in a fresh limited subprocess; the observation: stdout, stderr and how the run ended."""
+def run_python(code: str, config: PythonConfig = PythonConfig(), box: sandbox.Sandbox | None = None) -> str:
+    """Run `code` in a fresh sandbox (`box`, default: the one `config.isolation` resolves to); the observation:
+    stdout, stderr and how the run ended."""
     fenced = _FENCE.match(code)
     if fenced:
         code = fenced.group(1)
     if len(code) > config.max_code_chars:
         raise ToolError(f"code has {len(code)} characters; the limit is {config.max_code_chars}")
-    prelude = _PRELUDE.format(cpu=config.cpu_s, mem=config.memory_mb << 20, fsize=config.file_mb << 20)
+    box = box or sandbox.resolve(config.isolation, config.interpreter)
+    if box.backend == "none":
+        sandbox.warn_unisolated()
+    argv = [box.interpreter, "-I", "-c", prelude(config, isolated=box.backend != "none")]
     with tempfile.TemporaryDirectory(prefix="jaxseeker-python-") as root:
-        work, out, err = Path(root, "work"), Path(root, "stdout"), Path(root, "stderr")
+        work, source, out, err = Path(root, "work"), Path(root, "main.py"), Path(root, "stdout"), Path(root, "stderr")
         work.mkdir()
-        (work / "main.py").write_text(code, encoding="utf-8")
-        timed_out = False
-        with out.open("wb") as out_f, err.open("wb") as err_f:
-            proc = subprocess.Popen(
-                [sys.executable, "-I", "-c", prelude],
-                cwd=work,
-                env=_sandbox_env(str(work)),
-                stdin=subprocess.DEVNULL,
-                stdout=out_f,
-                stderr=err_f,
-                start_new_session=True,
-            )
-            try:
-                proc.wait(timeout=config.timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # the process and anything it started
-            proc.wait()
+        source.write_text(code, encoding="utf-8")
+        with source.open("rb") as in_f, out.open("wb") as out_f, err.open("wb") as err_f:
+            outcome = sandbox.run(box, argv, stdin=in_f, stdout=out_f, stderr=err_f, timeout_s=config.timeout_s,
+                                  scratch_mb=config.scratch_mb, cwd=str(work))
         stdout, stderr = _read_output(out, config.output_chars), _read_output(err, config.output_chars, tail=True)
         output_full = max(out.stat().st_size, err.stat().st_size) >= config.file_mb << 20
     parts = []
@@ -146,19 +146,31 @@ def run_python(code: str, config: PythonConfig = PythonConfig()) -> str:
         parts.append(f"stdout:\n{stdout.rstrip()}")
     if stderr:
         parts.append(f"stderr:\n{stderr.rstrip()}")
-    status = _status(proc.returncode, timed_out, config, stderr, output_full)
+    status = _status(outcome.returncode, outcome.timed_out, config, stderr, output_full)
     if status:
         parts.append(status)
     return "\n".join(parts) if parts else "[no output: print() the values you want to see]"
 
 
+def describe(config: PythonConfig, box: sandbox.Sandbox) -> str:
+    """The tool's description to the model: what the code can and cannot do there."""
+    limits = (f"limits: {config.timeout_s:g} s wall clock, {config.cpu_s} s CPU, {config.memory_mb} MB memory, "
+              f"files up to {config.file_mb} MB")
+    if box.backend == "none":
+        return f"Run Python code in a fresh process and return its printed output ({limits})."
+    return (f"Run Python code in a fresh sandbox and return its printed output. The sandbox has no network and none "
+            f"of the machine's environment variables; it sees the Python standard library and installed packages "
+            f"(read-only) and a private scratch directory of {config.scratch_mb} MB (the working directory, also "
+            f"/tmp) that is emptied after each run, and nothing else of the machine; {limits}, "
+            f"{config.processes} processes.")
+
+
 def python_tool(config: PythonConfig = PythonConfig()) -> Tool:
-    """The `python` tool: `code` → stdout / stderr of a limited subprocess run."""
+    """The `python` tool: `code` → stdout / stderr of a sandboxed run; SandboxUnavailable (one line: why, and how to
+    install bubblewrap) when `config.isolation` cannot be had here."""
+    box = sandbox.resolve(config.isolation, config.interpreter)
 
     def fn(args: dict[str, Any]) -> str:
-        return run_python(args["code"], config)
+        return run_python(args["code"], config, box)
 
-    description = (
-        "Run Python code in a fresh sandbox (no network, time and memory limits) and return its printed output."
-    )
-    return Tool("python", description, PYTHON_PARAMETERS, fn)
+    return Tool("python", describe(config, box), PYTHON_PARAMETERS, fn)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-import httpx
 
 from jaxseeker.tools import http
+from jaxseeker.tools.address import redirect_guard
 from jaxseeker.tools.base import Tool, ToolError
 from jaxseeker.tools.keys import read_key
 from jaxseeker.world.corpus import Corpus, Hit
@@ -62,9 +62,9 @@ class SerperSearch:
     ):
         self.url = base_url.rstrip("/") + "/search"
         self.key_env = key_env
-        read_key(key_env)  # known to `redact` from now on: the python tool can read the environ
+        read_key(key_env)  # now: a bad key fails at start-up, and `redact` knows it
         self.config = config
-        self._client = httpx.Client(follow_redirects=False)
+        self._client = http.client(config, redirect_guard(self.url))
 
     def __repr__(self) -> str:
         return f"SerperSearch(url={self.url!r}, key_env={self.key_env!r})"

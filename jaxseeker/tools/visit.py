@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import re
-import socket
-import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-import httpx
 
 from jaxseeker.tools import http
+from jaxseeker.tools.address import check_url, redirect_guard
 from jaxseeker.tools.base import Tool, ToolError
 from jaxseeker.tools.extract import llm_extract, overlap_extract, truncate
 from jaxseeker.tools.keys import read_key
@@ -53,40 +50,6 @@ class PageReader(Protocol):
         ...
 
 
-def _refused_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_reserved or ip.is_unspecified
-
-
-def check_url(url: str, *, allow_private: bool = False) -> None:
-    """ToolError unless `url` is http(s) and its host resolves only to public addresses (or `allow_private`)."""
-    try:
-        parts = urllib.parse.urlsplit(url.strip())
-        host, port = parts.hostname, parts.port
-    except ValueError as exc:  # a broken IPv6 literal, a port out of range
-        raise ToolError(f"refused {url!r}: {exc}") from None
-    if parts.scheme.lower() not in ("http", "https"):
-        raise ToolError(f"refused {url!r}: scheme {parts.scheme or '(none)'!r} is not http or https")
-    if not host:
-        raise ToolError(f"refused {url!r}: no host")
-    if allow_private:
-        return
-    try:
-        addresses = [ipaddress.ip_address(host)]
-    except ValueError:
-        if host == "localhost" or host.endswith(".localhost"):
-            raise ToolError(f"refused {url!r}: host {host!r} is loopback") from None
-        try:
-            infos = socket.getaddrinfo(host, port or 443, type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError) as exc:
-            raise ToolError(f"cannot resolve host {host!r} of {url!r}: {exc}") from None
-        addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
-    for ip in addresses:
-        if _refused_address(ip):
-            raise ToolError(f"refused {url!r}: host {host!r} is a loopback / private / link-local address ({ip})")
-
-
 class LocalPages:
     """Pages of an embedded Corpus by url (no network)."""
 
@@ -121,10 +84,10 @@ class JinaReader:
     ):
         self.base_url = base_url.rstrip("/")
         self.key_env = key_env
-        read_key(key_env)  # known to `redact` from now on: the python tool can read the environ
+        read_key(key_env)  # now: a bad key fails at start-up, and `redact` knows it
         self.config = config
         self.allow_private = allow_private
-        self._client = httpx.Client(follow_redirects=False)
+        self._client = http.client(config, redirect_guard(self.base_url, allow_private=allow_private))
 
     def __repr__(self) -> str:
         return f"JinaReader(base_url={self.base_url!r}, key_env={self.key_env!r}, allow_private={self.allow_private})"

@@ -257,3 +257,34 @@ def test_a_renamed_key_keeps_a_field_of_the_same_name(tmp_path):
     row = {"question": "a", "answer": "b", "Level": 3, "level": "hard", "problem_topic": "Art"}
     [record] = load_questions(write_lines(tmp_path / "both.jsonl", [json.dumps(row)]))
     assert record == {"id": "both:1", "question": "a", "answer": "b", "Level": 3, "level": "hard", "topic": "Art"}
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("deep.jsonl", '{"question": "q", "answer": "a"}\n{"question": "q2", "answer": ' + DEEP + "}\n",
+     "deep.jsonl:2: invalid JSON: arrays or objects nested too deeply"),
+    ("deep.json", '[{"question": "q", "answer": "a"},\n\n{"question": "q2", "answer": ' + DEEP + "}]",
+     "deep.json:3: invalid JSON: arrays or objects nested too deeply"),
+    ("int.jsonl", '{"question": "q", "answer": "a", "n": ' + "9" * 5000 + "}\n",
+     "int.jsonl:1: invalid JSON: an integer of 5000 digits (at most 4300 are read)"),
+    ("int.json", '[{"question": "q", "answer": "a"},\n{"question": "q", "answer": "a", "n": ' + "9" * 5000 + "}]",
+     "int.json:2: invalid JSON: an integer of 5000 digits (at most 4300 are read)"),
+    ("lone.jsonl", '{"question": "q", "answer": "a"}\n{"question": "a\\ud800", "answer": "a"}\n',
+     "lone.jsonl:2: a lone surrogate \\ud800 at character 2 of the string starting 'a\\ud800'"),
+    ("lone.json", '[{"question": "q", "answer": "a", "meta": {"k\\udc00": ["x"]}}]',
+     "lone.json:item 1: a lone surrogate \\udc00 at character 2 of the string starting 'k\\udc00'"),
+])
+def test_json_the_parser_cannot_take_or_the_eval_could_not_write_is_a_load_error(tmp_path, name, text, message):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(LoadError) as caught:
+        load_questions(tmp_path / name)
+    assert str(caught.value) == f"{tmp_path / name}:{message.split(':', 1)[1]}"
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(tmp_path):
+    first = '{"question": "a \\\\\\" ' + "[" * 600 + '", "answer": "b"}'  # an escaped quote, then brackets
+    (tmp_path / "q.json").write_text(f'[{first},\n\n{{"question": "q", "answer": {DEEP}}}]')
+    with pytest.raises(LoadError, match=r"q.json:3: invalid JSON: arrays or objects nested too deeply"):
+        load_questions(tmp_path / "q.json")

@@ -1,4 +1,5 @@
-"""Fixtures of the tools tests: a scripted loopback HTTP server, a refused port, API keys, a small corpus."""
+"""Fixtures of the tools tests: a scripted loopback HTTP server, a refused port, API keys, a small corpus, and the
+sandbox of the python tool (or a skip / a CI failure saying why there is none)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 from loopback import SECRET, LoopbackServer
+from sandbox_support import isolation
 
+from jaxseeker.tools.sandbox import Sandbox
 from jaxseeker.world.corpus import Corpus, Page
 
 
@@ -69,3 +72,9 @@ def corpus() -> Corpus:
         ),
     ]
     return Corpus(pages)
+
+
+@pytest.fixture
+def auto_sandbox() -> Sandbox:
+    """The sandbox isolation "auto" gives the python tool here (or a skip / a CI failure: `sandbox_support`)."""
+    return isolation("auto")

@@ -32,7 +32,7 @@ def test_bad_config_names_the_key(data, message):
         tools_config(data)
 
 
-def test_default_registry_runs_offline_over_the_world(corpus):
+def test_default_registry_runs_offline_over_the_world(corpus, auto_sandbox):
     registry = build_registry(ToolsConfig(), corpus=corpus)
     assert registry.names == ["search", "visit", "python"]
     assert "Ida Konst" in registry.call("search", {"query": ["Ida Konst weaver"]}).text
@@ -64,3 +64,23 @@ def test_web_back_end_keys_are_redacted_before_their_first_request(monkeypatch):
     registry = build_registry(config)
     leaked = registry.call("python", {"code": f"print({list(keys.values())!r})"})  # e.g. read from /proc/PPID/environ
     assert leaked.text == f"stdout:\n{[REDACTED] * 3!r}"
+
+
+def test_unsafe_python_turns_isolation_off_for_the_commands_that_build_tools():
+    import argparse
+
+    from jaxseeker.cli import build_parser
+    from jaxseeker.tools import unsafe_python
+
+    assert unsafe_python(ToolsConfig()).python.isolation == "none"
+    assert unsafe_python(ToolsConfig(), False) == ToolsConfig()
+
+    def options(parser: argparse.ArgumentParser, *path: str) -> set[str]:
+        for name in path:
+            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+            parser = sub.choices[name]
+        return {o for a in parser._actions for o in a.option_strings}
+
+    parser = build_parser()
+    for path in (("rollout",), ("eval",), ("synth", "trajectories")):
+        assert "--unsafe-python" in options(parser, *path), path

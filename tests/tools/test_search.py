@@ -187,3 +187,9 @@ def test_http_config_refuses_limits_no_request_could_run_under():
         HttpConfig(max_retries=-1)
     with pytest.raises(ValueError, match="timeout_s > 0"):
         HttpConfig(timeout_s=0)
+
+
+def test_a_serper_redirect_to_a_refused_address_is_not_followed(server, secret_keys):
+    server.route = lambda request: Reply(307, "", (("Location", "http://100.100.100.200/latest/meta-data"),))
+    result = serper_registry(server.url).call("search", {"query": "x"})
+    assert "refused 'http://100.100.100.200/latest/meta-data'" in result.error and len(server.requests) == 1

@@ -109,8 +109,8 @@ def test_local_visit_of_several_urls_reports_a_missing_page_in_place(corpus):
         ("file:///etc/passwd", "scheme 'file' is not http or https"),
         ("ftp://93.184.216.34/x", "scheme 'ftp' is not http or https"),
         ("javascript:alert(1)", "scheme 'javascript' is not http or https"),
-        ("http:///nohost", "no host"),
-        ("http://127.0.0.1:8080/admin", "loopback / private / link-local address (127.0.0.1)"),
+        ("http://", "no host"),
+        ("http://127.0.0.1:8080/admin", "host '127.0.0.1' is not a public address (127.0.0.1)"),
         ("http://10.1.2.3/", "(10.1.2.3)"),
         ("http://192.168.0.1/", "(192.168.0.1)"),
         ("http://169.254.169.254/latest/meta-data", "(169.254.169.254)"),
@@ -118,6 +118,16 @@ def test_local_visit_of_several_urls_reports_a_missing_page_in_place(corpus):
         ("http://[::ffff:127.0.0.1]/", "(::ffff:7f00:1)"),
         ("http://0.0.0.0/", "(0.0.0.0)"),
         ("http://localhost:9000/", "host 'localhost' is loopback"),
+        ("http://100.64.0.1/", "(100.64.0.1)"),  # carrier-grade NAT
+        ("http://100.100.100.200/latest/meta-data", "(100.100.100.200)"),  # a cloud's metadata service in it
+        ("http://[fec0::1]/", "(fec0::1)"),  # IPv6 site-local
+        ("http://[2002:7f00:1::]/", "(2002:7f00:1::)"),  # 6to4 of 127.0.0.1
+        ("http://[2002:808:808::1]/", "(2002:808:808::1)"),  # 6to4 of a public address: the whole prefix
+        ("http://[64:ff9b::a01:203]/", "(64:ff9b::a01:203)"),  # NAT64 of 10.1.2.3
+        ("http://[::7f00:1]/", "(::7f00:1)"),  # IPv4-compatible
+        ("http://127.0.0.1\\@example.com/", "its host is '127.0.0.1' to a browser and 'example.com' to urllib"),
+        ("http://0x7f.1/", "its host is '127.0.0.1' to a browser and '0x7f.1' to urllib"),
+        ("http://%31%32%37.0.0.1/", "its host is '127.0.0.1' to a browser"),
     ],
 )
 def test_check_url_refuses_other_schemes_and_private_hosts(url, problem):
@@ -128,6 +138,8 @@ def test_check_url_refuses_other_schemes_and_private_hosts(url, problem):
 
 def test_check_url_allows_public_hosts_and_private_ones_when_configured():
     check_url("https://93.184.216.34/page")
+    check_url("http://[64:ff9b::808:808]/")  # NAT64 of a public address
+    check_url("HTTP://[2606:4700::1111]:80/a?b#c")
     check_url("http://127.0.0.1:8080/", allow_private=True)
     with pytest.raises(ToolError, match="scheme"):
         check_url("file:///etc/passwd", allow_private=True)
@@ -147,7 +159,7 @@ def test_malformed_urls_are_reported_in_place(server, secret_keys):
 
 def test_refused_url_never_reaches_the_reader(server, secret_keys):
     result = jina_registry(server.url).call("visit", {"url": f"{server.url}/secret", "goal": "g"})
-    assert "loopback / private / link-local" in result.error
+    assert "is not a public address (127.0.0.1)" in result.error
     assert server.requests == []
 
 
@@ -240,3 +252,24 @@ def test_allow_private_reaches_loopback_targets(server, secret_keys):
     )
     assert result.error is None and "hello" in result.text
     assert SECRET not in repr(JinaReader(server.url))
+
+
+def test_every_redirect_hop_outside_the_reader_is_checked(server, secret_keys):
+    hops = {"/hop": Reply(302, "", (("Location", "/page"),)),  # within the reader: followed
+            "/page": Reply(200, "Title: Moved\n\nhello after a redirect")}
+    server.route = lambda request: hops.get(request.path.split("/http")[0]) or Reply(
+        302, "", (("Location", f"{server.url}/hop"),))
+    result = jina_registry(server.url, llm=False).call("visit", {"url": TARGET, "goal": "hello"})
+    assert result.error is None and "hello after a redirect" in result.text
+    for location in ("http://169.254.169.254/latest/meta-data", "http://[2002:7f00:1::]/"):
+        server.requests.clear()
+        server.route = lambda request, location=location: Reply(302, "", (("Location", location),))
+        result = jina_registry(server.url, llm=False).call("visit", {"url": TARGET, "goal": "g"})
+        assert "refused" in result.error and len(server.requests) == 1  # the hop was never requested
+
+
+def test_redirects_beyond_the_limit_are_an_error(server, secret_keys):
+    server.route = lambda request: Reply(302, "", (("Location", f"{server.url}/again"),))
+    config = HttpConfig(timeout_s=10.0, max_retries=0, max_redirects=2)
+    result = jina_registry(server.url, llm=False, config=config).call("visit", {"url": TARGET, "goal": "g"})
+    assert "more than 2 redirects" in result.error and len(server.requests) == 3

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import time
 from collections.abc import Callable
 
@@ -29,7 +28,7 @@ def _solver_options(args: argparse.Namespace, world) -> dict:
         return {}
     if not args.base_url or not args.model:
         raise InputError("--solver openai needs --base-url and --model (the key is read from $OPENAI_API_KEY)")
-    llm = PromptSolver(chat_completion(args.base_url, args.model, api_key=os.environ.get("OPENAI_API_KEY")), world)
+    llm = PromptSolver(chat_completion(args.base_url, args.model), world)
     return {"difficulty": llm, "solvability": llm}
 
 

@@ -106,23 +106,18 @@ class PromptSolver:
         return (found[-1] if found else reply).strip()
 
 
-def chat_completion(base_url: str, model: str, *, api_key: str | None = None, timeout: float = 60.0,
-                    max_tokens: int = 256) -> Callable[[str], str]:
-    """A completion function over any OpenAI-compatible server (`POST {base_url}/chat/completions`)."""
-    import httpx
+def chat_completion(base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0,
+                    max_tokens: int = 256, max_retries: int = 3) -> Callable[[str], str]:
+    """A completion function over any OpenAI-compatible server (`POST {base_url}/chat/completions`) through
+    `tools.LLMClient`: each attempt has a deadline of `timeout` s, the reply a size cap, failures `max_retries`
+    retries with capped backoff, and the key (from `api_key_env`) never appears in an error (`tools.LLMError`)."""
+    from jaxseeker.tools import LLMClient, LLMConfig
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+    client = LLMClient(LLMConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout,
+                                 max_retries=max_retries, max_tokens=max_tokens))
 
     def complete(prompt: str) -> str:
-        body = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
-                "temperature": 0.0}
-        response = client.post("/chat/completions", json=body)
-        response.raise_for_status()
-        try:
-            return response.json()["choices"][0]["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError) as err:
-            raise ValueError(f"{base_url}/chat/completions: unexpected reply shape ({err!r})") from None
+        return client.complete([{"role": "user", "content": prompt}])
 
     return complete
 

@@ -71,9 +71,10 @@ def chat_server():
     server.server_close()
 
 
-def test_chat_completion_over_loopback(world, chat_server):
+def test_chat_completion_over_loopback(world, chat_server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "k-123")
     url = f"http://127.0.0.1:{chat_server.server_address[1]}/v1"
-    solver = PromptSolver(chat_completion(url, "tiny", api_key="k-123"), world)
+    solver = PromptSolver(chat_completion(url, "tiny"), world)
     assert solver(SolverTask("Which city?")) == "Varo"
     path, auth, body = chat_server.seen[0]
     assert path == "/v1/chat/completions" and auth == "Bearer k-123"
