@@ -14,16 +14,14 @@ recompile per value). `peek` shows a turn in progress, for streaming.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Sequence
 
 import jax
 import numpy as np
 
-from jaxseeker import model
-from jaxseeker.generation import steps
+from jaxseeker.generation import layout, steps
 from jaxseeker.generation.sampling import SamplingConfig, request_hash
-from jaxseeker.model import KVCache, ModelConfig
+from jaxseeker.model import ModelConfig
 
 GREEDY = SamplingConfig()
 
@@ -63,40 +61,18 @@ class _Slot:
     logprobs: list[float] = dataclasses.field(default_factory=list)
 
 
-def _cache_sharding(cache: KVCache, mesh, rules) -> KVCache:
-    """NamedShardings of the cache from its logical axes (batch over the data axes of `rules`)."""
-    from jaxseeker.parallel import DEFAULT_RULES, logical_sharding
-
-    rules = DEFAULT_RULES if rules is None else rules
-    axes = model.cache.CACHE_AXES
-
-    def one(names, shape):
-        return logical_sharding(names, rules, mesh, shape)
-
-    return KVCache(
-        k=tuple(one(axes, k.shape) for k in cache.k),
-        v=tuple(one(axes, v.shape) for v in cache.v),
-        segment_ids=one(("batch", "seq"), cache.segment_ids.shape),
-        end=one(("batch",), cache.end.shape),
-    )
-
-
-def _place_params(params, *, cfg: ModelConfig, mesh, rules):
-    """`params` on `mesh` by their logical axes (already placed ones stay where they are)."""
-    from jaxseeker.parallel import param_shardings
-
-    return jax.device_put(params, param_shardings(cfg, mesh, rules))
-
-
 class Engine:
     """Continuous-batching sampler over `slots` rows of `max_len` tokens (see the module docstring).
 
-    Compiled shapes: decode once per attention window; prefill once per (rows bucket, window). The window is
-    the smallest `min_window · 2^k` (capped at max_len) covering the contexts a call touches, so short
-    contexts in a long cache do not pay attention over all of it.
+    Weights and cache are held in the engine's own layout (`generation.layout`: one array per layer). The cache's
+    length is the attention window: the smallest `min_window · 2^k` (capped at max_len) that covers every context
+    the engine holds; it grows when a call needs more and shrinks to half when the contexts fall below 3/8 of it,
+    so short contexts do not pay attention over a long cache. Compiled shapes: decode once per cache length;
+    prefill once per (rows bucket, cache length).
 
     With a `mesh`, the params and the cache are placed on it by their logical axes (`rules`, default
-    `parallel.DEFAULT_RULES`): slots split over the data axes, heads and MLP over `tensor`.
+    `parallel.DEFAULT_RULES`): slots split over the data axes, heads and MLP over `tensor`; the cache is created
+    sharded.
     """
 
     def __init__(
@@ -132,12 +108,12 @@ class Engine:
         self.stop_strings = tuple(stop_strings)
         self._decode_text = decode
         self._stop_window = max((len(s) for s in self.stop_strings), default=0) + 2  # tokens re-decoded per check
-        self._place = (lambda p: p) if mesh is None else functools.partial(_place_params, cfg=cfg, mesh=mesh,
-                                                                           rules=rules)
+        self._mesh, self._rules = mesh, rules
+        self._cache_shardings: dict[int, layout.LayerCache] = {}
+        self._param_sharding = None if mesh is None else layout.param_shardings(cfg, mesh, rules)
         self._params = self._place(params)
-        cache = model.init_cache(cfg, slots, max_len)
-        self._sharding = None if mesh is None else _cache_sharding(cache, mesh, rules)
-        self._cache = cache if mesh is None else jax.device_put(cache, self._sharding)
+        length = self._window(1)
+        self._cache = layout.init_layer_cache(cfg, slots, length, sharding=self._cache_sharding(length))
         self._slots: list[_Slot | None] = [None] * slots
         self._index: dict[str, int] = {}
 
@@ -213,11 +189,34 @@ class Engine:
     def set_params(self, params) -> None:
         """Use new weights from the next call on (same tree, shapes and dtypes: no recompile; no copy unless the
         engine has a mesh they are not on yet)."""
-        old = jax.tree.map(lambda x: (x.shape, x.dtype), self._params)
-        new = jax.tree.map(lambda x: (x.shape, x.dtype), params)
-        if old != new:
+        new = self._place(params)
+        old_shapes = jax.tree.map(lambda x: (x.shape, x.dtype), self._params)
+        if old_shapes != jax.tree.map(lambda x: (x.shape, x.dtype), new):
             raise ValueError("Engine.set_params: the new params differ in structure, shape or dtype from the old")
-        self._params = self._place(params)
+        self._params = new
+
+    def _place(self, params):
+        """`params` (layers stacked, as `model.init_params`) in the engine's layout, on its mesh if it has one."""
+        unstacked = layout.engine_params(params, self.cfg)
+        return unstacked if self._mesh is None else jax.device_put(unstacked, self._param_sharding)
+
+    def _cache_sharding(self, length: int) -> layout.LayerCache | None:
+        """The NamedShardings of a cache of `length` slots per row (None without a mesh)."""
+        if self._mesh is None:
+            return None
+        if length not in self._cache_shardings:
+            self._cache_shardings[length] = layout.cache_shardings(self.cfg, self.slots, length, self._mesh,
+                                                                   self._rules)
+        return self._cache_shardings[length]
+
+    def _fit(self, need: int) -> None:
+        """Resize the cache so it covers `need` slots and every held context (see the class docstring)."""
+        need = max([need] + [s.end for s in self._slots if s is not None])
+        length = self._cache.length
+        if need > length or (length > self.min_window and need <= length * 3 // 8):
+            target = self._window(need)
+            if target != length:
+                self._cache = layout.resize(self._cache, length=target, sharding=self._cache_sharding(target))
 
     def _slot(self, request_id: str, caller: str) -> _Slot:
         if request_id not in self._index:
@@ -281,9 +280,10 @@ class Engine:
                 tokens[i, : len(take)], segments[i, : len(take)] = take, 1
                 slot.end += len(take)
                 need = max(need, slot.end)
+            self._fit(need)
             self._cache = steps.prefill(
                 self._params, self._cache, np.asarray(rows, np.int32), tokens, segments, ends,
-                cfg=self.cfg, window=self._window(need), sharding=self._sharding,
+                cfg=self.cfg, sharding=self._cache_sharding(self._cache.length),
             )
 
     def _decode(self, budget: np.ndarray) -> list[Event]:
@@ -295,13 +295,14 @@ class Engine:
         for row, slot in live:
             last[row], request[row], count[row] = slot.last, slot.request, slot.sampled
         ends = self._ends()
-        window = self._window(int(np.max(np.where(budget > 0, ends + budget, 0))))
+        self._fit(int(np.max(np.where(budget > 0, ends + budget, 0))))
         seed, rows, sampling = np.int32(self.sampling.seed), None, self.sampling.static
         if any(slot.sampling is not None for _, slot in live):
             seed, rows, sampling = *self._row_sampling(live), None
         self._cache, out_tok, out_lp = steps.decode(
             self._params, self._cache, last, ends, budget, request, count, seed, rows,
-            cfg=self.cfg, sampling=sampling, steps=self.steps_per_call, window=window, sharding=self._sharding,
+            cfg=self.cfg, sampling=sampling, steps=self.steps_per_call,
+            sharding=self._cache_sharding(self._cache.length),
         )
         out_tok, out_lp = np.asarray(out_tok), np.asarray(out_lp)  # [slots, steps]
         events = []

@@ -9,50 +9,50 @@ import jax
 import jax.numpy as jnp
 
 from jaxseeker.generation.cached_forward import cached_forward
+from jaxseeker.generation.layout import LayerCache
 from jaxseeker.generation.sampling import SamplingConfig, row_keys, sample, sample_rows
-from jaxseeker.model import KVCache, ModelConfig
+from jaxseeker.model import ModelConfig
 
 
-def _constrain(cache: KVCache, sharding: KVCache | None) -> KVCache:
-    """Pin the cache to its sharding (a KVCache of NamedShardings) when one is given."""
+def _constrain(cache: LayerCache, sharding: LayerCache | None) -> LayerCache:
+    """Pin the cache to its sharding (a LayerCache of NamedShardings) when one is given."""
     return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "window", "sharding"), donate_argnames="cache")
+@functools.partial(jax.jit, static_argnames=("cfg", "sharding"), donate_argnames="cache")
 def prefill(
     params: dict,
-    cache: KVCache,
+    cache: LayerCache,
     rows: jnp.ndarray,
     tokens: jnp.ndarray,
     segment_ids: jnp.ndarray,
     ends: jnp.ndarray,
     *,
     cfg: ModelConfig,
-    window: int,
-    sharding: KVCache | None = None,
-) -> KVCache:
+    sharding: LayerCache | None = None,
+) -> LayerCache:
     """Write `tokens` `[n, chunk]` into cache rows `rows` `[n]` (distinct) at each row's end.
 
     segment_ids `[n, chunk]`: 1 on real tokens, 0 on right padding (written invisible; `end` advances by the
     real count). ends `[slots]` sets every row's end first (the host owns the ends, so rolling back is free).
     When n equals the number of slots, `rows` must be `arange(slots)` and no gather/scatter is done; otherwise
     the rows are gathered, extended and scattered back (cost ∝ n, not slots). No logits are computed.
-    window: attention reads cache slots [0, window) (≥ every written row's end + chunk).
+    Every written row's end + chunk must fit in `cache.length`.
     """
     cache = cache.replace(end=ends)
     if rows.shape[0] == ends.shape[0]:
-        _, cache = cached_forward(params, tokens, segment_ids, cache, cfg, window=window, logits=False)
+        _, cache = cached_forward(params, tokens, segment_ids, cache, cfg, logits=False)
         return _constrain(cache, sharding)
-    sub = KVCache(
-        k=tuple(k[:, rows] for k in cache.k),  # [layers, n, max_len, kv_heads, head_dim]
-        v=tuple(v[:, rows] for v in cache.v),
-        segment_ids=cache.segment_ids[rows],  # [n, max_len]
+    sub = LayerCache(
+        k=tuple(k[rows] for k in cache.k),  # [n, kv_heads, length, head_dim] per layer
+        v=tuple(v[rows] for v in cache.v),
+        segment_ids=cache.segment_ids[rows],  # [n, length]
         end=cache.end[rows],
     )
-    _, sub = cached_forward(params, tokens, segment_ids, sub, cfg, window=window, logits=False)
-    cache = KVCache(
-        k=tuple(k.at[:, rows].set(s) for k, s in zip(cache.k, sub.k)),
-        v=tuple(v.at[:, rows].set(s) for v, s in zip(cache.v, sub.v)),
+    _, sub = cached_forward(params, tokens, segment_ids, sub, cfg, logits=False)
+    cache = LayerCache(
+        k=tuple(k.at[rows].set(s) for k, s in zip(cache.k, sub.k)),
+        v=tuple(v.at[rows].set(s) for v, s in zip(cache.v, sub.v)),
         segment_ids=cache.segment_ids.at[rows].set(sub.segment_ids),
         end=cache.end.at[rows].set(sub.end),
     )
@@ -60,11 +60,11 @@ def prefill(
 
 
 @functools.partial(
-    jax.jit, static_argnames=("cfg", "sampling", "steps", "window", "sharding"), donate_argnames="cache"
+    jax.jit, static_argnames=("cfg", "sampling", "steps", "sharding"), donate_argnames="cache"
 )
 def decode(
     params: dict,
-    cache: KVCache,
+    cache: LayerCache,
     tokens: jnp.ndarray,
     ends: jnp.ndarray,
     budget: jnp.ndarray,
@@ -76,9 +76,8 @@ def decode(
     cfg: ModelConfig,
     sampling: SamplingConfig | None,
     steps: int,
-    window: int,
-    sharding: KVCache | None = None,
-) -> tuple[KVCache, jnp.ndarray, jnp.ndarray]:
+    sharding: LayerCache | None = None,
+) -> tuple[LayerCache, jnp.ndarray, jnp.ndarray]:
     """`steps` decode steps over every slot → (cache, tokens `[slots, steps]`, log-probs `[slots, steps]`).
 
     tokens `[slots]`: each row's newest context token, not yet in the cache; a step writes it at the row's
@@ -88,8 +87,7 @@ def decode(
     seed is a traced scalar (`sampling.seed` is ignored, so new seeds do not recompile).
     Per-row sampling: `sampling=None`, `rows` = (temperature, top_p, top_k), each `[slots]` and traced, and
     `seed` may be one per row `[slots]`.
-    Outputs past a row's budget are meaningless. window: attention reads cache slots [0, window)
-    (≥ every running row's end + budget).
+    Outputs past a row's budget are meaningless. Every running row's end + budget must fit in `cache.length`.
     """
     cache = cache.replace(end=ends)
     slots = tokens.shape[0]
@@ -98,7 +96,7 @@ def decode(
         cache, tok, out_tok, out_lp = carry
         active = i < budget  # [slots]
         segment_ids = active[:, None].astype(jnp.int32)  # [slots, 1]
-        logits, cache = cached_forward(params, tok[:, None], segment_ids, cache, cfg, window=window)
+        logits, cache = cached_forward(params, tok[:, None], segment_ids, cache, cfg)
         if sampling is None:
             new, lp = sample_rows(logits[:, 0], row_keys(seed, request, count + i), *rows)  # [slots], [slots]
         else:

@@ -57,16 +57,22 @@ def dot_attention(
         return splash_attention(q, k, v, segment_ids)
     if impl == "blocked" and segment_ids is not None:
         return blocked_attention(q, k, v, mask)
+    return grouped_attention(q, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), mask)
+
+
+def grouped_attention(q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
+    """The reference grouped-query attention on head-major keys and values: q `[batch, q, heads, head_dim]`,
+    k/v `[batch, kv_heads, k, head_dim]`, mask `[batch, q, k]` → `[batch, q, heads, head_dim]` (the layout of
+    the engine's KV cache, which this reads without a transpose)."""
     b, s, h, d = q.shape
-    kvh = k.shape[2]
+    kvh = k.shape[1]
     # Queries of a kv group side by side on one axis: plain batched matmuls over [batch, kv_heads].
     qg = q.reshape(b, s, kvh, h // kvh, d).transpose(0, 2, 3, 1, 4).reshape(b, kvh, h // kvh * s, d)
-    kt, vt = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # [batch, kv_heads, k, head_dim]
-    scores = jnp.einsum("bnqd,bntd->bnqt", qg * jnp.asarray(d**-0.5, q.dtype), kt, preferred_element_type=jnp.float32)
+    scores = jnp.einsum("bnqd,bntd->bnqt", qg * jnp.asarray(d**-0.5, q.dtype), k, preferred_element_type=jnp.float32)
     scores = scores.reshape(b, kvh, h // kvh, s, -1)  # [batch, kv_heads, group, q, k]
     scores = jnp.where(mask[:, None, None], scores, _NEG)
     probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype).reshape(b, kvh, h // kvh * s, -1)
-    out = jnp.einsum("bnqt,bntd->bnqd", probs, vt)  # [batch, kv_heads, group * q, head_dim]
+    out = jnp.einsum("bnqt,bntd->bnqd", probs, v)  # [batch, kv_heads, group * q, head_dim]
     return out.reshape(b, kvh, h // kvh, s, d).transpose(0, 3, 1, 2, 4).reshape(b, s, h, d)
 
 

@@ -33,7 +33,7 @@ def main(recipe_path: str, out_dir: str, first_steps: str, total_steps: str) -> 
     engine = run.engine
     model.save_hf(run.state.params, run.cfg, Path(out_dir) / "hf")
     print(json.dumps({"info": process_info(), "main": is_main_process(), "resumed_from": resumed_from,
-                      "engine_k_spec": str(engine._cache.k[0].sharding.spec)}))  # layers, slots, seq, kv_heads, head_dim
+                      "engine_k_spec": str(engine._cache.k[0].sharding.spec)}))  # slots, kv_heads, seq, head_dim
 
 
 if __name__ == "__main__":

@@ -170,7 +170,7 @@ def test_process_shares_are_contiguous_disjoint_and_cover_the_groups(n, count):
 def test_a_lone_process_on_four_devices_splits_the_rollout_cache_and_matches_one_device(runs):
     assert runs["reports"]["four"]["info"] == {"process_index": 0, "process_count": 1, "local_devices": 4,
                                                "global_devices": 4}
-    assert runs["reports"]["four"]["engine_k_spec"] == "P(None, 'fsdp', None, None, None)"  # slots over fsdp=4
+    assert runs["reports"]["four"]["engine_k_spec"] == "P('fsdp',)"  # one layer's slots over fsdp=4
     assert runs["reports"]["four"]["resumed_from"] == [0, 1]
     for step in range(1, STEPS + 1):
         four, one = runs["four"]["episodes"][step], runs["one"]["episodes"][step]

@@ -1,0 +1,122 @@
+"""The engine's own layout of weights and KV cache: one array per layer, kv heads before positions.
+
+Training stacks the layers for `lax.scan`. Generation unstacks them: inside a scanned layer XLA reads each
+layer's weights and cache through a dynamic slice that it materialises, so every decode step would write a copy
+of the whole model and of the attended cache before reading it again (the decode step is bound by these bytes,
+not by FLOPs). With one array per layer, looped over in Python, a decode step reads every weight and every cache
+slot it attends to once. The price is a longer compile, once per cache length.
+
+The cache's length is the attention window: the engine grows and shrinks it in buckets (`resize`) to cover the
+longest context it holds, so attention never reads more than it needs and never slices.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from jaxseeker.model import ModelConfig, param_axes
+
+# Logical axes of one layer's cache: kv heads before positions, so attention reads `[head, position, head_dim]`
+# blocks with no transpose.
+CACHE_AXES = ("batch", "kv_heads", "seq", "head_dim")
+
+
+@flax.struct.dataclass
+class LayerCache:
+    """k, v: one `[batch, kv_heads, length, head_dim]` array per layer; segment_ids `[batch, length]` (0 = empty
+    or padding); end `[batch]`: where each row's next token is written."""
+
+    k: tuple[jax.Array, ...]
+    v: tuple[jax.Array, ...]
+    segment_ids: jax.Array
+    end: jax.Array
+
+    @property
+    def length(self) -> int:
+        """Slots per row (the attention window)."""
+        return self.segment_ids.shape[1]
+
+
+def engine_params(params: dict, cfg: ModelConfig) -> dict:
+    """`params` (layers stacked per group, as `model.init_params`) with one dict of arrays per layer under
+    `layers`; `embed`, `final_norm` and `lm_head` as they are."""
+    layers = [jax.tree.map(lambda x, j=j: x[j], group) for (_, n), group in zip(cfg.layer_groups, params["blocks"])
+              for j in range(n)]
+    return {**{k: v for k, v in params.items() if k != "blocks"}, "layers": tuple(layers)}
+
+
+def engine_param_axes(cfg: ModelConfig) -> dict:
+    """The logical axes of `engine_params(…, cfg)`: those of `model.param_axes` less the `layers` axis."""
+    axes = param_axes(cfg)
+    layers = tuple({k: ax[1:] for k, ax in group.items()} for (_, n), group in zip(cfg.layer_groups, axes["blocks"])
+                   for _ in range(n))
+    return {**{k: v for k, v in axes.items() if k != "blocks"}, "layers": layers}
+
+
+def cache_axes(cfg: ModelConfig) -> LayerCache:
+    """The logical axes of every leaf of a LayerCache for `cfg`."""
+    per_layer = (CACHE_AXES,) * cfg.num_layers
+    return LayerCache(k=per_layer, v=per_layer, segment_ids=("batch", "seq"), end=("batch",))
+
+
+def init_layer_cache(cfg: ModelConfig, batch: int, length: int, dtype: str | None = None,
+                     sharding: LayerCache | None = None) -> LayerCache:
+    """An empty cache of `batch` rows × `length` slots (dtype defaults to the compute dtype), created by a jitted
+    function, so that with `sharding` (a LayerCache of shardings) every device allocates only its own shard."""
+    return _zeros(cfg, batch, length, jnp.dtype(dtype or cfg.compute_dtype).name, sharding)
+
+
+def _empty(cfg: ModelConfig, batch: int, length: int, dtype: str) -> LayerCache:
+    shape = (batch, cfg.num_kv_heads, length, cfg.head_dim)  # [batch, kv_heads, length, head_dim]
+    return LayerCache(
+        k=tuple(jnp.zeros(shape, dtype) for _ in range(cfg.num_layers)),
+        v=tuple(jnp.zeros(shape, dtype) for _ in range(cfg.num_layers)),
+        segment_ids=jnp.zeros((batch, length), jnp.int32),
+        end=jnp.zeros((batch,), jnp.int32),
+    )
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _zeros(cfg: ModelConfig, batch: int, length: int, dtype: str, sharding: LayerCache | None) -> LayerCache:
+    cache = _empty(cfg, batch, length, dtype)
+    return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
+
+
+@functools.partial(jax.jit, static_argnames=("length", "sharding"))
+def resize(cache: LayerCache, *, length: int, sharding: LayerCache | None = None) -> LayerCache:
+    """`cache` with `length` slots per row: cut (the slots past it must hold nothing a row still attends to) or
+    padded with empty slots."""
+    old = cache.length
+
+    def fit(x: jax.Array, axis: int) -> jax.Array:
+        if length <= old:
+            return jax.lax.slice_in_dim(x, 0, length, axis=axis)
+        pad = [(0, 0)] * x.ndim
+        pad[axis] = (0, length - old)
+        return jnp.pad(x, pad)
+
+    cache = LayerCache(k=tuple(fit(k, 2) for k in cache.k), v=tuple(fit(v, 2) for v in cache.v),
+                       segment_ids=fit(cache.segment_ids, 1), end=cache.end)
+    return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
+
+
+def param_shardings(cfg: ModelConfig, mesh, rules=None) -> dict:
+    """NamedShardings of `engine_params(…, cfg)` on `mesh` by their logical axes (`rules`, default
+    `parallel.DEFAULT_RULES`)."""
+    from jaxseeker.model import abstract_params
+    from jaxseeker.parallel import DEFAULT_RULES, tree_shardings
+
+    shapes = jax.eval_shape(lambda p: engine_params(p, cfg), abstract_params(cfg))
+    return tree_shardings(engine_param_axes(cfg), shapes, mesh, DEFAULT_RULES if rules is None else rules)
+
+
+def cache_shardings(cfg: ModelConfig, batch: int, length: int, mesh, rules=None) -> LayerCache:
+    """NamedShardings of a LayerCache of `batch` × `length` on `mesh` by its logical axes."""
+    from jaxseeker.parallel import DEFAULT_RULES, tree_shardings
+
+    shapes = jax.eval_shape(lambda: _empty(cfg, batch, length, cfg.compute_dtype))
+    return tree_shardings(cache_axes(cfg), shapes, mesh, DEFAULT_RULES if rules is None else rules)
