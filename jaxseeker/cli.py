@@ -8,6 +8,7 @@ import json
 import os
 import sys
 
+from jaxseeker.cache_dir import cache_root
 from jaxseeker.errors import InputError
 from jaxseeker.tools.http import HttpError
 from jaxseeker.tools.llm_client import LLMError
@@ -82,11 +83,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def compilation_cache() -> dict[str, str]:
+    """Environment that turns on jax's persistent compilation cache in `$JAXSEEKER_CACHE/xla` (default
+    `~/.cache/jaxseeker/xla`): a command compiles a program once per machine, not once per run (the engine's
+    unrolled decode step takes tens of seconds to compile on a CPU). The size limit turns on jax's file lock, as
+    several processes may share the cache."""
+    return {"JAX_COMPILATION_CACHE_DIR": str(cache_root() / "xla"), "JAX_COMPILATION_CACHE_MAX_SIZE": str(4 << 30)}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `jaxseeker` console script."""
     from jaxseeker.parallel.cpu_devices import size_cpu_thread_pool
 
     os.environ.update(size_cpu_thread_pool())  # before JAX starts: fake CPU devices must not deadlock
+    for key, value in compilation_cache().items():
+        os.environ.setdefault(key, value)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

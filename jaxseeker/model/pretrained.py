@@ -10,12 +10,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
-import os
 import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from jaxseeker.cache_dir import cache_root
 from jaxseeker.errors import InputError
 
 # Bumped when `import_gguf` writes differently, so that a cached import is redone.
@@ -54,8 +54,7 @@ def pretrained_file(name: str, table: Mapping[str, Pretrained] = PRETRAINED) -> 
 
 def models_cache_dir() -> Path:
     """$JAXSEEKER_CACHE/models, else ~/.cache/jaxseeker/models."""
-    root = os.environ.get("JAXSEEKER_CACHE") or Path.home() / ".cache" / "jaxseeker"
-    return Path(root) / "models"
+    return cache_root() / "models"
 
 
 def imported_dir(gguf_file: str | Path, name: str, cache_dir: str | Path | None = None) -> Path:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.cache_dir import cache_root
 from jaxseeker.errors import InputError
 from jaxseeker.jsonl import json_lines
 from jaxseeker.world.corpus import Page
@@ -117,8 +117,7 @@ def load_world(directory: str | Path) -> World | PagesWorld:
 
 def default_cache_dir() -> Path:
     """$JAXSEEKER_CACHE/worlds, else ~/.cache/jaxseeker/worlds."""
-    root = os.environ.get("JAXSEEKER_CACHE") or Path.home() / ".cache" / "jaxseeker"
-    return Path(root) / "worlds"
+    return cache_root() / "worlds"
 
 
 def cache_key(source: str, **params: Any) -> str:
