@@ -82,31 +82,33 @@ def judged_record(episode: Episode, question: dict, round_: int, judge: Judge) -
 
 def run_eval(
     engine: Any, tokenizer: Any, registry: Any, questions: Sequence[dict], out_dir: str | Path, *,
-    k: int = 4, config: RolloutConfig = RolloutConfig(), judge: Judge = exact_match_judge,
-    chunk: int = 32, progress: bool = True,
+    k: int = 4, config: RolloutConfig = RolloutConfig(), judge: Judge = exact_match_judge, progress: bool = True,
 ) -> dict:
     """Evaluate `questions` (records with id, question, answer; see `eval.load_questions`) with k rollouts each;
     skip questions whose k rounds are already in `out_dir/results.jsonl`; write the report; return the summary.
-    `registry`: a ToolRegistry, or a function Question → ToolRegistry (`agent.submit.episode_tools`)."""
+    `registry`: a ToolRegistry, or a function Question → ToolRegistry (`agent.submit.episode_tools`).
+
+    Every question runs in one rollout, so the engine's slots stay full until the last episodes; each episode is
+    judged and appended to `results.jsonl` as it ends. Question n's request ids are `n:round` (its place in
+    `questions`), so a resumed run samples each question it rolls out again as the whole run would have."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.jsonl"
     if path.exists() and (cut := drop_torn_tail(path)):
         print(f"{path}: cut the unfinished last line ({cut} bytes) an interrupted run left", file=sys.stderr)
     done = Counter(qid for qid, _ in _records_by_round(path))
-    for start in range(0, len(questions), chunk):
-        # a question's request ids are its place in its chunk, so a resumed run samples it as a whole run would
-        places = [n for n in range(start, min(start + chunk, len(questions))) if done[str(questions[n]["id"])] < k]
-        if not places:
-            continue
+    places = [n for n, q in enumerate(questions) if done[str(q["id"])] < k]
+    if places:
         items = [as_question({"question": questions[n]["question"], "answer": questions[n]["answer"],
                               "id": questions[n]["id"]}) for n in places]  # the answer: for `answer_submit`
-        episodes = rollout(engine, tokenizer, registry, items, config, n_per_question=k, progress=progress,
-                           groups=[n - start for n in places]).episodes
         with path.open("a", encoding="utf-8") as f:
-            for e in episodes:
-                rec = judged_record(e, questions[start + e.group], e.sample, judge)
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            def write(episode: Episode) -> None:
+                record = judged_record(episode, questions[episode.group], episode.sample, judge)
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+                f.flush()
+
+            rollout(engine, tokenizer, registry, items, config, n_per_question=k, progress=progress, groups=places,
+                    on_episode=write)
     wanted = {str(q["id"]) for q in questions}
     records = [r for (qid, round_), r in _records_by_round(path).items() if qid in wanted and round_ < k]
     return write_report(records, k, out / "report")
