@@ -16,7 +16,9 @@ from jaxseeker.agent import Episode, RolloutConfig, read_episodes
 from jaxseeker.train.interrupt import Interrupted
 from jaxseeker.train.metrics import MetricsWriter, read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
-from jaxseeker.train.rl import ROW_BUCKET, ContextStage, RLConfig, context_stages, row_length, run_rl, stage_at
+from jaxseeker.train.rl import ContextStage, RLConfig, context_stages, run_rl, stage_at
+from jaxseeker.train.rl_config import ROW_BUCKET
+from jaxseeker.train.rl_update import row_length
 from jaxseeker.train.rl_bench import TOY_ANSWER, write_toy
 from jaxseeker.train.rl_command import add_parser
 
