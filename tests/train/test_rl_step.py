@@ -174,6 +174,18 @@ def test_kl_and_entropy_terms_are_reduced_with_the_objectives_aggregation(agg):
     np.testing.assert_allclose(float(shaped) - float(plain), 0.1 * kl - 0.05 * bonus, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(aux["entropy"], _numpy_aggregate(entropy, rows["loss_mask"], "token-mean"), rtol=1e-5)
 
+    # the bonus's gradient is the entropy's, through the chunked logits as through the model's full ones
+    def full_entropy(p):
+        logits = model.forward(p, rows["tokens"], CFG, positions=rows["positions"],
+                               segment_ids=rows["segment_ids"]) / 0.8
+        return losses.aggregate(losses.token_entropy(logits), rows["loss_mask"], agg, rows["segment_ids"])
+
+    bonus_only = dataclasses.replace(base, entropy_coef=0.05)
+    no_advantage = {**rows, "advantages": np.zeros_like(rows["advantages"])}  # the policy term is 0, so is its gradient
+    chunked = jax.grad(lambda p: rl_loss(p, no_advantage, CFG, step_cfg=bonus_only)[0])(params)
+    reference = jax.tree.map(lambda g: -0.05 * g, jax.grad(full_entropy)(params))
+    assert_gradients_close(chunked, reference, n_terms=rows["tokens"].size * CFG.vocab_size)
+
 
 @pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean"])
 def test_accumulated_micro_batches_weighed_by_their_counts_give_the_whole_batch_gradient(agg):
