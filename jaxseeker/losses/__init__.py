@@ -1,5 +1,6 @@
-"""Pure loss functions of arrays: masked NLL, group advantages (GRPO, Dr. GRPO, RLOO), clipped policy objectives,
-KL and entropy; the registries that resolve the objective and advantage a config names."""
+"""Pure loss functions of arrays: masked NLL, group advantages (GRPO, Dr. GRPO, RLOO), clipped policy objectives
+(PPO-clip, GSPO) and their aggregations, KL and entropy; the registries that resolve the objective and advantage a
+config names."""
 
 import lazy_loader
 

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 
+from jaxseeker.losses.aggregate import aggregate
 from jaxseeker.losses.masked import masked_mean
 
 KL_ESTIMATORS = ("k1", "k2", "k3")
@@ -30,22 +31,26 @@ def kl_per_token(logp: jax.Array, ref_logp: jax.Array, *, estimator: str = "k3")
 
 
 def kl_penalty(
-    logp: jax.Array, ref_logp: jax.Array, mask: jax.Array, *, estimator: str = "k3"
+    logp: jax.Array, ref_logp: jax.Array, mask: jax.Array, *, estimator: str = "k3", agg: str = "token-mean",
+    norm: float | None = None, segment_ids: jax.Array | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """Token-mean KL(pi || pi_ref) over kept tokens, a loss term to add as beta * kl.
+    """KL(pi || pi_ref) over kept tokens, a loss term to add as beta * kl, reduced as the policy loss is.
 
-    KL = sum_t m_t k(logp_t, ref_logp_t) / sum_t m_t with k one of `kl_per_token`'s estimators;
-    the reference log-probs are not differentiated.
+    KL = aggregate(k(logp, ref_logp), mask, agg, segment_ids, norm=norm) with k one of `kl_per_token`'s
+    estimators and the policy loss's own aggregation (`losses.aggregate`; verl aggregates its KL loss with the
+    actor's `loss_agg_mode` too); token-mean gives sum_t m_t k_t / sum_t m_t. The reference log-probs are not
+    differentiated.
 
     Args:
       logp, ref_logp, mask: `[batch, seq]`; mask non-zero on tokens the policy wrote.
+      segment_ids: `[batch, seq]` episodes of packed rows (None: one per row), for the sequence aggregations.
     Returns:
       (kl, {"kl": kl}).
     """
     if mask.shape != logp.shape:
         raise ValueError(f"mask has shape {tuple(mask.shape)}, expected logp's shape {tuple(logp.shape)}")
     per_token = kl_per_token(jnp.where(mask != 0, logp, ref_logp), ref_logp, estimator=estimator)  # [batch, seq]
-    kl = masked_mean(per_token, mask)
+    kl = aggregate(per_token, mask, agg, segment_ids, norm=norm)
     return kl, {"kl": jax.lax.stop_gradient(kl)}
 
 

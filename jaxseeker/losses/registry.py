@@ -10,13 +10,16 @@ packed rows as it is: mark it with the function attribute `token_level = True`. 
 """
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+
+from typing import Any
 
 from jaxseeker.losses.advantages import group_advantages, leave_one_out_advantages, mean_centred_advantages
+from jaxseeker.losses.gspo import gspo_loss
 from jaxseeker.losses.policy import policy_loss
 from jaxseeker.resolve import resolve_function
 
-POLICY_OBJECTIVES: dict[str, Callable] = {"policy_loss": policy_loss}
+POLICY_OBJECTIVES: dict[str, Callable] = {"policy_loss": policy_loss, "gspo": gspo_loss}
 ADVANTAGES: dict[str, Callable] = {"grpo": group_advantages, "dr_grpo": mean_centred_advantages,
                                    "rloo": leave_one_out_advantages}
 
@@ -42,6 +45,21 @@ def packs_exactly(objective: Callable) -> bool:
     """Whether `objective` computes the same on packed rows as on one row per episode: it takes `segment_ids`,
     or it is marked `token_level = True`."""
     return getattr(objective, "token_level", False) is True or takes_segment_ids(objective)
+
+
+def objective_aggregation(objective: Callable, kwargs: Mapping[str, Any]) -> tuple[str, float | None]:
+    """(agg, norm) `objective` reduces its per-token loss with: the values in `kwargs`, else its signature's
+    defaults, else ("token-mean", None). The RL step reduces its KL and entropy terms the same way, and gradient
+    accumulation weighs micro-batches by this aggregation's count (`losses.aggregation_count`)."""
+    params = inspect.signature(objective).parameters
+
+    def value(name: str, fallback: Any) -> Any:
+        if name in kwargs:
+            return kwargs[name]
+        default = params[name].default if name in params else inspect.Parameter.empty
+        return fallback if default is inspect.Parameter.empty else default
+
+    return value("agg", "token-mean"), value("norm", None)
 
 
 def get_advantage(name: str) -> Callable:

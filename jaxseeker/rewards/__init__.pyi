@@ -6,7 +6,8 @@ from .judges import (
     summarize_judgements, token_f1,
 )
 from .recipes import (
-    REWARD_FNS, EpisodeOutcome, evidence, get_reward_fn, length_penalty, webdancer, webexplorer, websailor, webseer,
+    REWARD_FNS, EpisodeOutcome, evidence, get_reward_fn, length_penalty, overlong_penalty, webdancer, webexplorer,
+    websailor, webseer,
 )
 from .srrl import SUBMIT_THRESHOLD, should_stop, submission_feedback, submit_feedback
 from .visits import evidence_recall
@@ -14,6 +15,7 @@ from .visits import evidence_recall
 __all__ = [
     "JUDGE_STYLES", "REWARD_FNS", "SUBMIT_THRESHOLD", "EpisodeOutcome", "FormatResult", "JudgeResult", "JudgeStats",
     "check_format", "evidence", "evidence_recall", "exact_match", "extract_answer", "get_reward_fn", "gold_answers",
-    "judge_messages", "length_penalty", "llm_judge", "normalize_answer", "should_stop", "submission_feedback",
-    "submit_feedback", "summarize_judgements", "token_f1", "webdancer", "webexplorer", "websailor", "webseer",
+    "judge_messages", "length_penalty", "llm_judge", "normalize_answer", "overlong_penalty", "should_stop",
+    "submission_feedback", "submit_feedback", "summarize_judgements", "token_f1", "webdancer", "webexplorer",
+    "websailor", "webseer",
 ]

@@ -50,6 +50,23 @@ def length_penalty(n_tokens: int, *, l_expect: int, l_max: int) -> float:
     return -1.0
 
 
+def overlong_penalty(n_tokens: int, *, max_tokens: int, buffer: int, penalty: float = 1.0) -> float:
+    """DAPO's soft overlong punishment (arXiv 2503.14476, eq. 13), added to any recipe's reward.
+
+    0 for |y| <= L_max - L_cache; -penalty * (|y| - (L_max - L_cache)) / L_cache up to L_max; -penalty beyond,
+    with L_max = `max_tokens`, L_cache = `buffer` and |y| the tokens the policy wrote (observations not counted).
+    The paper's penalty is 1 (verl: `overlong_buffer.penalty_factor`).
+    """
+    if not 0 < buffer < max_tokens:
+        raise ValueError(f"need 0 < buffer < max_tokens, got buffer={buffer}, max_tokens={max_tokens}")
+    if penalty < 0:
+        raise ValueError(f"penalty must be >= 0, got {penalty}")
+    excess = n_tokens - (max_tokens - buffer)
+    if excess <= 0:
+        return 0.0
+    return -penalty * min(excess / buffer, 1.0)
+
+
 def webseer(outcome: EpisodeOutcome, *, l_expect: int = 4096, l_max: int = 8192, alpha: float = 0.9) -> float:
     """R = R_format + F1 * alpha^T (WebSeer SRRL, ICLR 2026).
 

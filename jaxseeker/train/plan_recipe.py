@@ -117,10 +117,12 @@ def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
     from jaxseeker.generation import SamplingConfig
     from jaxseeker.tools import tools_config
     from jaxseeker.tools.llm_client import LLMConfig
+    from jaxseeker.train.rl_config import check_rl_sampling
     from jaxseeker.train.rl_scoring import RewardConfig
     from jaxseeker.train.rl_step import RLStepConfig
 
     sampling = build(SamplingConfig, {"temperature": 1.0, **(recipe.get("sampling") or {})}, "sampling")
+    check_rl_sampling(sampling)
     reward = build(RewardConfig, recipe.get("reward"), "reward")
     check_kwargs(rewards.get_reward_fn(reward.fn), reward.kwargs, "reward.kwargs")
     if reward.judge == "llm":
@@ -128,7 +130,7 @@ def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
     try:
         RLStepConfig(objective=rl.objective, objective_kwargs=dict(rl.objective_kwargs), kl_coef=rl.kl_coef,
                      kl_estimator=rl.kl_estimator, temperature=sampling.temperature, chunk_size=rl.chunk_size,
-                     entropy=rl.entropy_metric)
+                     entropy=rl.entropy_metric, entropy_coef=rl.entropy_coef)
         tools_config(recipe.get("tools") or {"enabled": []})
     except ValueError as e:
         raise RecipeError(f"rl / tools: {e}") from None
@@ -138,15 +140,13 @@ def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
 def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
     """Validate an RL recipe as `train.rl.prepare` does; one stage per context stage."""
     from jaxseeker.agent import RolloutConfig
-    from jaxseeker.train.rl_config import SECTIONS, EngineConfig, RLConfig, context_stages
+    from jaxseeker.train.rl_config import SECTIONS, EngineConfig, RLConfig, context_stages, rl_optimizer_config
 
     check_sections(recipe, SECTIONS, "recipe")
     rl = build(RLConfig, recipe.get("rl"), "rl")
     if not rl.questions:
         raise RecipeError("rl.questions: give at least one JSONL file of {\"question\", \"answer\"}")
-    updates = rl.steps * rl.mini_batches * rl.epochs
-    build(OptimizerConfig, {"total_steps": updates, "warmup_steps": 0, **(recipe.get("optimizer") or {})},
-          "optimizer")
+    rl_optimizer_config(rl, recipe.get("optimizer"))
     _check_rl_parts(recipe, rl)
     rollout_cfg = build(RolloutConfig, recipe.get("rollout"), "rollout")
     engine = build(EngineConfig, recipe.get("engine"), "engine")
@@ -161,7 +161,7 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
         out.append(StageShape(name, "rl", rows=episodes // rl.mini_batches, seq=s.max_context,
                               chunk_size=rl.chunk_size, updates=rl.mini_batches * rl.epochs, resident_rows=episodes,
                               slots=slots, cache_len=cache_len, rollout_tokens=episodes * s.max_context,
-                              reference=rl.kl_coef > 0))
+                              reference=rl.kl_coef > 0 or rl.kl_reward_coef > 0))
     return out
 
 

@@ -2,15 +2,13 @@
 
 Each RL step: take `batch_questions` questions from the sampler → `group_size` rollouts each on the
 generation engine with the current params (`engine.set_params`, no copy) and the recipe's tools →
-score every episode (format check, judge, recipe reward) → selection (grpo / dapo / dupo, see
-`selection.py`) → group advantages → old log-probs of all mini-batches with the training forward →
-`epochs` passes of `mini_batches` optimizer steps → metrics (JSONL, TensorBoard, progress bar) →
-checkpoint (train state + question sampler). WebExplorer's progressive context is a list of stages
+score every episode (format check, judge, recipe reward, overlong punishment) → selection (grpo / dapo / dupo on
+correctness or reward, see `selection.py`) → the update (`rl_update.py`: old and reference log-probs of all
+mini-batches with the training forward → KL-shaped rewards → group advantages → importance weights → `epochs`
+passes of `mini_batches` optimizer steps) → metrics (JSONL, TensorBoard, progress bar) → checkpoint (train state,
+question sampler, the adaptive KL coefficient). WebExplorer's progressive context is a list of stages
 `{step, max_context, max_turns}`: from RL step `step` on, episodes get `max_context` tokens and at
-most `max_turns` tool calls; the update trains on rows as long as the step's longest episode, rounded up to a
-multiple of `ROW_BUCKET` tokens (so few shapes compile) and at most `max_context`, one episode per row; with
-`rl.pack`, on rows of `max_context` tokens that hold as many episodes as fit (objectives that take the
-episodes' `segment_ids` or are token-level; `losses.registry`).
+most `max_turns` tool calls.
 
 Multi-host (`jax.distributed`): every process takes the same questions from its sampler, rolls out and
 scores its share of the groups on its own engine (a copy of the params on its own devices) and receives
@@ -23,9 +21,7 @@ with each process's sampler state.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -45,9 +41,6 @@ from jaxseeker.agent import (
 from jaxseeker.agent.command import make_engine
 from jaxseeker.generation import SamplingConfig
 from jaxseeker.parallel import (
-    batch_shards,
-    global_array,
-    host_array,
     is_main_process,
     local_copy,
     local_mesh,
@@ -70,25 +63,20 @@ from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.policy import build_policy
 from jaxseeker.train.recipe import RecipeError, build, check_sections
 from jaxseeker.train.rl_config import (
-    PACKED_ROW_MULTIPLE,
-    ROW_BUCKET,
     SECTIONS,
     ContextStage,
     EngineConfig,
     RLConfig,
+    check_rl_sampling,
     context_stages,
+    rl_optimizer_config,
     stage_at,
 )
 from jaxseeker.train.rl_rollout import shared_rollout
-from jaxseeker.train.rl_scoring import (
-    QuestionSampler,
-    RewardConfig,
-    Score,
-    Scorer,
-    episode_advantages,
-    score_metrics,
-)
-from jaxseeker.train.rl_step import RLStepConfig, episode_rows, make_rl_step, packed_episode_rows
+from jaxseeker.train.rl_scoring import QuestionSampler, RewardConfig, Score, Scorer, score_metrics
+from jaxseeker.train.rl_shaping import adaptive_kl_coef
+from jaxseeker.train.rl_step import RLStepConfig
+from jaxseeker.train.rl_update import update
 
 
 @dataclasses.dataclass
@@ -118,6 +106,7 @@ class RLRun:
     start_step: int
     sampling: SamplingConfig
     engine_shardings: Any = None  # where the engine's copy of the params goes (multi-host); None: no copy
+    kl_reward_coef: float = 0.0  # β of the KL in the reward (adapts with rl.kl_reward_target; checkpointed)
 
     def engine_params(self, params: Any) -> Any:
         """The params to roll out with: `params` itself on one process; on several, a copy on this process's
@@ -160,15 +149,14 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     rollout_cfg = build(RolloutConfig, recipe.get("rollout"), "rollout")
     stages = context_stages(rl, rollout_cfg)
     sampling = build(SamplingConfig, {"temperature": 1.0, **(recipe.get("sampling") or {})}, "sampling")
+    check_rl_sampling(sampling)
     engine_cfg = build(EngineConfig, recipe.get("engine"), "engine")
     reward = build(RewardConfig, recipe.get("reward"), "reward")
-    updates = rl.steps * rl.mini_batches * rl.epochs
-    opt_cfg = build(OptimizerConfig, {"total_steps": updates, "warmup_steps": 0, **(recipe.get("optimizer") or {})},
-                    "optimizer")
+    opt_cfg = rl_optimizer_config(rl, recipe.get("optimizer"))
     try:
         step_cfg = RLStepConfig(objective=rl.objective, objective_kwargs=dict(rl.objective_kwargs),
                                 kl_coef=rl.kl_coef, kl_estimator=rl.kl_estimator, temperature=sampling.temperature,
-                                chunk_size=rl.chunk_size, entropy=rl.entropy_metric)
+                                chunk_size=rl.chunk_size, entropy=rl.entropy_metric, entropy_coef=rl.entropy_coef)
     except ValueError as e:
         raise RecipeError(f"rl: {e}") from None
     questions = [q for path in rl.questions for q in read_questions(path)]
@@ -178,21 +166,22 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
                           "'answer'; RL needs reference answers")
     policy = build_policy(recipe, make_optimizer(opt_cfg), tokenizer=rl.tokenizer, seed=rl.seed, where="rl.tokenizer")
     cfg, tokenizer, mesh, rules, state = policy.cfg, policy.tokenizer, policy.mesh, policy.rules, policy.state
-    ref_params = jax.tree.map(lambda x: x.copy(), state.params) if rl.kl_coef > 0 else None
+    ref_params = jax.tree.map(lambda x: x.copy(), state.params) if rl.kl_coef > 0 or rl.kl_reward_coef > 0 else None
     out_dir = Path(rl.out_dir or f"runs/{recipe['name']}")
     ckpt = Checkpointer(rl.checkpoint_dir or out_dir / "checkpoints", save_every=rl.checkpoint_every, keep=rl.keep)
-    start, sampler = 0, None
+    start, sampler, kl_reward_coef = 0, None, rl.kl_reward_coef
     if resume and ckpt.latest_step() is not None:
         restored = ckpt.restore(state)
         state, start = restored.state, restored.step
         sampler = QuestionSampler(restored.data_state["pool"], rl.seed, restored.data_state["sampler"])
+        kl_reward_coef = restored.data_state.get("kl_reward_coef", kl_reward_coef)
     engine_shardings = None
     if jax.process_count() > 1:
         engine_shardings = tree_shardings(model.param_axes(cfg), state.params, local_mesh(mesh), rules)
     registry, multi_submit = _tools(recipe)
     run = RLRun(recipe, out_dir, cfg, rl, rollout_cfg, stages, step_cfg, opt_cfg, mesh, rules, tokenizer, questions,
                 registry, multi_submit, Scorer(reward), engine, state, ref_params, sampler, ckpt, start, sampling,
-                engine_shardings)
+                engine_shardings, kl_reward_coef)
     params = run.engine_params(state.params)
     if engine is None:
         max_len = engine_cfg.max_len or max(s.max_context for s in stages)
@@ -260,8 +249,7 @@ def collect(run: RLRun, step: int, config: RolloutConfig) -> tuple[list, list, s
         times = {k: v + new_times[k] for k, v in times.items()}
         groups += new
         scores += new_scores
-        rewards = np.array([[s.reward for s in group] for group in scores])  # [groups, G]
-        selection = sel.select(run.rl.selection, rewards, b, rng)
+        selection = sel.select(run.rl.selection, sel.filter_signal(scores, run.rl.filter_metric), b, rng)
         rounds += 1
         need = sel.dapo_shortfall(selection, b) if run.rl.selection == "dapo" else 0
         if not need or rounds > run.rl.dapo_max_rounds:
@@ -271,66 +259,6 @@ def collect(run: RLRun, step: int, config: RolloutConfig) -> tuple[list, list, s
         selection = sel.Selection(filled, selection.n_informative, len(filled) - len(selection.groups))
     times["rounds"] = rounds
     return groups, scores, selection, times
-
-
-def row_length(episodes: list[Episode], max_context: int) -> int:
-    """Tokens per update row: the longest episode's inputs rounded up to a multiple of `ROW_BUCKET`, at most
-    `max_context` (padding every row to the stage's whole context would cost its memory and time for nothing)."""
-    longest = max(len(e.token_ids) for e in episodes) - 1
-    return min(max_context, -(-longest // ROW_BUCKET) * ROW_BUCKET)
-
-
-def mini_batch_rows(run: RLRun, episodes: list[Episode], advantages: np.ndarray, seq: int,
-                    step: int) -> list[dict[str, np.ndarray]]:
-    """The host rows of each mini-batch (a seeded shuffle of the episodes split `mini_batches` ways): one row per
-    episode, or with `rl.pack` packed rows, every mini-batch padded to the same row count (one compiled shape)."""
-    size = len(episodes) // run.rl.mini_batches
-    order = np.random.default_rng([run.rl.seed, step, 1]).permutation(len(episodes))
-    parts = [order[m * size:(m + 1) * size] for m in range(run.rl.mini_batches)]
-    rows_fn = episode_rows
-    if run.rl.pack:
-        multiple = math.lcm(PACKED_ROW_MULTIPLE, batch_shards(run.mesh, run.rules))  # few row counts, few compiles
-        rows_fn = functools.partial(packed_episode_rows, row_multiple=multiple)
-    host = [rows_fn([episodes[i].token_ids for i in part], [episodes[i].loss_mask for i in part],
-                    [episodes[i].logprobs for i in part], advantages[part], seq) for part in parts]
-    n_rows = max(len(h["tokens"]) for h in host)
-    return [{k: np.pad(v, ((0, n_rows - len(v)), (0, 0))) for k, v in h.items()} for h in host]
-
-
-def update(run: RLRun, state: Any, episodes: list[Episode], advantages: np.ndarray, max_context: int, step: int):
-    """Old (and reference) log-probs of every mini-batch, then `epochs` passes of optimizer steps. Rows are as long as
-    `row_length`, or with `rl.pack` the whole context (filled with as many episodes as fit)."""
-    seq = max_context if run.rl.pack else row_length(episodes, max_context)
-    hosts = mini_batch_rows(run, episodes, advantages, seq, step)
-    rows = len(hosts[0]["tokens"])
-    fns = make_rl_step(run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=rows, seq=seq, rules=run.rules)
-    t = time.perf_counter()
-    batches, mismatch = [], []
-    for host in hosts:
-        batch = {k: global_array(v, fns.batch_sharding) for k, v in host.items()}  # every process has all rows
-        batch["old_logp"] = fns.logprobs(state.params, batch)  # [rows, seq]
-        if run.ref_params is not None:
-            batch["ref_logp"] = fns.logprobs(run.ref_params, batch)
-        mask = host["loss_mask"] != 0
-        mismatch.append(np.abs(host_array(batch["old_logp"]) - host["old_logp"])[mask])
-        batches.append(batch)
-    jax.block_until_ready(batches)
-    times = {"old_logp_s": time.perf_counter() - t}
-    t = time.perf_counter()
-    outs = []
-    for _ in range(run.rl.epochs):
-        for batch in batches:
-            state, metrics = fns.update(state, batch)
-            outs.append(metrics)
-    outs = jax.device_get(outs)
-    times["update_s"] = time.perf_counter() - t
-    metrics = {k: float(np.max([o[k] for o in outs]) if k == "ratio_max" else np.mean([o[k] for o in outs]))
-               for k in outs[0]}
-    mismatch = np.concatenate(mismatch)
-    metrics["logp_mismatch"] = float(np.mean(mismatch)) if mismatch.size else 0.0
-    metrics["row_fill"] = float(np.mean([np.mean(h["segment_ids"] != 0) for h in hosts]))
-    metrics["update_rows"] = float(rows)
-    return state, {**metrics, **times}
 
 
 def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], list[Episode]]:
@@ -349,11 +277,14 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
         metrics["skipped_update"] = 1.0
     else:
         rewards = np.array([[s.reward for s in scores[i]] for i in selection.groups])  # [B, G]
-        adv = episode_advantages(run.rl, rewards)  # [B·G]
         chosen = [e for i in selection.groups for e in groups[i]]
-        state, update_metrics = update(run, state, chosen, adv, stage.max_context, step)
+        state, update_metrics = update(run, state, chosen, rewards, stage.max_context, step)
         run.engine.set_params(run.engine_params(state.params))
         metrics.update(update_metrics, skipped_update=0.0)
+        if run.rl.kl_reward_target is not None and "kl_reward" in update_metrics:
+            run.kl_reward_coef = adaptive_kl_coef(run.kl_reward_coef, update_metrics["kl_reward"],
+                                                  target=run.rl.kl_reward_target, horizon=run.rl.kl_reward_horizon,
+                                                  n_steps=len(chosen))
     for group, group_scores in zip(groups, scores):
         for e, s in zip(group, group_scores):
             e.meta["rl"] = {"step": step + 1, "reward": s.reward, "correct": float(s.outcome.correct),
@@ -385,7 +316,8 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
             if main and run.rl.episodes_every and done % run.rl.episodes_every == 0:
                 (run.out_dir / "episodes").mkdir(exist_ok=True)
                 write_episodes(run.out_dir / "episodes" / f"step_{done:06d}.jsonl", episodes)
-            data_state = {"pool": run.sampler.pool, "sampler": run.sampler.state()}
+            data_state = {"pool": run.sampler.pool, "sampler": run.sampler.state(),
+                          "kl_reward_coef": run.kl_reward_coef}
             stopping = stop.signal_name is not None and done < run.rl.steps  # Ctrl-C or SIGTERM came
             run.checkpointer.save(done, state, data_state=data_state, config=run.recipe,
                                   force=done == run.rl.steps or stopping)

@@ -1,4 +1,5 @@
-"""The RL recipe's sections that are plain settings: `rl`, `engine` and the progressive context stages."""
+"""The RL recipe's sections that are plain settings: `rl`, `engine`, the progressive context stages, and what RL
+requires of the `optimizer` and `sampling` sections."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from typing import Any
 
 from jaxseeker import losses
 from jaxseeker.agent import RolloutConfig
+from jaxseeker.generation import SamplingConfig
 from jaxseeker.losses.registry import packs_exactly
 from jaxseeker.train import selection as sel
+from jaxseeker.train.optimizer import OptimizerConfig
 from jaxseeker.train.recipe import RecipeError, build, check_kwargs
 
 SECTIONS = ("name", "model", "optimizer", "mesh", "rules", "rl", "rollout", "sampling", "engine", "tools", "world",
@@ -30,15 +33,23 @@ class RLConfig:
     mini_batches: int = 1  # optimizer steps per pass over the B·G episodes
     epochs: int = 1  # passes over the episodes per RL step
     selection: str = "grpo"  # grpo | dapo | dupo
+    filter_metric: str = "correct"  # what makes a group informative to dapo / dupo: correct | reward
     dapo_max_rounds: int = 4  # extra sampling rounds DAPO may take to fill the batch
     dupo_filter_rollouts: int = 8  # DUPO pre-filter: rollouts per question of the starting policy (0: off)
     advantage: str = "grpo"  # grpo | dr_grpo (no /std) | rloo | package.module:function (`losses.get_advantage`)
     advantage_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    objective: str = "policy_loss"
-    objective_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # eps_low, eps_high, agg, clip_c
-    kl_coef: float = 0.0
+    objective: str = "policy_loss"  # policy_loss | gspo | package.module:function
+    objective_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # eps_low, eps_high, agg, norm, …
+    kl_coef: float = 0.0  # KL in the loss: + kl_coef · agg(KL(π ‖ π_ref)) with the objective's agg
     kl_estimator: str = "k3"
+    kl_reward_coef: float = 0.0  # KL in the reward: R - β Σ_t KL_t, β starting at kl_reward_coef
+    kl_reward_estimator: str = "k1"
+    kl_reward_target: float | None = None  # adaptive β toward this per-token KL (Ziegler et al.); None: fixed β
+    kl_reward_horizon: int = 10000
+    entropy_coef: float = 0.0  # entropy bonus: - entropy_coef · agg(H) with the objective's agg
     entropy_metric: bool = True
+    tis_cap: float | None = None  # truncated importance sampling: weigh tokens by min(π_old / π_sampler, tis_cap)
+    overlong_filter: bool = False  # episodes cut by the context or tool-call limit train on no token
     chunk_size: int = 512
     pack: bool = False  # several episodes per update row: objectives that take segment_ids or are token_level
     context_stages: tuple[Mapping[str, int], ...] = ()  # [{step, max_context, max_turns}]; () = the rollout section
@@ -64,15 +75,56 @@ class RLConfig:
                 "keyword parameter and reduce per episode with it (losses.masked.segment_mean), or set "
                 "rl.pack: false; an objective that only sums or averages over tokens may instead be marked "
                 "`token_level = True`")
+        try:
+            losses.check_aggregation(*losses.objective_aggregation(objective, self.objective_kwargs))
+        except ValueError as e:
+            raise ValueError(f"rl.objective_kwargs: {e}") from None
         check_kwargs(losses.get_advantage(self.advantage), self.advantage_kwargs, "rl.advantage_kwargs")
         if self.selection not in sel.SELECTION_MODES:
             raise ValueError(f"selection {self.selection!r} is not one of {list(sel.SELECTION_MODES)}")
+        if self.filter_metric not in sel.FILTER_METRICS:
+            raise ValueError(f"filter_metric {self.filter_metric!r} is not one of {list(sel.FILTER_METRICS)}")
+        for name in ("kl_estimator", "kl_reward_estimator"):
+            if getattr(self, name) not in losses.KL_ESTIMATORS:
+                raise ValueError(f"{name} {getattr(self, name)!r} is not one of {list(losses.KL_ESTIMATORS)}")
+        for name in ("kl_coef", "kl_reward_coef", "entropy_coef"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.kl_reward_target is not None and not (self.kl_reward_target > 0 and self.kl_reward_horizon > 0):
+            raise ValueError(f"kl_reward_target ({self.kl_reward_target}) and kl_reward_horizon "
+                             f"({self.kl_reward_horizon}) must be > 0")
+        if self.tis_cap is not None and not self.tis_cap > 0:
+            raise ValueError(f"tis_cap must be > 0 or null, got {self.tis_cap}")
         for name in ("steps", "batch_questions", "group_size", "mini_batches", "epochs", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if (self.batch_questions * self.group_size) % self.mini_batches:
             raise ValueError(f"batch_questions·group_size = {self.batch_questions * self.group_size} episodes do "
                              f"not split into mini_batches={self.mini_batches}")
+
+
+def rl_optimizer_config(rl: RLConfig, section: Mapping[str, Any] | None) -> OptimizerConfig:
+    """The `optimizer` section for RL: by default no warm-up and a schedule as long as the run's optimizer updates,
+    rl.steps · rl.mini_batches · rl.epochs / grad_accum (each update accumulates `grad_accum` mini-batches, which
+    must divide `rl.mini_batches` so that an update never spans two passes over a step's episodes)."""
+    section = dict(section or {})
+    accum = section.get("grad_accum", 1)
+    if isinstance(accum, int) and accum >= 1 and rl.mini_batches % accum:
+        raise RecipeError(f"optimizer.grad_accum={accum} must divide rl.mini_batches={rl.mini_batches}: each optimizer "
+                          "update accumulates that many mini-batches of one pass")
+    updates = rl.steps * rl.mini_batches * rl.epochs // (accum if isinstance(accum, int) and accum >= 1 else 1)
+    return build(OptimizerConfig, {"total_steps": updates, "warmup_steps": 0, **section}, "optimizer")
+
+
+def check_rl_sampling(sampling: SamplingConfig) -> None:
+    """RL needs the log-probs of the distribution the tokens were drawn from. The engine reports, and the trainer
+    recomputes, log-probs of softmax(logits / T) before any top-k / top-p truncation, so truncated sampling would
+    make every update silently off-policy: refuse it."""
+    if sampling.top_p < 1.0 or sampling.top_k > 0:
+        raise RecipeError(f"sampling: top_p={sampling.top_p}, top_k={sampling.top_k}: RL computes old log-probs under "
+                          "the untruncated softmax(logits / temperature), so truncated sampling would train "
+                          "off-policy; set sampling.top_p: 1.0 and sampling.top_k: 0 (temperature alone shapes RL "
+                          "rollouts)")
 
 
 @dataclasses.dataclass(frozen=True)

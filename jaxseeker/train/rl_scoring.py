@@ -8,10 +8,13 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from jaxseeker import losses, rewards
 from jaxseeker.agent import Episode
+from jaxseeker.agent.parser import parse_answer
 from jaxseeker.agent.submit import format_ok
 from jaxseeker.rewards.judges import gold_answers
 from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
@@ -27,6 +30,9 @@ class RewardConfig:
     judge: "em" (normalised exact match), "f1" (token F1 as a score) or "llm" (an OpenAI-compatible
     grader, `llm` = LLMConfig keys, `judge_style` browsecomp | gaia; parse failures count as wrong and
     are reported). submit_threshold: the F1 at which SRRL's `answer_submit` says "Correct!".
+    overlong_buffer > 0 adds DAPO's soft overlong punishment to whatever `fn` gives (`rewards.overlong_penalty`:
+    0 up to overlong_max_tokens - overlong_buffer tokens written by the policy, then down linearly to
+    -overlong_penalty at overlong_max_tokens).
     """
 
     fn: str = "webdancer"
@@ -36,9 +42,18 @@ class RewardConfig:
     llm: Mapping[str, Any] | None = None
     judge_workers: int = 8
     submit_threshold: float = SUBMIT_THRESHOLD
+    overlong_buffer: int = 0  # L_cache of DAPO's soft overlong punishment (0: off)
+    overlong_max_tokens: int = 0  # L_max: policy tokens at which the punishment is whole
+    overlong_penalty: float = 1.0
 
     def __post_init__(self):
         rewards.get_reward_fn(self.fn)  # an unknown name fails here, listing the known ones
+        if self.overlong_buffer:
+            try:
+                rewards.overlong_penalty(0, max_tokens=self.overlong_max_tokens, buffer=self.overlong_buffer,
+                                         penalty=self.overlong_penalty)
+            except ValueError as e:
+                raise ValueError(f"overlong_buffer / overlong_max_tokens / overlong_penalty: {e}") from None
         if self.judge not in JUDGES:
             raise ValueError(f"judge {self.judge!r} is not one of {list(JUDGES)}")
         if self.judge == "llm" and self.llm is None:
@@ -56,8 +71,16 @@ class Score:
     judge_parse_error: bool = False
 
 
+def answer_attempts(episode: Episode) -> int:
+    """T of SRRL's F1·alpha^T: the `answer_submit` calls plus the final `<answer>` turn, if the episode ends with one
+    (two wrong submissions then a right answer are three attempts); 1 for a plain ReAct answer, 0 for none."""
+    turns = [m["content"] for m in episode.messages if m["role"] == "assistant"]
+    return len(episode.submissions) + int(bool(turns) and parse_answer(turns[-1]) is not None)
+
+
 class Scorer:
-    """Scores episodes with the recipe reward; LLM judgements run concurrently on a thread pool."""
+    """Scores episodes with the recipe reward (plus the overlong punishment when on); LLM judgements run
+    concurrently on a thread pool."""
 
     def __init__(self, config: RewardConfig):
         self.config = config
@@ -85,10 +108,14 @@ class Scorer:
         correct, parse_error = self.correct(episode, golds, f1)
         outcome = rewards.EpisodeOutcome(
             format_ok=format_ok(episode), correct=correct, f1=f1, n_tokens=episode.num_sampled,
-            n_submissions=len(episode.submissions) or int(episode.prediction is not None),
+            n_submissions=answer_attempts(episode),
             evidence=rewards.evidence_recall(episode.tool_calls, episode.meta.get("meta", {}).get("urls", ())) or 0.0,
         )
-        return Score(float(self.reward_fn(outcome, **self.kwargs)), outcome, parse_error)
+        reward = float(self.reward_fn(outcome, **self.kwargs))
+        if self.config.overlong_buffer:
+            reward += rewards.overlong_penalty(outcome.n_tokens, max_tokens=self.config.overlong_max_tokens,
+                                               buffer=self.config.overlong_buffer, penalty=self.config.overlong_penalty)
+        return Score(reward, outcome, parse_error)
 
     def score_all(self, episodes: Sequence[Episode]) -> list[Score]:
         """`score` of every episode, in order (concurrently when a remote judge is used)."""
@@ -153,9 +180,11 @@ class QuestionSampler:
 
 def episode_advantages(rl: Any, rewards: np.ndarray) -> np.ndarray:
     """`[B·G]` advantages of `[B, G]` rewards: the function `rl.advantage` (an `RLConfig`'s) names, with
-    `rl.advantage_kwargs`."""
+    `rl.advantage_kwargs`, its group statistics in float64 (under `jax.enable_x64`), returned as float32."""
     fn = losses.get_advantage(rl.advantage)
-    adv = np.asarray(fn(rewards.reshape(-1).astype(np.float32), rl.group_size, **rl.advantage_kwargs))
+    with jax.enable_x64(True):
+        adv = np.asarray(fn(jnp.asarray(rewards.reshape(-1), jnp.float64), rl.group_size,
+                            **rl.advantage_kwargs))
     if adv.shape != (rewards.size,):
         raise ValueError(f"advantage {rl.advantage!r} returned shape {adv.shape}; expected ({rewards.size},), one "
                          f"per rollout")

@@ -5,10 +5,13 @@ One episode is one row (right padding): `tokens[t]` predicts `targets[t] = ids[t
 loop's own `<|im_end|>` and padding are 0). `packed_episode_rows` puts several episodes in a row, each its own
 segment; an objective that declares a `segment_ids` keyword gets the batch's, so that sequence-level ones
 (`losses.policy_loss`'s seq-mean aggregations, a user's GSPO) reduce per episode, not per row (see
-`losses.registry`). Every key of the batch is `[batch, seq]`:
+`losses.registry`). The rows' keys are `[batch, seq]`:
   tokens, targets, loss_mask, segment_ids (1, 2, … per episode, 0 = padding), positions,
   old_logp (log-probs of the sampling policy, recomputed with the training forward),
-  advantages (the episode's advantage on every token), and `ref_logp` when a KL term is on.
+  advantages (the episode's advantage on every token), `ref_logp` when a KL term is in the loss, and on the host
+  only `episode` (1 + the episode's index in the lists given, 0 = padding);
+and the update's batch also holds the scalar `loss_scale` (the weight of this mini-batch in its optimizer update
+under gradient accumulation; 1 when absent).
 The log-probs of the update and of the old-log-prob pass come from the same forward
 (`model.hidden_states` + chunked `losses.token_logprobs`) at the sampling temperature, so the
 ratio is exactly 1 on the first mini-batch of a step. `make_rl_step` compiles both, sharded (splash
@@ -29,10 +32,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 
 from jaxseeker import losses, model
-from jaxseeker.losses.registry import takes_segment_ids
-from jaxseeker.parallel import batch_sharding
+from jaxseeker.losses.registry import objective_aggregation, takes_segment_ids
+from jaxseeker.parallel import batch_sharding, global_array
 from jaxseeker.model.forward import Constrain
-from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint
+from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint, replicated
 from jaxseeker.parallel.sharded_attention import Attention
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.sft_step import make_sft_step, mesh_attention_kernel
@@ -49,8 +52,10 @@ class RLStepConfig:
     objective: a name for `losses.get_policy_objective` ("policy_loss" or "package.module:function"),
     called as `objective(logp, old_logp, advantages, mask, **objective_kwargs)`, with `segment_ids=` the
     batch's when it declares that keyword (`losses.registry.takes_segment_ids`).
-    kl_coef > 0 adds kl_coef · KL(π ‖ π_ref) (estimator k1 / k2 / k3) and needs `ref_logp` in the batch.
-    temperature: the sampling temperature (log-probs are those of softmax(logits / T)).
+    kl_coef > 0 adds kl_coef · KL(π ‖ π_ref) (estimator k1 / k2 / k3) and needs `ref_logp` in the batch;
+    entropy_coef > 0 subtracts entropy_coef · H(π) (an entropy bonus); both are reduced with the objective's own
+    aggregation (`losses.objective_aggregation`). temperature: the sampling temperature (log-probs are those of
+    softmax(logits / T)). entropy: compute the entropy (always, with an entropy bonus).
     """
 
     objective: str = "policy_loss"
@@ -60,13 +65,15 @@ class RLStepConfig:
     temperature: float = 1.0
     chunk_size: int = 512
     entropy: bool = True
+    entropy_coef: float = 0.0
 
     def __post_init__(self):
         if isinstance(self.objective_kwargs, Mapping):
             object.__setattr__(self, "objective_kwargs", tuple(sorted(self.objective_kwargs.items())))
         losses.get_policy_objective(self.objective)  # fails early, naming the known objectives
-        if self.kl_coef < 0:
-            raise ValueError(f"kl_coef must be >= 0, got {self.kl_coef}")
+        for name in ("kl_coef", "entropy_coef"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.kl_estimator not in losses.KL_ESTIMATORS:
             raise ValueError(f"kl_estimator {self.kl_estimator!r} is not one of {list(losses.KL_ESTIMATORS)}")
         if self.temperature <= 0:
@@ -82,7 +89,8 @@ def episode_rows(
     advantages: Sequence[float],
     seq_len: int,
 ) -> dict[str, np.ndarray]:
-    """Padded rows (see the module docstring) of episodes given as token ids, loss masks and sampling log-probs.
+    """Padded rows (see the module docstring, `episode` included) of episodes given as token ids, loss masks and
+    sampling log-probs.
 
     `old_logp` holds the sampling log-probs (the engine's); the trainer usually overwrites it with
     `RLStep.logprobs`. An episode longer than `seq_len + 1` tokens is cut only if no sampled token is lost.
@@ -91,7 +99,8 @@ def episode_rows(
     if not (len(loss_masks) == len(logprobs) == len(advantages) == n):
         raise ValueError(f"episode_rows: {n} token lists but {len(loss_masks)} masks, {len(logprobs)} log-prob lists "
                          f"and {len(advantages)} advantages")
-    rows = {k: np.zeros((n, seq_len), np.float32 if k in ("old_logp", "advantages") else np.int32) for k in ROW_KEYS}
+    rows = {k: np.zeros((n, seq_len), np.float32 if k in ("old_logp", "advantages") else np.int32)
+            for k in ROW_KEYS + ("episode",)}
     for i, (ids, mask, lp, adv) in enumerate(zip(token_ids, loss_masks, logprobs, advantages)):
         ids, mask, lp = np.asarray(ids, np.int32), np.asarray(mask, np.int32), np.asarray(lp, np.float32)
         if np.any(mask[seq_len + 1:]):
@@ -106,6 +115,7 @@ def episode_rows(
         rows["segment_ids"][i, :length] = 1
         rows["positions"][i, :length] = np.arange(length)
         rows["advantages"][i, :length] = adv
+        rows["episode"][i, :length] = i + 1
     return rows
 
 
@@ -175,35 +185,44 @@ def policy_logprobs(
 def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLStepConfig,
             objective: Callable | None = None, attention_kernel: Attention | None = None,
             constrain: Constrain | None = None) -> tuple[jax.Array, dict]:
-    """objective(logp, old_logp, A, mask[, segment_ids]) [+ kl_coef · KL(π ‖ π_ref)], every term masked to policy
-    tokens. `objective` defaults to the function `step_cfg.objective` names.
+    """loss_scale · [objective(logp, old_logp, A, mask[, segment_ids]) + kl_coef · KL(π ‖ π_ref)
+    − entropy_coef · H], every term masked to policy tokens, the KL and entropy terms reduced with the objective's
+    aggregation.
+    `objective` defaults to the function `step_cfg.objective` names.
 
-    Metrics: the objective's (clip fractions, ratio, approx KL), `entropy` (mean policy entropy over
+    Metrics: the objective's (clip fractions, ratio, approx KL), `entropy` (token-mean policy entropy over
     policy tokens) and `kl` (to the reference) when on.
     """
+    want_entropy = step_cfg.entropy or step_cfg.entropy_coef > 0
     logp, entropy = policy_logprobs(params, batch, cfg, temperature=step_cfg.temperature,
-                                    chunk_size=step_cfg.chunk_size, entropy=step_cfg.entropy,
+                                    chunk_size=step_cfg.chunk_size, entropy=want_entropy,
                                     attention_kernel=attention_kernel, constrain=constrain)  # [batch, seq]
-    mask = batch["loss_mask"]
+    mask, segment_ids = batch["loss_mask"], batch["segment_ids"]
     objective = objective or losses.get_policy_objective(step_cfg.objective)
     kwargs = dict(step_cfg.objective_kwargs)
+    agg, norm = objective_aggregation(objective, kwargs)
     if takes_segment_ids(objective):
-        kwargs["segment_ids"] = batch["segment_ids"]  # [batch, seq]: the episodes of packed rows
+        kwargs["segment_ids"] = segment_ids  # [batch, seq]: the episodes of packed rows
     loss, aux = objective(logp, batch["old_logp"], batch["advantages"], mask, **kwargs)
     aux = dict(aux)
     if step_cfg.kl_coef > 0:
-        kl, kl_aux = losses.kl_penalty(logp, batch["ref_logp"], mask, estimator=step_cfg.kl_estimator)
+        kl, kl_aux = losses.kl_penalty(logp, batch["ref_logp"], mask, estimator=step_cfg.kl_estimator, agg=agg,
+                                       norm=norm, segment_ids=segment_ids)
         loss = loss + step_cfg.kl_coef * kl
         aux.update(kl_aux)
     if entropy is not None:
         aux["entropy"] = losses.masked_mean(jax.lax.stop_gradient(entropy), mask)
+        if step_cfg.entropy_coef > 0:
+            loss = loss - step_cfg.entropy_coef * losses.aggregate(entropy, mask, agg, segment_ids, norm=norm)
+    if "loss_scale" in batch:
+        loss = loss * batch["loss_scale"]
     return loss, aux
 
 
 class RLStep(NamedTuple):
     """The compiled pieces of an RL step for one `[rows, seq]` shape."""
 
-    update: Callable[[TrainState, Batch], tuple[TrainState, dict]]  # donates the state
+    update: Callable[[TrainState, Batch], tuple[TrainState, dict]]  # donates the state; batch: rows + loss_scale
     logprobs: Callable[[Any, Batch], jax.Array]  # (params, batch) -> [rows, seq] log-probs, 0 off the mask
     state_shardings: TrainState
     batch_sharding: NamedSharding
@@ -234,9 +253,17 @@ def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_item
     shardings = jax.tree.map(lambda x: x.sharding, abstract)
     bsh = batch_sharding(mesh, (rows, seq), rules)
     loss_fn = functools.partial(rl_loss, step_cfg=step_cfg, objective=objective)
-    update = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
-                           rules=rules, learning_rate=functools.partial(learning_rate_at, opt_cfg),
-                           compute_dtype=compute_dtype)
+    keys = ROW_KEYS + (("ref_logp",) if step_cfg.kl_coef > 0 else ())
+    scalar = replicated(mesh)
+    compiled = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings,
+                             batch_sharding={**{k: bsh for k in keys}, "loss_scale": scalar}, rules=rules,
+                             learning_rate=functools.partial(learning_rate_at, opt_cfg), compute_dtype=compute_dtype)
+
+    def update(state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
+        """The compiled step on the keys it reads (the host's `episode` is dropped), `loss_scale` 1 if absent."""
+        scale = batch["loss_scale"] if "loss_scale" in batch else global_array(np.float32(1.0), scalar)
+        return compiled(state, {**{k: batch[k] for k in keys}, "loss_scale": scale})
+
     dtype = cfg.compute_dtype if compute_dtype == "model" else compute_dtype
     kernel = mesh_attention_kernel(cfg, mesh, rules)
     constrain = activation_constraint(mesh, rules) if mesh.size > 1 else None

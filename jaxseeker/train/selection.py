@@ -1,37 +1,53 @@
-"""Which rollout groups train: GRPO keeps all, DAPO drops zero-variance groups, DUPO duplicates informative ones.
+"""Which rollout groups train: GRPO keeps all, DAPO drops uninformative groups, DUPO duplicates informative ones.
 
-All functions are pure functions of reward arrays `[n_groups, group_size]` (numpy): a group is the G
-rollouts of one question. A group whose rewards are all equal has zero advantage everywhere
-(`losses.group_advantages`), so it contributes no policy gradient: the three modes differ only in
-what fills its slot in the batch.
+All functions are pure functions of a signal array `[n_groups, group_size]` (numpy): a group is the G rollouts
+of one question, and it is informative when its signal is not the same for all G (`filter_signal`, `rl.filter_metric`):
+  correct  the judge's verdict (or score in [0, 1]): kept when 0 < #correct < G, as the papers do (default).
+           A reward with a format term would keep an all-wrong group of which one rollout broke the format, and
+           train its 15 wrong answers up (A = +0.258 under 0.1·format + 0.9·answer, G = 16).
+  reward   the recipe reward: kept when its std > 0 (verl's `filter_groups.metric: seq_reward`).
+A group whose rewards are all equal has zero advantage everywhere (`losses.group_advantages`), so it contributes
+no policy gradient: the three modes differ only in what fills its slot in the batch.
 
   grpo  keep every group (DeepSeekMath arXiv 2402.03300; WebExplorer, WebSeer).
-  dapo  dynamic sampling: keep groups with reward std > 0; the loop samples new questions until
-        `n_slots` such groups are found (DAPO arXiv 2503.14476; WebDancer).
+  dapo  dynamic sampling: keep informative groups; the loop samples new questions until `n_slots` such groups
+        are found (DAPO arXiv 2503.14476; WebDancer).
   dupo  before training, drop questions the starting policy gets right in all of k rollouts; during
-        training, fill the slots of zero-variance groups with copies of groups of the same batch
-        that have variance, so no extra rollouts are needed (WebSailor arXiv 2507.02592).
+        training, fill the slots of uninformative groups with copies of informative groups of the same batch,
+        so no extra rollouts are needed (WebSailor arXiv 2507.02592).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 SELECTION_MODES = ("grpo", "dapo", "dupo")
+FILTER_METRICS = ("correct", "reward")
 
 
 def _grouped(rewards: np.ndarray) -> np.ndarray:
     rewards = np.asarray(rewards, dtype=np.float64)
     if rewards.ndim != 2 or rewards.shape[1] < 1:
-        raise ValueError(f"rewards has shape {rewards.shape}, expected [n_groups, group_size]")
+        raise ValueError(f"signal has shape {rewards.shape}, expected [n_groups, group_size]")
     return rewards
 
 
-def informative_groups(rewards: np.ndarray, *, eps: float = 1e-9) -> np.ndarray:
-    """`[n_groups]` bool: True where the group's rewards are not all equal (std > eps)."""
-    return _grouped(rewards).std(axis=1) > eps
+def filter_signal(scores: Sequence[Sequence[Any]], metric: str) -> np.ndarray:
+    """`[n_groups, G]` float64 of the scored groups (`rl_scoring.Score`s): each verdict (`metric` "correct";
+    True = 1) or reward ("reward"), what decides whether a group is informative."""
+    if metric not in FILTER_METRICS:
+        raise ValueError(f"filter_metric {metric!r} is not one of {list(FILTER_METRICS)}")
+    return np.array([[float(s.outcome.correct) if metric == "correct" else s.reward for s in group]
+                     for group in scores], dtype=np.float64)
+
+
+def informative_groups(signal: np.ndarray, *, eps: float = 1e-9) -> np.ndarray:
+    """`[n_groups]` bool: True where the group's signal is not all equal (std > eps)."""
+    return _grouped(signal).std(axis=1) > eps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,31 +55,31 @@ class Selection:
     """The groups that fill a batch, in order (indices into the rollout's groups, repeats allowed)."""
 
     groups: tuple[int, ...]
-    n_informative: int  # groups with reward variance among those offered
+    n_informative: int  # informative groups among those offered
     n_duplicated: int  # slots filled by a copy of another group (dupo, or dapo's last resort)
 
     @property
     def empty(self) -> bool:
-        """True when nothing can train (no group with reward variance)."""
+        """True when nothing can train (no informative group)."""
         return not self.groups
 
 
-def select_grpo(rewards: np.ndarray, n_slots: int) -> Selection:
-    """The first `n_slots` groups, whatever their rewards."""
-    rewards = _grouped(rewards)
-    if len(rewards) < n_slots:
-        raise ValueError(f"grpo: {len(rewards)} groups for {n_slots} slots")
-    informative = informative_groups(rewards[:n_slots])
+def select_grpo(signal: np.ndarray, n_slots: int) -> Selection:
+    """The first `n_slots` groups, whatever their signal."""
+    signal = _grouped(signal)
+    if len(signal) < n_slots:
+        raise ValueError(f"grpo: {len(signal)} groups for {n_slots} slots")
+    informative = informative_groups(signal[:n_slots])
     return Selection(tuple(range(n_slots)), int(informative.sum()), 0)
 
 
-def select_dapo(rewards: np.ndarray, n_slots: int) -> Selection:
-    """Up to `n_slots` groups with reward variance, in rollout order (fewer when the rollouts had fewer).
+def select_dapo(signal: np.ndarray, n_slots: int) -> Selection:
+    """Up to `n_slots` informative groups, in rollout order (fewer when the rollouts had fewer).
 
     The loop calls it on every group rolled out so far in the step and samples more questions while
     the selection is short (`dapo_shortfall`).
     """
-    informative = informative_groups(rewards)
+    informative = informative_groups(signal)
     kept = np.flatnonzero(informative)[:n_slots]
     return Selection(tuple(int(i) for i in kept), int(informative.sum()), 0)
 
@@ -81,13 +97,13 @@ def fill_by_duplication(groups: tuple[int, ...], n_slots: int, rng: np.random.Ge
     return tuple(groups) + tuple(int(i) for i in extra)
 
 
-def select_dupo(rewards: np.ndarray, n_slots: int, rng: np.random.Generator) -> Selection:
-    """The informative groups of the batch, then random copies of them in the slots of zero-variance groups.
+def select_dupo(signal: np.ndarray, n_slots: int, rng: np.random.Generator) -> Selection:
+    """The informative groups of the batch, then random copies of them in the slots of the others.
 
     Empty when no group of the batch has variance (the loop then skips the update).
     """
-    rewards = _grouped(rewards)[:n_slots]
-    informative = informative_groups(rewards)
+    signal = _grouped(signal)[:n_slots]
+    informative = informative_groups(signal)
     kept = tuple(int(i) for i in np.flatnonzero(informative))
     groups = fill_by_duplication(kept, n_slots, rng)
     return Selection(groups, len(kept), len(groups) - len(kept))
@@ -104,12 +120,12 @@ def dupo_prefilter(correct: np.ndarray) -> np.ndarray:
     return ~np.all(correct >= 1.0, axis=1)
 
 
-def select(mode: str, rewards: np.ndarray, n_slots: int, rng: np.random.Generator) -> Selection:
-    """The selection of `mode` (one of SELECTION_MODES) on the rewards rolled out so far."""
+def select(mode: str, signal: np.ndarray, n_slots: int, rng: np.random.Generator) -> Selection:
+    """The selection of `mode` (one of SELECTION_MODES) on the `filter_signal` of the groups rolled out so far."""
     if mode == "grpo":
-        return select_grpo(rewards, n_slots)
+        return select_grpo(signal, n_slots)
     if mode == "dapo":
-        return select_dapo(rewards, n_slots)
+        return select_dapo(signal, n_slots)
     if mode == "dupo":
-        return select_dupo(rewards, n_slots, rng)
+        return select_dupo(signal, n_slots, rng)
     raise ValueError(f"selection {mode!r} is not one of {list(SELECTION_MODES)}")

@@ -38,6 +38,37 @@ def test_leave_one_out_baselines_each_rollout_on_the_others():
         leave_one_out_advantages(jnp.zeros(3), 1)
 
 
+@pytest.mark.parametrize("fn", [group_advantages, mean_centred_advantages, leave_one_out_advantages])
+@pytest.mark.parametrize("reward", [1.2, 0.2, 0.1, 1 / 3])
+def test_a_group_of_equal_rewards_gets_exactly_zero_advantage_in_float32(fn, reward):
+    """WebExplorer's reward 1.2 for a solved episode, G = 8: the float32 mean is one rounding step off 1.2, and
+    (R - mean) / (std + 1e-6) gave every rollout A = +0.1065 (0.2, an all-wrong well-formatted group: -0.0147)."""
+    rewards = jnp.full(8, reward, jnp.float32)
+    np.testing.assert_array_equal(fn(rewards, 8), np.zeros(8))
+
+
+def test_a_group_within_flat_tol_is_flat_and_a_group_beyond_it_is_not():
+    rewards = jnp.array([1.0, 1.0 + 4e-7, 1.0, 1.0, 0.0, 1e-5, 0.0, 0.0])  # spreads 4e-7 and 1e-5
+    adv = np.asarray(group_advantages(rewards, 4))
+    np.testing.assert_array_equal(adv[:4], 0.0)
+    second = np.float32([0.0, 1e-5, 0.0, 0.0]).astype(np.float64)
+    reference = (second - second.mean()) / (second.std() + 1e-6)
+    np.testing.assert_allclose(adv[4:], reference, rtol=1e-6)
+    with pytest.raises(ValueError, match="flat_tol must be >= 0"):
+        group_advantages(rewards, 4, flat_tol=-1.0)
+
+
+def test_under_x64_the_group_statistics_are_float64():
+    rng = np.random.default_rng(0)
+    rewards = rng.uniform(size=16)
+    grouped = rewards.reshape(2, 8)
+    reference = ((grouped - grouped.mean(1, keepdims=True)) / (grouped.std(1, keepdims=True) + 1e-6)).reshape(-1)
+    with jax.enable_x64(True):
+        adv = group_advantages(jnp.asarray(rewards, jnp.float64), 8)
+        assert adv.dtype == jnp.float64
+        np.testing.assert_allclose(adv, reference, rtol=1e-12)
+
+
 def test_jits_with_static_group_size():
     adv = jax.jit(group_advantages, static_argnums=1)(jnp.array([0.0, 1.0]), 2)
     np.testing.assert_allclose(adv, [-1.0, 1.0], atol=1e-5)

@@ -21,6 +21,24 @@ def test_kl_estimators_match_hand_computed_values(estimator, per_token):
     np.testing.assert_allclose(metrics["kl"], kl)
 
 
+def test_kl_is_reduced_with_the_policy_losss_aggregation():
+    """Two sequences of 3 and 1 kept tokens, packed in one row as segments 1 and 2: token-mean weighs every token
+    alike; seq-mean-token-mean averages the two sequences' means; seq-mean-token-sum-norm their sums over L."""
+    rng = np.random.default_rng(0)
+    logp = rng.normal(size=(1, 5)).astype(np.float32) - 2.0
+    ref = rng.normal(size=(1, 5)).astype(np.float32) - 2.0
+    mask = np.array([[1, 1, 1, 1, 0]], np.float32)
+    segment_ids = np.array([[1, 1, 1, 2, 0]], np.int32)
+    d = ref[0, :4].astype(np.float64) - logp[0, :4]
+    k3 = np.exp(d) - 1 - d
+    expected = {"token-mean": k3.mean(), "seq-mean-token-mean": (k3[:3].mean() + k3[3]) / 2,
+                "seq-mean-token-sum-norm": (k3[:3].sum() + k3[3]) / 2 / 100.0}
+    for agg, value in expected.items():
+        kl, _ = kl_penalty(logp, ref, mask, agg=agg, norm=100.0 if agg.endswith("norm") else None,
+                           segment_ids=segment_ids)
+        np.testing.assert_allclose(kl, value, rtol=1e-6, err_msg=agg)
+
+
 def test_k3_gradient_flows_to_logp_only_on_kept_tokens():
     grad = jax.grad(lambda lp: kl_penalty(lp, REF, MASK)[0])(LOGP)
     # d/dlogp [exp(ref - logp) - 1 - (ref - logp)] = 1 - exp(ref - logp)

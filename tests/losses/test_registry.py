@@ -2,7 +2,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxseeker.losses import ADVANTAGES, get_advantage, get_policy_objective, group_advantages, policy_loss
+from jaxseeker.losses import (ADVANTAGES, POLICY_OBJECTIVES, get_advantage, get_policy_objective, group_advantages,
+                              gspo_loss, objective_aggregation, policy_loss)
 from jaxseeker.losses.registry import packs_exactly, takes_segment_ids
 
 USER_OBJECTIVE = '''
@@ -27,6 +28,7 @@ def best_of_group(rewards, group_size, *, bonus=1.0):
 
 def test_builtin_names_resolve():
     assert get_policy_objective("policy_loss") is policy_loss
+    assert get_policy_objective("gspo") is gspo_loss and sorted(POLICY_OBJECTIVES) == ["gspo", "policy_loss"]
     assert get_advantage("grpo") is group_advantages
     assert sorted(ADVANTAGES) == ["dr_grpo", "grpo", "rloo"]
 
@@ -47,7 +49,7 @@ def test_a_users_advantage_is_named_by_module_path(tmp_path, monkeypatch):
 
 
 def test_unknown_names_give_errors_listing_what_is_known():
-    with pytest.raises(ValueError, match="known names: policy_loss"):
+    with pytest.raises(ValueError, match="known names: gspo, policy_loss"):
         get_policy_objective("ppo")
     with pytest.raises(ValueError, match="cannot import module 'no_such_module'"):
         get_policy_objective("no_such_module:fn")
@@ -73,3 +75,14 @@ def test_objectives_exact_on_packed_rows_take_segment_ids_or_are_marked_token_le
     assert not takes_segment_ids(row_mean) and not packs_exactly(row_mean)
     assert not takes_segment_ids(token_mean) and packs_exactly(token_mean)
     assert takes_segment_ids(lambda logp, old_logp, advantages, mask, **hyperparams: (0.0, {}))
+
+
+def test_the_aggregation_of_an_objective_comes_from_its_kwargs_its_defaults_or_token_mean():
+    def reinforce(logp, old_logp, advantages, mask):
+        return 0.0, {}
+
+    assert objective_aggregation(policy_loss, {}) == ("token-mean", None)
+    assert objective_aggregation(policy_loss, {"agg": "seq-mean-token-sum-norm", "norm": 8192}) == (
+        "seq-mean-token-sum-norm", 8192)
+    assert objective_aggregation(gspo_loss, {"eps_low": 1e-3}) == ("seq-mean-token-mean", None)
+    assert objective_aggregation(reinforce, {}) == ("token-mean", None)

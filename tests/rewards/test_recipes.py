@@ -1,6 +1,6 @@
 import pytest
 
-from jaxseeker.rewards import EpisodeOutcome, get_reward_fn, length_penalty
+from jaxseeker.rewards import EpisodeOutcome, get_reward_fn, length_penalty, overlong_penalty
 
 
 def test_webdancer_and_websailor_weight_format_and_answer():
@@ -17,6 +17,18 @@ def test_webexplorer_adds_a_small_format_bonus_to_correctness():
     assert reward(EpisodeOutcome(format_ok=True, correct=True)) == pytest.approx(1.2)
     assert reward(EpisodeOutcome(format_ok=True, correct=False)) == pytest.approx(0.2)
     assert reward(EpisodeOutcome(format_ok=False, correct=True), format_weight=0.5) == pytest.approx(1.0)
+
+
+def test_dapo_overlong_penalty_is_flat_then_linear_then_the_whole_penalty():
+    """DAPO eq. 13 with L_max = 20480, L_cache = 4096: ((L_max - L_cache) - |y|) / L_cache inside the buffer."""
+    assert overlong_penalty(16384, max_tokens=20480, buffer=4096) == 0.0
+    assert overlong_penalty(17408, max_tokens=20480, buffer=4096) == pytest.approx((16384 - 17408) / 4096)
+    assert overlong_penalty(20480, max_tokens=20480, buffer=4096) == pytest.approx(-1.0)
+    assert overlong_penalty(30000, max_tokens=20480, buffer=4096, penalty=0.5) == pytest.approx(-0.5)
+    with pytest.raises(ValueError, match="need 0 < buffer < max_tokens"):
+        overlong_penalty(10, max_tokens=100, buffer=100)
+    with pytest.raises(ValueError, match="penalty must be >= 0"):
+        overlong_penalty(10, max_tokens=100, buffer=10, penalty=-1.0)
 
 
 def test_length_penalty_is_flat_then_linear_then_minus_one():

@@ -1,8 +1,11 @@
-"""`rl.pack` puts several episodes in a row: the recipe check accepts only objectives that stay exact there."""
+"""The `rl` section's checks: objectives that stay exact on packed rows, aggregation and correction keys, and what
+RL requires of the `optimizer` and `sampling` sections."""
 
 import pytest
 
-from jaxseeker.train.rl_config import RLConfig
+from jaxseeker.generation import SamplingConfig
+from jaxseeker.train.recipe import RecipeError
+from jaxseeker.train.rl_config import RLConfig, check_rl_sampling, rl_optimizer_config
 
 PACKING_OBJECTIVES = '''
 import jax.numpy as jnp
@@ -53,10 +56,49 @@ def test_objectives_that_take_segment_ids_or_are_token_level_may_pack():
     assert RLConfig(pack=True, objective="packing_objectives:reinforce").pack
 
 
-@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
-def test_the_builtin_policy_loss_packs_with_every_aggregation(agg):
-    """It reduces per segment of the batch's segment ids, so its per-sequence aggregations are exact packed."""
-    assert RLConfig(pack=True, objective_kwargs={"agg": agg}).pack
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"])
+@pytest.mark.parametrize("objective", ["policy_loss", "gspo"])
+def test_the_builtin_objectives_pack_with_every_aggregation(objective, agg):
+    """They reduce per segment of the batch's segment ids, so their per-sequence aggregations are exact packed."""
+    assert RLConfig(pack=True, objective=objective, objective_kwargs={"agg": agg, "norm": 8192}).pack
+
+
+def test_dr_grpo_aggregation_without_its_normaliser_is_refused_when_the_recipe_is_read():
+    with pytest.raises(ValueError, match="rl.objective_kwargs: agg 'seq-mean-token-sum-norm' needs `norm`"):
+        RLConfig(objective_kwargs={"agg": "seq-mean-token-sum-norm"})
+    with pytest.raises(ValueError, match="rl.objective_kwargs: unknown agg 'sum'"):
+        RLConfig(objective_kwargs={"agg": "sum"})
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("filter_metric", "format", "filter_metric 'format' is not one of \\['correct', 'reward'\\]"),
+    ("kl_reward_estimator", "k4", "kl_reward_estimator 'k4' is not one of"),
+    ("entropy_coef", -0.1, "entropy_coef must be >= 0"),
+    ("kl_reward_target", -1.0, "kl_reward_target \\(-1.0\\) and kl_reward_horizon \\(10000\\) must be > 0"),
+    ("tis_cap", 0.0, "tis_cap must be > 0 or null"),
+])
+def test_bad_correction_keys_name_the_key(key, value, message):
+    with pytest.raises(ValueError, match=message):
+        RLConfig(**{key: value})
+
+
+def test_the_schedule_counts_optimizer_updates_not_micro_batches():
+    """grad_accum mini-batches make one update: 10 steps of 4 mini-batches, 2 epochs, accumulated 2 by 2, are 40
+    updates (the lr schedule used to run out after half of them were taken as 80)."""
+    rl = RLConfig(steps=10, mini_batches=4, epochs=2)
+    assert rl_optimizer_config(rl, {"grad_accum": 2}).total_steps == 40
+    assert rl_optimizer_config(rl, None).total_steps == 80
+    assert rl_optimizer_config(rl, {"total_steps": 7}).total_steps == 7  # the recipe's own value wins
+    with pytest.raises(RecipeError, match="optimizer.grad_accum=3 must divide rl.mini_batches=4"):
+        rl_optimizer_config(rl, {"grad_accum": 3})
+
+
+@pytest.mark.parametrize("sampling", [SamplingConfig(temperature=1.0, top_p=0.9),
+                                      SamplingConfig(temperature=1.0, top_k=20)])
+def test_truncated_sampling_is_refused_since_old_log_probs_are_untruncated(sampling):
+    with pytest.raises(RecipeError, match="RL computes old log-probs under the untruncated softmax"):
+        check_rl_sampling(sampling)
+    check_rl_sampling(SamplingConfig(temperature=0.7))  # temperature alone is on-policy
 
 
 def test_segment_ids_come_from_the_batch_not_the_recipe():

@@ -16,7 +16,9 @@ from jaxseeker.agent import Episode, RolloutConfig, read_episodes
 from jaxseeker.train.interrupt import Interrupted
 from jaxseeker.train.metrics import MetricsWriter, read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
-from jaxseeker.train.rl import ROW_BUCKET, ContextStage, RLConfig, context_stages, row_length, run_rl, stage_at
+from jaxseeker.train.rl import ContextStage, RLConfig, context_stages, run_rl, stage_at
+from jaxseeker.train.rl_config import ROW_BUCKET
+from jaxseeker.train.rl_update import row_length
 from jaxseeker.train.rl_bench import TOY_ANSWER, write_toy
 from jaxseeker.train.rl_command import add_parser
 
@@ -143,6 +145,33 @@ def test_kl_penalty_measures_the_distance_from_the_starting_policy(toy_run, tmp_
     row = read_metrics(out / "metrics.jsonl")[0]
     assert row["reward"] == pytest.approx(rows[0]["reward"])  # the same policy rolled out the same episodes
     assert row["kl"] > 0, "the second pass starts from updated weights, away from the reference"
+
+
+def test_gspo_with_kl_in_the_reward_importance_weights_overlong_filter_and_accumulation(toy_run, tmp_path):
+    """The built-in GSPO objective with every correction between rollouts and update on, on a context (118 tokens)
+    that cuts about two thirds of the toy episodes (`max_context`): those train on no token, the KL coefficient
+    adapts toward its target from the KL of step 1 (0: the policy is the reference), the engine's log-probs weigh
+    the tokens by about 1, and two mini-batches make one optimizer update."""
+    paths, _, _, _ = toy_run
+    out = tmp_path / "corrections"
+    recipe = read_recipe(CONFIG, overrides(
+        paths, out, "rl.steps=2", "rl.episodes_every=1", "rl.context_stages=[{step: 0, max_context: 118, max_turns: 4}]",
+        "rl.objective=gspo", "rl.objective_kwargs={eps_low: 0.2, eps_high: 0.28}", "rl.overlong_filter=true",
+        "rl.kl_reward_coef=0.05", "rl.kl_reward_target=0.01", "rl.kl_reward_horizon=320", "rl.entropy_coef=0.01",
+        "rl.tis_cap=2.0", "optimizer.grad_accum=2"))
+    run_rl(recipe, progress=False)
+    rows = read_metrics(out / "metrics.jsonl")
+    assert rows[0]["kl_reward"] == 0.0 and rows[0]["kl_reward_coef"] == pytest.approx(0.05)
+    assert rows[1]["kl_reward_coef"] == pytest.approx(0.05 * (1 - 0.2 * 32 / 320))  # KL 0 < target: β shrinks
+    assert rows[1]["kl_reward"] != 0.0  # step 2's policy has moved from the reference
+    for step, row in enumerate(rows, 1):
+        episodes = read_episodes(out / "episodes" / f"step_{step:06d}.jsonl")
+        cut = [e.termination == "max_context" for e in episodes]
+        assert 0 < np.mean(cut) < 1 and row["overlong_filtered"] == pytest.approx(np.mean(cut))
+        trained = sum(e.num_sampled for e, c in zip(episodes, cut) if not c)
+        assert row["n_tokens"] * 2 == trained  # the cut episodes' tokens are out of both mini-batches
+        assert abs(row["tis_weight_mean"] - 1) < 1e-3 and row["tis_clip_frac"] == 0.0
+        assert np.isfinite(row["loss"]) and row["grad_norm"] > 0
 
 
 ZERO_ADVANTAGE = '''

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 
+from jaxseeker import rewards
 from jaxseeker.train import selection as sel
-from jaxseeker.train.rl_scoring import QuestionSampler
+from jaxseeker.train.rl_config import RLConfig
+from jaxseeker.train.rl_scoring import QuestionSampler, Score, episode_advantages
 
 # Six groups of four rollouts: groups 0, 3 and 5 have all-equal rewards (no advantage signal).
 REWARDS = np.array([
@@ -51,6 +53,32 @@ def test_dupo_with_no_informative_group_selects_nothing():
 def test_dupo_prefilter_drops_questions_solved_in_every_rollout():
     correct = np.array([[1, 1, 1, 1, 1, 1, 1, 1], [1, 1, 0, 1, 1, 1, 1, 1], [0] * 8, [1.0] * 7 + [0.99]])
     assert sel.dupo_prefilter(correct).tolist() == [False, True, True, True]
+
+
+def webdancer_group(n_correct: int, n_format_failures: int, size: int = 16) -> list[Score]:
+    """A group of `size` scored episodes under WebDancer's 0.1·format + 0.9·answer."""
+    outcomes = [rewards.EpisodeOutcome(format_ok=i >= n_format_failures, correct=i >= size - n_correct)
+                for i in range(size)]
+    return [Score(rewards.webdancer(o), o) for o in outcomes]
+
+
+@pytest.mark.parametrize("mode", ["dapo", "dupo"])
+def test_groups_are_kept_on_correctness_not_on_a_format_term_of_the_reward(mode):
+    """An all-wrong group of 16 with one format failure has reward variance (0.1 × 15, 0.0) but nothing right:
+    kept, its 15 wrong answers would be trained up. The papers keep a group when 0 < #correct < G."""
+    groups = [webdancer_group(0, 1), webdancer_group(5, 0), webdancer_group(16, 2)]
+    wrong = np.array([[s.reward for s in groups[0]]])
+    adv = episode_advantages(RLConfig(group_size=16), wrong)  # what training it would do, in float64
+    centred = wrong[0] - wrong[0].mean()
+    np.testing.assert_allclose(adv, centred / (wrong[0].std() + 1e-6), rtol=1e-6)
+    assert adv[1] == pytest.approx(0.258, abs=1e-3) and adv[0] == pytest.approx(-3.873, abs=1e-3)
+
+    by_correct = sel.select(mode, sel.filter_signal(groups, "correct"), 3, np.random.default_rng(0))
+    assert by_correct.n_informative == 1 and set(by_correct.groups) == {1}  # only the group with 5 of 16 right
+    by_reward = sel.select(mode, sel.filter_signal(groups, "reward"), 3, np.random.default_rng(0))
+    assert by_reward.n_informative == 3  # the option of filtering on reward variance keeps all three
+    with pytest.raises(ValueError, match="filter_metric 'format' is not one of"):
+        sel.filter_signal(groups, "format")
 
 
 def test_bad_inputs_name_the_problem():
