@@ -39,7 +39,7 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
     the defaults."""
     from jaxseeker.agent import RolloutConfig
     from jaxseeker.pipeline import pipeline_config
-    from jaxseeker.pipeline.run import rollout_config
+    from jaxseeker.pipeline.context import rollout_config
     from jaxseeker.tools import ToolsConfig
     from jaxseeker.train.recipe import read_recipe
 

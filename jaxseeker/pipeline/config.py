@@ -96,8 +96,14 @@ class ToolsStage:
 
 @dataclasses.dataclass(frozen=True)
 class PolicyStage:
-    """The small Qwen3-architecture policy trained from scratch, its tokenizer and SFT."""
+    """The policy and its SFT: a pretrained model (`init`: a registered name such as `smollm2-135m-instruct`, a GGUF
+    file or an HF directory; its tokenizer and chat template come with it), or, with `init` empty, a small
+    Qwen3-architecture model trained from scratch with its own tokenizer (the shape keys below)."""
 
+    init: str = ""
+    # LoRA adapters for every fine-tune of the policy (`model.lora` of the SFT recipes: rank, alpha, targets);
+    # empty or rank 0: full fine-tuning
+    lora: tuple[tuple[str, Any], ...] = ()
     vocab_size: int = 4096
     hidden_size: int = 256
     num_layers: int = 4
@@ -126,6 +132,11 @@ class PolicyStage:
     extend_seq_len: int = 0  # the extension's rows (as many tokens a step as the SFT's); 0: eval.max_context
 
     def __post_init__(self):
+        if isinstance(self.lora, dict):
+            object.__setattr__(self, "lora", tuple(sorted(self.lora.items())))
+        if self.init and (self.copy_warmup_steps or self.copy_replay):
+            raise ValueError("policy.copy_warmup_steps and policy.copy_replay train a from-scratch policy's copying "
+                             f"heads; policy.init ({self.init!r}) is pretrained: set them to 0")
         for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
                      "intermediate_size", "seq_len", "batch_size", "steps"):
             if getattr(self, name) < 1:
@@ -165,6 +176,7 @@ class EvalStage:
     # also evaluate both policies on this many questions (the QA recipes, other seeds) drawn apart from every split
     # and from the RL pool (`qa_fresh`, `eval_sft_fresh`, `eval_rl_fresh`); the report pools them with the test
     fresh_questions: int = 0
+    zero_shot: bool = True  # with policy.init: also evaluate the pretrained policy before SFT (`eval_base`)
 
     def __post_init__(self):
         if self.prompt not in PROMPT_STYLES:
@@ -186,8 +198,8 @@ class EvalStage:
         return {k: v for k, v in self.rollouts().items() if k not in ("k", "slots", "temperature", "top_p")}
 
     def rollouts(self) -> dict[str, Any]:
-        """What an eval's rollouts depend on: the section less `fresh_questions` (which questions are asked)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "fresh_questions"}
+        """What an eval's rollouts depend on: the section less which questions are asked and which policies."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("fresh_questions", "zero_shot")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,11 +289,11 @@ class PipelineConfig:
 
     def stages(self) -> tuple[str, ...]:
         """The stages this config runs, in order (each one's directory under the run)."""
-        fresh = bool(self.eval.fresh_questions)
-        return (("qa",) + ("qa_fresh",) * fresh + ("expert", "tokenizer")
-                + ("warmup",) * bool(self.policy.copy_warmup_steps) + ("sft",)
-                + ("extend",) * bool(self.policy.extend_steps) + ("eval_sft",) + ("eval_sft_fresh",) * fresh
-                + self.rl.stages() + ("eval_rl",) + ("eval_rl_fresh",) * fresh)
+        p = self.policy
+        start = ("eval_base",) * self.eval.zero_shot if p.init else ("tokenizer",) + ("warmup",) * bool(
+            p.copy_warmup_steps)
+        return (("qa",) + ("qa_fresh",) * bool(self.eval.fresh_questions) + ("expert",) + start
+                + ("sft",) + ("extend",) * bool(p.extend_steps) + ("eval_sft",) + self.rl.stages() + ("eval_rl",))
 
 
 STAGES = {"world": WorldStage, "qa": QAStage, "expert": ExpertStage, "tools": ToolsStage, "policy": PolicyStage,
@@ -306,13 +318,18 @@ QUICK = {
 }
 
 
+# `--quick` with a pretrained policy: its own shape and tokenizer, a few short SFT steps.
+QUICK_PRETRAINED_POLICY = {"steps": 4, "seq_len": 2048, "batch_size": 1, "lr": 1.0e-4}
+
+
 def pipeline_config(recipe: dict[str, Any], *, quick: bool = False) -> PipelineConfig:
     """A PipelineConfig from a recipe mapping (unknown sections and keys are errors naming them)."""
     check_sections(recipe, ("name", *STAGES), "pipeline recipe")
     sections = {}
+    pretrained = bool((recipe.get("policy") or {}).get("init"))
     for name, cls in STAGES.items():
         values = dict(recipe.get(name) or {})
         if quick:
-            values.update(QUICK[name])
+            values.update(QUICK_PRETRAINED_POLICY if name == "policy" and pretrained else QUICK[name])
         sections[name] = build(cls, values, name)
     return PipelineConfig(name=recipe.get("name", "demo") + ("-quick" if quick else ""), **sections)

@@ -61,27 +61,31 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
                          + f"; final loss {_loss(report[stage].get('final_loss'))}, "
                            f"eval loss {_loss(report[stage].get('eval_loss'))}.")
     lines.append("")
-    rows = [(name, report[key]) for name, key in (("after SFT", "eval_sft"), ("after RL", "eval_rl"),
-                                                  ("after SFT, fresh", "eval_sft_fresh"),
-                                                  ("after RL, fresh", "eval_rl_fresh")) if key in report]
+    rows = [(name, report[key]) for name, key in (("zero-shot", "eval_base"), ("after SFT", "eval_sft"),
+                                                  ("after RL", "eval_rl")) if key in report]
     if rows:
         levels = sorted({lvl for _, r in rows for lvl in r.get("by_level", {})})
-        lines.append("| policy | pass@1 | pass@k | invalid | " + " | ".join(f"L{lvl} pass@1" for lvl in levels) + " |")
-        lines.append("|---" * (4 + len(levels)) + "|")
-        for name, r in rows:
-            per = [_pct(r.get("by_level", {}).get(lvl, {}).get("pass_at_1")) for lvl in levels]
-            lines.append(f"| {name} | {_pct(r.get('pass_at_1'))} | {_pct(r.get('pass_at_k'))} | {_pct(r.get('invalid_rate'))} | "
-                         + " | ".join(per) + " |")
+        sets = [name for name in ("test", "fresh") if any(name in r.get("by_set", {}) for _, r in rows)]
+        lines.append(f"Held-out questions: {rows[0][1].get('questions')}"
+                     + (f" ({', '.join(sets)})" if len(sets) > 1 else "") + ".")
         lines.append("")
-    changes = [(report[key], what) for key, what in (("rl_change", "test questions"),
-                                                      ("rl_change_fresh", "fresh held-out questions"),
-                                                      ("rl_change_held_out", "held-out questions, both sets"))
-               if report.get(key)]
-    for change, what in changes:
-        lines += [f"RL changed {change['gained'] + change['lost']} of {change['questions']} {what}: "
-                  f"{change['gained']} gained, {change['lost']} lost (pass@1 {100 * change['delta_pass_at_1']:+.1f} "
-                  f"points, 95% CI {100 * change['ci95'][0]:+.1f} to {100 * change['ci95'][1]:+.1f}; sign test "
-                  f"p = {change['p_value']:.2g}, permutation p = {change['p_permutation']:.2g}).", ""]
+        lines.append("| policy | pass@1 | pass@k | invalid | " + " | ".join(f"{name} pass@1" for name in sets)
+                     + (" | " if sets else "") + " | ".join(f"L{lvl} pass@1" for lvl in levels) + " |")
+        lines.append("|---" * (4 + len(sets) + len(levels)) + "|")
+        for name, r in rows:
+            cells = [_pct(r.get("pass_at_1")), _pct(r.get("pass_at_k")), _pct(r.get("invalid_rate"))]
+            cells += [_pct(r.get("by_set", {}).get(s, {}).get("pass_at_1")) for s in sets]
+            cells += [_pct(r.get("by_level", {}).get(lvl, {}).get("pass_at_1")) for lvl in levels]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    for key, what in (("sft_change", "SFT (against the zero-shot policy)"), ("rl_change", "RL (against the SFT policy)")):
+        change = report.get(key)
+        if change:
+            lines += [f"{what} changed {change['gained'] + change['lost']} of {change['questions']} held-out "
+                      f"questions: {change['gained']} gained, {change['lost']} lost (pass@1 "
+                      f"{100 * change['delta_pass_at_1']:+.1f} points, 95% CI {100 * change['ci95'][0]:+.1f} to "
+                      f"{100 * change['ci95'][1]:+.1f}; sign test p = {change['p_value']:.2g}, permutation p = "
+                      f"{change['p_permutation']:.2g}).", ""]
     lines.append("| stage | wall s |")
     lines.append("|---|---|")
     for stage, s in report.get("stage_wall_s", {}).items():

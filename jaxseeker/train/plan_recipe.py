@@ -172,10 +172,13 @@ def pipeline_stages(recipe: Mapping[str, Any]) -> tuple[model.ModelConfig, list[
     try:
         cfg = pipeline_config(dict(recipe))
         p, r = cfg.policy, cfg.rl
-        policy = model.ModelConfig(
-            model_type="qwen3", vocab_size=p.vocab_size, hidden_size=p.hidden_size, num_layers=p.num_layers,
-            num_heads=p.num_heads, num_kv_heads=p.num_kv_heads, head_dim=p.head_dim,
-            intermediate_size=p.intermediate_size, max_position_embeddings=4096)
+        if p.init:  # a pretrained policy: its config, read without loading (or importing) the weights
+            policy = model_config({"hf_path": p.init}, [])
+        else:
+            policy = model.ModelConfig(
+                model_type="qwen3", vocab_size=p.vocab_size, hidden_size=p.hidden_size, num_layers=p.num_layers,
+                num_heads=p.num_heads, num_kv_heads=p.num_kv_heads, head_dim=p.head_dim,
+                intermediate_size=p.intermediate_size, max_position_embeddings=4096)
     except (ValueError, model.ConfigError) as e:
         raise RecipeError(f"pipeline recipe: {e}") from None
     episodes, context = r.questions_per_step * r.group_size, cfg.eval.max_context

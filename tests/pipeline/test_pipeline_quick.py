@@ -20,7 +20,7 @@ from jaxseeker.world import build_world
 def before_rl(tmp_path_factory):
     """A quick run stopped before RL (`until`), and its report so far: both tests go on from copies of it."""
     root = tmp_path_factory.mktemp("before_rl")
-    return root, run_pipeline(pipeline_config({"name": "t"}, quick=True), root, progress=False, until="eval_sft_fresh")
+    return root, run_pipeline(pipeline_config({"name": "t"}, quick=True), root, progress=False, until="eval_sft")
 
 
 def go_on_from(before_rl, tmp_path):
@@ -32,15 +32,15 @@ def go_on_from(before_rl, tmp_path):
 
 def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     cfg = pipeline_config({"name": "t"}, quick=True)
-    assert cfg.stages() == ("qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft",
-                            "eval_sft_fresh", "rl", "eval_rl", "eval_rl_fresh")
+    assert cfg.stages() == ("qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft", "rl",
+                            "eval_rl")
     with pytest.raises(ValueError, match="until: 'rl_round2' is not a stage of this config; one of"):
         run_pipeline(cfg, tmp_path, until="rl_round2")
     upstream, report_so_far = before_rl
     assert "eval_sft" in report_so_far and "rl" not in report_so_far and not (upstream / "rl").exists()
     assert "| after SFT |" in (upstream / "report.md").read_text() and "plots/sft_loss.png" in report_so_far["plots"]
     report = run_pipeline(cfg, go_on_from(before_rl, tmp_path), progress=False)  # goes on from there
-    assert {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft", "eval_sft_fresh"} == set(
+    assert {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft"} == set(
         report["reused_stages"])
     assert report["qa"]["test"] == cfg.qa.n_test and report["qa"]["train"] > 0
     assert report["expert"]["trajectories"] > 0.5 * report["qa"]["train"]
@@ -79,9 +79,12 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     extended = json.loads(next((tmp_path / "extend" / "checkpoints").glob("*/config/metadata")).read_text())
     assert extended["model"]["hf_path"] == str(upstream / "sft" / "hf") and extended["data"]["batch_size"] == 1
     assert rl_recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf")  # RL (and the evals) start from it
-    assert 0.0 <= report["eval_sft"]["pass_at_1"] <= 1.0
+    held_out_n = cfg.qa.n_test + cfg.eval.fresh_questions  # every eval asks the test split and the fresh set
+    assert report["eval_sft"]["questions"] == held_out_n
+    assert {name: s["questions"] for name, s in report["eval_sft"]["by_set"].items()} == {
+        "test": cfg.qa.n_test, "fresh": cfg.eval.fresh_questions}
     change = report["rl_change"]  # RL's effect question by question, with a sign test
-    assert change["questions"] == cfg.qa.n_test == sum(lvl["questions"] for lvl in change["by_level"].values())
+    assert change["questions"] == held_out_n == sum(lvl["questions"] for lvl in change["by_level"].values())
     assert change["delta_pass_at_1"] == pytest.approx(report["eval_rl"]["pass_at_1"] - report["eval_sft"]["pass_at_1"])
     assert 0.0 < change["p_value"] <= 1.0 and 0.0 < change["p_permutation"] <= 1.0
     assert change["ci95"][0] <= change["delta_pass_at_1"] <= change["ci95"][1]
@@ -90,15 +93,8 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     markdown = (tmp_path / "report.md").read_text()
     assert markdown.startswith("# jaxseeker pipeline") and f"{change['gained']} gained, {change['lost']} lost" in markdown
     assert f"95% CI {100 * change['ci95'][0]:+.1f} to {100 * change['ci95'][1]:+.1f}" in markdown
-    fresh_change, both = report["rl_change_fresh"], report["rl_change_held_out"]  # the second held-out set, pooled
-    assert fresh_change["questions"] == 4 and both["questions"] == cfg.qa.n_test + 4
-    assert fresh_change["delta_pass_at_1"] == pytest.approx(
-        report["eval_rl_fresh"]["pass_at_1"] - report["eval_sft_fresh"]["pass_at_1"])
-    assert both["delta_pass_at_1"] == pytest.approx(
-        (cfg.qa.n_test * change["delta_pass_at_1"] + 4 * fresh_change["delta_pass_at_1"]) / (cfg.qa.n_test + 4))
-    assert f"of 4 fresh held-out questions: {fresh_change['gained']} gained" in markdown
-    assert f"of {cfg.qa.n_test + 4} held-out questions, both sets: {both['gained']} gained" in markdown
-    assert "| after RL, fresh |" in markdown
+    assert f"RL (against the SFT policy) changed {change['gained'] + change['lost']} of {held_out_n} held-out" in markdown
+    assert "| policy | pass@1 | pass@k | invalid | test pass@1 | fresh pass@1 |" in markdown
     assert set(report["plots"]) == {"plots/sft_loss.png", "plots/extend_loss.png", "plots/rl_curves.png",
                                     "plots/tool_calls_sft.png", "plots/tool_calls_rl.png"}
     for png in report["plots"]:
@@ -112,7 +108,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     resampled = run_pipeline(sampled, tmp_path, progress=False, until="rl")
     assert set(resampled["reused_stages"]) == {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "rl"}
     rounds = [json.loads(line)["round"] for line in (tmp_path / "eval_sft" / "results.jsonl").read_text().splitlines()]
-    assert sorted(rounds) == sorted([0, 1] * cfg.qa.n_test)  # k sampled rounds of every test question
+    assert sorted(rounds) == sorted([0, 1] * held_out_n)  # k sampled rounds of every held-out question
     rloo = dataclasses.replace(cfg, rl=dataclasses.replace(cfg.rl, advantage="rloo"))  # another advantage: RL anew
     assert "rl" not in run_pipeline(rloo, tmp_path, progress=False, until="rl")["reused_stages"]
     rl_recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())

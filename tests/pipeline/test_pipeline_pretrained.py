@@ -1,0 +1,80 @@
+"""The pipeline from a pretrained policy (`policy.init`): no tokenizer stage, a zero-shot eval, SFT from its weights."""
+
+import json
+
+import jax
+import pytest
+
+from jaxseeker import model
+from jaxseeker.data import train_tokenizer
+from jaxseeker.pipeline import pipeline_config, run_pipeline
+from jaxseeker.world import build_world
+
+WORLD = {"source": "synthetic", "size": 600}
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    """A tiny Llama-shaped 'pretrained' model directory with its own tokenizer and chat template."""
+    out = tmp_path_factory.mktemp("init")
+    world = build_world("synthetic", size=600, seed=0)
+    tok = train_tokenizer([f"{p.title}\n{p.text}" for p in world.corpus.pages], 700, out)
+    cfg = model.ModelConfig.tiny("llama", vocab_size=len(tok), max_position_embeddings=4096)
+    model.save_hf(model.init_params(cfg, jax.random.key(0)), cfg, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def run(pretrained, tmp_path_factory):
+    """The whole pipeline from that model, with one short step of policy-gradient RL."""
+    recipe = {"name": "p", "world": WORLD, "qa": {"recipes": {"e2hqa": 60}, "n_test": 4, "n_rl": 4},
+              "expert": {"tries": 1}, "policy": {"init": str(pretrained), "steps": 2, "seq_len": 1024, "batch_size": 1},
+              "eval": {"slots": 4, "max_context": 1024, "max_tool_calls": 3, "max_tokens_per_turn": 32,
+                       "fresh_questions": 2},
+              "rl": {"steps": 1, "group_size": 2, "questions_per_step": 2}}
+    cfg = pipeline_config(recipe)
+    root = tmp_path_factory.mktemp("run")
+    return cfg, root, run_pipeline(cfg, root, progress=False)
+
+
+def test_a_pretrained_policy_brings_its_tokenizer_and_is_measured_before_sft(pretrained, run):
+    cfg, root, _ = run
+    assert cfg.stages() == ("qa", "qa_fresh", "expert", "eval_base", "sft", "eval_sft", "rl", "eval_rl")
+    assert not (root / "tokenizer").exists()
+    recipe = json.loads(next((root / "sft" / "checkpoints").glob("*/config/metadata")).read_text())
+    assert recipe["model"] == {"hf_path": str(pretrained), "attention_impl": "blocked"}
+    assert recipe["train"]["tokenizer"] == str(pretrained)
+    base = [json.loads(line) for line in (root / "eval_base" / "results.jsonl").open()]
+    assert sorted(r["question_id"] for r in base) == sorted(
+        [json.loads(line)["id"] for line in (root / "qa" / "test.jsonl").open()]
+        + [json.loads(line)["id"] for line in (root / "qa_fresh" / "test.jsonl").open()])
+    done = json.loads((root / "eval_base" / "done.json").read_text())["metrics"]
+    assert done["questions"] == cfg.qa.n_test + cfg.eval.fresh_questions == 6
+    sft = json.loads((root / "eval_sft" / "done.json").read_text())["metrics"]
+    assert {name: s["questions"] for name, s in sft["by_set"].items()} == {"test": 4, "fresh": 2}
+
+
+def test_the_expert_counts_context_with_the_policys_own_tokenizer(pretrained, run):
+    cfg, root, _ = run
+    from jaxseeker.data import load_tokenizer
+    from jaxseeker.data.chat import tokenize_chat
+
+    tok = load_tokenizer(pretrained)
+    lengths = [len(tokenize_chat(json.loads(line)["messages"], tok)[0]) for line in
+               (root / "expert" / "trajectories.jsonl").open()]
+    assert lengths and max(lengths) <= cfg.eval.max_context  # the eval's own limit, in the policy's tokens
+
+
+def test_the_report_sets_sft_against_the_zero_shot_policy(run):
+    cfg, root, report = run
+    change = report["sft_change"]
+    assert change["questions"] == 6
+    assert change["delta_pass_at_1"] == pytest.approx(report["eval_sft"]["pass_at_1"] - report["eval_base"]["pass_at_1"])
+    md = (root / "report.md").read_text()
+    assert "| zero-shot |" in md and "| after SFT |" in md
+    assert "SFT (against the zero-shot policy) changed" in md
+
+
+def test_a_warm_up_makes_no_sense_for_a_pretrained_policy():
+    with pytest.raises(Exception, match="policy.copy_warmup_steps and policy.copy_replay train a from-scratch"):
+        pipeline_config({"policy": {"init": "smollm2-135m-instruct", "copy_warmup_steps": 10}})
