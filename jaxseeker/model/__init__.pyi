@@ -4,10 +4,12 @@ from .cache import KVCache, init_cache, reset_rows
 from .config import ConfigError, ModelConfig, from_hf_dict, load_config, to_hf_dict
 from .forward import forward, hidden_states, segment_positions, unembed
 from .hf_io import load_hf, save_hf
+from .lora import LoraConfig, attach_lora, init_lora, lora_axes, lora_shapes, merge_lora
 from .params import abstract_params, count_params, init_params, param_axes, param_shapes
 
 __all__ = [
-    "ConfigError", "KVCache", "ModelConfig", "abstract_params", "count_params", "forward", "from_hf_dict",
-    "hidden_states", "init_cache", "init_params", "load_config", "load_hf", "param_axes", "param_shapes",
-    "reset_rows", "save_hf", "segment_positions", "to_hf_dict", "unembed",
+    "ConfigError", "KVCache", "LoraConfig", "ModelConfig", "abstract_params", "attach_lora", "count_params", "forward",
+    "from_hf_dict", "hidden_states", "init_cache", "init_lora", "init_params", "load_config", "load_hf", "lora_axes",
+    "lora_shapes", "merge_lora", "param_axes", "param_shapes", "reset_rows", "save_hf", "segment_positions",
+    "to_hf_dict", "unembed",
 ]
