@@ -26,8 +26,8 @@ def _sft(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from jaxseeker.train.export import export_hf
 
-    out = export_hf(args.checkpoint, args.out, step=args.step, dtype=args.dtype)
-    print(f"wrote {out}")
+    out = export_hf(args.checkpoint, args.out, step=args.step, dtype=args.dtype, peft_dir=args.peft_adapter)
+    print(f"wrote {out}" + (f" and the PEFT adapter {args.peft_adapter}" if args.peft_adapter else ""))
     return 0
 
 
@@ -54,6 +54,8 @@ def add_parser(subparsers) -> None:
     export.add_argument("--out", required=True)
     export.add_argument("--step", type=at_least(0), default=None, help="default: the latest")
     export.add_argument("--dtype", choices=("float32", "bfloat16"), default=None)
+    export.add_argument("--peft-adapter", metavar="DIR", default=None,
+                        help="a LoRA run: also write its adapters to DIR as a PEFT adapter of the base model")
     export.set_defaults(func=_export)
     average = subparsers.add_parser("average", help="the weight mean of HF checkpoints fine-tuned from one start "
                                                     "(a model soup)")
