@@ -18,13 +18,14 @@ import yaml
 from jaxseeker import model
 from jaxseeker.data import place_on_mesh, train_tokenizer
 from jaxseeker.errors import InputError
-from jaxseeker.train.export import export_hf, restore_run
+from jaxseeker.train.export import export_hf, restore_adapters, restore_run
 from jaxseeker.train.interrupt import Interrupted
 from jaxseeker.train.metrics import MetricsWriter, read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.train.sft import prepare, run_sft
 
 STEPS = 16
+LORA = model.LoraConfig(rank=8, alpha=16)  # the recipe's model.lora
 
 
 def _trajectory(i: int) -> dict:
@@ -67,7 +68,7 @@ def test_only_the_adapters_train(workspace, tmp_path):
     root, path = workspace
     run = prepare(read_recipe(path, [f"train.out_dir={tmp_path / 'run'}", "optimizer.warmup_steps=0"]))
     cfg, base = run.cfg, jax.tree.map(np.asarray, model.load_hf(root / "base")[1])
-    adapters = model.lora_shapes(cfg, model.LoraConfig(rank=8, alpha=16))
+    adapters = model.lora_shapes(cfg, LORA)
     assert jax.tree.map(jnp.shape, run.state.params) == jax.tree.map(tuple, adapters,
                                                                      is_leaf=lambda x: isinstance(x, tuple))
     n_adapter = sum(x.size for x in jax.tree.leaves(run.state.params))
@@ -103,12 +104,10 @@ def test_lora_sft_lowers_the_loss_and_exports_the_merged_model(workspace, tmp_pa
     base_hf = transformers.AutoModelForCausalLM.from_pretrained(root / "base", attn_implementation="eager")
     with_adapter = peft.PeftModel.from_pretrained(base_hf, tmp_path / "peft").eval()  # the same adapters, unmerged
     _, cfg, merged = restore_run(out)
-    base_cfg, base = model.load_hf(root / "base")
-    from jaxseeker.train.checkpoint import restore_params
-
-    adapters = restore_params(out / "checkpoints", model.init_lora(cfg, model.LoraConfig(8, 16), jax.random.PRNGKey(0)))
+    _, base = model.load_hf(root / "base")
+    adapters = restore_adapters(out, cfg, LORA)
     ids = np.random.default_rng(0).integers(0, cfg.vocab_size, (2, 24))
-    adapted = np.asarray(model.forward(model.attach_lora(base, adapters, model.LoraConfig(8, 16)), jnp.asarray(ids), cfg))
+    adapted = np.asarray(model.forward(model.attach_lora(base, adapters, LORA), jnp.asarray(ids), cfg))  # as trained
     with torch.no_grad():
         theirs = hf(input_ids=torch.tensor(ids)).logits.numpy()
         theirs_peft = with_adapter(input_ids=torch.tensor(ids)).logits.numpy()
