@@ -1,4 +1,5 @@
-"""The pieces of a decoder layer as pure functions: RMSNorm, attention, dense MLP, sparse MoE."""
+"""The pieces of a decoder layer as pure functions: RMSNorm, attention, dense MLP, sparse MoE (each matmul with an
+optional LoRA term, `add_lora`)."""
 
 from __future__ import annotations
 
@@ -110,14 +111,26 @@ def splash_attention(q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, segment_ids
     return out.transpose(0, 2, 1, 3)
 
 
+def add_lora(out: jnp.ndarray, p: dict, name: str, x: jnp.ndarray, to_rank: str, from_rank: str) -> jnp.ndarray:
+    """`out` (x·W for the weight `name` of one layer's params `p`) plus the low-rank term (x·A)·B when `p` carries
+    LoRA adapters for that weight (`model.attach_lora`, which stores B scaled by alpha / rank); `out` itself
+    otherwise. `to_rank`, `from_rank`: the einsums x·A → `[…, lora_rank]` and (x·A)·B → `out`'s shape."""
+    adapter = p.get("lora", {}).get(name)
+    if adapter is None:
+        return out
+    low = jnp.einsum(to_rank, x, adapter["a"].astype(x.dtype))  # [batch, seq, (experts,) lora_rank]
+    return out + jnp.einsum(from_rank, low, adapter["b"].astype(x.dtype))
+
+
 def project_qkv(
     p: dict, h: jnp.ndarray, cos: jnp.ndarray, sin: jnp.ndarray, cfg: ModelConfig
 ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """Queries, keys, values of normed input `[batch, seq, embed]`, with bias, q/k norm and RoPE applied."""
     dt = h.dtype
-    q = jnp.einsum("bse,ehd->bshd", h, p["q"].astype(dt))  # [batch, seq, heads, head_dim]
-    k = jnp.einsum("bse,ehd->bshd", h, p["k"].astype(dt))  # [batch, seq, kv_heads, head_dim]
-    v = jnp.einsum("bse,ehd->bshd", h, p["v"].astype(dt))
+    q, k, v = (
+        add_lora(jnp.einsum("bse,ehd->bshd", h, p[name].astype(dt)), p, name, h, "bse,er->bsr", "bsr,rhd->bshd")
+        for name in ("q", "k", "v")
+    )  # q [batch, seq, heads, head_dim], k, v [batch, seq, kv_heads, head_dim]
     if cfg.qkv_bias:
         q, k, v = q + p["q_bias"].astype(dt), k + p["k_bias"].astype(dt), v + p["v_bias"].astype(dt)
     if cfg.qk_norm:
@@ -128,17 +141,19 @@ def project_qkv(
 def output_projection(p: dict, attn: jnp.ndarray, cfg: ModelConfig) -> jnp.ndarray:
     """`[batch, seq, heads, head_dim]` → `[batch, seq, embed]`."""
     out = jnp.einsum("bshd,hde->bse", attn, p["o"].astype(attn.dtype))
+    out = add_lora(out, p, "o", attn, "bshd,hdr->bsr", "bsr,re->bse")
     return out + p["o_bias"].astype(out.dtype) if cfg.o_bias else out
 
 
 def dense_mlp(p: dict, h: jnp.ndarray, cfg: ModelConfig) -> jnp.ndarray:
     """SwiGLU MLP: down(silu(gate(h)) * up(h)) on `[batch, seq, embed]`."""
     dt = h.dtype
-    gate = h @ p["gate"].astype(dt)  # [batch, seq, mlp]
-    up = h @ p["up"].astype(dt)
+    gate = add_lora(h @ p["gate"].astype(dt), p, "gate", h, "bse,er->bsr", "bsr,rm->bsm")  # [batch, seq, mlp]
+    up = add_lora(h @ p["up"].astype(dt), p, "up", h, "bse,er->bsr", "bsr,rm->bsm")
     if cfg.mlp_bias:
         gate, up = gate + p["gate_bias"].astype(dt), up + p["up_bias"].astype(dt)
-    out = (jax.nn.silu(gate) * up) @ p["down"].astype(dt)
+    act = jax.nn.silu(gate) * up  # [batch, seq, mlp]
+    out = add_lora(act @ p["down"].astype(dt), p, "down", act, "bsm,mr->bsr", "bsr,re->bse")
     return out + p["down_bias"].astype(dt) if cfg.mlp_bias else out
 
 
@@ -162,7 +177,10 @@ def moe_mlp(p: dict, h: jnp.ndarray, cfg: ModelConfig) -> jnp.ndarray:
     """
     dt = h.dtype
     weights = route(p, h, cfg)  # [batch, seq, experts]
-    gate = jnp.einsum("bse,xem->bsxm", h, p["gate"].astype(dt))  # [batch, seq, experts, mlp]
-    up = jnp.einsum("bse,xem->bsxm", h, p["up"].astype(dt))
+    gate, up = (
+        add_lora(jnp.einsum("bse,xem->bsxm", h, p[name].astype(dt)), p, name, h, "bse,xer->bsxr", "bsxr,xrm->bsxm")
+        for name in ("gate", "up")
+    )  # [batch, seq, experts, mlp]
     act = jax.nn.silu(gate) * up * weights[..., None]
-    return jnp.einsum("bsxm,xme->bse", act, p["down"].astype(dt))
+    out = jnp.einsum("bsxm,xme->bse", act, p["down"].astype(dt))
+    return add_lora(out, p, "down", act, "bsxm,xmr->bsxr", "bsxr,xre->bse")

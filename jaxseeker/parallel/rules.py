@@ -1,7 +1,7 @@
 """One table from logical axis names to mesh axes, and the shardings it gives.
 
 Model code names the axes of every array in words (`vocab`, `embed`, `heads`, `kv_heads`,
-`head_dim`, `mlp`, `experts`, `layers`, `batch`, `seq`) and never a device; this module alone turns
+`head_dim`, `mlp`, `experts`, `layers`, `lora_rank`, `batch`, `seq`) and never a device; this module alone turns
 those names into `PartitionSpec`s for a mesh with axes (data, fsdp, tensor, expert).
 
 Resolution of one array's axes, dimension by dimension:
@@ -38,6 +38,7 @@ DEFAULT_RULES: Rules = {
     "experts": ("expert",),
     "head_dim": (),
     "layers": (),
+    "lora_rank": (),  # LoRA adapters' low-rank axis (`model.lora_axes`): a few dozen at most, kept whole
 }
 
 

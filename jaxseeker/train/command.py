@@ -26,8 +26,8 @@ def _sft(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from jaxseeker.train.export import export_hf
 
-    out = export_hf(args.checkpoint, args.out, step=args.step, dtype=args.dtype)
-    print(f"wrote {out}")
+    out = export_hf(args.checkpoint, args.out, step=args.step, dtype=args.dtype, peft_dir=args.peft_adapter)
+    print(f"wrote {out}" + (f" and the PEFT adapter {args.peft_adapter}" if args.peft_adapter else ""))
     return 0
 
 
@@ -54,6 +54,8 @@ def add_parser(subparsers) -> None:
     export.add_argument("--out", required=True)
     export.add_argument("--step", type=at_least(0), default=None, help="default: the latest")
     export.add_argument("--dtype", choices=("float32", "bfloat16"), default=None)
+    export.add_argument("--peft-adapter", metavar="DIR", default=None,
+                        help="a LoRA run: also write its adapters to DIR as a PEFT adapter of the base model")
     export.set_defaults(func=_export)
     average = subparsers.add_parser("average", help="the weight mean of HF checkpoints fine-tuned from one start "
                                                     "(a model soup)")
@@ -69,18 +71,22 @@ def _bench(args: argparse.Namespace) -> int:
         if args.trajectories < 2 * per_step:
             raise SystemExit(f"jaxseeker bench sft: --trajectories ({args.trajectories}) must be at least twice "
                              f"{flag} ({per_step}): the first step is a warm-up, the others are timed")
-    from jaxseeker.train.bench import TooFewSteps, run_bench
+    from jaxseeker.train.bench import SHAPES, TooFewSteps, run_bench
 
+    if args.shape not in SHAPES:
+        raise SystemExit(f"jaxseeker bench sft: --shape {args.shape!r} is not one of {sorted(SHAPES)}")
     try:
         run_bench(n_trajectories=args.trajectories, seq_len=args.seq_len, rows=args.rows, hf_batch=args.hf_batch,
-                  attention=args.attention, num_bins=args.bins, chunk_size=args.loss_chunk, ynn=args.ynn)
+                  attention=args.attention, num_bins=args.bins, chunk_size=args.loss_chunk, ynn=args.ynn,
+                  shape=args.shape, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha)
     except TooFewSteps as err:  # found once the trajectories are packed, before anything compiles
         raise SystemExit(f"jaxseeker bench sft: {err}") from err
     return 0
 
 
 def add_bench_parser(bench_subparsers) -> None:
-    """Add `bench sft`: useful tokens/s of jaxseeker vs transformers + PyTorch on the same trajectories."""
+    """Add `bench sft`: useful tokens/s of jaxseeker vs transformers + PyTorch on the same trajectories, full and
+    LoRA fine-tuning."""
     from jaxseeker.model.config import ATTENTION_IMPLS
 
     p = bench_subparsers.add_parser("sft", help="SFT throughput vs HF transformers + PyTorch (same run)")
@@ -94,4 +100,10 @@ def add_bench_parser(bench_subparsers) -> None:
                    help="positions per row whose logits are built at once")
     p.add_argument("--ynn", action=argparse.BooleanOptionalAction, default=True,
                    help="compile the step with XLA:CPU's YNNPACK dot fusion (dropped with a note if unsupported)")
+    p.add_argument("--shape", default="qwen2-40m",
+                   help="model shape, random weights: qwen2-40m (default) or smollm2-135m (SmolLM2-135M's Llama)")
+    p.add_argument("--lora-rank", type=at_least(0), default=16,
+                   help="rank of the LoRA rows' adapters (jaxseeker, and PEFT when installed); 0: full fine-tuning only")
+    p.add_argument("--lora-alpha", type=at_least(0.0, float, above=True), default=32.0,
+                   help="LoRA alpha (the update is scaled by alpha / rank)")
     p.set_defaults(func=_bench)

@@ -17,6 +17,7 @@ from typing import Any
 
 from jaxseeker import model
 from jaxseeker.parallel import MESH_AXES, MeshConfig, Rules, make_rules
+from jaxseeker.train.lora import lora_from_recipe
 from jaxseeker.train.optimizer import OptimizerConfig
 from jaxseeker.train.plan import StageShape
 from jaxseeker.train.recipe import RecipeError, build, check_kwargs, check_sections
@@ -55,11 +56,16 @@ def model_config(section: Mapping[str, Any] | None, notes: list[str]) -> model.M
     """The ModelConfig of a `model` section without loading weights: `hf_path`'s config.json with the other keys
     as overrides, or (no checkpoint here) the keys alone, which must then give the shape."""
     section = dict(section or {})
+    lora = lora_from_recipe(section)
+    if lora is not None:
+        notes.append(f"model.lora: rank-{lora.rank} adapters train, not the weights; the memory planned is full "
+                     "fine-tuning's, an upper bound")
+    section.pop("lora", None)
     hf_path = section.pop("hf_path", None)
     known = [f.name for f in dataclasses.fields(model.ModelConfig)]
     unknown = sorted(set(section) - set(known))
     if unknown:
-        raise RecipeError(f"model: unknown keys {unknown}; known keys: ['hf_path'] + {known}")
+        raise RecipeError(f"model: unknown keys {unknown}; known keys: ['hf_path', 'lora'] + {known}")
     try:
         gguf_file = model.gguf_source(hf_path) if hf_path else None  # a registered name's or a .gguf file
         if gguf_file is not None:

@@ -58,6 +58,7 @@ from jaxseeker.train import selection as sel
 from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.export import write_run_files
 from jaxseeker.train.interrupt import Interrupted, stop_requests
+from jaxseeker.train.lora import merge_fn
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.policy import build_policy
@@ -107,10 +108,16 @@ class RLRun:
     sampling: SamplingConfig
     engine_shardings: Any = None  # where the engine's copy of the params goes (multi-host); None: no copy
     kl_reward_coef: float = 0.0  # β of the KL in the reward (adapts with rl.kl_reward_target; checkpointed)
+    lora: Any = None  # model.LoraConfig of a LoRA run (state.params are then the adapters), else None
+    base: Any = None  # the frozen base params of a LoRA run
+    base_shardings: Any = None
 
     def engine_params(self, params: Any) -> Any:
-        """The params to roll out with: `params` itself on one process; on several, a copy on this process's
-        devices (collective), since each process's engine runs alone, out of step with the others."""
+        """The params to roll out with: the trained `params` (with LoRA, the base with these adapters merged in) on
+        one process; on several, a copy on this process's devices (collective), since each process's engine runs
+        alone, out of step with the others."""
+        if self.lora is not None:
+            params = merge_fn(self.cfg, self.lora, self.base_shardings)(self.base, params)
         return params if self.engine_shardings is None else local_copy(params, self.engine_shardings)
 
     def registry_for(self, question: Question) -> ToolRegistry:
@@ -177,11 +184,11 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
         kl_reward_coef = restored.data_state.get("kl_reward_coef", kl_reward_coef)
     engine_shardings = None
     if jax.process_count() > 1:
-        engine_shardings = tree_shardings(model.param_axes(cfg), state.params, local_mesh(mesh), rules)
+        engine_shardings = tree_shardings(model.param_axes(cfg), model.abstract_params(cfg), local_mesh(mesh), rules)
     registry, multi_submit = _tools(recipe)
     run = RLRun(recipe, out_dir, cfg, rl, rollout_cfg, stages, step_cfg, opt_cfg, mesh, rules, tokenizer, questions,
                 registry, multi_submit, Scorer(reward), engine, state, ref_params, sampler, ckpt, start, sampling,
-                engine_shardings, kl_reward_coef)
+                engine_shardings, kl_reward_coef, policy.lora, policy.base, policy.base_shardings)
     params = run.engine_params(state.params)
     if engine is None:
         max_len = engine_cfg.max_len or max(s.max_context for s in stages)
@@ -192,7 +199,8 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
                                  mesh=engine_mesh, rules=rules)
     run.engine.set_params(params)
     if is_main_process():
-        write_run_files(out_dir, cfg, tokenizer, rl.checkpoint_dir or out_dir / "checkpoints")
+        write_run_files(out_dir, cfg, tokenizer, rl.checkpoint_dir or out_dir / "checkpoints", lora=policy.lora,
+                        base=(recipe.get("model") or {}).get("hf_path"))
     return run
 
 

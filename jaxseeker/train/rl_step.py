@@ -33,12 +33,13 @@ from jax.sharding import Mesh, NamedSharding
 
 from jaxseeker import losses, model
 from jaxseeker.losses.registry import objective_aggregation, takes_segment_ids
-from jaxseeker.parallel import batch_sharding, global_array
 from jaxseeker.model.forward import Constrain
+from jaxseeker.model.lora import LoraConfig
+from jaxseeker.parallel import batch_sharding, global_array, param_shardings
 from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint, replicated
 from jaxseeker.parallel.sharded_attention import Attention
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
-from jaxseeker.train.sft_step import make_sft_step, mesh_attention_kernel
+from jaxseeker.train.sft_step import make_sft_step, mesh_attention_kernel, policy_params, with_base
 from jaxseeker.train.state import TrainState, abstract_train_state, cast_floating
 
 Batch = Mapping[str, jax.Array]
@@ -220,36 +221,48 @@ def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLSt
 
 
 class RLStep(NamedTuple):
-    """The compiled pieces of an RL step for one `[rows, seq]` shape."""
+    """The compiled pieces of an RL step for one `[rows, seq]` shape (with LoRA each takes the frozen base params as a
+    third argument until `with_base` binds them)."""
 
     update: Callable[[TrainState, Batch], tuple[TrainState, dict]]  # donates the state; batch: rows + loss_scale
     logprobs: Callable[[Any, Batch], jax.Array]  # (params, batch) -> [rows, seq] log-probs, 0 off the mask
     state_shardings: TrainState
     batch_sharding: NamedSharding
 
+    def with_base(self, base: Any) -> "RLStep":
+        """A LoRA step's `update(state, batch)` and `logprobs(adapters, batch)` over the frozen `base`; the step itself
+        when `base` is None (full fine-tuning)."""
+        if base is None:
+            return self
+        return self._replace(update=with_base(self.update, base), logprobs=with_base(self.logprobs, base))
+
 
 def make_rl_step(
     cfg: model.ModelConfig, step_cfg: RLStepConfig, opt_cfg: OptimizerConfig, *, mesh: Mesh, rows: int, seq: int,
-    rules: Rules = DEFAULT_RULES, compute_dtype: Any = "model",
+    rules: Rules = DEFAULT_RULES, compute_dtype: Any = "model", lora: LoraConfig | None = None,
 ) -> RLStep:
     """The jitted, sharded update (`sft_update` with `rl_loss`) and old-log-prob pass for `[rows, seq]` batches.
 
     The optimizer is `make_optimizer(opt_cfg)`; the state must have been built with the same config
-    (its shardings follow the rules). Results are cached per argument set, so a second run with the
-    same shapes in one process compiles nothing.
+    (its shardings follow the rules). With `lora` the state's params are the adapters and both pieces take the
+    frozen base params as a third argument (`RLStep.with_base`). Results are cached per argument set, so a second
+    run with the same shapes in one process compiles nothing.
     """
     objective = losses.get_policy_objective(step_cfg.objective)  # the function, not its name, keys the cache
     return _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, tuple(sorted(rules.items())),
-                         compute_dtype)
+                         compute_dtype, lora)
 
 
 @functools.lru_cache(maxsize=16)
-def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_items, compute_dtype) -> RLStep:
+def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_items, compute_dtype, lora) -> RLStep:
     """`make_rl_step`'s work, cached: a function registered anew under an old name compiles anew."""
     rules = dict(rules_items)
     optimizer = make_optimizer(opt_cfg)
-    init = functools.partial(model.init_params, cfg)
-    abstract = abstract_train_state(init, model.param_axes(cfg), optimizer, mesh, rules)
+    init, axes, base_shardings = functools.partial(model.init_params, cfg), model.param_axes(cfg), None
+    if lora is not None:
+        init, axes = functools.partial(model.init_lora, cfg, lora), model.lora_axes(cfg, lora)
+        base_shardings = param_shardings(cfg, mesh, rules)
+    abstract = abstract_train_state(init, axes, optimizer, mesh, rules)
     shardings = jax.tree.map(lambda x: x.sharding, abstract)
     bsh = batch_sharding(mesh, (rows, seq), rules)
     loss_fn = functools.partial(rl_loss, step_cfg=step_cfg, objective=objective)
@@ -257,22 +270,26 @@ def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_item
     scalar = replicated(mesh)
     compiled = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings,
                              batch_sharding={**{k: bsh for k in keys}, "loss_scale": scalar}, rules=rules,
-                             learning_rate=functools.partial(learning_rate_at, opt_cfg), compute_dtype=compute_dtype)
+                             learning_rate=functools.partial(learning_rate_at, opt_cfg), compute_dtype=compute_dtype,
+                             lora=lora, base_shardings=base_shardings)
 
-    def update(state: TrainState, batch: Batch) -> tuple[TrainState, dict]:
-        """The compiled step on the keys it reads (the host's `episode` is dropped), `loss_scale` 1 if absent."""
+    def update(state: TrainState, batch: Batch, *base: Any) -> tuple[TrainState, dict]:
+        """The compiled step on the keys it reads (the host's `episode` is dropped), `loss_scale` 1 if absent; with
+        LoRA, `base` is the frozen base params."""
         scale = batch["loss_scale"] if "loss_scale" in batch else global_array(np.float32(1.0), scalar)
-        return compiled(state, {**{k: batch[k] for k in keys}, "loss_scale": scale})
+        return compiled(state, {**{k: batch[k] for k in keys}, "loss_scale": scale}, *base)
 
     dtype = cfg.compute_dtype if compute_dtype == "model" else compute_dtype
     kernel = mesh_attention_kernel(cfg, mesh, rules)
     constrain = activation_constraint(mesh, rules) if mesh.size > 1 else None
 
-    def logprobs(params: Any, batch: Batch) -> jax.Array:
-        logp, _ = policy_logprobs(cast_floating(params, dtype), batch, cfg, temperature=step_cfg.temperature,
+    def logprobs(params: Any, batch: Batch, base: Any = None) -> jax.Array:
+        params = cast_floating(policy_params(params, base, lora), dtype)
+        logp, _ = policy_logprobs(params, batch, cfg, temperature=step_cfg.temperature,
                                   chunk_size=step_cfg.chunk_size, attention_kernel=kernel,
                                   constrain=constrain)  # [rows, seq]
         return jnp.where(batch["loss_mask"] != 0, logp, 0.0)
 
-    logprob_fn = jax.jit(logprobs, in_shardings=(shardings.params, bsh), out_shardings=bsh)
+    in_shardings = (shardings.params, bsh) if lora is None else (shardings.params, bsh, base_shardings)
+    logprob_fn = jax.jit(logprobs, in_shardings=in_shardings, out_shardings=bsh)
     return RLStep(update, logprob_fn, shardings, bsh)

@@ -66,7 +66,8 @@ def update(run: Any, state: Any, episodes: list[Episode], rewards: np.ndarray, m
     seq = max_context if rl.pack else row_length(episodes, max_context)
     hosts = mini_batch_rows(run, episodes, seq, step)
     rows = len(hosts[0]["tokens"])
-    fns = make_rl_step(run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=rows, seq=seq, rules=run.rules)
+    fns = make_rl_step(run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=rows, seq=seq, rules=run.rules,
+                       lora=run.lora).with_base(run.base)
     t = time.perf_counter()
     old, ref = [], []
     for host in hosts:

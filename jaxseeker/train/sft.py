@@ -26,10 +26,9 @@ from jaxseeker.train.interrupt import Interrupted, stop_requests
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.recipe import RecipeError, build, check_sections
-from jaxseeker.train.sft_step import (LossFn, make_sft_step, mesh_attention_kernel, sft_loss, takes_keyword,
-                                      with_attention_kernel)
+from jaxseeker.train.sft_step import (LossFn, make_sft_step, mesh_attention_kernel, policy_params, sft_loss,
+                                      takes_keyword, with_attention_kernel, with_base)
 from jaxseeker.train.policy import build_policy
-from jaxseeker.train.state import abstract_train_state
 
 SECTIONS = ("name", "model", "data", "optimizer", "mesh", "rules", "train")
 
@@ -96,7 +95,8 @@ class SFTRun:
     eval_batches: list[dict]
     checkpointer: Checkpointer
     start_step: int
-    eval_fn: Callable  # jitted (params, batch) -> (mean held-out loss, trained tokens) with the training loss
+    eval_fn: Callable  # (params, batch) -> (mean held-out loss, trained tokens) with the training loss, jitted
+    base: Any = None  # with LoRA, the frozen params the adapters (state.params) train on
 
 
 def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
@@ -113,7 +113,6 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
     policy = build_policy(recipe, optimizer, tokenizer=train.tokenizer, seed=train.seed, where="train.tokenizer")
     cfg, tokenizer, mesh, rules = policy.cfg, policy.tokenizer, policy.mesh, policy.rules
     state, shardings = policy.state, policy.shardings
-    axes = model.param_axes(cfg)
     records = open_source(list(train.train_files), skip_bad_lines=data.skip_bad_lines)
     if train.eval_files:
         held_out = open_source(list(train.eval_files), skip_bad_lines=data.skip_bad_lines)
@@ -136,21 +135,29 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
                         keep=train.keep)
     start = 0
     if resume and ckpt.latest_step() is not None:
-        target = abstract_train_state(functools.partial(model.init_params, cfg), axes, optimizer, mesh, rules)
-        restored = ckpt.restore(target)
+        restored = ckpt.restore(state)  # onto the fresh state's shapes and shardings (the adapters' with LoRA)
         state, start = restored.state, restored.step
         iterator.set_state(restored.data_state["iterator"])
     bsh = batch_sharding(mesh, (data.batch_size, data.seq_len), rules)
     loss_fn = resolve_loss(train.loss, train.chunk_size)
     step_fn = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
                             rules=rules, learning_rate=functools.partial(learning_rate_at, opt_cfg),
-                            compiler_options=dict(train.compiler_options) or None)
+                            compiler_options=dict(train.compiler_options) or None, lora=policy.lora,
+                            base_shardings=policy.base_shardings)
+    if policy.lora is not None:
+        step_fn = with_base(step_fn, policy.base)
     eval_loss = with_attention_kernel(loss_fn, mesh_attention_kernel(cfg, mesh, rules))
-    eval_fn = jax.jit(lambda p, b: (eval_loss(p, b, cfg)[0], jnp.sum(b["loss_mask"])))  # tokens of the global batch
+
+    def held_out_loss(base: Any, params: Any, batch: dict) -> tuple[jax.Array, jax.Array]:
+        params = policy_params(params, base, policy.lora)
+        return eval_loss(params, batch, cfg)[0], jnp.sum(batch["loss_mask"])  # tokens of the global batch
+
+    eval_fn = functools.partial(jax.jit(held_out_loss), policy.base)
     if is_main_process():
-        write_run_files(out_dir, cfg, tokenizer, train.checkpoint_dir or out_dir / "checkpoints")
+        write_run_files(out_dir, cfg, tokenizer, train.checkpoint_dir or out_dir / "checkpoints", lora=policy.lora,
+                        base=(recipe.get("model") or {}).get("hf_path"))
     return SFTRun(recipe, out_dir, cfg, train, data, opt_cfg, tokenizer, state, step_fn, bsh, iterator,
-                  eval_batches, ckpt, start, eval_fn)
+                  eval_batches, ckpt, start, eval_fn, policy.base)
 
 
 def evaluate(run: SFTRun, params: Any) -> dict[str, float]:
@@ -214,6 +221,7 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
         "final_loss": last.get("loss"), **final_eval, "trained_tokens": tokens_seen,
         "truncated": int(over_length[0]), "dropped": int(over_length[1]),  # since this run's start
         "wall_s": round(time.perf_counter() - t_start, 2), "parameters": model.count_params(run.cfg),
+        "trained_parameters": sum(x.size for x in jax.tree.leaves(state.params)),  # the adapters' with LoRA
         "out_dir": str(run.out_dir),
     }
     if main:

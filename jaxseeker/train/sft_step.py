@@ -7,6 +7,10 @@ touching the step. A loss that runs the model should also take an optional keywo
 hand it to `model.hidden_states`: with `attention_impl: splash` on a mesh of several devices the step
 passes the splash kernel run blockwise there (`mesh_attention_kernel`; XLA would otherwise gather its
 operands whole onto every device).
+
+With LoRA (`lora` given), `state.params` are the adapters (`model.init_lora`) and the step is
+`step(state, batch, base)`: the frozen base params come in as their own argument, placed by their shardings,
+neither differentiated nor donated, and the loss sees them with the adapters attached (`policy_params`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from jax.sharding import Mesh, NamedSharding
 from jaxseeker import losses, model
 from jaxseeker.model.forward import Constrain
 from jaxseeker.model.layers import splash_attention
+from jaxseeker.model.lora import LoraConfig
 from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint, replicated
 from jaxseeker.parallel.sharded_attention import Attention, shard_attention
 from jaxseeker.train.state import TrainState, cast_floating
@@ -87,6 +92,18 @@ def with_attention_kernel(loss_fn: LossFn, kernel: Attention | None) -> LossFn:
     return functools.partial(loss_fn, attention_kernel=kernel)
 
 
+def policy_params(trainable: Any, base: Any, lora: LoraConfig | None) -> Any:
+    """The params the model runs with: the trained params themselves (full fine-tuning), or with `lora` the frozen
+    `base` with the adapters `trainable` attached (`model.attach_lora`)."""
+    return trainable if lora is None else model.attach_lora(base, trainable, lora)
+
+
+def with_base(fn: Callable, base: Any) -> Callable:
+    """A LoRA run's `fn(state_or_params, batch, base)` (a step, a log-prob pass) as `fn(state_or_params, batch)`
+    over the frozen `base`."""
+    return lambda x, batch: fn(x, batch, base)
+
+
 def sft_update(
     state: TrainState,
     batch: Batch,
@@ -96,15 +113,19 @@ def sft_update(
     loss_fn: LossFn = sft_loss,
     learning_rate: Callable[[jax.Array], jax.Array] | None = None,
     compute_dtype: Any = None,
+    lora: LoraConfig | None = None,
+    base: Any = None,
 ) -> tuple[TrainState, dict[str, jax.Array]]:
     """One un-jitted SFT update: grads of `loss_fn` at the params cast to `compute_dtype`, then the optimizer.
 
     Gradients flow back through the cast, so they and the update are in the master dtype.
+    With `lora`, `state.params` are the adapters and the loss runs on `base` with them attached
+    (`policy_params`): only the adapters get gradients and updates.
     Metrics: loss, n_tokens (trained tokens), grad_norm (before clipping), lr (if `learning_rate`
     is given) and every scalar of the loss's aux dict.
     """
-    def compute_loss(params):
-        return loss_fn(cast_floating(params, compute_dtype), batch, model_cfg)
+    def compute_loss(trainable):
+        return loss_fn(cast_floating(policy_params(trainable, base, lora), compute_dtype), batch, model_cfg)
 
     (loss, aux), grads = jax.value_and_grad(compute_loss, has_aux=True)(state.params)
     updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
@@ -133,8 +154,12 @@ def make_sft_step(
     learning_rate: Callable[[jax.Array], jax.Array] | None = None,
     compute_dtype: Any = "model",
     compiler_options: dict[str, Any] | None = None,
+    lora: LoraConfig | None = None,
+    base_shardings: Any = None,
 ) -> StepFn:
-    """The jitted, sharded SFT step `step(state, batch) -> (state, metrics)`; `state` is donated.
+    """The jitted, sharded SFT step `step(state, batch) -> (state, metrics)`; `state` is donated. With `lora`:
+    `step(state, batch, base)`, the state's params the adapters, `base` the frozen params placed by
+    `base_shardings` (`parallel.param_shardings`) and not donated; `with_base` binds it.
 
     rules: the logical-axis rules of the shardings; with `attention_impl: splash` on several devices the
       loss gets `attention_kernel=mesh_attention_kernel(model_cfg, mesh, rules)` (splash run blockwise), and on
@@ -151,15 +176,16 @@ def make_sft_step(
     loss_fn = with_activation_layout(with_attention_kernel(loss_fn, mesh_attention_kernel(model_cfg, mesh, rules)),
                                      mesh, rules)
 
-    def step(state: TrainState, batch: Batch) -> tuple[TrainState, dict[str, jax.Array]]:
+    def step(state: TrainState, batch: Batch, base: Any = None) -> tuple[TrainState, dict[str, jax.Array]]:
         return sft_update(
             state, batch, model_cfg=model_cfg, optimizer=optimizer, loss_fn=loss_fn,
-            learning_rate=learning_rate, compute_dtype=compute_dtype,
+            learning_rate=learning_rate, compute_dtype=compute_dtype, lora=lora, base=base,
         )
 
+    in_shardings = (state_shardings, batch_sharding) + (() if lora is None else (base_shardings,))
     return jax.jit(
         step,
-        in_shardings=(state_shardings, batch_sharding),
+        in_shardings=in_shardings,
         out_shardings=(state_shardings, replicated(mesh)),
         donate_argnums=0,
         compiler_options=compiler_options,

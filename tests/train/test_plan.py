@@ -155,6 +155,10 @@ def test_recipes_are_validated_by_the_loops_builders():
         make_plan({**rl, "rl": {"questions": ["q.jsonl"], "tokenizer": "t"}, "data": {}})
     with pytest.raises(RecipeError, match="--mesh"):
         parse_mesh("fsdp=4,pipeline=2")
+    lora = sft_recipe(hf_path="/nonexistent", lora={"rank": 8})
+    assert "model.lora: rank-8 adapters train, not the weights" in " ".join(make_plan(lora)["notes"])
+    with pytest.raises(RecipeError, match="model.lora.rank: must be an integer >= 0"):
+        make_plan(sft_recipe(hf_path="/nonexistent", lora={"rank": -1}))
 
 
 def test_plan_command_prints_a_table_and_json(tmp_path, capsys):

@@ -8,7 +8,7 @@ from cli_support import usage_error
 from jaxseeker import model
 from jaxseeker.cli import build_parser
 from jaxseeker.data import tokenize_chat, train_tokenizer
-from jaxseeker.train.bench import YNN_DOT, TooFewSteps, bench_jax, synthetic_trajectories
+from jaxseeker.train.bench import SHAPES, YNN_DOT, TooFewSteps, bench_jax, run_bench, synthetic_trajectories
 
 
 def examples(n: int = 12) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -39,6 +39,8 @@ def test_bench_options_train_like_the_reference_and_rejected_options_are_dropped
     (["--hf-batch", "-1"], "--hf-batch: must be an integer >= 1, got -1"),
     (["--bins", "0"], "--bins: must be an integer >= 1, got 0"),
     (["--loss-chunk", "0"], "--loss-chunk: must be an integer >= 1, got 0"),
+    (["--lora-rank", "-1"], "--lora-rank: must be an integer >= 0, got -1"),
+    (["--lora-alpha", "0"], "--lora-alpha: must be a number > 0, got 0"),
 ])
 def test_bench_sft_flags_out_of_range_are_usage_errors(argv, message, capsys):
     assert usage_error(["bench", "sft", *argv], capsys) == f"jaxseeker bench sft: error: argument {message}"
@@ -58,3 +60,25 @@ def test_bench_sft_too_few_trajectories_for_two_steps_end_before_the_run(argv, m
 def test_bench_jax_needs_two_steps_of_packed_rows():
     with pytest.raises(TooFewSteps, match="make 0 step"):
         bench_jax(examples(4), model.ModelConfig.tiny("qwen2"), seq_len=100_000, rows=2)
+
+
+def test_bench_sft_runs_full_and_lora_fine_tuning_on_both_sides(capsys):
+    tiny = model.ModelConfig.tiny("llama", vocab_size=2048, tie_word_embeddings=True)  # the tokenizer's 2,000 ids
+    result = run_bench(n_trajectories=8, seq_len=512, rows=2, hf_batch=2, num_bins=8, chunk_size=64, shape=tiny,
+                       lora_rank=4, lora_alpha=8.0)
+    for side in ("jaxseeker", "jaxseeker_lora", "hf_torch", "hf_peft_lora"):
+        assert result[side]["steps"] >= 1 and result[side]["useful_tok_s"] > 0, side
+    assert result["jaxseeker_lora"]["loss"] != result["jaxseeker"]["loss"]  # a different model trained
+    table = capsys.readouterr().out.splitlines()
+    labels = [line[:18].strip() for line in table[table.index(next(l for l in table if "useful tok/s" in l)) + 1:][:4]]
+    assert labels == ["jaxseeker", "jaxseeker LoRA", "HF+torch", "HF+torch PEFT LoRA"]
+    assert any(line.startswith("ratio LoRA: jaxseeker LoRA vs jaxseeker full") and "vs PEFT LoRA" in line
+               for line in table)
+
+
+def test_bench_sft_knows_the_smollm2_shape_and_names_unknown_ones():
+    cfg = model.ModelConfig(**SHAPES["smollm2-135m"])
+    assert 134e6 < model.count_params(cfg) < 135e6  # SmolLM2-135M: 134,515,008 parameters, embeddings tied
+    args = build_parser().parse_args(["bench", "sft", "--shape", "gpt2"])
+    with pytest.raises(SystemExit, match=r"--shape 'gpt2' is not one of \['qwen2-40m', 'smollm2-135m'\]"):
+        args.func(args)
