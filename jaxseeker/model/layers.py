@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxseeker.model.blocked_attention import blocked_attention
+from jaxseeker.model.blocked_attention import blocked_attention, row_coords
 from jaxseeker.model.config import ModelConfig
 from jaxseeker.model.rope import apply_rope
 
@@ -56,7 +56,7 @@ def dot_attention(
     if impl == "splash" and segment_ids is not None:
         return splash_attention(q, k, v, segment_ids)
     if impl == "blocked" and segment_ids is not None:
-        return blocked_attention(q, k, v, mask)
+        return blocked_attention(q, k, v, row_coords(segment_ids))  # the mask rebuilt per tile, not read
     b, s, h, d = q.shape
     kvh = k.shape[2]
     # Queries of a kv group side by side on one axis: plain batched matmuls over [batch, kv_heads].
