@@ -32,6 +32,7 @@ from jaxseeker import losses, model
 from jaxseeker.losses.registry import takes_segment_ids
 from jaxseeker.parallel import batch_sharding
 from jaxseeker.model.forward import Constrain
+from jaxseeker.parallel.context_layout import balanced_rows, context_layout, from_balanced
 from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint
 from jaxseeker.parallel.sharded_attention import Attention
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
@@ -240,12 +241,13 @@ def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_item
     dtype = cfg.compute_dtype if compute_dtype == "model" else compute_dtype
     kernel = mesh_attention_kernel(cfg, mesh, rules)
     constrain = activation_constraint(mesh, rules) if mesh.size > 1 else None
+    layout = context_layout(mesh, rules, seq)  # rows in the balanced order where the mesh splits the sequence
 
     def logprobs(params: Any, batch: Batch) -> jax.Array:
-        logp, _ = policy_logprobs(cast_floating(params, dtype), batch, cfg, temperature=step_cfg.temperature,
-                                  chunk_size=step_cfg.chunk_size, attention_kernel=kernel,
-                                  constrain=constrain)  # [rows, seq]
-        return jnp.where(batch["loss_mask"] != 0, logp, 0.0)
+        logp, _ = policy_logprobs(cast_floating(params, dtype), balanced_rows(batch, layout), cfg,
+                                  temperature=step_cfg.temperature, chunk_size=step_cfg.chunk_size,
+                                  attention_kernel=kernel, constrain=constrain)  # [rows, seq]
+        return jnp.where(batch["loss_mask"] != 0, from_balanced(logp, layout), 0.0)
 
     logprob_fn = jax.jit(logprobs, in_shardings=(shardings.params, bsh), out_shardings=bsh)
     return RLStep(update, logprob_fn, shardings, bsh)

@@ -4,9 +4,10 @@
 and out (the state is donated: updated in place) and the batch split along `batch`. The loss is
 any pure `loss_fn(params, batch, model_cfg) -> (loss, aux)`; a researcher swaps it without
 touching the step. A loss that runs the model should also take an optional keyword `attention_kernel` and
-hand it to `model.hidden_states`: with `attention_impl: splash` on a mesh of several devices the step
-passes the splash kernel run blockwise there (`mesh_attention_kernel`; XLA would otherwise gather its
-operands whole onto every device).
+hand it to `model.hidden_states`: on a mesh of several devices the step passes the attention run blockwise
+there (`mesh_attention_kernel`: splash or the blocked kernel per device; XLA would otherwise gather their
+operands whole onto every device), and where the mesh splits the sequence (a `context` axis) the context
+attention, with the batch permuted into the balanced order of `parallel.context_layout` (`with_context_layout`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from jax.sharding import Mesh, NamedSharding
 from jaxseeker import losses, model
 from jaxseeker.model.forward import Constrain
 from jaxseeker.model.layers import splash_attention
+from jaxseeker.parallel.context_layout import balanced_rows, context_layout, sequence_axes
 from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint, replicated
-from jaxseeker.parallel.sharded_attention import Attention, shard_attention
+from jaxseeker.parallel.sharded_attention import Attention, context_attention, shard_attention
 from jaxseeker.train.state import TrainState, cast_floating
 
 Batch = Mapping[str, jax.Array]
@@ -51,12 +53,36 @@ def sft_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, chunk_size: i
 
 
 def mesh_attention_kernel(cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> Attention | None:
-    """The attention a step over `mesh` hands the model: with `attention_impl: splash` and more than one device,
-    `model.layers.splash_attention` run on each device's block of rows and heads (`parallel.shard_attention`
-    under `rules`); else None, the model's own attention."""
-    if getattr(cfg, "attention_impl", None) != "splash" or mesh.size <= 1:
+    """The attention a step over `mesh` hands the model (None: the model's own attention; always on one device).
+    Where the `seq` rule splits rows over mesh axes (`context`): `parallel.context_attention` with the model's
+    `context_attention` ("all_gather" or "ring"), whatever its `attention_impl`. Else `attention_impl: splash`
+    runs `model.layers.splash_attention` on each device's block of rows and heads (`parallel.shard_attention`),
+    and `blocked` the blocked kernel likewise; other impls are the model's own."""
+    impl = getattr(cfg, "attention_impl", None)
+    if mesh.size <= 1:
         return None
-    return shard_attention(splash_attention, mesh, rules=rules)
+    if sequence_axes(mesh, rules):
+        return context_attention(getattr(cfg, "context_attention", "all_gather"), mesh, rules=rules)
+    if impl == "splash":
+        return shard_attention(splash_attention, mesh, rules=rules)
+    if impl == "blocked":
+        return context_attention("all_gather", mesh, rules=rules)  # the sequence whole: each device's rows and heads
+    return None
+
+
+def with_context_layout(loss_fn: LossFn, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> LossFn:
+    """`loss_fn` on the batch permuted into the balanced order of `parallel.context_layout` (every `[batch, seq]`
+    array: tokens, targets, masks, segment ids, positions, …) where the `seq` rule splits rows over `mesh`, so
+    that each device holds a front and a back chunk of every row; `loss_fn` itself otherwise. A loss that sums
+    over tokens (or reduces per segment id) is unchanged by the order."""
+    if not sequence_axes(mesh, rules):
+        return loss_fn
+
+    def balanced(params: Any, batch: Batch, model_cfg: Any) -> tuple[jax.Array, dict]:
+        layout = context_layout(mesh, rules, batch["tokens"].shape[1])
+        return loss_fn(params, balanced_rows(batch, layout), model_cfg)
+
+    return balanced
 
 
 def takes_keyword(fn: Callable, name: str) -> bool:
@@ -85,6 +111,14 @@ def with_attention_kernel(loss_fn: LossFn, kernel: Attention | None) -> LossFn:
                       stacklevel=2)
         return loss_fn
     return functools.partial(loss_fn, attention_kernel=kernel)
+
+
+def mesh_loss(loss_fn: LossFn, model_cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> LossFn:
+    """`loss_fn` as a step over `mesh` computes it: with the mesh's attention kernel (`mesh_attention_kernel`),
+    the activation layout (`with_activation_layout`) and the context order of the batch (`with_context_layout`)."""
+    kernel = mesh_attention_kernel(model_cfg, mesh, rules)
+    loss_fn = with_activation_layout(with_attention_kernel(loss_fn, kernel), mesh, rules)
+    return with_context_layout(loss_fn, mesh, rules)
 
 
 def sft_update(
@@ -136,9 +170,9 @@ def make_sft_step(
 ) -> StepFn:
     """The jitted, sharded SFT step `step(state, batch) -> (state, metrics)`; `state` is donated.
 
-    rules: the logical-axis rules of the shardings; with `attention_impl: splash` on several devices the
-      loss gets `attention_kernel=mesh_attention_kernel(model_cfg, mesh, rules)` (splash run blockwise), and on
-      several devices `constrain` (`with_activation_layout`) when it takes these keywords.
+    rules: the logical-axis rules of the shardings; the loss runs as `mesh_loss(loss_fn, model_cfg, mesh, rules)`
+      (the mesh's attention kernel and activation layout when it takes those keywords, the batch in the
+      balanced context order where the mesh splits the sequence).
     learning_rate: micro-step -> lr for the `lr` metric, e.g.
       `functools.partial(optimizer.learning_rate_at, opt_cfg)`.
     compute_dtype: dtype the params are cast to for the forward pass; "model" uses
@@ -148,8 +182,7 @@ def make_sft_step(
     """
     if isinstance(compute_dtype, str) and compute_dtype == "model":
         compute_dtype = getattr(model_cfg, "compute_dtype", None)
-    loss_fn = with_activation_layout(with_attention_kernel(loss_fn, mesh_attention_kernel(model_cfg, mesh, rules)),
-                                     mesh, rules)
+    loss_fn = mesh_loss(loss_fn, model_cfg, mesh, rules)
 
     def step(state: TrainState, batch: Batch) -> tuple[TrainState, dict[str, jax.Array]]:
         return sft_update(
