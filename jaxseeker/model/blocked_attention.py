@@ -208,7 +208,8 @@ def _check(q, k, v, q_coords: Coords, kv_coords: Coords, block: int) -> int:
 
 
 def _to_model_layout(out: jax.Array, lse: jax.Array, s: int) -> tuple[jax.Array, jax.Array]:
-    """`[batch, kv_heads, group, q_pad, head_dim]` / `[…, q_pad]` → `[batch, s, heads, head_dim]` / `[batch, s, heads]`."""
+    """Output `[batch, kv_heads, group, q_pad, head_dim]` → `[batch, s, heads, head_dim]`, log-sum-exp
+    `[batch, kv_heads, group, q_pad]` → `[batch, s, heads]`."""
     b, kvh, g, sp, d = out.shape
     return (out.transpose(0, 3, 1, 2, 4).reshape(b, sp, kvh * g, d)[:, :s],
             lse.transpose(0, 3, 1, 2).reshape(b, sp, kvh * g)[:, :s])
@@ -246,6 +247,12 @@ def blocked_backward(q, k, v, q_coords: Coords, kv_coords: Coords, out: jax.Arra
     t = k.shape[1]
     dq = dq.transpose(0, 3, 1, 2, 4).reshape(b, -1, h, d)[:, :s]
     return dq, dk.transpose(0, 2, 1, 3)[:, :t], dv.transpose(0, 2, 1, 3)[:, :t]
+
+
+def no_keys(q: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The partial result of queries `[batch, q, heads, head_dim]` over no key: output 0, log-sum-exp `_NEG`
+    (what `merge_partials` starts from)."""
+    return jnp.zeros(q.shape, jnp.float32), jnp.full(q.shape[:3], _NEG, jnp.float32)
 
 
 def merge_partials(out_a: jax.Array, lse_a: jax.Array, out_b: jax.Array, lse_b: jax.Array

@@ -29,8 +29,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxseeker.model.blocked_attention import (_NEG, Coords, blocked_attention, blocked_backward, blocked_forward,
-                                               merge_partials)
+from jaxseeker.model.blocked_attention import (Coords, blocked_attention, blocked_backward, blocked_forward,
+                                               merge_partials, no_keys)
 
 
 def _pass_on(x, axes: tuple[str, ...], shards: int):
@@ -40,7 +40,6 @@ def _pass_on(x, axes: tuple[str, ...], shards: int):
 
 def _ring_forward(q, k, v, q_coords: Coords, kv_coords: Coords, axes, shards: int, block: int):
     """(output f32 `[batch, q, heads, head_dim]`, log-sum-exp f32 `[batch, q, heads]`) over every device's chunk."""
-    b, s, h, d = q.shape
 
     def attend(out, lse, chunk):
         k, v, kv_coords = chunk
@@ -51,7 +50,7 @@ def _ring_forward(q, k, v, q_coords: Coords, kv_coords: Coords, axes, shards: in
         upcoming = _pass_on(chunk, axes, shards)  # independent of this step's attention: XLA may overlap them
         return (*attend(out, lse, chunk), upcoming)
 
-    init = (jnp.zeros((b, s, h, d), jnp.float32), jnp.full((b, s, h), _NEG, jnp.float32), (k, v, kv_coords))
+    init = (*no_keys(q), (k, v, kv_coords))
     out, lse, chunk = jax.lax.fori_loop(0, shards - 1, step, init)
     return attend(out, lse, chunk)
 

@@ -11,11 +11,13 @@ q `[batch, seq, heads, head_dim]`, k/v `[batch, seq, kv_heads, head_dim]`, segme
 
 `context_attention` also splits the sequence, over the mesh axes of the `seq` rule (`context`): rows held in
 the `context_layout` order, each device's queries attend to the whole row by ring attention or by gathering the
-keys and values (`parallel.ring_attention`), with the blocked kernel on each device.
+keys and values (`parallel.ring_attention`), with the blocked kernel on each device, or, gathering with
+`attention_impl: splash`, the splash kernel with `q_seq_shards` (`parallel.splash_context`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -86,13 +88,15 @@ def shard_attention(attention: Attention, mesh: Mesh | AbstractMesh | None = Non
 
 
 def context_attention(strategy: str = "all_gather", mesh: Mesh | AbstractMesh | None = None, *,
-                      rules: Rules = DEFAULT_RULES, block: int = 512) -> Attention:
+                      rules: Rules = DEFAULT_RULES, impl: str = "blocked", block: int = 512) -> Attention:
     """`(q, k, v, segment_ids) -> out` over rows held in the `context_layout(mesh, rules, seq)` order, run under
     `jax.shard_map`: batch rows and heads split as in `shard_attention`, the sequence over the mesh axes of the
     `seq` rule, and on each device `CONTEXT_KERNELS[strategy]` ("ring" or "all_gather", see
     `parallel.ring_attention`) with the blocked kernel; causality follows each token's index in the row as written.
-    Where the rule does not split the sequence (axes of size 1, a length they do not divide), each device attends
-    within its whole rows. mesh: as in `shard_attention` (default: the mesh in context when traced)."""
+    impl "splash" with "all_gather" runs the splash kernel on the gathered row instead (`parallel.splash_context`;
+    ring has no splash form here). Where the rule does not split the sequence (axes of size 1, a length they do not
+    divide), each device attends within its whole rows with the blocked kernel. mesh: as in `shard_attention`
+    (default: the mesh in context when traced)."""
     if strategy not in CONTEXT_KERNELS:
         raise ValueError(f"context attention {strategy!r} is not one of {sorted(CONTEXT_KERNELS)}")
     kernel = CONTEXT_KERNELS[strategy]
@@ -109,6 +113,11 @@ def context_attention(strategy: str = "all_gather", mesh: Mesh | AbstractMesh | 
         if active.empty or active.size == 1:
             return local(q, k, v, segment_ids)
         s = attention_specs(active, q.shape, k.shape, rules, split_seq=True)
+        if impl == "splash" and strategy == "all_gather" and layout.shards > 1:
+            from jaxseeker.parallel.splash_context import splash_context_attention  # Pallas: imported when used
+
+            heads = q.shape[2] // math.prod(dict(active.shape)[a] for a in _names(s.q[2]))
+            return splash_context_attention(q, k, v, segment_ids, mesh=active, layout=layout, specs=s, heads=heads)
         blockwise = jax.shard_map(local, mesh=active, in_specs=(s.q, s.kv, s.kv, s.segment_ids), out_specs=s.q,
                                   check_vma=False)
         return blockwise(q, k, v, segment_ids)  # [batch, seq, heads, head_dim]

@@ -55,14 +55,16 @@ def sft_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, chunk_size: i
 def mesh_attention_kernel(cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> Attention | None:
     """The attention a step over `mesh` hands the model (None: the model's own attention; always on one device).
     Where the `seq` rule splits rows over mesh axes (`context`): `parallel.context_attention` with the model's
-    `context_attention` ("all_gather" or "ring"), whatever its `attention_impl`. Else `attention_impl: splash`
+    `context_attention` ("all_gather" or "ring"): splash on the gathered rows with `attention_impl: splash` and
+    all-gather, the blocked kernel per device otherwise. Else `attention_impl: splash`
     runs `model.layers.splash_attention` on each device's block of rows and heads (`parallel.shard_attention`),
     and `blocked` the blocked kernel likewise; other impls are the model's own."""
     impl = getattr(cfg, "attention_impl", None)
     if mesh.size <= 1:
         return None
     if sequence_axes(mesh, rules):
-        return context_attention(getattr(cfg, "context_attention", "all_gather"), mesh, rules=rules)
+        return context_attention(getattr(cfg, "context_attention", "all_gather"), mesh, rules=rules,
+                                 impl="splash" if impl == "splash" else "blocked")
     if impl == "splash":
         return shard_attention(splash_attention, mesh, rules=rules)
     if impl == "blocked":
@@ -73,8 +75,9 @@ def mesh_attention_kernel(cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) ->
 def with_context_layout(loss_fn: LossFn, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> LossFn:
     """`loss_fn` on the batch permuted into the balanced order of `parallel.context_layout` (every `[batch, seq]`
     array: tokens, targets, masks, segment ids, positions, …) where the `seq` rule splits rows over `mesh`, so
-    that each device holds a front and a back chunk of every row; `loss_fn` itself otherwise. A loss that sums
-    over tokens (or reduces per segment id) is unchanged by the order."""
+    that each device holds a front and a back chunk of every row; `loss_fn` itself otherwise. For a loss whose
+    model runs `parallel.context_attention` (causality from each token's index in the row as written); one that
+    sums over tokens (or reduces per segment id) is unchanged by the order."""
     if not sequence_axes(mesh, rules):
         return loss_fn
 
@@ -115,10 +118,11 @@ def with_attention_kernel(loss_fn: LossFn, kernel: Attention | None) -> LossFn:
 
 def mesh_loss(loss_fn: LossFn, model_cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> LossFn:
     """`loss_fn` as a step over `mesh` computes it: with the mesh's attention kernel (`mesh_attention_kernel`),
-    the activation layout (`with_activation_layout`) and the context order of the batch (`with_context_layout`)."""
-    kernel = mesh_attention_kernel(model_cfg, mesh, rules)
-    loss_fn = with_activation_layout(with_attention_kernel(loss_fn, kernel), mesh, rules)
-    return with_context_layout(loss_fn, mesh, rules)
+    the activation layout (`with_activation_layout`) and, when it took the kernel, the context order of the
+    batch (`with_context_layout`: the kernels follow each token's index, the model's own attention does not)."""
+    with_kernel = with_attention_kernel(loss_fn, mesh_attention_kernel(model_cfg, mesh, rules))
+    laid_out = with_activation_layout(with_kernel, mesh, rules)
+    return laid_out if with_kernel is loss_fn else with_context_layout(laid_out, mesh, rules)
 
 
 def sft_update(

@@ -6,6 +6,9 @@ set before JAX starts). Argument: the part to run.
   steps   the SFT loss and gradients (`sft_step.mesh_loss`, what the step differentiates) and one SFT step, and
           the RL loss and gradients, one RL update and the old-log-prob pass (`make_rl_step`), of packed rows on
           meshes with context = 4 (ring and all-gather attention), against `attention_impl: xla` on one device.
+  splash  splash attention over context = 4 (all-gather, `q_seq_shards`; interpreted off TPU) against the XLA
+          reference, forward and gradients, and the SFT loss and gradients of an `attention_impl: splash` model on
+          (data=2, fsdp=2, context=2) against `attention_impl: xla` on one device.
   memory  the compiled SFT step's bytes per device on context = 1, 2, 4, 8 (the other axes 1), and `plan`'s.
   decode  greedy tokens of the generation engine on a mesh with context = 4 against one device, and how its KV
           cache is split.
@@ -28,9 +31,11 @@ import numpy as np
 
 from jaxseeker import model
 from jaxseeker.generation import Engine, SamplingConfig
+from jaxseeker.model import layers
 from jaxseeker.model.blocked_attention import blocked_attention, row_coords
 from jaxseeker.parallel import (MeshConfig, batch_sharding, logical_sharding, make_mesh, param_shardings,
                                 shard_batch)
+from jaxseeker.parallel.context_layout import context_layout, from_balanced, to_balanced
 from jaxseeker.parallel.rules import DEFAULT_RULES
 from jaxseeker.parallel.sharded_attention import context_attention
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
@@ -92,7 +97,7 @@ def loss_and_grads(loss_fn, cfg, params, batch, mesh):
     """(loss, grads) of `loss_fn` as the step over `mesh` computes it, params and batch placed by the rules."""
     fn = jax.jit(jax.value_and_grad(mesh_loss(loss_fn, cfg, mesh), has_aux=True), static_argnums=2)
     params = jax.device_put(params, param_shardings(cfg, mesh))
-    (loss, _), grads = fn(params, shard_batch(batch, batch_sharding(mesh, (ROWS, SEQ))), cfg)
+    (loss, _), grads = fn(params, shard_batch(batch, batch_sharding(mesh, batch["tokens"].shape)), cfg)
     return float(loss), jax.device_get(grads)
 
 
@@ -142,6 +147,48 @@ def steps() -> dict:
             "rl_step_param_diff": max_diff(rl_params, want["rl_step"][2]),
         }
     return report
+
+
+def splash() -> dict:
+    """Splash across the context axis against the XLA reference (module docstring)."""
+    b, s, h, kvh, d = 2, 512, 4, 2, 64  # 512 / 4 = 128 tokens per device: one splash tile
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((b, s, h, d), np.float32)
+    k, v = (rng.standard_normal((b, s, kvh, d), np.float32) for _ in range(2))
+    segment_ids = np.zeros((b, s), np.int32)
+    segment_ids[0, :130], segment_ids[0, 130:500], segment_ids[1, :300], segment_ids[1, 300:] = 1, 2, 1, 2
+    real = segment_ids != 0
+    cot = rng.standard_normal(q.shape).astype(np.float32) * real[:, :, None, None]
+    mesh = make_mesh(MeshConfig(data=2, fsdp=1, context=4))
+    layout = context_layout(mesh, DEFAULT_RULES, s)
+    attention = context_attention("all_gather", mesh, impl="splash")
+
+    def whole_rows(q, k, v):  # the kernel on rows in the balanced order, its output back in the row's order
+        return from_balanced(attention(*(to_balanced(x, layout) for x in (q, k, v, segment_ids))), layout)
+
+    def reference(q, k, v):
+        return layers.dot_attention(q, k, v, layers.attention_mask(np.arange(s)[None].repeat(b, 0), segment_ids,
+                                                                      segment_ids))
+
+    got, want = (np.asarray(jax.jit(f)(q, k, v)) for f in (whole_rows, reference))
+    grads = [jax.jit(jax.grad(lambda q, k, v, f=f: jnp.sum(f(q, k, v) * cot), argnums=(0, 1, 2)))(q, k, v)
+             for f in (whole_rows, reference)]
+    cfg = dataclasses.replace(CFG, attention_impl="splash")
+    params = jax.device_get(jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.PRNGKey(0)))
+    batch = {key: np.repeat(x, 256 // SEQ, axis=1)[:, :256] for key, x in sft_batch().items()}
+    batch["positions"] = np.concatenate([np.arange(256)[None]] * ROWS)  # one document of 256 per row
+    batch["segment_ids"] = np.ones((ROWS, 256), np.int32)
+    one = make_mesh(MeshConfig(fsdp=1), jax.devices()[:1])
+    want_loss, want_grads = loss_and_grads(sft_loss, dataclasses.replace(cfg, attention_impl="xla"), params, batch,
+                                           one)
+    mesh = make_mesh(MeshConfig(2, 2, 1, 1, 2))
+    got_loss, got_grads = loss_and_grads(sft_loss, cfg, params, batch, mesh)
+    step_jaxpr = jax.make_jaxpr(lambda p, b: mesh_loss(sft_loss, cfg, mesh)(p, b, cfg))(params, batch)
+    return {"out_diff": float(np.max(np.abs(got - want)[real])), "out_scale": float(np.max(np.abs(want))),
+            "grad_diff": max(float(np.max(np.abs(a - b))) for a, b in zip(*grads)),
+            "kernel_runs_splash": "pallas_call" in str(jax.make_jaxpr(whole_rows)(q, k, v)),
+            "step_runs_splash": "pallas_call" in str(step_jaxpr),
+            "sft_loss_diff": abs(got_loss - want_loss), "sft_grad_diff": max_diff(got_grads, want_grads)}
 
 
 MEMORY_SHAPE = {"model_type": "qwen3", "vocab_size": 512, "hidden_size": 128, "intermediate_size": 256,
@@ -243,7 +290,7 @@ def decode() -> dict:
 def main(part: str) -> None:
     """One part (module docstring); one JSON line."""
     assert jax.device_count() == 8, jax.devices()
-    print(json.dumps({"steps": steps, "memory": memory, "decode": decode, "hlo": hlo}[part]()))
+    print(json.dumps({"steps": steps, "splash": splash, "memory": memory, "decode": decode, "hlo": hlo}[part]()))
 
 
 if __name__ == "__main__":

@@ -54,6 +54,17 @@ def test_rl_update_and_old_log_probs_split_four_ways_equal_one_devices(steps, me
 
 
 @pytest.fixture(scope="module")
+def splash() -> dict:
+    return run_part("splash")
+
+
+def test_splash_with_q_seq_shards_over_the_context_axis_equals_the_reference(splash):
+    assert splash["kernel_runs_splash"] and splash["step_runs_splash"], splash  # not the blocked fallback
+    assert splash["out_diff"] <= TOLERANCE * splash["out_scale"] and splash["grad_diff"] <= TOLERANCE, splash
+    assert splash["sft_loss_diff"] <= TOLERANCE and splash["sft_grad_diff"] <= TOLERANCE, splash
+
+
+@pytest.fixture(scope="module")
 def memory() -> dict:
     return run_part("memory")
 

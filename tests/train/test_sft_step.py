@@ -116,3 +116,13 @@ def test_the_kernel_is_bound_to_losses_that_take_it(toy):
     with pytest.warns(UserWarning, match="takes no `attention_kernel`"):
         assert sft_step.with_attention_kernel(toy.loss, kernel) is toy.loss  # runs, with the model's own attention
 
+
+
+def test_rows_go_into_the_balanced_context_order_only_for_losses_that_run_the_context_kernel(toy):
+    cfg, context4 = model.ModelConfig.tiny(), AbstractMesh((2, 1, 1, 1, 4), MESH_AXES)
+    assert sft_step.mesh_loss(sft_step.sft_loss, cfg, context4).__name__ == "balanced"
+    # the model's own attention masks by position in the row as held: the rows keep their order
+    with pytest.warns(UserWarning, match="takes no `attention_kernel`"):
+        assert sft_step.mesh_loss(toy.loss, cfg, context4) is toy.loss
+    fsdp8 = AbstractMesh((1, 8, 1, 1, 1), MESH_AXES)  # no context axis: no permutation
+    assert sft_step.mesh_loss(sft_step.sft_loss, cfg.replace(attention_impl="blocked"), fsdp8).func is sft_step.sft_loss
