@@ -5,7 +5,8 @@ set before JAX starts). Argument: the part to run.
 
   steps   the SFT loss and gradients (`sft_step.mesh_loss`, what the step differentiates) and one SFT step, and
           the RL loss and gradients, one RL update and the old-log-prob pass (`make_rl_step`), of packed rows on
-          meshes with context = 4 (ring and all-gather attention), against `attention_impl: xla` on one device.
+          meshes with context = 4 (ring and all-gather attention) and of the blocked kernel on a mesh without
+          one, against `attention_impl: xla` on one device.
   splash  splash attention over context = 4 (all-gather, `q_seq_shards`; interpreted off TPU) against the XLA
           reference, forward and gradients, and the SFT loss and gradients of an `attention_impl: splash` model on
           (data=2, fsdp=2, context=2) against `attention_impl: xla` on one device.
@@ -46,10 +47,12 @@ from jaxseeker.train.state import abstract_train_state, train_state_from_params
 
 CFG = model.ModelConfig.tiny(vocab_size=128)  # 4 heads, 2 kv heads, head_dim 16, 2 layers, float32
 ROWS, SEQ = 4, 64  # 64 = 2 × 4 context shards × chunks of 8 tokens: the balanced order applies
-MESHES = {  # name: (mesh, context attention)
-    "context4_ring": (MeshConfig(data=2, fsdp=1, context=4), "ring"),
-    "context4_all_gather": (MeshConfig(data=2, fsdp=1, context=4), "all_gather"),
-    "tensor2_context4_ring": (MeshConfig(data=1, fsdp=1, tensor=2, context=4), "ring"),
+MESHES = {  # name: (mesh, the model's fields)
+    "context4_ring": (MeshConfig(data=2, fsdp=1, context=4), {"context_attention": "ring"}),
+    "context4_all_gather": (MeshConfig(data=2, fsdp=1, context=4), {"context_attention": "all_gather"}),
+    "tensor2_context4_ring": (MeshConfig(data=1, fsdp=1, tensor=2, context=4), {"context_attention": "ring"}),
+    # no context axis: the blocked kernel on each device's rows and heads
+    "data2_fsdp2_tensor2_blocked": (MeshConfig(data=2, fsdp=2, tensor=2), {"attention_impl": "blocked"}),
 }
 # Adam turns gradient noise d into update noise up to lr · d / (4 · eps) where a gradient entry is near 0
 # (see sharded_step_worker.py): lr 1e-4, eps 1e-6 keep it far under the 1e-5 tolerance.
@@ -131,8 +134,8 @@ def steps() -> dict:
             "sft_step": sft_step_params(CFG, params, sft, one), "rl_step": rl_step_results(CFG, params, rl, one)}
     report = {"grad_scale": max(float(np.max(np.abs(g))) for g in jax.tree.leaves(want["sft"][1])),
               "rl_grad_scale": max(float(np.max(np.abs(g))) for g in jax.tree.leaves(want["rl"][1]))}
-    for name, (mesh_cfg, strategy) in MESHES.items():
-        cfg, mesh = dataclasses.replace(CFG, context_attention=strategy), make_mesh(mesh_cfg)
+    for name, (mesh_cfg, fields) in MESHES.items():
+        cfg, mesh = dataclasses.replace(CFG, **fields), make_mesh(mesh_cfg)
         sft_got, rl_got = loss_and_grads(sft_loss, cfg, params, sft, mesh), loss_and_grads(rl_fn, cfg, params, rl, mesh)
         step_loss, step_params = sft_step_params(cfg, params, sft, mesh)
         logp, rl_step_loss, rl_params = rl_step_results(cfg, params, rl, mesh)
