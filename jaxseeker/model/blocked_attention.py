@@ -1,176 +1,295 @@
-"""Grouped-query attention computed tile by tile, visiting only the tiles the mask lets through.
+"""Grouped-query attention computed tile by tile from token coordinates, never holding a `[q, k]` array.
 
-Packed SFT rows are block-diagonal (one causal triangle per segment): most of a `[seq, seq]` score
-matrix is masked. `blocked_attention` splits queries and keys into blocks of `block` positions and,
-for each query block, runs an online softmax (flash-attention style) over the key blocks from the
-first to the last one holding a visible pair (for causal, contiguous segments: exactly the tiles
-that touch the query block's segments); the mask is applied inside each tile, so the result is
-exact for any mask. Tiles outside that range are never computed, forward or backward. The result
-equals `layers.dot_attention` on every query that sees at least one key (a query that sees none,
-i.e. padding, gets zeros). The backward pass is a hand-written custom VJP that recomputes the
-probabilities from the saved log-sum-exp, so no `[q, k]` score array is ever held: one
-`block`×`block` tile per head at a time plus O(seq) floats per row (output, log-sum-exp, gradients).
-The boolean mask itself (one byte per (q, k) pair, shared by every head and layer) is the one
-O(seq²) array, as for `jax.nn.dot_product_attention`.
+Every query and key carries two coordinates (`Coords`): its `index`, the order causality follows (the token's
+place in the row as written, whatever order the row is held in), and its `segment` (1, 2, … per packed
+document, 0 = padding). Query i sees key j when segment(j) = segment(i) ≠ 0 and index(j) ≤ index(i): the rule of
+`layers.attention_mask`. Queries and keys are split into blocks of `block` positions; a `block`×`block` tile is
+computed only when the ranges of its blocks' coordinates say it may hold a visible pair, and its mask is rebuilt
+inside the tile from the coordinates. So the result is exact for any coordinates (a permuted row, a chunk of keys
+from another device), tiles that packing or causality hide are never computed, forward or backward, and the
+largest arrays are one tile of scores per head plus O(seq) floats per row: no `[q, k]` mask, score or index array
+(the tile table is `[q_blocks, k_blocks]` booleans per row).
 
-This is `attention_impl="blocked"` (training and scoring without a KV cache); it is meant for one
-device, e.g. CPU: the loops pick rows by a traced index, so under a batch-sharded multi-device jit
-XLA gathers the operands whole onto every device (correct, not parallel).
+The forward is an online softmax (flash-attention style) that also returns the log-sum-exp; the backward is
+hand-written and recomputes the probabilities tile by tile from it. `blocked_forward` / `blocked_backward` expose
+the halves to kernels that split the keys across devices (`parallel.ring_attention` merges partial results with
+`merge_partials`); `blocked_attention` is the differentiable whole, `attention_impl="blocked"` (training and
+scoring without a KV cache, e.g. on CPU) and the per-device kernel of context parallelism where splash does not
+run. Its loops pick rows by a traced index: under a multi-device jit it runs blockwise only inside `shard_map`
+(`parallel.shard_attention`), else XLA gathers its operands whole onto every device (correct, not parallel).
 """
 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-_NEG = -0.7 * float(jnp.finfo(jnp.float32).max)
+_NEG = -0.7 * float(jnp.finfo(jnp.float32).max)  # the log-sum-exp of a query that sees no key
+_BIG = int(jnp.iinfo(jnp.int32).max)
 
 
-def _to_blocks(q, k, v, mask, block):
-    """Pads the sequence axes to a multiple of `block` and lays heads out for batched block matmuls.
+class Coords(NamedTuple):
+    """Where tokens sit: `index` (causal order) and `segment` (0 = padding), both `[batch, n]` int32."""
 
-    Returns qg `[batch, kv_heads, group, q_pad, head_dim]`, kt/vt `[batch, kv_heads, k_pad, head_dim]`,
-    the padded mask `[batch, q_pad, k_pad]` and the block table `[batch, q_blocks, k_blocks]`.
-    """
+    index: jax.Array
+    segment: jax.Array
+
+
+def row_coords(segment_ids: jax.Array) -> Coords:
+    """The coordinates of whole rows held in order: index 0 … n-1, the given segments."""
+    b, n = segment_ids.shape
+    return Coords(jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), (b, n)), segment_ids.astype(jnp.int32))
+
+
+class _Blocks(NamedTuple):
+    """Operands padded to whole blocks, in the loops' layout."""
+
+    qg: jax.Array  # [batch, kv_heads, group, q_pad, head_dim]
+    kt: jax.Array  # [batch, kv_heads, k_pad, head_dim]
+    vt: jax.Array  # [batch, kv_heads, k_pad, head_dim]
+    qc: Coords  # [batch, q_pad] each
+    kc: Coords  # [batch, k_pad] each
+    table: jax.Array  # [batch, q_blocks, k_blocks] bool: the tile may hold a visible pair
+
+
+def _pad(x: jax.Array, n: int) -> jax.Array:
+    """`x` zero-padded along axis 1 to length `n` (padding tokens get segment 0: never visible)."""
+    return jnp.pad(x, [(0, 0), (0, n - x.shape[1])] + [(0, 0)] * (x.ndim - 2))
+
+
+def _block_ranges(c: Coords, block: int) -> tuple[jax.Array, ...]:
+    """Per block of real tokens `[batch, blocks]`: any real token, index min / max, segment min / max."""
+    b, n = c.index.shape
+    index, segment = c.index.reshape(b, n // block, block), c.segment.reshape(b, n // block, block)
+    real = segment != 0
+    return (real.any(-1), jnp.where(real, index, _BIG).min(-1), jnp.where(real, index, -_BIG).max(-1),
+            jnp.where(real, segment, _BIG).min(-1), jnp.where(real, segment, 0).max(-1))
+
+
+def _tile_table(qc: Coords, kc: Coords, block: int) -> jax.Array:
+    """`[batch, q_blocks, k_blocks]`: True where the blocks' coordinate ranges allow a visible pair (a superset
+    of the tiles the mask lets through; exact for causal rows of contiguous segments)."""
+    q_any, q_lo, q_hi, q_seg_lo, q_seg_hi = (x[:, :, None] for x in _block_ranges(qc, block))
+    k_any, k_lo, _, k_seg_lo, k_seg_hi = (x[:, None, :] for x in _block_ranges(kc, block))
+    return q_any & k_any & (k_lo <= q_hi) & (q_seg_lo <= k_seg_hi) & (k_seg_lo <= q_seg_hi)
+
+
+def _to_blocks(q, k, v, qc: Coords, kc: Coords, block: int) -> _Blocks:
+    """Pads the sequence axes to a multiple of `block` and lays heads out for batched block matmuls."""
     b, s, h, d = q.shape
     t, kvh = k.shape[1], k.shape[2]
     sp, tp = -(-s // block) * block, -(-t // block) * block
-    q = jnp.pad(q, ((0, 0), (0, sp - s), (0, 0), (0, 0)))
-    k = jnp.pad(k, ((0, 0), (0, tp - t), (0, 0), (0, 0)))
-    v = jnp.pad(v, ((0, 0), (0, tp - t), (0, 0), (0, 0)))
-    mask = jnp.pad(mask, ((0, 0), (0, sp - s), (0, tp - t)))
-    qg = q.reshape(b, sp, kvh, h // kvh, d).transpose(0, 2, 3, 1, 4)
-    kt, vt = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)
-    table = mask.reshape(b, sp // block, block, tp // block, block).any(axis=(2, 4))
-    return qg, kt, vt, mask, table
+    qc, kc = Coords(*(_pad(x.astype(jnp.int32), sp) for x in qc)), Coords(*(_pad(x.astype(jnp.int32), tp) for x in kc))
+    qg = _pad(q, sp).reshape(b, sp, kvh, h // kvh, d).transpose(0, 2, 3, 1, 4)
+    kt, vt = _pad(k, tp).transpose(0, 2, 1, 3), _pad(v, tp).transpose(0, 2, 1, 3)
+    return _Blocks(qg, kt, vt, qc, kc, _tile_table(qc, kc, block))
 
 
 def _block_range(table_row: jax.Array) -> tuple[jax.Array, jax.Array]:
     """First and one-past-last key block marked in `table_row` `[k_blocks]` ((0, 0) when none is)."""
     n = table_row.shape[0]
     any_ = jnp.any(table_row)
-    lo = jnp.argmax(table_row)
-    hi = n - jnp.argmax(table_row[::-1])
-    return jnp.where(any_, lo, 0), jnp.where(any_, hi, 0)
+    return jnp.where(any_, jnp.argmax(table_row), 0), jnp.where(any_, n - jnp.argmax(table_row[::-1]), 0)
 
 
-def _forward(qg, kt, vt, mask, table, block, scale):
-    """Online-softmax pass: output like qg and the log-sum-exp `[batch, kv_heads, group, q_pad]` (f32)."""
-    b, kvh, g, sp, d = qg.shape
+def _slice(x: jax.Array, start, block: int, axis: int) -> jax.Array:
+    return jax.lax.dynamic_slice_in_dim(x, start * block, block, axis=axis)
+
+
+def _tile_mask(qi: Coords, kj: Coords) -> jax.Array:
+    """`[block, block]` visibility of one tile from the coordinates of its queries and keys `[block]`."""
+    same = (qi.segment[:, None] == kj.segment[None, :]) & (kj.segment[None, :] != 0)
+    return same & (kj.index[None, :] <= qi.index[:, None])
+
+
+def _row(c: Coords, r, i, block: int) -> Coords:
+    """The coordinates of block `i` of row `r` `[block]`."""
+    return Coords(_slice(c.index[r], i, block, 0), _slice(c.segment[r], i, block, 0))
+
+
+def _forward(x: _Blocks, block: int, scale: float) -> tuple[jax.Array, jax.Array]:
+    """Online-softmax pass: output like `x.qg` (f32, normalised; 0 where a query sees nothing) and the log-sum-exp
+    `[batch, kv_heads, group, q_pad]` (f32; `_NEG` where a query sees nothing)."""
+    b, kvh, g, sp, d = x.qg.shape
     nq = sp // block
 
     def row_block(idx, carry):
         out, lse = carry
         r, i = idx // nq, idx % nq
-        qi = jax.lax.dynamic_slice_in_dim(qg[r], i * block, block, axis=2)  # [kv_heads, group, block, head_dim]
-        qi = qi * jnp.asarray(scale, qi.dtype)
-        lo, hi = _block_range(table[r, i])
+        qi = _slice(x.qg[r], i, block, 2) * jnp.asarray(scale, x.qg.dtype)  # [kv_heads, group, block, head_dim]
+        qci, row = _row(x.qc, r, i, block), x.table[r, i]
 
         def key_block(j, acc):
-            m, l, o = acc
-            kj = jax.lax.dynamic_slice_in_dim(kt[r], j * block, block, axis=1)  # [kv_heads, block, head_dim]
-            vj = jax.lax.dynamic_slice_in_dim(vt[r], j * block, block, axis=1)
-            mij = jax.lax.dynamic_slice(mask[r], (i * block, j * block), (block, block))  # [block, block]
-            s = jnp.einsum("ngqd,ntd->ngqt", qi, kj, preferred_element_type=jnp.float32)
-            s = jnp.where(mij, s, _NEG)  # [kv_heads, group, block, block]
-            m_new = jnp.maximum(m, s.max(axis=-1))
-            p = jnp.where(mij, jnp.exp(s - m_new[..., None]), 0.0)
-            corr = jnp.exp(m - m_new)
-            pv = jnp.einsum("ngqt,ntd->ngqd", p.astype(vj.dtype), vj, preferred_element_type=jnp.float32)
-            return m_new, l * corr + p.sum(axis=-1), o * corr[..., None] + pv
+            def visit(acc):
+                m, l, o = acc
+                kj, vj = _slice(x.kt[r], j, block, 1), _slice(x.vt[r], j, block, 1)  # [kv_heads, block, head_dim]
+                mij = _tile_mask(qci, _row(x.kc, r, j, block))  # [block, block]
+                s = jnp.einsum("ngqd,ntd->ngqt", qi, kj, preferred_element_type=jnp.float32)
+                s = jnp.where(mij, s, _NEG)  # [kv_heads, group, block, block]
+                m_new = jnp.maximum(m, s.max(axis=-1))
+                p = jnp.where(mij, jnp.exp(s - m_new[..., None]), 0.0)
+                corr = jnp.exp(m - m_new)
+                pv = jnp.einsum("ngqt,ntd->ngqd", p.astype(vj.dtype), vj, preferred_element_type=jnp.float32)
+                return m_new, l * corr + p.sum(axis=-1), o * corr[..., None] + pv
+
+            return jax.lax.cond(row[j], visit, lambda acc: acc, acc)
 
         init = (jnp.full((kvh, g, block), _NEG, jnp.float32), jnp.zeros((kvh, g, block), jnp.float32),
                 jnp.zeros((kvh, g, block, d), jnp.float32))
-        m, l, o = jax.lax.fori_loop(lo, hi, key_block, init)
+        m, l, o = jax.lax.fori_loop(*_block_range(row), key_block, init)
         seen = l > 0
         o = jnp.where(seen[..., None], o / jnp.where(seen, l, 1.0)[..., None], 0.0)
-        lse_i = jnp.where(seen, m + jnp.log(jnp.where(seen, l, 1.0)), 0.0)
-        out = jax.lax.dynamic_update_slice(out, o.astype(out.dtype)[None], (r, 0, 0, i * block, 0))
+        lse_i = jnp.where(seen, m + jnp.log(jnp.where(seen, l, 1.0)), _NEG)
+        out = jax.lax.dynamic_update_slice(out, o[None], (r, 0, 0, i * block, 0))
         lse = jax.lax.dynamic_update_slice(lse, lse_i[None], (r, 0, 0, i * block))
         return out, lse
 
-    init = (jnp.zeros_like(qg), jnp.zeros((b, kvh, g, sp), jnp.float32))
+    init = (jnp.zeros(x.qg.shape, jnp.float32), jnp.zeros((b, kvh, g, sp), jnp.float32))
     return jax.lax.fori_loop(0, b * nq, row_block, init)
 
 
-def _backward(qg, kt, vt, mask, table, out, lse, dout, block, scale):
-    """Gradients (dqg, dkt, dvt) of the blocked attention, recomputing probabilities block by block."""
-    b, kvh, g, sp, d = qg.shape
+def _backward(x: _Blocks, out, lse, dout, block: int, scale: float) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Gradients (dqg, dkt, dvt), f32, of the attention whose whole output and log-sum-exp are `out` / `lse`
+    (which may cover more keys than `x` holds: then these are this chunk's shares of them)."""
+    b, kvh, g, sp, d = x.qg.shape
     nq = sp // block
     delta = jnp.sum(dout.astype(jnp.float32) * out.astype(jnp.float32), axis=-1)  # [batch, kv_heads, group, q_pad]
 
     def row_block(idx, carry):
         dq, dk, dv = carry
         r, i = idx // nq, idx % nq
-        qi = jax.lax.dynamic_slice_in_dim(qg[r], i * block, block, axis=2) * jnp.asarray(scale, qg.dtype)
-        doi = jax.lax.dynamic_slice_in_dim(dout[r], i * block, block, axis=2)  # [kv_heads, group, block, head_dim]
-        lse_i = jax.lax.dynamic_slice_in_dim(lse[r], i * block, block, axis=2)  # [kv_heads, group, block]
-        delta_i = jax.lax.dynamic_slice_in_dim(delta[r], i * block, block, axis=2)
-        lo, hi = _block_range(table[r, i])
+        qi = _slice(x.qg[r], i, block, 2) * jnp.asarray(scale, x.qg.dtype)
+        doi = _slice(dout[r], i, block, 2).astype(x.qg.dtype)  # [kv_heads, group, block, head_dim]
+        lse_i, delta_i = _slice(lse[r], i, block, 2), _slice(delta[r], i, block, 2)  # [kv_heads, group, block]
+        qci, row = _row(x.qc, r, i, block), x.table[r, i]
 
         def key_block(j, acc):
-            dqi, dk, dv = acc
-            kj = jax.lax.dynamic_slice_in_dim(kt[r], j * block, block, axis=1)  # [kv_heads, block, head_dim]
-            vj = jax.lax.dynamic_slice_in_dim(vt[r], j * block, block, axis=1)
-            mij = jax.lax.dynamic_slice(mask[r], (i * block, j * block), (block, block))
-            s = jnp.einsum("ngqd,ntd->ngqt", qi, kj, preferred_element_type=jnp.float32)
-            p = jnp.where(mij, jnp.exp(s - lse_i[..., None]), 0.0)  # [kv_heads, group, block, block]
-            dvj = jnp.einsum("ngqt,ngqd->ntd", p.astype(doi.dtype), doi, preferred_element_type=jnp.float32)
-            dp = jnp.einsum("ngqd,ntd->ngqt", doi, vj, preferred_element_type=jnp.float32)
-            ds = p * (dp - delta_i[..., None])
-            dqi = dqi + jnp.einsum("ngqt,ntd->ngqd", ds.astype(kj.dtype), kj, preferred_element_type=jnp.float32)
-            dkj = jnp.einsum("ngqt,ngqd->ntd", ds.astype(qi.dtype), qi, preferred_element_type=jnp.float32)
-            at = (r, 0, j * block, 0)
-            dk = jax.lax.dynamic_update_slice(dk, jax.lax.dynamic_slice(dk, at, (1, kvh, block, d)) + dkj[None], at)
-            dv = jax.lax.dynamic_update_slice(dv, jax.lax.dynamic_slice(dv, at, (1, kvh, block, d)) + dvj[None], at)
-            return dqi, dk, dv
+            def visit(acc):
+                dqi, dk, dv = acc
+                kj, vj = _slice(x.kt[r], j, block, 1), _slice(x.vt[r], j, block, 1)  # [kv_heads, block, head_dim]
+                mij = _tile_mask(qci, _row(x.kc, r, j, block))
+                s = jnp.einsum("ngqd,ntd->ngqt", qi, kj, preferred_element_type=jnp.float32)
+                p = jnp.where(mij, jnp.exp(jnp.where(mij, s - lse_i[..., None], 0.0)), 0.0)  # [kv_heads, group, q, k]
+                dvj = jnp.einsum("ngqt,ngqd->ntd", p.astype(doi.dtype), doi, preferred_element_type=jnp.float32)
+                dp = jnp.einsum("ngqd,ntd->ngqt", doi, vj, preferred_element_type=jnp.float32)
+                ds = p * (dp - delta_i[..., None])
+                dqi = dqi + jnp.einsum("ngqt,ntd->ngqd", ds.astype(kj.dtype), kj, preferred_element_type=jnp.float32)
+                dkj = jnp.einsum("ngqt,ngqd->ntd", ds.astype(qi.dtype), qi, preferred_element_type=jnp.float32)
+                at = (r, 0, j * block, 0)
+                dk = jax.lax.dynamic_update_slice(dk, jax.lax.dynamic_slice(dk, at, (1, kvh, block, d)) + dkj[None], at)
+                dv = jax.lax.dynamic_update_slice(dv, jax.lax.dynamic_slice(dv, at, (1, kvh, block, d)) + dvj[None], at)
+                return dqi, dk, dv
 
-        dqi, dk, dv = jax.lax.fori_loop(lo, hi, key_block, (jnp.zeros((kvh, g, block, d), jnp.float32), dk, dv))
+            return jax.lax.cond(row[j], visit, lambda acc: acc, acc)
+
+        zeros = jnp.zeros((kvh, g, block, d), jnp.float32)
+        dqi, dk, dv = jax.lax.fori_loop(*_block_range(row), key_block, (zeros, dk, dv))
         dq = jax.lax.dynamic_update_slice(dq, (dqi * scale)[None], (r, 0, 0, i * block, 0))
         return dq, dk, dv
 
-    zeros_k = jnp.zeros(kt.shape, jnp.float32)
-    init = (jnp.zeros(qg.shape, jnp.float32), zeros_k, zeros_k)
-    dq, dk, dv = jax.lax.fori_loop(0, b * nq, row_block, init)
-    return dq.astype(qg.dtype), dk.astype(kt.dtype), dv.astype(vt.dtype)
+    zeros_k = jnp.zeros(x.kt.shape, jnp.float32)
+    return jax.lax.fori_loop(0, b * nq, row_block, (jnp.zeros(x.qg.shape, jnp.float32), zeros_k, zeros_k))
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6))
-def _attend(qg, kt, vt, mask, table, block, scale):
-    return _forward(qg, kt, vt, mask, table, block, scale)[0]
+def _check(q, k, v, q_coords: Coords, kv_coords: Coords, block: int) -> int:
+    """The block size to use (at most the longer sequence); a ValueError names operands that disagree."""
+    if not isinstance(block, int) or block <= 0:
+        raise ValueError(f"block must be a positive int, got {block!r}")
+    b, s, h, d = q.shape
+    kvh, t = k.shape[2], k.shape[1]
+    coords = [tuple(x.shape) for x in (*q_coords, *kv_coords)]
+    if h % kvh or k.shape != v.shape or (k.shape[0], k.shape[3]) != (b, d) or coords != [(b, s)] * 2 + [(b, t)] * 2:
+        raise ValueError(f"blocked attention: q {q.shape}, k {k.shape}, v {v.shape} and coordinates {coords} "
+                         "(q index, q segment, kv index, kv segment) do not agree")
+    return min(block, max(s, t))
 
 
-def _attend_fwd(qg, kt, vt, mask, table, block, scale):
-    out, lse = _forward(qg, kt, vt, mask, table, block, scale)
-    return out, (qg, kt, vt, mask, table, out, lse)
+def _to_model_layout(out: jax.Array, lse: jax.Array, s: int) -> tuple[jax.Array, jax.Array]:
+    """Output `[batch, kv_heads, group, q_pad, head_dim]` → `[batch, s, heads, head_dim]`, log-sum-exp
+    `[batch, kv_heads, group, q_pad]` → `[batch, s, heads]`."""
+    b, kvh, g, sp, d = out.shape
+    return (out.transpose(0, 3, 1, 2, 4).reshape(b, sp, kvh * g, d)[:, :s],
+            lse.transpose(0, 3, 1, 2).reshape(b, sp, kvh * g)[:, :s])
 
 
-def _attend_bwd(block, scale, residuals, dout):
-    qg, kt, vt, mask, table, out, lse = residuals
-    dq, dk, dv = _backward(qg, kt, vt, mask, table, out, lse, dout, block, scale)
-    return dq, dk, dv, None, None
+def _from_model_layout(x: jax.Array, kv_heads: int, block: int) -> jax.Array:
+    """`[batch, s, heads, …]` → `[batch, kv_heads, group, s_pad, …]` (the inverse of `_to_model_layout`)."""
+    b, s, h = x.shape[:3]
+    sp = -(-s // block) * block
+    x = _pad(x, sp).reshape(b, sp, kv_heads, h // kv_heads, *x.shape[3:])
+    return jnp.moveaxis(x, 1, 3)
+
+
+def blocked_forward(q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, kv_coords: Coords, *,
+                    block: int = 256) -> tuple[jax.Array, jax.Array]:
+    """The forward half: (output `[batch, q, heads, head_dim]` f32, log-sum-exp `[batch, q, heads]` f32) of `q`
+    `[batch, q, heads, head_dim]` over the keys / values `[batch, k, kv_heads, head_dim]` at `kv_coords`. A query
+    that sees none of these keys gets output 0 and log-sum-exp `_NEG` (what `merge_partials` expects)."""
+    block = _check(q, k, v, q_coords, kv_coords, block)
+    out, lse = _forward(_to_blocks(q, k, v, q_coords, kv_coords, block), block, q.shape[-1] ** -0.5)
+    return _to_model_layout(out, lse, q.shape[1])
+
+
+def blocked_backward(q, k, v, q_coords: Coords, kv_coords: Coords, out: jax.Array, lse: jax.Array, dout: jax.Array,
+                     *, block: int = 256) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The backward half: (dq, dk, dv), f32, for these keys, given the attention's whole output `out`
+    `[batch, q, heads, head_dim]`, log-sum-exp `lse` `[batch, q, heads]` and output cotangent `dout`. When the
+    keys are a chunk of all the query attends to, dq is this chunk's share (shares add up) and dk / dv are exact."""
+    block = _check(q, k, v, q_coords, kv_coords, block)
+    x = _to_blocks(q, k, v, q_coords, kv_coords, block)
+    kvh = k.shape[2]
+    dq, dk, dv = _backward(x, _from_model_layout(out, kvh, block), _from_model_layout(lse, kvh, block),
+                           _from_model_layout(dout, kvh, block), block, q.shape[-1] ** -0.5)
+    b, s, h, d = q.shape
+    t = k.shape[1]
+    dq = dq.transpose(0, 3, 1, 2, 4).reshape(b, -1, h, d)[:, :s]
+    return dq, dk.transpose(0, 2, 1, 3)[:, :t], dv.transpose(0, 2, 1, 3)[:, :t]
+
+
+def no_keys(q: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The partial result of queries `[batch, q, heads, head_dim]` over no key: output 0, log-sum-exp `_NEG`
+    (what `merge_partials` starts from)."""
+    return jnp.zeros(q.shape, jnp.float32), jnp.full(q.shape[:3], _NEG, jnp.float32)
+
+
+def merge_partials(out_a: jax.Array, lse_a: jax.Array, out_b: jax.Array, lse_b: jax.Array
+                   ) -> tuple[jax.Array, jax.Array]:
+    """The attention over two disjoint sets of keys from each set's (output `[batch, q, heads, head_dim]`,
+    log-sum-exp `[batch, q, heads]`): softmax weights exp(lse_x - lse) with lse = log(e^lse_a + e^lse_b)."""
+    lse = jnp.logaddexp(lse_a, lse_b)
+    return (out_a * jnp.exp(lse_a - lse)[..., None] + out_b * jnp.exp(lse_b - lse)[..., None]), lse
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(5,))
+def _attend(q, k, v, q_coords, kv_coords, block):
+    return blocked_forward(q, k, v, q_coords, kv_coords, block=block)[0].astype(q.dtype)
+
+
+def _attend_fwd(q, k, v, q_coords, kv_coords, block):
+    out, lse = blocked_forward(q, k, v, q_coords, kv_coords, block=block)
+    out = out.astype(q.dtype)
+    return out, (q, k, v, q_coords, kv_coords, out, lse)
+
+
+def _attend_bwd(block, residuals, dout):
+    q, k, v, q_coords, kv_coords, out, lse = residuals
+    dq, dk, dv = blocked_backward(q, k, v, q_coords, kv_coords, out, lse, dout, block=block)
+    return dq.astype(q.dtype), dk.astype(k.dtype), dv.astype(v.dtype), None, None  # coordinates: integers
 
 
 _attend.defvjp(_attend_fwd, _attend_bwd)
 
 
-def blocked_attention(
-    q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, *, block: int = 256
-) -> jax.Array:
-    """Grouped-query attention that skips fully masked `block`×`block` tiles (see the module docstring).
+def blocked_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, kv_coords: Coords | None = None,
+                      *, block: int = 256) -> jax.Array:
+    """Causal attention within segments that skips hidden `block`×`block` tiles (see the module docstring).
 
-    q `[batch, q, heads, head_dim]`, k/v `[batch, k, kv_heads, head_dim]`, mask `[batch, q, k]` (bool,
-    True = visible) → `[batch, q, heads, head_dim]`. Differentiable in q, k and v.
+    q `[batch, q, heads, head_dim]`, k/v `[batch, k, kv_heads, head_dim]` (query heads share kv heads in contiguous
+    groups), `q_coords` / `kv_coords` (default: `q_coords`, self-attention) → `[batch, q, heads, head_dim]`.
+    Differentiable in q, k and v; a query that sees no key (padding) gets zeros.
     """
-    if not isinstance(block, int) or block <= 0:
-        raise ValueError(f"block must be a positive int, got {block!r}")
-    b, s, h, d = q.shape
-    kvh = k.shape[2]
-    if h % kvh or k.shape != v.shape or (k.shape[0], k.shape[3]) != (b, d) or mask.shape != (b, s, k.shape[1]):
-        raise ValueError(f"blocked_attention: q {q.shape}, k {k.shape}, v {v.shape}, mask {mask.shape} do not agree")
-    block = min(block, max(s, k.shape[1]))
-    qg, kt, vt, mask, table = _to_blocks(q, k, v, mask.astype(bool), block)
-    out = _attend(qg, kt, vt, mask, table, block, d**-0.5)  # [batch, kv_heads, group, q_pad, head_dim]
-    return out[:, :, :, :s].transpose(0, 3, 1, 2, 4).reshape(b, s, h, d)
+    kv_coords = q_coords if kv_coords is None else kv_coords
+    return _attend(q, k, v, q_coords, kv_coords, _check(q, k, v, q_coords, kv_coords, block))

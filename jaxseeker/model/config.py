@@ -18,6 +18,7 @@ ARCHITECTURES = {
 ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 REMAT_POLICIES = ("none", "dots", "full")
 ATTENTION_IMPLS = ("xla", "jax_xla", "cudnn", "splash", "blocked")  # see model.layers.dot_attention
+CONTEXT_ATTENTIONS = ("all_gather", "ring")  # across a mesh's context axis: see parallel.ring_attention
 DTYPES = ("float32", "bfloat16", "float16")
 
 
@@ -63,12 +64,14 @@ class ModelConfig:
     compute_dtype: str = "float32"
     remat: str = "none"
     attention_impl: str = "xla"
+    context_attention: str = "all_gather"  # how attention crosses the context axis when the mesh has one
     initializer_range: float = 0.02
 
     def __post_init__(self):
         _check_choice("model_type", self.model_type, tuple(ARCHITECTURES))
         _check_choice("remat", self.remat, REMAT_POLICIES)
         _check_choice("attention_impl", self.attention_impl, ATTENTION_IMPLS)
+        _check_choice("context_attention", self.context_attention, CONTEXT_ATTENTIONS)
         for name in ("param_dtype", "compute_dtype", "hf_dtype"):
             _check_choice(name, getattr(self, name), DTYPES)
         _check_choice("rope_scaling.rope_type", self.rope_type, ROPE_TYPES)

@@ -92,9 +92,10 @@ def hidden_states(
     (`parallel.shard_attention`); None (default) uses `cfg.attention_impl`. Ignored with a cache.
 
     constrain: `(x, logical_axes) -> x`, the activations' layout, applied to the residual stream
-    (`("batch", "seq", None)`) after the embedding and after every layer: a training step on a mesh passes
-    `parallel.activation_constraint(mesh, rules)`, so the layer activations kept for the backward pass stay
-    split by rows (under fsdp XLA may otherwise keep them whole on every device). None: XLA chooses.
+    (`("batch", "residual_seq", None)`) after the embedding and after every layer: a training step on a mesh
+    passes `parallel.activation_constraint(mesh, rules)`, so the layer activations kept for the backward pass stay
+    split by rows and along the sequence (under fsdp XLA may otherwise keep them whole on every device). None: XLA
+    chooses.
     """
     b, s = tokens.shape
     compute = jnp.dtype(cfg.compute_dtype)
@@ -111,7 +112,7 @@ def hidden_states(
         mask = attention_mask(q_index, segment_ids, cache_segments)  # [batch, seq, max_len]
     cos, sin = rope_tables(positions, cfg)  # [batch, seq, head_dim]
     def keep(x):  # [batch, seq, embed]
-        return x if constrain is None else constrain(x, ("batch", "seq", None))
+        return x if constrain is None else constrain(x, ("batch", "residual_seq", None))
 
     x = keep(params["embed"].astype(compute)[tokens])  # [batch, seq, embed]
 

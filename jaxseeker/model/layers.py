@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxseeker.model.blocked_attention import blocked_attention
+from jaxseeker.model.blocked_attention import blocked_attention, row_coords
 from jaxseeker.model.config import ModelConfig
 from jaxseeker.model.rope import apply_rope
 
@@ -47,8 +47,8 @@ def dot_attention(
     `jax.nn.dot_product_attention` with that implementation (cudnn: GPU only); "splash", the Pallas TPU
     kernel (`splash_attention`), used when `segment_ids` `[batch, seq]` are given, i.e. for self-attention
     without a KV cache whose `mask` is `attention_mask(arange, segment_ids, segment_ids)`; "blocked",
-    `blocked_attention` on the same mask (tile by tile, skipping the tiles it hides: packed rows on CPU),
-    also only where `segment_ids` are given. The cached paths pass none and use the reference. Rows of
+    `blocked_attention` on that mask rebuilt tile by tile from the segment ids (skipping the tiles it hides:
+    packed rows on CPU; `mask` is not read), also only where `segment_ids` are given. The cached paths pass none and use the reference. Rows of
     padding queries (segment 0) are arbitrary in every impl.
     """
     if impl in ("jax_xla", "cudnn"):
@@ -57,7 +57,7 @@ def dot_attention(
     if impl == "splash" and segment_ids is not None:
         return splash_attention(q, k, v, segment_ids)
     if impl == "blocked" and segment_ids is not None:
-        return blocked_attention(q, k, v, mask)
+        return blocked_attention(q, k, v, row_coords(segment_ids))  # the mask rebuilt per tile, not read
     return grouped_attention(q, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), mask)
 
 

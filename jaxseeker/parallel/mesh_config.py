@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from jax.sharding import Mesh
 
-MESH_AXES = ("data", "fsdp", "tensor", "expert")
+MESH_AXES = ("data", "fsdp", "tensor", "expert", "context")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,12 +24,15 @@ class MeshConfig:
     data: pure data parallelism (params replicated). fsdp: data parallelism with params and
     optimizer state sharded (ZeRO-3). tensor: heads / mlp / vocab split inside a layer.
     expert: MoE experts split across devices (dense parts see it as more data parallelism).
+    context: the sequence split across devices (context parallelism): the residual stream between layers and
+    the attention (ring or all-gather-KV, `parallel.context_attention`) hold 1/context of every row.
     """
 
     data: int = 1
     fsdp: int = -1
     tensor: int = 1
     expert: int = 1
+    context: int = 1
 
     def __post_init__(self):
         sizes = self.sizes()
@@ -86,8 +89,8 @@ def parse_mesh(text: str) -> MeshConfig:
         raise ValueError(f"{text!r}: {e}") from None
 
 
-MESH_HELP = ("shard the model and the KV cache over all devices, e.g. tensor=8 (axes data, fsdp, tensor, expert; "
-             "fsdp takes the devices the others leave; default: one device)")
+MESH_HELP = ("shard the model and the KV cache over all devices, e.g. tensor=8 (axes data, fsdp, tensor, expert, "
+             "context; fsdp takes the devices the others leave; default: one device)")
 
 
 def mesh_argument(text: str) -> Mesh:
@@ -103,8 +106,8 @@ def mesh_argument(text: str) -> Mesh:
 
 def mesh_text(mesh: Mesh | None) -> str:
     """Where an engine runs, for a command's closing line: "one device", or e.g. "a data=1,fsdp=1,tensor=4,expert=1
-    mesh of 4 devices"."""
+    mesh of 4 devices" (the context axis is named only when it splits the sequence)."""
     if mesh is None:
         return "one device"
-    sizes = ",".join(f"{axis}={n}" for axis, n in mesh.shape.items())
+    sizes = ",".join(f"{axis}={n}" for axis, n in mesh.shape.items() if axis != "context" or n > 1)
     return f"a {sizes} mesh of {mesh.size} device{'s' * (mesh.size > 1)}"

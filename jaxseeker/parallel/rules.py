@@ -1,8 +1,13 @@
 """One table from logical axis names to mesh axes, and the shardings it gives.
 
 Model code names the axes of every array in words (`vocab`, `embed`, `heads`, `kv_heads`,
-`head_dim`, `mlp`, `experts`, `layers`, `lora_rank`, `batch`, `seq`) and never a device; this module alone turns
-those names into `PartitionSpec`s for a mesh with axes (data, fsdp, tensor, expert).
+`head_dim`, `mlp`, `experts`, `layers`, `lora_rank`, `batch`, `seq`, `residual_seq`) and never a device; this
+module alone turns those names into `PartitionSpec`s for a mesh with axes (data, fsdp, tensor, expert, context).
+
+`seq` (input rows, the KV cache) splits over `context`; `residual_seq`, the sequence axis of the residual stream
+between layers, over `context` and `tensor` as well (sequence parallelism: under tensor parallelism the saved
+residuals are not copied on every tensor device; XLA gathers them inside each layer and reduce-scatters the
+layer's output instead of all-reducing it, as Megatron-SP does).
 
 Resolution of one array's axes, dimension by dimension:
   1. the rule gives an ordered tuple of mesh axes (empty = replicated);
@@ -29,7 +34,8 @@ Rules = Mapping[str, tuple[str, ...]]
 
 DEFAULT_RULES: Rules = {
     "batch": ("data", "fsdp", "expert"),
-    "seq": (),
+    "seq": ("context",),
+    "residual_seq": ("context", "tensor"),
     "embed": ("fsdp",),
     "vocab": ("tensor",),
     "heads": ("tensor",),

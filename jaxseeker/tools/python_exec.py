@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import signal
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any

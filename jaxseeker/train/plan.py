@@ -9,9 +9,10 @@ One stage is an SFT step or an RL step at one context stage (`StageShape`). Its 
   reference    the frozen reference policy of a KL term (an f32 copy of the params)
   activations  what the backward pass keeps of the forward pass, all layers: the scan carry (remat
                full), the matmul outputs (remat dots) or everything (remat none: with a non-flash
-               attention, two [q, k] score arrays per layer)
-  layer        the working set of one layer's backward: its recompute, its gradients, three [q, k] f32
-               score arrays unless the attention is a flash kernel, its weights gathered from the fsdp shards
+               attention, two [q, k] score arrays per layer); the final hidden states and their gradient;
+               the [q, k] boolean mask of the attentions that take one (xla, jax_xla, cudnn)
+  layer        the working set of one layer's backward: its recompute, its gradients, the attention kernel's
+               own arrays (`attention_kernel_bytes`), its weights gathered from the fsdp shards
   logits       the chunked loss: [rows, chunk, vocab] f32 logits, their softmax and gradient
   kv_cache     the rollout engine's cache: slots × length × layers × kv_heads × head_dim × 2 (compute dtype)
   rollout      the engine's largest call: prefill scores [rows, heads, chunk, length] f32, or decode logits
@@ -20,12 +21,15 @@ One stage is an SFT step or an RL step at one context stage (`StageShape`). Its 
 peak = params + optimizer + reference + kv_cache + batch + max(train, update, rollout), with
 train = grads + compute + activations + max(layer, logits), update = grads + Adam's temporaries.
 Activation rows are divided by the mesh axes of the `batch` rule, heads / kv_heads / mlp / vocab by
-theirs (with the rules' divisibility fallback); the sequence is never split, so one row of a long
-context weighs the same on any mesh. The rollout cache is planned sharded by the same rules. The training
-steps hold the model's residual stream to that layout (`parallel.activation_constraint`, bound by
+theirs (with the rules' divisibility fallback), the sequence inside a layer by those of `seq` (the context
+axis) and the residual stream between layers by those of `residual_seq` (context and tensor: sequence
+parallelism). Under context parallelism the chunked loss gathers each row's final hidden states whole onto
+every device of the context axis (it sorts the row's trained tokens first), so they are counted whole. The
+rollout cache and its prefill are planned sharded by the same rules (the cache's sequence over context). The
+training steps hold the model's residual stream to that layout (`parallel.activation_constraint`, bound by
 `make_sft_step`): on 8 CPU devices with fsdp=8 the compiled step then takes 0.76 (remat full) and 0.93 (none) of
 the plan, where without the constraint XLA kept activations with the whole batch on each device (2.07 and
-2.58); on data=2, fsdp=2, tensor=2, 0.81 and 0.94 (0.97 and 1.13 without).
+2.58); on context = 2, 4, 8 see docs/long_context.md.
 
 The working-set coefficients (`_LAYER`, `_LOGITS`, `_UPDATE`) were measured with
 `compiled.memory_analysis()` of the real SFT step on XLA:CPU in f32 (tests/train/test_plan.py checks
@@ -41,7 +45,7 @@ from collections.abc import Mapping
 
 from jax.sharding import AbstractMesh
 
-from jaxseeker.model.config import ModelConfig
+from jaxseeker.model.config import CONTEXT_ATTENTIONS, ModelConfig
 from jaxseeker.model.flops import active_params
 from jaxseeker.model.params import param_axes, param_shapes
 from jaxseeker.parallel.mesh_config import MESH_AXES
@@ -49,9 +53,10 @@ from jaxseeker.parallel.rules import Rules, logical_to_spec
 from jaxseeker.train.chips import USABLE_HBM, Chip
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-# Attention kernels that never hold [q, k] scores (training forward only; "blocked" keeps one tile per head,
-# see model.blocked_attention). cudnn and blocked still take the [q, k] boolean mask (1 byte a pair, not counted).
-FLASH_IMPLS = ("cudnn", "splash", "blocked")
+# Attention kernels that hold no [q, k] array (training forward only; "blocked" keeps one tile per head, see
+# model.blocked_attention); the context kernels (`parallel.context_attention`) are blocked ones. cuDNN holds no
+# scores but takes the [q, k] mask, as a bias of the compute dtype too (jax.nn.dot_product_attention).
+FLASH_IMPLS = ("splash", "blocked")
 
 # Floats per token of one layer's backward working set under remat "full" (recompute + gradients),
 # per hidden unit, per q/k/v head unit and per MLP unit (per expert unit: all experts are evaluated).
@@ -147,6 +152,9 @@ class _Local:
     """Activation sizes on one device."""
 
     rows: int
+    seq: int  # tokens of a row inside a layer (the `seq` rule: context)
+    residual_seq: int  # tokens of a row between layers (the `residual_seq` rule: context and tensor)
+    seq_shards: int  # devices a row's sequence is split over inside a layer
     heads: int
     kv_heads: int
     mlp: int  # dense layers
@@ -154,8 +162,8 @@ class _Local:
     vocab: int
 
 
-def _local_sizes(cfg: ModelConfig, rows: int, rules: Rules, sizes: Mapping[str, int]) -> _Local:
-    """Per-device activation sizes for `rows` global rows."""
+def _local_sizes(cfg: ModelConfig, rows: int, rules: Rules, sizes: Mapping[str, int], seq: int = 1) -> _Local:
+    """Per-device activation sizes for `rows` global rows of `seq` tokens."""
     batch_axes, batch_div = _divisor("batch", rows, rules, sizes)
 
     def split(name: str, dim: int, used: tuple[str, ...] = batch_axes) -> int:
@@ -166,7 +174,8 @@ def _local_sizes(cfg: ModelConfig, rows: int, rules: Rules, sizes: Mapping[str, 
     if cfg.num_experts:
         expert_units = split("experts", cfg.num_experts) * split("mlp", cfg.moe_intermediate_size,
                                                                  batch_axes + experts_axes)
-    return _Local(rows=rows // batch_div, heads=split("heads", cfg.num_heads),
+    return _Local(rows=rows // batch_div, seq=split("seq", seq), residual_seq=split("residual_seq", seq),
+                  seq_shards=_divisor("seq", seq, rules, sizes, batch_axes)[1], heads=split("heads", cfg.num_heads),
                   kv_heads=split("kv_heads", cfg.num_kv_heads), mlp=split("mlp", cfg.intermediate_size),
                   expert_units=expert_units, vocab=split("vocab", cfg.vocab_size))
 
@@ -179,28 +188,61 @@ def _layer_width(cfg: ModelConfig, local: _Local, moe: bool) -> float:
 
 
 def _saved_width(cfg: ModelConfig, local: _Local, moe: bool) -> float:
-    """Floats per token one layer keeps for the backward pass, by remat policy."""
-    if cfg.remat == "full":
-        return cfg.hidden_size
+    """Floats per token one layer keeps for the backward pass under remat dots / none."""
     if cfg.remat == "dots":
         qkv = (local.heads + 2 * local.kv_heads) * cfg.head_dim
         return 3 * cfg.hidden_size + qkv + 2 * (local.expert_units if moe else local.mlp)
     return _NONE_SAVED * _layer_width(cfg, local, moe)
 
 
+def attention_kernel(cfg: ModelConfig, seq_shards: int) -> str:
+    """The attention a training step runs (`train.sft_step.mesh_attention_kernel`): the model's `attention_impl`,
+    or where the mesh splits the sequence its `context_attention` and the kernel on each device: "all_gather/splash"
+    (`attention_impl: splash`), else "all_gather/blocked" or "ring/blocked"."""
+    if seq_shards == 1:
+        return cfg.attention_impl
+    splash = cfg.attention_impl == "splash" and cfg.context_attention == "all_gather"
+    return f"{cfg.context_attention}/{'splash' if splash else 'blocked'}"
+
+
+def attention_kernel_bytes(cfg: ModelConfig, local: _Local, seq: int) -> float:
+    """The attention kernel's own arrays in one layer's backward, per device: the blocked kernel's f32 output and
+    query gradient; all-gather's whole-row keys / values and their gradients (f32 with the blocked kernel); ring's
+    two key / value chunks (the one attended to and the one arriving) and two f32 gradient chunks; cuDNN's
+    [q, k] bias."""
+    kernel, cb = attention_kernel(cfg, local.seq_shards), BYTES[cfg.compute_dtype]
+    if kernel == "cudnn":
+        return float(local.rows * local.seq * seq * cb)
+    kv_token = local.rows * local.kv_heads * cfg.head_dim * 2  # keys and values of one token
+    blocked = kernel.endswith("blocked")
+    own = local.rows * local.seq * local.heads * cfg.head_dim * 4 * 2 if blocked else 0  # f32 output and dq
+    if kernel.startswith("all_gather"):
+        own += kv_token * seq * (cb + (4 if blocked else cb))
+    elif kernel.startswith("ring"):
+        own += 2 * kv_token * local.seq * (cb + 4)
+    return float(own)
+
+
 def activation_bytes(cfg: ModelConfig, rows: int, seq: int, rules: Rules, mesh: AbstractMesh) -> dict[str, float]:
     """Saved activations of all layers and the largest one-layer backward working set, per device."""
-    local = _local_sizes(cfg, rows, rules, dict(mesh.shape))
-    tokens, cb = local.rows * seq, BYTES[cfg.compute_dtype]
-    scores = 0 if cfg.attention_impl in FLASH_IMPLS else local.rows * local.heads * seq * seq * 4  # one [q, k] f32
-    saved = 2 * cfg.hidden_size * tokens * cb  # final hidden states and their gradient
+    local = _local_sizes(cfg, rows, rules, dict(mesh.shape), seq)
+    tokens, cb = local.rows * local.seq, BYTES[cfg.compute_dtype]
+    kernel = attention_kernel(cfg, local.seq_shards)
+    no_qk = kernel in FLASH_IMPLS or local.seq_shards > 1  # no [q, k] array at all
+    scores = 0 if no_qk or kernel == "cudnn" else local.rows * local.heads * local.seq * seq * 4  # one [q, k] f32
+    mask = 0 if no_qk else local.rows * local.seq * seq  # the bool [q, k] mask `model.hidden_states` builds
+    saved = 2 * cfg.hidden_size * local.rows * seq * cb + mask  # final hidden states (whole rows) and gradient
     layer = 0.0
     for moe, count in cfg.layer_groups:
-        saved += count * tokens * _saved_width(cfg, local, moe) * cb
+        if cfg.remat == "full":
+            saved += count * local.rows * local.residual_seq * cfg.hidden_size * cb
+        else:
+            saved += count * tokens * _saved_width(cfg, local, moe) * cb
         if cfg.remat == "none":
             saved += count * _SCORES_SAVED * scores
         share = 1.0 if cfg.remat == "full" else _DOTS_TRANSIENT
         layer = max(layer, share * tokens * _layer_width(cfg, local, moe) * cb + _SCORES_TRANSIENT * scores)
+    layer += attention_kernel_bytes(cfg, local, seq)
     layer += 2 * gathered_layer_elements(cfg, rules, mesh) * cb  # gathered weights and their gradient
     return {"activations": saved, "layer": layer}
 
@@ -219,12 +261,12 @@ def rollout_bytes(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: Abstr
     """The engine's KV cache (+ segment ids) and its largest call, per device (0 without a rollout)."""
     if not stage.slots:
         return {"kv_cache": 0.0, "rollout": 0.0}
-    local = _local_sizes(cfg, stage.slots, rules, dict(mesh.shape))
+    local = _local_sizes(cfg, stage.slots, rules, dict(mesh.shape), stage.cache_len)  # cache slots split by `seq`
     cb = BYTES[cfg.compute_dtype]
-    cache = cfg.num_layers * local.rows * stage.cache_len * local.kv_heads * cfg.head_dim * 2 * cb
-    cache += local.rows * stage.cache_len * 4  # segment ids
+    cache = cfg.num_layers * local.rows * local.seq * local.kv_heads * cfg.head_dim * 2 * cb
+    cache += local.rows * local.seq * 4  # segment ids
     # The cached path runs the reference attention (cudnn aside): a prefill chunk of every row against the cache.
-    prefill = 2 * local.rows * local.heads * min(stage.prefill_chunk, stage.cache_len) * stage.cache_len * 4
+    prefill = 2 * local.rows * local.heads * min(stage.prefill_chunk, stage.cache_len) * local.seq * 4
     prefill = 0 if cfg.attention_impl == "cudnn" else prefill
     decode = _LOGITS * local.rows * local.vocab * 4
     return {"kv_cache": float(cache), "rollout": float(max(prefill, decode))}
@@ -236,7 +278,7 @@ def memory_plan(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: Abstrac
     f32 = 4 * n
     cb = BYTES[cfg.compute_dtype]
     acts = activation_bytes(cfg, stage.rows, stage.seq, rules, mesh)
-    local_rows = _local_sizes(cfg, stage.resident_rows or stage.rows, rules, dict(mesh.shape)).rows
+    rows_in = _local_sizes(cfg, stage.resident_rows or stage.rows, rules, dict(mesh.shape), stage.seq)
     keys = 5 if stage.kind == "sft" else 7 + stage.reference  # int32 / f32 [rows, seq] arrays (rl_step.ROW_KEYS)
     mem = {
         "params": f32,
@@ -248,7 +290,7 @@ def memory_plan(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: Abstrac
         "layer": acts["layer"],
         "logits": logits_bytes(cfg, stage.rows, stage.seq, stage.chunk_size, rules, mesh),
         **rollout_bytes(cfg, stage, rules, mesh),
-        "batch": local_rows * stage.seq * keys * 4,
+        "batch": rows_in.rows * rows_in.seq * keys * 4,
     }
     mem = {k: float(v) for k, v in mem.items()}
     resident = mem["params"] + mem["optimizer"] + mem["reference"] + mem["kv_cache"] + mem["batch"]
@@ -302,33 +344,45 @@ def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Ma
     chips = math.prod(dict(mesh.shape).values())
     memory = memory_plan(cfg, stage, rules, mesh)
     flops = step_flops(cfg, stage)
+    local = _local_sizes(cfg, stage.rows, rules, dict(mesh.shape), stage.seq)
     return {
         "stage": stage.name, "kind": stage.kind, "mesh": dict(mesh.shape), "chips": chips,
-        "rows_per_device": _local_sizes(cfg, stage.rows, rules, dict(mesh.shape)).rows, "seq": stage.seq,
+        "rows_per_device": local.rows, "seq": stage.seq, "seq_per_device": local.seq,
+        "attention": attention_kernel(cfg, local.seq_shards),
         "memory": memory, "hbm_bytes": chip.hbm_bytes, "fits": memory["peak"] <= USABLE_HBM * chip.hbm_bytes,
         "flops": flops, "ideal_step_s": flops["device"] / (chips * chip.peak_flops),
     }
 
 
 def _meshes(chips: int, max_tensor: int, experts: int) -> list[dict[str, int]]:
-    """Meshes of `chips` devices with data = 1, ordered by preference: least tensor, then least expert
-    parallelism (fsdp takes the rest)."""
+    """Meshes of `chips` devices with data = 1, ordered by preference: least tensor, then least context, then
+    least expert parallelism (fsdp takes the rest). Context parallelism comes before tensor parallelism: once
+    the rows are one per device it is what shrinks a long row, and it moves a layer's keys and values (a
+    fraction of its width under GQA) where tensor parallelism moves the whole residual stream four times."""
     out = []
     for tensor in (t for t in (1, 2, 4, 8, 16) if t <= max_tensor and chips % t == 0):
-        for expert in (e for e in (1, 2, 4, 8, 16, 32, 64, 128) if e <= max(experts, 1) and chips % (tensor * e) == 0):
-            out.append({"data": 1, "fsdp": chips // (tensor * expert), "tensor": tensor, "expert": expert})
+        for context in (c for c in (1, 2, 4, 8, 16, 32) if chips % (tensor * c) == 0):
+            for expert in (e for e in (1, 2, 4, 8, 16, 32, 64, 128)
+                           if e <= max(experts, 1) and chips % (tensor * context * e) == 0):
+                out.append({"data": 1, "fsdp": chips // (tensor * context * expert), "tensor": tensor,
+                            "expert": expert, "context": context})
     return out
 
 
 def suggest_mesh(cfg: ModelConfig, stages: list[StageShape], rules: Rules, chip: Chip, chips: int, *,
                  max_chips: int = 8192, max_tensor: int = 8) -> dict | None:
     """The preferred mesh on which every stage fits, on `chips` chips or (when none does) on the fewest
-    chips up to `max_chips` (doubling); None when nothing fits. Returns {"mesh", "chips", "peak_bytes"}."""
+    chips up to `max_chips` (doubling); None when nothing fits. A mesh with a context axis is tried with the
+    model's `context_attention`, then with the other one. Returns {"mesh", "chips", "peak_bytes",
+    "context_attention"}."""
+    others = [a for a in CONTEXT_ATTENTIONS if a != cfg.context_attention]
     n = chips
     while n <= max_chips:
         for sizes in _meshes(n, max_tensor, cfg.num_experts):
-            peaks = [memory_plan(cfg, s, rules, abstract_mesh(sizes))["peak"] for s in stages]
-            if max(peaks) <= USABLE_HBM * chip.hbm_bytes:
-                return {"mesh": sizes, "chips": n, "peak_bytes": max(peaks)}
+            for attention in [cfg.context_attention] + (others if sizes["context"] > 1 else []):
+                trial = dataclasses.replace(cfg, context_attention=attention)
+                peak = max(memory_plan(trial, s, rules, abstract_mesh(sizes))["peak"] for s in stages)
+                if peak <= USABLE_HBM * chip.hbm_bytes:
+                    return {"mesh": sizes, "chips": n, "peak_bytes": peak, "context_attention": attention}
         n *= 2
     return None

@@ -56,9 +56,15 @@ def make_plan(recipe: Mapping[str, Any], *, mesh: MeshConfig | None = None, chip
     fits = all(s["fits"] for s in stages)
     n_chips = math.prod(sizes.values())
     suggestion = None if fits else suggest_mesh(cfg, rp.stages, rp.rules, the_chip, n_chips)
-    if cfg.attention_impl not in FLASH_IMPLS:
-        notes.append(f"attention_impl={cfg.attention_impl} holds [q, k] f32 scores in training; splash (TPU), "
-                     "cudnn (GPU) and blocked (one device) do not")
+    split = [s for s in stages if s["seq_per_device"] < s["seq"]]
+    if split:
+        notes.append(f"context parallelism: attention {split[0]['attention']} (model.context_attention / the kernel "
+                     "on each device); the chunked loss runs on whole rows on each device of the context axis (it "
+                     "gathers the final hidden states)")
+    elif cfg.attention_impl not in FLASH_IMPLS:
+        held = "the [q, k] mask as a bias" if cfg.attention_impl == "cudnn" else "[q, k] f32 scores"
+        notes.append(f"attention_impl={cfg.attention_impl} holds {held} in training; splash (TPU) and blocked do not, "
+                     "nor does a mesh with a context axis")
     if any(s.slots for s in rp.stages):
         notes.append("rollouts: the cache is planned sharded by the rules, and decoding is bandwidth-bound (the "
                      "ideal time counts its FLOPs only)")
@@ -95,7 +101,8 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     stages = plan["stages"]
     width = max(12, *(len(s["stage"]) for s in stages))
     lines.append(f"{'GiB per device':<16}" + "".join(f"{s['stage']:>{width + 2}}" for s in stages))
-    rows = [("rows × seq", [f"{s['rows_per_device']} × {s['seq']}" for s in stages])]
+    rows = [("rows × seq", [f"{s['rows_per_device']} × {s['seq_per_device']}" for s in stages]),
+            ("attention", [s["attention"] for s in stages])]
     rows += [(key, [_gib(s["memory"][key]) for s in stages]) for key in ROWS
              if any(s["memory"][key] for s in stages)]
     rows += [("peak", [_gib(s["memory"]["peak"]) for s in stages]),
@@ -109,9 +116,10 @@ def format_plan(plan: Mapping[str, Any]) -> str:
                  "rollout); see `jaxseeker.train.plan`")
     if not plan["fits"]:
         s = plan["suggestion"]
+        attention = f", context_attention {s['context_attention']}" if s and s["mesh"]["context"] > 1 else ""
         lines.append(f"suggested mesh: {_mesh_text(s['mesh'])} on {s['chips']} chips (peak {_gib(s['peak_bytes'])} "
-                     "GiB)" if s else "no mesh of up to 8192 chips fits: shorten the rows, use remat full and a "
-                     "flash attention, or fewer slots")
+                     f"GiB{attention})" if s else "no mesh of up to 8192 chips fits: shorten the rows, use remat full "
+                     "and a flash attention, or fewer slots")
     lines += [f"note: {n}" for n in plan["notes"]]
     return "\n".join(lines)
 
@@ -130,7 +138,8 @@ def add_parser(subparsers) -> None:
     p = subparsers.add_parser("plan", help="per-device memory, FLOPs and fit of a recipe's stages on a mesh")
     p.add_argument("--config", required=True, help="SFT, RL or pipeline recipe (configs/…)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. data.seq_len=8192")
-    p.add_argument("--mesh", default=None, help="e.g. data=1,fsdp=64,tensor=1,expert=1 (default: the recipe's)")
+    p.add_argument("--mesh", default=None,
+                   help="e.g. data=1,fsdp=32,tensor=1,expert=1,context=4 (default: the recipe's)")
     p.add_argument("--chip", default="v5p", choices=sorted(CHIPS))
     p.add_argument("--chips", type=at_least(1), default=None, help="chips for a -1 mesh axis (default: the mesh's product)")
     p.add_argument("--json", action="store_true", help="print JSON")

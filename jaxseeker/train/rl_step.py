@@ -36,6 +36,7 @@ from jaxseeker.losses.registry import objective_aggregation, takes_segment_ids
 from jaxseeker.model.forward import Constrain
 from jaxseeker.model.lora import LoraConfig
 from jaxseeker.parallel import batch_sharding, global_array, param_shardings
+from jaxseeker.parallel.context_layout import balanced_rows, context_layout, from_balanced
 from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint, replicated
 from jaxseeker.parallel.sharded_attention import Attention
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
@@ -282,13 +283,14 @@ def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_item
     dtype = cfg.compute_dtype if compute_dtype == "model" else compute_dtype
     kernel = mesh_attention_kernel(cfg, mesh, rules)
     constrain = activation_constraint(mesh, rules) if mesh.size > 1 else None
+    layout = context_layout(mesh, rules, seq)  # rows in the balanced order where the mesh splits the sequence
 
     def logprobs(params: Any, batch: Batch, base: Any = None) -> jax.Array:
         params = cast_floating(policy_params(params, base, lora), dtype)
-        logp, _ = policy_logprobs(params, batch, cfg, temperature=step_cfg.temperature,
+        logp, _ = policy_logprobs(params, balanced_rows(batch, layout), cfg, temperature=step_cfg.temperature,
                                   chunk_size=step_cfg.chunk_size, attention_kernel=kernel,
                                   constrain=constrain)  # [rows, seq]
-        return jnp.where(batch["loss_mask"] != 0, logp, 0.0)
+        return jnp.where(batch["loss_mask"] != 0, from_balanced(logp, layout), 0.0)
 
     in_shardings = (shardings.params, bsh) if lora is None else (shardings.params, bsh, base_shardings)
     logprob_fn = jax.jit(logprobs, in_shardings=in_shardings, out_shardings=bsh)

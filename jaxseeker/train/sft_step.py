@@ -4,9 +4,10 @@
 and out (the state is donated: updated in place) and the batch split along `batch`. The loss is
 any pure `loss_fn(params, batch, model_cfg) -> (loss, aux)`; a researcher swaps it without
 touching the step. A loss that runs the model should also take an optional keyword `attention_kernel` and
-hand it to `model.hidden_states`: with `attention_impl: splash` on a mesh of several devices the step
-passes the splash kernel run blockwise there (`mesh_attention_kernel`; XLA would otherwise gather its
-operands whole onto every device).
+hand it to `model.hidden_states`: on a mesh of several devices the step passes the attention run blockwise
+there (`mesh_attention_kernel`: splash or the blocked kernel per device; XLA would otherwise gather their
+operands whole onto every device), and where the mesh splits the sequence (a `context` axis) the context
+attention, with the batch permuted into the balanced order of `parallel.context_layout` (`with_context_layout`).
 
 With LoRA (`lora` given), `state.params` are the adapters (`model.init_lora`) and the step is
 `step(state, batch, base)`: the frozen base params come in as their own argument, placed by their shardings,
@@ -30,8 +31,9 @@ from jaxseeker import losses, model
 from jaxseeker.model.forward import Constrain
 from jaxseeker.model.layers import splash_attention
 from jaxseeker.model.lora import LoraConfig
+from jaxseeker.parallel.context_layout import balanced_rows, context_layout, sequence_axes
 from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint, replicated
-from jaxseeker.parallel.sharded_attention import Attention, shard_attention
+from jaxseeker.parallel.sharded_attention import Attention, context_attention, shard_attention
 from jaxseeker.train.state import TrainState, cast_floating
 
 Batch = Mapping[str, jax.Array]
@@ -56,12 +58,39 @@ def sft_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, chunk_size: i
 
 
 def mesh_attention_kernel(cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> Attention | None:
-    """The attention a step over `mesh` hands the model: with `attention_impl: splash` and more than one device,
-    `model.layers.splash_attention` run on each device's block of rows and heads (`parallel.shard_attention`
-    under `rules`); else None, the model's own attention."""
-    if getattr(cfg, "attention_impl", None) != "splash" or mesh.size <= 1:
+    """The attention a step over `mesh` hands the model (None: the model's own attention; always on one device).
+    Where the `seq` rule splits rows over mesh axes (`context`): `parallel.context_attention` with the model's
+    `context_attention` ("all_gather" or "ring"): splash on the gathered rows with `attention_impl: splash` and
+    all-gather, the blocked kernel per device otherwise. Else `attention_impl: splash`
+    runs `model.layers.splash_attention` on each device's block of rows and heads (`parallel.shard_attention`),
+    and `blocked` the blocked kernel likewise; other impls are the model's own."""
+    impl = getattr(cfg, "attention_impl", None)
+    if mesh.size <= 1:
         return None
-    return shard_attention(splash_attention, mesh, rules=rules)
+    if sequence_axes(mesh, rules):
+        return context_attention(getattr(cfg, "context_attention", "all_gather"), mesh, rules=rules,
+                                 impl="splash" if impl == "splash" else "blocked")
+    if impl == "splash":
+        return shard_attention(splash_attention, mesh, rules=rules)
+    if impl == "blocked":
+        return context_attention("all_gather", mesh, rules=rules)  # the sequence whole: each device's rows and heads
+    return None
+
+
+def with_context_layout(loss_fn: LossFn, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> LossFn:
+    """`loss_fn` on the batch permuted into the balanced order of `parallel.context_layout` (every `[batch, seq]`
+    array: tokens, targets, masks, segment ids, positions, …) where the `seq` rule splits rows over `mesh`, so
+    that each device holds a front and a back chunk of every row; `loss_fn` itself otherwise. For a loss whose
+    model runs `parallel.context_attention` (causality from each token's index in the row as written); one that
+    sums over tokens (or reduces per segment id) is unchanged by the order."""
+    if not sequence_axes(mesh, rules):
+        return loss_fn
+
+    def balanced(params: Any, batch: Batch, model_cfg: Any) -> tuple[jax.Array, dict]:
+        layout = context_layout(mesh, rules, batch["tokens"].shape[1])
+        return loss_fn(params, balanced_rows(batch, layout), model_cfg)
+
+    return balanced
 
 
 def takes_keyword(fn: Callable, name: str) -> bool:
@@ -102,6 +131,15 @@ def with_base(fn: Callable, base: Any) -> Callable:
     """A LoRA run's `fn(state_or_params, batch, base)` (a step, a log-prob pass) as `fn(state_or_params, batch)`
     over the frozen `base`."""
     return lambda x, batch: fn(x, batch, base)
+
+
+def mesh_loss(loss_fn: LossFn, model_cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> LossFn:
+    """`loss_fn` as a step over `mesh` computes it: with the mesh's attention kernel (`mesh_attention_kernel`),
+    the activation layout (`with_activation_layout`) and, when it took the kernel, the context order of the
+    batch (`with_context_layout`: the kernels follow each token's index, the model's own attention does not)."""
+    with_kernel = with_attention_kernel(loss_fn, mesh_attention_kernel(model_cfg, mesh, rules))
+    laid_out = with_activation_layout(with_kernel, mesh, rules)
+    return laid_out if with_kernel is loss_fn else with_context_layout(laid_out, mesh, rules)
 
 
 def sft_update(
@@ -161,9 +199,9 @@ def make_sft_step(
     `step(state, batch, base)`, the state's params the adapters, `base` the frozen params placed by
     `base_shardings` (`parallel.param_shardings`) and not donated; `with_base` binds it.
 
-    rules: the logical-axis rules of the shardings; with `attention_impl: splash` on several devices the
-      loss gets `attention_kernel=mesh_attention_kernel(model_cfg, mesh, rules)` (splash run blockwise), and on
-      several devices `constrain` (`with_activation_layout`) when it takes these keywords.
+    rules: the logical-axis rules of the shardings; the loss runs as `mesh_loss(loss_fn, model_cfg, mesh, rules)`
+      (the mesh's attention kernel and activation layout when it takes those keywords, the batch in the
+      balanced context order where the mesh splits the sequence).
     learning_rate: micro-step -> lr for the `lr` metric, e.g.
       `functools.partial(optimizer.learning_rate_at, opt_cfg)`.
     compute_dtype: dtype the params are cast to for the forward pass; "model" uses
@@ -173,8 +211,7 @@ def make_sft_step(
     """
     if isinstance(compute_dtype, str) and compute_dtype == "model":
         compute_dtype = getattr(model_cfg, "compute_dtype", None)
-    loss_fn = with_activation_layout(with_attention_kernel(loss_fn, mesh_attention_kernel(model_cfg, mesh, rules)),
-                                     mesh, rules)
+    loss_fn = mesh_loss(loss_fn, model_cfg, mesh, rules)
 
     def step(state: TrainState, batch: Batch, base: Any = None) -> tuple[TrainState, dict[str, jax.Array]]:
         return sft_update(

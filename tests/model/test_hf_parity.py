@@ -173,5 +173,5 @@ def test_constrain_sees_the_residual_stream_by_its_logical_axes_and_changes_no_l
 
     ids = jnp.asarray(np.random.default_rng(7).integers(0, cfg.vocab_size, (2, 9)))
     logits = model.forward(params, ids, cfg, constrain=record)
-    assert seen == [((2, 9, cfg.hidden_size), ("batch", "seq", None))] * (1 + len(cfg.layer_groups))
+    assert seen == [((2, 9, cfg.hidden_size), ("batch", "residual_seq", None))] * (1 + len(cfg.layer_groups))
     np.testing.assert_array_equal(np.asarray(logits), np.asarray(model.forward(params, ids, cfg)))

@@ -17,8 +17,9 @@ from jaxseeker.parallel.mesh_config import mesh_text
 
 
 def test_minus_one_takes_the_remaining_devices():
-    assert MeshConfig(data=2, fsdp=-1, tensor=2).resolve(16) == (2, 4, 2, 1)
-    assert MeshConfig(data=-1, fsdp=1).resolve(8) == (8, 1, 1, 1)
+    assert MeshConfig(data=2, fsdp=-1, tensor=2).resolve(16) == (2, 4, 2, 1, 1)
+    assert MeshConfig(data=-1, fsdp=1).resolve(8) == (8, 1, 1, 1, 1)
+    assert MeshConfig(fsdp=-1, context=4).resolve(32) == (1, 8, 1, 1, 4)
 
 
 def test_wrong_device_count_names_the_shape():
@@ -33,13 +34,14 @@ def test_bad_fields_are_named():
         MeshConfig(tensor=0)
     with pytest.raises(ValueError, match="only one axis may be -1"):
         MeshConfig(data=-1, fsdp=-1)
-    known = r"known keys: \['data', 'fsdp', 'tensor', 'expert'\]"
+    known = r"known keys: \['data', 'fsdp', 'tensor', 'expert', 'context'\]"
     with pytest.raises(ValueError, match=r"unknown keys \['model'\]; " + known):
         MeshConfig.from_dict({"data": 1, "model": 2})
 
 
 def test_a_mesh_flag_is_read_and_bad_ones_are_quoted():
     assert parse_mesh("tensor=4") == MeshConfig(fsdp=-1, tensor=4)  # axes left out keep the defaults
+    assert parse_mesh("fsdp=8,context=4") == MeshConfig(fsdp=8, context=4)
     assert parse_mesh("data=2, fsdp=1,tensor=2,") == MeshConfig(data=2, fsdp=1, tensor=2)
     with pytest.raises(ValueError, match=r"'tensor=2,pipe=2': expected axis=size with axes .*, got 'pipe=2'"):
         parse_mesh("tensor=2,pipe=2")
@@ -55,7 +57,7 @@ def test_a_mesh_flag_is_read_and_bad_ones_are_quoted():
 def test_default_mesh_is_fsdp_over_all_devices():
     mesh = make_mesh(MeshConfig())
     assert mesh.axis_names == MESH_AXES
-    assert dict(mesh.shape) == {"data": 1, "fsdp": jax.device_count(), "tensor": 1, "expert": 1}
+    assert dict(mesh.shape) == {"data": 1, "fsdp": jax.device_count(), "tensor": 1, "expert": 1, "context": 1}
 
 
 def test_single_process_run_does_not_start_distributed(monkeypatch):

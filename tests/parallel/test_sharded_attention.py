@@ -94,7 +94,7 @@ def test_the_splash_rl_step_runs_the_kernel_on_each_devices_block(report, piece)
 
 
 def test_specs_split_heads_only_in_whole_kv_groups_and_never_on_a_batch_axis():
-    mesh = AbstractMesh((2, 2, 2, 1), MESH_AXES)
+    mesh = AbstractMesh((2, 2, 2, 1, 1), MESH_AXES)
     specs = attention_specs(mesh, (4, 128, 8, 64), (4, 128, 2, 64))
     assert specs.q == specs.kv == PartitionSpec(("data", "fsdp"), None, "tensor", None)
     assert specs.segment_ids == PartitionSpec(("data", "fsdp"), None)

@@ -20,8 +20,9 @@ from jaxseeker.parallel import (
     tree_shardings,
 )
 
-MESH_222 = AbstractMesh((2, 2, 2, 1), MESH_AXES)  # data, fsdp, tensor, expert
-MESH_EXPERT = AbstractMesh((1, 2, 1, 4), MESH_AXES)
+MESH_222 = AbstractMesh((2, 2, 2, 1, 1), MESH_AXES)  # data, fsdp, tensor, expert, context
+MESH_EXPERT = AbstractMesh((1, 2, 1, 4, 1), MESH_AXES)
+MESH_CONTEXT = AbstractMesh((2, 1, 2, 1, 4), MESH_AXES)
 
 
 def test_weights_split_by_fsdp_and_tensor():
@@ -44,8 +45,20 @@ def test_indivisible_dims_fall_back():
     # kv_heads = 3 cannot split over tensor = 2: replicated.
     assert logical_to_spec(("embed", "kv_heads"), DEFAULT_RULES, MESH_222, (64, 3)) == P("fsdp", None)
     # batch 4 over (data 2, fsdp 2, expert 2): 8 does not divide 4, the prefix (data, fsdp) does.
-    mesh = AbstractMesh((2, 2, 1, 2), MESH_AXES)
+    mesh = AbstractMesh((2, 2, 1, 2, 1), MESH_AXES)
     assert logical_to_spec(("batch", "seq"), DEFAULT_RULES, mesh, (4, 8)) == P(("data", "fsdp"), None)
+
+
+def test_rows_split_along_the_sequence_over_context_and_residuals_over_tensor_too():
+    assert logical_to_spec(("batch", "seq"), DEFAULT_RULES, MESH_CONTEXT, (4, 64)) == P("data", "context")
+    # between layers the residual stream is split over context and tensor (sequence parallelism)
+    assert logical_to_spec(("batch", "residual_seq", None), DEFAULT_RULES, MESH_CONTEXT, (4, 64, 32)) == P(
+        "data", ("context", "tensor"), None)
+    assert logical_to_spec(("batch", "residual_seq", None), DEFAULT_RULES, MESH_222, (4, 64, 32)) == P(
+        ("data", "fsdp"), "tensor", None)
+    # the KV cache's slots too: [layers, batch, seq, kv_heads, head_dim]
+    assert logical_to_spec(("layers", "batch", "seq", "kv_heads", "head_dim"), DEFAULT_RULES, MESH_CONTEXT,
+                           (2, 4, 64, 2, 16)) == P(None, "data", "context", "tensor", None)
 
 
 def test_a_mesh_axis_may_shard_one_dimension_only():

@@ -169,7 +169,7 @@ def test_plan_command_prints_a_table_and_json(tmp_path, capsys):
     assert main(["plan", "--config", str(path), "--mesh", "data=1,fsdp=-1", "--chips", "3", "--chip", "h100",
                  "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
-    assert plan["mesh"] == {"data": 1, "fsdp": 3, "tensor": 1, "expert": 1} and plan["fits"]
+    assert plan["mesh"] == {"data": 1, "fsdp": 3, "tensor": 1, "expert": 1, "context": 1} and plan["fits"]
     assert plan["stages"][0]["rows_per_device"] == 1 and plan["chip"]["name"] == "NVIDIA H100 SXM"
     assert main(["plan", "--config", str(path), "--set", "data.seq_len=640"]) == 0
     table = capsys.readouterr().out
@@ -180,3 +180,71 @@ def test_plan_command_prints_a_table_and_json(tmp_path, capsys):
 def test_plan_chips_out_of_range_are_usage_errors(chips, capsys):
     assert usage_error(["plan", "--config", "c.yaml", "--chips", chips], capsys) == (
         f"jaxseeker plan: error: argument --chips: must be an integer >= 1, got {chips}")
+
+
+def test_a_context_axis_divides_a_rows_activations_and_the_rollout_cache():
+    cfg = model.ModelConfig.tiny("qwen3", num_layers=4, compute_dtype="bfloat16", remat="full",
+                                 attention_impl="splash")
+    stage = StageShape("rl", "rl", rows=2, seq=8192, slots=2, cache_len=8192, rollout_tokens=2 * 8192)
+    one, four = (plan_stage(cfg, stage, DEFAULT_RULES, {"fsdp": 2, "context": n}, CHIPS["v5p"]) for n in (1, 4))
+    assert (one["seq_per_device"], four["seq_per_device"]) == (8192, 2048)
+    assert (one["attention"], four["attention"]) == ("splash", "all_gather/splash")  # context_attention's default
+    assert four["memory"]["kv_cache"] == one["memory"]["kv_cache"] / 4
+    assert four["memory"]["layer"] < one["memory"]["layer"] / 2  # a quarter, + the whole-row keys and values
+    # the layers' residuals split four ways; the final hidden states stay whole (the chunked loss gathers them)
+    final = 2 * cfg.hidden_size * 8192 * 2
+    assert four["memory"]["activations"] - final == pytest.approx((one["memory"]["activations"] - final) / 4)
+    ring = plan_stage(cfg.replace(context_attention="ring"), stage, DEFAULT_RULES, {"fsdp": 2, "context": 4},
+                      CHIPS["v5p"])
+    assert ring["attention"] == "ring/blocked"  # no splash form of the ring
+    gather = plan_stage(cfg.replace(attention_impl="blocked"), stage, DEFAULT_RULES, {"fsdp": 2, "context": 4},
+                        CHIPS["v5p"])
+    assert ring["memory"]["layer"] < gather["memory"]["layer"]  # two chunks of keys / values, not the whole row
+
+
+def test_tensor_parallelism_splits_the_saved_residuals_too():
+    cfg = model.ModelConfig.tiny("qwen3", num_layers=8, remat="full", attention_impl="splash")
+    stage = StageShape("sft", "sft", rows=2, seq=4096)
+    one, two = (plan_stage(cfg, stage, DEFAULT_RULES, {"fsdp": 2, "tensor": n}, CHIPS["v5p"]) for n in (1, 2))
+    final = 2 * cfg.hidden_size * 4096 * 4
+    assert two["memory"]["activations"] - final == pytest.approx((one["memory"]["activations"] - final) / 2)
+
+
+def test_cudnn_is_planned_with_the_mask_and_bias_it_takes():
+    cfg = model.ModelConfig.tiny("qwen3", compute_dtype="bfloat16", remat="full")
+    stage = StageShape("sft", "sft", rows=1, seq=4096)
+    mem = {impl: plan_stage(cfg.replace(attention_impl=impl), stage, DEFAULT_RULES, {"fsdp": 1},
+                            CHIPS["h100"])["memory"] for impl in ("cudnn", "splash")}
+    pairs = 4096 * 4096
+    assert mem["cudnn"]["activations"] - mem["splash"]["activations"] == pairs  # the bool mask, all the pass
+    assert mem["cudnn"]["layer"] - mem["splash"]["layer"] == pairs * 2  # the bf16 bias
+
+
+@pytest.mark.parametrize("chip, mesh", [("v5p", []), ("v6e", ["mesh.context=4"])])
+def test_8b_sft_at_128k_fits_the_slices_its_config_names(chip, mesh, capsys):
+    """configs/webexplorer_qwen3-8b_sft.yaml: 128K rows on its v5p-64 mesh, and on a v6e-128 with context = 4."""
+    sets = [arg for key in ["data.seq_len=131072", *mesh] for arg in ("--set", key)]
+    assert main(["plan", "--config", "configs/webexplorer_qwen3-8b_sft.yaml", *sets, "--chip", chip, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["chips"] == (128 if mesh else 32)
+    assert plan["fits"] and plan["stages"][0]["seq_per_device"] == 131072 // (4 if mesh else 1), plan["stages"][0]
+
+
+def test_the_plan_finds_a_context_mesh_for_8b_sft_at_128k_on_v6e(capsys):
+    assert main(["plan", "--config", "configs/webexplorer_qwen3-8b_sft.yaml", "--set", "data.seq_len=131072",
+                 "--chip", "v6e", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert not plan["fits"]  # the config's v5p mesh: 32 chips of 32 GiB
+    suggestion = plan["suggestion"]
+    assert suggestion["mesh"]["context"] > 1 and suggestion["peak_bytes"] <= 0.9 * CHIPS["v6e"].hbm_bytes
+
+
+@pytest.mark.parametrize("chip, mesh", [("v5p", []), ("v6e", ["mesh.tensor=1", "mesh.context=8"])])
+def test_the_8b_grpo_128k_stage_fits_the_slices_its_config_names(chip, mesh, capsys):
+    """configs/webexplorer_qwen3-8b_grpo.yaml: every stage on its v5p-256 mesh, and on a v6e-512 with context = 8."""
+    sets = [arg for key in mesh for arg in ("--set", key)]
+    assert main(["plan", "--config", "configs/webexplorer_qwen3-8b_grpo.yaml", *sets, "--chip", chip, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["chips"] == (512 if mesh else 128)
+    stages = plan["stages"]
+    assert stages[-1]["seq"] == 131072 and all(s["fits"] for s in stages), [s["memory"]["peak"] for s in stages]

@@ -97,19 +97,32 @@ def test_bf16_compute_keeps_f32_master_params(toy, f32):
     assert float(metrics["loss"]) != float(metrics32["loss"])  # it really ran in bf16
 
 
-def test_only_splash_on_several_devices_gets_a_blockwise_kernel():
-    splash = model.ModelConfig.tiny(attention_impl="splash")
-    eight = AbstractMesh((2, 2, 2, 1), MESH_AXES)  # the 8-device run itself: tests/parallel/test_sharded_attention.py
+def test_kernels_xla_cannot_partition_and_split_sequences_get_a_blockwise_kernel():
+    splash, xla = model.ModelConfig.tiny(attention_impl="splash"), model.ModelConfig.tiny(attention_impl="xla")
+    eight = AbstractMesh((2, 2, 2, 1, 1), MESH_AXES)  # the 8-device runs: tests/parallel/test_sharded_attention.py
     assert callable(sft_step.mesh_attention_kernel(splash, eight))
+    assert callable(sft_step.mesh_attention_kernel(xla.replace(attention_impl="blocked"), eight))
     assert sft_step.mesh_attention_kernel(splash, make_mesh(MeshConfig())) is None  # one device: the model's own
-    assert sft_step.mesh_attention_kernel(model.ModelConfig.tiny(attention_impl="xla"), eight) is None
+    assert sft_step.mesh_attention_kernel(xla, eight) is None  # XLA partitions its own attention
+    # a context axis: ring / all-gather attention whatever the impl (tests/parallel/test_context_parallel.py)
+    assert callable(sft_step.mesh_attention_kernel(xla, AbstractMesh((2, 1, 1, 1, 4), MESH_AXES)))
 
 
 def test_the_kernel_is_bound_to_losses_that_take_it(toy):
-    splash, fsdp8 = model.ModelConfig.tiny(attention_impl="splash"), AbstractMesh((1, 8, 1, 1), MESH_AXES)
+    splash, fsdp8 = model.ModelConfig.tiny(attention_impl="splash"), AbstractMesh((1, 8, 1, 1, 1), MESH_AXES)
     kernel = sft_step.mesh_attention_kernel(splash, fsdp8)
     assert sft_step.with_attention_kernel(sft_step.sft_loss, kernel).keywords == {"attention_kernel": kernel}
     assert sft_step.with_attention_kernel(sft_step.sft_loss, None) is sft_step.sft_loss
     with pytest.warns(UserWarning, match="takes no `attention_kernel`"):
         assert sft_step.with_attention_kernel(toy.loss, kernel) is toy.loss  # runs, with the model's own attention
 
+
+
+def test_rows_go_into_the_balanced_context_order_only_for_losses_that_run_the_context_kernel(toy):
+    cfg, context4 = model.ModelConfig.tiny(), AbstractMesh((2, 1, 1, 1, 4), MESH_AXES)
+    assert sft_step.mesh_loss(sft_step.sft_loss, cfg, context4).__name__ == "balanced"
+    # the model's own attention masks by position in the row as held: the rows keep their order
+    with pytest.warns(UserWarning, match="takes no `attention_kernel`"):
+        assert sft_step.mesh_loss(toy.loss, cfg, context4) is toy.loss
+    fsdp8 = AbstractMesh((1, 8, 1, 1, 1), MESH_AXES)  # no context axis: no permutation
+    assert sft_step.mesh_loss(sft_step.sft_loss, cfg.replace(attention_impl="blocked"), fsdp8).func is sft_step.sft_loss
