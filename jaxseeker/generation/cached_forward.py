@@ -1,8 +1,12 @@
-"""The decoder forward pass specialised for generation: the engine's per-layer weights and KV cache
-(`generation.layout`), the cache updated in place, attention over the whole cache (its length is the window).
+"""The decoder forward pass specialised for generation: the engine's KV cache (`generation.layout`: one array per
+layer, kv heads before positions) updated in place, attention over the whole cache (its length is the window).
 
-Same numerics as `model.forward(..., cache=...)`: it is built from the same layer functions, and the attention is
-`model.layers.grouped_attention`, the reference kernel on head-major keys and values.
+Two forms, same numerics as `model.forward(..., cache=...)` (built from the same layer functions; the attention is
+`model.layers.grouped_attention`, the reference kernel on head-major keys and values):
+- `cached_forward` loops over the layers in Python on the engine's per-layer weights: a decode step reads every
+  weight and cache slot once (a scan would copy each layer's weights and cache through a dynamic slice first);
+- `prefill_forward` scans the stacked layers: a prefill chunk's matmuls dwarf those copies, and a scan compiles in
+  a fraction of the time of unrolled layers (the engine compiles one prefill per rows bucket and cache length).
 """
 
 from __future__ import annotations
@@ -33,6 +37,36 @@ def _write(cache: jax.Array, new: jax.Array, positions: jax.Array) -> jax.Array:
     return cache.at[rows, heads, positions[:, :, None]].set(new.astype(cache.dtype), mode="drop")
 
 
+def _layer(p: dict, x: jax.Array, k_cache: jax.Array, v_cache: jax.Array, rope, q_index: jax.Array, mask: jax.Array,
+           moe: bool, cfg: ModelConfig) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One decoder layer on `x` `[batch, seq, embed]`, its keys and values written into this layer's cache
+    `[batch, kv_heads, length, head_dim]` at `q_index` and attention over the whole cache."""
+    h = rms_norm(x, p["attn_norm"], cfg.rms_norm_eps)
+    q, k, v = project_qkv(p, h, *rope, cfg)  # q [batch, seq, heads, head_dim], k/v [batch, seq, kv_heads, head_dim]
+    k_cache, v_cache = _write(k_cache, k, q_index), _write(v_cache, v, q_index)
+    attn = grouped_attention(q, k_cache.astype(q.dtype), v_cache.astype(q.dtype), mask)
+    x = x + output_projection(p, attn, cfg)
+    h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)
+    return x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg)), k_cache, v_cache
+
+
+def _inputs(params: dict, tokens: jax.Array, segment_ids: jax.Array, cache: LayerCache, cfg: ModelConfig):
+    """The embedded tokens `[batch, seq, embed]`, the cache slots they go to `[batch, seq]`, the cache's segment ids
+    with them `[batch, length]`, the attention mask `[batch, seq, length]` and the RoPE tables."""
+    b, s = tokens.shape
+    q_index = cache.end[:, None] + jnp.arange(s)[None, :]  # [batch, seq]
+    segments = cache.segment_ids.at[jnp.arange(b)[:, None], q_index].set(segment_ids, mode="drop")
+    mask = attention_mask(q_index, segment_ids, segments)
+    x = params["embed"].astype(jnp.dtype(cfg.compute_dtype))[tokens]
+    return x, q_index, segments, mask, rope_tables(q_index, cfg)
+
+
+def _advance(cache: LayerCache, k, v, segments: jax.Array, segment_ids: jax.Array) -> LayerCache:
+    """The cache with new keys and values, its segment ids, and every end moved past the row's real tokens."""
+    n_real = jnp.sum(segment_ids != 0, axis=1).astype(jnp.int32)
+    return LayerCache(k=tuple(k), v=tuple(v), segment_ids=segments, end=cache.end + n_real)
+
+
 def cached_forward(
     params: dict,
     tokens: jax.Array,
@@ -49,30 +83,36 @@ def cached_forward(
     the real count). Every query must sit below `cache.length`. Returns (logits `[batch, seq, vocab]` f32, or
     None when `logits` is False; cache).
     """
-    b, s = tokens.shape
-    compute = jnp.dtype(cfg.compute_dtype)
-    rows = jnp.arange(b)[:, None]
-    q_index = cache.end[:, None] + jnp.arange(s)[None, :]  # [batch, seq] cache slots written
-    segments = cache.segment_ids.at[rows, q_index].set(segment_ids, mode="drop")  # [batch, length]
-    mask = attention_mask(q_index, segment_ids, segments)  # [batch, seq, length]
-    cos, sin = rope_tables(q_index, cfg)  # [batch, seq, head_dim]
-    x = params["embed"].astype(compute)[tokens]  # [batch, seq, embed]
-
+    x, q_index, segments, mask, rope = _inputs(params, tokens, segment_ids, cache, cfg)
     new_k, new_v = [], []
     for p, k_cache, v_cache, moe in zip(params["layers"], cache.k, cache.v, cfg.is_moe_layer, strict=True):
-        h = rms_norm(x, p["attn_norm"], cfg.rms_norm_eps)
-        q, k, v = project_qkv(p, h, cos, sin, cfg)  # q [batch, seq, heads, head_dim], k/v [batch, seq, kv_heads, …]
-        k_cache, v_cache = _write(k_cache, k, q_index), _write(v_cache, v, q_index)
-        attn = grouped_attention(q, k_cache.astype(q.dtype), v_cache.astype(q.dtype), mask)
-        x = x + output_projection(p, attn, cfg)
-        h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)
-        x = x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg))
+        x, k_cache, v_cache = _layer(p, x, k_cache, v_cache, rope, q_index, mask, moe, cfg)
         new_k.append(k_cache)
         new_v.append(v_cache)
-    n_real = jnp.sum(segment_ids != 0, axis=1).astype(jnp.int32)
-    cache = LayerCache(k=tuple(new_k), v=tuple(new_v), segment_ids=segments, end=cache.end + n_real)
+    cache = _advance(cache, new_k, new_v, segments, segment_ids)
     if not logits:
         return None, cache
     x = rms_norm(x, params["final_norm"], cfg.rms_norm_eps)
     out = jnp.einsum("bse,ev->bsv", x, unembed(params, cfg).astype(x.dtype), preferred_element_type=jnp.float32)
     return out, cache
+
+
+def prefill_forward(params: dict, tokens: jax.Array, segment_ids: jax.Array, cache: LayerCache,
+                    cfg: ModelConfig) -> LayerCache:
+    """`cached_forward(..., logits=False)` with `params` stacked as `model.init_params` makes them, the layers of each
+    group scanned (each group's caches stacked for the scan, then split again)."""
+    x, q_index, segments, mask, rope = _inputs(params, tokens, segment_ids, cache, cfg)
+    new_k, new_v, first = [], [], 0
+    for (moe, n), group in zip(cfg.layer_groups, params["blocks"], strict=True):
+        def body(carry, xs, moe=moe):
+            x, k_all, v_all = carry  # caches [layers, batch, kv_heads, length, head_dim]
+            p, i = xs
+            x, k_i, v_i = _layer(p, x, k_all[i], v_all[i], rope, q_index, mask, moe, cfg)
+            return (x, k_all.at[i].set(k_i), v_all.at[i].set(v_i)), None
+
+        stacked = (jnp.stack(cache.k[first:first + n]), jnp.stack(cache.v[first:first + n]))
+        (x, k_all, v_all), _ = jax.lax.scan(body, (x, *stacked), (group, jnp.arange(n)))
+        new_k += list(k_all)
+        new_v += list(v_all)
+        first += n
+    return _advance(cache, new_k, new_v, segments, segment_ids)

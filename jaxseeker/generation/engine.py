@@ -111,7 +111,8 @@ class Engine:
         self._mesh, self._rules = mesh, rules
         self._cache_shardings: dict[int, layout.LayerCache] = {}
         self._param_sharding = None if mesh is None else layout.param_shardings(cfg, mesh, rules)
-        self._params = self._place(params)
+        self._stacked_sharding = None if mesh is None else _param_shardings(cfg, mesh, rules)
+        self._stacked, self._params = self._place(params)
         length = self._window(1)
         self._cache = layout.init_layer_cache(cfg, slots, length, sharding=self._cache_sharding(length))
         self._slots: list[_Slot | None] = [None] * slots
@@ -189,16 +190,18 @@ class Engine:
     def set_params(self, params) -> None:
         """Use new weights from the next call on (same tree, shapes and dtypes: no recompile; no copy unless the
         engine has a mesh they are not on yet)."""
-        new = self._place(params)
-        old_shapes = jax.tree.map(lambda x: (x.shape, x.dtype), self._params)
-        if old_shapes != jax.tree.map(lambda x: (x.shape, x.dtype), new):
+        old_shapes = jax.tree.map(lambda x: (x.shape, x.dtype), self._stacked)
+        if old_shapes != jax.tree.map(lambda x: (x.shape, x.dtype), params):
             raise ValueError("Engine.set_params: the new params differ in structure, shape or dtype from the old")
-        self._params = new
+        self._stacked, self._params = self._place(params)
 
-    def _place(self, params):
-        """`params` (layers stacked, as `model.init_params`) in the engine's layout, on its mesh if it has one."""
+    def _place(self, params) -> tuple[dict, dict]:
+        """`params` (layers stacked, as `model.init_params`) as prefill reads them and in the engine's per-layer
+        layout for decoding (`layout.engine_params`), on the engine's mesh if it has one."""
+        if self._mesh is not None:
+            params = jax.device_put(params, self._stacked_sharding)
         unstacked = layout.engine_params(params, self.cfg)
-        return unstacked if self._mesh is None else jax.device_put(unstacked, self._param_sharding)
+        return params, unstacked if self._mesh is None else jax.device_put(unstacked, self._param_sharding)
 
     def _cache_sharding(self, length: int) -> layout.LayerCache | None:
         """The NamedShardings of a cache of `length` slots per row (None without a mesh)."""
@@ -282,7 +285,7 @@ class Engine:
                 need = max(need, slot.end)
             self._fit(need)
             self._cache = steps.prefill(
-                self._params, self._cache, np.asarray(rows, np.int32), tokens, segments, ends,
+                self._stacked, self._cache, np.asarray(rows, np.int32), tokens, segments, ends,
                 cfg=self.cfg, sharding=self._cache_sharding(self._cache.length),
             )
 
@@ -353,6 +356,13 @@ class Engine:
         event = Event(slot.request_id, slot.tokens, slot.logprobs, reason, stop)
         slot.running, slot.tokens, slot.logprobs = False, [], []
         return event
+
+
+def _param_shardings(cfg: ModelConfig, mesh, rules):
+    """The model's stacked params' shardings on `mesh` (imported here: an engine without a mesh needs no rules)."""
+    from jaxseeker.parallel import param_shardings
+
+    return param_shardings(cfg, mesh, rules)
 
 
 def _check_budget(caller: str, request_id: str, max_new_tokens: int) -> None:

@@ -8,7 +8,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxseeker.generation.cached_forward import cached_forward
+from jaxseeker.generation.cached_forward import cached_forward, prefill_forward
 from jaxseeker.generation.layout import LayerCache
 from jaxseeker.generation.sampling import SamplingConfig, row_keys, sample, sample_rows
 from jaxseeker.model import ModelConfig
@@ -31,7 +31,8 @@ def prefill(
     cfg: ModelConfig,
     sharding: LayerCache | None = None,
 ) -> LayerCache:
-    """Write `tokens` `[n, chunk]` into cache rows `rows` `[n]` (distinct) at each row's end.
+    """Write `tokens` `[n, chunk]` into cache rows `rows` `[n]` (distinct) at each row's end; `params` stacked as
+    `model.init_params` makes them (`cached_forward.prefill_forward` scans the layers).
 
     segment_ids `[n, chunk]`: 1 on real tokens, 0 on right padding (written invisible; `end` advances by the
     real count). ends `[slots]` sets every row's end first (the host owns the ends, so rolling back is free).
@@ -41,15 +42,14 @@ def prefill(
     """
     cache = cache.replace(end=ends)
     if rows.shape[0] == ends.shape[0]:
-        _, cache = cached_forward(params, tokens, segment_ids, cache, cfg, logits=False)
-        return _constrain(cache, sharding)
+        return _constrain(prefill_forward(params, tokens, segment_ids, cache, cfg), sharding)
     sub = LayerCache(
         k=tuple(k[rows] for k in cache.k),  # [n, kv_heads, length, head_dim] per layer
         v=tuple(v[rows] for v in cache.v),
         segment_ids=cache.segment_ids[rows],  # [n, length]
         end=cache.end[rows],
     )
-    _, sub = cached_forward(params, tokens, segment_ids, sub, cfg, logits=False)
+    sub = prefill_forward(params, tokens, segment_ids, sub, cfg)
     cache = LayerCache(
         k=tuple(k.at[rows].set(s) for k, s in zip(cache.k, sub.k)),
         v=tuple(v.at[rows].set(s) for v, s in zip(cache.v, sub.v)),
