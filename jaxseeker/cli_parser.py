@@ -102,10 +102,12 @@ class Parser(argparse.ArgumentParser):
         return parsed
 
     def format_usage(self) -> str:
+        """argparse's usage line, a renamed required flag shown as required."""
         with self._required_shown():
             return super().format_usage()
 
     def format_help(self) -> str:
+        """argparse's help, a renamed required flag shown as required."""
         with self._required_shown():
             return super().format_help()
 
