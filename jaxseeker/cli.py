@@ -8,7 +8,9 @@ import json
 import os
 import sys
 
+from jaxseeker import __version__
 from jaxseeker.cache_dir import cache_root
+from jaxseeker.cli_parser import Parser
 from jaxseeker.errors import InputError
 from jaxseeker.tools.http import HttpError
 from jaxseeker.tools.llm_client import LLMError
@@ -55,18 +57,19 @@ def _info(args: argparse.Namespace) -> int:
 
 DESCRIPTION = "Train deep-search agents in one JAX program: synthesise questions and trajectories, SFT, RL, eval."
 EPILOG = """examples:
-  jaxseeker pipeline --config configs/demo.yaml                  the offline end-to-end run behind `make demo`
-  jaxseeker eval --config configs/demo.yaml --model rl           measure its policy again, another way
-  jaxseeker plan --config configs/webexplorer_qwen3-8b_sft.yaml  memory and fit of a paper-scale run
-  jaxseeker serve --model runs/demo/rl/hf                        an OpenAI-compatible API for a policy
+  jaxseeker pipeline --config demo                     the offline end-to-end run behind `make demo`
+  jaxseeker eval --config demo --model rl              measure its policy again, another way
+  jaxseeker plan --config webexplorer_qwen3-8b_sft     memory and fit of a paper-scale run
+  jaxseeker serve --model runs/demo/rl/hf              an OpenAI-compatible API for a policy
+A --config names a YAML file or a recipe shipped in jaxseeker/configs (the repository's configs/).
 `jaxseeker COMMAND --help` lists a command's options."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand."""
-    parser = argparse.ArgumentParser(prog="jaxseeker", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="jaxseeker", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"jaxseeker {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     info = sub.add_parser("info", help="architecture, parameters, FLOPs per token and memory of an HF checkpoint")
     info.add_argument("path", help="HF model directory or config.json")
     info.add_argument("--context", type=int, default=4096, help="attended context for the FLOPs figure")

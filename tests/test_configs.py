@@ -1,5 +1,6 @@
-"""Every recipe in configs/ validates and plans (`jaxseeker plan`); the paper-scale ones have the published model
-shapes and recipe hyper-parameters, and fit the slice their mesh names."""
+"""Every recipe in configs/ validates and plans (`jaxseeker plan`) from a fresh clone, by path or by its name (the
+recipes ship inside the package); the paper-scale ones have the published model shapes and recipe
+hyper-parameters, and fit the slice their mesh names."""
 
 import json
 from pathlib import Path
@@ -23,15 +24,28 @@ def plan_json(capsys, *argv: str) -> dict:
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
-def test_every_config_plans(path, tmp_path, capsys):
-    extra = []
-    if path.name == "rl_tiny.yaml":  # its model is the toy checkpoint the comment says to write first
-        from jaxseeker.train.rl_bench import write_toy
-
-        extra = ["--set", f"model.hf_path={write_toy(tmp_path)['policy']}"]
-    plan = plan_json(capsys, "--config", str(path), *extra)
+def test_every_config_plans_by_name_from_any_directory(path, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # a fresh directory: no runs/, no configs/
+    plan = plan_json(capsys, "--config", path.stem)
     assert plan["stages"] and all(s["memory"]["peak"] > s["memory"]["params"] > 0 for s in plan["stages"])
     assert all(s["flops"]["device"] >= s["flops"]["model"] > 0 for s in plan["stages"])
+
+
+def test_the_shipped_recipes_are_the_repository_configs():
+    from jaxseeker.train.recipe import CONFIGS_DIR, shipped_configs
+
+    assert CONFIGS and shipped_configs() == [p.stem for p in CONFIGS]
+    assert all((CONFIGS_DIR / p.name).read_bytes() == p.read_bytes() for p in CONFIGS)
+
+
+def test_rl_tiny_states_the_shape_of_the_toy_policy_it_trains(tmp_path):
+    from jaxseeker.model import load_config
+    from jaxseeker.train.plan_recipe import SHAPE_FIELDS
+    from jaxseeker.train.rl_bench import write_toy
+
+    toy = load_config(write_toy(tmp_path)["policy"])
+    stated = recipe("rl_tiny")["model"]
+    assert {k: stated[k] for k in SHAPE_FIELDS} == {k: getattr(toy, k) for k in SHAPE_FIELDS}
 
 
 @pytest.mark.parametrize("path", PAPER_CONFIGS, ids=lambda p: p.name)
@@ -57,8 +71,10 @@ def test_paper_hyperparameters():
         assert recipe(f"websailor_qwen2.5-{size}_rft")["optimizer"]["lr"] == 5e-6
     explorer = recipe("webexplorer_qwen3-8b_grpo")
     rl = explorer["rl"]
-    assert (rl["selection"], rl["group_size"], rl["batch_questions"], explorer["optimizer"]["lr"]) == ("grpo", 8, 64, 1e-6)
-    assert [(s["max_context"], s["max_turns"]) for s in rl["context_stages"]] == [(65536, 50), (98304, 75), (131072, 100)]
+    assert (rl["selection"], rl["group_size"], rl["batch_questions"], explorer["optimizer"]["lr"]) == (
+        "grpo", 8, 64, 1e-6)
+    assert [(s["max_context"], s["max_turns"]) for s in rl["context_stages"]] == [
+        (65536, 50), (98304, 75), (131072, 100)]
     seer = recipe("webseer_qwen2.5-14b_srrl")
     assert (seer["rl"]["batch_questions"], seer["rl"]["group_size"], seer["rollout"]["max_tool_calls"]) == (12, 8, 30)
     assert "answer_submit" in seer["tools"]["enabled"] and seer["reward"]["fn"] == "webseer"

@@ -22,7 +22,9 @@ from jaxseeker.agent.submit import (
     require_answers,
 )
 from jaxseeker.argtypes import at_least
-from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
+from jaxseeker.cli_args import MODEL_FORMS, add_k, add_max_context, add_mesh, add_world
+from jaxseeker.cli_parser import rename
+from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.rewards import exact_match
 from jaxseeker.rewards.judges import gold_answers
 from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
@@ -106,7 +108,7 @@ def _rollout(args: argparse.Namespace) -> int:
     engine = make_engine(params, cfg, tokenizer, slots=args.slots, max_len=args.max_context, sampling=sampling,
                          steps_per_call=args.steps_per_call, min_window=args.min_window,
                          mesh=args.mesh)
-    result = rollout(engine, tokenizer, registry, questions, config, n_per_question=args.n,
+    result = rollout(engine, tokenizer, registry, questions, config, n_per_question=args.k,
                      progress=not args.no_progress)
     write_episodes(args.out, result.episodes)
     print(summarize(result))
@@ -164,12 +166,12 @@ def bench_rollout_len(tool_calls: int, think_tokens: float) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     needed = bench_rollout_len(args.tool_calls, args.think_tokens)
-    if needed > args.max_len:
-        raise SystemExit(f"jaxseeker bench rollout: --max-len {args.max_len} is too small for --tool-calls "
+    if needed > args.max_context:
+        raise SystemExit(f"jaxseeker bench rollout: --max-context {args.max_context} is too small for --tool-calls "
                          f"{args.tool_calls} of --think-tokens {args.think_tokens:g} (needs about {needed})")
     stats = bench_rollout(slots=args.slots, episodes=args.episodes, tool_calls=args.tool_calls,
                           tool_latency_s=args.tool_latency, think_tokens=args.think_tokens,
-                          steps_per_call=args.steps_per_call, max_len=args.max_len, min_window=args.min_window,
+                          steps_per_call=args.steps_per_call, max_len=args.max_context, min_window=args.min_window,
                           progress=not args.no_progress)
     print(f"rollout utilisation: {stats.episodes} episodes, {stats.tool_calls} tool calls of "
           f"{args.tool_latency * 1000:.0f} ms, {args.slots} slots, in {stats.wall_s:.2f}s")
@@ -191,29 +193,30 @@ WINDOW_HELP = "smallest attention window of the engine (doubles up to the contex
 def add_parser(subparsers: Any) -> None:
     """Add `rollout`: episodes of an HF model over a questions JSONL with local search / visit tools."""
     p = subparsers.add_parser("rollout", help="roll out ReAct episodes of a model over questions")
-    p.add_argument("--model", required=True, help="HF model directory (config.json, safetensors, tokenizer), GGUF file "
-                                                  "or registered name (smollm2-135m-instruct)")
+    p.add_argument("--model", required=True, help=MODEL_FORMS)
     p.add_argument("--questions", required=True, help='JSONL of {"question": …, "answer": …}')
-    p.add_argument("--n", type=at_least(1), default=1, help="episodes per question")
+    add_k(p, default=1)
+    rename(p, "--n", "--k")
     p.add_argument("--out", required=True, help="episodes JSONL to write")
     world = p.add_mutually_exclusive_group()
     world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")
-    world.add_argument("--world", help="a saved world directory or spec (synthetic[:SIZE[:SEED]], pages:FILE)")
+    add_world(world)
     p.add_argument("--tools", type=TOOLS, default=("search", "visit"), help=f"{TOOLS_HELP} (default search,visit)")
     p.add_argument("--unsafe-python", action="store_true", help=UNSAFE_PYTHON_HELP)
     p.add_argument("--submit-threshold", type=SUBMIT_F1, default=SUBMIT_THRESHOLD, help=SUBMIT_HELP)
     p.add_argument("--slots", type=at_least(1), default=16, help="episodes decoded at once")
-    p.add_argument("--max-context", type=at_least(2), default=32768, help="context tokens per episode (engine max_len)")
+    add_max_context(p, default=32768)
     p.add_argument("--max-turn-tokens", type=at_least(1), default=8192)
     p.add_argument("--max-tool-calls", type=at_least(1), default=100)
-    p.add_argument("--timeout", type=at_least(0.0, float, above=True), default=3600.0, help="wall-clock seconds per episode")
+    p.add_argument("--timeout", type=at_least(0.0, float, above=True), default=3600.0,
+                   help="wall-clock seconds per episode")
     p.add_argument("--temperature", type=TEMPERATURE, default=0.6)
     p.add_argument("--top-p", type=TOP_P, default=0.95)
     p.add_argument("--top-k", type=at_least(0), default=0, help="0: off")
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--steps-per-call", type=at_least(1), default=8, help="decode steps per device call")
     p.add_argument("--min-window", type=at_least(1), default=256, help=WINDOW_HELP)
-    p.add_argument("--mesh", type=mesh_argument, help=MESH_HELP)
+    add_mesh(p)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_rollout)
 
@@ -227,7 +230,8 @@ def add_bench_parser(bench_subparsers: Any) -> None:
     p.add_argument("--tool-latency", type=at_least(0.0, float), default=0.2, help="seconds per tool call")
     p.add_argument("--think-tokens", type=at_least(1.0, float), default=32.0, help="mean thought tokens per turn")
     p.add_argument("--steps-per-call", type=at_least(1), default=8)
-    p.add_argument("--max-len", type=at_least(2), default=2048, help="context tokens per slot")
+    add_max_context(p, default=2048)
+    rename(p, "--max-len", "--max-context")
     p.add_argument("--min-window", type=at_least(1), default=256, help=WINDOW_HELP)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_bench)

@@ -24,7 +24,9 @@ from jaxseeker.agent.submit import (
     episode_tools,
 )
 from jaxseeker.argtypes import at_least
-from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
+from jaxseeker.cli_args import MODEL_FORMS, add_config, add_k, add_llm, add_max_context, add_mesh, add_world
+from jaxseeker.cli_parser import rename
+from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
 from jaxseeker.tools import UNSAFE_PYTHON_HELP, unsafe_python
 
@@ -99,9 +101,10 @@ def _judge(args: argparse.Namespace):
         return exact_match_judge
     if args.judge == "f1":
         return f1_judge(args.f1_threshold)
-    if args.judge_model is None:
-        raise SystemExit("jaxseeker eval: --judge llm needs --judge-model (and --judge-url for a non-OpenAI server)")
-    client = LLMClient(LLMConfig(base_url=args.judge_url, model=args.judge_model, api_key_env=args.judge_key_env))
+    if args.llm_model is None:
+        raise SystemExit("jaxseeker eval: --judge llm needs --llm-model (and --llm-url for a server other than "
+                         "OpenAI's)")
+    client = LLMClient(LLMConfig(base_url=args.llm_url, model=args.llm_model, api_key_env=args.llm_key_env))
     return llm_judge_fn(client.complete, style=args.judge_style)
 
 
@@ -181,25 +184,26 @@ def add_parser(subparsers: Any) -> None:
     """Add `eval` (pass@1, pass@k and the rest of `eval.metrics` for a saved model on a benchmark file) and
     `compare` (the paired pass@1 change between evals of two models, sampling seeds pooled)."""
     p = subparsers.add_parser("eval", help="k judged rollouts per question of a saved model; metrics, table, PNGs")
-    p.add_argument("--config", help="a pipeline config: its world, tools, limits and sampling, runs/<name>/ paths")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a --config key")
-    p.add_argument("--model", help="HF model directory, GGUF file or registered name (smollm2-135m-instruct), or with "
-                                   "--config: sft | extend | rl (default sft; rl: the last rft round's)")
+    add_config(p, required=False, what="a pipeline recipe (its world, tools, limits and sampling, runs/<name>/ paths)",
+               example="eval.k=8")
+    p.add_argument("--model", help=f"{MODEL_FORMS}; or with --config: sft | extend | rl (default sft; rl: the last "
+                                   "rft round's)")
     p.add_argument("--questions", help="JSONL / JSON / CSV (BrowseComp, xbench, GAIA; eval.load_questions); "
                                        "with --config default runs/<name>/qa/test.jsonl")
     p.add_argument("--out", help="results directory (resumes what is there); with --config a default under runs/")
     p.add_argument("--baseline", help="an earlier eval directory (or its results.jsonl) of the same questions: "
                                        "report what changed")
     world = p.add_mutually_exclusive_group()
-    world.add_argument("--world", help="a saved world directory or spec (synthetic[:SIZE[:SEED]], atlas[:FR,DE])")
+    add_world(world, extra="; with --config default: the pipeline's")
     world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")
-    p.add_argument("--k", type=at_least(1), help="rollouts per question (default 4, --config: eval.k; 1 when greedy)")
-    p.add_argument("--temperature", type=at_least(0.0, float), help="0 is greedy (default 0.6; --config: eval.temperature)")
+    add_k(p, help="rollouts per question (default 4, --config: eval.k; 1 when greedy)")
+    p.add_argument("--temperature", type=at_least(0.0, float),
+                   help="0 is greedy (default 0.6; --config: eval.temperature)")
     p.add_argument("--top-p", type=TOP_P)
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--slots", type=at_least(1), help="episodes decoded at once")
-    p.add_argument("--mesh", type=mesh_argument, help=MESH_HELP)
-    p.add_argument("--max-context", type=at_least(2))
+    add_mesh(p)
+    add_max_context(p, help="context tokens of an episode (default 8192; --config: the pipeline's)")
     p.add_argument("--max-turn-tokens", type=at_least(1))
     p.add_argument("--max-tool-calls", type=at_least(1))
     p.add_argument("--prompt", choices=("full", "compact"))
@@ -210,9 +214,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--judge", choices=("em", "f1", "llm"), default="em")
     p.add_argument("--f1-threshold", type=at_least(0.0, float, above=True, high=1.0), default=0.8,
                    help="--judge f1: token F1 that counts as correct")
-    p.add_argument("--judge-url", default="https://api.openai.com/v1", help="OpenAI-compatible server of the judge")
-    p.add_argument("--judge-model")
-    p.add_argument("--judge-key-env", default="OPENAI_API_KEY", help="environment variable holding the judge's key")
+    add_llm(p, "the judge (--judge llm)")
+    for old in ("url", "model", "key-env"):
+        rename(p, f"--judge-{old}", f"--llm-{old}")
     p.add_argument("--judge-style", choices=("browsecomp", "gaia"), default="browsecomp")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_eval)

@@ -1,8 +1,10 @@
-"""`jaxseeker pipeline --config configs/demo.yaml [--quick]`."""
+"""`jaxseeker pipeline [--config demo] [--quick]`."""
 
 from __future__ import annotations
 
 import argparse
+
+from jaxseeker.cli_args import add_config
 
 
 def _pipeline(args: argparse.Namespace) -> int:
@@ -22,8 +24,7 @@ def _pipeline(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> None:
     """Add `pipeline`."""
     p = subparsers.add_parser("pipeline", help="synthesise, cold-start, reinforce, measure, export (offline)")
-    p.add_argument("--config", default="configs/demo.yaml")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    add_config(p, required=False, default="demo", what="pipeline recipe", example="policy.steps=100")
     p.add_argument("--quick", action="store_true", help="a tiny world and model (≤ 2 minutes)")
     p.add_argument("--out", default=None, help="default: runs/<name>")
     p.add_argument("--until", default=None, metavar="STAGE",

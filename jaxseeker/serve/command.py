@@ -9,33 +9,49 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.argtypes import at_least, comma_list, head_flags_problem
-from jaxseeker.parallel.mesh_config import MESH_HELP, mesh_argument, mesh_text
+from jaxseeker.cli_args import MODEL_FORMS, add_max_context, add_mesh
+from jaxseeker.cli_parser import rename
+from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.serve.shape import EngineShape
 
 API_KEY_ENV = "JAXSEEKER_API_KEY"
 # `bench serve` lower bounds other than 1: its tokenizer has 256 byte tokens + 11 special ones
-# (`data.train_tokenizer`), numpy seeds are >= 0, the engine's context holds at least 2 tokens.
-BENCH_LOWEST = {"vocab_size": 256 + 11, "seed": 0, "max_len": 2}
-# `serve` engine shape lower bounds other than 1 (`Engine`, `Scheduler` check the same)
-SHAPE_LOWEST = {"max_len": 2}
+# (`data.train_tokenizer`), numpy seeds are >= 0.
+BENCH_LOWEST = {"vocab_size": 256 + 11, "seed": 0}
 
 
 def _add_shape_args(p: argparse.ArgumentParser, defaults: EngineShape) -> None:
     helps = {
         "slots": "completions decoded at once (continuous batching)",
-        "max_len": "context length of a slot: prompt + completion tokens",
         "steps_per_call": "decode steps per device call",
         "prefill_chunk": "prompt tokens written per prefill call",
-        "min_window": "smallest attention window (doubles up to --max-len; one compile each)",
+        "min_window": "smallest attention window (doubles up to --max-context; one compile each)",
         "max_queue": "completions that may wait for a slot; more are answered 429",
     }
     for field in dataclasses.fields(EngineShape):
-        p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name,
-                       type=at_least(SHAPE_LOWEST.get(field.name, 1)), default=getattr(defaults, field.name), help=f"{helps[field.name]} (default: %(default)s)")
+        if field.name == "max_len":  # the default depends on the model: `context_length`
+            add_max_context(p, dest="max_len", help=f"context tokens of a slot, prompt + completion (default: "
+                            f"{defaults.max_len}, or the model's max_position_embeddings when smaller)")
+            rename(p, "--max-len", "--max-context")
+        else:
+            p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, type=at_least(1),
+                           default=getattr(defaults, field.name), help=helps[field.name])
 
 
-def _shape(args: argparse.Namespace) -> EngineShape:
-    return EngineShape(**{f.name: getattr(args, f.name) for f in dataclasses.fields(EngineShape)})
+def context_length(flag: int | None, limit: int, default: int = EngineShape.max_len) -> int:
+    """A slot's context: `--max-context` when given, else `default`, at most the model's `limit`
+    (max_position_embeddings); SystemExit in one line when the flag asks for more than the model has."""
+    if flag is None:
+        return min(default, limit)
+    if flag > limit:
+        raise SystemExit(f"jaxseeker serve: --max-context {flag} exceeds the model's max_position_embeddings ({limit})")
+    return flag
+
+
+def engine_shape(args: argparse.Namespace, cfg: Any) -> EngineShape:
+    """The engine shape of `serve`'s flags for a model of config `cfg` (its context: `context_length`)."""
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(EngineShape)}
+    return EngineShape(**{**values, "max_len": context_length(args.max_len, cfg.max_position_embeddings)})
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -45,9 +61,9 @@ def _serve(args: argparse.Namespace) -> int:
     api_key = os.environ.get(args.api_key_env) or None
     cfg, params, tokenizer = load_policy(args.model, dtype=args.dtype, mesh=args.mesh)
     name = args.served_model_name or Path(args.model).resolve().name
-    served = build_served(cfg, params, tokenizer, model_name=name, shape=_shape(args), api_key=api_key,
-                          mesh=args.mesh)
-    print(f"serving {name!r} on http://{args.host}:{args.port}/v1 ({args.slots} slots × {args.max_len} tokens on "
+    shape = engine_shape(args, cfg)
+    served = build_served(cfg, params, tokenizer, model_name=name, shape=shape, api_key=api_key, mesh=args.mesh)
+    print(f"serving {name!r} on http://{args.host}:{args.port}/v1 ({shape.slots} slots × {shape.max_len} tokens on "
           f"{mesh_text(args.mesh)}; API key {'required' if api_key else 'not required'})", flush=True)
     limits = ConnectionLimits(header_timeout_s=args.header_timeout, max_connections=args.max_connections)
     serve_forever(served, args.host, args.port, limits)
@@ -57,11 +73,9 @@ def _serve(args: argparse.Namespace) -> int:
 def add_parser(subparsers: Any) -> None:
     """Add `serve`: an OpenAI-compatible HTTP server (chat, completions, models, health) for a policy."""
     p = subparsers.add_parser("serve", help="serve a policy behind an OpenAI-compatible API")
-    p.add_argument("--model", required=True,
-                   help="HF model directory (config.json, safetensors, tokenizer), GGUF file, registered name "
-                   "(smollm2-135m-instruct), or a jaxseeker run directory")
+    p.add_argument("--model", required=True, help=f"{MODEL_FORMS}, or a jaxseeker run directory")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, this machine only)")
-    p.add_argument("--port", type=at_least(0, high=65535), default=8000, help="default: %(default)s")
+    p.add_argument("--port", type=at_least(0, high=65535), default=8000)
     p.add_argument("--served-model-name", help="the model id clients send (default: the model directory's name)")
     p.add_argument("--api-key-env", default=API_KEY_ENV,
                    help="environment variable holding the key clients must send as a Bearer token; unset or empty: "
@@ -70,8 +84,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--header-timeout", type=at_least(0.1, float), default=10.0,
                    help="seconds a client has to send a request's headers, then its connection is closed")
     p.add_argument("--max-connections", type=at_least(1), default=256,
-                   help="open connections at most; one more is closed at once (default: %(default)s)")
-    p.add_argument("--mesh", type=mesh_argument, help=MESH_HELP)
+                   help="open connections at most; one more is closed at once")
+    add_mesh(p)
     _add_shape_args(p, EngineShape())
     p.set_defaults(func=_serve)
 
@@ -87,7 +101,7 @@ def _bench(args: argparse.Namespace) -> int:
         raise SystemExit(f"jaxseeker bench serve: {problem}")
     if shape.prompt_tokens + shape.max_tokens > shape.max_len:
         raise SystemExit(f"jaxseeker bench serve: --prompt-tokens + --max-tokens ({shape.prompt_tokens} + "
-                         f"{shape.max_tokens}) must not exceed --max-len ({shape.max_len})")
+                         f"{shape.max_tokens}) must not exceed --max-context ({shape.max_len})")
     result = run_serve_bench(shape)
     print(json.dumps({**dataclasses.asdict(shape), **result}) if args.json else format_table(shape, result))
     return 0
@@ -103,10 +117,12 @@ def add_bench_parser(bench_subparsers: Any) -> None:
     for field in dataclasses.fields(ServeBenchShape):
         if field.name == "concurrency":
             p.add_argument("--concurrency", type=comma_list(at_least(1)), default=",".join(map(str, field.default)),
-                           help="comma-separated numbers of concurrent clients (default: %(default)s)")
+                           help="comma-separated numbers of concurrent clients")
+        elif field.name == "max_len":
+            add_max_context(p, dest="max_len", default=field.default, help="context tokens of a slot")
+            rename(p, "--max-len", "--max-context")
         else:
             p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name,
-                           type=at_least(BENCH_LOWEST.get(field.name, 1)), default=field.default,
-                           help=f"default: {field.default}")
+                           type=at_least(BENCH_LOWEST.get(field.name, 1)), default=field.default)
     p.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     p.set_defaults(func=_bench)

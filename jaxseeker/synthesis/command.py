@@ -1,4 +1,5 @@
-"""`jaxseeker synth trajectories …` (teacher trajectories through the real loop, filtered) and `jaxseeker synth report FILE`.
+"""`jaxseeker synth trajectories …` (teacher trajectories through the real loop, filtered) and
+`jaxseeker synth report FILE`.
 
 Both are subcommands of the `synth` group: `add_synth_subcommands(synth_subparsers)` adds them. Modules that
 load jax, transformers or matplotlib are imported by the functions that run them, so `--help` is quick.
@@ -18,6 +19,8 @@ from jaxseeker.agent.episode import Question, numbered_questions
 from jaxseeker.agent.loop import RolloutConfig
 from jaxseeker.agent.prompts import system_prompt
 from jaxseeker.argtypes import at_least
+from jaxseeker.cli_args import MODEL_FORMS, add_llm, add_max_context, add_world
+from jaxseeker.cli_parser import rename
 from jaxseeker.errors import InputError
 from jaxseeker.synthesis import filters, shortcot
 from jaxseeker.synthesis.expert import ExpertConfig
@@ -45,9 +48,9 @@ def default_tokenizer(world: World, vocab_size: int = 2000) -> Any:
 
 
 def _llm(args: argparse.Namespace) -> LLMClient:
-    if not args.base_url or not args.llm_model:
-        raise InputError("this option needs --base-url and --llm-model (the key is read from $OPENAI_API_KEY)")
-    return LLMClient(LLMConfig(base_url=args.base_url, model=args.llm_model, api_key_env=args.api_key_env))
+    if not args.llm_model:
+        raise InputError("this option needs --llm-model (and --llm-url for a server other than OpenAI's)")
+    return LLMClient(LLMConfig(base_url=args.llm_url, model=args.llm_model, api_key_env=args.llm_key_env))
 
 
 def _teacher(args: argparse.Namespace, world: World) -> Any:
@@ -181,7 +184,7 @@ def _trajectories(args: argparse.Namespace) -> int:
         teacher = DenoisedTeacher(teacher, summarize)
     transform = teacher.weigh if isinstance(teacher, ExpertTeacher) else None  # slipped turns out of the loss
     if args.short_cot:
-        transform = shortcot.short_cot(shortcot.llm_rewriter(_llm(args)) if args.base_url else None, tokenizer)
+        transform = shortcot.short_cot(shortcot.llm_rewriter(_llm(args)) if args.llm_model else None, tokenizer)
     stages = _stages(args, judge)
     journal_path = out.with_name(out.name + ".partial")
     journal = Journal(journal_path, _inputs_key(args))
@@ -231,7 +234,7 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     """Add `trajectories` and `report` to the subparsers of the `synth` command group."""
     p = synth_subparsers.add_parser("trajectories", help="teacher trajectories through the real tools, filtered")
     p.add_argument("--questions", required=True, help="QA JSONL (from `jaxseeker synth RECIPE`)")
-    p.add_argument("--world", required=True, help="saved world directory, synthetic[:SIZE[:SEED]] or pages:FILE")
+    add_world(p, required=True)
     p.add_argument("--out", required=True, help="trajectory JSONL to write (SFT chatml records + provenance); "
                    "until it is written, each finished episode is kept in OUT.partial, and the same command run "
                    "again after a stop goes on from them")
@@ -245,15 +248,14 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     p.add_argument("--min-tool-calls", type=at_least(0), default=5, help="websailor RFT: more tool calls than this")
     p.add_argument("--judge", choices=("em", "llm"), default="em")
     p.add_argument("--short-cot", action="store_true",
-                   help="rewrite thoughts (with --base-url: by the LLM; else keep the teacher's short ones)")
+                   help="rewrite thoughts (with --llm-model: by the LLM; else keep the teacher's short ones)")
     p.add_argument("--levels", default="", help="only these question levels, e.g. 1,2")
     p.add_argument("--limit", type=at_least(0), default=0, help="only the first N questions (0: all)")
     p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the policy's, or a world BPE)")
-    p.add_argument("--model", default=None,
-                   help="HF checkpoint of the policy teacher, a GGUF file or a registered name (smollm2-135m-instruct)")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible server of the openai teacher / judge / LLM")
-    p.add_argument("--llm-model", default=None, help="model name on that server")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY")
+    p.add_argument("--model", default=None, help=f"the policy teacher: {MODEL_FORMS}")
+    add_llm(p, "the openai teacher, the llm judge and summarizer, and the --short-cot rewriter")
+    rename(p, "--base-url", "--llm-url")
+    rename(p, "--api-key-env", "--llm-key-env")
     p.add_argument("--temperature", type=at_least(0.0, float), default=None,
                    help="teacher sampling (default: the openai server's; the policy's 0.6; 0 is greedy)")
     p.add_argument("--summarizer", choices=("extractive", "llm"), default="extractive", help="denoised mode")
@@ -268,7 +270,7 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     p.add_argument("--tools", default="search,visit")
     p.add_argument("--unsafe-python", action="store_true", help=UNSAFE_PYTHON_HELP)
     p.add_argument("--max-tool-calls", type=at_least(1), default=100)
-    p.add_argument("--max-context", type=at_least(1), default=32768)
+    add_max_context(p, default=32768)
     p.add_argument("--date", default=None, help="date in the system prompt (default: today)")
     p.add_argument("--seed", type=at_least(0), default=0)
     p.add_argument("--no-progress", action="store_true")

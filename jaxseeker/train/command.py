@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from jaxseeker.argtypes import at_least
+from jaxseeker.cli_args import add_config
+from jaxseeker.cli_parser import rename
 
 
 def _sft(args: argparse.Namespace) -> int:
@@ -26,7 +28,7 @@ def _sft(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from jaxseeker.train.export import export_hf
 
-    out = export_hf(args.checkpoint, args.out, step=args.step, dtype=args.dtype, peft_dir=args.peft_adapter)
+    out = export_hf(args.model, args.out, step=args.step, dtype=args.dtype, peft_dir=args.peft_adapter)
     print(f"wrote {out}" + (f" and the PEFT adapter {args.peft_adapter}" if args.peft_adapter else ""))
     return 0
 
@@ -45,15 +47,17 @@ def _average(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> None:
     """Add `sft`, `export-hf` and `average`."""
     sft = subparsers.add_parser("sft", help="supervised fine-tuning on trajectory JSONL")
-    sft.add_argument("--config", required=True, help="recipe YAML (configs/…)")
-    sft.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. optimizer.lr=1e-4")
+    add_config(sft, what="SFT recipe")
     sft.add_argument("--resume", action="store_true", help="continue from the latest checkpoint of the run")
     sft.set_defaults(func=_sft)
     export = subparsers.add_parser("export-hf", help="write a training checkpoint as an HF checkpoint")
-    export.add_argument("--checkpoint", required=True, help="run directory (or its checkpoints/ folder)")
-    export.add_argument("--out", required=True)
+    export.add_argument("--model", required=True, metavar="RUN",
+                        help="the run directory of `jaxseeker sft` or `rl` (or its checkpoints/ folder)")
+    rename(export, "--checkpoint", "--model")
+    export.add_argument("--out", required=True, help="HF directory to write")
     export.add_argument("--step", type=at_least(0), default=None, help="default: the latest")
-    export.add_argument("--dtype", choices=("float32", "bfloat16"), default=None)
+    export.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
+                        help="dtype of the written weights (float32 doubles the size)")
     export.add_argument("--peft-adapter", metavar="DIR", default=None,
                         help="a LoRA run: also write its adapters to DIR as a PEFT adapter of the base model")
     export.set_defaults(func=_export)
@@ -61,7 +65,8 @@ def add_parser(subparsers) -> None:
                                                     "(a model soup)")
     average.add_argument("models", nargs="+", help="HF model directories of one architecture")
     average.add_argument("--out", required=True, help="HF directory to write (the first model's tokenizer files)")
-    average.add_argument("--weights", type=at_least(0.0, float, above=True), nargs="+", default=None, help="one per model (default equal)")
+    average.add_argument("--weights", type=at_least(0.0, float, above=True), nargs="+", default=None,
+                         help="one per model (default equal)")
     average.set_defaults(func=_average)
 
 

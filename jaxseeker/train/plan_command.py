@@ -9,21 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from jaxseeker.argtypes import at_least
+from jaxseeker.cli_args import add_config, add_mesh
 from jaxseeker.parallel.mesh_config import MESH_AXES, MeshConfig
-from jaxseeker.parallel.mesh_config import parse_mesh as parse_mesh_config
 from jaxseeker.train.chips import CHIPS, USABLE_HBM, GiB
 from jaxseeker.train.recipe import RecipeError
 
 ROWS = ("params", "optimizer", "grads", "compute", "reference", "activations", "layer", "logits", "kv_cache",
         "rollout", "batch")
-
-
-def parse_mesh(text: str) -> MeshConfig:
-    """`parallel.parse_mesh` for `--mesh`: a bad mesh is a RecipeError naming the flag."""
-    try:
-        return parse_mesh_config(text)
-    except ValueError as e:
-        raise RecipeError(f"--mesh {e}") from None
 
 
 def resolve_mesh(mesh: MeshConfig, chips: int | None, notes: list[str]) -> dict[str, int]:
@@ -127,8 +119,7 @@ def format_plan(plan: Mapping[str, Any]) -> str:
 def _plan(args: argparse.Namespace) -> int:
     from jaxseeker.train.recipe import read_recipe
 
-    mesh = parse_mesh(args.mesh) if args.mesh else None
-    plan = make_plan(read_recipe(args.config, args.set), mesh=mesh, chip=args.chip, chips=args.chips)
+    plan = make_plan(read_recipe(args.config, args.set), mesh=args.mesh, chip=args.chip, chips=args.chips)
     print(json.dumps(plan, indent=2) if args.json else format_plan(plan))
     return 0
 
@@ -136,11 +127,10 @@ def _plan(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> None:
     """Add `plan --config FILE [--mesh …] [--chip …] [--chips N] [--json]`."""
     p = subparsers.add_parser("plan", help="per-device memory, FLOPs and fit of a recipe's stages on a mesh")
-    p.add_argument("--config", required=True, help="SFT, RL or pipeline recipe (configs/…)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. data.seq_len=8192")
-    p.add_argument("--mesh", default=None,
-                   help="e.g. data=1,fsdp=32,tensor=1,expert=1,context=4 (default: the recipe's)")
+    add_config(p, what="SFT, RL or pipeline recipe", example="data.seq_len=8192")
+    add_mesh(p, devices=False)
     p.add_argument("--chip", default="v5p", choices=sorted(CHIPS))
-    p.add_argument("--chips", type=at_least(1), default=None, help="chips for a -1 mesh axis (default: the mesh's product)")
+    p.add_argument("--chips", type=at_least(1), default=None,
+                   help="chips for a -1 mesh axis (default: the mesh's product)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_plan)

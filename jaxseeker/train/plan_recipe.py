@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker import model
+from jaxseeker.errors import did_you_mean
 from jaxseeker.parallel import MESH_AXES, MeshConfig, Rules, make_rules
 from jaxseeker.train.lora import lora_from_recipe
 from jaxseeker.train.optimizer import OptimizerConfig
@@ -65,7 +66,8 @@ def model_config(section: Mapping[str, Any] | None, notes: list[str]) -> model.M
     known = [f.name for f in dataclasses.fields(model.ModelConfig)]
     unknown = sorted(set(section) - set(known))
     if unknown:
-        raise RecipeError(f"model: unknown keys {unknown}; known keys: ['hf_path', 'lora'] + {known}")
+        raise RecipeError(f"model: unknown keys {unknown}{did_you_mean(unknown, ['hf_path', 'lora', *known])}; known "
+                          f"keys: ['hf_path', 'lora'] + {known}")
     try:
         gguf_file = model.gguf_source(hf_path) if hf_path else None  # a registered name's or a .gguf file
         if gguf_file is not None:

@@ -14,7 +14,11 @@ from typing import Any
 
 import yaml
 
-from jaxseeker.errors import InputError
+from jaxseeker.errors import InputError, closest, did_you_mean
+
+# The recipes shipped inside the package (pyproject.toml package-data; `configs/` at the repository root links here):
+# `--config demo` names CONFIGS_DIR/demo.yaml.
+CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"
 
 
 class RecipeError(InputError):
@@ -42,13 +46,34 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass: no arbitrary objects
 
 
+def shipped_configs() -> list[str]:
+    """The names of the recipes shipped with jaxseeker (`--config NAME` reads CONFIGS_DIR/NAME.yaml)."""
+    return sorted(p.stem for p in CONFIGS_DIR.glob("*.yaml"))
+
+
+def find_config(name: str | Path) -> Path:
+    """The recipe file `name` means: a file that exists, else, for a bare name (`demo` or `demo.yaml`), the shipped
+    recipe of that name. A directory or a missing file is a RecipeError naming it (and the closest shipped recipe)."""
+    path = Path(name)
+    if path.is_file():
+        return path
+    if path.is_dir():
+        inside = sorted(path.glob("*.yaml"))
+        example = f"; give one of its recipes, e.g. {inside[0]}" if inside else ""
+        raise RecipeError(f"{path}: is a directory, not a recipe file{example}")
+    stem = path.name.removesuffix(".yaml")  # not Path.stem: webdancer_qwen2.5-7b_sft has a dot of its own
+    if len(path.parts) == 1 and (CONFIGS_DIR / f"{stem}.yaml").is_file():
+        return CONFIGS_DIR / f"{stem}.yaml"
+    near = closest(stem, shipped_configs())
+    raise RecipeError(f"{path}: no such file" + (f" (did you mean the shipped recipe {near!r}?)" if near else ""))
+
+
 def read_recipe(path: str | Path, overrides: Sequence[str] = ()) -> dict:
-    """The recipe mapping of a YAML file with `a.b.c=value` overrides applied (values parsed as YAML)."""
-    path = Path(path)
+    """The recipe mapping of a YAML file (or a shipped recipe's name: `find_config`) with `a.b.c=value` overrides
+    applied (values parsed as YAML)."""
+    path = find_config(path)
     try:
         recipe = load_yaml(path.read_text()) or {}
-    except FileNotFoundError:
-        raise RecipeError(f"{path}: no such file") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
@@ -75,7 +100,7 @@ def check_sections(recipe: Mapping, known: Sequence[str], where: str) -> None:
     """Raise when `recipe` has a top-level key outside `known`, listing the known ones."""
     unknown = sorted(set(recipe) - set(known))
     if unknown:
-        raise RecipeError(f"{where}: unknown sections {unknown}; known: {sorted(known)}")
+        raise RecipeError(f"{where}: unknown sections {unknown}{did_you_mean(unknown, known)}; known: {sorted(known)}")
 
 
 _FITS = {  # scalar field type -> does a parsed YAML value fit it
@@ -108,7 +133,7 @@ def build(cls: type, values: Mapping[str, Any] | None, where: str):
     known = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(values) - set(known))
     if unknown:
-        raise RecipeError(f"{where}: unknown keys {unknown}; known keys: {known}")
+        raise RecipeError(f"{where}: unknown keys {unknown}{did_you_mean(unknown, known)}; known keys: {known}")
     hints = typing.get_type_hints(cls)
     for key, value in values.items():
         wrong = _type_error(hints[key], value)
@@ -129,4 +154,4 @@ def check_kwargs(fn: Callable, kwargs: Mapping[str, Any], where: str) -> None:
     known = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
     unknown = sorted(set(kwargs) - set(known))
     if unknown:
-        raise RecipeError(f"{where}: unknown keys {unknown}; {fn.__name__} takes {known}")
+        raise RecipeError(f"{where}: unknown keys {unknown}{did_you_mean(unknown, known)}; {fn.__name__} takes {known}")

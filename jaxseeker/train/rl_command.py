@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from jaxseeker.argtypes import at_least
+from jaxseeker.cli_args import add_config
 
 # `bench rl`: the toy policy gives each of its 13 chain tokens an axis of the model (`agent.bigram_params`).
 MIN_HIDDEN = 14
@@ -25,8 +26,7 @@ def _rl(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> None:
     """Add `rl --config FILE [--set k=v …] [--resume]`."""
     p = subparsers.add_parser("rl", help="group-relative RL (GRPO / DAPO / DUPO / SRRL) from a recipe")
-    p.add_argument("--config", required=True, help="recipe YAML (configs/rl_tiny.yaml …)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. rl.steps=50")
+    add_config(p, what="RL recipe", example="rl.steps=50")
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint of the run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_rl)

@@ -7,6 +7,7 @@ import collections
 import time
 
 from jaxseeker.argtypes import at_least
+from jaxseeker.cli_args import WORLD_HELP, world_spec
 from jaxseeker.world.build import SOURCES, build_world, open_world
 from jaxseeker.world.graph import World
 from jaxseeker.world.store import check_output, save_world
@@ -65,7 +66,7 @@ def add_parser(subparsers) -> None:
     build.add_argument("--cache-dir", default=None)
     build.set_defaults(func=_build)
     info = sub.add_parser("info", help="counts of a world, and optionally a search")
-    info.add_argument("world", help="saved world directory, synthetic[:SIZE[:SEED]], pages:FILE.jsonl or atlas[:FR,DE]")
+    info.add_argument("world", type=world_spec, metavar="WORLD", help=WORLD_HELP)
     info.add_argument("--search", default=None, help="show the top pages for this query")
     info.add_argument("--cache-dir", default=None)
     info.set_defaults(func=_info)

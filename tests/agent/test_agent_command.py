@@ -4,7 +4,6 @@ import argparse
 import json
 
 import pytest
-
 from agent_support import MAX_LEN, PAGES, QUESTION, SLOTS
 from cli_support import usage_error
 
@@ -36,7 +35,7 @@ def test_rollout_command_writes_episodes_and_a_summary(tmp_path, call_model, cap
     questions.write_text(json.dumps({"question": QUESTION, "answer": "nine"}) + "\n")
     out = tmp_path / "episodes.jsonl"
 
-    code = cli(["rollout", "--model", str(model_dir), "--questions", str(questions), "--n", "2", "--out", str(out),
+    code = cli(["rollout", "--model", str(model_dir), "--questions", str(questions), "--k", "2", "--out", str(out),
                 "--corpus", str(pages), "--slots", str(SLOTS), "--max-context", str(MAX_LEN), "--max-tool-calls",
                 "1", "--temperature", "1.0", "--top-p", "1.0", "--min-window", str(MAX_LEN), "--mesh", "tensor=1",
                 "--no-progress"])
@@ -135,7 +134,7 @@ def test_bench_rollout_counts_idle_time():
     (["--tool-latency", "inf"], "--tool-latency: must be a number >= 0, got inf"),
     (["--think-tokens", "0.5"], "--think-tokens: must be a number >= 1, got 0.5"),
     (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
-    (["--max-len", "1"], "--max-len: must be an integer >= 2, got 1"),
+    (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
     (["--min-window", "0"], "--min-window: must be an integer >= 1, got 0"),
 ])
 def test_bench_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys):
@@ -143,7 +142,7 @@ def test_bench_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--n", "0"], "--n: must be an integer >= 1, got 0"),
+    (["--k", "0"], "--k: must be an integer >= 1, got 0"),
     (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
     (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
     (["--max-turn-tokens", "0"], "--max-turn-tokens: must be an integer >= 1, got 0"),
@@ -171,6 +170,6 @@ def test_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys):
 
 def test_bench_rollout_too_short_a_context_ends_before_the_run():
     with pytest.raises(SystemExit) as exit_:
-        cli(["bench", "rollout", "--max-len", "300"])
-    assert str(exit_.value.code) == ("jaxseeker bench rollout: --max-len 300 is too small for --tool-calls 4 of "
+        cli(["bench", "rollout", "--max-context", "300"])
+    assert str(exit_.value.code) == ("jaxseeker bench rollout: --max-context 300 is too small for --tool-calls 4 of "
                                      "--think-tokens 32 (needs about 1720)")

@@ -26,7 +26,7 @@ from jaxseeker.train.state import TrainState
 
 
 def test_the_cli_has_serve_and_bench_serve():
-    args = build_parser().parse_args(["serve", "--model", "m", "--slots", "2", "--max-len", "64"])
+    args = build_parser().parse_args(["serve", "--model", "m", "--slots", "2", "--max-context", "64"])
     assert (args.model, args.host, args.port, args.slots, args.max_len, args.api_key_env) == (
         "m", "127.0.0.1", 8000, 2, 64, "JAXSEEKER_API_KEY")
     bench = build_parser().parse_args(["bench", "serve", "--concurrency", "2,4", "--max-tokens", "8"])
@@ -42,7 +42,7 @@ def test_the_cli_has_serve_and_bench_serve():
     (["--intermediate-size", "0"], "--intermediate-size: must be an integer >= 1, got 0"),
     (["--vocab-size", "266"], "--vocab-size: must be an integer >= 267, got 266"),
     (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
-    (["--max-len", "1"], "--max-len: must be an integer >= 2, got 1"),
+    (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
     (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
     (["--prompt-tokens", "0"], "--prompt-tokens: must be an integer >= 1, got 0"),
     (["--max-tokens", "0"], "--max-tokens: must be an integer >= 1, got 0"),
@@ -59,7 +59,7 @@ def test_bench_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
     (["--port", "-1"], "--port: must be an integer >= 0 and <= 65535, got -1"),
     (["--port", "65536"], "--port: must be an integer >= 0 and <= 65535, got 65536"),
     (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
-    (["--max-len", "1"], "--max-len: must be an integer >= 2, got 1"),
+    (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
     (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
     (["--prefill-chunk", "0"], "--prefill-chunk: must be an integer >= 1, got 0"),
     (["--min-window", "-4"], "--min-window: must be an integer >= 1, got -4"),
@@ -67,6 +67,20 @@ def test_bench_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
 ])
 def test_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
     assert usage_error(["serve", "--model", "m", *argv], capsys) == f"jaxseeker serve: error: argument {message}"
+
+
+def test_serve_context_is_the_models_when_shorter_and_a_longer_flag_is_one_line(policy_dir):
+    from jaxseeker.cli import main
+    from jaxseeker.serve.command import engine_shape
+
+    cfg = model.load_config(policy_dir)  # max_position_embeddings 512, under the default 4096
+    parse = build_parser().parse_args
+    assert engine_shape(parse(["serve", "--model", str(policy_dir)]), cfg).max_len == 512
+    assert engine_shape(parse(["serve", "--model", str(policy_dir), "--max-context", "256"]), cfg).max_len == 256
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--model", str(policy_dir), "--max-context", "1024"])
+    assert str(exit_.value.code) == (
+        "jaxseeker serve: --max-context 1024 exceeds the model's max_position_embeddings (512)")
 
 
 def test_bench_serve_vocab_floor_is_the_tokenizers_smallest():
@@ -79,8 +93,8 @@ def test_bench_serve_vocab_floor_is_the_tokenizers_smallest():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--prompt-tokens", "200", "--max-tokens", "64", "--max-len", "256"],
-     "--prompt-tokens + --max-tokens (200 + 64) must not exceed --max-len (256)"),
+    (["--prompt-tokens", "200", "--max-tokens", "64", "--max-context", "256"],
+     "--prompt-tokens + --max-tokens (200 + 64) must not exceed --max-context (256)"),
     (["--num-heads", "4", "--num-kv-heads", "3"], "--num-heads (4) must be a multiple of --num-kv-heads (3)"),
     (["--hidden-size", "12", "--num-heads", "4", "--num-kv-heads", "2"], "must be even and >= 2, got 12 // 4 = 3"),
 ])
@@ -97,7 +111,7 @@ def test_jaxseeker_serve_on_a_tensor_mesh_answers_on_loopback_with_the_key_from_
     port = unused_port()
     env = {**fake_cpu_devices_env(2), "MY_SERVE_KEY": "k-123"}
     cmd = [sys.executable, "-m", "jaxseeker.cli", "serve", "--model", str(policy_dir), "--port", str(port),
-           "--api-key-env", "MY_SERVE_KEY", "--slots", "1", "--max-len", "64", "--served-model-name", "p",
+           "--api-key-env", "MY_SERVE_KEY", "--slots", "1", "--max-context", "64", "--served-model-name", "p",
            "--mesh", "tensor=2"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

@@ -132,7 +132,7 @@ def test_bad_flags_end_the_command_in_one_line_before_anything_loads(tmp_path, a
     (["--mix-ratio", "-1"], "--mix-ratio: must be a number >= 0, got -1"),
     (["--verifier-error-rate", "1.5"], "--verifier-error-rate: must be a number >= 0 and <= 1, got 1.5"),
     (["--max-tool-calls", "0"], "--max-tool-calls: must be an integer >= 1, got 0"),
-    (["--max-context", "0"], "--max-context: must be an integer >= 1, got 0"),
+    (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
     (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
 ])
 def test_trajectories_numbers_out_of_range_are_usage_errors(argv, message, capsys):
@@ -173,9 +173,11 @@ GOOD_RECORD = {"messages": [{"role": "user", "content": "q"}, {"role": "assistan
 
 @pytest.mark.parametrize("record, stats, message", [
     ({"messages": [1]}, None, "{file}:1: messages[0] must be an object with a 'role'"),
-    ({"messages": [{"role": "assistant"}]}, None, "{file}:1: messages[0]: an assistant message needs a string 'content'"),
+    ({"messages": [{"role": "assistant"}]}, None,
+     "{file}:1: messages[0]: an assistant message needs a string 'content'"),
     ({**GOOD_RECORD, "provenance": "x"}, None, "{file}:1: 'provenance' must be an object, got str"),
-    ({**GOOD_RECORD, "provenance": {"tokens": "many"}}, None, "{file}:1: provenance.tokens must be an integer, got 'many'"),
+    ({**GOOD_RECORD, "provenance": {"tokens": "many"}}, None,
+     "{file}:1: provenance.tokens must be an integer, got 'many'"),
     (GOOD_RECORD, "not json", "{file}.stats.json: not a JSON file"),
     (GOOD_RECORD, '{"entered": 3}', "{file}.stats.json: expected a JSON object whose 'entered' and 'passed'"),
 ])
@@ -200,7 +202,8 @@ def test_a_bad_plot_path_fails_before_the_report_and_a_bare_name_reports_the_png
     assert f"plot: {tmp_path / 'bare.png'}" in capsys.readouterr().out and (tmp_path / "bare.png").is_file()
 
 
-@pytest.mark.parametrize("flags, temperature", [([], 0.6), (["--temperature", "0"], 0.0), (["--temperature", "1"], 1.0)])
+@pytest.mark.parametrize("flags, temperature",
+                         [([], 0.6), (["--temperature", "0"], 0.0), (["--temperature", "1"], 1.0)])
 def test_the_policy_teacher_samples_at_the_temperature_given_zero_too(monkeypatch, traj_world, flags, temperature):
     from jaxseeker import model
     from jaxseeker.synthesis.command import _teacher

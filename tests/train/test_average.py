@@ -61,7 +61,8 @@ def test_average_params_keeps_dtypes_and_refuses_other_shapes():
 def test_other_architectures_are_refused_by_name(tmp_path):
     _qwen3(tmp_path / "a", 0)
     _qwen3(tmp_path / "wide", 1, hidden=96)
-    with pytest.raises(ValueError, match=r"wide/config.json differs from .*a/config.json in 'hidden_size' \(96 vs 64\)"):
+    with pytest.raises(ValueError,
+                       match=r"wide/config.json differs from .*a/config.json in 'hidden_size' \(96 vs 64\)"):
         average_hf([tmp_path / "a", tmp_path / "wide"], tmp_path / "soup")
     with pytest.raises(ValueError, match="two or more"):
         average_hf([tmp_path / "a"], tmp_path / "soup")
@@ -83,7 +84,7 @@ def test_command_writes_the_average(tmp_path, capsys):
     (["average", "a", "b", "--out", "s", "--weights", "1", "0"], "--weights: must be a number > 0, got 0"),
     (["average", "a", "b", "--out", "s", "--weights", "-1", "2"], "--weights: must be a number > 0, got -1"),
     (["average", "a", "b", "--out", "s", "--weights", "1", "inf"], "--weights: must be a number > 0, got inf"),
-    (["export-hf", "--checkpoint", "run", "--out", "hf", "--step", "-1"], "--step: must be an integer >= 0, got -1"),
+    (["export-hf", "--model", "run", "--out", "hf", "--step", "-1"], "--step: must be an integer >= 0, got -1"),
 ])
 def test_average_and_export_numbers_out_of_range_are_usage_errors(argv, message, capsys):
     assert usage_error(argv, capsys) == f"jaxseeker {argv[0]}: error: argument {message}"

@@ -20,8 +20,8 @@ from jaxseeker.parallel import (
     make_mesh,
     tree_shardings,
 )
-from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.chips import CHIPS
+from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.plan import (
     StageShape,
     abstract_mesh,
@@ -31,7 +31,7 @@ from jaxseeker.train.plan import (
     step_flops,
     suggest_mesh,
 )
-from jaxseeker.train.plan_command import make_plan, parse_mesh
+from jaxseeker.train.plan_command import make_plan
 from jaxseeker.train.recipe import RecipeError
 from jaxseeker.train.sft import TrainConfig
 from jaxseeker.train.sft_step import make_sft_step, sft_loss
@@ -153,12 +153,16 @@ def test_recipes_are_validated_by_the_loops_builders():
         make_plan(rl)
     with pytest.raises(RecipeError, match="unknown sections"):
         make_plan({**rl, "rl": {"questions": ["q.jsonl"], "tokenizer": "t"}, "data": {}})
-    with pytest.raises(RecipeError, match="--mesh"):
-        parse_mesh("fsdp=4,pipeline=2")
     lora = sft_recipe(hf_path="/nonexistent", lora={"rank": 8})
     assert "model.lora: rank-8 adapters train, not the weights" in " ".join(make_plan(lora)["notes"])
     with pytest.raises(RecipeError, match="model.lora.rank: must be an integer >= 0"):
         make_plan(sft_recipe(hf_path="/nonexistent", lora={"rank": -1}))
+
+
+def test_a_bad_mesh_is_a_usage_error_quoting_it(capsys):
+    assert usage_error(["plan", "--config", "c.yaml", "--mesh", "fsdp=4,pipeline=2"], capsys) == (
+        "jaxseeker plan: error: argument --mesh: 'fsdp=4,pipeline=2': expected axis=size with axes "
+        "['data', 'fsdp', 'tensor', 'expert', 'context'], got 'pipeline=2'")
 
 
 def test_plan_command_prints_a_table_and_json(tmp_path, capsys):

@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 
 from jaxseeker.argtypes import at_least
+from jaxseeker.cli_args import add_llm, add_world
+from jaxseeker.cli_parser import rename
 from jaxseeker.errors import InputError
 from jaxseeker.world import open_world
 from jaxseeker.world.store import check_output
@@ -26,19 +28,19 @@ from jaxseeker.synthesis.qa.webexplorer import WebExplorerConfig
 def _solver_options(args: argparse.Namespace, world) -> dict:
     if getattr(args, "solver", "rule") == "rule":
         return {}
-    if not args.base_url or not args.model:
-        raise InputError("--solver openai needs --base-url and --model (the key is read from $OPENAI_API_KEY)")
-    llm = PromptSolver(chat_completion(args.base_url, args.model), world)
+    if not args.llm_model:
+        raise InputError("--solver openai needs --llm-model (and --llm-url for a server other than OpenAI's)")
+    llm = PromptSolver(chat_completion(args.llm_url, args.llm_model, api_key_env=args.llm_key_env), world)
     return {"difficulty": llm, "solvability": llm}
 
 
 def _llm_explorer(args: argparse.Namespace, world) -> Callable[..., SynthResult]:
-    """WebExplorer with the LLM behind --base-url as explorer and evolver (jax and the rollout loop load here)."""
+    """WebExplorer with the LLM behind --llm-url as explorer and evolver (jax and the rollout loop load here)."""
     from jaxseeker.synthesis.command import default_tokenizer
     from jaxseeker.synthesis.qa.webexplorer_llm import ExplorerConfig, synthesize
     from jaxseeker.tools import LLMClient, LLMConfig
 
-    client = LLMClient(LLMConfig(base_url=args.base_url, model=args.model))
+    client = LLMClient(LLMConfig(base_url=args.llm_url, model=args.llm_model, api_key_env=args.llm_key_env))
     return functools.partial(synthesize, client=client, tokenizer=default_tokenizer(world),
                              config=ExplorerConfig(rounds=args.evolve_rounds))
 
@@ -72,8 +74,8 @@ def _synth(args: argparse.Namespace) -> int:
     if rounds is not None and rounds[0] > rounds[1]:  # each is >= 0 (the parser); their order is checked here
         raise InputError(f"--rounds MIN MAX needs 0 <= MIN <= MAX, got {rounds[0]} {rounds[1]}")
     llm_explorer = getattr(args, "explorer", "rule") == "openai"
-    if llm_explorer and not (args.base_url and args.model):
-        raise InputError("--explorer openai needs --base-url and --model (the key is read from $OPENAI_API_KEY)")
+    if llm_explorer and not args.llm_model:
+        raise InputError("--explorer openai needs --llm-model (and --llm-url for a server other than OpenAI's)")
     out = check_output(args.out, "--out")
     if args.plots:
         check_output(args.plots, "--plots", directory=True)
@@ -106,8 +108,7 @@ def add_parser(subparsers) -> None:
     sub = synth.add_subparsers(dest="synth_command", required=True)
     for recipe in sorted(RECIPES):
         p = sub.add_parser(recipe, help=f"{recipe} questions")
-        p.add_argument("--world", default="synthetic:2000:0",
-                       help="saved world directory, synthetic[:SIZE[:SEED]], pages:FILE.jsonl or atlas[:FR,DE]")
+        add_world(p, default="synthetic:2000:0")
         p.add_argument("--n", type=at_least(1), default=100, help="questions to keep")
         p.add_argument("--out", required=True, help="output JSONL")
         p.add_argument("--seed", type=at_least(0), default=0)
@@ -115,16 +116,17 @@ def add_parser(subparsers) -> None:
         p.add_argument("--cache-dir", default=None, help="world cache directory")
         if recipe == "openseeker":  # the one recipe that asks a solver (the others would ignore these flags)
             p.add_argument("--solver", choices=("rule", "openai"), default="rule",
-                           help="the difficulty / solvability solver: rules, or an LLM behind --base-url")
+                           help="the difficulty / solvability solver: rules, or an LLM behind --llm-url")
         if recipe == "webexplorer":
             p.add_argument("--explorer", choices=("rule", "openai"), default="rule",
-                           help="rules (a walk over the world's graph), or an LLM behind --base-url that explores "
+                           help="rules (a walk over the world's graph), or an LLM behind --llm-url that explores "
                                 "with the search / visit tools, writes the question and evolves it")
             p.add_argument("--evolve-rounds", type=at_least(1), default=5,
                            help="long-to-short evolution rounds at most (either explorer)")
         if recipe in ("openseeker", "webexplorer"):
-            p.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1")
-            p.add_argument("--model", default=None)
+            add_llm(p, "the solver" if recipe == "openseeker" else "the explorer")
+            rename(p, "--base-url", "--llm-url")
+            rename(p, "--model", "--llm-model")
         p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
         p.add_argument("--apart", nargs="+", metavar="QA_JSONL",
                        help="keep only questions sharing no evidence entity but a country with these files' "

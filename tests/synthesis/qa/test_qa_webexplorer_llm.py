@@ -195,7 +195,7 @@ def explored(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("explorer")
     server, script = LoopbackServer(), Script()
     server.route = script
-    argv = ["synth", "webexplorer", "--explorer", "openai", "--base-url", f"{server.url}/v1", "--model", "scripted",
+    argv = ["synth", "webexplorer", "--explorer", "openai", "--llm-url", f"{server.url}/v1", "--llm-model", "scripted",
             "--world", WORLD, "--cache-dir", str(tmp / "cache"), "--n", "3"]
     try:
         output = cli([*argv, "--out", str(tmp / "q.jsonl")])
@@ -233,13 +233,14 @@ def test_apart_keeps_only_questions_on_entities_the_file_never_uses(explored, tm
 
 
 def test_the_llm_explorer_needs_a_server_and_only_webexplorer_has_one(tmp_path, capsys):
-    with pytest.raises(SystemExit, match=r"^jaxseeker synth: --explorer openai needs --base-url and --model"):
-        main(["synth", "webexplorer", "--explorer", "openai", "--model", "m", "--out", str(tmp_path / "q.jsonl")])
+    with pytest.raises(SystemExit, match=r"^jaxseeker synth: --explorer openai needs --llm-model"):
+        main(["synth", "webexplorer", "--explorer", "openai", "--out", str(tmp_path / "q.jsonl")])
     assert not (tmp_path / "q.jsonl").exists()
     err = usage_error(["synth", "sailorfog", "--explorer", "openai", "--out", "q.jsonl"], capsys)
-    assert err == "jaxseeker: error: unrecognized arguments: --explorer openai"
+    assert err == "jaxseeker synth sailorfog: error: unrecognized arguments: --explorer openai"
     err = usage_error(["synth", "e2hqa", "--evolve-rounds", "2", "--out", "q.jsonl"], capsys)
-    assert err == "jaxseeker: error: unrecognized arguments: --evolve-rounds 2"
+    assert err == ("jaxseeker synth e2hqa: error: unrecognized arguments: --evolve-rounds 2 (did you mean "
+                   "'--rounds'?)")
     err = usage_error(["synth", "webexplorer", "--evolve-rounds", "0", "--out", "q.jsonl"], capsys)
     assert err == "jaxseeker synth webexplorer: error: argument --evolve-rounds: must be an integer >= 1, got 0"
 
