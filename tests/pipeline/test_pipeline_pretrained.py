@@ -28,8 +28,9 @@ def pretrained(tmp_path_factory):
 def run(pretrained, tmp_path_factory):
     """The whole pipeline from that model, with one short step of policy-gradient RL."""
     recipe = {"name": "p", "world": WORLD, "qa": {"recipes": {"e2hqa": 60}, "n_test": 4, "n_rl": 4},
-              "expert": {"tries": 1}, "policy": {"init": str(pretrained), "steps": 2, "seq_len": 1024, "batch_size": 1},
-              "eval": {"slots": 4, "max_context": 1024, "max_tool_calls": 3, "max_tokens_per_turn": 32,
+              "expert": {"tries": 1}, "policy": {"init": str(pretrained), "steps": 2, "seq_len": 4096, "batch_size": 1},
+              # the tokenizer knows only the pages: tool calls and thoughts take many tokens
+              "eval": {"slots": 4, "max_context": 6144, "max_tool_calls": 8, "max_tokens_per_turn": 256,
                        "fresh_questions": 2},
               "rl": {"steps": 1, "group_size": 2, "questions_per_step": 2}}
     cfg = pipeline_config(recipe)
