@@ -1,8 +1,9 @@
 """The decoder forward pass specialised for generation: the engine's KV cache (`generation.layout`: one array per
-layer, kv heads before positions) updated in place, attention over the whole cache (its length is the window).
+layer, kv heads first, keys with their positions last) updated in place, attention over the whole cache (its length
+is the window).
 
 Two forms, same numerics as `model.forward(..., cache=...)` (built from the same layer functions; the attention is
-`model.layers.grouped_attention`, the reference kernel on head-major keys and values):
+`model.layers.grouped_attention`, the reference kernel on the cache's layout):
 - `cached_forward` loops over the layers in Python on the engine's per-layer weights: a decode step reads every
   weight and cache slot once (a scan would copy each layer's weights and cache through a dynamic slice first);
 - `prefill_forward` scans the stacked layers: a prefill chunk's matmuls dwarf those copies, and a scan compiles in
@@ -28,22 +29,24 @@ from jaxseeker.model.layers import (
 from jaxseeker.model.rope import rope_tables
 
 
-def _write(cache: jax.Array, new: jax.Array, positions: jax.Array) -> jax.Array:
-    """`new` `[batch, seq, kv_heads, head_dim]` written into `cache` `[batch, kv_heads, length, head_dim]` at
-    `positions` `[batch, seq]` (positions past the end are dropped)."""
+def _write(cache: jax.Array, new: jax.Array, positions: jax.Array, *, transposed: bool) -> jax.Array:
+    """`new` `[batch, seq, kv_heads, head_dim]` written at `positions` `[batch, seq]` into `cache`, `[batch, kv_heads,
+    length, head_dim]`, or `[batch, kv_heads, head_dim, length]` when `transposed` (positions past the end are
+    dropped). The index arrays broadcast to `[batch, seq, kv_heads]`, the dimensions of `new` before head_dim."""
     b, s, kvh, _ = new.shape
-    rows = jnp.arange(b)[:, None, None]
-    heads = jnp.arange(kvh)[None, None, :]
-    return cache.at[rows, heads, positions[:, :, None]].set(new.astype(cache.dtype), mode="drop")
+    rows, heads, at = jnp.arange(b)[:, None, None], jnp.arange(kvh)[None, None, :], positions[:, :, None]
+    index = (rows, heads, slice(None), at) if transposed else (rows, heads, at)
+    return cache.at[index].set(new.astype(cache.dtype), mode="drop")
 
 
 def _layer(p: dict, x: jax.Array, k_cache: jax.Array, v_cache: jax.Array, rope, q_index: jax.Array, mask: jax.Array,
            moe: bool, cfg: ModelConfig) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """One decoder layer on `x` `[batch, seq, embed]`, its keys and values written into this layer's cache
-    `[batch, kv_heads, length, head_dim]` at `q_index` and attention over the whole cache."""
+    """One decoder layer on `x` `[batch, seq, embed]`, its keys and values written into this layer's caches (keys
+    `[batch, kv_heads, head_dim, length]`, values `[batch, kv_heads, length, head_dim]`) at `q_index`, and attention
+    over the whole cache."""
     h = rms_norm(x, p["attn_norm"], cfg.rms_norm_eps)
     q, k, v = project_qkv(p, h, *rope, cfg)  # q [batch, seq, heads, head_dim], k/v [batch, seq, kv_heads, head_dim]
-    k_cache, v_cache = _write(k_cache, k, q_index), _write(v_cache, v, q_index)
+    k_cache, v_cache = _write(k_cache, k, q_index, transposed=True), _write(v_cache, v, q_index, transposed=False)
     attn = grouped_attention(q, k_cache.astype(q.dtype), v_cache.astype(q.dtype), mask)
     x = x + output_projection(p, attn, cfg)
     h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)

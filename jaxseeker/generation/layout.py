@@ -6,6 +6,8 @@ of the whole model and of the attended cache before reading it again (the decode
 not by FLOPs). With one array per layer, looped over in Python, a decode step reads every weight and every cache
 slot it attends to once. The price is a longer compile, once per cache length.
 
+Keys are stored transposed, their positions last (`[batch, kv_heads, head_dim, length]`), values as
+`[batch, kv_heads, length, head_dim]`: both attention products are then plain matmuls (`model.layers.grouped_attention`).
 The cache's length is the attention window: the engine grows and shrinks it in buckets (`resize`) to cover the
 longest context it holds, so attention never reads more than it needs and never slices.
 """
@@ -20,15 +22,15 @@ import jax.numpy as jnp
 
 from jaxseeker.model import ModelConfig, param_axes
 
-# Logical axes of one layer's cache: kv heads before positions, so attention reads `[head, position, head_dim]`
-# blocks with no transpose.
-CACHE_AXES = ("batch", "kv_heads", "seq", "head_dim")
+# Logical axes of one layer's keys (positions last) and values: attention reads both with no transpose.
+KEY_AXES = ("batch", "kv_heads", "head_dim", "seq")
+VALUE_AXES = ("batch", "kv_heads", "seq", "head_dim")
 
 
 @flax.struct.dataclass
 class LayerCache:
-    """k, v: one `[batch, kv_heads, length, head_dim]` array per layer; segment_ids `[batch, length]` (0 = empty
-    or padding); end `[batch]`: where each row's next token is written."""
+    """k: one `[batch, kv_heads, head_dim, length]` array per layer, v: one `[batch, kv_heads, length, head_dim]`;
+    segment_ids `[batch, length]` (0 = empty or padding); end `[batch]`: where each row's next token is written."""
 
     k: tuple[jax.Array, ...]
     v: tuple[jax.Array, ...]
@@ -59,8 +61,8 @@ def engine_param_axes(cfg: ModelConfig) -> dict:
 
 def cache_axes(cfg: ModelConfig) -> LayerCache:
     """The logical axes of every leaf of a LayerCache for `cfg`."""
-    per_layer = (CACHE_AXES,) * cfg.num_layers
-    return LayerCache(k=per_layer, v=per_layer, segment_ids=("batch", "seq"), end=("batch",))
+    return LayerCache(k=(KEY_AXES,) * cfg.num_layers, v=(VALUE_AXES,) * cfg.num_layers, segment_ids=("batch", "seq"),
+                      end=("batch",))
 
 
 def init_layer_cache(cfg: ModelConfig, batch: int, length: int, dtype: str | None = None,
@@ -71,10 +73,11 @@ def init_layer_cache(cfg: ModelConfig, batch: int, length: int, dtype: str | Non
 
 
 def _empty(cfg: ModelConfig, batch: int, length: int, dtype: str) -> LayerCache:
-    shape = (batch, cfg.num_kv_heads, length, cfg.head_dim)  # [batch, kv_heads, length, head_dim]
+    keys = (batch, cfg.num_kv_heads, cfg.head_dim, length)  # [batch, kv_heads, head_dim, length]
+    values = (batch, cfg.num_kv_heads, length, cfg.head_dim)  # [batch, kv_heads, length, head_dim]
     return LayerCache(
-        k=tuple(jnp.zeros(shape, dtype) for _ in range(cfg.num_layers)),
-        v=tuple(jnp.zeros(shape, dtype) for _ in range(cfg.num_layers)),
+        k=tuple(jnp.zeros(keys, dtype) for _ in range(cfg.num_layers)),
+        v=tuple(jnp.zeros(values, dtype) for _ in range(cfg.num_layers)),
         segment_ids=jnp.zeros((batch, length), jnp.int32),
         end=jnp.zeros((batch,), jnp.int32),
     )
@@ -99,7 +102,7 @@ def resize(cache: LayerCache, *, length: int, sharding: LayerCache | None = None
         pad[axis] = (0, length - old)
         return jnp.pad(x, pad)
 
-    cache = LayerCache(k=tuple(fit(k, 2) for k in cache.k), v=tuple(fit(v, 2) for v in cache.v),
+    cache = LayerCache(k=tuple(fit(k, 3) for k in cache.k), v=tuple(fit(v, 2) for v in cache.v),
                        segment_ids=fit(cache.segment_ids, 1), end=cache.end)
     return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
 

@@ -44,7 +44,7 @@ def prefill(
     if rows.shape[0] == ends.shape[0]:
         return _constrain(prefill_forward(params, tokens, segment_ids, cache, cfg), sharding)
     sub = LayerCache(
-        k=tuple(k[rows] for k in cache.k),  # [n, kv_heads, length, head_dim] per layer
+        k=tuple(k[rows] for k in cache.k),  # [n, kv_heads, head_dim, length] per layer
         v=tuple(v[rows] for v in cache.v),
         segment_ids=cache.segment_ids[rows],  # [n, length]
         end=cache.end[rows],
