@@ -1,5 +1,5 @@
-"""`jaxseeker synth RECIPE --world … --n … --out … [--apart QA_JSONL…]`: synthesise QA, write JSONL, print a summary,
-plot."""
+"""`jaxseeker synth RECIPE --world … --n … --out … [--apart QA_JSONL…]`: synthesise QA, write JSONL,
+print a summary, plot; `jaxseeker synth stats FILE [--world …]`: the figures of any questions file."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from jaxseeker.synthesis.qa.record import read_jsonl, write_jsonl
 from jaxseeker.synthesis.qa.recipes import RECIPES, get_recipe
 from jaxseeker.synthesis.qa.solvers import PromptSolver, chat_completion, reference_solver
 from jaxseeker.synthesis.qa.stats import compute_stats, summary
+from jaxseeker.synthesis.qa.style import style_figures, style_summary
 from jaxseeker.synthesis.qa.webexplorer import WebExplorerConfig
 
 
@@ -88,6 +89,7 @@ def _synth(args: argparse.Namespace) -> int:
     solver = None if args.no_solver_stats or llm_explorer else reference_solver(world)
     stats = compute_stats(result.records, solver)
     print(summary(stats, result.attempts, dict(result.dropped)))
+    print(style_summary(style_figures(result.records)))
     if args.plots:
         from jaxseeker.synthesis.qa.plots import plot_stats  # matplotlib: only when plotting
 
@@ -96,6 +98,21 @@ def _synth(args: argparse.Namespace) -> int:
     print(f"wrote {len(result.records)} questions to {out} in {time.perf_counter() - start:.1f}s")
     if len(result.records) < args.n:
         print(f"warning: only {len(result.records)} of {args.n} questions after {result.attempts} drafts")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    """`synth stats FILE`: counts per level, hops, shape, obfuscation, and the style figures; with --world, how many
+    questions are unique under their structured query and the reference solver's pass rate."""
+    records = list(read_jsonl(args.file))
+    if not records:
+        raise InputError(f"{args.file}: no questions")
+    world = solver = None
+    if args.world is not None:
+        world = open_world(args.world, cache_dir=args.cache_dir)
+        solver = None if args.no_solver else reference_solver(world)
+    print(summary(compute_stats(records, solver)))
+    print(style_summary(style_figures(records, world, solver)))
     return 0
 
 
@@ -134,4 +151,12 @@ def add_parser(subparsers) -> None:
             p.add_argument("--rounds", nargs=2, type=at_least(0), metavar=("MIN", "MAX"),
                            help="rounds of replacement drawn in [MIN, MAX] (default 1 3; 0 keeps one-hop questions)")
         p.set_defaults(func=_synth, recipe=recipe)
+    s = sub.add_parser("stats", help="statistics and style figures of a questions file (any QA JSONL)")
+    s.add_argument("file", help="QA JSONL: question, answer, tag, level, meta (as `synth RECIPE` writes)")
+    s.add_argument("--world", default=None,
+                   help="the world the questions were made from: adds uniqueness under meta.query and the "
+                        "reference solver's pass rate")
+    s.add_argument("--no-solver", action="store_true", help="with --world: skip the reference solver")
+    s.add_argument("--cache-dir", default=None, help="world cache directory")
+    s.set_defaults(func=_stats)
     add_synth_subcommands(sub)

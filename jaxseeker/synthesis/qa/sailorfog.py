@@ -15,6 +15,7 @@ import random
 from jaxseeker.world import Edge, Is, Query, Relation, Var, World
 
 from jaxseeker.synthesis.qa.checks import obfuscations_of, simplify
+from jaxseeker.synthesis.qa.clues import select
 from jaxseeker.synthesis.qa.driver import SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import add_attribute, blur_one_value, hide_name, tighten
 from jaxseeker.synthesis.qa.record import Draft
@@ -123,9 +124,10 @@ def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogCo
     if not d.obfuscations:
         d = blur_one_value(d, world, rng) or hide_name(d, world, rng) or d
     d = tighten(d, world, rng)
-    if d is None or not obfuscations_of(simplify(d).query, ()):
+    if d is None:
         return None
-    return d
+    d = select(d, world, rng, cut=True)
+    return d if obfuscations_of(simplify(d).query, ()) else None
 
 
 def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,

@@ -16,6 +16,7 @@ import random
 from jaxseeker.world import Edge, Is, Query, Var, World
 
 from jaxseeker.synthesis.qa.checks import is_shortcut, simplify
+from jaxseeker.synthesis.qa.clues import select
 from jaxseeker.synthesis.qa.driver import SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import (add_attribute, blur_one_value, describe, hide_name, is_unique,
                                               remove_clue)
@@ -104,6 +105,8 @@ def propose(world: World, rng: random.Random, cfg: WebExplorerConfig = WebExplor
         history.append(render_question(world, simplify(d).query))
     if len(history) == 1:
         return None
+    d = select(d, world, rng)
+    history[-1] = render_question(world, simplify(d).query)
     return dataclasses.replace(d, meta={**d.meta, "rounds": len(history) - 1, "evolution": history})
 
 
