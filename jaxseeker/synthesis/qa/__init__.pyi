@@ -10,10 +10,11 @@ from .solvers import PromptSolver, RuleSolver, Solver, SolverTask, chat_completi
 from .stats import QAStats, compute_stats, summary
 from .style import StyleFigures, style_figures, style_summary
 from .webexplorer_llm import ExplorerConfig
+from .writer import LLMWriter, read_prompt
 
 __all__ = [
-    "RECIPES", "Draft", "ExplorerConfig", "PromptSolver", "QARecord", "QAStats", "RuleSolver", "Solver",
+    "RECIPES", "Draft", "ExplorerConfig", "LLMWriter", "PromptSolver", "QARecord", "QAStats", "RuleSolver", "Solver",
     "SolverTask", "StyleFigures", "SynthResult", "chat_completion", "compute_stats", "get_recipe", "level_of",
-    "plot_stats", "read_jsonl", "reference_solver", "render_question", "run_recipe", "same_answer",
+    "plot_stats", "read_jsonl", "read_prompt", "reference_solver", "render_question", "run_recipe", "same_answer",
     "style_figures", "style_summary", "summary", "write_jsonl",
 ]

@@ -1,5 +1,5 @@
-"""`jaxseeker synth RECIPE --world … --n … --out … [--apart QA_JSONL…]`: synthesise QA, write JSONL,
-print a summary, plot; `jaxseeker synth stats FILE [--world …]`: the figures of any questions file."""
+"""`jaxseeker synth RECIPE --world … --n … --out … [--apart QA_JSONL…] [--writer openai …]`: synthesise QA, write
+JSONL, print a summary, plot; `jaxseeker synth stats FILE [--world …]`: the figures of any questions file."""
 
 from __future__ import annotations
 
@@ -45,11 +45,23 @@ def _llm_explorer(args: argparse.Namespace, world) -> Callable[..., SynthResult]
                              config=ExplorerConfig(rounds=args.evolve_rounds))
 
 
+def _llm_writer(args: argparse.Namespace, world):
+    """The LLM writer behind --base-url, with the prompt file of --writer-prompt (or the shipped one)."""
+    from jaxseeker.synthesis.qa.writer import DEFAULT_PROMPT, LLMWriter, read_prompt
+    from jaxseeker.tools import LLMClient, LLMConfig
+
+    prompt = read_prompt(args.writer_prompt or DEFAULT_PROMPT)
+    client = LLMClient(LLMConfig(base_url=args.base_url, model=args.model))
+    return LLMWriter(client, world, args.recipe, prompt=prompt)
+
+
 def _recipe(args: argparse.Namespace, world) -> Callable[..., SynthResult]:
     """The recipe's `synthesize(world, n, *, seed, progress)` with the options its flags choose."""
     if getattr(args, "explorer", "rule") == "openai":
         return _llm_explorer(args, world)
     options = _solver_options(args, world)
+    if args.writer == "openai":
+        options["writer"] = _llm_writer(args, world)
     if getattr(args, "rounds", None) is not None:
         options["config"] = E2HQAConfig(min_rounds=args.rounds[0], max_rounds=args.rounds[1])
     if getattr(args, "evolve_rounds", None) is not None:
@@ -76,6 +88,15 @@ def _synth(args: argparse.Namespace) -> int:
     llm_explorer = getattr(args, "explorer", "rule") == "openai"
     if llm_explorer and not (args.base_url and args.model):
         raise InputError("--explorer openai needs --base-url and --model (the key is read from $OPENAI_API_KEY)")
+    if args.writer == "openai":
+        if llm_explorer:
+            raise InputError("--writer openai rephrases structured queries; --explorer openai writes none")
+        if not (args.base_url and args.model):
+            raise InputError("--writer openai needs --base-url and --model (the key is read from $OPENAI_API_KEY)")
+        from jaxseeker.synthesis.qa.writer import read_prompt
+
+        if args.writer_prompt:
+            read_prompt(args.writer_prompt)  # a bad prompt file fails now, not after the world is built
     out = check_output(args.out, "--out")
     if args.plots:
         check_output(args.plots, "--plots", directory=True)
@@ -140,9 +161,13 @@ def add_parser(subparsers) -> None:
                                 "with the search / visit tools, writes the question and evolves it")
             p.add_argument("--evolve-rounds", type=at_least(1), default=5,
                            help="long-to-short evolution rounds at most (either explorer)")
-        if recipe in ("openseeker", "webexplorer"):
-            p.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1")
-            p.add_argument("--model", default=None)
+        p.add_argument("--writer", choices=("rule", "openai"), default="rule",
+                       help="who phrases the questions: the rule-based realiser, or an LLM behind --base-url that "
+                            "rewrites each one from its structured query, checked before it is kept")
+        p.add_argument("--writer-prompt", default=None,
+                       help="the writer's prompt file (default: the shipped writer_prompt.md; see docs)")
+        p.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://localhost:8000/v1")
+        p.add_argument("--model", default=None, help="model name on that server")
         p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
         p.add_argument("--apart", nargs="+", metavar="QA_JSONL",
                        help="keep only questions sharing no evidence entity but a country with these files' "

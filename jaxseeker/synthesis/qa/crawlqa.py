@@ -16,7 +16,7 @@ import random
 from jaxseeker.world import Edge, Is, Query, Var, World
 from jaxseeker.world.pages import MAX_LISTED
 
-from jaxseeker.synthesis.qa.driver import SynthResult, run_recipe
+from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.checks import hops, simplify
 from jaxseeker.synthesis.qa.clues import select
 from jaxseeker.synthesis.qa.obfuscate import blur_value, exact_pred, is_unique, tighten
@@ -146,7 +146,8 @@ def propose(world: World, rng: random.Random, cfg: CrawlQAConfig = CrawlQAConfig
 
 
 def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: CrawlQAConfig = CrawlQAConfig()) -> SynthResult:
+               config: CrawlQAConfig = CrawlQAConfig(),
+               writer: Rewrite | None = None) -> SynthResult:
     """`n` CrawlQA questions from `world`."""
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress,
+    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer,
                       desc="crawlqa")

@@ -15,7 +15,7 @@ import random
 from jaxseeker.world import Is, Query, Var, World
 
 from jaxseeker.synthesis.qa.clues import select
-from jaxseeker.synthesis.qa.driver import SynthResult, run_recipe
+from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import describe, is_unique, tighten
 from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.render import render_question
@@ -56,7 +56,8 @@ def propose(world: World, rng: random.Random, cfg: E2HQAConfig = E2HQAConfig()) 
 
 
 def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: E2HQAConfig = E2HQAConfig()) -> SynthResult:
+               config: E2HQAConfig = E2HQAConfig(),
+               writer: Rewrite | None = None) -> SynthResult:
     """`n` E2HQA questions from `world`."""
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress,
+    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer,
                       desc="e2hqa")

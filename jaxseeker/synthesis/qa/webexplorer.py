@@ -17,7 +17,7 @@ from jaxseeker.world import Edge, Is, Query, Var, World
 
 from jaxseeker.synthesis.qa.checks import is_shortcut, simplify
 from jaxseeker.synthesis.qa.clues import select
-from jaxseeker.synthesis.qa.driver import SynthResult, run_recipe
+from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import (add_attribute, blur_one_value, describe, hide_name, is_unique,
                                               remove_clue)
 from jaxseeker.synthesis.qa.record import Draft
@@ -111,7 +111,8 @@ def propose(world: World, rng: random.Random, cfg: WebExplorerConfig = WebExplor
 
 
 def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: WebExplorerConfig = WebExplorerConfig()) -> SynthResult:
+               config: WebExplorerConfig = WebExplorerConfig(),
+               writer: Rewrite | None = None) -> SynthResult:
     """`n` WebExplorer questions from `world`."""
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress,
+    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer,
                       desc="webexplorer")
