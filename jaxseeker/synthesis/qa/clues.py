@@ -38,14 +38,13 @@ from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.values import reads_exact, say_quantity
 
 DATE_ORDER = ("century", "century-part", "decade", "decade-part", "year", "month", "day")  # vaguest first
+VACUOUS = 0.9  # a range that most entities of the type satisfy says next to nothing (`less than 2 metres tall`)
 
 
 def unique(world: World, q: Query, truth: str) -> bool:
     """True when `truth` and nothing else satisfies `q`."""
     return world.match(q, limit=2) == [truth]
 
-
-VACUOUS = 0.9  # a range that most entities of the type satisfy says next to nothing (`less than 2 metres tall`)
 
 
 def share(world: World, type_: str | None, p: DateIn | NumberIn) -> float:
@@ -108,7 +107,7 @@ def describe_hidden(d: Draft, world: World, rng: random.Random) -> Draft:
         rng.shuffle(attrs)
         rest = tuple(p for p in var.preds if not isinstance(p, NameInitial))
         for attr in attrs:
-            found = next((q for option in value_options(_exact_of(e, attr), world, e.id, rng)[:-1]  # never exact
+            found = next((q for option in _vague_options(_exact_of(e, attr), world, e.id, rng)
                           if unique(world, q := d.query.with_var(i, Var(var.type, rest + (option,))), d.truth)), None)
             if found is not None:
                 d = dataclasses.replace(d, query=found)
@@ -117,7 +116,8 @@ def describe_hidden(d: Draft, world: World, rng: random.Random) -> Draft:
 
 
 def _rank(p: object) -> int | None:
-    """The order predicates are tried for a drop: initials, exact values, other values (None: kept)."""
+    """What kind of clue a predicate is: 0 a name initial, 1 an exact value, 2 another value; None for no clue of its
+    own (an anchor, a kind label)."""
     if isinstance(p, NameInitial):
         return 0
     if isinstance(p, NumberIn):

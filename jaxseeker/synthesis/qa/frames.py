@@ -95,8 +95,8 @@ def _introduce(ph: Phraser, i: int, clues: list[Clue]) -> str:
     … .`, `There is a player who …`, `Consider a city that …`, `Born in …, a player …`, `One city …` ..."""
     rng, var = ph.rng, ph.q.vars[i]
     n, rel = noun(var), pronoun(var)
-    way = rng.randrange(4)
-    if way == 0 and len(clues) >= 2:
+    way = rng.randrange(5)  # 0, 1: a clue opens; 2, 3: a phrase opens; 4: the noun opens
+    if way <= 1 and len(clues) >= 2:
         order = list(range(len(clues)))
         rng.shuffle(order)
         for k in order:
@@ -104,8 +104,9 @@ def _introduce(ph: Phraser, i: int, clues: list[Clue]) -> str:
             if opening is not None:
                 rest = clues[:k] + clues[k + 1:]
                 return f"{opening}, {indefinite(n)} {join(ph.vps(i, rest))}."
-    if way == 1:
-        start = rng.choice(("There is", "Consider", "Picture", "Imagine", "Take", "We know of", "Think of"))
+    if way <= 3:
+        start = rng.choice(("There is", "Consider", "Picture", "Imagine", "Take", "We know of", "Think of",
+                            "Somewhere there is", "Suppose there is", "Here is"))
         return f"{start} {indefinite(n)} {rel} {join(ph.vps(i, clues))}."
     subject, rest = _subject(ph, i, clues)
     if rest == clues and rng.random() < 0.5:
@@ -132,8 +133,8 @@ def entity_question(world: World, q: Query, rng: random.Random, *, lenient: bool
         return join(ph.vps(t, clues))
 
     # (weight, frame): a frame that opens with the answer's noun or a name reads differently for every noun or
-    # name, so it weighs twice a frame whose opening is always the same words
-    frames: list[tuple[int, Callable[[], str | None]]] = [(2, f) for f in (
+    # name, so it weighs thrice a frame whose opening is always the same words
+    frames: list[tuple[int, Callable[[], str | None]]] = [(3, f) for f in (
         lambda: f"Which {n} {vps()}?",
         lambda: f"What {n} {vps()}?",
         lambda: f"The {n} I have in mind {vps()}. {_ask_entity(rng, n, person, 'this')}",

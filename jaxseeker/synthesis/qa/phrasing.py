@@ -206,9 +206,8 @@ class Phraser:
                 options = {"vp": vps, "mod": mods}.get(kind, [])
                 return self.pick(options) if options else None
             if isinstance(p, LabelIs):
-                text = {"vp": f"has {p.key.replace('_', ' ')} {p.value}", "mod": f"with {p.key.replace('_', ' ')} "
-                        f"{p.value}"}.get(kind)
-                return text
+                key = p.key.replace("_", " ")
+                return {"vp": f"has {key} {p.value}", "mod": f"with {key} {p.value}"}.get(kind)
             forms = attribute_forms(p.attr)
             options = list(getattr(forms, kind))
             if not options:
