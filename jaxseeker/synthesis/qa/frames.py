@@ -161,15 +161,15 @@ def entity_question(world: World, q: Query, rng: random.Random, *, lenient: bool
         lambda: _opening(ph, clues, "among"),
     )]
     if sum(ph.heavy(c) for c in clues) >= 2:  # two nested descriptions read best in sentences of their own
-        frames = [(1, lambda: _split(ph, clues))]
+        frames = [(1, lambda: _split(ph, clues))] * 3
     drafts = []
     for _, frame in sorted(frames, key=lambda wf: -rng.random() ** (1 / wf[0])):  # a weighted random order
         text = frame()
         if text is not None:
             drafts.append(text)
-        if len(drafts) == 2:
+        if len(drafts) == 3:
             break
-    # of two frames the shorter: a long description is not made longer still by a wordy frame
+    # of three frames the shortest: a long description is not made longer still by a wordy frame
     return min(drafts, key=lambda t: len(t.split())) if drafts else f"Which {n} {vps()}?"
 
 
