@@ -1,9 +1,8 @@
 """Obfuscation: loosen a constraint so the true answer still satisfies it but the surface is vaguer.
 
 Value level: an exact date becomes a month, a year, "the early 1960s", "the mid-5th century"; an
-exact number becomes "between one and two million", "in the tens of thousands", "more than five hundred", "less
-than 1%"; a name becomes
-"a person whose surname starts with F". Query level (on a `Draft`, which knows the true assignment):
+exact number becomes "one to two million", "tens of thousands", "more than five hundred", "less than 1%";
+a name becomes "a person whose surname starts with F". Query level (on a `Draft`, which knows the true assignment):
 blur one value, hide a name, describe an entity by its neighbours, remove a clue. Each edit records
 its kind in `Draft.obfuscations` (date, number, name, describe, place, remove).
 """
