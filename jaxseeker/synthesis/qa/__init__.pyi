@@ -8,10 +8,13 @@ from .recipes import RECIPES, get_recipe
 from .render import render_question
 from .solvers import PromptSolver, RuleSolver, Solver, SolverTask, chat_completion, reference_solver
 from .stats import QAStats, compute_stats, summary
+from .style import StyleFigures, style_figures, style_summary
 from .webexplorer_llm import ExplorerConfig
+from .writer import LLMWriter, read_prompt
 
 __all__ = [
-    "RECIPES", "Draft", "ExplorerConfig", "PromptSolver", "QARecord", "QAStats", "RuleSolver", "Solver",
-    "SolverTask", "SynthResult", "chat_completion", "compute_stats", "get_recipe", "level_of", "plot_stats",
-    "read_jsonl", "reference_solver", "render_question", "run_recipe", "same_answer", "summary", "write_jsonl",
+    "RECIPES", "Draft", "ExplorerConfig", "LLMWriter", "PromptSolver", "QARecord", "QAStats", "RuleSolver", "Solver",
+    "SolverTask", "StyleFigures", "SynthResult", "chat_completion", "compute_stats", "get_recipe", "level_of",
+    "plot_stats", "read_jsonl", "read_prompt", "reference_solver", "render_question", "run_recipe", "same_answer",
+    "style_figures", "style_summary", "summary", "write_jsonl",
 ]

@@ -11,7 +11,7 @@ from jaxseeker.world import DateIn, Edge, Entity, Is, NameInitial, NumberIn, Que
 
 from jaxseeker.synthesis.qa.obfuscate import date_precision
 from jaxseeker.synthesis.qa.record import Draft, QARecord
-from jaxseeker.synthesis.qa.render import answer_text, render_question
+from jaxseeker.synthesis.qa.render import answer_text, render_question, sayable
 
 _PUNCT = str.maketrans({c: " " for c in string.punctuation + "“”‘’"})
 
@@ -183,7 +183,8 @@ def finalize(world: World, d: Draft, leak: LeakCheck, dedup: Dedup) -> tuple[QAR
     """Run the shared checks on a draft: (the record, "kept") or (None, the reason it was dropped).
 
     Reasons: truth_fails (a bug), not_unique, shortcut (the answer's own attributes single it out,
-    so the relations are moot), leak, duplicate."""
+    so the relations are moot), unsayable (a cycle would point back at one of two same-noun variables), leak,
+    duplicate."""
     d = simplify(d)
     q = d.query
     obfuscations = obfuscations_of(q, d.obfuscations)
@@ -194,6 +195,8 @@ def finalize(world: World, d: Draft, leak: LeakCheck, dedup: Dedup) -> tuple[QAR
         return None, "not_unique"
     if is_shortcut(d, world):
         return None, "shortcut"
+    if d.question is None and not sayable(world, q):
+        return None, "unsayable"
     answer = answer_text(world, q, d.truth)
     question = d.question or render_question(world, q, d.style)
     if leak(answer, question):

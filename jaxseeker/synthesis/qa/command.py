@@ -1,5 +1,5 @@
-"""`jaxseeker synth RECIPE --world … --n … --out … [--apart QA_JSONL…]`: synthesise QA, write JSONL, print a summary,
-plot."""
+"""`jaxseeker synth RECIPE --world … --n … --out … [--apart QA_JSONL…] [--writer openai …]`: synthesise QA, write
+JSONL, print a summary, plot; `jaxseeker synth stats FILE [--world …]`: the figures of any questions file."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from jaxseeker.synthesis.qa.record import read_jsonl, write_jsonl
 from jaxseeker.synthesis.qa.recipes import RECIPES, get_recipe
 from jaxseeker.synthesis.qa.solvers import PromptSolver, chat_completion, reference_solver
 from jaxseeker.synthesis.qa.stats import compute_stats, summary
+from jaxseeker.synthesis.qa.style import style_figures, style_summary
 from jaxseeker.synthesis.qa.webexplorer import WebExplorerConfig
 
 
@@ -45,11 +46,23 @@ def _llm_explorer(args: argparse.Namespace, world) -> Callable[..., SynthResult]
                              config=ExplorerConfig(rounds=args.evolve_rounds))
 
 
+def _llm_writer(args: argparse.Namespace, world):
+    """The LLM writer behind --llm-url, with the prompt file of --writer-prompt (or the shipped one)."""
+    from jaxseeker.synthesis.qa.writer import DEFAULT_PROMPT, LLMWriter, read_prompt
+    from jaxseeker.tools import LLMClient, LLMConfig
+
+    prompt = read_prompt(args.writer_prompt or DEFAULT_PROMPT)
+    client = LLMClient(LLMConfig(base_url=args.llm_url, model=args.llm_model, api_key_env=args.llm_key_env))
+    return LLMWriter(client, world, args.recipe, prompt=prompt)
+
+
 def _recipe(args: argparse.Namespace, world) -> Callable[..., SynthResult]:
     """The recipe's `synthesize(world, n, *, seed, progress)` with the options its flags choose."""
     if getattr(args, "explorer", "rule") == "openai":
         return _llm_explorer(args, world)
     options = _solver_options(args, world)
+    if args.writer == "openai":
+        options["writer"] = _llm_writer(args, world)
     if getattr(args, "rounds", None) is not None:
         options["config"] = E2HQAConfig(min_rounds=args.rounds[0], max_rounds=args.rounds[1])
     if getattr(args, "evolve_rounds", None) is not None:
@@ -76,6 +89,15 @@ def _synth(args: argparse.Namespace) -> int:
     llm_explorer = getattr(args, "explorer", "rule") == "openai"
     if llm_explorer and not args.llm_model:
         raise InputError("--explorer openai needs --llm-model (and --llm-url for a server other than OpenAI's)")
+    if args.writer == "openai":
+        if llm_explorer:
+            raise InputError("--writer openai rephrases structured queries; --explorer openai writes none")
+        if not args.llm_model:
+            raise InputError("--writer openai needs --llm-model (and --llm-url for a server other than OpenAI's)")
+        from jaxseeker.synthesis.qa.writer import read_prompt
+
+        if args.writer_prompt:
+            read_prompt(args.writer_prompt)  # a bad prompt file fails now, not after the world is built
     out = check_output(args.out, "--out")
     if args.plots:
         check_output(args.plots, "--plots", directory=True)
@@ -89,6 +111,7 @@ def _synth(args: argparse.Namespace) -> int:
     solver = None if args.no_solver_stats or llm_explorer else reference_solver(world)
     stats = compute_stats(result.records, solver)
     print(summary(stats, result.attempts, dict(result.dropped)))
+    print(style_summary(style_figures(result.records)))
     if args.plots:
         from jaxseeker.synthesis.qa.plots import plot_stats  # matplotlib: only when plotting
 
@@ -97,6 +120,21 @@ def _synth(args: argparse.Namespace) -> int:
     print(f"wrote {len(result.records)} questions to {out} in {time.perf_counter() - start:.1f}s")
     if len(result.records) < args.n:
         print(f"warning: only {len(result.records)} of {args.n} questions after {result.attempts} drafts")
+    return 0
+
+
+def _stats(args: argparse.Namespace) -> int:
+    """`synth stats FILE`: counts per level, hops, shape, obfuscation, and the style figures; with --world, how many
+    questions are unique under their structured query and the reference solver's pass rate."""
+    records = list(read_jsonl(args.file))
+    if not records:
+        raise InputError(f"{args.file}: no questions")
+    world = solver = None
+    if args.world is not None:
+        world = open_world(args.world, cache_dir=args.cache_dir)
+        solver = None if args.no_solver else reference_solver(world)
+    print(summary(compute_stats(records, solver)))
+    print(style_summary(style_figures(records, world, solver)))
     return 0
 
 
@@ -123,10 +161,15 @@ def add_parser(subparsers) -> None:
                                 "with the search / visit tools, writes the question and evolves it")
             p.add_argument("--evolve-rounds", type=at_least(1), default=5,
                            help="long-to-short evolution rounds at most (either explorer)")
-        if recipe in ("openseeker", "webexplorer"):
-            add_llm(p, "the solver" if recipe == "openseeker" else "the explorer")
-            rename(p, "--base-url", "--llm-url")
-            rename(p, "--model", "--llm-model")
+        p.add_argument("--writer", choices=("rule", "openai"), default="rule",
+                       help="who phrases the questions: the rule-based realiser, or an LLM behind --llm-url that "
+                            "rewrites each one from its structured query, checked before it is kept")
+        p.add_argument("--writer-prompt", default=None,
+                       help="the writer's prompt file (default: the shipped writer_prompt.md; see docs)")
+        purpose = {"openseeker": "the solver and the writer", "webexplorer": "the explorer or the writer"}
+        add_llm(p, purpose.get(recipe, "the writer"))
+        rename(p, "--base-url", "--llm-url")
+        rename(p, "--model", "--llm-model")
         p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
         p.add_argument("--apart", nargs="+", metavar="QA_JSONL",
                        help="keep only questions sharing no evidence entity but a country with these files' "
@@ -135,4 +178,12 @@ def add_parser(subparsers) -> None:
             p.add_argument("--rounds", nargs=2, type=at_least(0), metavar=("MIN", "MAX"),
                            help="rounds of replacement drawn in [MIN, MAX] (default 1 3; 0 keeps one-hop questions)")
         p.set_defaults(func=_synth, recipe=recipe)
+    s = sub.add_parser("stats", help="statistics and style figures of a questions file (any QA JSONL)")
+    s.add_argument("file", help="QA JSONL: question, answer, tag, level, meta (as `synth RECIPE` writes)")
+    s.add_argument("--world", default=None,
+                   help="the world the questions were made from: adds uniqueness under meta.query and the "
+                        "reference solver's pass rate")
+    s.add_argument("--no-solver", action="store_true", help="with --world: skip the reference solver")
+    s.add_argument("--cache-dir", default=None, help="world cache directory")
+    s.set_defaults(func=_stats)
     add_synth_subcommands(sub)

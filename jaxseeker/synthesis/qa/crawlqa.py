@@ -16,8 +16,9 @@ import random
 from jaxseeker.world import Edge, Is, Query, Var, World
 from jaxseeker.world.pages import MAX_LISTED
 
-from jaxseeker.synthesis.qa.driver import SynthResult, run_recipe
+from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.checks import hops, simplify
+from jaxseeker.synthesis.qa.clues import select
 from jaxseeker.synthesis.qa.obfuscate import blur_value, exact_pred, is_unique, tighten
 from jaxseeker.synthesis.qa.record import Draft
 
@@ -140,10 +141,13 @@ def propose(world: World, rng: random.Random, cfg: CrawlQAConfig = CrawlQAConfig
         raise ValueError(f"unknown CrawlQA kind {kind!r}; known: {KINDS}")
     if d is None:
         return None
+    d = select(d, world, rng)
     return dataclasses.replace(d, meta={"kind": kind, "clicks": [world.url(i) for i in path]})
 
 
 def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: CrawlQAConfig = CrawlQAConfig()) -> SynthResult:
+               config: CrawlQAConfig = CrawlQAConfig(),
+               writer: Rewrite | None = None) -> SynthResult:
     """`n` CrawlQA questions from `world`."""
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, desc="crawlqa")
+    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer,
+                      desc="crawlqa")

@@ -16,6 +16,7 @@ from jaxseeker.synthesis.qa.record import Draft, QARecord
 
 Propose = Callable[[World, random.Random], Draft | None]
 Keep = Callable[[QARecord, Draft], str]
+Rewrite = Callable[[QARecord], tuple[QARecord | None, str]]  # a record rephrased (`writer.LLMWriter`), or why not
 
 
 @dataclasses.dataclass
@@ -39,11 +40,13 @@ def run_recipe(
     *,
     seed: int = 0,
     keep: Keep | None = None,
+    rewrite: Rewrite | None = None,
     max_attempts: int | None = None,
     progress: bool = False,
     desc: str = "synth",
 ) -> SynthResult:
-    """Draft with `propose` until `n` records pass the shared checks (and `keep`, which returns "kept" or a reason)."""
+    """Draft with `propose` until `n` records pass the shared checks, then `rewrite` (a new text, or a reason to drop
+    the record) and `keep` ("kept" or a reason)."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     rng = random.Random(seed)
@@ -60,6 +63,8 @@ def run_recipe(
                 dropped["no_draft"] += 1
                 continue
             record, why = finalize(world, draft, leak, dedup)
+            if record is not None and rewrite is not None:
+                record, why = rewrite(record)
             if record is not None and keep is not None:
                 why = keep(record, draft)
             if record is None or why != "kept":

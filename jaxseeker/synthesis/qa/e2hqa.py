@@ -14,7 +14,8 @@ import random
 
 from jaxseeker.world import Is, Query, Var, World
 
-from jaxseeker.synthesis.qa.driver import SynthResult, run_recipe
+from jaxseeker.synthesis.qa.clues import select
+from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import describe, is_unique, tighten
 from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.render import render_question
@@ -49,10 +50,14 @@ def propose(world: World, rng: random.Random, cfg: E2HQAConfig = E2HQAConfig()) 
         history.append(render_question(world, d.query))
     if len(history) - 1 < cfg.min_rounds:
         return None
+    d = select(d, world, rng)
+    history[-1] = render_question(world, d.query)
     return dataclasses.replace(d, meta={"rounds": len(history) - 1, "history": history})
 
 
 def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: E2HQAConfig = E2HQAConfig()) -> SynthResult:
+               config: E2HQAConfig = E2HQAConfig(),
+               writer: Rewrite | None = None) -> SynthResult:
     """`n` E2HQA questions from `world`."""
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, desc="e2hqa")
+    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer,
+                      desc="e2hqa")

@@ -1,8 +1,8 @@
 """Obfuscation: loosen a constraint so the true answer still satisfies it but the surface is vaguer.
 
 Value level: an exact date becomes a month, a year, "the early 1960s", "the mid-5th century"; an
-exact number becomes "between 1 and 2 million", "more than 500", "less than 1%"; a name becomes
-"a person whose surname starts with F". Query level (on a `Draft`, which knows the true assignment):
+exact number becomes "one to two million", "tens of thousands", "more than five hundred", "less than 1%";
+a name becomes "a person whose surname starts with F". Query level (on a `Draft`, which knows the true assignment):
 blur one value, hide a name, describe an entity by its neighbours, remove a clue. Each edit records
 its kind in `Draft.obfuscations` (date, number, name, describe, place, remove).
 """
@@ -22,7 +22,7 @@ from jaxseeker.world.schema import ATTRIBUTES, TYPES
 from jaxseeker.synthesis.qa.record import Draft
 
 DATE_GRAINS = ("day", "month", "year", "decade-part", "decade", "century-part", "century")
-NUMBER_GRAINS = ("exact", "between", "above", "below")
+NUMBER_GRAINS = ("exact", "fine", "between", "above", "below", "magnitude")
 
 
 def date_pred(attr: str, iso: str, grain: str) -> DateIn:
@@ -55,15 +55,22 @@ def date_pred(attr: str, iso: str, grain: str) -> DateIn:
 
 
 def number_pred(attr: str, value: float, grain: str) -> NumberIn:
-    """The range of grain `grain` holding `value`: exact, or a bracket of its leading digit."""
+    """The range of grain `grain` holding `value`: exact; a bracket of its leading digit (`between`: 20,000 to
+    30,000) or two leading digits (`fine`: 23,000 to 24,000), or one end of the leading-digit bracket (`above`,
+    `below`); its order of magnitude (`magnitude`: 10,000 to 100,000)."""
     if grain == "exact":
         return NumberIn(attr, value, value, "exact")
     if value < 1:
         return NumberIn(attr, None, 1, "below")
     unit = 10 ** math.floor(math.log10(value))
+    if grain == "magnitude":
+        return NumberIn(attr, unit, unit * 10, "magnitude")
+    if grain == "fine" and unit >= 10:
+        k = math.floor(value / (unit // 10))
+        return NumberIn(attr, k * unit // 10, (k + 1) * unit // 10, "fine")
     k = math.floor(value / unit)
     lo, hi = k * unit, (k + 1) * unit
-    if grain == "between":
+    if grain in ("between", "fine"):
         return NumberIn(attr, lo, hi, "between")
     if grain == "above":
         return NumberIn(attr, lo, None, "above")

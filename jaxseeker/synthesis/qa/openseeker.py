@@ -16,10 +16,10 @@ import random
 from jaxseeker.world import Edge, Is, Query, Var, World
 
 from jaxseeker.synthesis.qa.checks import same_answer
-from jaxseeker.synthesis.qa.driver import Keep, SynthResult, run_recipe
+from jaxseeker.synthesis.qa.clues import select
+from jaxseeker.synthesis.qa.driver import Keep, Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import add_attribute, describe, hide_name, tighten
 from jaxseeker.synthesis.qa.record import Draft, QARecord
-from jaxseeker.synthesis.qa.render import STYLES
 from jaxseeker.synthesis.qa.solvers import RuleSolver, Solver, SolverTask
 
 
@@ -62,8 +62,9 @@ def propose(world: World, rng: random.Random, cfg: OpenSeekerConfig = OpenSeeker
     d = tighten(d, world, rng)
     if d is None:
         return None
+    d = select(d, world, rng, cut=True)
     evidence = sorted(set(entity_subgraph(world, seed, picked)) | set(d.binding))
-    return dataclasses.replace(d, style=rng.randrange(STYLES), meta={"evidence": evidence})
+    return dataclasses.replace(d, meta={"evidence": evidence})
 
 
 def solver_filter(difficulty: Solver, solvability: Solver) -> Keep:
@@ -85,9 +86,9 @@ def solver_filter(difficulty: Solver, solvability: Solver) -> Keep:
 
 def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
                config: OpenSeekerConfig = OpenSeekerConfig(), difficulty: Solver | None = None,
-               solvability: Solver | None = None) -> SynthResult:
+               solvability: Solver | None = None, writer: Rewrite | None = None) -> SynthResult:
     """`n` OpenSeeker questions; both solvers default to the embedded `RuleSolver` (closed book / evidence)."""
     rule = RuleSolver(world)
     keep = solver_filter(difficulty or rule, solvability or rule)
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, keep=keep, progress=progress,
-                      desc="openseeker")
+    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, keep=keep, rewrite=writer,
+                      progress=progress, desc="openseeker")

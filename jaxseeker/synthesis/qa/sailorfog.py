@@ -15,7 +15,8 @@ import random
 from jaxseeker.world import Edge, Is, Query, Relation, Var, World
 
 from jaxseeker.synthesis.qa.checks import obfuscations_of, simplify
-from jaxseeker.synthesis.qa.driver import SynthResult, run_recipe
+from jaxseeker.synthesis.qa.clues import select
+from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import add_attribute, blur_one_value, hide_name, tighten
 from jaxseeker.synthesis.qa.record import Draft
 
@@ -123,13 +124,15 @@ def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogCo
     if not d.obfuscations:
         d = blur_one_value(d, world, rng) or hide_name(d, world, rng) or d
     d = tighten(d, world, rng)
-    if d is None or not obfuscations_of(simplify(d).query, ()):
+    if d is None:
         return None
-    return d
+    d = select(d, world, rng, cut=True)
+    return d if obfuscations_of(simplify(d).query, ()) else None
 
 
 def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: SailorFogConfig = SailorFogConfig()) -> SynthResult:
+               config: SailorFogConfig = SailorFogConfig(),
+               writer: Rewrite | None = None) -> SynthResult:
     """`n` SailorFog-QA questions from `world`."""
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress,
+    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer,
                       desc="sailorfog")

@@ -16,7 +16,8 @@ import random
 from jaxseeker.world import Edge, Is, Query, Var, World
 
 from jaxseeker.synthesis.qa.checks import is_shortcut, simplify
-from jaxseeker.synthesis.qa.driver import SynthResult, run_recipe
+from jaxseeker.synthesis.qa.clues import select
+from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import (add_attribute, blur_one_value, describe, hide_name, is_unique,
                                               remove_clue)
 from jaxseeker.synthesis.qa.record import Draft
@@ -104,11 +105,14 @@ def propose(world: World, rng: random.Random, cfg: WebExplorerConfig = WebExplor
         history.append(render_question(world, simplify(d).query))
     if len(history) == 1:
         return None
+    d = select(d, world, rng)
+    history[-1] = render_question(world, simplify(d).query)
     return dataclasses.replace(d, meta={**d.meta, "rounds": len(history) - 1, "evolution": history})
 
 
 def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: WebExplorerConfig = WebExplorerConfig()) -> SynthResult:
+               config: WebExplorerConfig = WebExplorerConfig(),
+               writer: Rewrite | None = None) -> SynthResult:
     """`n` WebExplorer questions from `world`."""
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress,
+    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer,
                       desc="webexplorer")

@@ -32,9 +32,10 @@ def test_date_grains_hold_the_truth_and_say_it(iso, grain, phrase):
 
 @pytest.mark.parametrize(
     "value, grain, phrase",
-    [(1_540_000, "between", "between 1 and 2 million"), (0.4, "between", "less than 1"),
-     (830, "above", "more than 800"), (830, "below", "less than 900"),
-     (2_500_000_000, "between", "between 2 and 3 billion")],
+    [(1_540_000, "between", "one to two million"), (0.4, "between", "less than 1"),
+     (830, "above", "more than eight hundred"), (830, "below", "less than nine hundred"),
+     (2_500_000_000, "between", "two to three billion"), (23_456, "fine", "23 to 24 thousand"),
+     (23_456, "magnitude", "tens of thousands"), (5.5, "fine", "5 to 6")],
 )
 def test_number_grains_hold_the_truth_and_say_it(value, grain, phrase):
     p = number_pred("population", value, grain)

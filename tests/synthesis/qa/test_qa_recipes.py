@@ -1,14 +1,20 @@
 """Every recipe: deterministic for a seed; each kept answer is unique under its constraints, satisfies them,
-is not leaked by the question, and the questions are distinct. Then what each recipe promises of its own."""
+is not leaked by the question, and the questions are distinct. Then what each recipe promises of its own.
+
+The guarantees are checked by hand-written means, not the functions production uses: a brute-force search over
+assignments (not the world's matcher), the answer read off the entity, a plain substring test for leaks."""
 
 import collections
+import re
 
 import pytest
 
 from jaxseeker.world import Entity, Query, Relation, World
+from jaxseeker.world.entities import date_parts
+from jaxseeker.world.schema import ATTRIBUTES
 from jaxseeker.synthesis.qa import RECIPES, RuleSolver, e2hqa, get_recipe
-from jaxseeker.synthesis.qa.checks import LeakCheck, normalize, obfuscations_of
-from jaxseeker.synthesis.qa.render import answer_text, render_question
+from jaxseeker.synthesis.qa.checks import normalize
+from jaxseeker.synthesis.qa.render import render_question
 
 N = 12
 
@@ -18,23 +24,65 @@ def results(world):
     return {name: synthesize(world, N, seed=3) for name, synthesize in RECIPES.items()}
 
 
+def brute_force(world: World, q: Query) -> set[str]:
+    """Every entity the target can be bound to: each candidate of its type, then every other variable bound one by
+    one to a neighbour of a bound one, all predicates and edges checked."""
+
+    def fits(i: int, e: str) -> bool:
+        v = q.vars[i]
+        return world.entity(e).type == v.type and all(p.holds(world.entity(e)) for p in v.preds)
+
+    def extend(bound: dict[int, str]) -> bool:
+        if len(bound) == len(q.vars):
+            return all(world.has_edge(bound[e.src], e.rel, bound[e.dst]) for e in q.edges)
+        e = next(e for e in q.edges if (e.src in bound) != (e.dst in bound))
+        free = e.dst if e.src in bound else e.src
+        near = world.targets(bound[e.src], e.rel) if e.src in bound else world.sources(bound[e.dst], e.rel)
+        return any(extend({**bound, free: x}) for x in set(near) if fits(free, x))
+
+    return {t for t in world.ids_of_type(q.vars[q.target].type) if fits(q.target, t) and extend({q.target: t})}
+
+
+def expected_answer(world: World, q: Query, truth: str) -> str:
+    e = world.entity(truth)
+    if q.answer_attr is None:
+        return e.name
+    if q.answer_attr in e.dates:
+        return str(date_parts(e.dates[q.answer_attr])[0])
+    value = e.numbers[q.answer_attr]
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def blurred(q: Query) -> collections.Counter:
+    """Dates said coarser than they are known, numbers said as ranges: read off the query's JSON."""
+    found: collections.Counter = collections.Counter()
+    for v in q.to_json()["vars"]:
+        for p in v["preds"]:
+            if p["kind"] == "DateIn" and p["grain"] != ATTRIBUTES[p["attr"]].precision:
+                found["date"] += 1
+            elif p["kind"] == "NumberIn" and p["grain"] != "exact":
+                found["number"] += 1
+    return found
+
+
 @pytest.mark.parametrize("name", sorted(RECIPES))
 def test_shared_guarantees(world, results, name):
     result = results[name]
     assert len(result.records) == N
-    leak = LeakCheck(world)
     for r in result.records:
         q = Query.from_json(r.meta["query"])
-        matches = world.match(q)
         truth = r.meta["answer_id"]
+        found = brute_force(world, q)
         if q.count:
-            assert r.answer == str(len(matches)) and truth in matches
+            assert r.answer == str(len(found)) and truth in found and len(found) >= 2
         else:
-            assert matches == [truth], r.question  # unique, and the truth satisfies every constraint
-        assert answer_text(world, q, truth) == r.answer
-        assert not leak(r.answer, r.question)
+            assert found == {truth}, r.question  # unique, and the truth satisfies every constraint
+            assert r.answer == expected_answer(world, q, truth)
+            assert r.answer.lower() not in r.question.lower(), r.question
+        assert not re.search(r"\b[a-z]+ [UVWXYZ]\b", r.question), r.question  # no `a city X`
         assert r.tag == name and r.level in (1, 2, 3)
-        assert r.meta["obfuscations"] == obfuscations_of(q, r.meta["obfuscations"])
+        counted = collections.Counter(o for o in r.meta["obfuscations"] if o in ("date", "number"))
+        assert counted == blurred(q)
         assert all(world.page(u) is not None for u in r.meta["urls"])
     texts = [normalize(r.question) for r in result.records]
     assert len(set(texts)) == len(texts)
@@ -62,7 +110,7 @@ def test_e2hqa_answer_never_changes_through_the_rounds(world, results):
         assert entity.name in first and entity.name not in r.question  # the entity got replaced by a description
         assert r.meta["rounds"] == len(r.meta["history"]) - 1 >= 1
         q = Query.from_json(r.meta["query"])
-        assert q.answer_attr is not None and r.answer == answer_text(world, q, entity.id)
+        assert q.answer_attr is not None and r.answer == expected_answer(world, q, entity.id)
 
 
 def test_crawlqa_kinds_and_clicks(world, results):
@@ -71,7 +119,7 @@ def test_crawlqa_kinds_and_clicks(world, results):
     for r in records:
         assert len(r.meta["clicks"]) >= 2
         if r.meta["kind"] == "count":
-            assert r.question.startswith("How many") and int(r.answer) >= 2
+            assert Query.from_json(r.meta["query"]).count and int(r.answer) >= 2
 
 
 def test_openseeker_keeps_only_hard_but_solvable(world, results):
