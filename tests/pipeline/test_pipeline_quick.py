@@ -52,7 +52,10 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
                 for i in json.loads(line)["meta"]["entities"]}
     first_calls = [json.loads(line)["messages"][2]["content"] for line in (tmp_path / "expert" / "trajectories.jsonl").open()]
     assert len(pool) > 100 and held_out and not held_out & pool  # SFT renames with names no test question is about
-    assert sum(f'"query": ["{name}"]' in call for call in first_calls[:20] for name in pool) > 10
+    # the first call searches the question's first name unless the expert detours or slips (rates 0.2 and 0.2:
+    # about two thirds of the trajectories); over ~100 of them the share lies well above one half
+    searched = sum(any(f'"query": ["{name}"]' in call for name in pool) for call in first_calls)
+    assert searched > 0.5 * len(first_calls)
     recipe = json.loads(next((tmp_path / "sft" / "checkpoints").glob("*/config/metadata")).read_text())
     assert (recipe["data"]["copy_rate"], recipe["data"]["copy_gap"]) == (0.5, 16)  # copy replay, shaped as the warm-up
     rl_recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
