@@ -156,14 +156,16 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
     from jaxseeker.tools.visit import VisitOptions
     from jaxseeker.train import rl_config, sft
     from jaxseeker.train.optimizer import OptimizerConfig
+    from jaxseeker.train.recipe import read_recipe, shipped_configs
     from jaxseeker.train.rl_scoring import RewardConfig
 
     name = ("name", "The run's name: `runs/<name>/` unless an `out_dir` says otherwise. Default: the recipe file's "
             "name without `.yaml`.", {})
     pipeline_sections = [name] + [(s, cls, {}) for s, cls in pipeline.STAGES.items()]
+    shipped = [n for n in shipped_configs() if set(read_recipe(n)) <= {"name", *pipeline.STAGES}]
     yield ("Pipeline recipe: `jaxseeker pipeline`, `jaxseeker eval --config`",
-           "One section per stage of the offline pipeline; every default suits the embedded offline run. "
-           "Shipped: `demo`, `demo_focus`, `demo_copy`.", pipeline_sections)
+           "One section per stage of the offline pipeline; every default suits the embedded offline run. Shipped: "
+           + ", ".join(f"`{n}`" for n in shipped) + ".", pipeline_sections)
     shared = [
         ("model", "`hf_path`: the checkpoint to start from, an HF directory, a GGUF file or a registered name "
                   "([guides/pretrained_models.md](guides/pretrained_models.md)); the keys of `model.config` below "
