@@ -52,8 +52,8 @@ class RolloutConfig:
     """Limits of one episode and of the loop; defaults follow WebSailor / WebDancer."""
 
     max_tool_calls: int = 100  # OpenSeeker uses 200
-    max_context_tokens: int = 32768
-    max_tokens_per_turn: int = 8192
+    max_context_tokens: int = 32768  # context tokens of an episode: prompt, turns and tool results
+    max_tokens_per_turn: int = 8192  # tokens one turn may write
     answer_reserve_tokens: int = 512  # context kept free for the final-answer request and its answer
     timeout_s: float = 3600.0  # wall clock per episode, from its admission into a slot
     max_format_errors: int = 3  # consecutive turns without a valid call or answer that end an episode

@@ -40,8 +40,8 @@ class DataConfig:
 
     seq_len: int = 1024  # tokens per packed row
     batch_size: int = 8  # rows per step over all processes (split evenly between them)
-    seed: int = 0
-    shuffle: bool = True
+    seed: int = 0  # the shuffle's seed
+    shuffle: bool = True  # shuffle the records every epoch
     num_epochs: int | None = None  # None: repeat forever (a training run stops by step count)
     over_length: str = "truncate"  # "drop" (counted in num_dropped) or "truncate"
     skip_bad_lines: bool = False  # bad JSONL lines / untokenizable records fail the run; set: named on stderr, skipped
@@ -61,17 +61,17 @@ class DataConfig:
     name_pool: str = ""
     # Copy replay: this fraction of the drawn examples are copy-task examples (data.copies: a run of random ids,
     # up to `copy_gap` filler ids, the run again; `copy_digit_rate` of the runs end in digits), packed with the
-    # trajectories. Keeps the copying heads of a copy warm-up through SFT (docs/learning_log.md, "Copy replay"). 0: off.
+    # trajectories. Keeps the copying heads of a copy warm-up through SFT (docs/results.md). 0: off.
     copy_rate: float = 0.0
-    copy_digit_rate: float = 0.5
-    copy_gap: int = 160
+    copy_digit_rate: float = 0.5  # copy replay: the fraction of runs that end in digits
+    copy_gap: int = 160  # copy replay: filler ids at most between a run and its copy
     # Rejected turns (`"weight": -1` on an assistant message, e.g. the policy's own turns that broke the format):
     # each token that ends an n-gram of `unlikelihood_ngram` ids already seen `unlikelihood_min_seen` times in its
     # own turn gets loss weight -unlikelihood_weight, which `losses.nll` turns into the unlikelihood loss
     # -log(1 - p) (data.unlikelihood). 0: rejected turns are left out of the loss like weight-0 ones.
     unlikelihood_weight: float = 0.0
-    unlikelihood_ngram: int = 4
-    unlikelihood_min_seen: int = 3
+    unlikelihood_ngram: int = 4  # n of the repeated n-grams
+    unlikelihood_min_seen: int = 3  # earlier occurrences in the turn before a repeat is penalised
 
     def __post_init__(self) -> None:
         if self.over_length not in OVER_LENGTH_POLICIES:

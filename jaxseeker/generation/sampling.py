@@ -20,10 +20,10 @@ _NEG_INF = float("-inf")
 class SamplingConfig:
     """How tokens are drawn. temperature 0 → greedy (argmax); top_k 0 and top_p 1 → no truncation."""
 
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    seed: int = 0
+    temperature: float = 0.0  # 0: greedy
+    top_p: float = 1.0  # nucleus sampling; 1: off
+    top_k: int = 0  # 0: off
+    seed: int = 0  # the sampling's randomness
 
     def __post_init__(self):
         if self.temperature < 0:

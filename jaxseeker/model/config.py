@@ -30,42 +30,42 @@ class ConfigError(InputError):
 class ModelConfig:
     """Shape and numerics of a decoder-only policy (Qwen2/2.5, Qwen3, Qwen3-MoE, Llama)."""
 
-    model_type: str = "qwen3"
-    vocab_size: int = 2048
-    hidden_size: int = 256
-    intermediate_size: int = 704
-    num_layers: int = 4
-    num_heads: int = 4
-    num_kv_heads: int = 2
-    head_dim: int = 64
-    rms_norm_eps: float = 1e-6
-    rope_theta: float = 1_000_000.0
+    model_type: str = "qwen3"  # qwen2 | qwen3 | qwen3_moe | llama
+    vocab_size: int = 2048  # rows of the embedding and of the head
+    hidden_size: int = 256  # width of the residual stream
+    intermediate_size: int = 704  # width of a dense MLP
+    num_layers: int = 4  # config.json's num_hidden_layers
+    num_heads: int = 4  # query heads (num_attention_heads)
+    num_kv_heads: int = 2  # key/value heads (num_key_value_heads): grouped-query attention
+    head_dim: int = 64  # width of one head
+    rms_norm_eps: float = 1e-6  # epsilon of every RMS norm
+    rope_theta: float = 1_000_000.0  # RoPE base
     rope_scaling: tuple[tuple[str, Any], ...] = ()  # sorted (key, value) items of HF rope scaling, minus theta
-    max_position_embeddings: int = 32768
-    tie_word_embeddings: bool = True
-    qkv_bias: bool = False
-    o_bias: bool = False
-    mlp_bias: bool = False
-    qk_norm: bool = True
+    max_position_embeddings: int = 32768  # the longest context the checkpoint was trained for
+    tie_word_embeddings: bool = True  # the head is the embedding's transpose
+    qkv_bias: bool = False  # biases on the q/k/v projections (Qwen2)
+    o_bias: bool = False  # bias on the attention output projection
+    mlp_bias: bool = False  # biases in the MLP
+    qk_norm: bool = True  # RMS norm of each head's q and k (Qwen3)
     # Mixture of experts (Qwen3-MoE); num_experts == 0 means dense.
     num_experts: int = 0
-    num_experts_per_tok: int = 0
-    moe_intermediate_size: int = 0
-    norm_topk_prob: bool = True
-    decoder_sparse_step: int = 1
-    mlp_only_layers: tuple[int, ...] = ()
+    num_experts_per_tok: int = 0  # experts a token is routed to (top k)
+    moe_intermediate_size: int = 0  # width of one expert's MLP
+    norm_topk_prob: bool = True  # renormalise the top-k routing weights to sum to 1
+    decoder_sparse_step: int = 1  # every n-th layer is a MoE layer
+    mlp_only_layers: tuple[int, ...] = ()  # layers kept dense
     # Token ids for generation_config.json.
     bos_token_id: int | None = None
-    eos_token_id: int | tuple[int, ...] | None = None
+    eos_token_id: int | tuple[int, ...] | None = None  # one id, or several (the first ends a turn)
     pad_token_id: int | None = None
     # Numerics and execution (not part of the HF architecture).
-    hf_dtype: str = "float32"
-    param_dtype: str = "float32"
-    compute_dtype: str = "float32"
-    remat: str = "none"
-    attention_impl: str = "xla"
+    hf_dtype: str = "float32"  # dtype of the checkpoint's weights (config.json's dtype)
+    param_dtype: str = "float32"  # dtype the parameters are held in (the master weights when training)
+    compute_dtype: str = "float32"  # dtype of the matmuls (bfloat16 on TPU and GPU)
+    remat: str = "none"  # what the backward pass recomputes: none | dots | full (each layer's input only kept)
+    attention_impl: str = "xla"  # xla | jax_xla | cudnn (GPU) | splash (TPU) | blocked
     context_attention: str = "all_gather"  # how attention crosses the context axis when the mesh has one
-    initializer_range: float = 0.02
+    initializer_range: float = 0.02  # std of the random initialisation (a model without a checkpoint)
 
     def __post_init__(self):
         _check_choice("model_type", self.model_type, tuple(ARCHITECTURES))

@@ -42,9 +42,9 @@ class LoraConfig:
     """Low-rank adapters of a model: `rank` (0 = off: full fine-tuning), `alpha` (the update is scaled by
     alpha / rank), `targets` (which per-layer matrices get adapters)."""
 
-    rank: int = 0
-    alpha: float = 16.0
-    targets: tuple[str, ...] = TARGETS
+    rank: int = 0  # 0: no adapters (full fine-tuning)
+    alpha: float = 16.0  # the update is scaled by alpha / rank
+    targets: tuple[str, ...] = TARGETS  # per-layer matrices adapted: q, k, v, o, gate, up, down
 
     def __post_init__(self):
         targets = (self.targets,) if isinstance(self.targets, str) else tuple(self.targets)

@@ -28,11 +28,11 @@ class MeshConfig:
     the attention (ring or all-gather-KV, `parallel.context_attention`) hold 1/context of every row.
     """
 
-    data: int = 1
-    fsdp: int = -1
-    tensor: int = 1
-    expert: int = 1
-    context: int = 1
+    data: int = 1  # pure data parallelism
+    fsdp: int = -1  # data parallelism with params and optimizer state sharded
+    tensor: int = 1  # heads, MLP and vocabulary split inside a layer
+    expert: int = 1  # MoE experts split across devices
+    context: int = 1  # each row's sequence split across devices
 
     def __post_init__(self):
         sizes = self.sizes()

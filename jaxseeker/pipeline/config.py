@@ -19,9 +19,9 @@ RL_METHODS = ("pg", "rft")  # policy gradient (`jaxseeker.train.rl`); rejection-
 class WorldStage:
     """Which world to build (see `jaxseeker.world.build_world`): synthetic `size`/`seed`, or atlas `countries`."""
 
-    source: str = "synthetic"
-    size: int = 3000
-    seed: int = 0
+    source: str = "synthetic"  # synthetic (a seeded made-up world) | atlas (real facts from PyPI wheels)
+    size: int = 3000  # synthetic: entities
+    seed: int = 0  # synthetic: the world's seed
     countries: tuple[str, ...] = ()  # atlas: ISO codes to keep (empty: all)
 
     def __post_init__(self):
@@ -38,10 +38,11 @@ class WorldStage:
 class QAStage:
     """Questions per recipe, and the split sizes (the rest of the questions go to training)."""
 
+    # questions per QA recipe
     recipes: tuple[tuple[str, int], ...] = (("e2hqa", 1200), ("sailorfog", 200), ("openseeker", 100))
-    n_test: int = 60
-    n_rl: int = 120
-    seed: int = 0
+    n_test: int = 60  # held-out test questions
+    n_rl: int = 120  # questions of the RL split
+    seed: int = 0  # the QA synthesis seed
     e2hqa_rounds: tuple[int, int] = (1, 3)  # E2HQA rounds of description (0: the one-hop question itself)
 
     def __post_init__(self):
@@ -57,17 +58,17 @@ class QAStage:
 class ExpertStage:
     """Embedded-expert trajectory synthesis."""
 
-    tries: int = 2
-    detour_rate: float = 0.2
+    tries: int = 2  # rollouts per question at most (rejection sampling)
+    detour_rate: float = 0.2  # a descriptive first search, or a wrong page opened and rejected
     snippet_rate: float = 0.0  # answer from a search snippet that shows the answer, without visiting the page
     slip_rate: float = 0.0  # a search that miscopies the name (out of the loss), then the recovery
-    seed: int = 0
+    seed: int = 0  # the expert's randomness
 
 
 @dataclasses.dataclass(frozen=True)
 class ToolsStage:
     """The search and visit tools of every rollout (expert, eval, RL): short observations for a small policy, which
-    learns more per CPU-minute from ~30-token snippets (LEARNING_NOTES.md)."""
+    learns more per CPU-minute from ~30-token snippets."""
 
     top_k: int = 3  # search results per query
     page_chars: int = 400  # budget of one visited page's evidence
@@ -100,22 +101,22 @@ class PolicyStage:
     file or an HF directory; its tokenizer and chat template come with it), or, with `init` empty, a small
     Qwen3-architecture model trained from scratch with its own tokenizer (the shape keys below)."""
 
-    init: str = ""
+    init: str = ""  # a registered name, a GGUF file or an HF directory; "": from scratch
     # LoRA adapters for every fine-tune of the policy (`model.lora` of the SFT recipes: rank, alpha, targets);
     # empty or rank 0: full fine-tuning
     lora: tuple[tuple[str, Any], ...] = ()
-    vocab_size: int = 4096
-    hidden_size: int = 256
-    num_layers: int = 4
-    num_heads: int = 4
-    num_kv_heads: int = 2
-    head_dim: int = 64
-    intermediate_size: int = 704
-    rope_theta: float = 1_000_000.0  # Qwen3's; a small model's copying heads form sooner with 1e4 (learning log)
-    seq_len: int = 4096
-    batch_size: int = 4
-    steps: int = 300
-    lr: float = 2.5e-3
+    vocab_size: int = 4096  # from scratch: the tokenizer's vocabulary (trained on the run's text)
+    hidden_size: int = 256  # from scratch: the model's shape
+    num_layers: int = 4  # from scratch
+    num_heads: int = 4  # from scratch
+    num_kv_heads: int = 2  # from scratch
+    head_dim: int = 64  # from scratch
+    intermediate_size: int = 704  # from scratch
+    rope_theta: float = 1_000_000.0  # Qwen3's; from scratch, copying heads form sooner with 1e4 (docs/results.md)
+    seq_len: int = 4096  # SFT: tokens per packed row
+    batch_size: int = 4  # SFT: rows per step
+    steps: int = 300  # SFT steps
+    lr: float = 2.5e-3  # SFT peak learning rate (warm-up, cosine to lr / 10)
     context_weight: float = 0.0  # SFT loss weight of the tokens the agent did not write (data.context_weight)
     permute_digits: bool = False  # a fresh digit permutation per drawn trajectory (data.permute_digits)
     permute_names: bool = False  # searched names renamed per draw from the world's non-test names (data.name_pool)
@@ -166,15 +167,15 @@ class EvalStage:
     """Evaluation on the held-out test questions."""
 
     k: int = 1  # rollouts per question; more than one only when sampled (greedy repeats the same rollout)
-    slots: int = 16
-    max_context: int = 6144
-    max_tool_calls: int = 16
-    max_tokens_per_turn: int = 256
+    slots: int = 16  # episodes decoded at once
+    max_context: int = 6144  # context tokens of an episode (the expert's and RL's too)
+    max_tool_calls: int = 16  # tool calls per episode at most
+    max_tokens_per_turn: int = 256  # tokens one turn may write
     prompt: str = "full"  # the agent's system prompt: "full" (tool schemas) or "compact" (one line)
     temperature: float = 0.0  # sampling of the evaluated policy: 0 is greedy
-    top_p: float = 1.0
-    # also evaluate both policies on this many questions (the QA recipes, other seeds) drawn apart from every split
-    # and from the RL pool (`qa_fresh`, `eval_sft_fresh`, `eval_rl_fresh`); the report pools them with the test
+    top_p: float = 1.0  # nucleus sampling (1: off)
+    # also evaluate every policy on this many questions (the QA recipes, other seeds) drawn apart from every split
+    # and from the RL pool (stage `qa_fresh`); each eval asks them after the test, and the report gives both sets
     fresh_questions: int = 0
     zero_shot: bool = True  # with policy.init: also evaluate the pretrained policy before SFT (`eval_base`)
 
@@ -210,13 +211,13 @@ class RLStage:
     `rft_rounds` > 1 iterates (expert iteration): round r rolls out round r-1's policy and fine-tunes that policy
     further (STaR and ReST-EM fine-tune the base model afresh each round instead)."""
 
-    method: str = "pg"
-    steps: int = 10
-    group_size: int = 4
-    questions_per_step: int = 8
-    lr: float = 2e-4
-    selection: str = "dupo"
-    temperature: float = 1.0
+    method: str = "pg"  # pg (group-relative policy gradient) | rft (rejection-sampling fine-tuning)
+    steps: int = 10  # pg: RL steps; rft: fine-tuning steps on the kept episodes
+    group_size: int = 4  # rollouts per question
+    questions_per_step: int = 8  # pg: questions (groups) per step
+    lr: float = 2e-4  # learning rate (rft: of the fine-tuning)
+    selection: str = "dupo"  # pg: which groups train: grpo | dapo | dupo
+    temperature: float = 1.0  # sampling of the RL rollouts
     train_questions: int = 0  # also this many of the SFT's training questions (a seeded sample) in the RL pool
     fresh_questions: int = 0  # also this many new questions (the QA recipes, other seeds) apart from every split
     negative_weight: float = 1.0  # the objective's weight on failed episodes' tokens (0: positive samples only)

@@ -22,18 +22,18 @@ VISIT_BACKENDS = ("local", "jina")
 class ToolsConfig:
     """Tools offered to the agent; the defaults run offline over the embedded world."""
 
-    enabled: tuple[str, ...] = ("search", "visit", "python")
+    enabled: tuple[str, ...] = ("search", "visit", "python")  # search, visit, python, answer_submit
     search_backend: str = "local"  # local (BM25 over the world) | serper
     visit_backend: str = "local"  # local (the world's pages) | jina
-    top_k: int = 5
-    max_queries: int = 8
+    top_k: int = 5  # search results per query
+    max_queries: int = 8  # queries one search call may take
     # local search: pages titled with the query's words first (`Corpus.search`), as a web search lists the page of
     # the name it was asked for first; plain BM25 ranks a short page below longer ones that repeat the name
     title_first: bool = False
     serper_url: str = "https://google.serper.dev"
-    serper_key_env: str = "SERPER_API_KEY"
+    serper_key_env: str = "SERPER_API_KEY"  # environment variable holding the Serper key
     jina_url: str = "https://r.jina.ai"
-    jina_key_env: str = "JINA_API_KEY"
+    jina_key_env: str = "JINA_API_KEY"  # environment variable holding the Jina reader's key
     allow_private: bool = False  # let `visit` reach loopback / private / link-local hosts
     http: HttpConfig = HttpConfig()
     visit: VisitOptions = VisitOptions()

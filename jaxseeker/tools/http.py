@@ -26,7 +26,7 @@ class HttpConfig:
     # + 1) * timeout_s plus the backoffs
     max_retries: int = 2  # further attempts after the first, on 429 / 5xx / connection or read errors / timeouts
     backoff_s: float = 0.5  # first wait; doubles each retry
-    max_backoff_s: float = 8.0
+    max_backoff_s: float = 8.0  # the longest wait between retries
     max_bytes: int = 2_000_000  # longer bodies are cut here (the reply says so)
     max_redirects: int = 3  # redirects followed (each hop passes the client's address guard); 0: a 3xx is an error
 

@@ -17,16 +17,16 @@ from jaxseeker.tools.keys import read_key, redact
 class LLMConfig:
     """Where and how to reach a chat-completions server; the key is read from the environment variable `api_key_env`."""
 
-    base_url: str = "https://api.openai.com/v1"
-    model: str = "gpt-4o-mini"
+    base_url: str = "https://api.openai.com/v1"  # an OpenAI-compatible server's /v1
+    model: str = "gpt-4o-mini"  # the model's name on that server
     api_key_env: str = "OPENAI_API_KEY"  # unset or empty variable: no Authorization header (local servers)
-    timeout_s: float = 120.0
-    max_retries: int = 3
-    backoff_s: float = 1.0
+    timeout_s: float = 120.0  # per attempt
+    max_retries: int = 3  # further attempts on 429 / 5xx / network errors
+    backoff_s: float = 1.0  # first wait; doubles each retry
     max_backoff_s: float = 30.0
-    max_concurrency: int = 8
+    max_concurrency: int = 8  # requests in flight at once
     temperature: float = 0.0
-    max_tokens: int | None = None
+    max_tokens: int | None = None  # null: the server's default
 
 
 class LLMError(Exception):

@@ -37,7 +37,7 @@ class PythonConfig:
     scratch_mb: int = 64  # the scratch directory's size (a tmpfs, in memory)
     processes: int = 32  # RLIMIT_NPROC: processes and threads of the run at once
     output_chars: int = 8000  # stdout and stderr are each cut here in the observation
-    max_code_chars: int = 100_000
+    max_code_chars: int = 100_000  # longer code is refused
     isolation: str = "auto"  # auto (bwrap, else unshare) | bwrap | unshare | none (no isolation: a warning per run)
     interpreter: str = ""  # the Python the code runs in; "": the one running jaxseeker
 

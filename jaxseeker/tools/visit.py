@@ -116,8 +116,8 @@ class VisitOptions:
     goal_extraction: bool = True  # offline: keep the passages sharing most words with the goal
     goal_passages: int = 0  # offline: keep at most this many of them, even when the page fits; 0: fill page_chars
     llm_input_chars: int = 100_000  # page text sent to the LLM extractor
-    max_links: int = 20
-    max_urls: int = 5
+    max_links: int = 20  # links listed under a page
+    max_urls: int = 5  # urls one visit call may take
 
 
 def describe_page(page: Fetched, goal: str, options: VisitOptions, llm: LLMClient | None) -> str:

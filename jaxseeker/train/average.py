@@ -2,8 +2,8 @@
 
 Fine-tunes that start from the same weights and differ only in their data order stay in one basin of the
 loss, so their parameter mean is a model too; it keeps what the runs share and averages away what one run's
-draw of the data put in. The RFT stage's `rl.rft_seeds` trains such runs and serves their mean
-(docs/learning_log.md, session 21); `jaxseeker average` does it for any HF checkpoints of one architecture.
+draw of the data put in. The RFT stage's `rl.rft_seeds` trains such runs and serves their mean (measured in
+docs/results.md); `jaxseeker average` does it for any HF checkpoints of one architecture.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ not form one: it memorises its training names instead. On rows made only of copi
 then the same run again) the only way to lower the loss is to find the current token earlier in the row and
 emit the one after it, and the copying heads (induction heads) form abruptly: at 0.9M parameters after
 750–1,500 steps with Qwen3's RoPE base of 1e6, after 800–1,050 steps with a base of 1e4 (the previous-token
-head it needs is easier with more fast-turning RoPE frequencies; docs/learning_log.md). The rows
+head it needs is easier with more fast-turning RoPE frequencies; docs/results.md). The rows
 are raw token ids, not chat records: the same copies wrapped in chat turns (system prompt and turn tags between
 the two runs) had not formed them after 900 steps in the same probe.
 
@@ -73,7 +73,7 @@ def copy_batch(rng: np.random.Generator, vocab: np.ndarray, rows: int, seq_len: 
 def grow_layers(params: dict, cfg: model.ModelConfig, deeper: model.ModelConfig, rng: jax.Array) -> dict:
     """Stack fresh layers on top of a dense model's (`deeper.num_layers` in all): their attention and MLP output
     projections are zero, so the grown model computes the same logits and SFT starts from what the layers below
-    learnt (the copying heads form sooner in a shallow model; docs/learning_log.md)."""
+    learnt (the copying heads form sooner in a shallow model; docs/results.md)."""
     if cfg.num_experts or deeper.num_experts:
         raise ValueError("grow_layers: dense models only (the mixture-of-experts layout has several layer groups)")
     if dataclasses.replace(deeper, num_layers=cfg.num_layers) != cfg or deeper.num_layers < cfg.num_layers:

@@ -24,16 +24,16 @@ NO_DECAY_SUFFIXES = ("norm", "bias")
 class OptimizerConfig:
     """AdamW hyperparameters; steps count optimizer updates (one update = `grad_accum` micro-batches)."""
 
-    lr: float = 1e-3
-    min_lr: float = 1e-5
-    warmup_steps: int = 20
-    total_steps: int = 1000
-    weight_decay: float = 0.1
+    lr: float = 1e-3  # peak learning rate, after the warm-up
+    min_lr: float = 1e-5  # the cosine's end (lr = min_lr: constant after the warm-up)
+    warmup_steps: int = 20  # updates of linear warm-up from 0
+    total_steps: int = 1000  # updates until min_lr
+    weight_decay: float = 0.1  # AdamW's, not applied to norm scales and biases
     b1: float = 0.9
     b2: float = 0.95
-    eps: float = 1e-8
-    clip_norm: float | None = 1.0
-    grad_accum: int = 1
+    eps: float = 1e-8  # Adam's epsilon
+    clip_norm: float | None = 1.0  # clip the gradient to this global norm; null: no clipping
+    grad_accum: int = 1  # micro-batches averaged into one update
 
     def __post_init__(self):
         checks = {

@@ -29,7 +29,7 @@ rollout cache and its prefill are planned sharded by the same rules (the cache's
 training steps hold the model's residual stream to that layout (`parallel.activation_constraint`, bound by
 `make_sft_step`): on 8 CPU devices with fsdp=8 the compiled step then takes 0.76 (remat full) and 0.93 (none) of
 the plan, where without the constraint XLA kept activations with the whole batch on each device (2.07 and
-2.58); on context = 2, 4, 8 see docs/long_context.md.
+2.58); on context = 2, 4, 8 see docs/guides/long_context.md.
 
 The working-set coefficients (`_LAYER`, `_LOGITS`, `_UPDATE`) were measured with
 `compiled.memory_analysis()` of the real SFT step on XLA:CPU in f32 (tests/train/test_plan.py checks

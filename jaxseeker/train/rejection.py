@@ -4,7 +4,7 @@ Reward-filtered self-training (STaR, Zelikman et al. arXiv 2203.14465; RAFT, Don
 ReST-EM, Singh et al. arXiv 2312.06585): roll out every question of a pool k times, keep the episodes the
 judge scores right, and fine-tune on them with the SFT loss. It is the positive-only policy gradient with
 one large batch of many questions and the SFT's optimizer, so it carries the copy replay that the small
-policy's copying needs (docs/learning_log.md). The rollouts are `eval.run_eval` records; the
+policy's copying needs (docs/results.md). The rollouts are `eval.run_eval` records; the
 kept trajectories are the `{messages, question, answer, provenance}` records that `jaxseeker sft` reads.
 
 The rollouts' failures can teach too: `rejected_trajectories` marks every turn that broke the episode format

@@ -27,7 +27,7 @@ class RLConfig:
 
     questions: tuple[str, ...] = ()  # JSONL files of {"question", "answer"}
     tokenizer: str | None = None  # default: model.hf_path
-    steps: int = 100
+    steps: int = 100  # RL steps
     batch_questions: int = 8  # B: groups per RL step
     group_size: int = 8  # G: rollouts per question
     mini_batches: int = 1  # optimizer steps per pass over the B·G episodes
@@ -37,27 +37,27 @@ class RLConfig:
     dapo_max_rounds: int = 4  # extra sampling rounds DAPO may take to fill the batch
     dupo_filter_rollouts: int = 8  # DUPO pre-filter: rollouts per question of the starting policy (0: off)
     advantage: str = "grpo"  # grpo | dr_grpo (no /std) | rloo | package.module:function (`losses.get_advantage`)
-    advantage_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    advantage_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # keywords of the advantage
     objective: str = "policy_loss"  # policy_loss | gspo | package.module:function
     objective_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # eps_low, eps_high, agg, norm, …
     kl_coef: float = 0.0  # KL in the loss: + kl_coef · agg(KL(π ‖ π_ref)) with the objective's agg
-    kl_estimator: str = "k3"
+    kl_estimator: str = "k3"  # k1 | k2 | k3
     kl_reward_coef: float = 0.0  # KL in the reward: R - β Σ_t KL_t, β starting at kl_reward_coef
-    kl_reward_estimator: str = "k1"
+    kl_reward_estimator: str = "k1"  # k1 | k2 | k3
     kl_reward_target: float | None = None  # adaptive β toward this per-token KL (Ziegler et al.); None: fixed β
-    kl_reward_horizon: int = 10000
+    kl_reward_horizon: int = 10000  # episodes over which adaptive β moves
     entropy_coef: float = 0.0  # entropy bonus: - entropy_coef · agg(H) with the objective's agg
-    entropy_metric: bool = True
+    entropy_metric: bool = True  # report the policy's token entropy
     tis_cap: float | None = None  # truncated importance sampling: weigh tokens by min(π_old / π_sampler, tis_cap)
     overlong_filter: bool = False  # episodes cut by the context or tool-call limit train on no token
-    chunk_size: int = 512
+    chunk_size: int = 512  # positions whose logits the loss builds at once
     pack: bool = False  # several episodes per update row: objectives that take segment_ids or are token_level
     context_stages: tuple[Mapping[str, int], ...] = ()  # [{step, max_context, max_turns}]; () = the rollout section
-    seed: int = 0
+    seed: int = 0  # the question sampler's and the rollouts' randomness
     out_dir: str | None = None  # default: runs/<recipe name>
     checkpoint_dir: str | None = None  # local or gs://…; default: <out_dir>/checkpoints
-    checkpoint_every: int = 10
-    keep: int = 3
+    checkpoint_every: int = 10  # steps between checkpoints
+    keep: int = 3  # checkpoints kept
     episodes_every: int = 0  # write the step's episodes as JSONL every N steps (0: never)
 
     def __post_init__(self):
@@ -133,17 +133,17 @@ class EngineConfig:
 
     slots: int = 0  # 0: this process's share of a step's episodes, all in flight (⌈B / processes⌉ · G)
     max_len: int = 0  # 0: the largest context of the stages
-    steps_per_call: int = 8
-    min_window: int = 256
+    steps_per_call: int = 8  # decode steps per device call
+    min_window: int = 256  # smallest attention window (doubles up to max_len; one compile each)
 
 
 @dataclasses.dataclass(frozen=True)
 class ContextStage:
     """From RL step `step` (0-based) on: `max_context` tokens per episode and at most `max_turns` tool calls."""
 
-    step: int
-    max_context: int
-    max_turns: int
+    step: int  # the first RL step (0-based) of the stage
+    max_context: int  # context tokens per episode
+    max_turns: int  # tool calls per episode at most
 
 
 def context_stages(rl: RLConfig, rollout_cfg: RolloutConfig) -> list[ContextStage]:

@@ -35,16 +35,16 @@ class RewardConfig:
     -overlong_penalty at overlong_max_tokens).
     """
 
-    fn: str = "webdancer"
-    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    judge: str = "em"
-    judge_style: str = "browsecomp"
+    fn: str = "webdancer"  # webdancer | websailor | webexplorer | webseer | evidence | package.module:function
+    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # keywords of the reward function
+    judge: str = "em"  # em | f1 | llm
+    judge_style: str = "browsecomp"  # the llm judge's prompt: browsecomp | gaia
     llm: Mapping[str, Any] | None = None
-    judge_workers: int = 8
-    submit_threshold: float = SUBMIT_THRESHOLD
+    judge_workers: int = 8  # episodes judged at once
+    submit_threshold: float = SUBMIT_THRESHOLD  # F1 from which answer_submit says "Correct!"
     overlong_buffer: int = 0  # L_cache of DAPO's soft overlong punishment (0: off)
     overlong_max_tokens: int = 0  # L_max: policy tokens at which the punishment is whole
-    overlong_penalty: float = 1.0
+    overlong_penalty: float = 1.0  # the punishment at overlong_max_tokens
 
     def __post_init__(self):
         rewards.get_reward_fn(self.fn)  # an unknown name fails here, listing the known ones

@@ -37,21 +37,21 @@ SECTIONS = ("name", "model", "data", "optimizer", "mesh", "rules", "train")
 class TrainConfig:
     """The loop around the step. Paths are relative to the working directory."""
 
-    train_files: tuple[str, ...] = ()
-    eval_files: tuple[str, ...] = ()
+    train_files: tuple[str, ...] = ()  # trajectory JSONL files or ArrayRecord directories
+    eval_files: tuple[str, ...] = ()  # held-out trajectories for the eval loss
     eval_fraction: float = 0.0  # held out from the end of train_files when eval_files is empty
     tokenizer: str | None = None  # directory; default: model.hf_path
-    steps: int = 100
-    seed: int = 0
+    steps: int = 100  # optimizer updates
+    seed: int = 0  # the initialisation's seed (a model without a checkpoint)
     out_dir: str | None = None  # default: runs/<recipe name>
     checkpoint_dir: str | None = None  # local or gs://…; default: <out_dir>/checkpoints
-    log_every: int = 10
+    log_every: int = 10  # steps between metric lines
     eval_every: int = 0  # 0: only at the end
-    eval_batches: int = 4
-    checkpoint_every: int = 50
-    keep: int = 3
+    eval_batches: int = 4  # held-out batches per eval
+    checkpoint_every: int = 50  # steps between checkpoints
+    keep: int = 3  # checkpoints kept
     loss: str = "sft_loss"  # or "package.module:function": (params, batch, cfg) -> (loss, aux), as sft_loss
-    chunk_size: int = 512
+    chunk_size: int = 512  # positions whose logits the loss builds at once (never [batch, seq, vocab])
     # XLA options for compiling the step, e.g. {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"}
     # (XLA:CPU dots through YNNPACK; see `jaxseeker bench sft`). An option this XLA lacks fails the first step.
     compiler_options: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -79,7 +79,7 @@ def test_compiled_memory_per_device_falls_as_the_context_axis_grows(memory, atte
 @pytest.mark.parametrize("attention", ["ring", "all_gather"])
 def test_the_plan_follows_the_compiled_step_on_the_safe_side(memory, attention):
     """`jaxseeker plan` errs high by at most a third on XLA:CPU (its coefficients were fitted there without context
-    parallelism); docs/long_context.md lists both."""
+    parallelism); docs/guides/long_context.md lists both."""
     for n in (1, 2, 4, 8):
         result = memory[f"{attention}_{n}"]
         assert 1.0 <= result["planned"] / result["compiled"] <= 1.35, (n, result)

@@ -81,7 +81,7 @@ def test_an_hf_checkpoint_loads_straight_onto_the_mesh_each_device_holding_its_s
 
 def test_the_step_keeps_activations_split_by_rows_so_the_plan_holds_under_fsdp(report):
     """`make_sft_step` holds the residual stream to the batch sharding (`parallel.activation_constraint`); without it
-    XLA:CPU keeps activations with the whole batch on every device (2.1× the plan measured, session 25)."""
+    XLA:CPU keeps activations with the whole batch on every device (2.1× the plan)."""
     ratio = report["compiled_over_plan_fsdp8"]
     assert 0.75 <= ratio["constrained"] <= 1.25 and ratio["constrained"] < ratio["unconstrained"], ratio
 
