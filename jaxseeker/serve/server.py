@@ -97,6 +97,12 @@ class Background:
         """The server's base URL, e.g. http://127.0.0.1:43125."""
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def state(self) -> Any:
+        """uvicorn's `ServerState`: the open connections and the tasks running the app for a request (what a test
+        waits on to know a request has reached the app, or has been dealt with)."""
+        return self._server.server_state
+
     def close(self) -> None:
         """Stop accepting, finish the HTTP thread, then stop the engine thread."""
         self._server.should_exit = True
