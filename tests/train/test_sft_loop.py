@@ -53,7 +53,7 @@ def workspace(tmp_path_factory):
     return root, path
 
 
-def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path):
+def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path, capsys):
     root, path = workspace
     summary = run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'run'}"]), progress=False)
     losses = [r["loss"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if "loss" in r]
@@ -65,18 +65,26 @@ def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path):
     assert (again["resumed_from"], again["trained_tokens"]) == (30, 0)  # a finished run: nothing trained
     assert again["final_loss"] == pytest.approx(losses[-1]) and again["eval_loss"] == pytest.approx(summary["eval_loss"])
 
-    from jaxseeker.train.export import export_hf
+    from jaxseeker.train.export import export_hf, restore_run
 
     out = export_hf(tmp_path / "run", tmp_path / "hf")
     hf = transformers.AutoModelForCausalLM.from_pretrained(out)
     tok = transformers.AutoTokenizer.from_pretrained(out)
     assert hf.config.vocab_size == 400 and tok.eos_token == "<|im_end|>"
-    half = export_hf(tmp_path / "run", tmp_path / "hf_bf16", dtype="bfloat16")  # restored as bfloat16 on the host
-    full, halved = TensorReader(out), TensorReader(half)
-    assert full.names() == halved.names()
+    capsys.readouterr()
+    assert main(["export-hf", "--model", str(tmp_path / "run"), "--out", str(tmp_path / "hf_bf16")]) == 0
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'hf_bf16'}\n"
+    full, halved = TensorReader(out), TensorReader(tmp_path / "hf_bf16")  # the command's default: bfloat16,
+    assert full.names() == halved.names()  # restored as bfloat16 on the host
     for name in full.names():
         assert halved.get(name).dtype == ml_dtypes.bfloat16
         np.testing.assert_array_equal(halved.get(name), full.get(name).astype(ml_dtypes.bfloat16))
+    assert main(["export-hf", "--model", str(tmp_path / "run" / "checkpoints"), "--out", str(tmp_path / "hf_25"),
+                 "--step", "25", "--dtype", "float32"]) == 0  # an earlier checkpoint, from the checkpoints folder
+    _, _, at_25 = restore_run(tmp_path / "run", step=25)
+    np.testing.assert_array_equal(TensorReader(tmp_path / "hf_25").get("model.embed_tokens.weight"),
+                                  np.asarray(at_25["embed"]))
+    assert not np.array_equal(np.asarray(at_25["embed"]), full.get("model.embed_tokens.weight"))  # trained since
 
 
 def test_a_run_whose_checkpoints_live_elsewhere_exports_from_its_own_directory(workspace, tmp_path):
