@@ -30,7 +30,8 @@ def _prefix(prompt: str) -> str:
 
 
 def _call(name: str, arguments: dict) -> str:
-    return f"<think>Next: {name}.</think>\n<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+    action = json.dumps({"name": name, "arguments": arguments})
+    return f"<think>Next: {name}.</think>\n<tool_call>\n{action}\n</tool_call>"
 
 
 class Script:
