@@ -177,7 +177,8 @@ def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_lo
 
 def test_bad_recipe_keys_are_named(workspace):
     _, path = workspace
-    with pytest.raises(RecipeError, match=r"train: unknown keys \['stepz'\]; known keys: \[.*'steps'"):
+    with pytest.raises(RecipeError, match=r"train: unknown keys \['stepz'\] \(did you mean 'steps'\?\); known keys: "
+                                          r"\[.*'steps'"):
         run_sft(read_recipe(path, ["train.stepz=3"]), progress=False)
     with pytest.raises(RecipeError, match=r"unknown sections \['optimiser'\]"):
         run_sft(read_recipe(path, ["optimiser.lr=1"]), progress=False)
