@@ -173,10 +173,12 @@ def test_launch_script_starts_jaxseeker_as_one_process_of_the_slice(tmp_path):
     env = dict(os.environ, HOME=str(home), PATH=f"{bin_dir}:{os.environ['PATH']}", FAKE_WORKER="0")
     subprocess.run(["bash", "-c", remote(cmd)], env=env, check=True, cwd=tmp_path)
     log, pid, gcloud = home / "r1.log", home / "r1.pid", tmp_path / "gcloud.txt"
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120
     # The job runs detached; its last step is the gcloud stub, whose `>>` creates the file before echo writes the
     # line: wait for the whole line, not just the file.
-    while not (gcloud.exists() and gcloud.read_text().endswith("\n")) and time.monotonic() < deadline:
+    while not (gcloud.exists() and gcloud.read_text().endswith("\n")):
+        assert time.monotonic() < deadline, "the detached job did not reach gcloud in 120 s; log: " + (
+            log.read_text() if log.exists() else "none")
         time.sleep(0.1)
     assert pid.read_text().strip().isdigit()
     assert log.read_text().split() == ["10.0.0.5:8476", "3", "0", "yes", "sft", "--config", "c.yaml", "--set",

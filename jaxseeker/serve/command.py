@@ -63,10 +63,13 @@ def _serve(args: argparse.Namespace) -> int:
     name = args.served_model_name or Path(args.model).resolve().name
     shape = engine_shape(args, cfg)
     served = build_served(cfg, params, tokenizer, model_name=name, shape=shape, api_key=api_key, mesh=args.mesh)
-    print(f"serving {name!r} on http://{args.host}:{args.port}/v1 ({shape.slots} slots × {shape.max_len} tokens on "
-          f"{mesh_text(args.mesh)}; API key {'required' if api_key else 'not required'})", flush=True)
     limits = ConnectionLimits(header_timeout_s=args.header_timeout, max_connections=args.max_connections)
-    serve_forever(served, args.host, args.port, limits)
+
+    def announce(url: str) -> None:
+        print(f"serving {name!r} on {url}/v1 ({shape.slots} slots × {shape.max_len} tokens on {mesh_text(args.mesh)}; "
+              f"API key {'required' if api_key else 'not required'})", flush=True)
+
+    serve_forever(served, args.host, args.port, limits, on_listening=announce)
     return 0
 
 
@@ -75,7 +78,8 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("serve", help="serve a policy behind an OpenAI-compatible API")
     p.add_argument("--model", required=True, help=f"{MODEL_FORMS}, or a jaxseeker run directory")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, this machine only)")
-    p.add_argument("--port", type=at_least(0, high=65535), default=8000)
+    p.add_argument("--port", type=at_least(0, high=65535), default=8000,
+                   help="TCP port (default: %(default)s; 0: a free one, printed when the server listens)")
     p.add_argument("--served-model-name", help="the model id clients send (default: the model directory's name)")
     p.add_argument("--api-key-env", default=API_KEY_ENV,
                    help="environment variable holding the key clients must send as a Bearer token; unset or empty: "

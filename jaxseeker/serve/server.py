@@ -8,6 +8,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +77,7 @@ class Background:
         import uvicorn
 
         self.served = served
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind((host, port))
+        self._socket = bind(host, port)
         self.host, self.port = self._socket.getsockname()[:2]
         config = uvicorn.Config(create_app(served), log_level="warning", access_log=False, lifespan="off",
                                 **uvicorn_options(limits))
@@ -97,6 +96,12 @@ class Background:
         """The server's base URL, e.g. http://127.0.0.1:43125."""
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def state(self) -> Any:
+        """uvicorn's `ServerState`: the open connections and the tasks running the app for a request (what a test
+        waits on to know a request has reached the app, or has been dealt with)."""
+        return self._server.server_state
+
     def close(self) -> None:
         """Stop accepting, finish the HTTP thread, then stop the engine thread."""
         self._server.should_exit = True
@@ -111,14 +116,43 @@ class Background:
         self.close()
 
 
-def serve_forever(served: Served, host: str, port: int, limits: ConnectionLimits = ConnectionLimits()) -> None:
-    """Run the app in the foreground until interrupted (Ctrl-C), then stop the engine thread."""
+def bind(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port), IPv6 for a host with a colon; port 0: a free one the kernel picks (read
+    it back with `getsockname`). OSError (e.g. the address is in use) as bind raises it."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def serve_forever(served: Served, host: str, port: int, limits: ConnectionLimits = ConnectionLimits(), *,
+                  on_listening: Callable[[str], None] | None = None) -> None:
+    """Run the app in the foreground until interrupted (Ctrl-C), then stop the engine thread. Once the socket
+    listens, `on_listening` gets its base URL (with the port the kernel picked for port 0)."""
     import uvicorn
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serve: listening on %s, reachable from other machines%s", host,
                     "" if served.api_key else " without an API key")
     try:
-        uvicorn.run(create_app(served), host=host, port=port, log_level="info", **uvicorn_options(limits))
+        sock = bind(host, port)
+        with sock:
+            port = sock.getsockname()[1]
+            config = uvicorn.Config(create_app(served), host=host, port=port, log_level="info",
+                                    **uvicorn_options(limits))
+            sock.listen(config.backlog)  # from here a client's connection waits for the server, it is not refused
+            if on_listening is not None:
+                on_listening(f"http://{f'[{host}]' if ':' in host else host}:{port}")
+            server, stopped = uvicorn.Server(config), False
+            try:
+                server.run(sockets=[sock])
+            except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down on: the way to stop it
+                stopped = True
+            if not (server.started or stopped):
+                raise SystemExit(f"jaxseeker serve: the HTTP server did not start on {host}:{port} (its log says why)")
     finally:
         served.scheduler.close()

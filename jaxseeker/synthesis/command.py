@@ -48,8 +48,7 @@ def default_tokenizer(world: World, vocab_size: int = 2000) -> Any:
 
 
 def _llm(args: argparse.Namespace) -> LLMClient:
-    if not args.llm_model:
-        raise InputError("this option needs --llm-model (and --llm-url for a server other than OpenAI's)")
+    """The client of --llm-url / --llm-model (`_check_args` has made sure a role that needs it has a model)."""
     return LLMClient(LLMConfig(base_url=args.llm_url, model=args.llm_model, api_key_env=args.llm_key_env))
 
 
@@ -75,13 +74,15 @@ def _teacher(args: argparse.Namespace, world: World) -> Any:
 def _stages(args: argparse.Namespace, judge: filters.Judge) -> list[filters.Stage]:
     from jaxseeker.synthesis import reflection
 
+    llm_check = filters.llm_quality_check(_llm(args).complete) if args.quality == "llm" else None
     if args.mode == "reflection":
-        return reflection.reflection_funnel(judge=judge, n_max=args.n_max, max_actions=args.max_actions)
+        return reflection.reflection_funnel(judge=judge, n_max=args.n_max, max_actions=args.max_actions,
+                                            llm_check=llm_check)
     if args.funnel == "websailor":
         return filters.websailor_funnel(judge=judge, max_tokens=args.max_tokens, min_tool_calls=args.min_tool_calls)
     if args.funnel == "none":
         return [filters.Stage("validity", filters.validity)]
-    return filters.webdancer_funnel(judge=judge, max_actions=args.max_actions)
+    return filters.webdancer_funnel(judge=judge, max_actions=args.max_actions, llm_check=llm_check)
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -91,6 +92,15 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError("--slip-rate cannot be combined with --short-cot (the rewrite would train the slips)")
     if args.teacher == "policy" and not args.model:
         raise InputError("--teacher policy needs --model (an HF checkpoint directory)")
+    uses_llm = {"--teacher openai": args.teacher == "openai", "--judge llm": args.judge == "llm",
+                "--quality llm": args.quality == "llm",
+                "--summarizer llm": args.summarizer == "llm" and args.mode == "denoised"}
+    needs = next((flag for flag, used in uses_llm.items() if used), None)
+    if needs and not args.llm_model:
+        raise InputError(f"{needs} needs --llm-model (and --llm-url for a server other than OpenAI's)")
+    if args.quality == "llm" and args.mode != "reflection" and args.funnel != "webdancer":
+        raise InputError(f"--quality llm reviews in the quality stage, which --funnel {args.funnel} has not "
+                         "(use --funnel webdancer or --mode reflection)")
 
 
 def _tools(args: argparse.Namespace) -> ToolsConfig:
@@ -247,13 +257,16 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     p.add_argument("--max-tokens", type=at_least(1), default=32768, help="websailor RFT: tokens per trajectory at most")
     p.add_argument("--min-tool-calls", type=at_least(0), default=5, help="websailor RFT: more tool calls than this")
     p.add_argument("--judge", choices=("em", "llm"), default="em")
+    p.add_argument("--quality", choices=("rules", "llm"), default="rules",
+                   help="the quality stage: its rules only (no repeated call or observation, at most --max-actions), "
+                   "or an LLM's review too (non-redundancy, goal alignment, logical accuracy; WebDancer)")
     p.add_argument("--short-cot", action="store_true",
                    help="rewrite thoughts (with --llm-model: by the LLM; else keep the teacher's short ones)")
     p.add_argument("--levels", default="", help="only these question levels, e.g. 1,2")
     p.add_argument("--limit", type=at_least(0), default=0, help="only the first N questions (0: all)")
     p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the policy's, or a world BPE)")
     p.add_argument("--model", default=None, help=f"the policy teacher: {MODEL_FORMS}")
-    add_llm(p, "the openai teacher, the llm judge and summarizer, and the --short-cot rewriter")
+    add_llm(p, "the openai teacher, the llm judge, reviewer and summarizer, and the --short-cot rewriter")
     rename(p, "--base-url", "--llm-url")
     rename(p, "--api-key-env", "--llm-key-env")
     p.add_argument("--temperature", type=at_least(0.0, float), default=None,

@@ -31,6 +31,7 @@ from jaxseeker.synthesis.expert import ExpertConfig, ExpertRun, judge_page
 from jaxseeker.synthesis.filters import (
     KEEP,
     Judge,
+    LLMCheck,
     Stage,
     Verdict,
     exact_judge,
@@ -183,9 +184,10 @@ def resolved(episode: Episode, *, n_max: int = 3) -> Verdict:
     return KEEP
 
 
-def reflection_funnel(*, judge: Judge = exact_judge, n_max: int = 3, max_actions: int = 30) -> list[Stage]:
-    """validity → correctness → psi → resolved → quality."""
-    dancer = webdancer_funnel(judge=judge, max_actions=max_actions)
+def reflection_funnel(*, judge: Judge = exact_judge, n_max: int = 3, max_actions: int = 30,
+                      llm_check: LLMCheck | None = None) -> list[Stage]:
+    """validity → correctness → psi → resolved → quality (with `llm_check`: also an LLM's review)."""
+    dancer = webdancer_funnel(judge=judge, max_actions=max_actions, llm_check=llm_check)
     return [dancer[0], dancer[1], Stage("psi", lambda e: psi(e, judge=judge)),
             Stage("resolved", lambda e: resolved(e, n_max=n_max)), dancer[2]]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -35,7 +36,11 @@ class MetricsWriter:
                 from tensorboardX import SummaryWriter
 
                 purge = None if resumed_from is None else resumed_from + 1
-                self._tb = SummaryWriter(str(Path(out_dir) / "tensorboard"), purge_step=purge)
+                # tensorboardX names an event file by the second it opens it and overwrites a file of that name:
+                # the nanosecond suffix keeps the file of a run that ended within that second (and keeps the
+                # files' name order, which is the order TensorBoard reads them in, chronological).
+                self._tb = SummaryWriter(str(Path(out_dir) / "tensorboard"), purge_step=purge,
+                                         filename_suffix=f".{time.time_ns()}")
 
     def write(self, step: int, metrics: Mapping[str, float], prefix: str = "") -> None:
         """Record `metrics` at `step` (scalars only)."""

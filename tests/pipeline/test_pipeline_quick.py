@@ -12,6 +12,7 @@ from jaxseeker.pipeline import pipeline_config, run_pipeline
 from jaxseeker.pipeline.plots import PLOTS, rl_metrics, write_plots
 from jaxseeker.pipeline.report import markdown, rl_stages
 from jaxseeker.pipeline.split import split_questions
+from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.recipe import RecipeError
 from jaxseeker.world import build_world
 
@@ -45,7 +46,10 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     assert report["qa"]["test"] == cfg.qa.n_test and report["qa"]["train"] > 0
     assert report["expert"]["trajectories"] > 0.5 * report["qa"]["train"]
     assert report["expert"]["untrained_turns"] > 0  # slipped searches, kept in the context out of the loss
-    assert report["warmup"]["final_loss"] is not None and report["sft"]["final_loss"] is not None
+    sft_losses = [row["loss"] for row in read_metrics(tmp_path / "sft" / "metrics.jsonl") if "loss" in row]
+    assert report["sft"]["final_loss"] == pytest.approx(sft_losses[-1])  # the loss of the last step logged
+    warmup = report["warmup"]  # 4 steps: its first and last 50-step means are both the mean of all 4
+    assert warmup["steps"] == cfg.policy.copy_warmup_steps == 4 and warmup["first_loss"] == warmup["final_loss"] > 0
     pool = {line.split("\t")[1] for line in (tmp_path / "sft" / "name_pool.tsv").read_text().splitlines()}
     world = build_world(cfg.world.source, size=cfg.world.size, seed=cfg.world.seed)
     held_out = {world.entities[i].name for f in ("test", "rl") for line in (tmp_path / "qa" / f"{f}.jsonl").open()
@@ -204,7 +208,10 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(b
     recipe = json.loads(next((tmp_path / "rl_round2" / "checkpoints").glob("*/config/metadata")).read_text())
     assert recipe["model"]["hf_path"] == str(tmp_path / "rl" / "hf") and recipe["data"]["seed"] == 3
     assert recipe["train"]["train_files"][0] == str(tmp_path / "rl_round2" / "trajectories.jsonl")
-    assert (tmp_path / "rl_round2" / "hf" / "config.json").exists() and 0.0 <= report["eval_rl"]["pass_at_1"] <= 1.0
+    assert (tmp_path / "rl_round2" / "hf" / "config.json").exists()
+    rollouts = [json.loads(line) for line in (tmp_path / "eval_rl" / "results.jsonl").read_text().splitlines()]
+    assert len(rollouts) == cfg.eval.k * report["eval_rl"]["questions"]  # k rounds a question
+    assert report["eval_rl"]["pass_at_1"] == pytest.approx(np.mean([r["correct"] is True for r in rollouts]))
     assert "plots/rft_loss.png" in report["plots"] and "plots/rl_curves.png" not in report["plots"]
     md = (tmp_path / "report.md").read_text()
     assert f"RL by rejection-sampling fine-tuning: {len(right)} of {episodes} rollouts right" in md

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from jaxseeker.pipeline.stages import StageRunner, fingerprint
 
 
@@ -26,15 +28,17 @@ def test_an_unfinished_resumable_stage_continues_only_with_the_inputs_it_started
     runner, calls = StageRunner(tmp_path, log=lambda _: None), []
     old, new = fingerprint({"hidden": 256}), fingerprint({"hidden": 128})
 
-    def killed(out):
-        (out / "checkpoint").write_text("partial")
+    def killed(out):  # writes a checkpoint, then Ctrl-C
+        calls.append(sorted(p.name for p in out.iterdir()))
+        (out / "checkpoint").write_text(f"partial {len(calls)}")
         raise KeyboardInterrupt
 
-    for key in (old, old):
-        try:
-            runner.run("sft", key, killed, resumable=True)
-        except KeyboardInterrupt:
-            pass
+    for _ in range(2):
+        with pytest.raises(KeyboardInterrupt):
+            runner.run("sft", old, killed, resumable=True)
+        assert not (tmp_path / "sft" / "done.json").exists()  # interrupted: not done
+    assert calls == [["started.json"], ["checkpoint", "started.json"]]  # the second went on from the first's
+    assert (tmp_path / "sft" / "checkpoint").read_text() == "partial 2"
     assert json.loads((tmp_path / "sft" / "started.json").read_text()) == {"key": old}
     runner.run("sft", old, _stage(calls), resumable=True)
     assert calls[-1] == ["checkpoint", "started.json"]  # resumed: the checkpoint is still there

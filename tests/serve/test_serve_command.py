@@ -1,9 +1,11 @@
 """`jaxseeker serve` and `jaxseeker bench serve`: the CLI wiring, a real server process, and a short bench."""
 
 import json
+import queue
+import re
 import subprocess
 import sys
-import time
+import threading
 
 import httpx
 import jax
@@ -12,7 +14,6 @@ import numpy as np
 import pytest
 from cli_support import usage_error
 from gguf_support import hf_config, hf_state, write_gguf
-from net_support import unused_port
 from serve_support import MODEL_NAME, SHAPE, sentences
 
 from jaxseeker import model
@@ -107,35 +108,41 @@ def test_bench_serve_shapes_that_cannot_run_end_before_the_run(argv, message):
 
 def test_jaxseeker_serve_on_a_tensor_mesh_answers_on_loopback_with_the_key_from_the_environment(policy_dir, client):
     """The server process shards the policy over 2 fake CPU devices (`--mesh tensor=2`) and answers greedy as the
-    one-device server does."""
-    port = unused_port()
+    one-device server does. `--port 0`: it binds a free port and prints it (no port drawn here that another test
+    could take first)."""
     env = {**fake_cpu_devices_env(2), "MY_SERVE_KEY": "k-123"}
-    cmd = [sys.executable, "-m", "jaxseeker.cli", "serve", "--model", str(policy_dir), "--port", str(port),
+    cmd = [sys.executable, "-m", "jaxseeker.cli", "serve", "--model", str(policy_dir), "--port", "0",
            "--api-key-env", "MY_SERVE_KEY", "--slots", "1", "--max-context", "64", "--served-model-name", "p",
            "--mesh", "tensor=2"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: queue.Queue = queue.Queue()  # its output, read on a thread: a wait for a line has a deadline
+    threading.Thread(target=lambda: [*map(lines.put, proc.stdout), lines.put(None)], daemon=True).start()
+    out: list[str] = []
     try:
-        deadline, health = time.monotonic() + 120, None
-        while health is None:
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() else "slow"
-            try:
-                health = httpx.get(f"http://127.0.0.1:{port}/health").json()
-            except httpx.TransportError:
-                time.sleep(0.2)
+        while not (listening := re.search(r"serving 'p' on (http://127\.0\.0\.1:\d+)/v1 ", "".join(out))):
+            line = lines.get(timeout=120)
+            assert line is not None, f"the server ended before it listened:\n{''.join(out)}"
+            out.append(line)
+        url = listening.group(1)
+        assert url != "http://127.0.0.1:0"
+        health = httpx.get(f"{url}/health", timeout=60).json()  # bound before the line: no refused connection
         assert (health["model"], health["slots"], health["max_len"]) == ("p", 1, 64)
-        assert httpx.get(f"http://127.0.0.1:{port}/v1/models").status_code == 401
-        models = httpx.get(f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": "Bearer k-123"}).json()
+        assert httpx.get(f"{url}/v1/models").status_code == 401
+        models = httpx.get(f"{url}/v1/models", headers={"Authorization": "Bearer k-123"}).json()
         assert [m["id"] for m in models["data"]] == ["p"]
         request = {"prompt": "The river town", "max_tokens": 12, "temperature": 0}
-        sharded = httpx.post(f"http://127.0.0.1:{port}/v1/completions", json={**request, "model": "p"},
+        sharded = httpx.post(f"{url}/v1/completions", json={**request, "model": "p"},
                              headers={"Authorization": "Bearer k-123"}, timeout=120).json()
         one_device = client.completions.create(model=MODEL_NAME, **request)
         assert sharded["choices"][0]["text"] == one_device.choices[0].text != ""
     finally:
         proc.terminate()
-        out, _ = proc.communicate(timeout=30)
-    assert "k-123" not in out and "API key required" in out
-    assert "on a data=1,fsdp=1,tensor=2,expert=1 mesh of 2 devices" in out
+        proc.wait(timeout=30)
+    while (line := lines.get(timeout=30)) is not None:
+        out.append(line)
+    text = "".join(out)
+    assert "k-123" not in text and "API key required" in text
+    assert "on a data=1,fsdp=1,tensor=2,expert=1 mesh of 2 devices" in text
 
 
 def test_bench_serve_counts_every_request_and_token(policy_dir):

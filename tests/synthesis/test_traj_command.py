@@ -6,9 +6,12 @@ import argparse
 import json
 import re
 
+import numpy as np
 import pytest
 from cli_support import usage_error
 
+from jaxseeker import model
+from jaxseeker.agent import tool_calling_model
 from jaxseeker.cli import main
 from jaxseeker.data import read_trajectories
 from jaxseeker.synthesis import trajectories
@@ -167,6 +170,7 @@ def test_a_directory_without_a_tokenizer_ends_the_command_in_one_line(tmp_path, 
               "--tokenizer", str(tmp_path / "tok"), "--out", str(tmp_path / "t.jsonl")])
 
 
+CALL = '{"name": "search", "arguments": {"query": ["Velmora bridge"]}}'
 GOOD_RECORD = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "<answer>a</answer>"}],
                "provenance": {"teacher": "expert", "tokens": 12, "tries": 1}}
 
@@ -202,15 +206,44 @@ def test_a_bad_plot_path_fails_before_the_report_and_a_bare_name_reports_the_png
     assert f"plot: {tmp_path / 'bare.png'}" in capsys.readouterr().out and (tmp_path / "bare.png").is_file()
 
 
+@pytest.fixture(scope="module")
+def policy_dir(tmp_path_factory):
+    """A tiny real checkpoint, an HF directory with its tokenizer, whose model writes a search call every turn:
+    (directory, cfg, params)."""
+    tokenizer, cfg, params = tool_calling_model(CALL, mean_think_tokens=3.0)
+    out = tmp_path_factory.mktemp("policy")
+    model.save_hf(params, cfg, out)
+    tokenizer.save_pretrained(str(out))
+    return out, cfg, params
+
+
 @pytest.mark.parametrize("flags, temperature",
                          [([], 0.6), (["--temperature", "0"], 0.0), (["--temperature", "1"], 1.0)])
-def test_the_policy_teacher_samples_at_the_temperature_given_zero_too(monkeypatch, traj_world, flags, temperature):
-    from jaxseeker import model
+def test_the_policy_teacher_samples_at_the_temperature_given_zero_too(policy_dir, traj_world, flags, temperature):
     from jaxseeker.synthesis.command import _teacher
 
-    monkeypatch.setattr(model, "load_hf", lambda path: (None, None))  # the teacher's weights play no part here
+    path, cfg, params = policy_dir
     parser = argparse.ArgumentParser()
     add_synth_subcommands(parser.add_subparsers())
     args = parser.parse_args(["trajectories", "--questions", "q", "--world", "w", "--out", "o", "--teacher", "policy",
-                              "--model", "m", *flags])
-    assert _teacher(args, traj_world).sampling.temperature == temperature
+                              "--model", str(path), *flags])
+    teacher = _teacher(args, traj_world)
+    assert teacher.sampling.temperature == temperature
+    assert (teacher.cfg.vocab_size, teacher.cfg.num_layers, teacher.cfg.hidden_size) == (
+        cfg.vocab_size, cfg.num_layers, cfg.hidden_size)
+    np.testing.assert_array_equal(np.asarray(teacher.params["embed"]), np.asarray(params["embed"]))  # the checkpoint's
+
+
+def test_the_policy_teacher_rolls_out_its_checkpoint_through_the_command(policy_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("JAXSEEKER_CACHE", str(tmp_path / "cache"))  # where the pages world is built
+    page = {"url": "https://w.test/velmora", "title": "Velmora", "text": "Velmora has a bridge with nine arches."}
+    (tmp_path / "pages.jsonl").write_text(json.dumps(page) + "\n")
+    (tmp_path / "qa.jsonl").write_text(json.dumps({"question": "How many arches has the bridge?", "answer": "nine"}))
+    out = tmp_path / "t.jsonl"
+    assert main(["synth", "trajectories", "--teacher", "policy", "--model", str(policy_dir[0]), "--questions",
+                 str(tmp_path / "qa.jsonl"), "--world", f"pages:{tmp_path / 'pages.jsonl'}", "--tools", "search",
+                 "--out", str(out), "--funnel", "none", "--tries", "2", "--max-tool-calls", "2", "--max-context",
+                 "2048", "--date", "2025-01-01", "--no-progress"]) == 0  # its tokenizer: the checkpoint's
+    stats = json.loads((tmp_path / "t.jsonl.stats.json").read_text())
+    assert stats["rounds"] == [1, 1] and out.read_text() == ""  # it only ever searches: never an answer, never kept
+    assert stats["reasons"] == {"validity: ended by max_tool_calls, not an answer": 2}

@@ -100,7 +100,15 @@ def test_401_names_the_key_variable_but_not_the_key(server, secret_keys):
 
 
 def test_concurrency_limit_bounds_requests_in_flight(server, secret_keys):
-    server.route = lambda r: Reply(200, chat_reply("ok"), delay_s=0.1)
+    two = threading.Event()
+
+    def route(request):  # the first request waits for a second one in flight with it, then each takes a moment
+        if server.in_flight >= 2:
+            two.set()
+        two.wait(60)
+        return Reply(200, chat_reply("ok"), delay_s=0.1)
+
+    server.route = route
     llm = client_for(server.url, max_concurrency=2)
     threads = [threading.Thread(target=llm.complete, args=([{"role": "user", "content": "x"}],)) for _ in range(6)]
     for t in threads:

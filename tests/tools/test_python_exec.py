@@ -30,15 +30,15 @@ def test_markdown_fences_are_stripped_and_silence_is_explained():
 
 
 def test_an_infinite_loop_is_killed_by_the_cpu_limit():
-    text = run_python("while True:\n    pass", PythonConfig(cpu_s=1, timeout_s=10))
+    text = run_python("while True:\n    pass", PythonConfig(cpu_s=1, timeout_s=120))  # 1 s of CPU comes first
     assert text == "[killed by SIGXCPU: the CPU-time limit of 1 s was exceeded]"
 
 
 def test_a_sleeping_process_and_its_children_are_killed_at_the_wall_clock_limit():
-    code = "import subprocess, time\np = subprocess.Popen(['sleep', '30'])\ntime.sleep(30)"
+    code = "import subprocess, time\np = subprocess.Popen(['sleep', '60'])\ntime.sleep(60)"
     start = time.perf_counter()
     text = run_python(code, PythonConfig(timeout_s=2))  # `test_sandbox_attacks`: nothing of the run survives it
-    assert time.perf_counter() - start < 10
+    assert time.perf_counter() - start < 60  # returned before the sleeps ended: it waited for no process
     assert text == "[killed: the wall-clock limit of 2 s was exceeded]"
 
 
@@ -97,7 +97,7 @@ def test_long_output_is_truncated():
 
 
 def test_output_beyond_the_file_size_limit_stops_the_code():
-    text = run_python("while True:\n    print('y' * 10_000)", PythonConfig(file_mb=1, output_chars=100, timeout_s=10))
+    text = run_python("while True:\n    print('y' * 10_000)", PythonConfig(file_mb=1, output_chars=100, timeout_s=120))
     assert "File too large" in text
     assert text.endswith("the output / file size limit of 1 MB was reached]")
 
@@ -115,6 +115,6 @@ def test_environment_has_no_keys_and_cwd_is_a_fresh_scratch_dir(monkeypatch):
 
 
 def test_python_tool_through_the_registry():
-    registry = ToolRegistry([python_tool(PythonConfig(timeout_s=5))])
+    registry = ToolRegistry([python_tool(PythonConfig(timeout_s=60))])
     assert registry.call("python", {"code": "print(2 ** 10)"}).text == "stdout:\n1024"
     assert registry.call("python", {}).error == "missing required argument 'code' (string)"

@@ -7,12 +7,10 @@ same questions (the question sampler's position, saved in the checkpoint, crosse
 import os
 import re
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from kill_support import finished, launch, paused, wait_until
 
 from jaxseeker.agent import read_episodes
 from jaxseeker.train.metrics import read_metrics
@@ -20,23 +18,17 @@ from jaxseeker.train.rl_bench import write_toy
 
 CONFIG = Path(__file__).parents[2] / "configs" / "rl_tiny.yaml"
 STEPS = 8
-KILL_AFTER = 4  # SIGKILL once the checkpoint of this step is on disk
+KILL_AFTER = 4  # SIGKILL after the next step, once the checkpoint of this step is on disk
 DETERMINISTIC = ("reward", "accuracy", "format_rate", "response_tokens", "groups", "loss", "grad_norm", "entropy",
                  "approx_kl", "ratio_mean", "ratio_max", "clip_frac_low", "clip_frac_high", "logp_mismatch")
 
 
-def _launch(paths: dict, out_dir: Path, log: Path, *extra: str) -> subprocess.Popen:
-    """`jaxseeker rl` on the toy: 5 questions, 2 per step (a new sampler epoch every 2.5 steps), 4 rollouts each.
-
-    Output goes to `log` (a file: a pipe nobody reads could fill up and stall the run).
-    """
+def _argv(paths: dict, out_dir: Path, *extra: str) -> list[str]:
+    """`jaxseeker rl` on the toy: 5 questions, 2 per step (a new sampler epoch every 2.5 steps), 4 rollouts each."""
     sets = [f"model.hf_path={paths['policy']}", f"rl.questions=[{paths['questions']}]", f"rl.out_dir={out_dir}",
             f"rl.steps={STEPS}", "rl.checkpoint_every=2", "rl.batch_questions=2", "rl.group_size=4",
             "rl.episodes_every=1"]
-    cmd = [sys.executable, "-m", "jaxseeker.cli", "rl", "--config", str(CONFIG), "--no-progress", *extra,
-           *[a for s in sets for a in ("--set", s)]]
-    with log.open("w") as f:
-        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, text=True)
+    return ["rl", "--config", str(CONFIG), "--no-progress", *extra, *[a for s in sets for a in ("--set", s)]]
 
 
 def _rows(out_dir: Path) -> dict[int, list[dict]]:
@@ -47,12 +39,6 @@ def _rows(out_dir: Path) -> dict[int, list[dict]]:
     return rows
 
 
-def _logged(out_dir: Path, step: int) -> bool:
-    """Whether the run's metrics have a row for `step` (read as text: the file is being written)."""
-    path = out_dir / "metrics.jsonl"
-    return path.exists() and f'{{"step": {step},' in path.read_text()
-
-
 def _questions(out_dir: Path, step: int) -> list[str]:
     """The questions step `step` rolled out, one per group."""
     return [e.question for e in read_episodes(out_dir / "episodes" / f"step_{step:06d}.jsonl") if e.sample == 0]
@@ -61,27 +47,24 @@ def _questions(out_dir: Path, step: int) -> list[str]:
 def test_sigkill_then_resume_repeats_the_uninterrupted_steps(tmp_path):
     paths = write_toy(tmp_path / "toy", n_questions=5)
     logs = {name: tmp_path / f"{name}.log" for name in ("whole", "killed", "resumed")}
-    whole = _launch(paths, tmp_path / "whole", logs["whole"])
-    killed = _launch(paths, tmp_path / "killed", logs["killed"])
-    deadline = time.time() + 240
-    # Kill once step KILL_AFTER is checkpointed and the next step is logged: that step has to be done again.
-    while time.time() < deadline and not ((tmp_path / "killed" / "checkpoints" / str(KILL_AFTER)).exists()
-                                          and _logged(tmp_path / "killed", KILL_AFTER + 1)):
-        assert killed.poll() is None, logs["killed"].read_text()
-        time.sleep(0.1)
+    whole = launch(_argv(paths, tmp_path / "whole"), logs["whole"])
+    # The killed run stops for good once it has logged step KILL_AFTER + 1, after the checkpoint of KILL_AFTER:
+    # that step has to be done again.
+    killed = launch(_argv(paths, tmp_path / "killed"), logs["killed"], pause_at=KILL_AFTER + 1)
+    wait_until(paused(logs["killed"]).exists, killed, logs["killed"], f"step {KILL_AFTER + 1}")
+    wait_until((tmp_path / "killed" / "checkpoints" / str(KILL_AFTER)).exists, killed, logs["killed"],
+               f"checkpoint of step {KILL_AFTER}")  # saved asynchronously: it may still be on its way
     os.kill(killed.pid, signal.SIGKILL)
     assert killed.wait() == -signal.SIGKILL
-    assert max(_rows(tmp_path / "killed")) < STEPS  # killed mid-run
+    assert max(_rows(tmp_path / "killed")) == KILL_AFTER + 1
 
-    resumed = _launch(paths, tmp_path / "killed", logs["resumed"], "--resume")
-    assert resumed.wait(timeout=240) == 0, logs["resumed"].read_text()
-    start = int(re.search(r"resumed_from +(\d+)\n", logs["resumed"].read_text()).group(1))
-    assert KILL_AFTER <= start < STEPS
-    assert whole.wait(timeout=240) == 0, logs["whole"].read_text()
+    resumed = launch(_argv(paths, tmp_path / "killed", "--resume"), logs["resumed"])
+    assert re.search(rf"resumed_from +{KILL_AFTER}\n", finished(resumed, logs["resumed"]))
+    finished(whole, logs["whole"])
 
     expected, got = _rows(tmp_path / "whole"), _rows(tmp_path / "killed")
     assert sorted(expected) == sorted(got) == list(range(1, STEPS + 1))
-    for step in range(start + 1, STEPS + 1):
+    for step in range(KILL_AFTER + 1, STEPS + 1):
         [want], [row] = expected[step], got[step]  # one row: the killed run's rows past the checkpoint are dropped
         for key in DETERMINISTIC:
             assert row[key] == pytest.approx(want[key], rel=1e-5, abs=1e-6), (step, key)

@@ -2,16 +2,15 @@
 
 import json
 import os
+import re
 import signal
-import subprocess
-import sys
-import time
 
 import ml_dtypes
 import numpy as np
 import pytest
 import transformers
 import yaml
+from kill_support import finished, launch, paused, wait_until
 
 from jaxseeker.cli import main
 from jaxseeker.data import train_tokenizer
@@ -54,7 +53,7 @@ def workspace(tmp_path_factory):
     return root, path
 
 
-def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path):
+def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path, capsys):
     root, path = workspace
     summary = run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'run'}"]), progress=False)
     losses = [r["loss"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl") if "loss" in r]
@@ -66,18 +65,26 @@ def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path):
     assert (again["resumed_from"], again["trained_tokens"]) == (30, 0)  # a finished run: nothing trained
     assert again["final_loss"] == pytest.approx(losses[-1]) and again["eval_loss"] == pytest.approx(summary["eval_loss"])
 
-    from jaxseeker.train.export import export_hf
+    from jaxseeker.train.export import export_hf, restore_run
 
     out = export_hf(tmp_path / "run", tmp_path / "hf")
     hf = transformers.AutoModelForCausalLM.from_pretrained(out)
     tok = transformers.AutoTokenizer.from_pretrained(out)
     assert hf.config.vocab_size == 400 and tok.eos_token == "<|im_end|>"
-    half = export_hf(tmp_path / "run", tmp_path / "hf_bf16", dtype="bfloat16")  # restored as bfloat16 on the host
-    full, halved = TensorReader(out), TensorReader(half)
-    assert full.names() == halved.names()
+    capsys.readouterr()
+    assert main(["export-hf", "--model", str(tmp_path / "run"), "--out", str(tmp_path / "hf_bf16")]) == 0
+    assert capsys.readouterr().out == f"wrote {tmp_path / 'hf_bf16'}\n"
+    full, halved = TensorReader(out), TensorReader(tmp_path / "hf_bf16")  # the command's default: bfloat16,
+    assert full.names() == halved.names()  # restored as bfloat16 on the host
     for name in full.names():
         assert halved.get(name).dtype == ml_dtypes.bfloat16
         np.testing.assert_array_equal(halved.get(name), full.get(name).astype(ml_dtypes.bfloat16))
+    assert main(["export-hf", "--model", str(tmp_path / "run" / "checkpoints"), "--out", str(tmp_path / "hf_25"),
+                 "--step", "25", "--dtype", "float32"]) == 0  # an earlier checkpoint, from the checkpoints folder
+    _, _, at_25 = restore_run(tmp_path / "run", step=25)
+    np.testing.assert_array_equal(TensorReader(tmp_path / "hf_25").get("model.embed_tokens.weight"),
+                                  np.asarray(at_25["embed"]))
+    assert not np.array_equal(np.asarray(at_25["embed"]), full.get("model.embed_tokens.weight"))  # trained since
 
 
 def test_a_run_whose_checkpoints_live_elsewhere_exports_from_its_own_directory(workspace, tmp_path):
@@ -107,35 +114,35 @@ def test_the_summary_counts_trajectories_cut_at_seq_len(workspace, tmp_path):
         assert (summary["truncated"] == 0) is not cut
 
 
-def _launch(config, out_dir, *extra):
-    cmd = [sys.executable, "-m", "jaxseeker.cli", "sft", "--config", str(config), "--set", f"train.out_dir={out_dir}",
-           "--set", "train.steps=12", *extra]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def _sft_argv(config, out_dir, *extra):
+    return ["sft", "--config", str(config), "--set", f"train.out_dir={out_dir}", "--set", "train.steps=12", *extra]
 
 
 def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, tmp_path):
     _, path = workspace
-    whole = _launch(path, tmp_path / "whole")
-    killed = _launch(path, tmp_path / "killed")
-    ckpts = tmp_path / "killed" / "checkpoints"
-    deadline = time.time() + 240
-    while time.time() < deadline and not (ckpts / "5").exists():
-        assert killed.poll() is None, killed.stderr.read()
-        time.sleep(0.2)
+    logs = {name: tmp_path / f"{name}.log" for name in ("whole", "killed", "resumed")}
+    whole = launch(_sft_argv(path, tmp_path / "whole"), logs["whole"])
+    # The killed run stops for good once it has logged step 6, so the kill lands between the checkpoint of step 5
+    # and the end: step 6 has to be trained again.
+    killed = launch(_sft_argv(path, tmp_path / "killed"), logs["killed"], pause_at=6)
+    wait_until(paused(logs["killed"]).exists, killed, logs["killed"], "step 6")
+    wait_until((tmp_path / "killed" / "checkpoints" / "5").exists, killed, logs["killed"],
+               "checkpoint of step 5")  # saved asynchronously: it may still be on its way
     os.kill(killed.pid, signal.SIGKILL)
-    killed.wait()
-    assert whole.wait(timeout=240) == 0, whole.stderr.read()
-    resumed = _launch(path, tmp_path / "killed", "--resume")
-    assert resumed.wait(timeout=240) == 0, resumed.stderr.read()
+    assert killed.wait() == -signal.SIGKILL
+
+    resumed = launch(_sft_argv(path, tmp_path / "killed", "--resume"), logs["resumed"])
+    assert re.search(r"resumed_from +5\n", finished(resumed, logs["resumed"]))
+    finished(whole, logs["whole"])
 
     def losses(run):
-        rows = read_metrics(tmp_path / run / "metrics.jsonl")
-        return {r["step"]: r["loss"] for r in rows if "loss" in r}
+        return [(r["step"], r["loss"]) for r in read_metrics(tmp_path / run / "metrics.jsonl") if "loss" in r]
 
     expected, got = losses("whole"), losses("killed")
-    assert sorted(got) == list(range(1, 13))
-    for step in range(1, 13):
-        assert got[step] == pytest.approx(expected[step], abs=1e-6), step
+    # one row a step: the killed run's row of step 6 was dropped when the resumed run logged it again
+    assert [step for step, _ in got] == [step for step, _ in expected] == list(range(1, 13))
+    for (step, want), (_, loss) in zip(expected, got):
+        assert loss == pytest.approx(want, abs=1e-6), step
 
 
 def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_losses(workspace, tmp_path, capsys,
@@ -170,7 +177,8 @@ def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_lo
 
 def test_bad_recipe_keys_are_named(workspace):
     _, path = workspace
-    with pytest.raises(RecipeError, match=r"train: unknown keys \['stepz'\]; known keys: \[.*'steps'"):
+    with pytest.raises(RecipeError, match=r"train: unknown keys \['stepz'\] \(did you mean 'steps'\?\); known keys: "
+                                          r"\[.*'steps'"):
         run_sft(read_recipe(path, ["train.stepz=3"]), progress=False)
     with pytest.raises(RecipeError, match=r"unknown sections \['optimiser'\]"):
         run_sft(read_recipe(path, ["optimiser.lr=1"]), progress=False)

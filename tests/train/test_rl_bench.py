@@ -1,0 +1,29 @@
+"""`jaxseeker bench rl --pack` at a tiny size: both sides (one padded row per episode, then packed rows) run a
+measured step of the toy, and each prints its full table (the seconds are the machine's)."""
+
+import re
+
+from jaxseeker.cli import main
+
+PHASES = ["phase", "rollout", "engine (device)", "waiting for tools", "judge / reward", "old-logprob pass", "update",
+          "other (host)", "step"]
+
+
+def test_bench_rl_runs_one_row_per_episode_then_packed_rows_and_prints_both_tables(capsys):
+    argv = ["bench", "rl", "--hidden", "16", "--layers", "1", "--questions", "2", "--group-size", "2",
+            "--mini-batches", "1", "--steps", "1", "--max-context", "512", "--pack"]
+    assert main(argv) == 0
+    tables = capsys.readouterr().out.split("\nbench rl: ")[1:]
+    assert len(tables) == 2
+    for table, rows in zip(tables, ("one padded row per episode", "packed")):
+        lines = table.splitlines()
+        assert lines[0].startswith("0.0M-param Qwen3 shape (1 layers, hidden 16), 2 questions × 2 rollouts, cpu")
+        assert [line[:22].strip() for line in lines[1:10]] == PHASES
+        seconds = {line[:22].strip(): float(line[22:31]) for line in lines[2:10]}
+        assert seconds["update"] > 0 and seconds["step"] > 0 and lines[9].endswith("100.0%")
+        sampled = re.match(r"episodes: (\d+) sampled / (\d+) context tokens, ", lines[10])
+        assert int(sampled.group(1)) > 0 and int(sampled.group(2)) > int(sampled.group(1))  # the prompt and more
+        assert "4 update rows" in lines[10] and f"({rows})" in lines[10]
+        assert lines[11].startswith("device utilisation ")
+    assert re.fullmatch(r"packed update rows: update [\d.]+ s vs [\d.]+ s one row per episode \([\d.]+×\), "
+                        r"\d+ vs \d+ rows, fill \d+% vs \d+%", tables[1].splitlines()[-1])
