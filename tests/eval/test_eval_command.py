@@ -225,7 +225,7 @@ def test_eval_refuses_a_mesh_it_cannot_read(capsys):
     with pytest.raises(SystemExit):
         cli(["eval", "--model", "m", "--mesh", "tensor=2,pipeline=4"])
     assert "argument --mesh: 'tensor=2,pipeline=4': expected axis=size with axes ['data', 'fsdp', 'tensor', " \
-           "'expert'], got 'pipeline=4'" in capsys.readouterr().err
+           "'expert', 'context'], got 'pipeline=4'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli(["eval", "--model", "m", "--mesh", f"fsdp=1,tensor={jax.device_count() + 1}"])
     assert f"argument --mesh: 'fsdp=1,tensor={jax.device_count() + 1}': MeshConfig " in capsys.readouterr().err

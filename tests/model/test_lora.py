@@ -114,7 +114,7 @@ def test_adapter_axes_shard_like_their_weights_with_the_rank_whole():
     q, o = axes["blocks"][0]["q"], axes["blocks"][0]["o"]
     assert q == {"a": ("layers", "embed", "lora_rank"), "b": ("layers", "lora_rank", "heads", "head_dim")}
     assert o == {"a": ("layers", "heads", "head_dim", "lora_rank"), "b": ("layers", "lora_rank", "embed")}
-    mesh = AbstractMesh((2, 2, 2, 1), MESH_AXES)  # data, fsdp, tensor, expert
+    mesh = AbstractMesh((2, 2, 2, 1, 1), MESH_AXES)  # data, fsdp, tensor, expert, context
     assert logical_to_spec(q["a"], DEFAULT_RULES, mesh, shapes["blocks"][0]["q"]["a"]) == P(None, "fsdp", None)
     assert logical_to_spec(q["b"], DEFAULT_RULES, mesh, shapes["blocks"][0]["q"]["b"]) == P(None, None, "tensor", None)
 

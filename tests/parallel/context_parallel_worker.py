@@ -284,7 +284,7 @@ def decode() -> dict:
         out = {}
         while engine.has_work():
             out.update({e.request_id: e.tokens for e in engine.step()})
-        tokens[name], k_cache[name] = [out["0"], out["1"]], engine._cache.k[0]  # [layers, slots, max_len, kv, dim]
+        tokens[name], k_cache[name] = [out["0"], out["1"]], engine._cache.k[0]  # layer 0: [slots, kv, dim, length]
     k = k_cache["context4"]
     return {"tokens": tokens, "k_spec": str(k.sharding.spec),
             "k_shard_shape": list(k.addressable_shards[0].data.shape), "k_shape": list(k.shape)}

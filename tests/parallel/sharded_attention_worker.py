@@ -200,7 +200,7 @@ def splash_rl_case() -> dict[str, list]:
                                  make_optimizer(SPLASH_OPT), mesh)
     batch = {key: jax.ShapeDtypeStruct((SPLASH_ROWS, SPLASH_SEQ), jnp.float32 if key in ("old_logp", "advantages")
                                        else jnp.int32, sharding=fns.batch_sharding) for key in ROW_KEYS}
-    return {"update": sorted(pallas_operand_shapes(fns.update.trace(state, batch).jaxpr.jaxpr)),
+    return {"update": sorted(pallas_operand_shapes(jax.jit(fns.update).trace(state, batch).jaxpr.jaxpr)),
             "logprobs": sorted(pallas_operand_shapes(fns.logprobs.trace(state.params, batch).jaxpr.jaxpr))}
 
 

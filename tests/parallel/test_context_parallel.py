@@ -112,6 +112,7 @@ def decode() -> dict:
 
 def test_the_engine_decodes_with_its_kv_cache_split_over_the_context_axis(decode):
     assert decode["tokens"]["context4"] == decode["tokens"]["one_device"]
-    assert decode["k_spec"] == "P(None, 'data', 'context')"  # [layers, slots, max_len, kv_heads, head_dim]
-    layers, slots, max_len, kv_heads, head_dim = decode["k_shape"]
-    assert decode["k_shard_shape"] == [layers, slots // 2, max_len // 4, kv_heads, head_dim]
+    assert decode["k_spec"] == "P('data', None, None, 'context')"  # layer 0's keys: [slots, kv_heads, head_dim, length]
+    slots, kv_heads, head_dim, length = decode["k_shape"]
+    assert length % 4 == 0
+    assert decode["k_shard_shape"] == [slots // 2, kv_heads, head_dim, length // 4]
