@@ -1,10 +1,14 @@
-"""Greedy generation throughput: our engine against Hugging Face `generate` on the same weights, in one run."""
+"""Greedy generation throughput: our engine against Hugging Face `generate` on the same weights, in one run.
+
+The weights are a random Qwen2 model of a given shape, or a real checkpoint (`model_dir`: an HF directory, a GGUF
+file or a registered name such as "smollm2-135m-instruct"), loaded by both sides from the same files."""
 
 from __future__ import annotations
 
 import dataclasses
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -42,6 +46,15 @@ def _hf_model(shape: BenchShape):
     return transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
 
 
+def _hf_pretrained(model_dir: Path):
+    """The HF model in `model_dir` in float32 (eager attention, eval mode)."""
+    import torch
+    import transformers
+
+    return transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32,
+                                                             attn_implementation="eager").eval()
+
+
 def _hf_generate(hf, prompts: np.ndarray, new_tokens: int) -> np.ndarray:
     """Greedy HF `generate` of exactly `new_tokens` tokens → `[batch, new_tokens]`."""
     import torch
@@ -77,8 +90,8 @@ def _timed(fn, *args) -> tuple[float, np.ndarray]:
     return time.perf_counter() - start, result
 
 
-def run_generate_bench(shape: BenchShape = BenchShape()) -> dict:
-    """Time HF `generate` and our engine on identical random weights and prompts.
+def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None = None) -> dict:
+    """Time HF `generate` and our engine on identical weights (random of `shape`, or `model_dir`'s) and prompts.
 
     After a warm-up of each (ours compiles there), the two run `repeats` times in turn and the best time of
     each counts (the machine may be shared). Returns tokens/s of both, their ratio, our compile overhead and
@@ -88,11 +101,15 @@ def run_generate_bench(shape: BenchShape = BenchShape()) -> dict:
 
     from jaxseeker import model
 
-    hf = _hf_model(shape)
-    with tempfile.TemporaryDirectory() as tmp:
-        hf.save_pretrained(tmp)
-        cfg, params = model.load_hf(tmp)
-    prompts = np.random.default_rng(shape.seed).integers(1, shape.vocab_size, (shape.batch, shape.prompt_len))
+    if model_dir is not None:
+        hf = _hf_pretrained(model_dir)
+        cfg, params = model.load_hf(model_dir)
+    else:
+        hf = _hf_model(shape)
+        with tempfile.TemporaryDirectory() as tmp:
+            hf.save_pretrained(tmp)
+            cfg, params = model.load_hf(tmp)
+    prompts = np.random.default_rng(shape.seed).integers(1, cfg.vocab_size, (shape.batch, shape.prompt_len))
     n = shape.new_tokens
     _hf_generate(hf, prompts, 4)
     first_s, _ = _timed(_engine_generate, params, cfg, prompts, n, shape.steps_per_call)
@@ -105,6 +122,10 @@ def run_generate_bench(shape: BenchShape = BenchShape()) -> dict:
     hf_s, ours_s = min(hf_times), min(our_times)
     generated = shape.batch * n
     return {
+        "model": str(model_dir) if model_dir is not None else "random",
+        "hidden_size": cfg.hidden_size,
+        "num_layers": cfg.num_layers,
+        "vocab_size": cfg.vocab_size,
         "params_M": model.count_params(cfg) / 1e6,
         "torch_threads": torch.get_num_threads(),
         "generated_tokens": generated,
@@ -125,8 +146,8 @@ def format_table(shape: BenchShape, result: dict) -> str:
     lines = [
         (
             f"greedy generation, batch {shape.batch}, prompt {shape.prompt_len}, +{shape.new_tokens} tokens, f32, "
-            f"{result['params_M']:.1f}M params (hidden {shape.hidden_size}, {shape.num_layers} layers, "
-            f"vocab {shape.vocab_size}), steps/call {shape.steps_per_call}, torch threads {result['torch_threads']}"
+            f"{result['params_M']:.1f}M params ({result['model']}: hidden {result['hidden_size']}, "
+            f"{result['num_layers']} layers, vocab {result['vocab_size']}), steps/call {shape.steps_per_call}, torch threads {result['torch_threads']}"
         ),
         f"{'best of ' + str(len(result['hf_runs_s'])):<22}{'seconds':>10}{'tokens/s':>12}",
         f"{'HF generate (torch)':<22}{result['hf_s']:>10.2f}{result['hf_tok_s']:>12.0f}",

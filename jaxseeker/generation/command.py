@@ -24,7 +24,12 @@ def _bench_generate(args: argparse.Namespace) -> int:
     """Runs the benchmark once and prints the table (or JSON)."""
     shape = BenchShape(**{f.name: getattr(args, f.name) for f in dataclasses.fields(BenchShape)})
     _check_shape(shape)
-    result = run_generate_bench(shape)
+    model_dir = None
+    if args.model is not None:
+        from jaxseeker.model import resolve_model
+
+        model_dir = resolve_model(args.model)  # a registered name or GGUF file is imported once into the cache
+    result = run_generate_bench(shape, model_dir)
     print(json.dumps({**dataclasses.asdict(shape), **result}) if args.json else format_table(shape, result))
     return 0
 
@@ -32,8 +37,11 @@ def _bench_generate(args: argparse.Namespace) -> int:
 def add_bench_parser(bench_subparsers: argparse._SubParsersAction) -> None:
     """Adds ``bench generate`` to the ``jaxseeker bench`` group."""
     gen = bench_subparsers.add_parser(
-        "generate", help="greedy generation tokens/s: jaxseeker Engine vs HF generate, same random weights"
+        "generate", help="greedy generation tokens/s: jaxseeker Engine vs HF generate, same weights"
     )
+    gen.add_argument("--model", "--hf-path", dest="model", metavar="MODEL",
+                     help="a real model instead of random weights: an HF directory, a GGUF file or a registered name "
+                          "(smollm2-135m-instruct); the shape flags are then unused")
     for field in dataclasses.fields(BenchShape):
         gen.add_argument(
             f"--{field.name.replace('_', '-')}", dest=field.name, type=at_least(LOWEST.get(field.name, 1)),

@@ -52,3 +52,26 @@ def test_bench_generate_heads_that_make_no_model_end_before_the_run(argv, messag
     with pytest.raises(SystemExit, match="^jaxseeker bench generate: ") as exit_:
         args.func(args)
     assert message in str(exit_.value.code)
+
+
+def test_bench_generate_runs_a_saved_checkpoint_on_both_sides(tmp_path, capsys):
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
+    args = build_parser().parse_args(["bench", "generate", "--hf-path", str(tmp_path), "--batch", "2",
+                                      "--prompt-len", "8", "--new-tokens", "8", "--repeats", "1", "--json"])
+    assert args.func(args) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (result["model"], result["vocab_size"], result["num_layers"]) == (str(tmp_path), 300, 2)
+    assert result["rows_equal"] == 1.0  # the real checkpoint's greedy tokens, as transformers decodes them
+
+
+def test_bench_generate_names_a_model_it_cannot_find(tmp_path):
+    from jaxseeker.cli import main
+
+    with pytest.raises(SystemExit, match=r"^jaxseeker bench: model '.*missing': neither a registered name"):
+        main(["bench", "generate", "--model", str(tmp_path / "missing")])
