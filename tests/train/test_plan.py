@@ -5,12 +5,15 @@ import dataclasses
 import functools
 import json
 import math
+import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import pytest
 from cli_support import usage_error
 
+import jaxseeker
 from jaxseeker import model
 from jaxseeker.cli import main
 from jaxseeker.model.flops import flops_per_token
@@ -271,3 +274,18 @@ def test_the_8b_grpo_128k_stage_fits_the_slices_its_config_names(chip, mesh, cap
     stages = plan["stages"]
     assert stages[-1]["seq"] == 131072 and all(s["fits"] for s in stages), [s["memory"]["peak"] for s in stages]
 
+
+RL_CONFIGS = sorted(p for p in (Path(jaxseeker.__file__).parent / "configs").glob("*.yaml")
+                    if re.search(r"^rl:\s*$", p.read_text(), re.M))  # RL recipes, not pipelines
+
+
+@pytest.mark.parametrize("path", RL_CONFIGS, ids=lambda p: p.stem)
+def test_every_rl_config_fits_the_slice_its_comment_names_with_the_engine(path, capsys):
+    """Each RL recipe on the mesh it sets and the chip its `# Plan:` line names (v5p when it names none), with the
+    rollout engine's weights, cache and hand-off counted."""
+    chip = re.search(r"--chip (\w+)", path.read_text())
+    assert main(["plan", "--config", str(path), "--chip", chip.group(1) if chip else "v5p", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    for stage in plan["stages"]:
+        assert stage["engine"] and stage["memory"]["engine_weights"] > 0, stage["stage"]
+        assert stage["fits"], (stage["stage"], stage["over"], {k: v for k, v in stage["memory"].items() if v})
