@@ -40,16 +40,17 @@ if TYPE_CHECKING:  # jax and transformers load inside the functions that run the
 
 def make_engine(params: Any, cfg: model.ModelConfig, tokenizer: Any, *, slots: int, max_len: int,
                 sampling: SamplingConfig, steps_per_call: int = 8, min_window: int = 256, mesh: Mesh | None = None,
-                rules: Rules | None = None) -> Engine:
+                rules: Rules | None = None, **layout: Any) -> Engine:
     """A generation Engine that stops turns the way the rollout loop expects (`engine_stops`); with `mesh`, the
-    params and the cache are sharded over it by their logical axes (`rules`, default `parallel.DEFAULT_RULES`)."""
+    params and the cache are sharded over it by their logical axes (`rules`, default `parallel.GENERATION_RULES`).
+    `layout`: the Engine's `dtype`, `handoff_mesh` and `stacked_prefill`."""
     from jaxseeker.generation import Engine
 
     eos_ids, stop_strings = engine_stops(tokenizer)
     renderer = Renderer(tokenizer)
     return Engine(params, cfg, slots=slots, max_len=max_len, sampling=sampling, eos_ids=eos_ids,
                   stop_strings=stop_strings, decode=renderer.decode, steps_per_call=steps_per_call,
-                  min_window=min(min_window, max_len), mesh=mesh, rules=rules)
+                  min_window=min(min_window, max_len), mesh=mesh, rules=rules, **layout)
 
 
 def summarize(result: RolloutResult) -> str:

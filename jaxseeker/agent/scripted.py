@@ -135,6 +135,10 @@ class ScriptedEngine:
         """Store new weights (a script has no use for them)."""
         self.params = params
 
+    def unload(self) -> None:
+        """Drop the weights, as the engine does while the trainer updates them."""
+        self.params = None
+
     def has_work(self) -> bool:
         """True while some request is decoding."""
         return any(r.active for r in self._requests.values())

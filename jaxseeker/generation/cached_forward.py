@@ -32,11 +32,15 @@ from jaxseeker.model.rope import rope_tables
 def _write(cache: jax.Array, new: jax.Array, positions: jax.Array, *, transposed: bool) -> jax.Array:
     """`new` `[batch, seq, kv_heads, head_dim]` written at `positions` `[batch, seq]` into `cache`, `[batch, kv_heads,
     length, head_dim]`, or `[batch, kv_heads, head_dim, length]` when `transposed` (positions past the end are
-    dropped). The index arrays broadcast to `[batch, seq, kv_heads]`, the dimensions of `new` before head_dim."""
-    b, s, kvh, _ = new.shape
-    rows, heads, at = jnp.arange(b)[:, None, None], jnp.arange(kvh)[None, None, :], positions[:, :, None]
-    index = (rows, heads, slice(None), at) if transposed else (rows, heads, at)
-    return cache.at[index].set(new.astype(cache.dtype), mode="drop")
+    dropped). Mapped over the rows, so the scatter keeps the batch as a batch dimension and a cache sharded over its
+    rows is written shard by shard."""
+    def row(c: jax.Array, n: jax.Array, p: jax.Array) -> jax.Array:  # c without batch, n [seq, kv_heads, head_dim]
+        n = n.astype(c.dtype)
+        if transposed:  # c [kv_heads, head_dim, length]
+            return c.at[:, :, p].set(n.transpose(1, 2, 0), mode="drop")
+        return c.at[:, p].set(n.swapaxes(0, 1), mode="drop")  # c [kv_heads, length, head_dim]
+
+    return jax.vmap(row)(cache, new, positions)
 
 
 def _layer(p: dict, x: jax.Array, k_cache: jax.Array, v_cache: jax.Array, rope, q_index: jax.Array, mask: jax.Array,
@@ -58,7 +62,7 @@ def _inputs(params: dict, tokens: jax.Array, segment_ids: jax.Array, cache: Laye
     with them `[batch, length]`, the attention mask `[batch, seq, length]` and the RoPE tables."""
     b, s = tokens.shape
     q_index = cache.end[:, None] + jnp.arange(s)[None, :]  # [batch, seq]
-    segments = cache.segment_ids.at[jnp.arange(b)[:, None], q_index].set(segment_ids, mode="drop")
+    segments = jax.vmap(lambda row, p, ids: row.at[p].set(ids, mode="drop"))(cache.segment_ids, q_index, segment_ids)
     mask = attention_mask(q_index, segment_ids, segments)
     x = params["embed"].astype(jnp.dtype(cfg.compute_dtype))[tokens]
     return x, q_index, segments, mask, rope_tables(q_index, cfg)

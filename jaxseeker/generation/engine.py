@@ -16,10 +16,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-import jax
+import jax.numpy as jnp
 import numpy as np
 
-from jaxseeker.generation import layout, steps
+from jaxseeker.generation import handoff, layout, steps
 from jaxseeker.generation.sampling import SamplingConfig, request_hash
 from jaxseeker.model import ModelConfig
 
@@ -70,9 +70,14 @@ class Engine:
     so short contexts do not pay attention over a long cache. Compiled shapes: decode once per cache length;
     prefill once per (rows bucket, cache length).
 
-    With a `mesh`, the params and the cache are placed on it by their logical axes (`rules`, default
-    `parallel.DEFAULT_RULES`): slots split over the data axes, heads and MLP over `tensor`; the cache is created
-    sharded.
+    The engine's weights and cache are in `dtype` (default: the model's compute dtype, which the forward casts every
+    weight to anyway), whatever the dtype of the params given. With a `mesh`, they are placed on it by their logical
+    axes (`rules`, default `parallel.GENERATION_RULES`): weights stationary, split over `tensor` only, so decoding
+    never gathers one; slots split over the data axes (the engine's replicas); the cache is created sharded.
+    `handoff_mesh`: the mesh new params are resharded onto before this process takes its part (a multi-host RL run:
+    every process's engine mesh side by side, `parallel.replica_meshes`; default: `mesh`). `stacked_prefill`: keep a
+    stacked copy of the weights for the scanned prefill (`cached_forward.prefill_forward`: compiles faster, at twice
+    the weights' memory); False prefills over the per-layer weights, unrolled.
     """
 
     def __init__(
@@ -91,6 +96,9 @@ class Engine:
         mesh=None,
         rules=None,
         min_window: int = 256,
+        dtype: str | None = None,
+        handoff_mesh=None,
+        stacked_prefill: bool = True,
     ):
         for name, value, low in (("slots", slots, 1), ("max_len", max_len, 2), ("steps_per_call", steps_per_call, 1),
                                  ("prefill_chunk", prefill_chunk, 1), ("min_window", min_window, 1)):
@@ -108,13 +116,14 @@ class Engine:
         self.stop_strings = tuple(stop_strings)
         self._decode_text = decode
         self._stop_window = max((len(s) for s in self.stop_strings), default=0) + 2  # tokens re-decoded per check
-        self._mesh, self._rules = mesh, rules
+        self.dtype = jnp.dtype(dtype or cfg.compute_dtype).name
+        self.stacked_prefill = stacked_prefill
+        self._mesh, self._rules = mesh, _generation_rules() if mesh is not None and rules is None else rules
         self._cache_shardings: dict[int, layout.LayerCache] = {}
-        self._param_sharding = None if mesh is None else layout.param_shardings(cfg, mesh, rules)
-        self._stacked_sharding = None if mesh is None else _param_shardings(cfg, mesh, rules)
-        self._stacked, self._params = self._place(params)
-        length = self._window(1)
-        self._cache = layout.init_layer_cache(cfg, slots, length, sharding=self._cache_sharding(length))
+        self._handoff = handoff.handoff_fn(cfg, dtype=self.dtype, stacked=stacked_prefill,
+                                           mesh=handoff_mesh or mesh, local_mesh=mesh, rules=self._rules)
+        self._stacked = self._params = self._cache = None
+        self.set_params(params)
         self._slots: list[_Slot | None] = [None] * slots
         self._index: dict[str, int] = {}
 
@@ -188,20 +197,24 @@ class Engine:
         return self.max_len - (slot.end + len(slot.prefill) + 1)
 
     def set_params(self, params) -> None:
-        """Use new weights from the next call on (same tree, shapes and dtypes: no recompile; no copy unless the
-        engine has a mesh they are not on yet)."""
-        old_shapes = jax.tree.map(lambda x: (x.shape, x.dtype), self._stacked)
-        if old_shapes != jax.tree.map(lambda x: (x.shape, x.dtype), params):
-            raise ValueError("Engine.set_params: the new params differ in structure, shape or dtype from the old")
-        self._stacked, self._params = self._place(params)
+        """Use new weights from the next call on: `params` stacked as `model.init_params` makes them, in any dtype
+        and sharding (e.g. the trainer's float32 fsdp shards), cast and resharded on device into the engine's copy
+        (`generation.handoff`; no recompile). Collective when the engine has a hand-off mesh over several
+        processes. After `unload`, the cache comes back too, empty."""
+        handoff.check_params(params, self.cfg, "Engine.set_params")
+        self._stacked = self._params = None  # the old copy goes before the new one comes
+        self._stacked, self._params = self._handoff(params)
+        if self._cache is None:
+            length = self._window(1)
+            self._cache = layout.init_layer_cache(self.cfg, self.slots, length, self.dtype,
+                                                  sharding=self._cache_sharding(length))
 
-    def _place(self, params) -> tuple[dict, dict]:
-        """`params` (layers stacked, as `model.init_params`) as prefill reads them and in the engine's per-layer
-        layout for decoding (`layout.engine_params`), on the engine's mesh if it has one."""
-        if self._mesh is not None:
-            params = jax.device_put(params, self._stacked_sharding)
-        unstacked = layout.engine_params(params, self.cfg)
-        return params, unstacked if self._mesh is None else jax.device_put(unstacked, self._param_sharding)
+    def unload(self) -> None:
+        """Drop the engine's weights and cache from the devices (e.g. while the trainer updates the policy, which
+        then hands the new weights over with `set_params`). Every request must have been released."""
+        if self._index:
+            raise ValueError(f"Engine.unload: requests still hold slots: {sorted(self._index)}")
+        self._stacked = self._params = self._cache = None
 
     def _cache_sharding(self, length: int) -> layout.LayerCache | None:
         """The NamedShardings of a cache of `length` slots per row (None without a mesh)."""
@@ -231,6 +244,8 @@ class Engine:
     def step(self) -> list[Event]:
         """Prefill every pending prompt / extension (chunked), then `steps_per_call` decode steps of all running
         slots in one device call; return the events of requests that paused this round."""
+        if self._params is None:
+            raise RuntimeError("Engine.step: the engine is unloaded; give it weights with set_params first")
         self._prefill_all()
         events: list[Event] = []
         budget = np.zeros(self.slots, np.int32)
@@ -285,7 +300,8 @@ class Engine:
                 need = max(need, slot.end)
             self._fit(need)
             self._cache = steps.prefill(
-                self._stacked, self._cache, np.asarray(rows, np.int32), tokens, segments, ends,
+                self._stacked if self.stacked_prefill else self._params, self._cache, np.asarray(rows, np.int32),
+                tokens, segments, ends,
                 cfg=self.cfg, sharding=self._cache_sharding(self._cache.length),
             )
 
@@ -358,11 +374,11 @@ class Engine:
         return event
 
 
-def _param_shardings(cfg: ModelConfig, mesh, rules):
-    """The model's stacked params' shardings on `mesh` (imported here: an engine without a mesh needs no rules)."""
-    from jaxseeker.parallel import param_shardings
+def _generation_rules():
+    """`parallel.GENERATION_RULES` (imported here: an engine without a mesh needs no rules)."""
+    from jaxseeker.parallel import GENERATION_RULES
 
-    return param_shardings(cfg, mesh, rules)
+    return GENERATION_RULES
 
 
 def _check_budget(caller: str, request_id: str, max_new_tokens: int) -> None:

@@ -109,17 +109,18 @@ def resize(cache: LayerCache, *, length: int, sharding: LayerCache | None = None
 
 def param_shardings(cfg: ModelConfig, mesh, rules=None) -> dict:
     """NamedShardings of `engine_params(…, cfg)` on `mesh` by their logical axes (`rules`, default
-    `parallel.DEFAULT_RULES`)."""
+    `parallel.GENERATION_RULES`)."""
     from jaxseeker.model import abstract_params
-    from jaxseeker.parallel import DEFAULT_RULES, tree_shardings
+    from jaxseeker.parallel import GENERATION_RULES, tree_shardings
 
     shapes = jax.eval_shape(lambda p: engine_params(p, cfg), abstract_params(cfg))
-    return tree_shardings(engine_param_axes(cfg), shapes, mesh, DEFAULT_RULES if rules is None else rules)
+    return tree_shardings(engine_param_axes(cfg), shapes, mesh, GENERATION_RULES if rules is None else rules)
 
 
 def cache_shardings(cfg: ModelConfig, batch: int, length: int, mesh, rules=None) -> LayerCache:
-    """NamedShardings of a LayerCache of `batch` × `length` on `mesh` by its logical axes."""
-    from jaxseeker.parallel import DEFAULT_RULES, tree_shardings
+    """NamedShardings of a LayerCache of `batch` × `length` on `mesh` by its logical axes (`rules`, default
+    `parallel.GENERATION_RULES`)."""
+    from jaxseeker.parallel import GENERATION_RULES, tree_shardings
 
     shapes = jax.eval_shape(lambda: _empty(cfg, batch, length, cfg.compute_dtype))
-    return tree_shardings(cache_axes(cfg), shapes, mesh, DEFAULT_RULES if rules is None else rules)
+    return tree_shardings(cache_axes(cfg), shapes, mesh, GENERATION_RULES if rules is None else rules)

@@ -19,6 +19,14 @@ def _constrain(cache: LayerCache, sharding: LayerCache | None) -> LayerCache:
     return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
 
 
+def _forward(params: dict, tokens: jnp.ndarray, segment_ids: jnp.ndarray, cache: LayerCache,
+             cfg: ModelConfig) -> LayerCache:
+    """The prefill forward for either layout of the weights: scanned over stacked `blocks`, unrolled over `layers`."""
+    if "layers" in params:
+        return cached_forward(params, tokens, segment_ids, cache, cfg, logits=False)[1]
+    return prefill_forward(params, tokens, segment_ids, cache, cfg)
+
+
 @functools.partial(jax.jit, static_argnames=("cfg", "sharding"), donate_argnames="cache")
 def prefill(
     params: dict,
@@ -32,7 +40,8 @@ def prefill(
     sharding: LayerCache | None = None,
 ) -> LayerCache:
     """Write `tokens` `[n, chunk]` into cache rows `rows` `[n]` (distinct) at each row's end; `params` stacked as
-    `model.init_params` makes them (`cached_forward.prefill_forward` scans the layers).
+    `model.init_params` makes them (`cached_forward.prefill_forward` scans the layers) or in the engine's per-layer
+    layout (`layout.engine_params`: the layers unrolled).
 
     segment_ids `[n, chunk]`: 1 on real tokens, 0 on right padding (written invisible; `end` advances by the
     real count). ends `[slots]` sets every row's end first (the host owns the ends, so rolling back is free).
@@ -42,14 +51,14 @@ def prefill(
     """
     cache = cache.replace(end=ends)
     if rows.shape[0] == ends.shape[0]:
-        return _constrain(prefill_forward(params, tokens, segment_ids, cache, cfg), sharding)
+        return _constrain(_forward(params, tokens, segment_ids, cache, cfg), sharding)
     sub = LayerCache(
         k=tuple(k[rows] for k in cache.k),  # [n, kv_heads, head_dim, length] per layer
         v=tuple(v[rows] for v in cache.v),
         segment_ids=cache.segment_ids[rows],  # [n, length]
         end=cache.end[rows],
     )
-    sub = prefill_forward(params, tokens, segment_ids, sub, cfg)
+    sub = _forward(params, tokens, segment_ids, sub, cfg)
     cache = LayerCache(
         k=tuple(k.at[rows].set(s) for k, s in zip(cache.k, sub.k)),
         v=tuple(v.at[rows].set(s) for v, s in zip(cache.v, sub.v)),

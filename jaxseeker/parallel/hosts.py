@@ -1,5 +1,6 @@
 """Host-side work of a multi-process run: each process's share of a list, Python objects exchanged between
-processes, global arrays from (or back to) whole host arrays, and copies of global arrays one process can use alone.
+processes, global arrays from (or back to) whole host arrays, and the meshes of the generation engine's replicas
+(each process's own, and all of them side by side for the weight hand-off).
 
 Under `jax.distributed` every process runs the same program. Work that is not a compiled step (the RL
 rollouts, the judge) is split by process with `process_share` and its results exchanged with
@@ -16,7 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
-from jax.sharding import Mesh, Sharding
+from jax.sharding import Mesh, NamedSharding, Sharding
 
 from jaxseeker.parallel.mesh import make_mesh
 from jaxseeker.parallel.mesh_config import MeshConfig
@@ -68,17 +69,38 @@ def host_array(x: jax.Array) -> np.ndarray:
     return multihost_utils.process_allgather(x, tiled=True)
 
 
-def local_mesh(mesh: Mesh) -> Mesh:
-    """A mesh over this process's devices alone, with the axes of `mesh`: its `tensor` and `expert` sizes when
-    their product divides the local device count (else 1), every other local device on `fsdp`."""
-    devices = jax.local_devices()
-    tensor, expert = mesh.shape.get("tensor", 1), mesh.shape.get("expert", 1)
-    if len(devices) % (tensor * expert):
-        tensor = expert = 1
-    return make_mesh(MeshConfig(data=1, fsdp=-1, tensor=tensor, expert=expert), devices)
+def replica_meshes(tensor: int) -> tuple[Mesh, Mesh]:
+    """(this process's engine mesh, the hand-off mesh) for a generation engine of `tensor` devices per replica.
+
+    Each process's devices form `local devices / tensor` engine replicas (mesh axes data × tensor; `tensor` must
+    divide the local device count, so a replica never spans hosts and runs out of step with the others). The
+    hand-off mesh lays every process's engine mesh side by side along `data`, in process order: one jitted
+    reshard of the trainer's params onto it puts each replica's copy on its devices, every process's at once
+    (`local_part` then views this process's part). On one process both are the same mesh.
+    """
+    local = jax.local_device_count()
+    if tensor < 1 or local % tensor:
+        raise ValueError(f"engine tensor={tensor} must be >= 1 and divide this host's {local} devices")
+    by_process: dict[int, list[jax.Device]] = {}
+    for device in sorted(jax.devices(), key=lambda d: d.id):
+        by_process.setdefault(device.process_index, []).append(device)
+    config = MeshConfig(data=-1, fsdp=1, tensor=tensor)
+    meshes = [make_mesh(config, devices) for _, devices in sorted(by_process.items())]
+    mine = meshes[sorted(by_process).index(jax.process_index())]
+    if len(meshes) == 1:
+        return mine, mine
+    devices = np.concatenate([m.devices for m in meshes], axis=0)  # [data over all processes, 1, tensor, 1, 1]
+    return mine, Mesh(devices, mine.axis_names, axis_types=mine.axis_types)
 
 
-def local_copy(tree: Any, shardings: Any) -> Any:
-    """A copy of a pytree of global arrays on this process's devices, placed with `shardings` (shardings over a
-    `local_mesh`, a prefix of the tree): collective, through host memory (each process holds the whole tree)."""
-    return jax.device_put(multihost_utils.process_allgather(tree, tiled=True), shardings)
+def local_part(tree: Any, mesh: Mesh) -> Any:
+    """Arrays of `tree` placed on a hand-off mesh (`replica_meshes`), as arrays of this process's engine `mesh`
+    alone: the same device buffers under the same PartitionSpec, no copy (arrays already on `mesh`'s devices are
+    returned as they are). Each replica holds the whole of every array split the same way, so its part is whole."""
+    def one(x: jax.Array) -> jax.Array:
+        if x.is_fully_addressable:
+            return x
+        sharding = NamedSharding(mesh, x.sharding.spec)
+        return jax.make_array_from_single_device_arrays(x.shape, sharding, [s.data for s in x.addressable_shards])
+
+    return jax.tree.map(one, tree)

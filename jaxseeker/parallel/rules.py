@@ -48,6 +48,14 @@ DEFAULT_RULES: Rules = {
 }
 
 
+# The generation engine's table (`generation.Engine` on an engine mesh, `parallel.replica_meshes`): weights
+# stationary, whole on every engine replica and split only by `tensor` (heads, kv heads, MLP, vocabulary), so a
+# decode step all-reduces activations inside a replica and never gathers a weight; the data axes (the replicas)
+# split the slots; an MoE layer's experts split over `expert` with every token on each of its devices (no
+# all-to-all: each device runs its experts on all tokens, and the outputs are summed).
+GENERATION_RULES: Rules = {**DEFAULT_RULES, "batch": ("data", "fsdp"), "embed": (), "residual_seq": ("context",)}
+
+
 def make_rules(overrides: Mapping[str, Sequence[str] | str | None] | None = None, base: Rules = DEFAULT_RULES) -> Rules:
     """`base` with some logical axes remapped (a config's `sharding.rules`); values are mesh axis names."""
     rules = dict(base)

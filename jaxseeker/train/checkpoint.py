@@ -7,6 +7,12 @@ A checkpoint step directory holds three items:
           into one file by process 0, for an exact resume of each process's own shard;
   config  the run config (JSON), so a checkpoint says how it was made.
 Saves are asynchronous: `save` returns once the arrays are copied off the devices.
+
+Besides every `save_every` steps, a multi-host run saves at JAX's preemption sync point: when any host gets the
+preemption notice (SIGTERM, which `jax.distributed` catches on every host, or a TPU maintenance event), all hosts
+agree on the next step they all reach, save it and stop (`preempted`). This is orbax's preemption-aware policy
+(`PreemptionCheckpointingPolicy`) alongside the interval one; a single process has no sync point and stops on its
+own signal handler instead (`train.interrupt`).
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ class Restored:
 
 
 class Checkpointer:
-    """Save every `save_every` steps (and when forced, e.g. at the end), keep the newest `keep`."""
+    """Save every `save_every` steps, at a preemption sync point and when forced (e.g. at the end); keep the newest
+    `keep`."""
 
     def __init__(self, directory: str | Path, *, save_every: int = 1000, keep: int | None = 3, async_save: bool = True):
         """Open (or create) the checkpoint directory; existing checkpoints in it are found by `latest_step`."""
@@ -43,8 +50,10 @@ class Checkpointer:
         if keep is not None and keep < 1:
             raise ValueError(f"keep must be >= 1 or None (keep all), got {keep}")
         self.directory = checkpoint_path(directory)
+        policies = ocp.checkpoint_managers
         options = ocp.CheckpointManagerOptions(
-            save_decision_policy=ocp.checkpoint_managers.FixedIntervalPolicy(save_every),
+            save_decision_policy=policies.AnySavePolicy([policies.FixedIntervalPolicy(save_every),
+                                                         policies.PreemptionCheckpointingPolicy()]),
             max_to_keep=keep,
             enable_async_checkpointing=async_save,
             create=True,
@@ -55,10 +64,12 @@ class Checkpointer:
         self, step: int, state: TrainState, *, data_state: dict | None = None, config: dict | None = None,
         force: bool = False,
     ) -> bool:
-        """Save at `step` if it is a multiple of `save_every` (or `force`); True when a save was started.
+        """Save at `step` if it is a multiple of `save_every`, the preemption sync point, or `force`; True when a save
+        was started.
 
-        Every process must call it (the array write is collective). `data_state` (this process's)
-        and `config` must be JSON-serialisable. A forced save of a step already saved does nothing.
+        Every process must call it, at every step (the array write is collective, and the preemption protocol counts
+        the steps). `data_state` (this process's) and `config` must be JSON-serialisable. A forced save of a step
+        already saved does nothing.
         """
         if step in self._manager.all_steps() or not (force or self._manager.should_save(int(step))):
             return False
@@ -68,6 +79,11 @@ class Checkpointer:
             config=ocp.args.JsonSave(config or {}),
         )
         return self._manager.save(int(step), args=args, force=force)
+
+    def preempted(self, step: int) -> bool:
+        """True when `step` is the preemption sync point (see the module docstring): `save` has saved it, and the
+        run should stop. Always False on one process."""
+        return self._manager.reached_preemption(int(step))
 
     def restore(self, target: TrainState, step: int | None = None) -> Restored:
         """Restore `step` (default: the latest) onto `target`'s shapes, dtypes and shardings.

@@ -2,8 +2,9 @@
 finishes, the loop saves a checkpoint of it and raises `Interrupted`, so a resumed run loses no step.
 
 Only a single-process run catches the signals. The processes of a multi-host run would each stop at their own step
-and leave the others waiting in a collective; there the default handlers stay, and orbax's `CheckpointManager`
-saves at JAX's preemption sync point (`should_save`), which every process reaches at the same step.
+and leave the others waiting in a collective; there `jax.distributed` catches SIGTERM, and the checkpointer saves
+at JAX's preemption sync point, a step every process reaches (`Checkpointer.preempted`), after which the loop
+raises `Interrupted` as well.
 """
 
 from __future__ import annotations

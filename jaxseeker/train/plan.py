@@ -14,18 +14,20 @@ One stage is an SFT step or an RL step at one context stage (`StageShape`). Its 
   layer        the working set of one layer's backward: its recompute, its gradients, the attention kernel's
                own arrays (`attention_kernel_bytes`), its weights gathered from the fsdp shards
   logits       the chunked loss: [rows, chunk, vocab] f32 logits, their softmax and gradient
-  kv_cache     the rollout engine's cache: slots × length × layers × kv_heads × head_dim × 2 (compute dtype)
-  rollout      the engine's largest call: prefill scores [rows, heads, chunk, length] f32, or decode logits
   batch        the input rows on the device (RL: every mini-batch of the step, with its log-probs)
+and of an RL stage's rollout engine, in its own layout (`train.plan_rollout`): engine_weights, kv_cache, rollout
+(its largest call) and handoff (the hand-off's temporaries).
 
-peak = params + optimizer + reference + kv_cache + batch + max(train, update, rollout), with
-train = grads + compute + activations + max(layer, logits), update = grads + Adam's temporaries.
+SFT: peak = params + optimizer + reference + batch + max(train, update), with train = grads + compute +
+activations + max(layer, logits), update = grads + Adam's temporaries. RL has three phases, the engine being
+dropped during the update: rollout_phase = params + optimizer + reference + engine_weights + kv_cache + rollout;
+update_phase = params + optimizer + reference + batch + max(train, update); handoff_phase = params + optimizer +
+reference + engine_weights + handoff; peak = the largest.
 Activation rows are divided by the mesh axes of the `batch` rule, heads / kv_heads / mlp / vocab by
 theirs (with the rules' divisibility fallback), the sequence inside a layer by those of `seq` (the context
 axis) and the residual stream between layers by those of `residual_seq` (context and tensor: sequence
 parallelism). Under context parallelism the chunked loss gathers each row's final hidden states whole onto
 every device of the context axis (it sorts the row's trained tokens first), so they are counted whole. The
-rollout cache and its prefill are planned sharded by the same rules (the cache's sequence over context). The
 training steps hold the model's residual stream to that layout (`parallel.activation_constraint`, bound by
 `make_sft_step`): on 8 CPU devices with fsdp=8 the compiled step then takes 0.76 (remat full) and 0.93 (none) of
 the plan, where without the constraint XLA kept activations with the whole batch on each device (2.07 and
@@ -67,6 +69,7 @@ _SCORES_SAVED = 2  # [q, k] f32 arrays per layer kept by remat none (non-flash a
 _SCORES_TRANSIENT = 3  # [q, k] f32 arrays live in one layer's backward (non-flash attention)
 _LOGITS = 3.05  # [rows, chunk, vocab] f32 arrays live in the chunked loss's backward
 _UPDATE = 1.25  # f32 params-sized temporaries of clipping + AdamW
+PHASES = ("rollout", "update", "handoff")  # an RL step's phases (`memory_plan`); SFT has the update alone
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,8 +77,11 @@ class StageShape:
     """What one step of a stage puts on the devices (built from a recipe by `plan_recipe.recipe_stages`).
 
     rows × seq: the rows of one optimizer micro-step. updates: micro-steps per step (RL: mini_batches ×
-    epochs). resident_rows: input rows held during the update (RL: the whole step). slots × cache_len: the
-    rollout engine (0: none); rollout_tokens: tokens through it per step.
+    epochs). resident_rows: input rows held during the update (RL: the whole step). The rollout engine
+    (`train.rl_config.EngineConfig`; none when slots and groups are 0): `slots` over the slice (0: each host's
+    share of the step's `groups` × `group_size` episodes), `cache_len` tokens each, replicas of `engine_tensor`
+    chips (0: a host's), weights and cache in `engine_dtype` (None: the compute dtype), a stacked copy of the
+    weights with `stacked_prefill`; rollout_tokens: tokens through it per step.
     """
 
     name: str
@@ -91,6 +97,16 @@ class StageShape:
     prefill_chunk: int = 128
     rollout_tokens: int = 0
     reference: bool = False
+    groups: int = 0
+    group_size: int = 0
+    engine_tensor: int = 0
+    engine_dtype: str | None = None
+    stacked_prefill: bool = True
+
+    @property
+    def rolls_out(self) -> bool:
+        """Whether the stage has a rollout engine."""
+        return bool(self.slots or self.groups)
 
 
 def abstract_mesh(sizes: Mapping[str, int]) -> AbstractMesh:
@@ -257,23 +273,10 @@ def logits_bytes(cfg: ModelConfig, rows: int, seq: int, chunk: int, rules: Rules
     return _LOGITS * local.rows * min(chunk, seq) * local.vocab * 4 + gathered
 
 
-def rollout_bytes(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: AbstractMesh) -> dict[str, float]:
-    """The engine's KV cache (+ segment ids) and its largest call, per device (0 without a rollout)."""
-    if not stage.slots:
-        return {"kv_cache": 0.0, "rollout": 0.0}
-    local = _local_sizes(cfg, stage.slots, rules, dict(mesh.shape), stage.cache_len)  # cache slots split by `seq`
-    cb = BYTES[cfg.compute_dtype]
-    cache = cfg.num_layers * local.rows * local.seq * local.kv_heads * cfg.head_dim * 2 * cb
-    cache += local.rows * local.seq * 4  # segment ids
-    # The cached path runs the reference attention (cudnn aside): a prefill chunk of every row against the cache.
-    prefill = 2 * local.rows * local.heads * min(stage.prefill_chunk, stage.cache_len) * local.seq * 4
-    prefill = 0 if cfg.attention_impl == "cudnn" else prefill
-    decode = _LOGITS * local.rows * local.vocab * 4
-    return {"kv_cache": float(cache), "rollout": float(max(prefill, decode))}
-
-
-def memory_plan(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: AbstractMesh) -> dict[str, float]:
-    """Bytes per device of every component (module docstring) and the `peak`."""
+def memory_plan(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: AbstractMesh,
+                per_host: int = 4) -> dict[str, float]:
+    """Bytes per device of every component (module docstring), the phases of an RL stage and the `peak`;
+    `per_host`: chips a host drives (the rollout engine's replicas stay within one)."""
     n = param_elements(cfg, rules, mesh)
     f32 = 4 * n
     cb = BYTES[cfg.compute_dtype]
@@ -289,15 +292,23 @@ def memory_plan(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: Abstrac
         "activations": acts["activations"],
         "layer": acts["layer"],
         "logits": logits_bytes(cfg, stage.rows, stage.seq, stage.chunk_size, rules, mesh),
-        **rollout_bytes(cfg, stage, rules, mesh),
         "batch": rows_in.rows * rows_in.seq * keys * 4,
+        "engine_weights": 0, "kv_cache": 0, "rollout": 0, "handoff": 0,
     }
+    if stage.rolls_out:
+        from jaxseeker.train.plan_rollout import engine_memory
+
+        mem.update(engine_memory(cfg, stage, math.prod(dict(mesh.shape).values()), per_host, n))
     mem = {k: float(v) for k, v in mem.items()}
-    resident = mem["params"] + mem["optimizer"] + mem["reference"] + mem["kv_cache"] + mem["batch"]
+    trainer = mem["params"] + mem["optimizer"] + mem["reference"]
     grads_in_pass = mem["grads"] if cb == 4 else 0.0  # in bf16 the pass makes bf16 grads (in `compute`)
     train = grads_in_pass + mem["compute"] + mem["activations"] + max(mem["layer"], mem["logits"])
     update = mem["grads"] + _UPDATE * f32
-    mem["peak"] = resident + max(train, update, mem["rollout"])
+    mem["update_phase"] = trainer + mem["batch"] + max(train, update)
+    mem["rollout_phase"] = trainer + mem["engine_weights"] + mem["kv_cache"] + mem["rollout"]
+    mem["handoff_phase"] = trainer + mem["engine_weights"] + mem["handoff"]
+    mem["peak"] = max(mem["update_phase"], mem["rollout_phase"] if stage.rolls_out else 0.0,
+                      mem["handoff_phase"] if stage.rolls_out else 0.0)
     return mem
 
 
@@ -339,17 +350,21 @@ def step_flops(cfg: ModelConfig, stage: StageShape) -> dict[str, float]:
 def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Mapping[str, int],
                chip: Chip) -> dict:
     """Memory, FLOPs and ideal time (at the chips' bf16 peak) of one stage on one mesh; `fits` when the peak
-    is within `USABLE_HBM` of the chip's memory."""
+    is within `USABLE_HBM` of the chip's memory; `engine`: the rollout engine's layout (None without one)."""
+    from jaxseeker.train.plan_rollout import engine_summary
+
     mesh = abstract_mesh(mesh_sizes)
     chips = math.prod(dict(mesh.shape).values())
-    memory = memory_plan(cfg, stage, rules, mesh)
+    memory = memory_plan(cfg, stage, rules, mesh, chip.per_host)
     flops = step_flops(cfg, stage)
     local = _local_sizes(cfg, stage.rows, rules, dict(mesh.shape), stage.seq)
     return {
         "stage": stage.name, "kind": stage.kind, "mesh": dict(mesh.shape), "chips": chips,
         "rows_per_device": local.rows, "seq": stage.seq, "seq_per_device": local.seq,
         "attention": attention_kernel(cfg, local.seq_shards),
-        "memory": memory, "hbm_bytes": chip.hbm_bytes, "fits": memory["peak"] <= USABLE_HBM * chip.hbm_bytes,
+        "engine": engine_summary(cfg, stage, dict(mesh.shape), chip.per_host), "memory": memory,
+        "hbm_bytes": chip.hbm_bytes, "fits": memory["peak"] <= USABLE_HBM * chip.hbm_bytes,
+        "over": [p for p in PHASES if memory[f"{p}_phase"] > USABLE_HBM * chip.hbm_bytes],
         "flops": flops, "ideal_step_s": flops["device"] / (chips * chip.peak_flops),
     }
 
@@ -381,7 +396,11 @@ def suggest_mesh(cfg: ModelConfig, stages: list[StageShape], rules: Rules, chip:
         for sizes in _meshes(n, max_tensor, cfg.num_experts):
             for attention in [cfg.context_attention] + (others if sizes["context"] > 1 else []):
                 trial = dataclasses.replace(cfg, context_attention=attention)
-                peak = max(memory_plan(trial, s, rules, abstract_mesh(sizes))["peak"] for s in stages)
+                try:
+                    peak = max(memory_plan(trial, s, rules, abstract_mesh(sizes), chip.per_host)["peak"]
+                               for s in stages)
+                except ValueError:  # the engine's tensor size does not divide this slice's hosts
+                    continue
                 if peak <= USABLE_HBM * chip.hbm_bytes:
                     return {"mesh": sizes, "chips": n, "peak_bytes": peak, "context_attention": attention}
         n *= 2

@@ -14,8 +14,9 @@ from jaxseeker.parallel.mesh_config import MESH_AXES, MeshConfig
 from jaxseeker.train.chips import CHIPS, USABLE_HBM, GiB
 from jaxseeker.train.recipe import RecipeError
 
-ROWS = ("params", "optimizer", "grads", "compute", "reference", "activations", "layer", "logits", "kv_cache",
-        "rollout", "batch")
+ROWS = ("params", "optimizer", "grads", "compute", "reference", "activations", "layer", "logits", "batch",
+        "engine_weights", "kv_cache", "rollout", "handoff")
+PHASE_ROWS = (("rollout_phase", "rollout phase"), ("update_phase", "update phase"), ("handoff_phase", "hand-off"))
 
 
 def resolve_mesh(mesh: MeshConfig, chips: int | None, notes: list[str]) -> dict[str, int]:
@@ -44,7 +45,10 @@ def make_plan(recipe: Mapping[str, Any], *, mesh: MeshConfig | None = None, chip
     notes = list(rp.notes)
     sizes = resolve_mesh(mesh or rp.mesh, chips, notes)
     the_chip, cfg = CHIPS[chip], rp.cfg
-    stages = [plan_stage(cfg, s, rp.rules, sizes, the_chip) for s in rp.stages]
+    try:
+        stages = [plan_stage(cfg, s, rp.rules, sizes, the_chip) for s in rp.stages]
+    except ValueError as e:
+        raise RecipeError(f"engine: {e}") from None
     fits = all(s["fits"] for s in stages)
     n_chips = math.prod(sizes.values())
     suggestion = None if fits else suggest_mesh(cfg, rp.stages, rp.rules, the_chip, n_chips)
@@ -57,9 +61,11 @@ def make_plan(recipe: Mapping[str, Any], *, mesh: MeshConfig | None = None, chip
         held = "the [q, k] mask as a bias" if cfg.attention_impl == "cudnn" else "[q, k] f32 scores"
         notes.append(f"attention_impl={cfg.attention_impl} holds {held} in training; splash (TPU) and blocked do not, "
                      "nor does a mesh with a context axis")
-    if any(s.slots for s in rp.stages):
-        notes.append("rollouts: the cache is planned sharded by the rules, and decoding is bandwidth-bound (the "
-                     "ideal time counts its FLOPs only)")
+    engine = next((s["engine"] for s in stages if s["engine"]), None)
+    if engine:
+        notes.append(f"rollouts: the engine's own layout, {engine['replicas']} replicas of {engine['tensor']} chips "
+                     f"(weights in {engine['dtype']}, split over each replica's chips), dropped during the update; "
+                     "decoding is bandwidth-bound (the ideal time counts its FLOPs only)")
     return {
         "name": rp.name, "kind": rp.kind,
         "model": {"architecture": cfg.model_type, "parameters": count_params(cfg), "layers": cfg.num_layers,
@@ -95,17 +101,25 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     lines.append(f"{'GiB per device':<16}" + "".join(f"{s['stage']:>{width + 2}}" for s in stages))
     rows = [("rows × seq", [f"{s['rows_per_device']} × {s['seq_per_device']}" for s in stages]),
             ("attention", [s["attention"] for s in stages])]
+    engines = any(s["engine"] for s in stages)
+    if engines:
+        rows.append(("engine slots", [f"{s['engine']['replicas']} × {s['engine']['slots']}" if s["engine"] else "-"
+                                      for s in stages]))
     rows += [(key, [_gib(s["memory"][key]) for s in stages]) for key in ROWS
              if any(s["memory"][key] for s in stages)]
+    if engines:
+        rows += [(label, [_gib(s["memory"][key]) for s in stages]) for key, label in PHASE_ROWS]
     rows += [("peak", [_gib(s["memory"]["peak"]) for s in stages]),
-             (f"fits ({chip['usable_fraction']:.0%} HBM)", ["yes" if s["fits"] else "NO" for s in stages]),
+             (f"fits ({chip['usable_fraction']:.0%} HBM)",
+              ["yes" if s["fits"] else "NO: " + ", ".join(s["over"]) for s in stages]),
              ("PFLOP / step", [f"{s['flops']['device'] / 1e15:,.1f}" for s in stages]),
              ("  model PFLOP", [f"{s['flops']['model'] / 1e15:,.1f}" for s in stages]),
              ("ideal step s", [f"{s['ideal_step_s']:,.2f}" for s in stages])]
     for label, values in rows:
         lines.append(f"{label:<16}" + "".join(f"{v:>{width + 2}}" for v in values))
-    lines.append("peak = params + optimizer + reference + kv_cache + batch + the largest phase (pass, update, "
-                 "rollout); see `jaxseeker.train.plan`")
+    lines.append("peak = the largest phase: params + optimizer + reference + (rollouts: the engine's weights, cache "
+                 "and largest call | the update: batch + the pass or optimizer step | the hand-off); see "
+                 "`jaxseeker.train.plan`")
     if not plan["fits"]:
         s = plan["suggestion"]
         attention = f", context_attention {s['context_attention']}" if s and s["mesh"]["context"] > 1 else ""

@@ -160,7 +160,7 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
     engine = build(EngineConfig, recipe.get("engine"), "engine")
     stages = context_stages(rl, rollout_cfg)
     episodes = rl.batch_questions * rl.group_size
-    slots, cache_len = engine.slots or episodes, engine.max_len or max(s.max_context for s in stages)
+    cache_len = engine.max_len or max(s.max_context for s in stages)
     if rl.selection == "dapo":
         notes.append(f"DAPO may roll out up to {rl.dapo_max_rounds} more rounds per step; FLOPs count one")
     out = []
@@ -168,8 +168,10 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
         name = "rl" if len(stages) == 1 else f"rl {s.max_context // 1024}K (step {s.step}+)"
         out.append(StageShape(name, "rl", rows=episodes // rl.mini_batches, seq=s.max_context,
                               chunk_size=rl.chunk_size, updates=rl.mini_batches * rl.epochs, resident_rows=episodes,
-                              slots=slots, cache_len=cache_len, rollout_tokens=episodes * s.max_context,
-                              reference=rl.kl_coef > 0 or rl.kl_reward_coef > 0))
+                              slots=engine.slots, cache_len=cache_len, rollout_tokens=episodes * s.max_context,
+                              reference=rl.kl_coef > 0 or rl.kl_reward_coef > 0, groups=rl.batch_questions,
+                              group_size=rl.group_size, engine_tensor=engine.tensor, engine_dtype=engine.dtype,
+                              stacked_prefill=engine.stacked_prefill))
     return out
 
 

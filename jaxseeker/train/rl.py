@@ -10,12 +10,18 @@ question sampler, the adaptive KL coefficient). WebExplorer's progressive contex
 `{step, max_context, max_turns}`: from RL step `step` on, episodes get `max_context` tokens and at
 most `max_turns` tool calls.
 
+The engine has a layout of its own (`generation.Engine`, `parallel.GENERATION_RULES`): replicas of
+`engine.tensor` devices, each holding the whole model in `engine.dtype` split over its devices (weights stationary:
+decoding gathers none), the slots split over the replicas. Its weights and cache are dropped while the update runs,
+and the updated params are handed over on device after it: one jitted cast and reshard of the trainer's fsdp shards
+onto the replicas (`generation.handoff`), with no host copy.
+
 Multi-host (`jax.distributed`): every process takes the same questions from its sampler, rolls out and
-scores its share of the groups on its own engine (a copy of the params on its own devices) and receives
-everyone's (`rl_rollout.py`); selection, advantages, metrics and the update rows are then the same on every
-process, and the update runs on the global mesh. The groups and their sampling do not depend on the
-process count. Process 0 alone writes metrics, episodes, reports and plots; checkpoints are collective,
-with each process's sampler state.
+scores its share of the groups on its own engine (the replicas on its own devices, which run out of step with the
+other processes') and receives everyone's (`rl_rollout.py`); selection, advantages, metrics and the update
+rows are then the same on every process, and the update runs on the global mesh. The groups and their sampling do
+not depend on the process count. Process 0 alone writes metrics, episodes, reports and plots; checkpoints are
+collective, with each process's sampler state.
 """
 
 from __future__ import annotations
@@ -40,13 +46,7 @@ from jaxseeker.agent import (
 )
 from jaxseeker.agent.command import make_engine
 from jaxseeker.generation import SamplingConfig
-from jaxseeker.parallel import (
-    is_main_process,
-    local_copy,
-    local_mesh,
-    process_info,
-    tree_shardings,
-)
+from jaxseeker.parallel import GENERATION_RULES, is_main_process, process_info, replica_meshes
 from jaxseeker.rewards import submit_feedback
 from jaxseeker.tools import (
     ToolRegistry,
@@ -70,6 +70,7 @@ from jaxseeker.train.rl_config import (
     RLConfig,
     check_rl_sampling,
     context_stages,
+    engine_slots,
     rl_optimizer_config,
     stage_at,
 )
@@ -106,19 +107,17 @@ class RLRun:
     checkpointer: Checkpointer
     start_step: int
     sampling: SamplingConfig
-    engine_shardings: Any = None  # where the engine's copy of the params goes (multi-host); None: no copy
     kl_reward_coef: float = 0.0  # β of the KL in the reward (adapts with rl.kl_reward_target; checkpointed)
     lora: Any = None  # model.LoraConfig of a LoRA run (state.params are then the adapters), else None
     base: Any = None  # the frozen base params of a LoRA run
     base_shardings: Any = None
 
     def engine_params(self, params: Any) -> Any:
-        """The params to roll out with: the trained `params` (with LoRA, the base with these adapters merged in) on
-        one process; on several, a copy on this process's devices (collective), since each process's engine runs
-        alone, out of step with the others."""
+        """The params to roll out with: the trained `params`, or with LoRA the base with these adapters merged in
+        (the engine casts and reshards them into its own copy)."""
         if self.lora is not None:
             params = merge_fn(self.cfg, self.lora, self.base_shardings)(self.base, params)
-        return params if self.engine_shardings is None else local_copy(params, self.engine_shardings)
+        return params
 
     def registry_for(self, question: Question) -> ToolRegistry:
         """The tools of one episode: the recipe's, plus (SRRL) an `answer_submit` that knows this question's answer."""
@@ -182,26 +181,37 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
         state, start = restored.state, restored.step
         sampler = QuestionSampler(restored.data_state["pool"], rl.seed, restored.data_state["sampler"])
         kl_reward_coef = restored.data_state.get("kl_reward_coef", kl_reward_coef)
-    engine_shardings = None
-    if jax.process_count() > 1:
-        engine_shardings = tree_shardings(model.param_axes(cfg), model.abstract_params(cfg), local_mesh(mesh), rules)
     registry, multi_submit = _tools(recipe)
     run = RLRun(recipe, out_dir, cfg, rl, rollout_cfg, stages, step_cfg, opt_cfg, mesh, rules, tokenizer, questions,
                 registry, multi_submit, Scorer(reward), engine, state, ref_params, sampler, ckpt, start, sampling,
-                engine_shardings, kl_reward_coef, policy.lora, policy.base, policy.base_shardings)
+                kl_reward_coef, policy.lora, policy.base, policy.base_shardings)
     params = run.engine_params(state.params)
     if engine is None:
-        max_len = engine_cfg.max_len or max(s.max_context for s in stages)
-        slots = engine_cfg.slots or -(-rl.batch_questions // jax.process_count()) * rl.group_size
-        engine_mesh = local_mesh(mesh) if jax.process_count() > 1 else mesh  # each process rolls out on its own
-        run.engine = make_engine(params, cfg, tokenizer, slots=slots, max_len=max_len, sampling=sampling,
-                                 steps_per_call=engine_cfg.steps_per_call, min_window=engine_cfg.min_window,
-                                 mesh=engine_mesh, rules=rules)
-    run.engine.set_params(params)
+        run.engine = rollout_engine(engine_cfg, rl, cfg, tokenizer, params, sampling,
+                                    engine_cfg.max_len or max(s.max_context for s in stages))
+    else:
+        run.engine.set_params(params)
     if is_main_process():
         write_run_files(out_dir, cfg, tokenizer, rl.checkpoint_dir or out_dir / "checkpoints", lora=policy.lora,
                         base=(recipe.get("model") or {}).get("hf_path"))
     return run
+
+
+def rollout_engine(engine_cfg: EngineConfig, rl: RLConfig, cfg: model.ModelConfig, tokenizer: Any, params: Any,
+                   sampling: SamplingConfig, max_len: int) -> Any:
+    """This process's rollout engine: replicas of `engine.tensor` devices (default all of the host's) on its own
+    devices, its share of the slots, its weights `params` handed over from the trainer's layout."""
+    tensor = engine_cfg.tensor or jax.local_device_count()
+    try:
+        mesh, handoff_mesh = replica_meshes(tensor)
+    except ValueError as e:
+        raise RecipeError(f"engine.tensor: {e}") from None
+    replicas = mesh.shape["data"]
+    slots = engine_slots(engine_cfg, rl, jax.process_count(), replicas)
+    return make_engine(params, cfg, tokenizer, slots=slots, max_len=max_len, sampling=sampling,
+                       steps_per_call=engine_cfg.steps_per_call, min_window=engine_cfg.min_window, mesh=mesh,
+                       rules=GENERATION_RULES, dtype=engine_cfg.dtype, handoff_mesh=handoff_mesh,
+                       stacked_prefill=engine_cfg.stacked_prefill)
 
 
 def rollout_seed(seed: int, step: int, round_: int) -> int:
@@ -286,6 +296,7 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
     else:
         rewards = np.array([[s.reward for s in scores[i]] for i in selection.groups])  # [B, G]
         chosen = [e for i in selection.groups for e in groups[i]]
+        run.engine.unload()  # the update gets the engine's memory; its weights come back updated
         state, update_metrics = update(run, state, chosen, rewards, stage.max_context, step)
         run.engine.set_params(run.engine_params(state.params))
         metrics.update(update_metrics, skipped_update=0.0)
@@ -329,10 +340,11 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
             stopping = stop.signal_name is not None and done < run.rl.steps  # Ctrl-C or SIGTERM came
             run.checkpointer.save(done, state, data_state=data_state, config=run.recipe,
                                   force=done == run.rl.steps or stopping)
-            if stopping:
+            preempted = done < run.rl.steps and run.checkpointer.preempted(done)  # all hosts saved this step
+            if stopping or preempted:
                 run.checkpointer.close()  # waits for the save
                 writer.close()
-                raise Interrupted(stop.signal_name, done, run.out_dir)
+                raise Interrupted(stop.signal_name or "SIGTERM", done, run.out_dir)
     run.checkpointer.close()
     writer.close()
     rows = read_metrics(run.out_dir / "metrics.jsonl") if main else []

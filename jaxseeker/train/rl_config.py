@@ -129,12 +129,41 @@ def check_rl_sampling(sampling: SamplingConfig) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class EngineConfig:
-    """The generation engine of the rollouts; 0 picks the default noted."""
+    """The generation engine of the rollouts (`generation.Engine` in the generation layout,
+    `parallel.GENERATION_RULES`); 0 picks the default noted.
 
-    slots: int = 0  # 0: this process's share of a step's episodes, all in flight (⌈B / processes⌉ · G)
+    The slice's devices form engine replicas of `tensor` devices each (within a host); a replica holds the whole
+    model split over its devices and decodes its share of the slots. The engine's weights and cache are freed
+    during each update and the new weights handed over on device after it (`generation.handoff`).
+    """
+
+    slots: int = 0  # episodes in flight over the whole slice; 0: a step's episodes (⌈B / hosts⌉ · G per host)
     max_len: int = 0  # 0: the largest context of the stages
     steps_per_call: int = 8  # decode steps per device call
     min_window: int = 256  # smallest attention window (doubles up to max_len; one compile each)
+    tensor: int = 0  # devices per engine replica (must divide a host's); 0: all of a host's devices
+    dtype: str | None = None  # the engine's weights and KV cache; None: the model's compute dtype
+    stacked_prefill: bool = True  # keep a stacked copy of the weights for a scanned prefill (2× the weights' memory)
+
+    def __post_init__(self):
+        for name in ("slots", "max_len", "tensor"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0 (0: the default), got {getattr(self, name)}")
+        if self.dtype is not None and self.dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError(f"dtype {self.dtype!r} is not one of ['float32', 'bfloat16', 'float16'] (or null)")
+
+
+def engine_slots(engine: EngineConfig, rl: RLConfig, processes: int, replicas: int) -> int:
+    """Slots of one host's engine (`slots_per_host` of the recipe's engine and batch)."""
+    return slots_per_host(engine.slots, rl.batch_questions, rl.group_size, processes, replicas)
+
+
+def slots_per_host(slots: int, groups: int, group_size: int, hosts: int, replicas: int) -> int:
+    """Slots of one host's engine: `slots` (the whole slice's) split evenly over the `hosts`, or when 0 all of the
+    host's share of a step's episodes (⌈groups / hosts⌉ groups of `group_size`) at once; rounded up to a multiple
+    of the host's engine `replicas`, which hold as many slots each."""
+    per_host = -(-slots // hosts) if slots else -(-groups // hosts) * group_size
+    return -(-per_host // replicas) * replicas
 
 
 @dataclasses.dataclass(frozen=True)

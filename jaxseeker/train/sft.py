@@ -204,10 +204,11 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
             stopping = stop.signal_name is not None and done < run.train.steps  # Ctrl-C or SIGTERM came
             run.checkpointer.save(done, state, data_state={"iterator": run.iterator.get_state()}, config=run.recipe,
                                   force=done == run.train.steps or stopping)
-            if stopping:
+            preempted = done < run.train.steps and run.checkpointer.preempted(done)  # all hosts saved this step
+            if stopping or preempted:
                 run.checkpointer.close()  # waits for the save
                 writer.close()
-                raise Interrupted(stop.signal_name, done, run.out_dir)
+                raise Interrupted(stop.signal_name or "SIGTERM", done, run.out_dir)
     run.checkpointer.close()
     if process_info()["process_count"] > 1:
         over_length = np.sum(multihost_utils.process_allgather(over_length), axis=0)

@@ -143,6 +143,46 @@ def test_set_params_swaps_weights(tiny):
         engine.set_params(numpy_params(cfg.replace(hidden_size=32), seed=0))
 
 
+def test_unrolled_prefill_gives_the_same_tokens(tiny):
+    _, params = tiny
+    prompts = random_prompts([21, 3], seed=10)  # several prefill chunks, and one
+    engine = _engine(tiny, stacked_prefill=False)
+    assert engine._stacked is None  # one copy of the weights: the per-layer one
+    for i, prompt in enumerate(prompts):
+        engine.submit(str(i), prompt, max_new_tokens=6)
+    out = _run(engine)
+    assert [out["0"].tokens, out["1"].tokens] == reference_greedy(params, prompts, 6)
+
+
+def test_unload_frees_weights_and_cache_until_new_params_come(tiny):
+    cfg, params = tiny
+    other = numpy_params(cfg, seed=2)
+    prompt = random_prompts([6], seed=11)[0]
+    engine = _engine(tiny)
+    engine.submit("held", prompt, max_new_tokens=2)
+    with pytest.raises(ValueError, match="requests still hold slots: \\['held'\\]"):
+        engine.unload()
+    engine.release("held")
+    engine.unload()
+    assert engine._params is engine._stacked is engine._cache is None
+    engine.submit("r", prompt, max_new_tokens=5)
+    with pytest.raises(RuntimeError, match="unloaded"):
+        engine.step()
+    engine.set_params(other)
+    (event,) = _run(engine).values()
+    assert event.tokens == reference_greedy(other, [prompt], 5)[0]
+
+
+def test_the_engine_keeps_its_weights_and_cache_in_its_own_dtype(tiny):
+    engine = _engine(tiny, dtype="bfloat16")
+    weights = jax.tree.leaves((engine._params, engine._stacked))
+    assert {str(x.dtype) for x in weights} == {"bfloat16"}  # float32 params given, cast on the way in
+    assert {str(x.dtype) for x in engine._cache.k + engine._cache.v} == {"bfloat16"}
+    engine.submit("r", random_prompts([6], seed=12)[0], max_new_tokens=3)
+    (event,) = _run(engine).values()
+    assert len(event.tokens) == 3
+
+
 def test_bad_requests_are_refused_with_their_id(tiny):
     engine = _engine(tiny)
     engine.submit("a", [1, 2, 3], max_new_tokens=2)

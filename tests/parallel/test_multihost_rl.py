@@ -1,10 +1,13 @@
 """`jaxseeker rl` as two local CPU processes under jax.distributed, against the same recipe on one process.
 
 The toy colour task (`train.rl_bench.write_toy`): B=4 questions × G=4 rollouts per step, 2 mini-batches,
-default mesh. The two processes (one CPU device each: fsdp=2 across them) train 1 step, then resume from
-its checkpoint for a second (`multihost_rl_worker.py`); the lone process (one device) trains both steps at
-once; a lone process with four devices (fsdp=4, the rollout engine's KV cache split over them too) trains and
-resumes as the two do. All four run side by side, each a fresh interpreter.
+default mesh, engine replicas of one device (`engine.tensor: 1`). The two processes (one CPU device each: fsdp=2
+across them for the update, an engine each) train with the weights handed to their engines on device after each
+update; as the second step starts, process 1 gets SIGTERM, as a preempted host does: both save the step at JAX's
+preemption sync point (not a multiple of `checkpoint_every`) and stop, and two fresh processes resume from it
+for the third (`multihost_rl_worker.py`). The lone process (one device) trains the three steps at once; a lone
+process with four devices (fsdp=4 for the update, four engine replicas with the slots split over them) trains one
+step, then resumes from its final checkpoint. All run side by side, each a fresh interpreter.
 
 What must match: the questions of each step and every sampled token (the engine keys its randomness by
 request id, which names the group's place in the step, not the process that rolls it out); hence the
@@ -40,23 +43,26 @@ from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.rl_bench import toy_recipe, write_toy
 
 WORKER = Path(__file__).with_name("multihost_rl_worker.py")
-STEPS, B, G = 2, 4, 4
+STEPS, B, G = 3, 4, 4
+SIGTERM_STEP = 1  # process 1 of the two-process run gets SIGTERM as step index 1 (the second step) starts
+CHECKPOINT_EVERY = 5  # no interval save in the run: the first save of the two processes is the preemption's
 DETERMINISTIC = ("reward", "accuracy", "format_rate", "response_tokens", "context_tokens", "groups", "loss",
                  "grad_norm", "entropy", "approx_kl", "ratio_mean", "ratio_max", "clip_frac_low", "clip_frac_high",
                  "logp_mismatch")
 
 
 def launch(recipe: Path, out_dir: Path, first: int, total: int, devices: int, process: tuple[str, int, int] | None,
-           log: Path) -> subprocess.Popen:
-    """The worker in a new interpreter with `devices` CPU devices; `process` = (coordinator, count, id) or None."""
-    env = dict(fake_cpu_devices_env(devices), JAX_COMPILATION_CACHE_DIR=str(recipe.parent / "jax_cache"),
-               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")  # the resumed run reuses the first run's compiles
+           log: Path, sigterm: int = -1, cache: str = "jax_cache") -> subprocess.Popen:
+    """The worker in a new interpreter with `devices` CPU devices; `process` = (coordinator, count, id) or None.
+    `cache`: its persistent compilation cache, under the recipe's directory."""
+    env = dict(fake_cpu_devices_env(devices), JAX_COMPILATION_CACHE_DIR=str(recipe.parent / cache),
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")  # a run resumed in the same cache reuses compiles
     if process is not None:
         address, count, index = process
         env.update(JAX_COORDINATOR_ADDRESS=address, JAX_NUM_PROCESSES=str(count), JAX_PROCESS_ID=str(index))
     with log.open("w") as f:  # a file: a pipe nobody reads while waiting on another process could fill up
-        return subprocess.Popen([sys.executable, str(WORKER), str(recipe), str(out_dir), str(first), str(total)],
-                                env=env, stdout=f, stderr=subprocess.STDOUT, text=True)
+        return subprocess.Popen([sys.executable, str(WORKER), str(recipe), str(out_dir), str(first), str(total),
+                                 str(sigterm)], env=env, stdout=f, stderr=subprocess.STDOUT, text=True)
 
 
 def report(proc: subprocess.Popen, log: Path) -> dict:
@@ -71,23 +77,36 @@ def report(proc: subprocess.Popen, log: Path) -> dict:
 def runs(tmp_path_factory) -> dict:
     """Both runs' worker reports, metric rows and episodes of each step (by step, then (group, sample))."""
     root = tmp_path_factory.mktemp("multihost_rl")
-    recipe = toy_recipe(write_toy(root / "toy", n_questions=8), root / "unused", steps=STEPS, batch_questions=B,
-                        group_size=G, checkpoint_every=1, episodes_every=1)
+    recipe = toy_recipe(write_toy(root / "toy", n_questions=12), root / "unused", steps=STEPS, batch_questions=B,
+                        group_size=G, checkpoint_every=CHECKPOINT_EVERY, episodes_every=1)
     recipe["optimizer"]["total_steps"] = STEPS * recipe["rl"]["mini_batches"]  # the same schedule in every run
+    recipe["engine"]["tensor"] = 1  # an engine replica per device
     path = root / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
-    address = f"localhost:{unused_port()}"
-    procs = {"one": launch(path, root / "one", STEPS, STEPS, 1, None, root / "one.log")}
-    for p in range(2):
-        procs[p] = launch(path, root / "two", 1, STEPS, 1, (address, 2, p), root / f"two_{p}.log")
-    procs["four"] = launch(path, root / "four", 1, STEPS, 4, None, root / "four.log")
+
+    def two_processes(name: str, first: int, sigterm: int) -> dict:
+        """Processes 0 and 1 of a job, with a compilation cache of their own: XLA:CPU programs that span two
+        processes, written to the cache by process 0 and read back by both in a later job, hang in their first
+        collective (jax 0.10.2), so the resumed job compiles afresh."""
+        address = f"localhost:{unused_port()}"
+        return {(name, p): launch(path, root / "two", first, STEPS, 1, (address, 2, p), root / f"{name}_{p}.log",
+                                  sigterm, cache=f"jax_cache_{name}") for p in range(2)}
+
+    procs = {"one": launch(path, root / "one", STEPS, STEPS, 1, None, root / "one.log"),
+             "four": launch(path, root / "four", 1, STEPS, 4, None, root / "four.log"),
+             **two_processes("preempted", STEPS, SIGTERM_STEP)}
+    reports = {}
     try:
-        reports = {k: report(proc, root / (f"{k}.log" if k in ("one", "four") else f"two_{k}.log"))
-                   for k, proc in procs.items()}
+        for key in [("preempted", 0), ("preempted", 1)]:
+            reports[key] = report(procs[key], root / f"{key[0]}_{key[1]}.log")
+        procs.update(two_processes("resumed", STEPS, -1))
+        reports.update({k: report(proc, root / (f"{k}.log" if isinstance(k, str) else f"{k[0]}_{k[1]}.log"))
+                        for k, proc in procs.items() if k not in reports})
     finally:  # a failed process leaves its peer waiting in a collective
         for proc in procs.values():
             if proc.poll() is None:
                 proc.kill()
+    reports.update({p: reports[("resumed", p)] for p in range(2)})
     out = {"reports": reports, "root": root}
     for name in ("one", "two", "four"):
         out[name] = {
@@ -117,8 +136,8 @@ def test_each_process_rolls_out_its_own_groups_and_together_the_steps(runs):
         assert by_process == {0: {0, 1}, 1: {2, 3}}, step  # disjoint halves, whole groups, union = the step
         assert {e.meta["process"] for e in one.values()} == {0}
         assert [two[g, 0].question for g in range(B)] == [one[g, 0].question for g in range(B)], step
-    asked = [runs["one"]["episodes"][step][g, 0].question for step in (1, 2) for g in range(B)]
-    assert len(set(asked)) == 2 * B  # two steps walk through the 8 questions once
+    asked = [runs["one"]["episodes"][step][g, 0].question for step in range(1, STEPS + 1) for g in range(B)]
+    assert len(set(asked)) == STEPS * B  # the steps walk through the 12 questions once
 
 
 def test_every_sampled_token_is_the_one_process_runs(runs):
@@ -134,7 +153,7 @@ def test_every_sampled_token_is_the_one_process_runs(runs):
 def test_only_process_0_writes_metrics_and_reports(runs):
     assert [r["step"] for r in runs["two"]["rows"]] == list(range(1, STEPS + 1))  # not twice each
     summary = json.loads((runs["root"] / "two" / "summary.json").read_text())
-    assert summary["resumed_from"] == 1 and summary["steps"] == STEPS
+    assert summary["resumed_from"] == SIGTERM_STEP + 1 and summary["steps"] == STEPS
 
 
 def test_metrics_equal_the_one_process_run(runs):
@@ -145,14 +164,33 @@ def test_metrics_equal_the_one_process_run(runs):
     assert runs["one"]["rows"][1]["loss"] != pytest.approx(runs["one"]["rows"][0]["loss"], abs=1e-6)
 
 
-def test_checkpoints_are_collective_and_the_resume_continues(runs):
-    step_dir = runs["root"] / "two" / "checkpoints" / "1"
+def test_a_preempted_host_stops_both_at_a_saved_step_and_fresh_processes_resume_there(runs):
+    """The SIGTERM reaches process 1 as step 2 starts; JAX's preemption sync point is the next step both report
+    (max + 1 of the steps they had reached: 1), so both save step 2 (not a multiple of CHECKPOINT_EVERY, not the last)
+    and stop; without the preemption policy they would have run on to step 3."""
+    preempted = [runs["reports"][("preempted", p)]["interrupted"] for p in (0, 1)]
+    assert preempted == [{"step": SIGTERM_STEP + 1, "signal": "SIGTERM"}] * 2
+    checkpoints = runs["root"] / "two" / "checkpoints"
+    assert sorted(int(p.name) for p in checkpoints.iterdir() if p.name.isdigit()) == [SIGTERM_STEP + 1, STEPS]
+    step_dir = checkpoints / str(SIGTERM_STEP + 1)
     written = sorted(p.name for p in (step_dir / "state").iterdir() if p.name.startswith("ocdbt.process_"))
-    assert written == ["ocdbt.process_0", "ocdbt.process_1"]
+    assert written == ["ocdbt.process_0", "ocdbt.process_1"]  # collective: each process its own shards
     states = json.loads((step_dir / "data" / "metadata").read_text())["per_process"]  # orbax's JsonSave file
     assert len(states) == 2 and states[0] == states[1]  # the same sampler state on both processes
-    assert states[0]["sampler"] == {"epoch": 0, "position": B}
-    assert [runs["reports"][p]["resumed_from"] for p in (0, 1)] == [[0, 1]] * 2
+    assert states[0]["sampler"] == {"epoch": 0, "position": (SIGTERM_STEP + 1) * B}
+    assert [runs["reports"][p]["resumed_from"] for p in (0, 1)] == [[SIGTERM_STEP + 1]] * 2
+    assert runs["reports"]["four"]["resumed_from"] == [0, 1]
+
+
+@pytest.mark.parametrize("name", [0, 1, "one", "four"])
+def test_the_engine_gets_the_updated_weights_on_device(runs, name):
+    """After the last update each engine holds exactly the trained params (the toy computes in float32, so the cast
+    is exact) as arrays of its own process's devices, and no weight went through a host gather on the way."""
+    report = runs["reports"][name]
+    assert report["engine_local"] and report["engine_equals_trained"]
+    assert report["gathered_weights"] == []
+    if name in (0, 1):
+        assert report["gathers"] > 0  # the episodes are exchanged through process_allgather: the record works
 
 
 def test_params_spread_over_both_processes_save_as_one_hf_checkpoint(runs):
@@ -198,11 +236,10 @@ def test_process_shares_are_contiguous_disjoint_and_cover_the_groups(n, count):
         process_share(n, 2, 2)
 
 
-def test_a_lone_process_on_four_devices_splits_the_rollout_cache_and_matches_one_device(runs):
+def test_a_lone_process_on_four_engine_replicas_splits_the_slots_and_matches_one_device(runs):
     assert runs["reports"]["four"]["info"] == {"process_index": 0, "process_count": 1, "local_devices": 4,
                                                "global_devices": 4}
-    assert runs["reports"]["four"]["engine_k_spec"] == "P('fsdp',)"  # one layer's slots over fsdp=4
-    assert runs["reports"]["four"]["resumed_from"] == [0, 1]
+    assert runs["reports"]["four"]["engine_k_spec"] == "P('data',)"  # one layer's slots over 4 engine replicas
     for step in range(1, STEPS + 1):
         four, one = runs["four"]["episodes"][step], runs["one"]["episodes"][step]
         assert {key: e.token_ids for key, e in four.items()} == {key: e.token_ids for key, e in one.items()}, step

@@ -1,15 +1,19 @@
 """`jaxseeker plan`: the memory plan against XLA's own accounting of the real SFT step, sharding arithmetic,
 FLOPs, mesh suggestions and recipe validation."""
 
+import dataclasses
 import functools
 import json
 import math
+import re
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import pytest
 from cli_support import usage_error
 
+import jaxseeker
 from jaxseeker import model
 from jaxseeker.cli import main
 from jaxseeker.model.flops import flops_per_token
@@ -20,7 +24,7 @@ from jaxseeker.parallel import (
     make_mesh,
     tree_shardings,
 )
-from jaxseeker.train.chips import CHIPS
+from jaxseeker.train.chips import CHIPS, USABLE_HBM
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.plan import (
     StageShape,
@@ -110,10 +114,28 @@ def test_params_per_device_agree_with_the_shardings_jax_builds():
 
 def test_rollout_kv_cache_is_slots_by_length_by_layers_by_kv_heads_by_head_dim_by_two():
     cfg = model.ModelConfig.tiny("qwen3", num_layers=3, num_kv_heads=2, head_dim=16, compute_dtype="bfloat16")
-    stage = StageShape("rl", "rl", rows=4, seq=512, slots=8, cache_len=1024, rollout_tokens=8 * 512)
+    stage = StageShape("rl", "rl", rows=4, seq=512, slots=8, cache_len=1024, rollout_tokens=8 * 512, engine_tensor=2)
     mem = memory_plan(cfg, stage, DEFAULT_RULES, abstract_mesh({"fsdp": 2, "tensor": 2}))
-    slots, kv_heads = 8 // 2, 2 // 2  # slots over fsdp, kv heads over tensor
-    assert mem["kv_cache"] == 3 * slots * 1024 * kv_heads * 16 * 2 * 2 + slots * 1024 * 4  # + segment ids (int32)
+    slots, kv_heads = 8 // 2, 2 // 2  # slots over the 2 engine replicas, kv heads over a replica's 2 chips
+    per_token = 3 * kv_heads * 16 * 2 * 2 + 4  # layers × k and v in bf16, + the segment id (int32)
+    assert mem["kv_cache"] == slots * 1024 * per_token + slots * 4  # + each slot's end
+
+
+def test_an_rl_stage_peaks_in_its_largest_phase_and_the_plan_names_the_phases_over():
+    cfg = model.ModelConfig.tiny("qwen3", compute_dtype="bfloat16")
+    stage = StageShape("rl", "rl", rows=4, seq=512, cache_len=4096, resident_rows=16, groups=4, group_size=4,
+                       engine_tensor=1)
+    mem = memory_plan(cfg, stage, DEFAULT_RULES, abstract_mesh({"fsdp": 4}))
+    trainer = mem["params"] + mem["optimizer"] + mem["reference"]
+    assert mem["rollout_phase"] == trainer + mem["engine_weights"] + mem["kv_cache"] + mem["rollout"]
+    assert mem["handoff_phase"] == trainer + mem["engine_weights"] + mem["handoff"]
+    assert mem["peak"] == max(mem["rollout_phase"], mem["update_phase"], mem["handoff_phase"])
+    # 4 groups of 4 over 4 one-chip replicas: 4 slots each, the whole cache length, every layer and kv head.
+    assert mem["kv_cache"] == 4 * 4096 * (cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * 2 * 2 + 4) + 4 * 4
+    tight = dataclasses.replace(CHIPS["v5p"], hbm_bytes=int(mem["rollout_phase"] / USABLE_HBM) - 1)
+    planned = plan_stage(cfg, stage, DEFAULT_RULES, {"fsdp": 4}, tight)
+    assert not planned["fits"] and "rollout" in planned["over"]
+    assert planned["engine"] == {"tensor": 1, "replicas": 4, "hosts": 1, "slots": 4, "dtype": "bfloat16"}
 
 
 def test_step_flops_count_forward_and_backward_plus_the_recompute_of_remat():
@@ -186,14 +208,13 @@ def test_plan_chips_out_of_range_are_usage_errors(chips, capsys):
         f"jaxseeker plan: error: argument --chips: must be an integer >= 1, got {chips}")
 
 
-def test_a_context_axis_divides_a_rows_activations_and_the_rollout_cache():
+def test_a_context_axis_divides_a_rows_activations():
     cfg = model.ModelConfig.tiny("qwen3", num_layers=4, compute_dtype="bfloat16", remat="full",
                                  attention_impl="splash")
     stage = StageShape("rl", "rl", rows=2, seq=8192, slots=2, cache_len=8192, rollout_tokens=2 * 8192)
     one, four = (plan_stage(cfg, stage, DEFAULT_RULES, {"fsdp": 2, "context": n}, CHIPS["v5p"]) for n in (1, 4))
     assert (one["seq_per_device"], four["seq_per_device"]) == (8192, 2048)
     assert (one["attention"], four["attention"]) == ("splash", "all_gather/splash")  # context_attention's default
-    assert four["memory"]["kv_cache"] == one["memory"]["kv_cache"] / 4
     assert four["memory"]["layer"] < one["memory"]["layer"] / 2  # a quarter, + the whole-row keys and values
     # the layers' residuals split four ways; the final hidden states stay whole (the chunked loss gathers them)
     final = 2 * cfg.hidden_size * 8192 * 2
@@ -252,3 +273,19 @@ def test_the_8b_grpo_128k_stage_fits_the_slices_its_config_names(chip, mesh, cap
     assert plan["chips"] == (512 if mesh else 128)
     stages = plan["stages"]
     assert stages[-1]["seq"] == 131072 and all(s["fits"] for s in stages), [s["memory"]["peak"] for s in stages]
+
+
+RL_CONFIGS = sorted(p for p in (Path(jaxseeker.__file__).parent / "configs").glob("*.yaml")
+                    if re.search(r"^rl:\s*$", p.read_text(), re.M))  # RL recipes, not pipelines
+
+
+@pytest.mark.parametrize("path", RL_CONFIGS, ids=lambda p: p.stem)
+def test_every_rl_config_fits_the_slice_its_comment_names_with_the_engine(path, capsys):
+    """Each RL recipe on the mesh it sets and the chip its `# Plan:` line names (v5p when it names none), with the
+    rollout engine's weights, cache and hand-off counted."""
+    chip = re.search(r"--chip (\w+)", path.read_text())
+    assert main(["plan", "--config", str(path), "--chip", chip.group(1) if chip else "v5p", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    for stage in plan["stages"]:
+        assert stage["engine"] and stage["memory"]["engine_weights"] > 0, stage["stage"]
+        assert stage["fits"], (stage["stage"], stage["over"], {k: v for k, v in stage["memory"].items() if v})

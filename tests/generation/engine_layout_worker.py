@@ -1,0 +1,150 @@
+"""The rollout engine in the RL layout on 8 fake CPU devices: its compiled programs, read back.
+
+Run by `test_engine_layout.py` in a subprocess whose `XLA_FLAGS` asks for 8 host devices. The engine sits on
+`parallel.replica_meshes(2)`: 4 replicas of 2 devices (data × tensor), `parallel.GENERATION_RULES`, its weights
+handed over from params in the trainer's layout (fsdp = 8, float32). For contrast, the same engine under the
+training rules on an fsdp = 8 mesh (the engine's old layout). Prints one JSON line: the tokens against unsharded
+greedy decoding, the all-gathers of each compiled decode step (result shape, whether inside the decode loop),
+the parameters' shapes, the cache's shards, and the per-device bytes of the compiled programs next to `plan`'s.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from generation.reference import CFG, numpy_params, random_prompts, reference_greedy
+from jaxseeker import model
+from jaxseeker.generation import Engine, SamplingConfig, handoff, layout, steps
+from jaxseeker.parallel import DEFAULT_RULES, MeshConfig, make_mesh, replica_meshes, tree_shardings
+from jaxseeker.train.plan import StageShape
+from jaxseeker.train.plan_rollout import engine_calls, engine_memory
+
+SLOTS, LENGTH, CHUNK, STEPS = 16, 512, 32, 4
+SAMPLING = SamplingConfig(temperature=1.0)  # RL samples: the decode step runs the sampler over the vocabulary
+
+
+def computations(hlo: str) -> dict[str, list[str]]:
+    """The instruction lines of each computation of an HLO module's text, by name."""
+    out, name = {}, None
+    for line in hlo.splitlines():
+        header = re.match(r"^(?:ENTRY )?%?([\w.\-]+) \(.*\) -> .* \{$", line)
+        if header:
+            name = header.group(1)
+            out[name] = []
+        elif line.startswith("}"):
+            name = None
+        elif name is not None:
+            out[name].append(line)
+    return out
+
+
+def loop_computations(comps: dict[str, list[str]]) -> set[str]:
+    """Names of the computations that run inside a `while` loop: its bodies and all they call."""
+    todo = [m for lines in comps.values() for line in lines for m in re.findall(r"\bbody=%?([\w.\-]+)", line)]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in comps:
+            continue
+        seen.add(name)
+        for line in comps[name]:
+            for group in re.findall(r"(?:body|condition|to_apply|calls|branch_computations|true_computation|"
+                                    r"false_computation)=\{?(%[\w.\-]+(?:, %[\w.\-]+)*)", line):
+                todo += [g.strip().lstrip("%") for g in group.split(",")]
+    return seen
+
+
+def all_gathers(hlo: str) -> list[dict]:
+    """Every all-gather of a compiled program: its result dims and whether it runs inside a loop."""
+    comps = computations(hlo)
+    loops = loop_computations(comps)
+    out = []
+    for name, lines in comps.items():
+        for line in lines:
+            match = re.search(r"= \w+\[([\d,]*)\]\S* all-gather(?:-start)?\(", line)
+            if match:
+                out.append({"dims": [int(d) for d in match.group(1).split(",") if d], "in_loop": name in loops})
+    return out
+
+
+def decode_program(engine: Engine):
+    """The engine's decode step for all its slots, compiled on its current weights and cache."""
+    zeros = np.zeros(engine.slots, np.int32)
+    return steps.decode.lower(engine._params, engine._cache, zeros, zeros, zeros + STEPS, zeros, zeros,
+                              np.int32(0), None, cfg=engine.cfg, sampling=SAMPLING.static, steps=STEPS,
+                              sharding=engine._cache_sharding(engine._cache.length)).compile()
+
+
+def prefill_program(engine: Engine, rows: int):
+    """The engine's prefill of a chunk into `rows` rows, compiled."""
+    tokens = np.zeros((rows, CHUNK), np.int32)
+    return steps.prefill.lower(engine._params, engine._cache, np.arange(rows, dtype=np.int32), tokens, tokens,
+                               np.zeros(engine.slots, np.int32), cfg=engine.cfg,
+                               sharding=engine._cache_sharding(engine._cache.length)).compile()
+
+
+def peak(compiled) -> int:
+    """XLA's peak bytes per device of a compiled program."""
+    return int(compiled.memory_analysis().peak_memory_in_bytes)
+
+
+def per_device(tree) -> int:
+    """Bytes of the arrays of `tree` on one device (the mean over the 8)."""
+    return int(sum(s.data.nbytes for x in jax.tree.leaves(tree) for s in x.addressable_shards) // jax.device_count())
+
+
+def main() -> None:
+    """Build both engines, compile, print the report."""
+    params = numpy_params(CFG, seed=0)
+    train_mesh = make_mesh(MeshConfig(data=1, fsdp=8))
+    trainer = jax.device_put(params, tree_shardings(model.param_axes(CFG), params, train_mesh, DEFAULT_RULES))
+    mesh, handoff_mesh = replica_meshes(2)
+    engine = Engine(trainer, CFG, slots=SLOTS, max_len=LENGTH, steps_per_call=STEPS, prefill_chunk=CHUNK, mesh=mesh,
+                    handoff_mesh=handoff_mesh, min_window=LENGTH, stacked_prefill=False)
+    prompts = random_prompts([5, 40, 9], seed=2)
+    for i, prompt in enumerate(prompts):
+        engine.submit(str(i), prompt, max_new_tokens=8)
+    tokens = {}
+    while engine.has_work():
+        tokens.update({e.request_id: e.tokens for e in engine.step()})
+
+    cache = engine._cache
+    init = layout._zeros.lower(CFG, SLOTS, LENGTH, "float32", engine._cache_sharding(LENGTH)).compile()
+    handed = jax.jit(lambda p: handoff.handoff_fn(CFG, dtype="float32", stacked=False, mesh=mesh)(p)).lower(
+        trainer).compile()
+    decode = decode_program(engine)
+    stage = StageShape("rl", "rl", rows=1, seq=LENGTH, slots=SLOTS, cache_len=LENGTH, prefill_chunk=CHUNK,
+                       engine_tensor=2, engine_dtype="float32", stacked_prefill=False)
+    train_engine = Engine(trainer, CFG, slots=64, max_len=LENGTH, steps_per_call=STEPS, prefill_chunk=CHUNK,
+                          mesh=train_mesh, rules=DEFAULT_RULES, min_window=LENGTH)
+    weights = jax.tree.leaves((engine._params, params))
+    print(json.dumps({
+        "devices": jax.device_count(), "mesh": dict(mesh.shape),
+        "equal": [tokens[str(i)] for i in range(len(prompts))] == reference_greedy(params, prompts, 8),
+        "param_shapes": sorted({tuple(x.shape) for x in weights}),
+        "param_shards": sorted({tuple(s.data.shape) for x in jax.tree.leaves(engine._params)
+                                for s in x.addressable_shards}),
+        "gathers": all_gathers(decode.as_text()),
+        "train_gathers": all_gathers(decode_program(train_engine).as_text()),
+        "k_spec": str(cache.k[0].sharding.spec),
+        "k_shards": sorted({tuple(s.data.shape) for s in cache.k[0].addressable_shards}),
+        "cache_init": {"output": int(init.memory_analysis().output_size_in_bytes), "peak": peak(init)},
+        "compiled": {"decode": peak(decode), "prefill_all": peak(prefill_program(engine, SLOTS)),
+                     "prefill_half": peak(prefill_program(engine, SLOTS // 2)), "handoff": peak(handed)},
+        "plan": engine_memory(CFG, stage, chips=8, per_host=8),
+        "plan_calls": engine_calls(CFG, stage, chips=8, per_host=8),
+        "trainer_bytes_per_device": per_device(trainer),
+        "handoff_dtype": sorted({str(x.dtype) for x in jax.tree.leaves(
+            Engine(trainer, CFG, slots=SLOTS, max_len=64, mesh=mesh, dtype="bfloat16")._params)}),
+        "cache_bytes_per_device": per_device(cache),
+    }))
+
+
+if __name__ == "__main__":
+    main()
