@@ -108,6 +108,12 @@ def layout(interpreter: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ..
     return (*binds, *python_paths(interpreter)), tuple(links)
 
 
+def tmp_holds_a_bind(binds: Sequence[str]) -> bool:
+    """Whether a bind lies under /tmp (a venv there): /tmp is then a read-only directory of the sandbox's root, not
+    the scratch symlink, and code writes where TMPDIR points (the scratch)."""
+    return any(path == "/tmp" or path.startswith("/tmp/") for path in binds)
+
+
 def environment(interpreter: str) -> dict[str, str]:
     """The whole environment of a run: no variable of the host's."""
     path = ":".join(dict.fromkeys([os.path.dirname(interpreter), "/usr/local/bin", "/usr/bin", "/bin"]))
@@ -128,7 +134,8 @@ def _bwrap_command(sandbox: Sandbox, argv: Sequence[str], scratch_mb: int, secco
     for link, target in links:
         cmd += ["--symlink", target, link]
     cmd += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
-            "--perms", "1777", "--size", str(scratch_mb << 20), "--tmpfs", SCRATCH, "--symlink", SCRATCH, "/tmp",
+            "--perms", "1777", "--size", str(scratch_mb << 20), "--tmpfs", SCRATCH,
+            *([] if tmp_holds_a_bind(binds) else ["--symlink", SCRATCH, "/tmp"]),
             "--chdir", SCRATCH, "--remount-ro", "/",
             "--seccomp", str(seccomp_fd), "--info-fd", str(info_fd), "--", *argv]
     return cmd

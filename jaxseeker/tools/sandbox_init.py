@@ -140,7 +140,8 @@ def build_root(spec: dict, sources: dict[str, int]) -> None:
     _mount(None, new + "/dev", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
     scratch = _make_path(new + spec["scratch"], directory=True)
     _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={spec['scratch_bytes']}")
-    os.symlink(spec["scratch"], new + "/tmp")
+    if not os.path.exists(new + "/tmp"):  # a bind under /tmp (a venv there) made it a directory: TMPDIR is the scratch
+        os.symlink(spec["scratch"], new + "/tmp")
     _check(_libc.umount2(old.encode(), MNT_DETACH), "umount the host's root")
     os.chdir(new)
     _check(_libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")

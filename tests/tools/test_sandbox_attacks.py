@@ -269,3 +269,19 @@ def test_the_code_holds_no_privilege_and_cannot_nest_namespaces(box):
     )
     assert run(box, code) == ("stdout:\n['1000\\t1000\\t1000\\t1000', '0000000000000000', '0000000000000000', '1', "
                               "'2']\n-1 True\n1")
+
+
+def test_an_interpreter_under_tmp_runs_and_writes_to_the_scratch():
+    """A venv under /tmp is bound into the sandbox's /tmp, which then stays a read-only directory: code still runs
+    and writes its temporary files to the scratch (TMPDIR)."""
+    base = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable  # bwrap as root: see above
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+        os.chmod(tmp, 0o755)  # readable by the user bwrap runs as
+        venv = Path(tmp) / "venv"
+        subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        for backend in sandbox.BACKENDS:
+            box = isolation(backend, (str(venv / "bin" / "python"),))
+            code = "import sys, tempfile\nwith tempfile.NamedTemporaryFile() as f:\n    print(sys.prefix, f.name)"
+            out = run(box, code)
+            prefix, name = out.splitlines()[-1].split()  # the observation: "stdout:" then the printed line
+            assert (prefix, os.path.dirname(name)) == (str(venv), "/scratch"), (backend, out)
