@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from jaxseeker.world import DateIn, Edge, Entity, Is, NameInitial, NumberIn, Query, Var, World
 
@@ -30,14 +30,22 @@ def same_answer(predicted: str, gold: str) -> bool:
 def simplify(d: Draft) -> Draft:
     """Drop what a named entity makes redundant: its other predicates, and variables reached only through it."""
     q = d.query
-    vars_ = [Var(v.type, (Is(a),)) if (a := v.anchor()) is not None and i != q.target else v
-             for i, v in enumerate(q.vars)]
+    vars_ = tuple(Var(v.type, (Is(a),)) if (a := v.anchor()) is not None and i != q.target else v
+                  for i, v in enumerate(q.vars))
+    return answer_part(d, vars_, q.edges, through=lambda i: i == q.target or vars_[i].anchor() is None)
+
+
+def answer_part(d: Draft, vars_: Sequence[Var], edges: Sequence[Edge],
+                through: Callable[[int], bool] = lambda i: True) -> Draft:
+    """The draft with `vars_` and `edges`, cut to the variables `edges` join to the answer (walking on from a
+    variable only where `through` says so), renumbered in order."""
+    q = d.query
     reached, frontier = {q.target}, [q.target]
     while frontier:
         i = frontier.pop()
-        if i != q.target and vars_[i].anchor() is not None:
+        if not through(i):
             continue
-        for e in q.edges:
+        for e in edges:
             for a, b in ((e.src, e.dst), (e.dst, e.src)):
                 if a == i and b not in reached:
                     reached.add(b)
@@ -47,7 +55,7 @@ def simplify(d: Draft) -> Draft:
     query = dataclasses.replace(
         q,
         vars=tuple(vars_[i] for i in keep),
-        edges=tuple(Edge(new[e.src], e.rel, new[e.dst]) for e in q.edges if e.src in new and e.dst in new),
+        edges=tuple(Edge(new[e.src], e.rel, new[e.dst]) for e in edges if e.src in new and e.dst in new),
         target=new[q.target],
     )
     return dataclasses.replace(d, query=query, binding=tuple(d.binding[i] for i in keep))

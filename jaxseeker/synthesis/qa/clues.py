@@ -30,7 +30,7 @@ from collections.abc import Callable
 from jaxseeker.world import DateIn, Edge, Is, LabelIs, NameInitial, Neighbour, NumberIn, Query, Var, World
 from jaxseeker.world.entities import date_parts
 
-from jaxseeker.synthesis.qa.checks import hops, level_of, obfuscations_of, simplify
+from jaxseeker.synthesis.qa.checks import answer_part, hops, level_of, obfuscations_of, simplify
 from jaxseeker.synthesis.qa.lexicon import attribute_forms
 from jaxseeker.synthesis.qa.obfuscate import date_pred, date_precision, drop_var, least_shared, number_pred
 from jaxseeker.synthesis.qa.phrasing import kind_key
@@ -159,20 +159,7 @@ def keeps(start: Shape, d: Draft) -> bool:
 def without_edge(d: Draft, k: int) -> Draft:
     """The draft without edge `k` and the variables only it joined to the answer."""
     q = d.query
-    edges = q.edges[:k] + q.edges[k + 1:]
-    reached, frontier = {q.target}, [q.target]
-    while frontier:
-        i = frontier.pop()
-        for e in edges:
-            for a, b in ((e.src, e.dst), (e.dst, e.src)):
-                if a == i and b not in reached:
-                    reached.add(b)
-                    frontier.append(b)
-    keep = sorted(reached)
-    new = {old: j for j, old in enumerate(keep)}
-    query = dataclasses.replace(q, vars=tuple(q.vars[i] for i in keep), target=new[q.target],
-                                edges=tuple(Edge(new[e.src], e.rel, new[e.dst]) for e in edges if e.src in new))
-    return dataclasses.replace(d, query=query, binding=tuple(d.binding[i] for i in keep))
+    return answer_part(d, q.vars, q.edges[:k] + q.edges[k + 1:])
 
 
 def _words(p: object) -> int:
