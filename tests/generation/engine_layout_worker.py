@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from generation.reference import CFG, numpy_params, random_prompts, reference_greedy
+from generation.reference import CFG, engine_tokens, numpy_params, random_prompts, reference_greedy
 from jaxseeker import model
 from jaxseeker.generation import Engine, SamplingConfig, handoff, layout, steps
 from jaxseeker.parallel import DEFAULT_RULES, MeshConfig, make_mesh, replica_meshes, tree_shardings
@@ -108,11 +108,7 @@ def main() -> None:
     engine = Engine(trainer, CFG, slots=SLOTS, max_len=LENGTH, steps_per_call=STEPS, prefill_chunk=CHUNK, mesh=mesh,
                     handoff_mesh=handoff_mesh, min_window=LENGTH, stacked_prefill=False)
     prompts = random_prompts([5, 40, 9], seed=2)
-    for i, prompt in enumerate(prompts):
-        engine.submit(str(i), prompt, max_new_tokens=8)
-    tokens = {}
-    while engine.has_work():
-        tokens.update({e.request_id: e.tokens for e in engine.step()})
+    tokens = engine_tokens(engine, prompts, 8)
 
     cache = engine._cache
     init = layout._zeros.lower(CFG, SLOTS, LENGTH, "float32", engine._cache_sharding(LENGTH)).compile()
@@ -126,7 +122,7 @@ def main() -> None:
     weights = jax.tree.leaves((engine._params, params))
     print(json.dumps({
         "devices": jax.device_count(), "mesh": dict(mesh.shape),
-        "equal": [tokens[str(i)] for i in range(len(prompts))] == reference_greedy(params, prompts, 8),
+        "equal": tokens == reference_greedy(params, prompts, 8),
         "param_shapes": sorted({tuple(x.shape) for x in weights}),
         "param_shards": sorted({tuple(s.data.shape) for x in jax.tree.leaves(engine._params)
                                 for s in x.addressable_shards}),

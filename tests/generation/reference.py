@@ -61,3 +61,13 @@ def random_prompts(lengths: list[int], seed: int = 0, vocab: int = 512) -> list[
     """Random prompts of the given lengths (token ids ≥ 1)."""
     rng = np.random.default_rng(seed)
     return [rng.integers(1, vocab, n).tolist() for n in lengths]
+
+
+def engine_tokens(engine, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
+    """Every prompt submitted at once, the engine stepped until done: each prompt's generated tokens, in order."""
+    for i, prompt in enumerate(prompts):
+        engine.submit(str(i), prompt, max_new_tokens=max_new_tokens)
+    out = {}
+    while engine.has_work():
+        out.update({e.request_id: e.tokens for e in engine.step()})
+    return [out[str(i)] for i in range(len(prompts))]

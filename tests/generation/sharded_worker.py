@@ -12,7 +12,7 @@ import jax
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from generation.reference import CFG, numpy_params, random_prompts, reference_greedy
+from generation.reference import CFG, engine_tokens, numpy_params, random_prompts, reference_greedy
 from jaxseeker import model
 from jaxseeker.generation import Engine
 from jaxseeker.parallel import MeshConfig, make_mesh, tree_shardings
@@ -25,17 +25,13 @@ def main() -> None:
     sharded = jax.device_put(params, tree_shardings(model.param_axes(CFG), params, mesh))
     engine = Engine(sharded, CFG, slots=2, max_len=64, steps_per_call=4, prefill_chunk=8, mesh=mesh)
     prompts = random_prompts([5, 9], seed=1)
-    for i, prompt in enumerate(prompts):
-        engine.submit(str(i), prompt, max_new_tokens=10)
-    out = {}
-    while engine.has_work():
-        out.update({e.request_id: e.tokens for e in engine.step()})
+    tokens = engine_tokens(engine, prompts, 10)
     cache = engine._cache
     print(json.dumps({
         "devices": jax.device_count(),
         "k_spec": str(cache.k[0].sharding.spec),  # str of a PartitionSpec: P(...)
         "end_spec": str(cache.end.sharding.spec),
-        "equal": [out["0"], out["1"]] == reference_greedy(params, prompts, 10),
+        "equal": tokens == reference_greedy(params, prompts, 10),
     }))
 
 
