@@ -48,11 +48,11 @@ from collections.abc import Mapping
 from jax.sharding import AbstractMesh
 
 from jaxseeker.model.config import CONTEXT_ATTENTIONS, ModelConfig
-from jaxseeker.model.flops import active_params
 from jaxseeker.model.params import param_axes, param_shapes
 from jaxseeker.parallel.mesh_config import MESH_AXES
 from jaxseeker.parallel.rules import Rules, logical_to_spec
 from jaxseeker.train.chips import USABLE_HBM, Chip
+from jaxseeker.train.plan_flops import step_flops
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # Attention kernels that hold no [q, k] array (training forward only; "blocked" keeps one tile per head, see
@@ -310,41 +310,6 @@ def memory_plan(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: Abstrac
     mem["peak"] = max(mem["update_phase"], mem["rollout_phase"] if stage.rolls_out else 0.0,
                       mem["handoff_phase"] if stage.rolls_out else 0.0)
     return mem
-
-
-def forward_flops_per_token(cfg: ModelConfig, context: float, *, all_experts: bool) -> float:
-    """Matmul FLOPs of one token's forward at a mean attended `context`; `all_experts`: as `moe_mlp`
-    computes them (every expert, weighted), else only the top-k a token is routed to."""
-    params = active_params(cfg)
-    if all_experts and cfg.num_experts:
-        moe_layers = sum(cfg.is_moe_layer)
-        expert_params = 3 * cfg.hidden_size * cfg.moe_intermediate_size
-        params += moe_layers * expert_params * (cfg.num_experts - cfg.num_experts_per_tok)
-    return 2 * params + 4 * cfg.num_layers * cfg.num_heads * cfg.head_dim * context
-
-
-def step_flops(cfg: ModelConfig, stage: StageShape) -> dict[str, float]:
-    """FLOPs of one step: `model` (top-k experts, no recompute: what MFU counts) and `device` (what the
-    implementation runs: every expert, plus the forward recompute of remat), split by phase for RL."""
-    def train(rows: int, seq: int, all_experts: bool, recompute: bool) -> float:
-        fwd = forward_flops_per_token(cfg, seq / 2, all_experts=all_experts) * rows * seq
-        attention = 4 * cfg.num_layers * cfg.num_heads * cfg.head_dim * seq / 2 * rows * seq
-        extra = {"full": fwd, "dots": attention, "none": 0.0}[cfg.remat] if recompute else 0.0
-        return 3 * fwd + extra
-
-    out = {}
-    for kind, dense in (("model", False), ("device", True)):
-        update = train(stage.rows, stage.seq, dense, kind == "device") * stage.updates
-        if stage.kind == "sft":
-            out[kind] = update
-            continue
-        fwd = forward_flops_per_token(cfg, stage.seq / 2, all_experts=dense)
-        rows = stage.resident_rows or stage.rows
-        logprobs = (1 + stage.reference) * fwd * rows * stage.seq
-        rollout = forward_flops_per_token(cfg, stage.cache_len / 2, all_experts=dense) * stage.rollout_tokens
-        out[kind] = rollout + logprobs + update
-        out[f"{kind}_rollout"], out[f"{kind}_logprobs"], out[f"{kind}_update"] = rollout, logprobs, update
-    return out
 
 
 def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Mapping[str, int],

@@ -32,10 +32,10 @@ from jaxseeker.train.plan import (
     memory_plan,
     param_elements,
     plan_stage,
-    step_flops,
     suggest_mesh,
 )
 from jaxseeker.train.plan_command import make_plan
+from jaxseeker.train.plan_flops import step_flops
 from jaxseeker.train.recipe import RecipeError
 from jaxseeker.train.sft import TrainConfig
 from jaxseeker.train.sft_step import make_sft_step, sft_loss
