@@ -31,15 +31,18 @@ DOCS = Path(__file__).resolve().parent
 
 # ---------------------------------------------------------------------------------------------------------- configs
 
+
 def field_notes(cls: type) -> dict[str, str]:
     """Each field's comment in `cls`'s source: its trailing `# …` plus the full-line comments that belong to it. A
     block of full-line comments goes with the field below it, unless both that field and the one above have a
     trailing comment: then the block continues the comment of the field above."""
     source = textwrap.dedent(inspect.getsource(cls))
     lines = source.splitlines()
-    trailing = {tok.start[0]: tok.string.lstrip("#").strip()
-                for tok in tokenize.generate_tokens(io.StringIO(source).readline)
-                if tok.type == tokenize.COMMENT and lines[tok.start[0] - 1].strip()[:1] != "#"}
+    trailing = {
+        tok.start[0]: tok.string.lstrip("#").strip()
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT and lines[tok.start[0] - 1].strip()[:1] != "#"
+    }
     body = ast.parse(source).body[0].body
     fields = [n for n in body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
     notes: dict[str, list[str]] = {}
@@ -109,8 +112,9 @@ def cell(text: str) -> str:
     return "`".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
 
 
-def section_table(cls: type, path: str, defaults: Mapping[str, str] | None = None,
-                  nested: Mapping[str, str] | None = None) -> list[str]:
+def section_table(
+    cls: type, path: str, defaults: Mapping[str, str] | None = None, nested: Mapping[str, str] | None = None
+) -> list[str]:
     """One table row per field of `cls`: key, type, default (`defaults` overrides what the recipe reader fills in),
     meaning. `nested` names the sub-section documenting a field that is a section of its own."""
     notes, hints = field_notes(cls), typing.get_type_hints(cls)
@@ -159,58 +163,105 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
     from jaxseeker.train.recipe import read_recipe, shipped_configs
     from jaxseeker.train.rl_scoring import RewardConfig
 
-    name = ("name", "The run's name: `runs/<name>/` unless an `out_dir` says otherwise. Default: the recipe file's "
-            "name without `.yaml`.", {})
+    name = (
+        "name",
+        "The run's name: `runs/<name>/` unless an `out_dir` says otherwise. Default: the recipe file's "
+        "name without `.yaml`.",
+        {},
+    )
     pipeline_sections = [name] + [(s, cls, {}) for s, cls in pipeline.STAGES.items()]
     shipped = [n for n in shipped_configs() if set(read_recipe(n)) <= {"name", *pipeline.STAGES}]
-    yield ("Pipeline recipe: `jaxseeker pipeline`, `jaxseeker eval --config`",
-           "One section per stage of the offline pipeline; every default suits the embedded offline run. Shipped: "
-           + ", ".join(f"`{n}`" for n in shipped) + ".", pipeline_sections)
+    yield (
+        "Pipeline recipe: `jaxseeker pipeline`, `jaxseeker eval --config`",
+        "One section per stage of the offline pipeline; every default suits the embedded offline run. Shipped: "
+        + ", ".join(f"`{n}`" for n in shipped)
+        + ".",
+        pipeline_sections,
+    )
     shared = [
-        ("model", "`hf_path`: the checkpoint to start from, an HF directory, a GGUF file or a registered name "
-                  "([guides/pretrained_models.md](guides/pretrained_models.md)); the keys of `model.config` below "
-                  "override its `config.json` (or, without `hf_path`, give the shape of a model initialised at "
-                  "random); `lora`: adapters instead of full fine-tuning (`model.lora`, "
-                  "[guides/lora.md](guides/lora.md)).", {}),
+        (
+            "model",
+            "`hf_path`: the checkpoint to start from, an HF directory, a GGUF file or a registered name "
+            "([guides/pretrained_models.md](guides/pretrained_models.md)); the keys of `model.config` below "
+            "override its `config.json` (or, without `hf_path`, give the shape of a model initialised at "
+            "random); `lora`: adapters instead of full fine-tuning (`model.lora`, "
+            "[guides/lora.md](guides/lora.md)).",
+            {},
+        ),
         ("model.config", ModelConfig, {}),
         ("model.lora", LoraConfig, {}),
-        ("optimizer", OptimizerConfig, {"defaults": {
-            "total_steps": "SFT: `train.steps`; RL: rl.steps · rl.mini_batches · rl.epochs / grad_accum",
-            "warmup_steps": "SFT `20`; RL `0`"}}),
+        (
+            "optimizer",
+            OptimizerConfig,
+            {
+                "defaults": {
+                    "total_steps": "SFT: `train.steps`; RL: rl.steps · rl.mini_batches · rl.epochs / grad_accum",
+                    "warmup_steps": "SFT `20`; RL `0`",
+                }
+            },
+        ),
         ("mesh", MeshConfig, {}),
-        ("rules", "A mapping from logical axis name to mesh axes, over the defaults of `jaxseeker.parallel.rules`"
-                  " (`batch: [data, fsdp, expert]`, `embed: [fsdp]`, `heads: [tensor]`, …); `null` or `[]` "
-                  "replicates that axis.", {}),
+        (
+            "rules",
+            "A mapping from logical axis name to mesh axes, over the defaults of `jaxseeker.parallel.rules`"
+            " (`batch: [data, fsdp, expert]`, `embed: [fsdp]`, `heads: [tensor]`, …); `null` or `[]` "
+            "replicates that axis.",
+            {},
+        ),
     ]
     assert {s for s, *_ in shared} >= set(sft.SECTIONS) & set(rl_config.SECTIONS) - {"name"}
-    yield ("Sections shared by the SFT and RL recipes",
-           "`jaxseeker sft` and `jaxseeker rl` read these sections alike (`train.policy.build_policy`).", shared)
+    yield (
+        "Sections shared by the SFT and RL recipes",
+        "`jaxseeker sft` and `jaxseeker rl` read these sections alike (`train.policy.build_policy`).",
+        shared,
+    )
     sft_sections = [("data", DataConfig, {}), ("train", sft.TrainConfig, {})]
-    assert {"name", *(s for s, *_ in shared), *(s for s, *_ in sft_sections)} - {"model.config", "model.lora"} \
-        == set(sft.SECTIONS)
-    yield ("SFT recipe: `jaxseeker sft`", "Sections `name`, `model`, `optimizer`, `mesh`, `rules` (above) and:",
-           sft_sections)
+    assert {"name", *(s for s, *_ in shared), *(s for s, *_ in sft_sections)} - {"model.config", "model.lora"} == set(
+        sft.SECTIONS
+    )
+    yield (
+        "SFT recipe: `jaxseeker sft`",
+        "Sections `name`, `model`, `optimizer`, `mesh`, `rules` (above) and:",
+        sft_sections,
+    )
     rl_sections = [
         ("rl", rl_config.RLConfig, {"nested": {"context_stages": "rl.context_stages"}}),
         ("rl.context_stages", rl_config.ContextStage, {}),
         ("rollout", RolloutConfig, {}),
         ("sampling", SamplingConfig, {"defaults": {"temperature": "`1.0` in RL (top_p and top_k must stay off)"}}),
         ("engine", rl_config.EngineConfig, {}),
-        ("tools", ToolsConfig, {"nested": {"http": "tools.http", "visit": "tools.visit", "python": "tools.python",
-                                           "summarizer": "tools.summarizer"}}),
+        (
+            "tools",
+            ToolsConfig,
+            {
+                "nested": {
+                    "http": "tools.http",
+                    "visit": "tools.visit",
+                    "python": "tools.python",
+                    "summarizer": "tools.summarizer",
+                }
+            },
+        ),
         ("tools.http", HttpConfig, {}),
         ("tools.visit", VisitOptions, {}),
         ("tools.python", PythonConfig, {}),
         ("tools.summarizer", LLMConfig, {}),
-        ("world", "The world the local `search` and `visit` tools read: a saved world directory, or "
-                  "`synthetic[:SIZE[:SEED]]`, `pages:FILE.jsonl`, `atlas[:FR,DE,…]`; `null` for web back-ends.", {}),
+        (
+            "world",
+            "The world the local `search` and `visit` tools read: a saved world directory, or "
+            "`synthetic[:SIZE[:SEED]]`, `pages:FILE.jsonl`, `atlas[:FR,DE,…]`; `null` for web back-ends.",
+            {},
+        ),
         ("reward", RewardConfig, {"nested": {"llm": "reward.llm"}}),
         ("reward.llm", LLMConfig, {}),
     ]
     documented = {"name", *(s for s, *_ in shared), *(s for s, *_ in rl_sections)}
     assert {s for s in documented if "." not in s} == set(rl_config.SECTIONS)
-    yield ("RL recipe: `jaxseeker rl`", "Sections `name`, `model`, `optimizer`, `mesh`, `rules` (above) and:",
-           rl_sections)
+    yield (
+        "RL recipe: `jaxseeker rl`",
+        "Sections `name`, `model`, `optimizer`, `mesh`, `rules` (above) and:",
+        rl_sections,
+    )
 
 
 def heading(section: str, title: str) -> str:
@@ -221,14 +272,19 @@ def heading(section: str, title: str) -> str:
 
 def render_configs() -> str:
     """docs/configs.md."""
-    out = ["# Recipe keys", "",
-           "<!-- Generated by `python docs/generate.py` from the dataclasses that read each section; edit those, "
-           "not this page. -->", "",
-           "A recipe is a YAML file with one mapping per section. `--set section.key=value` overrides one key on the "
-           "command line (the value is read as YAML: `--set rl.lr=5e-4`, `--set qa.e2hqa_rounds=[0,1]`). An "
-           "unknown section or key, or a value of the wrong type, stops the command with one line naming it "
-           "(`jaxseeker plan --config FILE` checks a recipe without running it). A `--config` is a file or the "
-           "name of a recipe shipped in `jaxseeker/configs/` (the repository's `configs/`).", ""]
+    out = [
+        "# Recipe keys",
+        "",
+        "<!-- Generated by `python docs/generate.py` from the dataclasses that read each section; edit those, "
+        "not this page. -->",
+        "",
+        "A recipe is a YAML file with one mapping per section. `--set section.key=value` overrides one key on the "
+        "command line (the value is read as YAML: `--set rl.lr=5e-4`, `--set qa.e2hqa_rounds=[0,1]`). An "
+        "unknown section or key, or a value of the wrong type, stops the command with one line naming it "
+        "(`jaxseeker plan --config FILE` checks a recipe without running it). A `--config` is a file or the "
+        "name of a recipe shipped in `jaxseeker/configs/` (the repository's `configs/`).",
+        "",
+    ]
     for title, intro, sections in schemas():
         out += [f"## {title}", "", intro, ""]
         for section, what, options in sections:
@@ -246,8 +302,10 @@ def render_configs() -> str:
 
 # -------------------------------------------------------------------------------------------------------------- cli
 
-def commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], str,
-                                                                                            argparse.ArgumentParser]]:
+
+def commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], str, argparse.ArgumentParser]]:
     """(command path, one-line summary, parser) of `parser` and of every subcommand below it, depth first."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -284,16 +342,30 @@ def render_cli() -> str:
     from jaxseeker.cli import build_parser
 
     parser = build_parser()
-    out = ["# Command line", "",
-           "<!-- Generated by `python docs/generate.py` from `jaxseeker.cli.build_parser()`; edit the parsers, not "
-           "this page. -->", "",
-           "`--help` after any command prints the same. Bad input ends a command with one line naming the file, "
-           "key or flag (exit status 2 for a usage error, 1 otherwise). Ctrl-C or SIGTERM during training saves the "
-           "step in flight and exits 130 / 143; `sft` and `rl` go on from it with `--resume`, `pipeline`, `eval` and "
-           "`synth trajectories` when run again.", "",
-           "```text", "jaxseeker [--version] COMMAND [options]", "```", "", parser.description, "",
-           "```text", parser.epilog, "```", "",
-           "| command | what it does |", "|---|---|"]
+    out = [
+        "# Command line",
+        "",
+        "<!-- Generated by `python docs/generate.py` from `jaxseeker.cli.build_parser()`; edit the parsers, not "
+        "this page. -->",
+        "",
+        "`--help` after any command prints the same. Bad input ends a command with one line naming the file, "
+        "key or flag (exit status 2 for a usage error, 1 otherwise). Ctrl-C or SIGTERM during training saves the "
+        "step in flight and exits 130 / 143; `sft` and `rl` go on from it with `--resume`, `pipeline`, `eval` and "
+        "`synth trajectories` when run again.",
+        "",
+        "```text",
+        "jaxseeker [--version] COMMAND [options]",
+        "```",
+        "",
+        parser.description,
+        "",
+        "```text",
+        parser.epilog,
+        "```",
+        "",
+        "| command | what it does |",
+        "|---|---|",
+    ]
     found = list(commands(parser))
     for path, summary, _ in found:
         out.append(f"| [`jaxseeker {' '.join(path)}`](#{anchor('jaxseeker ' + ' '.join(path))}) | {cell(summary)} |")
@@ -315,6 +387,7 @@ def anchor(title: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------------------- main
+
 
 def pages() -> dict[Path, str]:
     """The generated pages and their text."""

@@ -20,8 +20,9 @@ def _show(bound: float) -> str:
     return f"{bound:g}" if isinstance(bound, float) else str(bound)
 
 
-def at_least(low: Number, kind: type[Number] = int, *, above: bool = False, high: Number | None = None,
-             below: bool = False) -> Callable[[str], Number]:
+def at_least(
+    low: Number, kind: type[Number] = int, *, above: bool = False, high: Number | None = None, below: bool = False
+) -> Callable[[str], Number]:
     """A `type=` callable parsing `kind` (int or float) that is >= `low` (> `low` with `above`) and, with `high`,
     <= `high` (< `high` with `below`); anything else raises `argparse.ArgumentTypeError` naming the range."""
     if kind not in (int, float):
@@ -37,7 +38,8 @@ def at_least(low: Number, kind: type[Number] = int, *, above: bool = False, high
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {accepted}, got {text!r}") from None
         in_range = (value > low if above else value >= low) and (
-            high is None or (value < high if below else value <= high))
+            high is None or (value < high if below else value <= high)
+        )
         if not in_range or (kind is float and not math.isfinite(value)):
             raise argparse.ArgumentTypeError(f"must be {accepted}, got {text}")
         return value
@@ -70,8 +72,9 @@ def comma_names(known: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
         names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
         unknown = [n for n in names if n not in known]
         if unknown:
-            raise argparse.ArgumentTypeError(f"unknown {', '.join(map(repr, unknown))} in {text!r}; known: "
-                                             f"{', '.join(known)}")
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(map(repr, unknown))} in {text!r}; known: {', '.join(known)}"
+            )
         return names
 
     parse.__name__ = "list"
@@ -85,6 +88,8 @@ def head_flags_problem(hidden_size: int, num_heads: int, num_kv_heads: int) -> s
         return f"--num-heads ({num_heads}) must be a multiple of --num-kv-heads ({num_kv_heads})"
     head_dim = hidden_size // num_heads
     if head_dim < 2 or head_dim % 2:
-        return (f"--hidden-size // --num-heads (the head size, rotated in halves by RoPE) must be even and >= 2, "
-                f"got {hidden_size} // {num_heads} = {head_dim}")
+        return (
+            f"--hidden-size // --num-heads (the head size, rotated in halves by RoPE) must be even and >= 2, "
+            f"got {hidden_size} // {num_heads} = {head_dim}"
+        )
     return None

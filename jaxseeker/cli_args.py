@@ -25,8 +25,10 @@ from jaxseeker.parallel.mesh_config import MESH_HELP, MeshConfig, mesh_argument,
 from jaxseeker.train.recipe import RecipeError, find_config
 from jaxseeker.world.build import SOURCES
 
-WORLD_HELP = ("a saved world directory (`jaxseeker world build --out`), or synthetic[:SIZE[:SEED]], "
-              "pages:FILE.jsonl or atlas[:FR,DE,…] (built once, then read from the cache)")
+WORLD_HELP = (
+    "a saved world directory (`jaxseeker world build --out`), or synthetic[:SIZE[:SEED]], "
+    "pages:FILE.jsonl or atlas[:FR,DE,…] (built once, then read from the cache)"
+)
 MODEL_FORMS = "an HF model directory, a GGUF file or a registered name (smollm2-135m-instruct)"
 CONTEXT = at_least(2)  # an engine's context holds at least a prompt token and a sampled one
 
@@ -40,13 +42,30 @@ def config_path(text: str) -> Path:
         return Path(text)
 
 
-def add_config(p: Any, *, required: bool = True, default: str | None = None, what: str = "recipe",
-               example: str = "optimizer.lr=1e-4") -> None:
+def add_config(
+    p: Any,
+    *,
+    required: bool = True,
+    default: str | None = None,
+    what: str = "recipe",
+    example: str = "optimizer.lr=1e-4",
+) -> None:
     """`--config RECIPE` (a YAML file or a shipped recipe's name) and `--set KEY=VALUE` overrides (repeatable)."""
-    p.add_argument("--config", type=config_path, required=required, default=default, metavar="RECIPE",
-                   help=f"{what}: a YAML file, or the name of one shipped in jaxseeker/configs (e.g. demo, rl_tiny)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help=f"override a key of the recipe, e.g. {example} (repeatable)")
+    p.add_argument(
+        "--config",
+        type=config_path,
+        required=required,
+        default=default,
+        metavar="RECIPE",
+        help=f"{what}: a YAML file, or the name of one shipped in jaxseeker/configs (e.g. demo, rl_tiny)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override a key of the recipe, e.g. {example} (repeatable)",
+    )
 
 
 def world_spec(text: str) -> str:
@@ -57,15 +76,17 @@ def world_spec(text: str) -> str:
         return text
     near = closest(kind, SOURCES)
     if near:
-        raise argparse.ArgumentTypeError(f"unknown world kind {kind!r} in {text!r} (did you mean {near!r}?); a world "
-                                         f"is {WORLD_HELP}")
+        raise argparse.ArgumentTypeError(
+            f"unknown world kind {kind!r} in {text!r} (did you mean {near!r}?); a world is {WORLD_HELP}"
+        )
     return text
 
 
 def add_world(p: Any, *, required: bool = False, default: str | None = None, extra: str = "") -> None:
     """`--world WORLD`: the same kinds in every command (`world.open_world`)."""
-    p.add_argument("--world", type=world_spec, required=required, default=default, metavar="WORLD",
-                   help=WORLD_HELP + extra)
+    p.add_argument(
+        "--world", type=world_spec, required=required, default=default, metavar="WORLD", help=WORLD_HELP + extra
+    )
 
 
 def mesh_config(text: str) -> MeshConfig:
@@ -82,9 +103,13 @@ def add_mesh(p: Any, *, devices: bool = True) -> None:
     if devices:
         p.add_argument("--mesh", type=mesh_argument, metavar="AXES", help=MESH_HELP)
     else:
-        p.add_argument("--mesh", type=mesh_config, metavar="AXES",
-                       help="e.g. data=1,fsdp=64,tensor=1,expert=1; -1 takes the chips the others leave "
-                            "(default: the recipe's mesh)")
+        p.add_argument(
+            "--mesh",
+            type=mesh_config,
+            metavar="AXES",
+            help="e.g. data=1,fsdp=64,tensor=1,expert=1; -1 takes the chips the others leave "
+            "(default: the recipe's mesh)",
+        )
 
 
 def add_k(p: Any, *, default: int | None = None, help: str = "rollouts per question") -> None:
@@ -92,8 +117,13 @@ def add_k(p: Any, *, default: int | None = None, help: str = "rollouts per quest
     p.add_argument("--k", type=at_least(1), default=default, metavar="K", help=help)
 
 
-def add_max_context(p: Any, *, default: int | None = None, dest: str = "max_context",
-                    help: str = "context tokens of an episode: prompt, turns and tool results") -> None:
+def add_max_context(
+    p: Any,
+    *,
+    default: int | None = None,
+    dest: str = "max_context",
+    help: str = "context tokens of an episode: prompt, turns and tool results",
+) -> None:
     """`--max-context TOKENS`: the context length of an episode (the engine's `max_len`)."""
     p.add_argument("--max-context", dest=dest, type=CONTEXT, default=default, metavar="TOKENS", help=help)
 
@@ -103,8 +133,13 @@ def add_llm(p: Any, purpose: str) -> None:
     asks it); an LLM is used where `--llm-model` is given or an option needs one."""
     from jaxseeker.tools.llm_client import LLMConfig
 
-    p.add_argument("--llm-url", default=LLMConfig.base_url, metavar="URL",
-                   help=f"OpenAI-compatible server (…/v1) of {purpose}")
+    p.add_argument(
+        "--llm-url", default=LLMConfig.base_url, metavar="URL", help=f"OpenAI-compatible server (…/v1) of {purpose}"
+    )
     p.add_argument("--llm-model", metavar="NAME", help="the model's name on that server")
-    p.add_argument("--llm-key-env", default=LLMConfig.api_key_env, metavar="VAR",
-                   help="environment variable holding the server's API key (unset or empty: none is sent)")
+    p.add_argument(
+        "--llm-key-env",
+        default=LLMConfig.api_key_env,
+        metavar="VAR",
+        help="environment variable holding the server's API key (unset or empty: none is sent)",
+    )

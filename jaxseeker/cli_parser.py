@@ -59,10 +59,17 @@ class _Renamed(argparse.Action):
         super().__init__(option_strings, dest, **kwargs)
         self.new = new
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        print(f"{parser.prog}: {option_string} is now {self.new}; the old name is removed in the next release",
-              file=sys.stderr)
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(
+            f"{parser.prog}: {option_string} is now {self.new}; the old name is removed in the next release",
+            file=sys.stderr,
+        )
         setattr(namespace, self.dest, values)
 
 
@@ -71,9 +78,18 @@ def rename(parser: argparse.ArgumentParser, old: str, new: str) -> None:
     `Parser`, a required `new` is then checked after parsing (argparse would ask for `new` itself even when `old`
     gave the value)."""
     action = parser._option_string_actions[new]
-    parser.add_argument(old, dest=action.dest, action=_Renamed, new=new, nargs=action.nargs, type=action.type,
-                        choices=action.choices, metavar=action.metavar, default=argparse.SUPPRESS,
-                        help=argparse.SUPPRESS)
+    parser.add_argument(
+        old,
+        dest=action.dest,
+        action=_Renamed,
+        new=new,
+        nargs=action.nargs,
+        type=action.type,
+        choices=action.choices,
+        metavar=action.metavar,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )
     if action.required and isinstance(parser, Parser):
         action.required = False
         parser._renamed_required.append(action)

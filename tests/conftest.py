@@ -15,8 +15,9 @@ import tempfile
 
 # The legacy elemental emitter compiles a fusion several times faster than XLA:CPU's MLIR fusion emitters
 # (the default); both emit IEEE float arithmetic without fast-math.
-_FAST_COMPILE = ("--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
-                 "--xla_cpu_use_fusion_emitters=false")
+_FAST_COMPILE = (
+    "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true --xla_cpu_use_fusion_emitters=false"
+)
 if _FAST_COMPILE not in os.environ.get("XLA_FLAGS", ""):  # pytest-xdist workers inherit the controller's
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {_FAST_COMPILE}".strip()
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

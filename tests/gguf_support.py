@@ -16,34 +16,72 @@ from tokenizers import pre_tokenizers
 T = gguf.GGMLQuantizationType
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 MERGES = ["h e", "Ġ t", "Ġt he", "i s", "Ġ is", "a p", "Ġ c", "Ġc ap"]  # a few, so that BPE has something to merge
-CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
-          "'<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+CHATML = (
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + "
+    "'<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
 # Each layer's tensors in a different type: every dequantiser is exercised at every kind of tensor.
 MIXED = {
-    0: {"attn_q": T.Q4_1, "attn_k": T.Q4_1, "attn_v": T.F16, "attn_output": T.Q8_0, "ffn_gate": T.Q4_1,
-        "ffn_up": T.F16, "ffn_down": T.Q8_0},
-    1: {"attn_q": T.F16, "attn_k": T.Q8_0, "attn_v": T.Q4_1, "attn_output": T.F32, "ffn_gate": T.F32,
-        "ffn_up": T.Q4_1, "ffn_down": T.Q4_1},
+    0: {
+        "attn_q": T.Q4_1,
+        "attn_k": T.Q4_1,
+        "attn_v": T.F16,
+        "attn_output": T.Q8_0,
+        "ffn_gate": T.Q4_1,
+        "ffn_up": T.F16,
+        "ffn_down": T.Q8_0,
+    },
+    1: {
+        "attn_q": T.F16,
+        "attn_k": T.Q8_0,
+        "attn_v": T.Q4_1,
+        "attn_output": T.F32,
+        "ffn_gate": T.F32,
+        "ffn_up": T.Q4_1,
+        "ffn_down": T.Q4_1,
+    },
 }
 _HF_TO_GGUF = {
-    "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
-    "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
-    "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
-    "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+    "input_layernorm": "attn_norm",
+    "post_attention_layernorm": "ffn_norm",
+    "self_attn.q_norm": "attn_q_norm",
+    "self_attn.k_norm": "attn_k_norm",
 }
 
 
 def hf_config(family: str):
     """A tiny transformers config of "llama" (tied, as SmolLM2), "llama_untied", "qwen2" or "qwen3"; vocabulary =
     the test tokenizer's, matrix rows multiples of 32 (the quantisation block)."""
-    common = dict(vocab_size=len(tokens()), hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, initializer_range=0.15,
-                  rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=0, pad_token_id=0)
+    common = dict(
+        vocab_size=len(tokens()),
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        initializer_range=0.15,
+        rms_norm_eps=1e-5,
+        bos_token_id=1,
+        eos_token_id=0,
+        pad_token_id=0,
+    )
     if family == "qwen2":
         return transformers.Qwen2Config(**common, rope_theta=1e6, tie_word_embeddings=False)
     if family == "qwen3":  # transformers' GGUF loader reads no head_dim for qwen3: its default, 128, it must be
-        return transformers.Qwen3Config(**{**common, "num_attention_heads": 2, "num_key_value_heads": 1},
-                                        head_dim=128, rope_theta=1e6, tie_word_embeddings=True)
+        return transformers.Qwen3Config(
+            **{**common, "num_attention_heads": 2, "num_key_value_heads": 1},
+            head_dim=128,
+            rope_theta=1e6,
+            tie_word_embeddings=True,
+        )
     return transformers.LlamaConfig(**common, rope_theta=1e4, tie_word_embeddings=family == "llama")
 
 
@@ -94,8 +132,16 @@ def mixed_types(name: str) -> T:
     return T.F32
 
 
-def write_gguf(path: Path, state: dict[str, np.ndarray], hf_config, *, arch: str = "llama",
-               types: Callable[[str], T] = mixed_types, eos: int = 0, tokenizer: bool = True) -> Path:
+def write_gguf(
+    path: Path,
+    state: dict[str, np.ndarray],
+    hf_config,
+    *,
+    arch: str = "llama",
+    types: Callable[[str], T] = mixed_types,
+    eos: int = 0,
+    tokenizer: bool = True,
+) -> Path:
     """Write the HF `state` dict (names and `[out, in]` layouts of a transformers model of `hf_config`) as a GGUF
     of architecture `arch`, each tensor in `types(gguf_name)`. `eos` is the tokenizer's eos id (0 is
     `<|endoftext|>`, as in Qwen's files; SmolLM2's names `<|im_end|>`)."""

@@ -8,42 +8,55 @@ import pytest
 from jaxseeker.argtypes import at_least, comma_list, comma_names, head_flags_problem
 
 
-@pytest.mark.parametrize("make, text, value", [
-    (at_least(1), "1", 1),
-    (at_least(1), "4096", 4096),
-    (at_least(0), "0", 0),
-    (at_least(0.0, float), "0", 0.0),
-    (at_least(0.0, float), "0.25", 0.25),
-    (at_least(0.0, float, above=True), "1e-9", 1e-9),
-    (at_least(0.0, float, high=1.0), "1", 1.0),
-    (at_least(0.0, float, high=1.0, below=True), "0.999", 0.999),
-    (comma_list(at_least(1)), "8,32", (8, 32)),
-    (comma_list(at_least(1)), " 2 , 4 ", (2, 4)),
-    (comma_names(("search", "visit", "answer_submit")), "search, answer_submit,search", ("search", "answer_submit")),
-    (comma_names(("search", "visit")), "", ()),
-])
+@pytest.mark.parametrize(
+    "make, text, value",
+    [
+        (at_least(1), "1", 1),
+        (at_least(1), "4096", 4096),
+        (at_least(0), "0", 0),
+        (at_least(0.0, float), "0", 0.0),
+        (at_least(0.0, float), "0.25", 0.25),
+        (at_least(0.0, float, above=True), "1e-9", 1e-9),
+        (at_least(0.0, float, high=1.0), "1", 1.0),
+        (at_least(0.0, float, high=1.0, below=True), "0.999", 0.999),
+        (comma_list(at_least(1)), "8,32", (8, 32)),
+        (comma_list(at_least(1)), " 2 , 4 ", (2, 4)),
+        (
+            comma_names(("search", "visit", "answer_submit")),
+            "search, answer_submit,search",
+            ("search", "answer_submit"),
+        ),
+        (comma_names(("search", "visit")), "", ()),
+    ],
+)
 def test_values_in_range_parse_to_their_kind(make, text, value):
     parsed = make(text)
     assert parsed == value and type(parsed) is type(value)
 
 
-@pytest.mark.parametrize("make, text, message", [
-    (at_least(1), "0", "must be an integer >= 1, got 0"),
-    (at_least(2), "-3", "must be an integer >= 2, got -3"),
-    (at_least(1), "1.5", "must be an integer >= 1, got '1.5'"),
-    (at_least(1), "many", "must be an integer >= 1, got 'many'"),
-    (at_least(0.0, float), "-0.1", "must be a number >= 0, got -0.1"),
-    (at_least(0.0, float, above=True), "0", "must be a number > 0, got 0"),
-    (at_least(0.0, float, high=1.0), "1.5", "must be a number >= 0 and <= 1, got 1.5"),
-    (at_least(0.0, float, high=1.0, below=True), "1", "must be a number >= 0 and < 1, got 1"),
-    (at_least(1.0, float), "nan", "must be a number >= 1, got nan"),
-    (at_least(0.0, float), "inf", "must be a number >= 0, got inf"),
-    (comma_list(at_least(1)), "8,0", "each value must be an integer >= 1, got 0 (in '8,0')"),
-    (comma_list(at_least(1)), "8,,32", "must be comma-separated values, got '8,,32'"),
-    (comma_list(at_least(1)), "", "must be comma-separated values, got ''"),
-    (comma_names(("search", "visit")), "search,web,pyhton",
-     "unknown 'web', 'pyhton' in 'search,web,pyhton'; known: search, visit"),
-])
+@pytest.mark.parametrize(
+    "make, text, message",
+    [
+        (at_least(1), "0", "must be an integer >= 1, got 0"),
+        (at_least(2), "-3", "must be an integer >= 2, got -3"),
+        (at_least(1), "1.5", "must be an integer >= 1, got '1.5'"),
+        (at_least(1), "many", "must be an integer >= 1, got 'many'"),
+        (at_least(0.0, float), "-0.1", "must be a number >= 0, got -0.1"),
+        (at_least(0.0, float, above=True), "0", "must be a number > 0, got 0"),
+        (at_least(0.0, float, high=1.0), "1.5", "must be a number >= 0 and <= 1, got 1.5"),
+        (at_least(0.0, float, high=1.0, below=True), "1", "must be a number >= 0 and < 1, got 1"),
+        (at_least(1.0, float), "nan", "must be a number >= 1, got nan"),
+        (at_least(0.0, float), "inf", "must be a number >= 0, got inf"),
+        (comma_list(at_least(1)), "8,0", "each value must be an integer >= 1, got 0 (in '8,0')"),
+        (comma_list(at_least(1)), "8,,32", "must be comma-separated values, got '8,,32'"),
+        (comma_list(at_least(1)), "", "must be comma-separated values, got ''"),
+        (
+            comma_names(("search", "visit")),
+            "search,web,pyhton",
+            "unknown 'web', 'pyhton' in 'search,web,pyhton'; known: search, visit",
+        ),
+    ],
+)
 def test_values_out_of_range_name_what_is_accepted(make, text, message):
     with pytest.raises(argparse.ArgumentTypeError) as err:
         make(text)

@@ -15,61 +15,147 @@ from jaxseeker.train.recipe import CONFIGS_DIR
 # One realistic command line per leaf command, and values it must parse to.
 COMMAND_LINES = {
     ("info",): (["info", "ckpt", "--context", "8192", "--json"], {"path": "ckpt", "context": 8192, "json": True}),
-    ("bench", "generate"): (["bench", "generate", "--batch", "4", "--new-tokens", "32"],
-                            {"batch": 4, "new_tokens": 32}),
+    ("bench", "generate"): (
+        ["bench", "generate", "--batch", "4", "--new-tokens", "32"],
+        {"batch": 4, "new_tokens": 32},
+    ),
     ("bench", "pages"): (["bench", "pages", "--pages", "1000", "--json"], {"pages": 1000, "json": True}),
     ("bench", "sft"): (["bench", "sft", "--seq-len", "512", "--no-ynn"], {"seq_len": 512, "ynn": False}),
     ("bench", "rl"): (["bench", "rl", "--max-context", "512", "--pack"], {"max_context": 512, "pack": True}),
-    ("bench", "rollout"): (["bench", "rollout", "--max-context", "4096", "--slots", "8"],
-                           {"max_context": 4096, "slots": 8}),
-    ("bench", "serve"): (["bench", "serve", "--max-context", "512", "--concurrency", "1,4"],
-                         {"max_len": 512, "concurrency": (1, 4)}),
+    ("bench", "rollout"): (
+        ["bench", "rollout", "--max-context", "4096", "--slots", "8"],
+        {"max_context": 4096, "slots": 8},
+    ),
+    ("bench", "serve"): (
+        ["bench", "serve", "--max-context", "512", "--concurrency", "1,4"],
+        {"max_len": 512, "concurrency": (1, 4)},
+    ),
     ("bench", "sandbox"): (["bench", "sandbox", "--calls", "5"], {"calls": 5}),
-    ("import-gguf",): (["import-gguf", "m.gguf", "--out", "hf", "--dtype", "bfloat16"],
-                       {"file": "m.gguf", "out": "hf", "dtype": "bfloat16"}),
-    ("data", "inspect"): (["data", "inspect", "a.jsonl", "b.jsonl", "--tokenizer", "tok"],
-                          {"files": ["a.jsonl", "b.jsonl"], "tokenizer": "tok"}),
+    ("import-gguf",): (
+        ["import-gguf", "m.gguf", "--out", "hf", "--dtype", "bfloat16"],
+        {"file": "m.gguf", "out": "hf", "dtype": "bfloat16"},
+    ),
+    ("data", "inspect"): (
+        ["data", "inspect", "a.jsonl", "b.jsonl", "--tokenizer", "tok"],
+        {"files": ["a.jsonl", "b.jsonl"], "tokenizer": "tok"},
+    ),
     ("data", "build"): (["data", "build", "a.jsonl", "--out", "ds", "--split", "test"], {"out": "ds", "split": "test"}),
-    ("world", "build"): (["world", "build", "--source", "atlas", "--countries", "FR,DE"],
-                         {"source": "atlas", "countries": "FR,DE"}),
-    ("world", "info"): (["world", "info", "synthetic:200:1", "--search", "capital"],
-                        {"world": "synthetic:200:1", "search": "capital"}),
-    ("synth", "crawlqa"): (["synth", "crawlqa", "--world", "atlas:FR", "--n", "5", "--out", "q.jsonl"],
-                           {"world": "atlas:FR", "n": 5, "recipe": "crawlqa"}),
-    ("synth", "e2hqa"): (["synth", "e2hqa", "--out", "q.jsonl", "--rounds", "0", "2"],
-                         {"world": "synthetic:2000:0", "rounds": [0, 2]}),
-    ("synth", "openseeker"): (["synth", "openseeker", "--out", "q.jsonl", "--solver", "openai", "--llm-url",
-                               "http://127.0.0.1:8000/v1", "--llm-model", "qwen"],
-                              {"solver": "openai", "llm_url": "http://127.0.0.1:8000/v1", "llm_model": "qwen"}),
-    ("synth", "sailorfog"): (["synth", "sailorfog", "--out", "q.jsonl", "--seed", "3", "--writer", "openai",
-                              "--llm-model", "qwen"], {"seed": 3, "writer": "openai", "llm_model": "qwen"}),
-    ("synth", "webexplorer"): (["synth", "webexplorer", "--out", "q.jsonl", "--explorer", "openai", "--llm-model",
-                                "gpt-4o"], {"explorer": "openai", "llm_model": "gpt-4o",
-                                            "llm_url": "https://api.openai.com/v1", "llm_key_env": "OPENAI_API_KEY"}),
-    ("synth", "trajectories"): (["synth", "trajectories", "--questions", "q.jsonl", "--world", "w", "--out", "t.jsonl",
-                                 "--teacher", "openai", "--llm-model", "gpt-4o", "--max-context", "8192"],
-                                {"teacher": "openai", "llm_model": "gpt-4o", "max_context": 8192}),
+    ("world", "build"): (
+        ["world", "build", "--source", "atlas", "--countries", "FR,DE"],
+        {"source": "atlas", "countries": "FR,DE"},
+    ),
+    ("world", "info"): (
+        ["world", "info", "synthetic:200:1", "--search", "capital"],
+        {"world": "synthetic:200:1", "search": "capital"},
+    ),
+    ("synth", "crawlqa"): (
+        ["synth", "crawlqa", "--world", "atlas:FR", "--n", "5", "--out", "q.jsonl"],
+        {"world": "atlas:FR", "n": 5, "recipe": "crawlqa"},
+    ),
+    ("synth", "e2hqa"): (
+        ["synth", "e2hqa", "--out", "q.jsonl", "--rounds", "0", "2"],
+        {"world": "synthetic:2000:0", "rounds": [0, 2]},
+    ),
+    ("synth", "openseeker"): (
+        [
+            "synth",
+            "openseeker",
+            "--out",
+            "q.jsonl",
+            "--solver",
+            "openai",
+            "--llm-url",
+            "http://127.0.0.1:8000/v1",
+            "--llm-model",
+            "qwen",
+        ],
+        {"solver": "openai", "llm_url": "http://127.0.0.1:8000/v1", "llm_model": "qwen"},
+    ),
+    ("synth", "sailorfog"): (
+        ["synth", "sailorfog", "--out", "q.jsonl", "--seed", "3", "--writer", "openai", "--llm-model", "qwen"],
+        {"seed": 3, "writer": "openai", "llm_model": "qwen"},
+    ),
+    ("synth", "webexplorer"): (
+        ["synth", "webexplorer", "--out", "q.jsonl", "--explorer", "openai", "--llm-model", "gpt-4o"],
+        {
+            "explorer": "openai",
+            "llm_model": "gpt-4o",
+            "llm_url": "https://api.openai.com/v1",
+            "llm_key_env": "OPENAI_API_KEY",
+        },
+    ),
+    ("synth", "trajectories"): (
+        [
+            "synth",
+            "trajectories",
+            "--questions",
+            "q.jsonl",
+            "--world",
+            "w",
+            "--out",
+            "t.jsonl",
+            "--teacher",
+            "openai",
+            "--llm-model",
+            "gpt-4o",
+            "--max-context",
+            "8192",
+        ],
+        {"teacher": "openai", "llm_model": "gpt-4o", "max_context": 8192},
+    ),
     ("synth", "report"): (["synth", "report", "t.jsonl", "--no-plot"], {"file": "t.jsonl", "no_plot": True}),
     ("synth", "stats"): (["synth", "stats", "q.jsonl", "--world", "atlas"], {"file": "q.jsonl", "world": "atlas"}),
-    ("sft",): (["sft", "--config", "c.yaml", "--set", "optimizer.lr=1e-4", "--resume"],
-               {"config": Path("c.yaml"), "set": ["optimizer.lr=1e-4"], "resume": True}),
-    ("export-hf",): (["export-hf", "--model", "runs/x", "--out", "hf"],
-                     {"model": "runs/x", "out": "hf", "dtype": "bfloat16", "step": None}),
-    ("average",): (["average", "a", "b", "--out", "soup", "--weights", "1", "3"],
-                   {"models": ["a", "b"], "weights": [1.0, 3.0]}),
-    ("rl",): (["rl", "--config", "rl_tiny", "--set", "rl.steps=2"],
-              {"config": CONFIGS_DIR / "rl_tiny.yaml", "set": ["rl.steps=2"]}),
-    ("plan",): (["plan", "--config", "demo", "--mesh", "fsdp=-1,tensor=4", "--chips", "8", "--chip", "v6e"],
-                {"config": CONFIGS_DIR / "demo.yaml", "chips": 8, "chip": "v6e"}),
-    ("rollout",): (["rollout", "--model", "m", "--questions", "q.jsonl", "--out", "e.jsonl", "--k", "4", "--world",
-                    "synthetic:500", "--max-context", "4096"], {"k": 4, "world": "synthetic:500", "max_context": 4096}),
-    ("eval",): (["eval", "--config", "demo", "--model", "rl", "--k", "2", "--judge", "llm", "--llm-model", "gpt-4o"],
-                {"config": CONFIGS_DIR / "demo.yaml", "model": "rl", "k": 2, "llm_model": "gpt-4o"}),
-    ("compare",): (["compare", "--before", "e1", "e2", "--after", "e3", "--k", "1"],
-                   {"before": ["e1", "e2"], "after": ["e3"], "k": 1}),
+    ("sft",): (
+        ["sft", "--config", "c.yaml", "--set", "optimizer.lr=1e-4", "--resume"],
+        {"config": Path("c.yaml"), "set": ["optimizer.lr=1e-4"], "resume": True},
+    ),
+    ("export-hf",): (
+        ["export-hf", "--model", "runs/x", "--out", "hf"],
+        {"model": "runs/x", "out": "hf", "dtype": "bfloat16", "step": None},
+    ),
+    ("average",): (
+        ["average", "a", "b", "--out", "soup", "--weights", "1", "3"],
+        {"models": ["a", "b"], "weights": [1.0, 3.0]},
+    ),
+    ("rl",): (
+        ["rl", "--config", "rl_tiny", "--set", "rl.steps=2"],
+        {"config": CONFIGS_DIR / "rl_tiny.yaml", "set": ["rl.steps=2"]},
+    ),
+    ("plan",): (
+        ["plan", "--config", "demo", "--mesh", "fsdp=-1,tensor=4", "--chips", "8", "--chip", "v6e"],
+        {"config": CONFIGS_DIR / "demo.yaml", "chips": 8, "chip": "v6e"},
+    ),
+    ("rollout",): (
+        [
+            "rollout",
+            "--model",
+            "m",
+            "--questions",
+            "q.jsonl",
+            "--out",
+            "e.jsonl",
+            "--k",
+            "4",
+            "--world",
+            "synthetic:500",
+            "--max-context",
+            "4096",
+        ],
+        {"k": 4, "world": "synthetic:500", "max_context": 4096},
+    ),
+    ("eval",): (
+        ["eval", "--config", "demo", "--model", "rl", "--k", "2", "--judge", "llm", "--llm-model", "gpt-4o"],
+        {"config": CONFIGS_DIR / "demo.yaml", "model": "rl", "k": 2, "llm_model": "gpt-4o"},
+    ),
+    ("compare",): (
+        ["compare", "--before", "e1", "e2", "--after", "e3", "--k", "1"],
+        {"before": ["e1", "e2"], "after": ["e3"], "k": 1},
+    ),
     ("pipeline",): (["pipeline", "--quick", "--until", "qa"], {"config": CONFIGS_DIR / "demo.yaml", "quick": True}),
-    ("serve",): (["serve", "--model", "runs/demo/rl/hf", "--port", "9000", "--max-context", "2048"],
-                 {"model": "runs/demo/rl/hf", "port": 9000, "max_len": 2048}),
+    ("serve",): (
+        ["serve", "--model", "runs/demo/rl/hf", "--port", "9000", "--max-context", "2048"],
+        {"model": "runs/demo/rl/hf", "port": 9000, "max_len": 2048},
+    ),
 }
 
 
@@ -92,29 +178,43 @@ def test_every_subcommand_parses_a_realistic_command_line():
         assert {key: getattr(args, key) for key in expected} == expected, command
 
 
-@pytest.mark.parametrize("argv, old, new, dest, value", [
-    (["rollout", "--model", "m", "--questions", "q", "--out", "o"], "--n", "--k", "k", 3),
-    (["serve", "--model", "m"], "--max-len", "--max-context", "max_len", 64),
-    (["bench", "serve"], "--max-len", "--max-context", "max_len", 64),
-    (["bench", "rollout"], "--max-len", "--max-context", "max_context", 4096),
-    (["export-hf", "--out", "hf"], "--checkpoint", "--model", "model", "runs/x"),
-    (["eval"], "--judge-url", "--llm-url", "llm_url", "http://h/v1"),
-    (["eval"], "--judge-model", "--llm-model", "llm_model", "gpt-4o"),
-    (["eval"], "--judge-key-env", "--llm-key-env", "llm_key_env", "MY_KEY"),
-    (["synth", "trajectories", "--questions", "q", "--world", "w", "--out", "o"], "--base-url", "--llm-url",
-     "llm_url", "http://h/v1"),
-    (["synth", "trajectories", "--questions", "q", "--world", "w", "--out", "o"], "--api-key-env", "--llm-key-env",
-     "llm_key_env", "MY_KEY"),
-    (["synth", "openseeker", "--out", "o"], "--base-url", "--llm-url", "llm_url", "http://h/v1"),
-    (["synth", "webexplorer", "--out", "o"], "--model", "--llm-model", "llm_model", "gpt-4o"),
-])
+@pytest.mark.parametrize(
+    "argv, old, new, dest, value",
+    [
+        (["rollout", "--model", "m", "--questions", "q", "--out", "o"], "--n", "--k", "k", 3),
+        (["serve", "--model", "m"], "--max-len", "--max-context", "max_len", 64),
+        (["bench", "serve"], "--max-len", "--max-context", "max_len", 64),
+        (["bench", "rollout"], "--max-len", "--max-context", "max_context", 4096),
+        (["export-hf", "--out", "hf"], "--checkpoint", "--model", "model", "runs/x"),
+        (["eval"], "--judge-url", "--llm-url", "llm_url", "http://h/v1"),
+        (["eval"], "--judge-model", "--llm-model", "llm_model", "gpt-4o"),
+        (["eval"], "--judge-key-env", "--llm-key-env", "llm_key_env", "MY_KEY"),
+        (
+            ["synth", "trajectories", "--questions", "q", "--world", "w", "--out", "o"],
+            "--base-url",
+            "--llm-url",
+            "llm_url",
+            "http://h/v1",
+        ),
+        (
+            ["synth", "trajectories", "--questions", "q", "--world", "w", "--out", "o"],
+            "--api-key-env",
+            "--llm-key-env",
+            "llm_key_env",
+            "MY_KEY",
+        ),
+        (["synth", "openseeker", "--out", "o"], "--base-url", "--llm-url", "llm_url", "http://h/v1"),
+        (["synth", "webexplorer", "--out", "o"], "--model", "--llm-model", "llm_model", "gpt-4o"),
+    ],
+)
 def test_an_old_flag_name_still_works_says_the_new_one_and_is_hidden(argv, old, new, dest, value, capsys):
     parser = build_parser()
     args = parser.parse_args([*argv, old, str(value)])
     assert getattr(args, dest) == value == getattr(parser.parse_args([*argv, new, str(value)]), dest)
     command = " ".join(argv[: 2 if argv[0] in ("bench", "synth") else 1])
-    assert capsys.readouterr().err == (f"jaxseeker {command}: {old} is now {new}; the old name is removed in the next "
-                                       "release\n")
+    assert capsys.readouterr().err == (
+        f"jaxseeker {command}: {old} is now {new}; the old name is removed in the next release\n"
+    )
     with pytest.raises(SystemExit):
         parser.parse_args([*argv[: 2 if argv[0] in ("bench", "synth") else 1], "--help"])
     shown = capsys.readouterr().out
@@ -123,29 +223,45 @@ def test_an_old_flag_name_still_works_says_the_new_one_and_is_hidden(argv, old, 
 
 def test_a_renamed_required_flag_is_still_required_and_shown_so(capsys):
     assert usage_error(["export-hf", "--out", "hf"], capsys) == (
-        "jaxseeker export-hf: error: the following arguments are required: --model")
+        "jaxseeker export-hf: error: the following arguments are required: --model"
+    )
     assert build_parser().parse_args(["export-hf", "--checkpoint", "r", "--out", "hf"]).model == "r"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["export-hf", "--help"])
     assert "--model RUN --out OUT" in capsys.readouterr().out  # not [--model RUN]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["plan", "--config", "demo", "--chps", "3"],
-     "jaxseeker plan: error: unrecognized arguments: --chps 3 (did you mean '--chips'?)"),
-    (["rollout", "--model", "m", "--questions", "q", "--out", "o", "--max-contxt=64"],
-     "jaxseeker rollout: error: unrecognized arguments: --max-contxt=64 (did you mean '--max-context'?)"),
-    (["rolout"], "jaxseeker: error: unknown command 'rolout' (did you mean 'rollout'?)"),
-    (["bench", "sftt"], "jaxseeker bench: error: unknown command 'sftt' (did you mean 'sft'?)"),
-    (["synth", "sailorfgo", "--out", "q"], "jaxseeker synth: error: unknown command 'sailorfgo' (did you mean "
-                                           "'sailorfog'?)"),
-    (["plan", "--config", "demo", "--chip", "v5"], "jaxseeker plan: error: argument --chip: invalid choice: 'v5' "
-                                                   "(did you mean 'v5p'?); choose from h100, h200, v4, v5e, v5p, v6e"),
-    (["world", "info", "synthtic:200"], "jaxseeker world info: error: argument WORLD: unknown world kind 'synthtic' in "
-                                        "'synthtic:200' (did you mean 'synthetic'?); a world is a saved world "
-                                        "directory (`jaxseeker world build --out`), or synthetic[:SIZE[:SEED]], "
-                                        "pages:FILE.jsonl or atlas[:FR,DE,…] (built once, then read from the cache)"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["plan", "--config", "demo", "--chps", "3"],
+            "jaxseeker plan: error: unrecognized arguments: --chps 3 (did you mean '--chips'?)",
+        ),
+        (
+            ["rollout", "--model", "m", "--questions", "q", "--out", "o", "--max-contxt=64"],
+            "jaxseeker rollout: error: unrecognized arguments: --max-contxt=64 (did you mean '--max-context'?)",
+        ),
+        (["rolout"], "jaxseeker: error: unknown command 'rolout' (did you mean 'rollout'?)"),
+        (["bench", "sftt"], "jaxseeker bench: error: unknown command 'sftt' (did you mean 'sft'?)"),
+        (
+            ["synth", "sailorfgo", "--out", "q"],
+            "jaxseeker synth: error: unknown command 'sailorfgo' (did you mean 'sailorfog'?)",
+        ),
+        (
+            ["plan", "--config", "demo", "--chip", "v5"],
+            "jaxseeker plan: error: argument --chip: invalid choice: 'v5' "
+            "(did you mean 'v5p'?); choose from h100, h200, v4, v5e, v5p, v6e",
+        ),
+        (
+            ["world", "info", "synthtic:200"],
+            "jaxseeker world info: error: argument WORLD: unknown world kind 'synthtic' in "
+            "'synthtic:200' (did you mean 'synthetic'?); a world is a saved world "
+            "directory (`jaxseeker world build --out`), or synthetic[:SIZE[:SEED]], "
+            "pages:FILE.jsonl or atlas[:FR,DE,…] (built once, then read from the cache)",
+        ),
+    ],
+)
 def test_a_misspelling_is_one_line_naming_the_closest_name(argv, message, capsys):
     assert usage_error(argv, capsys) == message
     assert "usage:" not in capsys.readouterr().err  # the command's one line, not the top-level usage
@@ -155,8 +271,11 @@ def test_a_misspelled_config_key_or_file_names_the_closest(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit, match=r"policy: unknown keys \['stepz'\] \(did you mean 'steps'\?\); known keys"):
         main(["plan", "--config", "demo", "--set", "policy.stepz=3"])
-    with pytest.raises(SystemExit, match=r"^jaxseeker plan: configs/demo\.yaml: no such file \(did you mean the "
-                                         r"shipped recipe 'demo'\?\)$"):
+    with pytest.raises(
+        SystemExit,
+        match=r"^jaxseeker plan: configs/demo\.yaml: no such file \(did you mean the "
+        r"shipped recipe 'demo'\?\)$",
+    ):
         main(["plan", "--config", "configs/demo.yaml"])  # the repository path, typed outside the repository
 
 
@@ -204,8 +323,11 @@ def test_bad_input_ends_the_command_with_one_line_naming_the_file_and_key(tmp_pa
         main(["pipeline", "--config", str(tmp_path / "nope.yaml")])
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text('{"model_type": "gpt9"}')
-    with pytest.raises(SystemExit, match=r"^jaxseeker info: .*config\.json: unsupported architecture "
-                                         r"model_type='gpt9'"):
+    with pytest.raises(
+        SystemExit,
+        match=r"^jaxseeker info: .*config\.json: unsupported architecture "
+        r"model_type='gpt9'",
+    ):
         main(["info", str(tmp_path / "model")])
 
 

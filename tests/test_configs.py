@@ -14,8 +14,15 @@ CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.yaml"))
 PAPERS = ("webdancer", "websailor", "webexplorer", "webseer", "openseeker")
 PAPER_CONFIGS = [p for p in CONFIGS if p.name.startswith(PAPERS)]
 # Parameters of the checkpoints (HF model cards; embeddings untied), in billions.
-PARAMETERS = {"Qwen2.5-7B-Instruct": 7.62, "Qwen2.5-14B-Instruct": 14.77, "Qwen2.5-32B-Instruct": 32.76,
-              "QwQ-32B": 32.76, "Qwen2.5-72B-Instruct": 72.71, "Qwen3-8B": 8.19, "Qwen3-30B-A3B-Thinking-2507": 30.53}
+PARAMETERS = {
+    "Qwen2.5-7B-Instruct": 7.62,
+    "Qwen2.5-14B-Instruct": 14.77,
+    "Qwen2.5-32B-Instruct": 32.76,
+    "QwQ-32B": 32.76,
+    "Qwen2.5-72B-Instruct": 72.71,
+    "Qwen3-8B": 8.19,
+    "Qwen3-30B-A3B-Thinking-2507": 30.53,
+}
 
 
 def plan_json(capsys, *argv: str) -> dict:
@@ -66,15 +73,27 @@ def test_paper_hyperparameters():
     for size in ("7b", "32b", "72b"):
         sailor = recipe(f"websailor_qwen2.5-{size}_dupo")
         rl = sailor["rl"]
-        assert (rl["selection"], rl["group_size"], rl["batch_questions"], rl["batch_questions"] // rl["mini_batches"],
-                sailor["optimizer"]["lr"]) == ("dupo", 8, 128, 32, 1e-6)
+        assert (
+            rl["selection"],
+            rl["group_size"],
+            rl["batch_questions"],
+            rl["batch_questions"] // rl["mini_batches"],
+            sailor["optimizer"]["lr"],
+        ) == ("dupo", 8, 128, 32, 1e-6)
         assert recipe(f"websailor_qwen2.5-{size}_rft")["optimizer"]["lr"] == 5e-6
     explorer = recipe("webexplorer_qwen3-8b_grpo")
     rl = explorer["rl"]
     assert (rl["selection"], rl["group_size"], rl["batch_questions"], explorer["optimizer"]["lr"]) == (
-        "grpo", 8, 64, 1e-6)
+        "grpo",
+        8,
+        64,
+        1e-6,
+    )
     assert [(s["max_context"], s["max_turns"]) for s in rl["context_stages"]] == [
-        (65536, 50), (98304, 75), (131072, 100)]
+        (65536, 50),
+        (98304, 75),
+        (131072, 100),
+    ]
     seer = recipe("webseer_qwen2.5-14b_srrl")
     assert (seer["rl"]["batch_questions"], seer["rl"]["group_size"], seer["rollout"]["max_tool_calls"]) == (12, 8, 30)
     assert "answer_submit" in seer["tools"]["enabled"] and seer["reward"]["fn"] == "webseer"

@@ -81,11 +81,11 @@ def commands(page: Path) -> list[list[str]]:
         for line in body.replace("\\\n", " ").splitlines():
             tokens = shlex.split(line, comments=True)
             if any(t.endswith("tpu.py") for t in tokens) and "launch" in tokens and "--" in tokens:
-                found.append(tokens[tokens.index("--") + 1:])
+                found.append(tokens[tokens.index("--") + 1 :])
                 continue
             starts = [i for i, t in enumerate(tokens) if t == "jaxseeker" or t.endswith("/jaxseeker")]
             if starts:
-                found.append(tokens[starts[0] + 1:])
+                found.append(tokens[starts[0] + 1 :])
     for span in re.findall(r"`(jaxseeker [^`\n]+)`", FENCE.sub("", text)):
         tokens = shlex.split(span)[1:]
         if not tokens[0].endswith(":"):  # `jaxseeker plan: run.yaml: …` is a message, not a command
@@ -136,8 +136,12 @@ def shape_only(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_every_quoted_command_parses(page):
     parser = shape_only(build_parser())
-    wrong = [f"jaxseeker {shlex.join(tokens)}: {error}" for tokens in commands(page)
-             for error in [parse_error(parser, tokens)] if error]
+    wrong = [
+        f"jaxseeker {shlex.join(tokens)}: {error}"
+        for tokens in commands(page)
+        for error in [parse_error(parser, tokens)]
+        if error
+    ]
     assert not wrong
 
 
@@ -152,8 +156,20 @@ HISTORY = re.compile(r"[Ss]ession \d|learning_log|LEARNING_NOTES|PERF_NOTES|\.\.
 
 def test_no_development_history_in_the_product():
     """Docs, recipes, code and tests say what is, not when or in which work session it was found."""
-    files = [*PAGES, *ROOT.glob("jaxseeker/**/*.py"), *ROOT.glob("jaxseeker/**/*.yaml"), *ROOT.glob("tests/**/*.py"),
-             *ROOT.glob("notebooks/*.ipynb"), ROOT / "Makefile", ROOT / "pyproject.toml"]
-    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}" for path in files if path != Path(__file__)
-             for n, line in enumerate(path.read_text().splitlines(), 1) if HISTORY.search(line)]
+    files = [
+        *PAGES,
+        *ROOT.glob("jaxseeker/**/*.py"),
+        *ROOT.glob("jaxseeker/**/*.yaml"),
+        *ROOT.glob("tests/**/*.py"),
+        *ROOT.glob("notebooks/*.ipynb"),
+        ROOT / "Makefile",
+        ROOT / "pyproject.toml",
+    ]
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}"
+        for path in files
+        if path != Path(__file__)
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if HISTORY.search(line)
+    ]
     assert not found

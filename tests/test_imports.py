@@ -4,8 +4,23 @@ after their imports."""
 import subprocess
 import sys
 
-STAGES = ["model", "parallel", "losses", "rewards", "generation", "agent", "tools", "world", "synthesis", "data",
-          "train", "eval", "pipeline", "serve", "cli"]
+STAGES = [
+    "model",
+    "parallel",
+    "losses",
+    "rewards",
+    "generation",
+    "agent",
+    "tools",
+    "world",
+    "synthesis",
+    "data",
+    "train",
+    "eval",
+    "pipeline",
+    "serve",
+    "cli",
+]
 
 
 def test_no_stage_starts_the_backend_at_import():
@@ -47,8 +62,11 @@ def test_no_exported_name_is_also_the_name_of_another_submodule():
         submodules = {p.stem for p in stub.parent.glob("*.py")} | {p.name for p in stub.parent.iterdir() if p.is_dir()}
         for node in ast.parse(stub.read_text()).body:
             if isinstance(node, ast.ImportFrom):
-                clashes += [f"{stub.parent.name}.{a.name} (from .{node.module})" for a in node.names
-                            if a.name in submodules and a.name != node.module]
+                clashes += [
+                    f"{stub.parent.name}.{a.name} (from .{node.module})"
+                    for a in node.names
+                    if a.name in submodules and a.name != node.module
+                ]
     assert not clashes
 
 
@@ -84,7 +102,11 @@ def test_the_leaf_stages_import_no_other_stage():
                     names = [a.name for a in node.names]
                 else:
                     continue
-                crossings += [f"{source.relative_to(root)}: {name}" for name in names
-                              if name.split(".")[0] == "jaxseeker" and len(name.split(".")) > 1
-                              and name.split(".")[1] in stages - {leaf}]
+                crossings += [
+                    f"{source.relative_to(root)}: {name}"
+                    for name in names
+                    if name.split(".")[0] == "jaxseeker"
+                    and len(name.split(".")) > 1
+                    and name.split(".")[1] in stages - {leaf}
+                ]
     assert not crossings

@@ -17,7 +17,9 @@ def execute(name: str, workdir: Path) -> tuple[nbformat.NotebookNode, float]:
     A cell that raises fails the test with nbclient's CellExecutionError (the cell and the traceback).
     """
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(workdir)}})
+    client = NotebookClient(
+        nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
+    )
     start = time.perf_counter()
     client.execute()
     return nb, time.perf_counter() - start

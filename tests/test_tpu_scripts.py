@@ -27,8 +27,9 @@ WHERE = ["--zone", "us-east5-a", "--project", "my-proj"]
 
 def tpu(stage: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
     """`tpu.py STAGE --dry-run ARGV…` (the flag before any `--`, after which the remote command starts)."""
-    return subprocess.run([sys.executable, str(TPU), stage, "--dry-run", *argv], capture_output=True, text=True,
-                          check=check, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, str(TPU), stage, "--dry-run", *argv], capture_output=True, text=True, check=check, cwd=ROOT
+    )
 
 
 def dry_run(stage: str, *argv: str) -> list[tuple[str, list[str]]]:
@@ -62,12 +63,15 @@ def test_create_queues_the_slice_and_waits_for_it():
     assert describe[3:6] == ["queued-resources", "describe", "wex"] and flag(describe, "format") == "value(state.state)"
 
 
-@pytest.mark.parametrize("generation, topology, gcloud_type, runtime", [
-    ("v4", "2x2x4", "v4", "tpu-ubuntu2204-base"),
-    ("v5p", "2x4x4", "v5p", "v2-alpha-tpuv5"),
-    ("v5e", "4x4", "v5litepod", "v2-alpha-tpuv5-lite"),
-    ("v6e", "4x8", "v6e", "v2-alpha-tpuv6e"),
-])
+@pytest.mark.parametrize(
+    "generation, topology, gcloud_type, runtime",
+    [
+        ("v4", "2x2x4", "v4", "tpu-ubuntu2204-base"),
+        ("v5p", "2x4x4", "v5p", "v2-alpha-tpuv5"),
+        ("v5e", "4x4", "v5litepod", "v2-alpha-tpuv5-lite"),
+        ("v6e", "4x8", "v6e", "v2-alpha-tpuv6e"),
+    ],
+)
 def test_create_by_topology_for_each_generation(generation, topology, gcloud_type, runtime):
     [(_, create)] = dry_run("create", "s", *WHERE, "--generation", generation, "--topology", topology, "--no-wait")
     assert flag(create, "type") == gcloud_type and flag(create, "topology") == topology
@@ -76,12 +80,15 @@ def test_create_by_topology_for_each_generation(generation, topology, gcloud_typ
     assert direct[:6] == ["gcloud", "compute", "tpus", "tpu-vm", "create", "s"] and flag(direct, "version") == runtime
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--accelerator", "v5p_64"], "expected one of v4-N, v5litepod-N, v5p-N, v6e-N"),
-    (["--generation", "v5e", "--topology", "2x2x2"], "v5e slices are 2-D, e.g. 2x2"),
-    (["--generation", "v5p", "--topology", "4x4"], "v5p slices are 3-D, e.g. 2x2x2"),
-    (["--accelerator", "v4-8", "--generation", "v4", "--topology", "2x2x1"], "give either --accelerator"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--accelerator", "v5p_64"], "expected one of v4-N, v5litepod-N, v5p-N, v6e-N"),
+        (["--generation", "v5e", "--topology", "2x2x2"], "v5e slices are 2-D, e.g. 2x2"),
+        (["--generation", "v5p", "--topology", "4x4"], "v5p slices are 3-D, e.g. 2x2x2"),
+        (["--accelerator", "v4-8", "--generation", "v4", "--topology", "2x2x1"], "give either --accelerator"),
+    ],
+)
 def test_create_rejects_bad_shapes_naming_the_flag(argv, message):
     result = tpu("create", "s", *WHERE, *argv, check=False)
     assert result.returncode == 2 and message in result.stderr and not result.stdout
@@ -89,8 +96,14 @@ def test_create_rejects_bad_shapes_naming_the_flag(argv, message):
 
 def small_checkout(root: Path) -> Path:
     """A checkout with a venv, a run directory and pycache that the pack step must leave out."""
-    for rel in ("pyproject.toml", "configs/a.yaml", "jaxseeker/__init__.py", ".venv/bin/python",
-                "runs/x/metrics.jsonl", "jaxseeker/__pycache__/x.pyc"):
+    for rel in (
+        "pyproject.toml",
+        "configs/a.yaml",
+        "jaxseeker/__init__.py",
+        ".venv/bin/python",
+        "runs/x/metrics.jsonl",
+        "jaxseeker/__pycache__/x.pyc",
+    ):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("x")
     return root
@@ -98,10 +111,28 @@ def small_checkout(root: Path) -> Path:
 
 def test_setup_installs_on_every_worker_and_packs_the_checkout(tmp_path):
     repo = small_checkout(tmp_path / "repo")
-    steps = dry_run("setup", "wex", *WHERE, "--repo", str(repo), "--env-file", "keys.env",
-                    "--gcs-copy", "gs://b/data=runs/webexplorer", "--hf-model", "Qwen/Qwen3-8B=checkpoints/Qwen3-8B")
-    assert [s for s, _ in steps] == ["pack", "copy", "install", "copy env file", "fetch gs://b/data",
-                                     "download Qwen/Qwen3-8B", "check devices"]
+    steps = dry_run(
+        "setup",
+        "wex",
+        *WHERE,
+        "--repo",
+        str(repo),
+        "--env-file",
+        "keys.env",
+        "--gcs-copy",
+        "gs://b/data=runs/webexplorer",
+        "--hf-model",
+        "Qwen/Qwen3-8B=checkpoints/Qwen3-8B",
+    )
+    assert [s for s, _ in steps] == [
+        "pack",
+        "copy",
+        "install",
+        "copy env file",
+        "fetch gs://b/data",
+        "download Qwen/Qwen3-8B",
+        "check devices",
+    ]
     cmds = dict(steps)
     for stage, cmd in steps[1:]:
         assert flag(cmd, "worker") == "all" and flag(cmd, "zone") == "us-east5-a", stage
@@ -111,7 +142,8 @@ def test_setup_installs_on_every_worker_and_packs_the_checkout(tmp_path):
     assert cmds["copy env file"][5:7] == ["keys.env", "wex:jaxseeker/.env"]
     assert "gcloud storage cp -r gs://b/data runs/webexplorer" in remote(cmds["fetch gs://b/data"])
     assert ".venv/bin/hf download Qwen/Qwen3-8B --local-dir checkpoints/Qwen3-8B" in remote(
-        cmds["download Qwen/Qwen3-8B"])
+        cmds["download Qwen/Qwen3-8B"]
+    )
     for stage in ("install", "fetch gs://b/data", "download Qwen/Qwen3-8B", "check devices"):
         subprocess.run(["bash", "-n", "-c", remote(cmds[stage])], check=True)  # valid bash
 
@@ -130,23 +162,40 @@ def test_setup_rejects_a_fetch_that_is_not_gcs():
 
 @pytest.mark.parametrize("command, section", [("sft", "train"), ("rl", "rl")])
 def test_launch_runs_one_command_on_all_workers_with_gcs_checkpoints(command, section):
-    [(stage, cmd)] = dry_run("launch", "wex", *WHERE, "--bucket", "gs://my-bucket/js/", "--run", "wex-1", "--",
-                             command, "--config", "configs/webexplorer_qwen3_8b.yaml", "--resume")
+    [(stage, cmd)] = dry_run(
+        "launch",
+        "wex",
+        *WHERE,
+        "--bucket",
+        "gs://my-bucket/js/",
+        "--run",
+        "wex-1",
+        "--",
+        command,
+        "--config",
+        "configs/webexplorer_qwen3_8b.yaml",
+        "--resume",
+    )
     assert stage == "launch" and flag(cmd, "worker") == "all"
     script = remote(cmd)
-    expected = (f".venv/bin/jaxseeker {command} --config configs/webexplorer_qwen3_8b.yaml --resume "
-                f"--set {section}.out_dir=runs/wex-1 --set {section}.checkpoint_dir=gs://my-bucket/js/wex-1/checkpoints")
+    expected = (
+        f".venv/bin/jaxseeker {command} --config configs/webexplorer_qwen3_8b.yaml --resume "
+        f"--set {section}.out_dir=runs/wex-1 --set {section}.checkpoint_dir=gs://my-bucket/js/wex-1/checkpoints"
+    )
     assert expected in script
     assert "gcloud storage rsync -r runs/wex-1 gs://my-bucket/js/wex-1/out" in script
     assert script.endswith("> ~/wex-1.log 2>&1 < /dev/null & echo $! > ~/wex-1.pid")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--bucket", "/local/dir", "--run", "r", "--", "sft"], "expected a gs:// path"),
-    (["--bucket", "gs://b", "--run", "a b", "--", "sft"], "--run 'a b'"),
-    (["--bucket", "gs://b", "--run", "r"], "give the jaxseeker command after --"),
-    (["--bucket", "gs://b", "--run", "r", "--", "sft", "--dry-run"], "put it before `--`"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--bucket", "/local/dir", "--run", "r", "--", "sft"], "expected a gs:// path"),
+        (["--bucket", "gs://b", "--run", "a b", "--", "sft"], "--run 'a b'"),
+        (["--bucket", "gs://b", "--run", "r"], "give the jaxseeker command after --"),
+        (["--bucket", "gs://b", "--run", "r", "--", "sft", "--dry-run"], "put it before `--`"),
+    ],
+)
 def test_launch_rejects_bad_arguments(argv, message):
     result = tpu("launch", "s", *WHERE, *argv, check=False)
     assert result.returncode == 2 and message in result.stderr
@@ -160,15 +209,21 @@ def stub(path: Path, body: str) -> None:
 
 
 def test_launch_script_starts_jaxseeker_as_one_process_of_the_slice(tmp_path):
-    [(_, cmd)] = dry_run("launch", "wex", *WHERE, "--bucket", "gs://b", "--run", "r1", "--", "sft", "--config",
-                         "c.yaml")
+    [(_, cmd)] = dry_run(
+        "launch", "wex", *WHERE, "--bucket", "gs://b", "--run", "r1", "--", "sft", "--config", "c.yaml"
+    )
     home, bin_dir = tmp_path / "home", tmp_path / "bin"
-    stub(bin_dir / "curl", 'case "$*" in\n'
-                           '  *worker-network-endpoints*) echo -n "n0:1:10.0.0.5,n1:2:10.0.0.6,n2:3:10.0.0.7" ;;\n'
-                           '  *agent-worker-number*) echo -n "$FAKE_WORKER" ;;\nesac\n')
+    stub(
+        bin_dir / "curl",
+        'case "$*" in\n'
+        '  *worker-network-endpoints*) echo -n "n0:1:10.0.0.5,n1:2:10.0.0.6,n2:3:10.0.0.7" ;;\n'
+        '  *agent-worker-number*) echo -n "$FAKE_WORKER" ;;\nesac\n',
+    )
     stub(bin_dir / "gcloud", f'echo "$*" >> {tmp_path}/gcloud.txt\n')
-    stub(home / "jaxseeker" / ".venv" / "bin" / "jaxseeker",
-         'echo "$JAX_COORDINATOR_ADDRESS $JAX_NUM_PROCESSES $JAX_PROCESS_ID $HF_TOKEN_SET $*"\n')
+    stub(
+        home / "jaxseeker" / ".venv" / "bin" / "jaxseeker",
+        'echo "$JAX_COORDINATOR_ADDRESS $JAX_NUM_PROCESSES $JAX_PROCESS_ID $HF_TOKEN_SET $*"\n',
+    )
     (home / "jaxseeker" / ".env").write_text("HF_TOKEN_SET=yes\n")
     env = dict(os.environ, HOME=str(home), PATH=f"{bin_dir}:{os.environ['PATH']}", FAKE_WORKER="0")
     subprocess.run(["bash", "-c", remote(cmd)], env=env, check=True, cwd=tmp_path)
@@ -178,11 +233,23 @@ def test_launch_script_starts_jaxseeker_as_one_process_of_the_slice(tmp_path):
     # line: wait for the whole line, not just the file.
     while not (gcloud.exists() and gcloud.read_text().endswith("\n")):
         assert time.monotonic() < deadline, "the detached job did not reach gcloud in 120 s; log: " + (
-            log.read_text() if log.exists() else "none")
+            log.read_text() if log.exists() else "none"
+        )
         time.sleep(0.1)
     assert pid.read_text().strip().isdigit()
-    assert log.read_text().split() == ["10.0.0.5:8476", "3", "0", "yes", "sft", "--config", "c.yaml", "--set",
-                                       "train.out_dir=runs/r1", "--set", "train.checkpoint_dir=gs://b/r1/checkpoints"]
+    assert log.read_text().split() == [
+        "10.0.0.5:8476",
+        "3",
+        "0",
+        "yes",
+        "sft",
+        "--config",
+        "c.yaml",
+        "--set",
+        "train.out_dir=runs/r1",
+        "--set",
+        "train.checkpoint_dir=gs://b/r1/checkpoints",
+    ]
     assert gcloud.read_text() == "storage rsync -r runs/r1 gs://b/r1/out\n"  # worker 0 only
 
 
@@ -201,12 +268,24 @@ def test_logs_stop_ssh_and_delete():
 
 
 def test_gpu_check_dry_run_prints_every_stage():
-    out = subprocess.run(["bash", str(GPU_CHECK), "--dry-run"], capture_output=True, text=True, check=True,
-                         cwd=ROOT).stdout
+    out = subprocess.run(
+        ["bash", str(GPU_CHECK), "--dry-run"], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
     stages = [line[2:] for line in out.splitlines() if line.startswith("# ")]
-    assert stages == ["install", "devices", "parity", "attention", "sft data", "sft xla", "sft cudnn",
-                      "bench generate", "bench sft", "table"]
+    assert stages == [
+        "install",
+        "devices",
+        "parity",
+        "attention",
+        "sft data",
+        "sft xla",
+        "sft cudnn",
+        "bench generate",
+        "bench sft",
+        "table",
+    ]
     assert "'jax[cuda12]'" in out and "--set model.attention_impl=cudnn --set model.compute_dtype=bfloat16" in out
-    no_install = subprocess.run(["bash", str(GPU_CHECK), "--dry-run", "--no-install"], capture_output=True, text=True,
-                                check=True, cwd=ROOT).stdout
+    no_install = subprocess.run(
+        ["bash", str(GPU_CHECK), "--dry-run", "--no-install"], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
     assert "# install" not in no_install and "# sft cudnn" in no_install

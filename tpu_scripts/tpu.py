@@ -30,7 +30,9 @@ REPO = Path(__file__).resolve().parent.parent
 REMOTE_DIR = "jaxseeker"  # the project on each worker, relative to the home directory
 TARBALL = "jaxseeker-src.tar.gz"
 EXCLUDE = (".venv", ".git", "runs", "__pycache__", "*.egg-info", ".pytest_cache", "checkpoints")
-METADATA_GET = "curl -sf -H Metadata-Flavor:Google http://metadata.google.internal/computeMetadata/v1/instance/attributes"
+METADATA_GET = (
+    "curl -sf -H Metadata-Flavor:Google http://metadata.google.internal/computeMetadata/v1/instance/attributes"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,8 +76,10 @@ def shape_flags(args: argparse.Namespace) -> list[str]:
         return [f"--accelerator-type={args.accelerator}"]
     gen = GENERATIONS[args.generation]
     if not re.fullmatch(r"\d+(x\d+){%d}" % (gen.topology_dims - 1), args.topology):
-        raise UsageError(f"--topology {args.topology!r}: {args.generation} slices are {gen.topology_dims}-D, "
-                         f"e.g. {'x'.join(['2'] * gen.topology_dims)}")
+        raise UsageError(
+            f"--topology {args.topology!r}: {args.generation} slices are {gen.topology_dims}-D, "
+            f"e.g. {'x'.join(['2'] * gen.topology_dims)}"
+        )
     return [f"--type={gen.type_flag}", f"--topology={args.topology}"]
 
 
@@ -109,8 +113,19 @@ def create_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     tier = ["--spot"] if args.spot else ["--reserved"] if args.reserved else []
     if args.direct:
         return [("create", tpu_vm(args, "create", *shape, f"--version={version}", *tier))]
-    create = ["gcloud", "compute", "tpus", "queued-resources", "create", args.name, f"--node-id={args.name}",
-              *shape, f"--runtime-version={version}", *tier, *where(args)]
+    create = [
+        "gcloud",
+        "compute",
+        "tpus",
+        "queued-resources",
+        "create",
+        args.name,
+        f"--node-id={args.name}",
+        *shape,
+        f"--runtime-version={version}",
+        *tier,
+        *where(args),
+    ]
     steps = [("create", create)]
     if not args.no_wait:
         steps.append(("wait until ACTIVE", queued_state(args)))
@@ -119,47 +134,67 @@ def create_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
 
 def queued_state(args: argparse.Namespace) -> list[str]:
     """The command that prints the queued resource's state (WAITING_FOR_RESOURCES, …, ACTIVE)."""
-    return ["gcloud", "compute", "tpus", "queued-resources", "describe", args.name, "--format=value(state.state)",
-            *where(args)]
+    return [
+        "gcloud",
+        "compute",
+        "tpus",
+        "queued-resources",
+        "describe",
+        args.name,
+        "--format=value(state.state)",
+        *where(args),
+    ]
 
 
 def setup_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     """Pack this checkout, copy it to every worker, install Python, jax[tpu] and the project, fetch data."""
     local_tar = f"/tmp/{args.name}-{TARBALL}"
     excludes = [f"--exclude={pattern}" for pattern in EXCLUDE]
-    install = " && ".join([
-        "set -e",
-        f"mkdir -p ~/{REMOTE_DIR}",
-        f"tar -xzf ~/{TARBALL} -C ~/{REMOTE_DIR}",
-        f"cd ~/{REMOTE_DIR}",
-        f"(command -v {args.python} || (sudo apt-get update -q && sudo apt-get install -y -q {args.python} "
-        f"{args.python}-venv))",
-        f"{args.python} -m venv .venv",
-        ".venv/bin/pip install -q --upgrade pip",
-        f'.venv/bin/pip install -q -e . "{args.jax_spec}" gcsfs',  # gcsfs: orbax / epath on gs://
-    ])
+    install = " && ".join(
+        [
+            "set -e",
+            f"mkdir -p ~/{REMOTE_DIR}",
+            f"tar -xzf ~/{TARBALL} -C ~/{REMOTE_DIR}",
+            f"cd ~/{REMOTE_DIR}",
+            f"(command -v {args.python} || (sudo apt-get update -q && sudo apt-get install -y -q {args.python} "
+            f"{args.python}-venv))",
+            f"{args.python} -m venv .venv",
+            ".venv/bin/pip install -q --upgrade pip",
+            f'.venv/bin/pip install -q -e . "{args.jax_spec}" gcsfs',  # gcsfs: orbax / epath on gs://
+        ]
+    )
     steps = [
         ("pack", ["tar", "-czf", local_tar, *excludes, "-C", str(args.repo), "."]),
         ("copy", tpu_vm(args, "scp", local_tar, f"{args.name}:{TARBALL}", "--worker=all")),
         ("install", on_workers(args, install)),
     ]
     if args.env_file:
-        steps.append(("copy env file", tpu_vm(args, "scp", args.env_file, f"{args.name}:{REMOTE_DIR}/.env",
-                                             "--worker=all")))
+        steps.append(
+            ("copy env file", tpu_vm(args, "scp", args.env_file, f"{args.name}:{REMOTE_DIR}/.env", "--worker=all"))
+        )
     for item in args.gcs_copy:
         src, dest = split_pair(item, "--gcs-copy", "gs://BUCKET/PATH=DEST")
         if not src.startswith("gs://"):
             raise UsageError(f"--gcs-copy {item!r}: the source must be a gs:// path")
-        steps.append((f"fetch {src}", on_workers(args, f"cd ~/{REMOTE_DIR} && mkdir -p {shlex.quote(dest)} && "
-                                                       f"gcloud storage cp -r {shlex.quote(src)} {shlex.quote(dest)}")))
+        steps.append(
+            (
+                f"fetch {src}",
+                on_workers(
+                    args,
+                    f"cd ~/{REMOTE_DIR} && mkdir -p {shlex.quote(dest)} && "
+                    f"gcloud storage cp -r {shlex.quote(src)} {shlex.quote(dest)}",
+                ),
+            )
+        )
     for item in args.hf_model:
         repo_id, dest = split_pair(item, "--hf-model", "ORG/NAME=DEST")
         download = shlex.join([".venv/bin/hf", "download", repo_id, "--local-dir", dest])
         steps.append((f"download {repo_id}", on_workers(args, f"cd ~/{REMOTE_DIR} && {with_env()}{download}")))
     # process index, local devices, global devices, device kind: the global count proves the workers joined
     check = "import jax; print(jax.process_index(), jax.local_device_count(), jax.device_count(), jax.devices()[0])"
-    steps.append(("check devices", on_workers(args, f"cd ~/{REMOTE_DIR} && {distributed_env()}"
-                                                    f'.venv/bin/python -c "{check}"')))
+    steps.append(
+        ("check devices", on_workers(args, f'cd ~/{REMOTE_DIR} && {distributed_env()}.venv/bin/python -c "{check}"'))
+    )
     return steps
 
 
@@ -179,10 +214,12 @@ def with_env() -> str:
 def distributed_env() -> str:
     """Shell prefix that exports JAX_COORDINATOR_ADDRESS (worker 0, port 8476), JAX_NUM_PROCESSES and JAX_PROCESS_ID
     from the TPU VM metadata, so `jaxseeker.parallel.maybe_initialize_distributed()` joins all workers."""
-    hosts = f"{METADATA_GET}/worker-network-endpoints | tr , \"\\n\" | rev | cut -d: -f1 | rev"  # the IP of name:id:IP
+    hosts = f'{METADATA_GET}/worker-network-endpoints | tr , "\\n" | rev | cut -d: -f1 | rev'  # the IP of name:id:IP
     worker = f"{METADATA_GET}/agent-worker-number"
-    return (f"hosts=$({hosts}); export JAX_COORDINATOR_ADDRESS=$(echo \"$hosts\" | head -n 1):8476 "
-            f"JAX_NUM_PROCESSES=$(echo \"$hosts\" | wc -l) JAX_PROCESS_ID=$({worker}); ")
+    return (
+        f'hosts=$({hosts}); export JAX_COORDINATOR_ADDRESS=$(echo "$hosts" | head -n 1):8476 '
+        f'JAX_NUM_PROCESSES=$(echo "$hosts" | wc -l) JAX_PROCESS_ID=$({worker}); '
+    )
 
 
 def run_paths(args: argparse.Namespace) -> dict[str, str]:
@@ -192,8 +229,13 @@ def run_paths(args: argparse.Namespace) -> dict[str, str]:
     if not re.fullmatch(r"[A-Za-z0-9][-_.A-Za-z0-9]*", args.run):
         raise UsageError(f"--run {args.run!r}: use letters, digits, '-', '_' and '.'")
     root = f"{args.bucket.rstrip('/')}/{args.run}"
-    return {"out_dir": f"runs/{args.run}", "log": f"~/{args.run}.log", "pid": f"~/{args.run}.pid",
-            "checkpoints": f"{root}/checkpoints", "copy": f"{root}/out"}
+    return {
+        "out_dir": f"runs/{args.run}",
+        "log": f"~/{args.run}.log",
+        "pid": f"~/{args.run}.pid",
+        "checkpoints": f"{root}/checkpoints",
+        "copy": f"{root}/out",
+    }
 
 
 def launch_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
@@ -205,17 +247,22 @@ def launch_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     paths = run_paths(args)
     section = RUN_SECTIONS.get(command[0])
     if section:
-        command += ["--set", f"{section}.out_dir={paths['out_dir']}",
-                    "--set", f"{section}.checkpoint_dir={paths['checkpoints']}"]
-    job = "".join([
-        f"cd ~/{REMOTE_DIR} && {with_env()}{distributed_env()}",
-        shlex.join([".venv/bin/jaxseeker", *command]),
-        f"; status=$?; if [ \"$JAX_PROCESS_ID\" = 0 ]; then "
-        f"gcloud storage rsync -r {paths['out_dir']} {paths['copy']}; fi; ",
-        "exit $status",
-    ])
-    start = (f"setsid nohup bash -c {shlex.quote(job)} > {paths['log']} 2>&1 < /dev/null & "
-             f"echo $! > {paths['pid']}")
+        command += [
+            "--set",
+            f"{section}.out_dir={paths['out_dir']}",
+            "--set",
+            f"{section}.checkpoint_dir={paths['checkpoints']}",
+        ]
+    job = "".join(
+        [
+            f"cd ~/{REMOTE_DIR} && {with_env()}{distributed_env()}",
+            shlex.join([".venv/bin/jaxseeker", *command]),
+            f'; status=$?; if [ "$JAX_PROCESS_ID" = 0 ]; then '
+            f"gcloud storage rsync -r {paths['out_dir']} {paths['copy']}; fi; ",
+            "exit $status",
+        ]
+    )
+    start = f"setsid nohup bash -c {shlex.quote(job)} > {paths['log']} 2>&1 < /dev/null & echo $! > {paths['pid']}"
     return [("launch", on_workers(args, start))]
 
 
@@ -244,8 +291,12 @@ def delete_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
     """Delete the queued resource and its VMs (or, with --direct, the TPU VM)."""
     if args.direct:
         return [("delete", tpu_vm(args, "delete", "--quiet"))]
-    return [("delete", ["gcloud", "compute", "tpus", "queued-resources", "delete", args.name, "--force", "--quiet",
-                        *where(args)])]
+    return [
+        (
+            "delete",
+            ["gcloud", "compute", "tpus", "queued-resources", "delete", args.name, "--force", "--quiet", *where(args)],
+        )
+    ]
 
 
 def wait_active(cmd: list[str], timeout_s: float, poll_s: float = 30.0) -> None:
@@ -301,15 +352,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repo", type=Path, default=REPO, help="the checkout to copy (configs included)")
     p.add_argument("--python", default="python3.11", help="interpreter for the venv (installed with apt if missing)")
     p.add_argument("--jax-spec", default="jax[tpu]", help="pip requirement for JAX, e.g. 'jax[tpu]==0.7.2'")
-    p.add_argument("--gcs-copy", action="append", default=[], metavar="gs://SRC=DEST",
-                   help="copy data from GCS into the project dir on every worker (repeatable)")
-    p.add_argument("--hf-model", action="append", default=[], metavar="ORG/NAME=DEST",
-                   help="download an HF checkpoint on every worker, e.g. Qwen/Qwen3-8B=checkpoints/Qwen3-8B")
+    p.add_argument(
+        "--gcs-copy",
+        action="append",
+        default=[],
+        metavar="gs://SRC=DEST",
+        help="copy data from GCS into the project dir on every worker (repeatable)",
+    )
+    p.add_argument(
+        "--hf-model",
+        action="append",
+        default=[],
+        metavar="ORG/NAME=DEST",
+        help="download an HF checkpoint on every worker, e.g. Qwen/Qwen3-8B=checkpoints/Qwen3-8B",
+    )
     p.add_argument("--env-file", help="KEY=VALUE file (API keys, HF_TOKEN) copied to every worker, never printed")
     p.set_defaults(steps=setup_steps)
 
-    p = sub.add_parser("launch", parents=[common], help="run one jaxseeker command on every worker, detached",
-                       usage="%(prog)s NAME --zone ZONE --bucket gs://BUCKET --run RUN [--dry-run] -- JAXSEEKER_ARGS…")
+    p = sub.add_parser(
+        "launch",
+        parents=[common],
+        help="run one jaxseeker command on every worker, detached",
+        usage="%(prog)s NAME --zone ZONE --bucket gs://BUCKET --run RUN [--dry-run] -- JAXSEEKER_ARGS…",
+    )
     p.add_argument("--bucket", required=True, help="gs:// root for checkpoints and the run's outputs")
     p.add_argument("--run", required=True, help="run name: runs/RUN on the workers, BUCKET/RUN on GCS")
     p.set_defaults(steps=launch_steps)  # the jaxseeker arguments follow `--`
@@ -325,8 +390,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", required=True)
     p.set_defaults(steps=stop_steps)
 
-    p = sub.add_parser("ssh", parents=[common], help="run a shell command on the workers",
-                       usage="%(prog)s NAME --zone ZONE [--worker all|N] [--dry-run] -- COMMAND…")
+    p = sub.add_parser(
+        "ssh",
+        parents=[common],
+        help="run a shell command on the workers",
+        usage="%(prog)s NAME --zone ZONE [--worker all|N] [--dry-run] -- COMMAND…",
+    )
     p.add_argument("--worker", default="all")
     p.set_defaults(steps=ssh_steps)  # the shell command follows `--`
 

@@ -38,9 +38,20 @@ if TYPE_CHECKING:  # jax and transformers load inside the functions that run the
     from jaxseeker.parallel import Rules
 
 
-def make_engine(params: Any, cfg: model.ModelConfig, tokenizer: Any, *, slots: int, max_len: int,
-                sampling: SamplingConfig, steps_per_call: int = 8, min_window: int = 256, mesh: Mesh | None = None,
-                rules: Rules | None = None, **layout: Any) -> Engine:
+def make_engine(
+    params: Any,
+    cfg: model.ModelConfig,
+    tokenizer: Any,
+    *,
+    slots: int,
+    max_len: int,
+    sampling: SamplingConfig,
+    steps_per_call: int = 8,
+    min_window: int = 256,
+    mesh: Mesh | None = None,
+    rules: Rules | None = None,
+    **layout: Any,
+) -> Engine:
     """A generation Engine that stops turns the way the rollout loop expects (`engine_stops`); with `mesh`, the
     params and the cache are sharded over it by their logical axes (`rules`, default `parallel.GENERATION_RULES`).
     `layout`: the Engine's `dtype`, `handoff_mesh` and `stacked_prefill`."""
@@ -48,9 +59,21 @@ def make_engine(params: Any, cfg: model.ModelConfig, tokenizer: Any, *, slots: i
 
     eos_ids, stop_strings = engine_stops(tokenizer)
     renderer = Renderer(tokenizer)
-    return Engine(params, cfg, slots=slots, max_len=max_len, sampling=sampling, eos_ids=eos_ids,
-                  stop_strings=stop_strings, decode=renderer.decode, steps_per_call=steps_per_call,
-                  min_window=min(min_window, max_len), mesh=mesh, rules=rules, **layout)
+    return Engine(
+        params,
+        cfg,
+        slots=slots,
+        max_len=max_len,
+        sampling=sampling,
+        eos_ids=eos_ids,
+        stop_strings=stop_strings,
+        decode=renderer.decode,
+        steps_per_call=steps_per_call,
+        min_window=min(min_window, max_len),
+        mesh=mesh,
+        rules=rules,
+        **layout,
+    )
 
 
 def summarize(result: RolloutResult) -> str:
@@ -64,8 +87,10 @@ def summarize(result: RolloutResult) -> str:
     lines = [
         f"{len(episodes)} episodes in {stats.wall_s:.1f}s",
         "terminations: " + ", ".join(f"{k} {v} ({v / len(episodes):.0%})" for k, v in counts.most_common()),
-        (f"tool calls per episode: mean {statistics.fmean(calls):.2f}, max {max(calls)} ({errors} failed); "
-         f"turns per episode: mean {statistics.fmean(e.turns for e in episodes):.2f}"),
+        (
+            f"tool calls per episode: mean {statistics.fmean(calls):.2f}, max {max(calls)} ({errors} failed); "
+            f"turns per episode: mean {statistics.fmean(e.turns for e in episodes):.2f}"
+        ),
     ]
     submitted = [len(e.submissions) for e in episodes]
     if any(submitted):
@@ -99,18 +124,34 @@ def _rollout(args: argparse.Namespace) -> int:
     model_dir = model.resolve_model(args.model)  # a registered name or a GGUF file: its imported HF directory
     tokenizer = load_tokenizer(model_dir)
     cfg, params = model.load_hf(model_dir)
-    registry = episode_tools(unsafe_python(ToolsConfig(enabled=args.tools), args.unsafe_python), corpus=_corpus(args),
-                             submit_threshold=args.submit_threshold)
+    registry = episode_tools(
+        unsafe_python(ToolsConfig(enabled=args.tools), args.unsafe_python),
+        corpus=_corpus(args),
+        submit_threshold=args.submit_threshold,
+    )
     questions = [question for _, question in numbered]
-    config = RolloutConfig(max_tool_calls=args.max_tool_calls, max_context_tokens=args.max_context,
-                           max_tokens_per_turn=args.max_turn_tokens, timeout_s=args.timeout,
-                           answer_reserve_tokens=min(512, args.max_context // 8))
+    config = RolloutConfig(
+        max_tool_calls=args.max_tool_calls,
+        max_context_tokens=args.max_context,
+        max_tokens_per_turn=args.max_turn_tokens,
+        timeout_s=args.timeout,
+        answer_reserve_tokens=min(512, args.max_context // 8),
+    )
     sampling = SamplingConfig(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed)
-    engine = make_engine(params, cfg, tokenizer, slots=args.slots, max_len=args.max_context, sampling=sampling,
-                         steps_per_call=args.steps_per_call, min_window=args.min_window,
-                         mesh=args.mesh)
-    result = rollout(engine, tokenizer, registry, questions, config, n_per_question=args.k,
-                     progress=not args.no_progress)
+    engine = make_engine(
+        params,
+        cfg,
+        tokenizer,
+        slots=args.slots,
+        max_len=args.max_context,
+        sampling=sampling,
+        steps_per_call=args.steps_per_call,
+        min_window=args.min_window,
+        mesh=args.mesh,
+    )
+    result = rollout(
+        engine, tokenizer, registry, questions, config, n_per_question=args.k, progress=not args.no_progress
+    )
     write_episodes(args.out, result.episodes)
     print(summarize(result))
     print(f"wrote {len(result.episodes)} episodes to {args.out} (generated on {mesh_text(args.mesh)})")
@@ -130,9 +171,19 @@ def sleep_tool(latency_s: float) -> Tool:
 BENCH_CALL = '{"name": "sleep", "arguments": {}}'
 
 
-def bench_rollout(*, slots: int = 16, episodes: int = 64, tool_calls: int = 4, tool_latency_s: float = 0.2,
-                  think_tokens: float = 32.0, steps_per_call: int = 8, max_len: int = 2048, min_window: int = 256,
-                  seed: int = 0, progress: bool = False) -> RolloutStats:
+def bench_rollout(
+    *,
+    slots: int = 16,
+    episodes: int = 64,
+    tool_calls: int = 4,
+    tool_latency_s: float = 0.2,
+    think_tokens: float = 32.0,
+    steps_per_call: int = 8,
+    max_len: int = 2048,
+    min_window: int = 256,
+    seed: int = 0,
+    progress: bool = False,
+) -> RolloutStats:
     """Rollout-loop utilisation: a tiny model that calls a `tool_latency_s` tool every turn, `tool_calls` per episode.
 
     The model (`tool_calling_model`) thinks for a random number of tokens (mean `think_tokens`, at
@@ -148,13 +199,27 @@ def bench_rollout(*, slots: int = 16, episodes: int = 64, tool_calls: int = 4, t
     turn = int(8 * think_tokens) + 8
     needed = bench_rollout_len(tool_calls, think_tokens)
     if needed > max_len:
-        raise ValueError(f"bench rollout: max_len={max_len} is too small for {tool_calls} calls of "
-                         f"{think_tokens:g}-token thoughts (needs about {needed})")
-    config = RolloutConfig(max_tool_calls=tool_calls, max_tokens_per_turn=turn, max_context_tokens=max_len,
-                           answer_reserve_tokens=0, tool_workers=max(slots, 1))
-    engine = make_engine(params, cfg, tokenizer, slots=slots, max_len=max_len,
-                         sampling=SamplingConfig(temperature=1.0, seed=seed), steps_per_call=steps_per_call,
-                         min_window=min_window)
+        raise ValueError(
+            f"bench rollout: max_len={max_len} is too small for {tool_calls} calls of "
+            f"{think_tokens:g}-token thoughts (needs about {needed})"
+        )
+    config = RolloutConfig(
+        max_tool_calls=tool_calls,
+        max_tokens_per_turn=turn,
+        max_context_tokens=max_len,
+        answer_reserve_tokens=0,
+        tool_workers=max(slots, 1),
+    )
+    engine = make_engine(
+        params,
+        cfg,
+        tokenizer,
+        slots=slots,
+        max_len=max_len,
+        sampling=SamplingConfig(temperature=1.0, seed=seed),
+        steps_per_call=steps_per_call,
+        min_window=min_window,
+    )
     questions = [f"question {i}" for i in range(episodes)]
     rollout(engine, tokenizer, registry, questions[: min(slots, episodes)], config, progress=False)
     return rollout(engine, tokenizer, registry, questions, config, progress=progress).stats
@@ -168,17 +233,30 @@ def bench_rollout_len(tool_calls: int, think_tokens: float) -> int:
 def _bench(args: argparse.Namespace) -> int:
     needed = bench_rollout_len(args.tool_calls, args.think_tokens)
     if needed > args.max_context:
-        raise SystemExit(f"jaxseeker bench rollout: --max-context {args.max_context} is too small for --tool-calls "
-                         f"{args.tool_calls} of --think-tokens {args.think_tokens:g} (needs about {needed})")
-    stats = bench_rollout(slots=args.slots, episodes=args.episodes, tool_calls=args.tool_calls,
-                          tool_latency_s=args.tool_latency, think_tokens=args.think_tokens,
-                          steps_per_call=args.steps_per_call, max_len=args.max_context, min_window=args.min_window,
-                          progress=not args.no_progress)
-    print(f"rollout utilisation: {stats.episodes} episodes, {stats.tool_calls} tool calls of "
-          f"{args.tool_latency * 1000:.0f} ms, {args.slots} slots, in {stats.wall_s:.2f}s")
-    print(f"engine busy {stats.step_s / stats.wall_s:.1%} ({stats.steps} steps), idle waiting for tools "
-          f"{stats.idle_fraction:.1%} (goal <= 10%), host {1 - (stats.step_s + stats.idle_s) / stats.wall_s:.1%}; "
-          f"{stats.sampled_tokens} tokens, {stats.tokens_per_s:.0f} tokens/s")
+        raise SystemExit(
+            f"jaxseeker bench rollout: --max-context {args.max_context} is too small for --tool-calls "
+            f"{args.tool_calls} of --think-tokens {args.think_tokens:g} (needs about {needed})"
+        )
+    stats = bench_rollout(
+        slots=args.slots,
+        episodes=args.episodes,
+        tool_calls=args.tool_calls,
+        tool_latency_s=args.tool_latency,
+        think_tokens=args.think_tokens,
+        steps_per_call=args.steps_per_call,
+        max_len=args.max_context,
+        min_window=args.min_window,
+        progress=not args.no_progress,
+    )
+    print(
+        f"rollout utilisation: {stats.episodes} episodes, {stats.tool_calls} tool calls of "
+        f"{args.tool_latency * 1000:.0f} ms, {args.slots} slots, in {stats.wall_s:.2f}s"
+    )
+    print(
+        f"engine busy {stats.step_s / stats.wall_s:.1%} ({stats.steps} steps), idle waiting for tools "
+        f"{stats.idle_fraction:.1%} (goal <= 10%), host {1 - (stats.step_s + stats.idle_s) / stats.wall_s:.1%}; "
+        f"{stats.sampled_tokens} tokens, {stats.tokens_per_s:.0f} tokens/s"
+    )
     return 0
 
 
@@ -209,8 +287,9 @@ def add_parser(subparsers: Any) -> None:
     add_max_context(p, default=32768)
     p.add_argument("--max-turn-tokens", type=at_least(1), default=8192)
     p.add_argument("--max-tool-calls", type=at_least(1), default=100)
-    p.add_argument("--timeout", type=at_least(0.0, float, above=True), default=3600.0,
-                   help="wall-clock seconds per episode")
+    p.add_argument(
+        "--timeout", type=at_least(0.0, float, above=True), default=3600.0, help="wall-clock seconds per episode"
+    )
     p.add_argument("--temperature", type=TEMPERATURE, default=0.6)
     p.add_argument("--top-p", type=TOP_P, default=0.95)
     p.add_argument("--top-k", type=at_least(0), default=0, help="0: off")

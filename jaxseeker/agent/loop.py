@@ -64,8 +64,14 @@ class RolloutConfig:
     prompt: str = "full"  # system prompt: "full" (tool schemas) or "compact" (one line of signatures)
 
     def __post_init__(self) -> None:
-        for name in ("max_tool_calls", "max_context_tokens", "max_tokens_per_turn", "max_format_errors",
-                     "max_submissions", "tool_workers"):
+        for name in (
+            "max_tool_calls",
+            "max_context_tokens",
+            "max_tokens_per_turn",
+            "max_format_errors",
+            "max_submissions",
+            "tool_workers",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"RolloutConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.prompt not in prompts.PROMPT_STYLES:
@@ -145,8 +151,15 @@ class _Run:
 class _Loop:
     """The driver's state; `run` is the whole rollout."""
 
-    def __init__(self, engine: Any, tokenizer: Any, registry: RegistrySource, config: RolloutConfig, progress: bool,
-                 on_episode: Callable[[Episode], None] | None = None):
+    def __init__(
+        self,
+        engine: Any,
+        tokenizer: Any,
+        registry: RegistrySource,
+        config: RolloutConfig,
+        progress: bool,
+        on_episode: Callable[[Episode], None] | None = None,
+    ):
         self.engine, self.config = engine, config
         self.on_episode = on_episode
         self.render = Renderer(tokenizer)
@@ -164,8 +177,9 @@ class _Loop:
     def admit(self, question: Question, group: int, sample: int) -> None:
         """Start an episode: system prompt + question, submitted to a free slot."""
         registry = self.registry(question) if callable(self.registry) else self.registry
-        messages = prompts.initial_messages(question.question, registry.schemas(), date=self.config.date,
-                                            compact=self.config.prompt == "compact")
+        messages = prompts.initial_messages(
+            question.question, registry.schemas(), date=self.config.date, compact=self.config.prompt == "compact"
+        )
         run = _Run(f"{group}:{sample}", question, group, sample, registry, messages, time.perf_counter())
         prompt = self.render.prompt_ids(messages)
         run.append(prompt, sampled=False)
@@ -196,13 +210,26 @@ class _Loop:
             run.append(self.render.tail_ids(run.messages), sampled=False)
         wall = time.perf_counter() - run.start
         tool_s = sum(r.latency_s for r in run.records)
-        self.done.append(Episode(
-            question=run.question.question, messages=run.messages, token_ids=run.ids, loss_mask=run.mask,
-            logprobs=run.logprobs, termination=termination, prediction=run.prediction, answer=run.question.answer,
-            tool_calls=run.records, submissions=run.submissions, format_errors=run.format_errors, turns=run.turns,
-            group=run.group, sample=run.sample, meta=dict(run.question.meta),
-            timings={"wall_s": wall, "tool_s": tool_s, "tool_wait_s": run.tool_wait_s},
-        ))
+        self.done.append(
+            Episode(
+                question=run.question.question,
+                messages=run.messages,
+                token_ids=run.ids,
+                loss_mask=run.mask,
+                logprobs=run.logprobs,
+                termination=termination,
+                prediction=run.prediction,
+                answer=run.question.answer,
+                tool_calls=run.records,
+                submissions=run.submissions,
+                format_errors=run.format_errors,
+                turns=run.turns,
+                group=run.group,
+                sample=run.sample,
+                meta=dict(run.question.meta),
+                timings={"wall_s": wall, "tool_s": tool_s, "tool_wait_s": run.tool_wait_s},
+            )
+        )
 
     def timed_out(self, run: _Run) -> bool:
         """True once the episode has run longer than `timeout_s`."""
@@ -240,8 +267,11 @@ class _Loop:
                 return
             texts = [prompts.format_error_text(e.message) for e in items] or [prompts.NO_ACTION_ERROR]
             if reason == "length":
-                texts.append(prompts.format_error_text(
-                    f"your turn was cut after {len(tokens)} tokens (the per-turn limit): write shorter turns"))
+                texts.append(
+                    prompts.format_error_text(
+                        f"your turn was cut after {len(tokens)} tokens (the per-turn limit): write shorter turns"
+                    )
+                )
             self.observe(run, texts)
             return
         run.errors_in_row = 0
@@ -249,8 +279,10 @@ class _Loop:
             self.finish(run, "max_tool_calls")
             return
         run.tools_started = time.perf_counter()  # before submitting: the wait then covers every tool's latency
-        run.pending = [(c, self.pool.submit(run.registry.call, c.name, c.arguments) if isinstance(c, ToolCall)
-                        else None) for c in items]
+        run.pending = [
+            (c, self.pool.submit(run.registry.call, c.name, c.arguments) if isinstance(c, ToolCall) else None)
+            for c in items
+        ]
         self.waiting.add(run.rid)
 
     def on_results(self, run: _Run) -> None:
@@ -263,16 +295,19 @@ class _Loop:
                 texts.append(prompts.format_error_text(item.message))
                 continue
             result: ToolResult = future.result()
-            run.records.append(ToolCallRecord(run.turns, result.name, dict(result.arguments), result.error,
-                                              result.latency_s))
+            run.records.append(
+                ToolCallRecord(run.turns, result.name, dict(result.arguments), result.error, result.latency_s)
+            )
             self.stats.tool_calls += 1
             texts.append(result.text)
             if result.name == "answer_submit" and result.error is None:
                 run.submissions.append(Submission(str(item.arguments.get("answer", "")).strip(), result.text))
                 run.prediction, submitted = run.submissions[-1].answer, True
         run.pending = []
-        if submitted and (run.submissions[-1].feedback.startswith(self.config.correct_marker)
-                          or len(run.submissions) >= self.config.max_submissions):
+        if submitted and (
+            run.submissions[-1].feedback.startswith(self.config.correct_marker)
+            or len(run.submissions) >= self.config.max_submissions
+        ):
             self.finish(run, "answer")
         elif self.timed_out(run):
             self.finish(run, "timeout")
@@ -311,7 +346,7 @@ class _Loop:
         """Append `message` and hand its tokens (and any unsent end-of-turn token) to the engine."""
         run.messages.append(message)
         run.append(extension, sampled=False)
-        self.engine.extend(run.rid, run.ids[run.sent:], max_new_tokens=budget)
+        self.engine.extend(run.rid, run.ids[run.sent :], max_new_tokens=budget)
         run.sent = len(run.ids)
         self.decoding.add(run.rid)
 
@@ -334,8 +369,9 @@ class _Loop:
                     self.stats.step_s += time.perf_counter() - tick
                     self.stats.steps += 1
                     for event in events:
-                        self.on_turn(self.runs[event.request_id], list(event.tokens), list(event.logprobs),
-                                     event.reason)
+                        self.on_turn(
+                            self.runs[event.request_id], list(event.tokens), list(event.logprobs), event.reason
+                        )
                 elif self.waiting:
                     self.wait_for_tools()
                     self.stats.idle_s += time.perf_counter() - tick
@@ -412,5 +448,14 @@ def run_episodes(
     on_episode: Callable[[Episode], None] | None = None,
 ) -> list[Episode]:
     """The episodes of `rollout(...)` (ordered by question, then sample)."""
-    return rollout(engine, tokenizer, registry, questions, config, n_per_question=n_per_question,
-                   progress=progress, groups=groups, on_episode=on_episode).episodes
+    return rollout(
+        engine,
+        tokenizer,
+        registry,
+        questions,
+        config,
+        n_per_question=n_per_question,
+        progress=progress,
+        groups=groups,
+        on_episode=on_episode,
+    ).episodes

@@ -67,7 +67,9 @@ class ScriptedEngine:
         if isinstance(script, Sequence) and (not script or isinstance(script, str)):
             raise ValueError("ScriptedEngine: script must be a non-empty list of turn texts or a callable")
         if slots < 1 or max_len < 1 or steps_per_call < 1:
-            raise ValueError(f"ScriptedEngine: slots={slots}, max_len={max_len}, steps_per_call={steps_per_call} must be >= 1")
+            raise ValueError(
+                f"ScriptedEngine: slots={slots}, max_len={max_len}, steps_per_call={steps_per_call} must be >= 1"
+            )
         self.tokenizer = tokenizer
         self.render = prompts.Renderer(tokenizer)
         self.script = script
@@ -160,7 +162,7 @@ class ScriptedEngine:
         return None
 
     def _limit(self, request: _Request) -> str | None:
-        """"context" when the cache is full, "length" when the turn's budget is spent, else None."""
+        """ "context" when the cache is full, "length" when the turn's budget is spent, else None."""
         if len(request.context) >= self.max_len:
             return "context"
         if len(request.turn_tokens) >= request.max_new_tokens:
@@ -224,7 +226,12 @@ def bigram_params(cfg: ModelConfig, transitions: Mapping[int, Mapping[int, float
 
 
 def tool_calling_params(
-    cfg: ModelConfig, tokenizer: Any, call: str, *, mean_think_tokens: float = 32.0, word: str = " search",
+    cfg: ModelConfig,
+    tokenizer: Any,
+    call: str,
+    *,
+    mean_think_tokens: float = 32.0,
+    word: str = " search",
     seed: int = 0,
 ) -> dict:
     """A tiny model that, sampled at temperature 1 after the chat generation prompt, always writes
@@ -252,10 +259,15 @@ def tool_calling_params(
 
 
 _TOKENIZER_TEXTS = (
-    prompts.SYSTEM_INTRO, prompts.TOOLS_SECTION, prompts.SUBMIT_NOTE, prompts.FINAL_ANSWER_REQUEST,
-    ('{"type": "function", "function": {"name": "search", "description": "Search the web.", "parameters": '
-     '{"type": "object", "properties": {"query": {"type": "array", "items": {"type": "string"}}}, '
-     '"required": ["query"]}}}'),
+    prompts.SYSTEM_INTRO,
+    prompts.TOOLS_SECTION,
+    prompts.SUBMIT_NOTE,
+    prompts.FINAL_ANSWER_REQUEST,
+    (
+        '{"type": "function", "function": {"name": "search", "description": "Search the web.", "parameters": '
+        '{"type": "object", "properties": {"query": {"type": "array", "items": {"type": "string"}}}, '
+        '"required": ["query"]}}}'
+    ),
     "The town was founded by a weaver; the river flows through the old bridge with nine arches.",
 )
 
@@ -271,7 +283,15 @@ def tool_calling_model(
     """
     tokenizer = train_tokenizer([text for text in _TOKENIZER_TEXTS for _ in range(4)], 600)
     tokenizer.add_tokens([call])
-    cfg = ModelConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_layers=2, num_heads=2,
-                      num_kv_heads=1, head_dim=32, tie_word_embeddings=False)
+    cfg = ModelConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_layers=2,
+        num_heads=2,
+        num_kv_heads=1,
+        head_dim=32,
+        tie_word_embeddings=False,
+    )
     params = tool_calling_params(cfg, tokenizer, call, mean_think_tokens=mean_think_tokens, word=word, seed=seed)
     return tokenizer, cfg, params

@@ -21,11 +21,15 @@ from jaxseeker.world import Corpus
 
 SUBMIT_TOOL = "answer_submit"
 TOOLS = comma_names(TOOL_NAMES)  # `--tools`: an unknown name is a usage error
-TOOLS_HELP = (f"comma-separated tools of every episode ({', '.join(TOOL_NAMES)}); {SUBMIT_TOOL} scores each "
-              "submission against the question's own answer (WebSeer's multi-submit episodes)")
+TOOLS_HELP = (
+    f"comma-separated tools of every episode ({', '.join(TOOL_NAMES)}); {SUBMIT_TOOL} scores each "
+    "submission against the question's own answer (WebSeer's multi-submit episodes)"
+)
 SUBMIT_F1 = at_least(0.0, float, above=True, high=1.0)  # `--submit-threshold`: an F1 in (0, 1]
-SUBMIT_HELP = (f'token F1 from which {SUBMIT_TOOL} says "Correct!", which ends the episode (default %(default)s, as '
-               "RL's reward.submit_threshold)")
+SUBMIT_HELP = (
+    f'token F1 from which {SUBMIT_TOOL} says "Correct!", which ends the episode (default %(default)s, as '
+    "RL's reward.submit_threshold)"
+)
 
 
 def episode_tools(config: ToolsConfig, *, corpus: Corpus | None, submit_threshold: float) -> RegistrySource:
@@ -45,8 +49,10 @@ def require_answers(path: str | Path, numbered: Sequence[tuple[int, Question]]) 
     reference answer: `answer_submit` scores every submission against it."""
     for line, question in numbered:
         if question.answer is None or not question.answer.strip():
-            raise InputError(f"{path}:{line}: question {question.question!r} has no 'answer'; the answer_submit tool "
-                             "scores each submission against it")
+            raise InputError(
+                f"{path}:{line}: question {question.question!r} has no 'answer'; the answer_submit tool "
+                "scores each submission against it"
+            )
 
 
 def format_ok(episode: Episode) -> bool:

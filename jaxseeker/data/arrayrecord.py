@@ -98,9 +98,7 @@ def build_arrayrecord(
         raise BadLineError(bad)
     if not examples:
         raise InputError(f"no trajectories in {[str(p) for p in paths]}")
-    builder = _TrajectoryBuilder(
-        split=split, examples=examples, data_dir=str(out_dir), file_format="array_record"
-    )
+    builder = _TrajectoryBuilder(split=split, examples=examples, data_dir=str(out_dir), file_format="array_record")
     if builder.is_prepared():
         raise FileExistsError(f"{builder.data_dir} already holds a built dataset; choose another --out")
     # tfds prints its banner to stdout; keep stdout for the command's JSON summary.

@@ -119,7 +119,7 @@ def token_roles(messages: Sequence[Mapping[str, Any]], tokenizer: Any) -> tuple[
         if np.any(overlaps & ~inside):
             bad = int(np.argmax(overlaps & ~inside))
             raise ValueError(
-                f"token {bad} ({full[starts[bad]:ends[bad]]!r}) straddles the edge of an assistant turn at "
+                f"token {bad} ({full[starts[bad] : ends[bad]]!r}) straddles the edge of an assistant turn at "
                 f"characters [{start}, {end}); strip leading/trailing whitespace from the assistant content"
             )
         roles[inside] = role
@@ -137,4 +137,3 @@ def render_generation_prompt(messages: Sequence[Mapping[str, Any]], tokenizer: A
     text = _render(normalize_messages(messages, require_assistant=False), tokenizer, add_generation_prompt=True)
     ids, _ = _encode(tokenizer, text)
     return ids
-

@@ -38,7 +38,12 @@ def _build(args: argparse.Namespace) -> int:
     for bad in skipped:
         print(f"skipped {bad}", file=sys.stderr)
     records = len(open_arrayrecord(dataset_dir, args.split))
-    summary = {"dataset_dir": str(dataset_dir), "split": args.split, "records": records, "skipped_bad_lines": len(skipped)}
+    summary = {
+        "dataset_dir": str(dataset_dir),
+        "split": args.split,
+        "records": records,
+        "skipped_bad_lines": len(skipped),
+    }
     print(json.dumps(summary))
     return 0
 
@@ -57,6 +62,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("files", nargs="+", metavar="FILE", help="JSONL trajectory files")
     build.add_argument("--out", required=True, metavar="DIR", help="output directory (tfds data_dir)")
     build.add_argument("--split", default="train", help="split name (default: train)")
-    build.add_argument("--num-shards", type=at_least(1), default=None, help="ArrayRecord shard files (default: by size)")
+    build.add_argument(
+        "--num-shards", type=at_least(1), default=None, help="ArrayRecord shard files (default: by size)"
+    )
     build.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines instead of failing")
     build.set_defaults(func=_build)

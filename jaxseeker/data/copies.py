@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def copy_shape(rng: np.random.Generator, *, min_tokens: int = 4, max_tokens: int = 24, digit_rate: float = 0.0,
-               max_gap: int = 0) -> tuple[int, int, int]:
+def copy_shape(
+    rng: np.random.Generator, *, min_tokens: int = 4, max_tokens: int = 24, digit_rate: float = 0.0, max_gap: int = 0
+) -> tuple[int, int, int]:
     """The sizes of one copy example: (ordinary ids, digit ids after them, filler ids between the runs).
 
     A `digit_rate` fraction of the runs are number-like: one to three ordinary ids, then 3–8 digits; the others are
@@ -25,8 +26,9 @@ def copy_shape(rng: np.random.Generator, *, min_tokens: int = 4, max_tokens: int
     return k, m, gap
 
 
-def copy_tokens(rng: np.random.Generator, shape: tuple[int, int, int], vocab: np.ndarray,
-                digits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def copy_tokens(
+    rng: np.random.Generator, shape: tuple[int, int, int], vocab: np.ndarray, digits: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The ids `[2 n + gap]` of a copy example of `shape` (`copy_shape`) and its loss mask: 1 on the second run after
     its first token (the first is not predictable), 0 elsewhere."""
     k, m, gap = shape
@@ -37,7 +39,7 @@ def copy_tokens(rng: np.random.Generator, shape: tuple[int, int, int], vocab: np
         x = np.concatenate([x, rng.choice(digits, size=m)])
     ids = np.concatenate([x, rng.choice(vocab, size=gap), x]).astype(np.int32)
     mask = np.zeros(len(ids), np.float32)
-    mask[len(x) + gap + 1:] = 1.0
+    mask[len(x) + gap + 1 :] = 1.0
     return ids, mask
 
 

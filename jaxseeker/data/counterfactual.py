@@ -46,8 +46,9 @@ def translate_outside_kept(text: str, table: dict[int, str]) -> str:
 def permute_digits(messages: Sequence[Message], rng: np.random.Generator) -> list[Message]:
     """The messages with one random digit permutation applied to every non-system message (URLs, markers kept)."""
     table = digit_table(rng)
-    return [m if m["role"] == "system" else {**m, "content": translate_outside_kept(m["content"], table)}
-            for m in messages]
+    return [
+        m if m["role"] == "system" else {**m, "content": translate_outside_kept(m["content"], table)} for m in messages
+    ]
 
 
 class NamePool:
@@ -101,9 +102,13 @@ def rename(messages: Sequence[Message], mapping: Mapping[str, str]) -> list[Mess
     table = dict(mapping) | {wiki_slug(old): wiki_slug(new) for old, new in mapping.items()}
     if not table:
         return list(messages)
-    pattern = re.compile(r"(?<!\w)(" + "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True)) + r")(?!\w)")
-    return [m if m["role"] == "system" else {**m, "content": pattern.sub(lambda x: table[x.group(1)], m["content"])}
-            for m in messages]
+    pattern = re.compile(
+        r"(?<!\w)(" + "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True)) + r")(?!\w)"
+    )
+    return [
+        m if m["role"] == "system" else {**m, "content": pattern.sub(lambda x: table[x.group(1)], m["content"])}
+        for m in messages
+    ]
 
 
 def permute_names(messages: Sequence[Message], rng: np.random.Generator, pool: NamePool) -> list[Message]:

@@ -75,9 +75,7 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         if self.over_length not in OVER_LENGTH_POLICIES:
-            raise ValueError(
-                f"data.over_length={self.over_length!r}: allowed values are {list(OVER_LENGTH_POLICIES)}"
-            )
+            raise ValueError(f"data.over_length={self.over_length!r}: allowed values are {list(OVER_LENGTH_POLICIES)}")
         for key in ("seq_len", "batch_size"):
             if getattr(self, key) < 1:
                 raise ValueError(f"data.{key}={getattr(self, key)} must be >= 1")
@@ -151,8 +149,10 @@ class _SkippedRecords:
                 return
             self.sources.add(record.source)
             count = len(self.sources)
-        print(f"skipped {count} record(s) that cannot be tokenized so far, the latest: {_untokenizable(record, error)}",
-              file=sys.stderr)
+        print(
+            f"skipped {count} record(s) that cannot be tokenized so far, the latest: {_untokenizable(record, error)}",
+            file=sys.stderr,
+        )
 
 
 def _process(process_index: int | None, process_count: int | None) -> tuple[int, int]:
@@ -206,8 +206,9 @@ def tokenized_dataset(
     examples = ds.random_map(tokenize, seed=config.seed) if relabelled else ds.map(tokenize)
     if not config.copy_rate:
         return examples
-    return grain.MapDataset.mix([examples, copy_examples(tokenizer, config, index)],
-                                [1.0 - config.copy_rate, config.copy_rate])
+    return grain.MapDataset.mix(
+        [examples, copy_examples(tokenizer, config, index)], [1.0 - config.copy_rate, config.copy_rate]
+    )
 
 
 def loss_weights(ids: np.ndarray, roles: np.ndarray, config: DataConfig) -> np.ndarray:
@@ -218,12 +219,15 @@ def loss_weights(ids: np.ndarray, roles: np.ndarray, config: DataConfig) -> np.n
     if not config.weighted:
         return (roles == TRAINED).astype(np.int32)
     rejected = roles == REJECTED  # [tokens]
-    repeats = (repeated_ngrams(ids, roles, config.unlikelihood_ngram, config.unlikelihood_min_seen)
-               if config.unlikelihood_weight
-               else np.zeros(ids.shape, dtype=bool))  # [tokens]
+    repeats = (
+        repeated_ngrams(ids, roles, config.unlikelihood_ngram, config.unlikelihood_min_seen)
+        if config.unlikelihood_weight
+        else np.zeros(ids.shape, dtype=bool)
+    )  # [tokens]
     context = 0.0 if rejected.any() else config.context_weight
-    weights = np.select([roles == TRAINED, repeats, (roles == UNTRAINED) | rejected],
-                        [1.0, -config.unlikelihood_weight, 0.0], context)  # no context loss on turns
+    weights = np.select(
+        [roles == TRAINED, repeats, (roles == UNTRAINED) | rejected], [1.0, -config.unlikelihood_weight, 0.0], context
+    )  # no context loss on turns
     return weights.astype(np.float32)
 
 
@@ -277,9 +281,7 @@ def batch_iterator(
     process_count: int | None = None,
 ) -> grain.DatasetIterator:
     """An iterator of packed batches with ``get_state()`` / ``set_state()`` for checkpoints."""
-    return iter(
-        batch_dataset(source, tokenizer, config, process_index=process_index, process_count=process_count)
-    )
+    return iter(batch_dataset(source, tokenizer, config, process_index=process_index, process_count=process_count))
 
 
 def place_on_mesh(

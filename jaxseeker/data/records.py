@@ -28,7 +28,9 @@ TOOL_RESPONSE_OPEN = "<tool_response>"
 TOOL_RESPONSE_CLOSE = "</tool_response>"
 TOOL_CALL_OPEN = "<tool_call>"
 
-Message = dict[str, Any]  # role and content; "weight": 0 on an assistant turn kept out of the loss, -1 on a rejected one
+Message = dict[
+    str, Any
+]  # role and content; "weight": 0 on an assistant turn kept out of the loss, -1 on a rejected one
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,9 +62,7 @@ class BadLineError(InputError):
         shown = "\n".join(str(b) for b in self.bad_lines[:20])
         more = len(self.bad_lines) - 20
         tail = f"\n… and {more} more" if more > 0 else ""
-        super().__init__(
-            f"{len(self.bad_lines)} bad line(s) (set data.skip_bad_lines to skip them):\n{shown}{tail}"
-        )
+        super().__init__(f"{len(self.bad_lines)} bad line(s) (set data.skip_bad_lines to skip them):\n{shown}{tail}")
 
 
 def is_observation(message: Mapping[str, str]) -> bool:
@@ -94,16 +94,16 @@ def _content_text(content: Any, where: str) -> str:
     """Returns message content as text; a list of ``{"type": "text", "text": …}`` parts is joined. Text with a lone
     surrogate (a JSON escape such as ``\\ud800``) is an error: no tokenizer or UTF-8 file can hold it."""
     if isinstance(content, list) and all(
-        isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-        for p in content
+        isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content
     ):
         content = "".join(p["text"] for p in content)
     if not isinstance(content, str):
         raise ValueError(f"{where}: content must be a string or a list of text parts, got {type(content).__name__}")
     at = lone_surrogate(content)
     if at is not None:
-        raise ValueError(f"{where}: content holds a lone surrogate {content[at]!r} at character {at}, "
-                         "which is not valid Unicode")
+        raise ValueError(
+            f"{where}: content holds a lone surrogate {content[at]!r} at character {at}, which is not valid Unicode"
+        )
     return content
 
 
@@ -114,8 +114,9 @@ def _weight(message: Mapping[str, Any], role: str, where: str) -> dict[str, int]
         return {}
     weight = message["weight"]
     if role != "assistant" or isinstance(weight, bool) or weight not in (-1, 0, 1):
-        raise ValueError(f"{where}: 'weight' must be 1, 0 or -1 on an assistant message, got {weight!r} on a {role} "
-                         "message")
+        raise ValueError(
+            f"{where}: 'weight' must be 1, 0 or -1 on an assistant message, got {weight!r} on a {role} message"
+        )
     return {"weight": int(weight)} if weight != 1 else {}
 
 
@@ -153,8 +154,10 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]], *, require_assista
             )
         content = _content_text(message["content"], where)
         if message.get("tool_calls") and TOOL_CALL_OPEN not in content:
-            raise ValueError(f"{where}: 'tool_calls' is not read and the content has no {TOOL_CALL_OPEN}: write "
-                             f"{TOOL_CALL_OPEN}…</tool_call> in the assistant content")
+            raise ValueError(
+                f"{where}: 'tool_calls' is not read and the content has no {TOOL_CALL_OPEN}: write "
+                f"{TOOL_CALL_OPEN}…</tool_call> in the assistant content"
+            )
         if role == "tool":
             pending_tool.append(content)
             continue
@@ -211,9 +214,7 @@ def iter_jsonl(path: str | Path) -> Iterator[Trajectory | BadLine]:
             yield BadLine(path_str, line_no, str(e))
 
 
-def read_trajectories(
-    paths: str | Path | Sequence[str | Path], *, skip_bad_lines: bool = False
-) -> list[Trajectory]:
+def read_trajectories(paths: str | Path | Sequence[str | Path], *, skip_bad_lines: bool = False) -> list[Trajectory]:
     """Reads every record of one or more JSONL files; raises ``BadLineError`` (all bad lines) unless skipped, and
     then says on stderr how many were skipped."""
     if isinstance(paths, (str, Path)):

@@ -48,7 +48,9 @@ NUMBERS_SPLIT = NAMES_SPLIT.replace(r"|\p{N}|", r"|\p{N}{1,3}(?=(?:\p{N}{3})*(?!
 SPLITS = {"qwen2": QWEN2_SPLIT, "names": NAMES_SPLIT, "numbers": NUMBERS_SPLIT}
 THOUSANDS_SEPARATOR = r"(?<=\d),(?=\d{3}(?!\d))"  # the comma of `4,427` and both of `1,234,567`
 # Every 1-3 digit group as a word, repeated so that BPE makes each one token (the `numbers` split's 1,110 tokens).
-_DIGIT_GROUPS = " ".join([str(d) for d in range(10)] + [f"{d:02d}" for d in range(100)] + [f"{d:03d}" for d in range(1000)])
+_DIGIT_GROUPS = " ".join(
+    [str(d) for d in range(10)] + [f"{d:02d}" for d in range(100)] + [f"{d:03d}" for d in range(1000)]
+)
 _DIGIT_GROUP_REPEATS = 300
 
 SPECIAL_TOKENS = (
@@ -115,10 +117,12 @@ def train_tokenizer(
     core.normalizer = normalizers.NFC()
     if drop_thousands_separators:
         core.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Replace(Regex(THOUSANDS_SEPARATOR), "")])
-    core.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(SPLITS[split]), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    core.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(SPLITS[split]), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -170,4 +174,5 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
         reason = (str(err).strip().splitlines() or [""])[0].rstrip(" :")
         raise InputError(
             f"{path}: no tokenizer loads from this directory ({type(err).__name__}: {reason}); it needs the "
-            "tokenizer.json and tokenizer_config.json that `save_pretrained` writes") from None
+            "tokenizer.json and tokenizer_config.json that `save_pretrained` writes"
+        ) from None

@@ -37,7 +37,7 @@ def repeated_ngrams(ids: np.ndarray, roles: np.ndarray, n: int, min_seen: int = 
     for start, end in zip(edges[::2], edges[1::2], strict=True):
         seen: Counter[tuple[int, ...]] = Counter()
         for t in range(start + n - 1, end):
-            gram = tuple(ids[t - n + 1:t + 1].tolist())
+            gram = tuple(ids[t - n + 1 : t + 1].tolist())
             repeats[t] = seen[gram] >= min_seen
             seen[gram] += 1
     return repeats

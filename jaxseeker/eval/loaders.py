@@ -178,8 +178,10 @@ def _jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]
 def _jsonl_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(`FILE:LINE`, object) for every question line of a JSONL file; one JSON value over several lines is named."""
     if "\n" in text.strip() and _one_json_value(text):  # then its first line is not JSON on its own
-        raise LoadError(f"{path}: one JSON value over several lines, not one question object a line "
-                        "(JSONL); a .json file may also be an array of question objects")
+        raise LoadError(
+            f"{path}: one JSON value over several lines, not one question object a line "
+            "(JSONL); a .json file may also be an array of question objects"
+        )
     for number, row in _jsonl_objects(path, text):
         yield f"{path}:{number}", row
 
@@ -218,8 +220,11 @@ def _beyond_limits(err: Exception) -> str:
     if isinstance(err, RecursionError):
         return "invalid JSON: arrays or objects nested too deeply"
     digits = re.search(r"has (\d+) digits", str(err))
-    return f"invalid JSON: an integer of {digits.group(1)} digits (at most 4300 are read)" if digits \
+    return (
+        f"invalid JSON: an integer of {digits.group(1)} digits (at most 4300 are read)"
+        if digits
         else f"invalid JSON: {err}"
+    )
 
 
 def _line_beyond_limits(text: str, err: Exception) -> int:
@@ -249,8 +254,10 @@ def _check_strings(value: Any, where: str) -> None:
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as err:
-            raise LoadError(f"{where}: a lone surrogate \\u{ord(value[err.start]):04x} at character {err.start + 1} "
-                            f"of the string starting {value[:40]!r}") from None
+            raise LoadError(
+                f"{where}: a lone surrogate \\u{ord(value[err.start]):04x} at character {err.start + 1} "
+                f"of the string starting {value[:40]!r}"
+            ) from None
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_strings(key, where)
@@ -280,8 +287,10 @@ def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
             if decrypt is not None:
                 row = _decrypt_row(row, decrypt, fields, where=where)
             elif keyless and all(_is_base64(row[field]) for field in keyless[:2]):
-                raise LoadError(f"{where}: field {keyless[0]!r} looks encrypted (base64) but the file has no "
-                                "'canary' column (the decryption key)")
+                raise LoadError(
+                    f"{where}: field {keyless[0]!r} looks encrypted (base64) but the file has no "
+                    "'canary' column (the decryption key)"
+                )
             yield where, row
     except csv.Error as err:
         raise LoadError(f"{path}:{reader.reader.line_num}: {err}") from err

@@ -128,9 +128,16 @@ def paired_change(before: Table, after: Table, *, resamples: int = 10_000, seed:
     picks = rng.integers(0, len(ids), size=(resamples, len(ids)))  # [B, questions]
     boot = correct[1][picks].sum(1) / rollouts[1][picks].sum(1) - correct[0][picks].sum(1) / rollouts[0][picks].sum(1)
     low, high = np.percentile(boot, [2.5, 97.5])
-    return {"questions": len(ids), "gained": gained, "lost": lost, "unchanged": len(ids) - n,
-            "delta_pass_at_1": pass_at_1(after) - pass_at_1(before), "p_value": min(1.0, 2 * tail),
-            "p_permutation": (1 + extreme) / (1 + resamples), "ci95": [float(low), float(high)]}
+    return {
+        "questions": len(ids),
+        "gained": gained,
+        "lost": lost,
+        "unchanged": len(ids) - n,
+        "delta_pass_at_1": pass_at_1(after) - pass_at_1(before),
+        "p_value": min(1.0, 2 * tail),
+        "p_permutation": (1 + extreme) / (1 + resamples),
+        "ci95": [float(low), float(high)],
+    }
 
 
 def invalid_rate(records: Sequence[Mapping[str, Any]]) -> float:

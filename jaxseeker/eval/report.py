@@ -41,8 +41,12 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
     return read_jsonl(path)
 
 
-def compare_results(before: str | Path | Sequence[str | Path], after: str | Path | Sequence[str | Path],
-                    k: int | None, question_ids: Iterable[str] | None = None) -> dict[str, Any]:
+def compare_results(
+    before: str | Path | Sequence[str | Path],
+    after: str | Path | Sequence[str | Path],
+    k: int | None,
+    question_ids: Iterable[str] | None = None,
+) -> dict[str, Any]:
     """`paired_change` of results files of the same questions (first k rounds of each), overall and `by_level`.
 
     `before` and `after` are one results file each, or several (evals of one model with different sampling
@@ -51,8 +55,9 @@ def compare_results(before: str | Path | Sequence[str | Path], after: str | Path
     """
     wanted = None if question_ids is None else {str(q) for q in question_ids}
     sides = [[side] if isinstance(side, str | Path) else list(side) for side in (before, after)]
-    records = [[[r for r in read_results(p) if wanted is None or r["question_id"] in wanted] for p in paths]
-               for paths in sides]
+    records = [
+        [[r for r in read_results(p) if wanted is None or r["question_id"] in wanted] for p in paths] for paths in sides
+    ]
     if k is None:
         k = min(min(Counter(str(r["question_id"]) for r in rs).values(), default=1) for side in records for rs in side)
     was, now = (_pooled_table(rs, paths, k) for rs, paths in zip(records, sides, strict=True))
@@ -74,43 +79,58 @@ def compare_question_sets(pairs: Sequence[tuple[str | Path, str | Path]], k: int
         records = [read_results(path) for path in (before, after)]
         tables = [judgement_table(rs, k) for rs in records]
         if set(tables[0]) != set(tables[1]):
-            raise ValueError(f"{before} and {after} hold different questions: {len(set(tables[0]) ^ set(tables[1]))} "
-                             "in one only")
+            raise ValueError(
+                f"{before} and {after} hold different questions: {len(set(tables[0]) ^ set(tables[1]))} in one only"
+            )
         shared = set(tables[0]) & set(was)
         if shared:
-            raise ValueError(f"{before} holds {len(shared)} questions of an earlier set, e.g. {sorted(shared)[0]!r}: "
-                             "pooled sets must hold distinct questions")
+            raise ValueError(
+                f"{before} holds {len(shared)} questions of an earlier set, e.g. {sorted(shared)[0]!r}: "
+                "pooled sets must hold distinct questions"
+            )
         was |= tables[0]
         now |= tables[1]
         firsts += records[0]
     return _change(was, now, firsts, k)
 
 
-def _change(was: dict[str, list[bool]], now: dict[str, list[bool]], first: Sequence[Mapping[str, Any]], k: int,
-            ) -> dict[str, Any]:
+def _change(
+    was: dict[str, list[bool]],
+    now: dict[str, list[bool]],
+    first: Sequence[Mapping[str, Any]],
+    k: int,
+) -> dict[str, Any]:
     """`paired_change` of two judgement tables, overall and by the levels of the rollout records `first`."""
     levels = _split(group_rollouts(first, k), "level")  # the levels `summarize` reports, in its order
-    by_level = {level: paired_change({q: was[q] for q in ids}, {q: now[q] for q in ids})
-                for level, ids in levels.items()}
+    by_level = {
+        level: paired_change({q: was[q] for q in ids}, {q: now[q] for q in ids}) for level, ids in levels.items()
+    }
     return paired_change(was, now) | {"by_level": by_level}
 
 
 def change_line(change: Mapping[str, Any]) -> str:
     """One line of a `compare_results` / `paired_change` result: questions moved, the pass@1 change, interval, p."""
-    return (f"{change['gained']} questions gained, {change['lost']} lost, {change['unchanged']} unchanged; pass@1 "
-            f"{100 * change['delta_pass_at_1']:+.1f} points (95% CI {100 * change['ci95'][0]:+.1f} to "
-            f"{100 * change['ci95'][1]:+.1f}; sign test p = {change['p_value']:.3f}, permutation p = "
-            f"{change['p_permutation']:.3f})")
+    return (
+        f"{change['gained']} questions gained, {change['lost']} lost, {change['unchanged']} unchanged; pass@1 "
+        f"{100 * change['delta_pass_at_1']:+.1f} points (95% CI {100 * change['ci95'][0]:+.1f} to "
+        f"{100 * change['ci95'][1]:+.1f}; sign test p = {change['p_value']:.3f}, permutation p = "
+        f"{change['p_permutation']:.3f})"
+    )
 
 
-def _pooled_table(files: Sequence[Sequence[Mapping[str, Any]]], paths: Sequence[str | Path], k: int,
-                  ) -> dict[str, list[bool]]:
+def _pooled_table(
+    files: Sequence[Sequence[Mapping[str, Any]]],
+    paths: Sequence[str | Path],
+    k: int,
+) -> dict[str, list[bool]]:
     """The judgement tables of several results files of the same questions, each question's verdicts joined."""
     tables = [judgement_table(records, k) for records in files]
     for path, table in zip(paths[1:], tables[1:], strict=True):
         if set(table) != set(tables[0]):
-            raise ValueError(f"{path} holds other questions than {paths[0]} ({len(set(table) ^ set(tables[0]))} "
-                             "in one only); pooled evals must cover the same questions")
+            raise ValueError(
+                f"{path} holds other questions than {paths[0]} ({len(set(table) ^ set(tables[0]))} "
+                "in one only); pooled evals must cover the same questions"
+            )
     return {q: [v for table in tables for v in table[q]] for q in tables[0]}
 
 
@@ -134,7 +154,8 @@ def summary_table(summary: Mapping[str, Any]) -> str:
         calls = block["tool_calls"]
         mix = " · ".join(f"{reason} {_pct(share)}" for reason, share in block["termination"].items())
         behaviour.append(
-            f"| {name} | " + " | ".join(f"{calls[t]:.2f}" for t in TOOL_TYPES)
+            f"| {name} | "
+            + " | ".join(f"{calls[t]:.2f}" for t in TOOL_TYPES)
             + f" | {calls['total']:.2f} | {_pct(block['evidence'])} | {block['answer_len']:.1f}"
             + f" | {block['think_len']:.1f} | {mix} |"
         )

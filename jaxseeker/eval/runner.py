@@ -29,7 +29,9 @@ from jaxseeker.jsonl import drop_torn_tail
 from jaxseeker.rewards import evidence_recall, exact_match, llm_judge, token_f1
 from jaxseeker.tools.config import TOOL_NAMES
 
-Judge = Callable[[str, str | None, Any], tuple[bool | None, bool]]  # (question, prediction, answer) → (correct, parse_error)
+Judge = Callable[
+    [str, str | None, Any], tuple[bool | None, bool]
+]  # (question, prediction, answer) → (correct, parse_error)
 _THINK = re.compile(r"<think>(.*?)</think>", re.S)
 
 
@@ -40,6 +42,7 @@ def exact_match_judge(question: str, prediction: str | None, answer: Any) -> tup
 
 def f1_judge(threshold: float = 0.8) -> Judge:
     """Correct when token F1 with the reference reaches `threshold`."""
+
     def judge(question: str, prediction: str | None, answer: Any) -> tuple[bool | None, bool]:
         return (prediction is not None and token_f1(prediction, answer) >= threshold), False
 
@@ -48,6 +51,7 @@ def f1_judge(threshold: float = 0.8) -> Judge:
 
 def llm_judge_fn(complete: Callable[[list[dict]], str], style: str = "browsecomp") -> Judge:
     """LLM-as-judge through an OpenAI-compatible `complete(messages) -> str`; parse failures are reported."""
+
     def judge(question: str, prediction: str | None, answer: Any) -> tuple[bool | None, bool]:
         if prediction is None:
             return False, False
@@ -69,20 +73,39 @@ def judged_record(episode: Episode, question: dict, round_: int, judge: Judge) -
             counts[call.name] = counts.get(call.name, 0) + 1
     thinks = [t for turn in turns for t in _THINK.findall(turn)]
     return {
-        "question_id": str(question["id"]), "round": round_, "correct": correct, "judge_parse_error": parse_error,
-        "termination": episode.termination, "tool_calls": counts, "format_ok": format_ok(episode),
-        "answer_len": len((episode.prediction or "").split()), "think_len": sum(len(t.split()) for t in thinks),
-        "level": question.get("level", "all"), "tag": question.get("tag", question.get("topic", "all")),
-        "prediction": episode.prediction, "answer": question["answer"], "question": episode.question,
-        "turns": episode.turns, "tokens": len(episode.token_ids),
+        "question_id": str(question["id"]),
+        "round": round_,
+        "correct": correct,
+        "judge_parse_error": parse_error,
+        "termination": episode.termination,
+        "tool_calls": counts,
+        "format_ok": format_ok(episode),
+        "answer_len": len((episode.prediction or "").split()),
+        "think_len": sum(len(t.split()) for t in thinks),
+        "level": question.get("level", "all"),
+        "tag": question.get("tag", question.get("topic", "all")),
+        "prediction": episode.prediction,
+        "answer": question["answer"],
+        "question": episode.question,
+        "turns": episode.turns,
+        "tokens": len(episode.token_ids),
         "evidence": evidence_recall(episode.tool_calls, question.get("meta", {}).get("urls", ())),
-        "submissions": [dataclasses.asdict(s) for s in episode.submissions], "messages": episode.messages,
+        "submissions": [dataclasses.asdict(s) for s in episode.submissions],
+        "messages": episode.messages,
     }
 
 
 def run_eval(
-    engine: Any, tokenizer: Any, registry: Any, questions: Sequence[dict], out_dir: str | Path, *,
-    k: int = 4, config: RolloutConfig = RolloutConfig(), judge: Judge = exact_match_judge, progress: bool = True,
+    engine: Any,
+    tokenizer: Any,
+    registry: Any,
+    questions: Sequence[dict],
+    out_dir: str | Path,
+    *,
+    k: int = 4,
+    config: RolloutConfig = RolloutConfig(),
+    judge: Judge = exact_match_judge,
+    progress: bool = True,
 ) -> dict:
     """Evaluate `questions` (records with id, question, answer; see `eval.load_questions`) with k rollouts each;
     skip questions whose k rounds are already in `out_dir/results.jsonl`; write the report; return the summary.
@@ -99,16 +122,30 @@ def run_eval(
     done = Counter(qid for qid, _ in _records_by_round(path))
     places = [n for n, q in enumerate(questions) if done[str(q["id"])] < k]
     if places:
-        items = [as_question({"question": questions[n]["question"], "answer": questions[n]["answer"],
-                              "id": questions[n]["id"]}) for n in places]  # the answer: for `answer_submit`
+        items = [
+            as_question(
+                {"question": questions[n]["question"], "answer": questions[n]["answer"], "id": questions[n]["id"]}
+            )
+            for n in places
+        ]  # the answer: for `answer_submit`
         with path.open("a", encoding="utf-8") as f:
+
             def write(episode: Episode) -> None:
                 record = judged_record(episode, questions[episode.group], episode.sample, judge)
                 f.write(json.dumps(record, ensure_ascii=False) + "\n")
                 f.flush()
 
-            rollout(engine, tokenizer, registry, items, config, n_per_question=k, progress=progress, groups=places,
-                    on_episode=write)
+            rollout(
+                engine,
+                tokenizer,
+                registry,
+                items,
+                config,
+                n_per_question=k,
+                progress=progress,
+                groups=places,
+                on_episode=write,
+            )
     wanted = {str(q["id"]) for q in questions}
     records = [r for (qid, round_), r in _records_by_round(path).items() if qid in wanted and round_ < k]
     return write_report(records, k, out / "report")

@@ -5,5 +5,10 @@ from .generate import GenerationResult, generate
 from .sampling import SamplingConfig, sample
 
 __all__ = [
-    "Engine", "Event", "GenerationResult", "SamplingConfig", "generate", "sample",
+    "Engine",
+    "Event",
+    "GenerationResult",
+    "SamplingConfig",
+    "generate",
+    "sample",
 ]

@@ -38,10 +38,17 @@ def _hf_model(shape: BenchShape):
 
     torch.manual_seed(shape.seed)
     config = transformers.Qwen2Config(
-        vocab_size=shape.vocab_size, hidden_size=shape.hidden_size, intermediate_size=shape.intermediate_size,
-        num_hidden_layers=shape.num_layers, num_attention_heads=shape.num_heads,
-        num_key_value_heads=shape.num_kv_heads, max_position_embeddings=4096, tie_word_embeddings=False,
-        bos_token_id=None, eos_token_id=None, pad_token_id=0,
+        vocab_size=shape.vocab_size,
+        hidden_size=shape.hidden_size,
+        intermediate_size=shape.intermediate_size,
+        num_hidden_layers=shape.num_layers,
+        num_attention_heads=shape.num_heads,
+        num_key_value_heads=shape.num_kv_heads,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=0,
     )
     return transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
 
@@ -51,8 +58,9 @@ def _hf_pretrained(model_dir: Path):
     import torch
     import transformers
 
-    return transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32,
-                                                             attn_implementation="eager").eval()
+    return transformers.AutoModelForCausalLM.from_pretrained(
+        model_dir, dtype=torch.float32, attn_implementation="eager"
+    ).eval()
 
 
 def _hf_generate(hf, prompts: np.ndarray, new_tokens: int) -> np.ndarray:
@@ -61,8 +69,12 @@ def _hf_generate(hf, prompts: np.ndarray, new_tokens: int) -> np.ndarray:
 
     with torch.no_grad():
         out = hf.generate(
-            torch.tensor(prompts), attention_mask=torch.ones(prompts.shape, dtype=torch.long),
-            max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False, pad_token_id=0,
+            torch.tensor(prompts),
+            attention_mask=torch.ones(prompts.shape, dtype=torch.long),
+            max_new_tokens=new_tokens,
+            min_new_tokens=new_tokens,
+            do_sample=False,
+            pad_token_id=0,
         )
     return out[:, prompts.shape[1] :].numpy()
 
@@ -72,8 +84,12 @@ def _engine_generate(params, cfg, prompts: np.ndarray, new_tokens: int, steps_pe
     from jaxseeker.generation.engine import Engine
 
     engine = Engine(
-        params, cfg, slots=prompts.shape[0], max_len=prompts.shape[1] + new_tokens,
-        steps_per_call=steps_per_call, prefill_chunk=prompts.shape[1],
+        params,
+        cfg,
+        slots=prompts.shape[0],
+        max_len=prompts.shape[1] + new_tokens,
+        steps_per_call=steps_per_call,
+        prefill_chunk=prompts.shape[1],
     )
     for i, prompt in enumerate(prompts):
         engine.submit(str(i), prompt.tolist(), max_new_tokens=new_tokens)

@@ -34,6 +34,7 @@ def _write(cache: jax.Array, new: jax.Array, positions: jax.Array, *, transposed
     length, head_dim]`, or `[batch, kv_heads, head_dim, length]` when `transposed` (positions past the end are
     dropped). Mapped over the rows, so the scatter keeps the batch as a batch dimension and a cache sharded over its
     rows is written shard by shard."""
+
     def row(c: jax.Array, n: jax.Array, p: jax.Array) -> jax.Array:  # c without batch, n [seq, kv_heads, head_dim]
         n = n.astype(c.dtype)
         if transposed:  # c [kv_heads, head_dim, length]
@@ -43,8 +44,17 @@ def _write(cache: jax.Array, new: jax.Array, positions: jax.Array, *, transposed
     return jax.vmap(row)(cache, new, positions)
 
 
-def _layer(p: dict, x: jax.Array, k_cache: jax.Array, v_cache: jax.Array, rope, q_index: jax.Array, mask: jax.Array,
-           moe: bool, cfg: ModelConfig) -> tuple[jax.Array, jax.Array, jax.Array]:
+def _layer(
+    p: dict,
+    x: jax.Array,
+    k_cache: jax.Array,
+    v_cache: jax.Array,
+    rope,
+    q_index: jax.Array,
+    mask: jax.Array,
+    moe: bool,
+    cfg: ModelConfig,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One decoder layer on `x` `[batch, seq, embed]`, its keys and values written into this layer's caches (keys
     `[batch, kv_heads, head_dim, length]`, values `[batch, kv_heads, length, head_dim]`) at `q_index`, and attention
     over the whole cache."""
@@ -104,20 +114,22 @@ def cached_forward(
     return out, cache
 
 
-def prefill_forward(params: dict, tokens: jax.Array, segment_ids: jax.Array, cache: LayerCache,
-                    cfg: ModelConfig) -> LayerCache:
+def prefill_forward(
+    params: dict, tokens: jax.Array, segment_ids: jax.Array, cache: LayerCache, cfg: ModelConfig
+) -> LayerCache:
     """`cached_forward(..., logits=False)` with `params` stacked as `model.init_params` makes them, the layers of each
     group scanned (each group's caches stacked for the scan, then split again)."""
     x, q_index, segments, mask, rope = _inputs(params, tokens, segment_ids, cache, cfg)
     new_k, new_v, first = [], [], 0
     for (moe, n), group in zip(cfg.layer_groups, params["blocks"], strict=True):
+
         def body(carry, xs, moe=moe):
             x, k_all, v_all = carry  # caches [layers, batch, kv_heads, length, head_dim]
             p, i = xs
             x, k_i, v_i = _layer(p, x, k_all[i], v_all[i], rope, q_index, mask, moe, cfg)
             return (x, k_all.at[i].set(k_i), v_all.at[i].set(v_i)), None
 
-        stacked = (jnp.stack(cache.k[first:first + n]), jnp.stack(cache.v[first:first + n]))
+        stacked = (jnp.stack(cache.k[first : first + n]), jnp.stack(cache.v[first : first + n]))
         (x, k_all, v_all), _ = jax.lax.scan(body, (x, *stacked), (group, jnp.arange(n)))
         new_k += list(k_all)
         new_v += list(v_all)

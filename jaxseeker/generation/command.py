@@ -39,13 +39,21 @@ def add_bench_parser(bench_subparsers: argparse._SubParsersAction) -> None:
     gen = bench_subparsers.add_parser(
         "generate", help="greedy generation tokens/s: jaxseeker Engine vs HF generate, same weights"
     )
-    gen.add_argument("--model", "--hf-path", dest="model", metavar="MODEL",
-                     help="a real model instead of random weights: an HF directory, a GGUF file or a registered name "
-                          "(smollm2-135m-instruct); the shape flags are then unused")
+    gen.add_argument(
+        "--model",
+        "--hf-path",
+        dest="model",
+        metavar="MODEL",
+        help="a real model instead of random weights: an HF directory, a GGUF file or a registered name "
+        "(smollm2-135m-instruct); the shape flags are then unused",
+    )
     for field in dataclasses.fields(BenchShape):
         gen.add_argument(
-            f"--{field.name.replace('_', '-')}", dest=field.name, type=at_least(LOWEST.get(field.name, 1)),
-            default=field.default, help=f"default: {field.default}",
+            f"--{field.name.replace('_', '-')}",
+            dest=field.name,
+            type=at_least(LOWEST.get(field.name, 1)),
+            default=field.default,
+            help=f"default: {field.default}",
         )
     gen.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     gen.set_defaults(func=_bench_generate)

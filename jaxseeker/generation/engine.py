@@ -100,8 +100,13 @@ class Engine:
         handoff_mesh=None,
         stacked_prefill: bool = True,
     ):
-        for name, value, low in (("slots", slots, 1), ("max_len", max_len, 2), ("steps_per_call", steps_per_call, 1),
-                                 ("prefill_chunk", prefill_chunk, 1), ("min_window", min_window, 1)):
+        for name, value, low in (
+            ("slots", slots, 1),
+            ("max_len", max_len, 2),
+            ("steps_per_call", steps_per_call, 1),
+            ("prefill_chunk", prefill_chunk, 1),
+            ("min_window", min_window, 1),
+        ):
             if value < low:
                 raise ValueError(f"Engine: {name} must be >= {low}, got {value}")
         if stop_strings and decode is None:
@@ -120,8 +125,14 @@ class Engine:
         self.stacked_prefill = stacked_prefill
         self._mesh, self._rules = mesh, _generation_rules() if mesh is not None and rules is None else rules
         self._cache_shardings: dict[int, layout.LayerCache] = {}
-        self._handoff = handoff.handoff_fn(cfg, dtype=self.dtype, stacked=stacked_prefill,
-                                           mesh=handoff_mesh or mesh, local_mesh=mesh, rules=self._rules)
+        self._handoff = handoff.handoff_fn(
+            cfg,
+            dtype=self.dtype,
+            stacked=stacked_prefill,
+            mesh=handoff_mesh or mesh,
+            local_mesh=mesh,
+            rules=self._rules,
+        )
         self._stacked = self._params = self._cache = None
         self.set_params(params)
         self._slots: list[_Slot | None] = [None] * slots
@@ -161,8 +172,14 @@ class Engine:
             )
         prompt = [int(t) for t in prompt]
         row = self._slots.index(None)
-        self._slots[row] = _Slot(request_id, 0 if sampling is not None else request_hash(request_id), prompt[:-1],
-                                 prompt[-1], max_new_tokens, sampling=sampling)
+        self._slots[row] = _Slot(
+            request_id,
+            0 if sampling is not None else request_hash(request_id),
+            prompt[:-1],
+            prompt[-1],
+            max_new_tokens,
+            sampling=sampling,
+        )
         self._index[request_id] = row
 
     def extend(self, request_id: str, tokens: list[int], *, max_new_tokens: int) -> None:
@@ -206,8 +223,9 @@ class Engine:
         self._stacked, self._params = self._handoff(params)
         if self._cache is None:
             length = self._window(1)
-            self._cache = layout.init_layer_cache(self.cfg, self.slots, length, self.dtype,
-                                                  sharding=self._cache_sharding(length))
+            self._cache = layout.init_layer_cache(
+                self.cfg, self.slots, length, self.dtype, sharding=self._cache_sharding(length)
+            )
 
     def unload(self) -> None:
         """Drop the engine's weights and cache from the devices (e.g. while the trainer updates the policy, which
@@ -221,8 +239,9 @@ class Engine:
         if self._mesh is None:
             return None
         if length not in self._cache_shardings:
-            self._cache_shardings[length] = layout.cache_shardings(self.cfg, self.slots, length, self._mesh,
-                                                                   self._rules)
+            self._cache_shardings[length] = layout.cache_shardings(
+                self.cfg, self.slots, length, self._mesh, self._rules
+            )
         return self._cache_shardings[length]
 
     def _fit(self, need: int) -> None:
@@ -300,9 +319,14 @@ class Engine:
                 need = max(need, slot.end)
             self._fit(need)
             self._cache = steps.prefill(
-                self._stacked if self.stacked_prefill else self._params, self._cache, np.asarray(rows, np.int32),
-                tokens, segments, ends,
-                cfg=self.cfg, sharding=self._cache_sharding(self._cache.length),
+                self._stacked if self.stacked_prefill else self._params,
+                self._cache,
+                np.asarray(rows, np.int32),
+                tokens,
+                segments,
+                ends,
+                cfg=self.cfg,
+                sharding=self._cache_sharding(self._cache.length),
             )
 
     def _decode(self, budget: np.ndarray) -> list[Event]:
@@ -319,8 +343,18 @@ class Engine:
         if any(slot.sampling is not None for _, slot in live):
             seed, rows, sampling = *self._row_sampling(live), None
         self._cache, out_tok, out_lp = steps.decode(
-            self._params, self._cache, last, ends, budget, request, count, seed, rows,
-            cfg=self.cfg, sampling=sampling, steps=self.steps_per_call,
+            self._params,
+            self._cache,
+            last,
+            ends,
+            budget,
+            request,
+            count,
+            seed,
+            rows,
+            cfg=self.cfg,
+            sampling=sampling,
+            steps=self.steps_per_call,
             sharding=self._cache_sharding(self._cache.length),
         )
         out_tok, out_lp = np.asarray(out_tok), np.asarray(out_lp)  # [slots, steps]

@@ -47,9 +47,15 @@ def generate(
         return []
     longest = max(len(p) for p in prompts) + max_new_tokens
     engine = Engine(
-        params, cfg, slots=min(slots, len(prompts)), max_len=-(-longest // LEN_BUCKET) * LEN_BUCKET,
+        params,
+        cfg,
+        slots=min(slots, len(prompts)),
+        max_len=-(-longest // LEN_BUCKET) * LEN_BUCKET,
         sampling=SamplingConfig(temperature=temperature, top_p=top_p, top_k=top_k, seed=seed),
-        eos_ids=eos_ids, stop_strings=stop, decode=decode, steps_per_call=steps_per_call,
+        eos_ids=eos_ids,
+        stop_strings=stop,
+        decode=decode,
+        steps_per_call=steps_per_call,
         prefill_chunk=prefill_chunk,
     )
     results: list[GenerationResult | None] = [None] * len(prompts)

@@ -25,8 +25,9 @@ from jaxseeker.generation import layout
 from jaxseeker.model import ModelConfig, abstract_params
 
 
-def handoff_fn(cfg: ModelConfig, *, dtype: str, stacked: bool, mesh=None, local_mesh=None,
-               rules=None) -> Callable[[Any], tuple[dict | None, dict]]:
+def handoff_fn(
+    cfg: ModelConfig, *, dtype: str, stacked: bool, mesh=None, local_mesh=None, rules=None
+) -> Callable[[Any], tuple[dict | None, dict]]:
     """`params -> (stacked or None, per-layer)`: the engine's weights from `params` (stacked as `model.init_params`
     makes them; any sharding, any floating dtype), floating leaves cast to `dtype`.
 
@@ -105,5 +106,7 @@ def check_params(params: Any, cfg: ModelConfig, caller: str) -> None:
     except (TypeError, AttributeError):
         got = None
     if got != want:
-        raise ValueError(f"{caller}: the params differ in structure or shape from the model's (hidden_size "
-                         f"{cfg.hidden_size}, {cfg.num_layers} layers)")
+        raise ValueError(
+            f"{caller}: the params differ in structure or shape from the model's (hidden_size "
+            f"{cfg.hidden_size}, {cfg.num_layers} layers)"
+        )

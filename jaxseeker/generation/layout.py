@@ -46,27 +46,35 @@ class LayerCache:
 def engine_params(params: dict, cfg: ModelConfig) -> dict:
     """`params` (layers stacked per group, as `model.init_params`) with one dict of arrays per layer under
     `layers`; `embed`, `final_norm` and `lm_head` as they are."""
-    layers = [jax.tree.map(lambda x, j=j: x[j], group) for (_, n), group in zip(cfg.layer_groups, params["blocks"])
-              for j in range(n)]
+    layers = [
+        jax.tree.map(lambda x, j=j: x[j], group)
+        for (_, n), group in zip(cfg.layer_groups, params["blocks"])
+        for j in range(n)
+    ]
     return {**{k: v for k, v in params.items() if k != "blocks"}, "layers": tuple(layers)}
 
 
 def engine_param_axes(cfg: ModelConfig) -> dict:
     """The logical axes of `engine_params(…, cfg)`: those of `model.param_axes` less the `layers` axis."""
     axes = param_axes(cfg)
-    layers = tuple({k: ax[1:] for k, ax in group.items()} for (_, n), group in zip(cfg.layer_groups, axes["blocks"])
-                   for _ in range(n))
+    layers = tuple(
+        {k: ax[1:] for k, ax in group.items()}
+        for (_, n), group in zip(cfg.layer_groups, axes["blocks"])
+        for _ in range(n)
+    )
     return {**{k: v for k, v in axes.items() if k != "blocks"}, "layers": layers}
 
 
 def cache_axes(cfg: ModelConfig) -> LayerCache:
     """The logical axes of every leaf of a LayerCache for `cfg`."""
-    return LayerCache(k=(KEY_AXES,) * cfg.num_layers, v=(VALUE_AXES,) * cfg.num_layers, segment_ids=("batch", "seq"),
-                      end=("batch",))
+    return LayerCache(
+        k=(KEY_AXES,) * cfg.num_layers, v=(VALUE_AXES,) * cfg.num_layers, segment_ids=("batch", "seq"), end=("batch",)
+    )
 
 
-def init_layer_cache(cfg: ModelConfig, batch: int, length: int, dtype: str | None = None,
-                     sharding: LayerCache | None = None) -> LayerCache:
+def init_layer_cache(
+    cfg: ModelConfig, batch: int, length: int, dtype: str | None = None, sharding: LayerCache | None = None
+) -> LayerCache:
     """An empty cache of `batch` rows × `length` slots (dtype defaults to the compute dtype), created by a jitted
     function, so that with `sharding` (a LayerCache of shardings) every device allocates only its own shard."""
     return _zeros(cfg, batch, length, jnp.dtype(dtype or cfg.compute_dtype).name, sharding)
@@ -102,8 +110,12 @@ def resize(cache: LayerCache, *, length: int, sharding: LayerCache | None = None
         pad[axis] = (0, length - old)
         return jnp.pad(x, pad)
 
-    cache = LayerCache(k=tuple(fit(k, 3) for k in cache.k), v=tuple(fit(v, 2) for v in cache.v),
-                       segment_ids=fit(cache.segment_ids, 1), end=cache.end)
+    cache = LayerCache(
+        k=tuple(fit(k, 3) for k in cache.k),
+        v=tuple(fit(v, 2) for v in cache.v),
+        segment_ids=fit(cache.segment_ids, 1),
+        end=cache.end,
+    )
     return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
 
 

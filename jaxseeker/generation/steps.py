@@ -19,8 +19,9 @@ def _constrain(cache: LayerCache, sharding: LayerCache | None) -> LayerCache:
     return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
 
 
-def _forward(params: dict, tokens: jnp.ndarray, segment_ids: jnp.ndarray, cache: LayerCache,
-             cfg: ModelConfig) -> LayerCache:
+def _forward(
+    params: dict, tokens: jnp.ndarray, segment_ids: jnp.ndarray, cache: LayerCache, cfg: ModelConfig
+) -> LayerCache:
     """The prefill forward for either layout of the weights: scanned over stacked `blocks`, unrolled over `layers`."""
     if "layers" in params:
         return cached_forward(params, tokens, segment_ids, cache, cfg, logits=False)[1]
@@ -68,9 +69,7 @@ def prefill(
     return _constrain(cache, sharding)
 
 
-@functools.partial(
-    jax.jit, static_argnames=("cfg", "sampling", "steps", "sharding"), donate_argnames="cache"
-)
+@functools.partial(jax.jit, static_argnames=("cfg", "sampling", "steps", "sharding"), donate_argnames="cache")
 def decode(
     params: dict,
     cache: LayerCache,

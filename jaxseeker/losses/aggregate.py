@@ -33,8 +33,10 @@ def check_aggregation(agg: str, norm: float | None) -> None:
     if norm is not None and not norm > 0:
         raise ValueError(f"norm must be > 0 or None, got {norm}")
     if agg == "seq-mean-token-sum-norm" and norm is None:
-        raise ValueError("agg 'seq-mean-token-sum-norm' needs `norm`: Dr. GRPO's constant per-sequence normaliser L "
-                         "(the generation budget in tokens); the padded row length would change with the batch layout")
+        raise ValueError(
+            "agg 'seq-mean-token-sum-norm' needs `norm`: Dr. GRPO's constant per-sequence normaliser L "
+            "(the generation budget in tokens); the padded row length would change with the batch layout"
+        )
 
 
 def count_is_fixed(agg: str, norm: float | None) -> bool:
@@ -42,8 +44,9 @@ def count_is_fixed(agg: str, norm: float | None) -> bool:
     return norm is not None and agg != "seq-mean-token-sum-norm"
 
 
-def _parts(per_token: jax.Array, mask: jax.Array, agg: str,
-           segment_ids: jax.Array | None) -> tuple[jax.Array, jax.Array]:
+def _parts(
+    per_token: jax.Array, mask: jax.Array, agg: str, segment_ids: jax.Array | None
+) -> tuple[jax.Array, jax.Array]:
     """(numerator without L, batch-dependent count) of `agg`."""
     if agg == "token-mean":
         return masked_sum(per_token, mask), masked_count(per_token, mask)
@@ -55,8 +58,9 @@ def _parts(per_token: jax.Array, mask: jax.Array, agg: str,
     return jnp.sum(jnp.where(has_tokens, seq_sum, 0.0)), jnp.sum(has_tokens.astype(seq_sum.dtype))
 
 
-def aggregate(per_token: jax.Array, mask: jax.Array, agg: str, segment_ids: jax.Array | None = None, *,
-              norm: float | None = None) -> jax.Array:
+def aggregate(
+    per_token: jax.Array, mask: jax.Array, agg: str, segment_ids: jax.Array | None = None, *, norm: float | None = None
+) -> jax.Array:
     """Reduce a `[batch, seq]` per-token loss to a scalar with one of `AGGREGATIONS` (module docstring): the
     numerator over the count, or over `norm` when it fixes the count; 0 (never nan) when nothing is kept."""
     check_aggregation(agg, norm)
@@ -68,8 +72,9 @@ def aggregate(per_token: jax.Array, mask: jax.Array, agg: str, segment_ids: jax.
     return numerator / jnp.maximum(count, 1.0)
 
 
-def aggregation_count(mask: jax.Array, agg: str, segment_ids: jax.Array | None = None, *,
-                      norm: float | None = None) -> jax.Array | None:
+def aggregation_count(
+    mask: jax.Array, agg: str, segment_ids: jax.Array | None = None, *, norm: float | None = None
+) -> jax.Array | None:
     """What `aggregate` divides by in this batch: kept tokens (token-mean), sequences with kept tokens (the
     seq-mean ones), or None when `norm` fixes the count. Gradient accumulation weighs each micro-batch's loss by
     its count over the whole update's, so that the update divides by the update's count (DAPO's 1 / sum_i |o_i|

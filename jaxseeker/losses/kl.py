@@ -31,8 +31,14 @@ def kl_per_token(logp: jax.Array, ref_logp: jax.Array, *, estimator: str = "k3")
 
 
 def kl_penalty(
-    logp: jax.Array, ref_logp: jax.Array, mask: jax.Array, *, estimator: str = "k3", agg: str = "token-mean",
-    norm: float | None = None, segment_ids: jax.Array | None = None,
+    logp: jax.Array,
+    ref_logp: jax.Array,
+    mask: jax.Array,
+    *,
+    estimator: str = "k3",
+    agg: str = "token-mean",
+    norm: float | None = None,
+    segment_ids: jax.Array | None = None,
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """KL(pi || pi_ref) over kept tokens, a loss term to add as beta * kl, reduced as the policy loss is.
 

@@ -142,7 +142,9 @@ def _chunked_target_stats(
             return compute(h, t)
         return jax.lax.cond(start < n_valid, compute, skip, h, t)
 
-    stats = jax.lax.map(lambda xs: one_chunk(*xs), (hidden_chunks, target_chunks, starts))  # each [n_chunks, batch, chunk]
+    stats = jax.lax.map(
+        lambda xs: one_chunk(*xs), (hidden_chunks, target_chunks, starts)
+    )  # each [n_chunks, batch, chunk]
 
     def unchunk(x: jax.Array | None) -> jax.Array | None:
         if x is None:
@@ -188,8 +190,14 @@ def chunked_masked_nll(
     kept_targets = jnp.take_along_axis(targets, order, axis=1)  # [batch, seq]
     kept_mask = jnp.take_along_axis(loss_mask, order, axis=1)  # [batch, seq]
     logp, correct, _ = _chunked_target_stats(
-        kept_hidden, unembed, kept_targets, chunk_size=chunk_size, soft_cap=soft_cap, temperature=1.0,
-        with_entropy=False, n_valid=jnp.max(jnp.sum(loss_mask != 0, axis=1)),
+        kept_hidden,
+        unembed,
+        kept_targets,
+        chunk_size=chunk_size,
+        soft_cap=soft_cap,
+        temperature=1.0,
+        with_entropy=False,
+        n_valid=jnp.max(jnp.sum(loss_mask != 0, axis=1)),
     )
     return _nll_from_stats(logp, correct, kept_mask)
 

@@ -11,8 +11,9 @@ from jaxseeker.losses.aggregate import aggregate, check_aggregation
 from jaxseeker.losses.masked import masked_mean
 
 
-def check_shapes(logp: jax.Array, old_logp: jax.Array, advantages: jax.Array, mask: jax.Array,
-                 segment_ids: jax.Array | None) -> jax.Array:
+def check_shapes(
+    logp: jax.Array, old_logp: jax.Array, advantages: jax.Array, mask: jax.Array, segment_ids: jax.Array | None
+) -> jax.Array:
     """Raise ValueError on arrays an objective cannot take; return the advantages as `[batch, 1]` or
     `[batch, seq]`."""
     if logp.shape != old_logp.shape or logp.shape != mask.shape or logp.ndim != 2:
@@ -29,8 +30,9 @@ def check_shapes(logp: jax.Array, old_logp: jax.Array, advantages: jax.Array, ma
     return advantages
 
 
-def clamped_log_ratio(logp: jax.Array, old_logp: jax.Array, keep: jax.Array,
-                      clamp: float) -> tuple[jax.Array, jax.Array]:
+def clamped_log_ratio(
+    logp: jax.Array, old_logp: jax.Array, keep: jax.Array, clamp: float
+) -> tuple[jax.Array, jax.Array]:
     """(log r clipped to [-clamp, clamp], 0 at masked tokens; where the clip fired) `[batch, seq]` each.
 
     exp(log r) overflows float32 above ~88.7: one such token with A < 0 and no dual clip would make the loss and

@@ -11,7 +11,6 @@ packed rows as it is: mark it with the function attribute `token_level = True`. 
 
 import inspect
 from collections.abc import Callable, Mapping
-
 from typing import Any
 
 from jaxseeker.losses.advantages import group_advantages, leave_one_out_advantages, mean_centred_advantages
@@ -20,8 +19,11 @@ from jaxseeker.losses.policy import policy_loss
 from jaxseeker.resolve import resolve_function
 
 POLICY_OBJECTIVES: dict[str, Callable] = {"policy_loss": policy_loss, "gspo": gspo_loss}
-ADVANTAGES: dict[str, Callable] = {"grpo": group_advantages, "dr_grpo": mean_centred_advantages,
-                                   "rloo": leave_one_out_advantages}
+ADVANTAGES: dict[str, Callable] = {
+    "grpo": group_advantages,
+    "dr_grpo": mean_centred_advantages,
+    "rloo": leave_one_out_advantages,
+}
 
 
 def get_policy_objective(name: str) -> Callable:
@@ -37,8 +39,14 @@ def get_policy_objective(name: str) -> Callable:
 def takes_segment_ids(objective: Callable) -> bool:
     """Whether the RL step passes `objective` the batch's `segment_ids`: it declares that keyword or takes **kwargs."""
     params = inspect.signature(objective).parameters.values()
-    return any(p.kind is inspect.Parameter.VAR_KEYWORD or (p.name == "segment_ids" and p.kind in (
-        inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)) for p in params)
+    return any(
+        p.kind is inspect.Parameter.VAR_KEYWORD
+        or (
+            p.name == "segment_ids"
+            and p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        )
+        for p in params
+    )
 
 
 def packs_exactly(objective: Callable) -> bool:

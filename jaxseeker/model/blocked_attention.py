@@ -65,8 +65,13 @@ def _block_ranges(c: Coords, block: int) -> tuple[jax.Array, ...]:
     b, n = c.index.shape
     index, segment = c.index.reshape(b, n // block, block), c.segment.reshape(b, n // block, block)
     real = segment != 0
-    return (real.any(-1), jnp.where(real, index, _BIG).min(-1), jnp.where(real, index, -_BIG).max(-1),
-            jnp.where(real, segment, _BIG).min(-1), jnp.where(real, segment, 0).max(-1))
+    return (
+        real.any(-1),
+        jnp.where(real, index, _BIG).min(-1),
+        jnp.where(real, index, -_BIG).max(-1),
+        jnp.where(real, segment, _BIG).min(-1),
+        jnp.where(real, segment, 0).max(-1),
+    )
 
 
 def _tile_table(qc: Coords, kc: Coords, block: int) -> jax.Array:
@@ -137,8 +142,11 @@ def _forward(x: _Blocks, block: int, scale: float) -> tuple[jax.Array, jax.Array
 
             return jax.lax.cond(row[j], visit, lambda acc: acc, acc)
 
-        init = (jnp.full((kvh, g, block), _NEG, jnp.float32), jnp.zeros((kvh, g, block), jnp.float32),
-                jnp.zeros((kvh, g, block, d), jnp.float32))
+        init = (
+            jnp.full((kvh, g, block), _NEG, jnp.float32),
+            jnp.zeros((kvh, g, block), jnp.float32),
+            jnp.zeros((kvh, g, block, d), jnp.float32),
+        )
         m, l, o = jax.lax.fori_loop(*_block_range(row), key_block, init)
         seen = l > 0
         o = jnp.where(seen[..., None], o / jnp.where(seen, l, 1.0)[..., None], 0.0)
@@ -202,8 +210,10 @@ def _check(q, k, v, q_coords: Coords, kv_coords: Coords, block: int) -> int:
     kvh, t = k.shape[2], k.shape[1]
     coords = [tuple(x.shape) for x in (*q_coords, *kv_coords)]
     if h % kvh or k.shape != v.shape or (k.shape[0], k.shape[3]) != (b, d) or coords != [(b, s)] * 2 + [(b, t)] * 2:
-        raise ValueError(f"blocked attention: q {q.shape}, k {k.shape}, v {v.shape} and coordinates {coords} "
-                         "(q index, q segment, kv index, kv segment) do not agree")
+        raise ValueError(
+            f"blocked attention: q {q.shape}, k {k.shape}, v {v.shape} and coordinates {coords} "
+            "(q index, q segment, kv index, kv segment) do not agree"
+        )
     return min(block, max(s, t))
 
 
@@ -211,8 +221,10 @@ def _to_model_layout(out: jax.Array, lse: jax.Array, s: int) -> tuple[jax.Array,
     """Output `[batch, kv_heads, group, q_pad, head_dim]` → `[batch, s, heads, head_dim]`, log-sum-exp
     `[batch, kv_heads, group, q_pad]` → `[batch, s, heads]`."""
     b, kvh, g, sp, d = out.shape
-    return (out.transpose(0, 3, 1, 2, 4).reshape(b, sp, kvh * g, d)[:, :s],
-            lse.transpose(0, 3, 1, 2).reshape(b, sp, kvh * g)[:, :s])
+    return (
+        out.transpose(0, 3, 1, 2, 4).reshape(b, sp, kvh * g, d)[:, :s],
+        lse.transpose(0, 3, 1, 2).reshape(b, sp, kvh * g)[:, :s],
+    )
 
 
 def _from_model_layout(x: jax.Array, kv_heads: int, block: int) -> jax.Array:
@@ -223,8 +235,9 @@ def _from_model_layout(x: jax.Array, kv_heads: int, block: int) -> jax.Array:
     return jnp.moveaxis(x, 1, 3)
 
 
-def blocked_forward(q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, kv_coords: Coords, *,
-                    block: int = 256) -> tuple[jax.Array, jax.Array]:
+def blocked_forward(
+    q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, kv_coords: Coords, *, block: int = 256
+) -> tuple[jax.Array, jax.Array]:
     """The forward half: (output `[batch, q, heads, head_dim]` f32, log-sum-exp `[batch, q, heads]` f32) of `q`
     `[batch, q, heads, head_dim]` over the keys / values `[batch, k, kv_heads, head_dim]` at `kv_coords`. A query
     that sees none of these keys gets output 0 and log-sum-exp `_NEG` (what `merge_partials` expects)."""
@@ -233,16 +246,23 @@ def blocked_forward(q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, 
     return _to_model_layout(out, lse, q.shape[1])
 
 
-def blocked_backward(q, k, v, q_coords: Coords, kv_coords: Coords, out: jax.Array, lse: jax.Array, dout: jax.Array,
-                     *, block: int = 256) -> tuple[jax.Array, jax.Array, jax.Array]:
+def blocked_backward(
+    q, k, v, q_coords: Coords, kv_coords: Coords, out: jax.Array, lse: jax.Array, dout: jax.Array, *, block: int = 256
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The backward half: (dq, dk, dv), f32, for these keys, given the attention's whole output `out`
     `[batch, q, heads, head_dim]`, log-sum-exp `lse` `[batch, q, heads]` and output cotangent `dout`. When the
     keys are a chunk of all the query attends to, dq is this chunk's share (shares add up) and dk / dv are exact."""
     block = _check(q, k, v, q_coords, kv_coords, block)
     x = _to_blocks(q, k, v, q_coords, kv_coords, block)
     kvh = k.shape[2]
-    dq, dk, dv = _backward(x, _from_model_layout(out, kvh, block), _from_model_layout(lse, kvh, block),
-                           _from_model_layout(dout, kvh, block), block, q.shape[-1] ** -0.5)
+    dq, dk, dv = _backward(
+        x,
+        _from_model_layout(out, kvh, block),
+        _from_model_layout(lse, kvh, block),
+        _from_model_layout(dout, kvh, block),
+        block,
+        q.shape[-1] ** -0.5,
+    )
     b, s, h, d = q.shape
     t = k.shape[1]
     dq = dq.transpose(0, 3, 1, 2, 4).reshape(b, -1, h, d)[:, :s]
@@ -255,8 +275,9 @@ def no_keys(q: jax.Array) -> tuple[jax.Array, jax.Array]:
     return jnp.zeros(q.shape, jnp.float32), jnp.full(q.shape[:3], _NEG, jnp.float32)
 
 
-def merge_partials(out_a: jax.Array, lse_a: jax.Array, out_b: jax.Array, lse_b: jax.Array
-                   ) -> tuple[jax.Array, jax.Array]:
+def merge_partials(
+    out_a: jax.Array, lse_a: jax.Array, out_b: jax.Array, lse_b: jax.Array
+) -> tuple[jax.Array, jax.Array]:
     """The attention over two disjoint sets of keys from each set's (output `[batch, q, heads, head_dim]`,
     log-sum-exp `[batch, q, heads]`): softmax weights exp(lse_x - lse) with lse = log(e^lse_a + e^lse_b)."""
     lse = jnp.logaddexp(lse_a, lse_b)
@@ -283,8 +304,9 @@ def _attend_bwd(block, residuals, dout):
 _attend.defvjp(_attend_fwd, _attend_bwd)
 
 
-def blocked_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, kv_coords: Coords | None = None,
-                      *, block: int = 256) -> jax.Array:
+def blocked_attention(
+    q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, kv_coords: Coords | None = None, *, block: int = 256
+) -> jax.Array:
     """Causal attention within segments that skips hidden `block`×`block` tiles (see the module docstring).
 
     q `[batch, q, heads, head_dim]`, k/v `[batch, k, kv_heads, head_dim]` (query heads share kv heads in contiguous

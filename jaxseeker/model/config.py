@@ -106,17 +106,26 @@ class ModelConfig:
                 groups.append([moe, 1])
         return tuple((m, n) for m, n in groups)
 
-    def replace(self, **changes) -> "ModelConfig":
+    def replace(self, **changes) -> ModelConfig:
         """A copy with some fields changed (validated)."""
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def tiny(cls, model_type: str = "qwen3", **overrides) -> "ModelConfig":
+    def tiny(cls, model_type: str = "qwen3", **overrides) -> ModelConfig:
         """A few-hundred-thousand-parameter config for tests, in the shape of `model_type`."""
         base = dict(
-            model_type=model_type, vocab_size=512, hidden_size=64, intermediate_size=128, num_layers=2,
-            num_heads=4, num_kv_heads=2, head_dim=16, max_position_embeddings=2048, initializer_range=0.1,
-            qkv_bias=model_type == "qwen2", qk_norm=model_type in ("qwen3", "qwen3_moe"),
+            model_type=model_type,
+            vocab_size=512,
+            hidden_size=64,
+            intermediate_size=128,
+            num_layers=2,
+            num_heads=4,
+            num_kv_heads=2,
+            head_dim=16,
+            max_position_embeddings=2048,
+            initializer_range=0.1,
+            qkv_bias=model_type == "qwen2",
+            qk_norm=model_type in ("qwen3", "qwen3_moe"),
             tie_word_embeddings=model_type != "llama",
         )
         if model_type == "qwen3_moe":
@@ -141,8 +150,16 @@ def _require(hf: dict, key: str, source: str):
     return hf[key]
 
 
-_HF_SIZES = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-             "num_key_value_heads", "head_dim", "max_position_embeddings")
+_HF_SIZES = (
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "max_position_embeddings",
+)
 _HF_COUNTS = ("num_experts", "num_local_experts", "num_experts_per_tok", "moe_intermediate_size", "decoder_sparse_step")
 _HF_NUMBERS = ("rms_norm_eps", "rope_theta", "initializer_range")
 
@@ -262,10 +279,14 @@ def to_hf_dict(cfg: ModelConfig) -> dict:
         hf.update(use_sliding_window=False, sliding_window=None, max_window_layers=cfg.num_layers)
     if cfg.model_type == "qwen3_moe":
         hf.update(
-            num_experts=cfg.num_experts, num_experts_per_tok=cfg.num_experts_per_tok,
-            moe_intermediate_size=cfg.moe_intermediate_size, norm_topk_prob=cfg.norm_topk_prob,
-            decoder_sparse_step=cfg.decoder_sparse_step, mlp_only_layers=list(cfg.mlp_only_layers),
-            output_router_logits=False, router_aux_loss_coef=0.001,
+            num_experts=cfg.num_experts,
+            num_experts_per_tok=cfg.num_experts_per_tok,
+            moe_intermediate_size=cfg.moe_intermediate_size,
+            norm_topk_prob=cfg.norm_topk_prob,
+            decoder_sparse_step=cfg.decoder_sparse_step,
+            mlp_only_layers=list(cfg.mlp_only_layers),
+            output_router_logits=False,
+            router_aux_loss_coef=0.001,
         )
     return hf
 

@@ -43,7 +43,9 @@ def kv_cache_bytes(cfg: ModelConfig, tokens: int, dtype: str = "bfloat16") -> in
 def summary(cfg: ModelConfig, context: int = 4096) -> dict:
     """Architecture, parameter counts, FLOPs per token and memory at bf16 / f32."""
     n = count_params(cfg)
-    leaves = jax.tree.leaves(param_shapes(cfg), is_leaf=lambda x: isinstance(x, tuple) and all(isinstance(d, int) for d in x))
+    leaves = jax.tree.leaves(
+        param_shapes(cfg), is_leaf=lambda x: isinstance(x, tuple) and all(isinstance(d, int) for d in x)
+    )
     return {
         "architecture": cfg.model_type,
         "layers": cfg.num_layers,

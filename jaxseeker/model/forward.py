@@ -43,8 +43,18 @@ def segment_positions(segment_ids: jnp.ndarray) -> jnp.ndarray:
     return idx[None, :] - first
 
 
-def _layer(cfg: ModelConfig, moe: bool, attention_kernel: AttentionKernel | None, x, p, cos, sin, mask, cache_kv,
-           segment_ids=None):
+def _layer(
+    cfg: ModelConfig,
+    moe: bool,
+    attention_kernel: AttentionKernel | None,
+    x,
+    p,
+    cos,
+    sin,
+    mask,
+    cache_kv,
+    segment_ids=None,
+):
     """One decoder layer. With `cache_kv` = (k_cache, v_cache, write_index) keys/values are written there
     and attention reads the whole cache; without, `segment_ids` let a kernel (splash, or `attention_kernel`
     when given) build the mask itself."""
@@ -111,6 +121,7 @@ def hidden_states(
         cache_segments = cache.segment_ids.at[rows, q_index].set(segment_ids, mode="drop")
         mask = attention_mask(q_index, segment_ids, cache_segments)  # [batch, seq, max_len]
     cos, sin = rope_tables(positions, cfg)  # [batch, seq, head_dim]
+
     def keep(x):  # [batch, seq, embed]
         return x if constrain is None else constrain(x, ("batch", "residual_seq", None))
 
@@ -122,11 +133,13 @@ def hidden_states(
         if cfg.remat != "none":
             layer = jax.checkpoint(layer, policy=_REMAT[cfg.remat])
         if cache is None:
+
             def body(x, p, layer=layer):
                 return keep(layer(x, p, cos, sin, mask, None, segment_ids)[0]), None
 
             x, _ = jax.lax.scan(body, x, params["blocks"][g])
         else:
+
             def body(x, xs, layer=layer):
                 p, kc, vc = xs
                 x, (kc, vc) = layer(x, p, cos, sin, mask, (kc, vc, q_index))
@@ -160,8 +173,16 @@ def forward(
 ):
     """Logits `[batch, seq, vocab]` (f32) of `tokens` `[batch, seq]`; `(logits, cache)` when a cache is given.
     See `hidden_states` for segment, position, cache, `attention_kernel` and `constrain` semantics."""
-    out = hidden_states(params, tokens, cfg, positions=positions, segment_ids=segment_ids, cache=cache,
-                        attention_kernel=attention_kernel, constrain=constrain)
+    out = hidden_states(
+        params,
+        tokens,
+        cfg,
+        positions=positions,
+        segment_ids=segment_ids,
+        cache=cache,
+        attention_kernel=attention_kernel,
+        constrain=constrain,
+    )
     x, new_cache = (out, None) if cache is None else out
     w = unembed(params, cfg).astype(x.dtype)
     logits = jnp.einsum("bse,ev->bsv", x, w, preferred_element_type=jnp.float32)

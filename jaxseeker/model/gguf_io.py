@@ -26,12 +26,24 @@ from jaxseeker.model.params import param_shapes
 GGUF_ARCHITECTURES = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
 # Per-layer parameter → the GGUF tensor name after `blk.N.`.
 _LAYER_TENSORS = {
-    "attn_norm": "attn_norm.weight", "mlp_norm": "ffn_norm.weight",
-    "q": "attn_q.weight", "k": "attn_k.weight", "v": "attn_v.weight", "o": "attn_output.weight",
-    "q_bias": "attn_q.bias", "k_bias": "attn_k.bias", "v_bias": "attn_v.bias", "o_bias": "attn_output.bias",
-    "q_norm": "attn_q_norm.weight", "k_norm": "attn_k_norm.weight",
-    "gate": "ffn_gate.weight", "up": "ffn_up.weight", "down": "ffn_down.weight",
-    "gate_bias": "ffn_gate.bias", "up_bias": "ffn_up.bias", "down_bias": "ffn_down.bias",
+    "attn_norm": "attn_norm.weight",
+    "mlp_norm": "ffn_norm.weight",
+    "q": "attn_q.weight",
+    "k": "attn_k.weight",
+    "v": "attn_v.weight",
+    "o": "attn_output.weight",
+    "q_bias": "attn_q.bias",
+    "k_bias": "attn_k.bias",
+    "v_bias": "attn_v.bias",
+    "o_bias": "attn_output.bias",
+    "q_norm": "attn_q_norm.weight",
+    "k_norm": "attn_k_norm.weight",
+    "gate": "ffn_gate.weight",
+    "up": "ffn_up.weight",
+    "down": "ffn_down.weight",
+    "gate_bias": "ffn_gate.bias",
+    "up_bias": "ffn_up.bias",
+    "down_bias": "ffn_down.bias",
 }
 _NP_DTYPES = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 CHATML_END = "<|im_end|>"
@@ -86,8 +98,9 @@ def gguf_config(reader: Any, path: str | Path, **overrides) -> ModelConfig:
     with `overrides` of its fields."""
     arch = metadata(reader, "general.architecture")
     if arch not in GGUF_ARCHITECTURES:
-        raise ConfigError(f"{path}: GGUF architecture {arch!r} is not supported; "
-                          f"supported: {sorted(GGUF_ARCHITECTURES)}")
+        raise ConfigError(
+            f"{path}: GGUF architecture {arch!r} is not supported; supported: {sorted(GGUF_ARCHITECTURES)}"
+        )
 
     def meta(key: str, default: Any = _REQUIRED) -> Any:
         value = metadata(reader, f"{arch}.{key}", default)
@@ -99,18 +112,24 @@ def gguf_config(reader: Any, path: str | Path, **overrides) -> ModelConfig:
 
     names = {t.name: t for t in reader.tensors}
     if meta("expert_count", 0):
-        raise ConfigError(f"{path}: a mixture-of-experts GGUF ({arch}.expert_count={meta('expert_count')}) is "
-                          "unsupported; import it from its HF checkpoint")
+        raise ConfigError(
+            f"{path}: a mixture-of-experts GGUF ({arch}.expert_count={meta('expert_count')}) is "
+            "unsupported; import it from its HF checkpoint"
+        )
     if "rope_freqs.weight" in names or meta("rope.scaling.type", "none") != "none":
-        raise ConfigError(f"{path}: scaled RoPE (rope_freqs.weight or {arch}.rope.scaling.type) is unsupported in GGUF "
-                          "import; import it from its HF checkpoint")
+        raise ConfigError(
+            f"{path}: scaled RoPE (rope_freqs.weight or {arch}.rope.scaling.type) is unsupported in GGUF "
+            "import; import it from its HF checkpoint"
+        )
     if "token_embd.weight" not in names:
         raise GGUFError(f"{path}: no tensor 'token_embd.weight'")
     hidden, heads = meta("embedding_length"), meta("attention.head_count")
     head_dim = meta("attention.key_length", None) or hidden // heads
     if meta("rope.dimension_count", head_dim) != head_dim:
-        raise ConfigError(f"{path}: {arch}.rope.dimension_count={meta('rope.dimension_count')} rotates part of a "
-                          f"{head_dim}-dim head, unsupported")
+        raise ConfigError(
+            f"{path}: {arch}.rope.dimension_count={meta('rope.dimension_count')} rotates part of a "
+            f"{head_dim}-dim head, unsupported"
+        )
     hf = {
         "model_type": GGUF_ARCHITECTURES[arch],
         "vocab_size": int(names["token_embd.weight"].shape[1]),  # GGUF shapes list the fastest axis first
@@ -154,8 +173,9 @@ def _dequantised(reader_tensor: Any, path: Path) -> np.ndarray:
     try:
         return np.asarray(gguf.dequantize(reader_tensor.data, reader_tensor.tensor_type), np.float32)
     except NotImplementedError:
-        raise GGUFError(f"{path}: tensor {reader_tensor.name!r} is of type {kind}, which the gguf package cannot "
-                        "dequantise") from None
+        raise GGUFError(
+            f"{path}: tensor {reader_tensor.name!r} is of type {kind}, which the gguf package cannot dequantise"
+        ) from None
 
 
 def load_gguf(path: str | Path, dtype: str | None = None) -> tuple[ModelConfig, dict]:
@@ -185,7 +205,7 @@ def load_gguf(path: str | Path, dtype: str | None = None) -> tuple[ModelConfig, 
     }
     if not cfg.tie_word_embeddings:
         params["lm_head"] = jnp.asarray(get("output.weight", shapes["embed"]).T.astype(target))  # [embed, vocab]
-    (_, n), = cfg.layer_groups  # dense: one stack of every layer
+    ((_, n),) = cfg.layer_groups  # dense: one stack of every layer
     group = {}
     for key, shape in shapes["blocks"][0].items():
         buf = np.empty(shape, target)  # [layers, ...]
@@ -199,6 +219,8 @@ def load_gguf(path: str | Path, dtype: str | None = None) -> tuple[ModelConfig, 
     params["blocks"] = (group,)
     unread = sorted(set(tensors) - read)
     if unread:
-        raise GGUFError(f"{path}: {len(unread)} tensor(s) the {cfg.model_type} layout has no place for: "
-                        f"{', '.join(unread[:5])}{', …' if len(unread) > 5 else ''}")
+        raise GGUFError(
+            f"{path}: {len(unread)} tensor(s) the {cfg.model_type} layout has no place for: "
+            f"{', '.join(unread[:5])}{', …' if len(unread) > 5 else ''}"
+        )
     return cfg, params

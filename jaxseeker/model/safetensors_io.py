@@ -20,9 +20,16 @@ import numpy as np
 from jaxseeker.errors import InputError
 
 DTYPES = {
-    "F64": np.dtype(np.float64), "F32": np.dtype(np.float32), "F16": np.dtype(np.float16),
-    "BF16": np.dtype(ml_dtypes.bfloat16), "I64": np.dtype(np.int64), "I32": np.dtype(np.int32),
-    "I16": np.dtype(np.int16), "I8": np.dtype(np.int8), "U8": np.dtype(np.uint8), "BOOL": np.dtype(np.bool_),
+    "F64": np.dtype(np.float64),
+    "F32": np.dtype(np.float32),
+    "F16": np.dtype(np.float16),
+    "BF16": np.dtype(ml_dtypes.bfloat16),
+    "I64": np.dtype(np.int64),
+    "I32": np.dtype(np.int32),
+    "I16": np.dtype(np.int16),
+    "I8": np.dtype(np.int8),
+    "U8": np.dtype(np.uint8),
+    "BOOL": np.dtype(np.bool_),
 }
 NAMES = {v: k for k, v in DTYPES.items()}
 INDEX_FILE = "model.safetensors.index.json"
@@ -110,8 +117,10 @@ class TensorReader:
         if kind not in DTYPES:
             raise SafetensorsError(f"{path}: tensor '{name}' has unsupported dtype {kind}")
         if not 0 <= lo <= hi <= mm.size - start or hi - lo != math.prod(dims) * DTYPES[kind].itemsize:
-            raise SafetensorsError(f"{path}: tensor '{name}' ({kind} {list(dims)}) has data_offsets [{lo}, {hi}] "
-                                   f"that do not fit it or the file ({mm.size - start} data bytes; truncated?)")
+            raise SafetensorsError(
+                f"{path}: tensor '{name}' ({kind} {list(dims)}) has data_offsets [{lo}, {hi}] "
+                f"that do not fit it or the file ({mm.size - start} data bytes; truncated?)"
+            )
         if shape is not None and (dims != tuple(shape) or kind not in ("F64", "F32", "F16", "BF16")):
             raise SafetensorsError(f"{path}: tensor '{name}' is {kind} {list(dims)}, expected a float {list(shape)}")
         self.read.add(name)

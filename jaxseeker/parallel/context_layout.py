@@ -71,8 +71,9 @@ def from_balanced(x: jax.Array, layout: ContextLayout) -> jax.Array:
 def balanced_rows(batch: Mapping[str, jax.Array], layout: ContextLayout) -> dict[str, jax.Array]:
     """Every `[batch, seq, …]` array of `batch` (tokens, targets, masks, segment ids, positions, log-probs, …) in
     the layout's order; other entries as they are."""
-    return {key: to_balanced(x, layout) if jnp.ndim(x) >= 2 and x.shape[1] == layout.seq else x
-            for key, x in batch.items()}
+    return {
+        key: to_balanced(x, layout) if jnp.ndim(x) >= 2 and x.shape[1] == layout.seq else x for key, x in batch.items()
+    }
 
 
 def local_index(layout: ContextLayout, n_local: int) -> jax.Array:

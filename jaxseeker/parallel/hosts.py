@@ -97,6 +97,7 @@ def local_part(tree: Any, mesh: Mesh) -> Any:
     """Arrays of `tree` placed on a hand-off mesh (`replica_meshes`), as arrays of this process's engine `mesh`
     alone: the same device buffers under the same PartitionSpec, no copy (arrays already on `mesh`'s devices are
     returned as they are). Each replica holds the whole of every array split the same way, so its part is whole."""
+
     def one(x: jax.Array) -> jax.Array:
         if x.is_fully_addressable:
             return x

@@ -63,7 +63,7 @@ class MeshConfig:
         return sizes
 
     @classmethod
-    def from_dict(cls, values: dict) -> "MeshConfig":
+    def from_dict(cls, values: dict) -> MeshConfig:
         """Build from a config mapping; unknown keys are an error listing the known ones."""
         unknown = sorted(set(values) - set(MESH_AXES))
         if unknown:
@@ -89,8 +89,10 @@ def parse_mesh(text: str) -> MeshConfig:
         raise ValueError(f"{text!r}: {e}") from None
 
 
-MESH_HELP = ("shard the model and the KV cache over all devices, e.g. tensor=8 (axes data, fsdp, tensor, expert, "
-             "context; fsdp takes the devices the others leave; default: one device)")
+MESH_HELP = (
+    "shard the model and the KV cache over all devices, e.g. tensor=8 (axes data, fsdp, tensor, expert, "
+    "context; fsdp takes the devices the others leave; default: one device)"
+)
 
 
 def mesh_argument(text: str) -> Mesh:

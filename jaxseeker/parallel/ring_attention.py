@@ -29,8 +29,14 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxseeker.model.blocked_attention import (Coords, blocked_attention, blocked_backward, blocked_forward,
-                                               merge_partials, no_keys)
+from jaxseeker.model.blocked_attention import (
+    Coords,
+    blocked_attention,
+    blocked_backward,
+    blocked_forward,
+    merge_partials,
+    no_keys,
+)
 
 
 def _pass_on(x, axes: tuple[str, ...], shards: int):
@@ -84,8 +90,17 @@ def _ring_bwd(axes, shards, block, residuals, dout):
 _ring.defvjp(_ring_fwd, _ring_bwd)
 
 
-def ring_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, kv_coords: Coords, *,
-                   axes: tuple[str, ...], shards: int, block: int = 512) -> jax.Array:
+def ring_attention(
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    q_coords: Coords,
+    kv_coords: Coords,
+    *,
+    axes: tuple[str, ...],
+    shards: int,
+    block: int = 512,
+) -> jax.Array:
     """Inside `shard_map`: causal attention within segments of this device's queries `[batch, q, heads, head_dim]`
     over the keys / values `[batch, k, kv_heads, head_dim]` of all `shards` devices of the ring over mesh `axes`,
     each holding its own chunk (module docstring). Differentiable in q, k and v."""
@@ -94,8 +109,17 @@ def ring_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, k
     return _ring(q, k, v, q_coords, kv_coords, tuple(axes), shards, block)
 
 
-def all_gather_attention(q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, kv_coords: Coords, *,
-                         axes: tuple[str, ...], shards: int, block: int = 512) -> jax.Array:
+def all_gather_attention(
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    q_coords: Coords,
+    kv_coords: Coords,
+    *,
+    axes: tuple[str, ...],
+    shards: int,
+    block: int = 512,
+) -> jax.Array:
     """Inside `shard_map`: this device's queries over the keys / values of the whole row, gathered over `axes`
     (module docstring). Differentiable in q, k and v (the key / value gradients are reduce-scattered)."""
     if shards > 1:

@@ -118,6 +118,7 @@ def tree_shardings(axes_tree: Any, shapes_tree: Any, mesh: Mesh, rules: Rules = 
     `axes_tree` has the structure of `shapes_tree` with a tuple of logical axis names where
     `shapes_tree` has a leaf (e.g. `model.param_axes(cfg)` for `model.init_params(cfg, rng)`).
     """
+
     def one(shaped, axes):
         if not isinstance(axes, tuple):
             raise TypeError(f"expected a tuple of logical axis names for shape {shaped.shape}, got {axes!r}")
@@ -131,6 +132,7 @@ def activation_constraint(
 ) -> Callable[[jax.Array, Sequence[str | None]], jax.Array]:
     """`(x, logical_axes) -> x` held to the sharding the rules give (`jax.lax.with_sharding_constraint`): the
     model's `constrain` inside a step jitted over `mesh`."""
+
     def constrain(x: jax.Array, axes: Sequence[str | None]) -> jax.Array:
         return jax.lax.with_sharding_constraint(x, logical_sharding(axes, rules, mesh, x.shape))
 

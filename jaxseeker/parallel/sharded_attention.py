@@ -42,8 +42,14 @@ class AttentionSpecs(NamedTuple):
     segment_ids: PartitionSpec  # [batch, seq]
 
 
-def attention_specs(mesh: Mesh | AbstractMesh, q_shape: Sequence[int], kv_shape: Sequence[int],
-                    rules: Rules = DEFAULT_RULES, *, split_seq: bool = False) -> AttentionSpecs:
+def attention_specs(
+    mesh: Mesh | AbstractMesh,
+    q_shape: Sequence[int],
+    kv_shape: Sequence[int],
+    rules: Rules = DEFAULT_RULES,
+    *,
+    split_seq: bool = False,
+) -> AttentionSpecs:
     """The specs `shard_attention` uses for these shapes: the `batch` rule on batch; the `heads` rule on the heads
     of q, k and v when it splits `heads` and `kv_heads` over the same mesh axes (so every device holds whole kv
     groups) and none of batch's or seq's, else heads whole; with `split_seq` (`context_attention`), the `seq` rule
@@ -56,8 +62,9 @@ def attention_specs(mesh: Mesh | AbstractMesh, q_shape: Sequence[int], kv_shape:
     kv_heads = logical_to_spec(("kv_heads",), rules, mesh, (kvh,))[0]
     if heads != kv_heads or set(_names(heads)) & set(_names(batch) + _names(seq)):
         heads = None
-    return AttentionSpecs(PartitionSpec(batch, seq, heads, None), PartitionSpec(batch, seq, heads, None),
-                          PartitionSpec(batch, seq))
+    return AttentionSpecs(
+        PartitionSpec(batch, seq, heads, None), PartitionSpec(batch, seq, heads, None), PartitionSpec(batch, seq)
+    )
 
 
 def _names(entry: str | tuple[str, ...] | None) -> tuple[str, ...]:
@@ -65,8 +72,13 @@ def _names(entry: str | tuple[str, ...] | None) -> tuple[str, ...]:
     return () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
 
 
-def shard_attention(attention: Attention, mesh: Mesh | AbstractMesh | None = None,
-                    specs: AttentionSpecs | None = None, *, rules: Rules = DEFAULT_RULES) -> Attention:
+def shard_attention(
+    attention: Attention,
+    mesh: Mesh | AbstractMesh | None = None,
+    specs: AttentionSpecs | None = None,
+    *,
+    rules: Rules = DEFAULT_RULES,
+) -> Attention:
     """`attention` run on each device's block of batch rows and heads under `jax.shard_map` (module docstring).
 
     mesh: default, the mesh in context when the function is traced (`jax.set_mesh` around the call, or
@@ -80,15 +92,22 @@ def shard_attention(attention: Attention, mesh: Mesh | AbstractMesh | None = Non
         if active.empty or active.size == 1:
             return attention(q, k, v, segment_ids)
         s = specs or attention_specs(active, q.shape, k.shape, rules)
-        blockwise = jax.shard_map(attention, mesh=active, in_specs=(s.q, s.kv, s.kv, s.segment_ids),
-                                  out_specs=s.q, check_vma=False)  # a Pallas kernel does not type its outputs
+        blockwise = jax.shard_map(
+            attention, mesh=active, in_specs=(s.q, s.kv, s.kv, s.segment_ids), out_specs=s.q, check_vma=False
+        )  # a Pallas kernel does not type its outputs
         return blockwise(q, k, v, segment_ids)  # [batch, seq, heads, head_dim]
 
     return sharded
 
 
-def context_attention(strategy: str = "all_gather", mesh: Mesh | AbstractMesh | None = None, *,
-                      rules: Rules = DEFAULT_RULES, impl: str = "blocked", block: int = 512) -> Attention:
+def context_attention(
+    strategy: str = "all_gather",
+    mesh: Mesh | AbstractMesh | None = None,
+    *,
+    rules: Rules = DEFAULT_RULES,
+    impl: str = "blocked",
+    block: int = 512,
+) -> Attention:
     """`(q, k, v, segment_ids) -> out` over rows held in the `context_layout(mesh, rules, seq)` order, run under
     `jax.shard_map`: batch rows and heads split as in `shard_attention`, the sequence over the mesh axes of the
     `seq` rule, and on each device `CONTEXT_KERNELS[strategy]` ("ring" or "all_gather", see
@@ -118,8 +137,9 @@ def context_attention(strategy: str = "all_gather", mesh: Mesh | AbstractMesh | 
 
             heads = q.shape[2] // math.prod(dict(active.shape)[a] for a in _names(s.q[2]))
             return splash_context_attention(q, k, v, segment_ids, mesh=active, layout=layout, specs=s, heads=heads)
-        blockwise = jax.shard_map(local, mesh=active, in_specs=(s.q, s.kv, s.kv, s.segment_ids), out_specs=s.q,
-                                  check_vma=False)
+        blockwise = jax.shard_map(
+            local, mesh=active, in_specs=(s.q, s.kv, s.kv, s.segment_ids), out_specs=s.q, check_vma=False
+        )
         return blockwise(q, k, v, segment_ids)  # [batch, seq, heads, head_dim]
 
     return sharded

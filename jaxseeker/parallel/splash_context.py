@@ -29,8 +29,9 @@ class BalancedCausalMask(splash_mask._ComputableMask):  # the kernel's lazily co
     query position p (index `balanced_order(layout)[p]`) sees key j when j ≤ that index."""
 
     def __init__(self, layout: ContextLayout):
-        super().__init__((layout.seq, layout.seq), lambda q_index, k_index: q_index >= k_index,
-                         shard_count=layout.shards)
+        super().__init__(
+            (layout.seq, layout.seq), lambda q_index, k_index: q_index >= k_index, shard_count=layout.shards
+        )
         self.q_sequence = balanced_order(layout).astype(np.int32)
 
     def __eq__(self, other: object) -> bool:
@@ -44,22 +45,38 @@ def _block(layout: ContextLayout) -> int:
     """The splash tile: the largest of 512, 256, 128 that divides each device's share of the row."""
     block = next((n for n in (512, 256, 128) if (layout.seq // layout.shards) % n == 0), None)
     if block is None:
-        raise ValueError(f"attention_impl='splash' over context={layout.shards} needs each device's share of the "
-                         f"sequence to be a multiple of 128, got {layout.seq} / {layout.shards}")
+        raise ValueError(
+            f"attention_impl='splash' over context={layout.shards} needs each device's share of the "
+            f"sequence to be a multiple of 128, got {layout.seq} / {layout.shards}"
+        )
     return block
 
 
-def splash_context_attention(q: jax.Array, k: jax.Array, v: jax.Array, segment_ids: jax.Array, *,
-                             mesh: Mesh | AbstractMesh, layout: ContextLayout, specs, heads: int) -> jax.Array:
+def splash_context_attention(
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    segment_ids: jax.Array,
+    *,
+    mesh: Mesh | AbstractMesh,
+    layout: ContextLayout,
+    specs,
+    heads: int,
+) -> jax.Array:
     """Splash attention of rows held in `layout`'s order and split over its axes (module docstring): q
     `[batch, seq, heads, head_dim]`, k/v `[batch, seq, kv_heads, head_dim]`, segment_ids `[batch, seq]`, split by
     `specs` (`attention_specs(..., split_seq=True)`), each device holding `heads` query heads."""
     block = _block(layout)
-    sizes = splash.BlockSizes(block_q=block, block_kv=block, block_q_dkv=block, block_kv_dkv=block,
-                              use_fused_bwd_kernel=True)
-    kernel = splash.make_splash_mha(splash_mask.MultiHeadMask([BalancedCausalMask(layout)] * heads),
-                                    block_sizes=sizes, head_shards=1, q_seq_shards=layout.shards,
-                                    interpret=jax.default_backend() != "tpu")
+    sizes = splash.BlockSizes(
+        block_q=block, block_kv=block, block_q_dkv=block, block_kv_dkv=block, use_fused_bwd_kernel=True
+    )
+    kernel = splash.make_splash_mha(
+        splash_mask.MultiHeadMask([BalancedCausalMask(layout)] * heads),
+        block_sizes=sizes,
+        head_shards=1,
+        q_seq_shards=layout.shards,
+        interpret=jax.default_backend() != "tpu",
+    )
     kernel_spec = kernel.manual_sharding_spec(NamedSharding(mesh, PartitionSpec(None, layout.axes)))
     natural = np.argsort(balanced_order(layout))  # layout position of each index of the row as written
     gather = functools.partial(jax.lax.all_gather, axis_name=layout.axes, axis=1, tiled=True)
@@ -71,10 +88,20 @@ def splash_context_attention(q: jax.Array, k: jax.Array, v: jax.Array, segment_i
             return kernel(qr, kr, vr, segment_ids=splash.SegmentIds(q=q_seg, kv=kv_seg))
 
         qt = (q * jnp.asarray(q.shape[-1] ** -0.5, q.dtype)).transpose(0, 2, 1, 3)
-        out = jax.vmap(one_row)(qt, k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3), segment_ids.astype(jnp.int32),
-                                kv_segments.astype(jnp.int32))  # [batch, heads, seq / shards, head_dim]
+        out = jax.vmap(one_row)(
+            qt,
+            k.transpose(0, 2, 1, 3),
+            v.transpose(0, 2, 1, 3),
+            segment_ids.astype(jnp.int32),
+            kv_segments.astype(jnp.int32),
+        )  # [batch, heads, seq / shards, head_dim]
         return out.transpose(0, 2, 1, 3)
 
-    blockwise = jax.shard_map(local, mesh=mesh, in_specs=(specs.q, specs.kv, specs.kv, specs.segment_ids, kernel_spec),
-                              out_specs=specs.q, check_vma=False)  # a Pallas kernel does not type its outputs
+    blockwise = jax.shard_map(
+        local,
+        mesh=mesh,
+        in_specs=(specs.q, specs.kv, specs.kv, specs.segment_ids, kernel_spec),
+        out_specs=specs.q,
+        check_vma=False,
+    )  # a Pallas kernel does not type its outputs
     return blockwise(q, k, v, segment_ids, kernel)

@@ -4,5 +4,7 @@ from .config import PipelineConfig, pipeline_config
 from .run import run_pipeline
 
 __all__ = [
-    "PipelineConfig", "pipeline_config", "run_pipeline",
+    "PipelineConfig",
+    "pipeline_config",
+    "run_pipeline",
 ]

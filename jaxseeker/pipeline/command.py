@@ -14,8 +14,10 @@ def _pipeline(args: argparse.Namespace) -> int:
 
     cfg = pipeline_config(read_recipe(args.config, args.set), quick=args.quick)
     if args.until is not None and args.until not in cfg.stages():
-        raise SystemExit(f"jaxseeker pipeline: --until {args.until!r} is not a stage of {args.config}; one of "
-                         f"{', '.join(cfg.stages())}")
+        raise SystemExit(
+            f"jaxseeker pipeline: --until {args.until!r} is not a stage of {args.config}; one of "
+            f"{', '.join(cfg.stages())}"
+        )
     report = run_pipeline(cfg, args.out, progress=not args.no_progress, until=args.until)
     print("\n" + markdown(report))
     return 0
@@ -27,7 +29,11 @@ def add_parser(subparsers) -> None:
     add_config(p, required=False, default="demo", what="pipeline recipe", example="policy.steps=100")
     p.add_argument("--quick", action="store_true", help="a tiny world and model (≤ 2 minutes)")
     p.add_argument("--out", default=None, help="default: runs/<name>")
-    p.add_argument("--until", default=None, metavar="STAGE",
-                   help="stop after this stage (qa, expert, …, eval_sft, rl, eval_rl); a later run resumes from it")
+    p.add_argument(
+        "--until",
+        default=None,
+        metavar="STAGE",
+        help="stop after this stage (qa, expert, …, eval_sft, rl, eval_rl); a later run resumes from it",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_pipeline)

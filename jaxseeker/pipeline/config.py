@@ -136,10 +136,22 @@ class PolicyStage:
         if isinstance(self.lora, dict):
             object.__setattr__(self, "lora", tuple(sorted(self.lora.items())))
         if self.init and (self.copy_warmup_steps or self.copy_replay):
-            raise ValueError("policy.copy_warmup_steps and policy.copy_replay train a from-scratch policy's copying "
-                             f"heads; policy.init ({self.init!r}) is pretrained: set them to 0")
-        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim",
-                     "intermediate_size", "seq_len", "batch_size", "steps"):
+            raise ValueError(
+                "policy.copy_warmup_steps and policy.copy_replay train a from-scratch policy's copying "
+                f"heads; policy.init ({self.init!r}) is pretrained: set them to 0"
+            )
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "num_layers",
+            "num_heads",
+            "num_kv_heads",
+            "head_dim",
+            "intermediate_size",
+            "seq_len",
+            "batch_size",
+            "steps",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"policy.{name} must be >= 1, got {getattr(self, name)}")
         if self.lr <= 0 or self.rope_theta <= 0:
@@ -149,8 +161,10 @@ class PolicyStage:
         if self.copy_warmup_gap < 0:
             raise ValueError(f"policy.copy_warmup_gap must be >= 0, got {self.copy_warmup_gap}")
         if self.extend_steps < 0 or self.extend_seq_len < 0:
-            raise ValueError(f"policy.extend_steps and policy.extend_seq_len must be >= 0, got {self.extend_steps} "
-                             f"and {self.extend_seq_len}")
+            raise ValueError(
+                f"policy.extend_steps and policy.extend_seq_len must be >= 0, got {self.extend_steps} "
+                f"and {self.extend_seq_len}"
+            )
         if self.copy_warmup_rows < 0:
             raise ValueError(f"policy.copy_warmup_rows must be >= 0, got {self.copy_warmup_rows}")
         if not 0.0 <= self.copy_warmup_digit_rate <= 1.0:
@@ -158,8 +172,10 @@ class PolicyStage:
         if not 0.0 <= self.copy_replay < 1.0:
             raise ValueError(f"policy.copy_replay must lie in [0, 1), got {self.copy_replay}")
         if not 0 <= self.copy_warmup_layers <= self.num_layers:
-            raise ValueError(f"policy.copy_warmup_layers must lie in [0, num_layers={self.num_layers}], "
-                             f"got {self.copy_warmup_layers}")
+            raise ValueError(
+                f"policy.copy_warmup_layers must lie in [0, num_layers={self.num_layers}], "
+                f"got {self.copy_warmup_layers}"
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,15 +199,18 @@ class EvalStage:
         if self.prompt not in PROMPT_STYLES:
             raise ValueError(f"eval.prompt must be 'full' or 'compact', got {self.prompt!r}")
         if self.temperature < 0 or not 0 < self.top_p <= 1:
-            raise ValueError(f"eval.temperature must be >= 0 and eval.top_p in (0, 1], got {self.temperature} and "
-                             f"{self.top_p}")
+            raise ValueError(
+                f"eval.temperature must be >= 0 and eval.top_p in (0, 1], got {self.temperature} and {self.top_p}"
+            )
         if self.k < 1:
             raise ValueError(f"eval.k must be >= 1, got {self.k}")
         if self.fresh_questions < 0:
             raise ValueError(f"eval.fresh_questions must be >= 0, got {self.fresh_questions}")
         if self.k > 1 and self.temperature == 0:
-            raise ValueError(f"eval.k is {self.k} with eval.temperature 0: greedy decoding over the offline tools "
-                             f"repeats one rollout {self.k} times; set eval.k: 1 or eval.temperature > 0")
+            raise ValueError(
+                f"eval.k is {self.k} with eval.temperature 0: greedy decoding over the offline tools "
+                f"repeats one rollout {self.k} times; set eval.k: 1 or eval.temperature > 0"
+            )
 
     def limits(self) -> dict[str, Any]:
         """What the expert's and RL's rollouts share with the eval: the section less its sampling, k, slots and
@@ -243,14 +262,20 @@ class RLStage:
         if self.rft_per_question < 1:
             raise ValueError(f"rl.rft_per_question must be >= 1, got {self.rft_per_question}")
         if self.rft_rounds < 1 or (self.rft_rounds > 1 and self.method != "rft"):
-            raise ValueError(f"rl.rft_rounds must be >= 1, and above 1 only with rl.method rft; got {self.rft_rounds} "
-                             f"with {self.method!r}")
+            raise ValueError(
+                f"rl.rft_rounds must be >= 1, and above 1 only with rl.method rft; got {self.rft_rounds} "
+                f"with {self.method!r}"
+            )
         if self.rft_unlikelihood < 0 or (self.rft_unlikelihood and self.method != "rft"):
-            raise ValueError(f"rl.rft_unlikelihood must be >= 0, and above 0 only with rl.method rft; got "
-                             f"{self.rft_unlikelihood} with {self.method!r}")
+            raise ValueError(
+                f"rl.rft_unlikelihood must be >= 0, and above 0 only with rl.method rft; got "
+                f"{self.rft_unlikelihood} with {self.method!r}"
+            )
         if self.rft_seeds < 1 or (self.rft_seeds > 1 and self.method != "rft"):
-            raise ValueError(f"rl.rft_seeds must be >= 1, and above 1 only with rl.method rft; got {self.rft_seeds} "
-                             f"with {self.method!r}")
+            raise ValueError(
+                f"rl.rft_seeds must be >= 1, and above 1 only with rl.method rft; got {self.rft_seeds} "
+                f"with {self.method!r}"
+            )
         if self.epochs < 1:
             raise ValueError(f"rl.epochs must be >= 1, got {self.epochs}")
         if self.adam_eps <= 0:
@@ -291,14 +316,31 @@ class PipelineConfig:
     def stages(self) -> tuple[str, ...]:
         """The stages this config runs, in order (each one's directory under the run)."""
         p = self.policy
-        start = ("eval_base",) * self.eval.zero_shot if p.init else ("tokenizer",) + ("warmup",) * bool(
-            p.copy_warmup_steps)
-        return (("qa",) + ("qa_fresh",) * bool(self.eval.fresh_questions) + ("expert",) + start
-                + ("sft",) + ("extend",) * bool(p.extend_steps) + ("eval_sft",) + self.rl.stages() + ("eval_rl",))
+        start = (
+            ("eval_base",) * self.eval.zero_shot if p.init else ("tokenizer",) + ("warmup",) * bool(p.copy_warmup_steps)
+        )
+        return (
+            ("qa",)
+            + ("qa_fresh",) * bool(self.eval.fresh_questions)
+            + ("expert",)
+            + start
+            + ("sft",)
+            + ("extend",) * bool(p.extend_steps)
+            + ("eval_sft",)
+            + self.rl.stages()
+            + ("eval_rl",)
+        )
 
 
-STAGES = {"world": WorldStage, "qa": QAStage, "expert": ExpertStage, "tools": ToolsStage, "policy": PolicyStage,
-          "eval": EvalStage, "rl": RLStage}
+STAGES = {
+    "world": WorldStage,
+    "qa": QAStage,
+    "expert": ExpertStage,
+    "tools": ToolsStage,
+    "policy": PolicyStage,
+    "eval": EvalStage,
+    "rl": RLStage,
+}
 
 # `--quick`: the same pipeline on a tiny world and model, for the tests (≤ 2 minutes).
 QUICK = {
@@ -306,16 +348,48 @@ QUICK = {
     "qa": {"recipes": {"e2hqa": 120, "sailorfog": 20}, "n_test": 8, "n_rl": 8},
     "expert": {"tries": 1, "slip_rate": 0.2},
     "tools": {},
-    "policy": {"vocab_size": 1024, "hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
-               "head_dim": 32, "intermediate_size": 128, "seq_len": 2048, "batch_size": 2, "steps": 12,
-               "rope_theta": 10_000.0, "copy_warmup_steps": 4, "copy_warmup_target_loss": 1.0,
-               "copy_warmup_layers": 1, "copy_warmup_digit_rate": 0.5,
-               "copy_warmup_gap": 16, "permute_digits": True, "permute_names": True,
-               "drop_thousands_separators": True, "copy_replay": 0.5, "extend_steps": 2, "extend_seq_len": 4096},
-    "eval": {"k": 1, "slots": 8, "max_context": 6144, "max_tool_calls": 12, "max_tokens_per_turn": 192,
-             "fresh_questions": 4},
-    "rl": {"steps": 2, "group_size": 2, "questions_per_step": 4, "train_questions": 4, "fresh_questions": 4,
-           "adam_eps": 1e-4, "epochs": 2, "kl_coef": 0.01},
+    "policy": {
+        "vocab_size": 1024,
+        "hidden_size": 64,
+        "num_layers": 2,
+        "num_heads": 2,
+        "num_kv_heads": 1,
+        "head_dim": 32,
+        "intermediate_size": 128,
+        "seq_len": 2048,
+        "batch_size": 2,
+        "steps": 12,
+        "rope_theta": 10_000.0,
+        "copy_warmup_steps": 4,
+        "copy_warmup_target_loss": 1.0,
+        "copy_warmup_layers": 1,
+        "copy_warmup_digit_rate": 0.5,
+        "copy_warmup_gap": 16,
+        "permute_digits": True,
+        "permute_names": True,
+        "drop_thousands_separators": True,
+        "copy_replay": 0.5,
+        "extend_steps": 2,
+        "extend_seq_len": 4096,
+    },
+    "eval": {
+        "k": 1,
+        "slots": 8,
+        "max_context": 6144,
+        "max_tool_calls": 12,
+        "max_tokens_per_turn": 192,
+        "fresh_questions": 4,
+    },
+    "rl": {
+        "steps": 2,
+        "group_size": 2,
+        "questions_per_step": 4,
+        "train_questions": 4,
+        "fresh_questions": 4,
+        "adam_eps": 1e-4,
+        "epochs": 2,
+        "kl_coef": 0.01,
+    },
 }
 
 

@@ -35,12 +35,19 @@ class PipelineRun:
 def rollout_config(cfg: PipelineConfig) -> RolloutConfig:
     """The limits every rollout of the pipeline shares (expert, eval, RL)."""
     e = cfg.eval
-    return RolloutConfig(max_tool_calls=e.max_tool_calls, max_context_tokens=e.max_context,
-                         max_tokens_per_turn=e.max_tokens_per_turn, answer_reserve_tokens=64, date="2026-01-01",
-                         prompt=e.prompt)
+    return RolloutConfig(
+        max_tool_calls=e.max_tool_calls,
+        max_context_tokens=e.max_context,
+        max_tokens_per_turn=e.max_tokens_per_turn,
+        answer_reserve_tokens=64,
+        date="2026-01-01",
+        prompt=e.prompt,
+    )
 
 
 def questions_of(records: list[dict]) -> list[Question]:
     """Rollout questions of QA records (everything but the question and answer goes into `meta`)."""
-    return [Question(r["question"], r["answer"], {k: v for k, v in r.items() if k not in ("question", "answer")})
-            for r in records]
+    return [
+        Question(r["question"], r["answer"], {k: v for k, v in r.items() if k not in ("question", "answer")})
+        for r in records
+    ]

@@ -47,10 +47,14 @@ def qa_fresh_stage(run: PipelineRun, out: Path) -> dict:
     here from the same seeds (the RL stage draws it only later), so the RL never meets these entities."""
     cfg = run.cfg
     splits = read_splits(run.qa_dir)
-    pool = fresh_questions(run.world, cfg.qa, cfg.rl.fresh_questions, splits, run.progress) if cfg.rl.fresh_questions \
+    pool = (
+        fresh_questions(run.world, cfg.qa, cfg.rl.fresh_questions, splits, run.progress)
+        if cfg.rl.fresh_questions
         else []
-    held_out = fresh_questions(run.world, cfg.qa, cfg.eval.fresh_questions, splits + pool, run.progress, draw=2,
-                               prefix="heldout")
+    )
+    held_out = fresh_questions(
+        run.world, cfg.qa, cfg.eval.fresh_questions, splits + pool, run.progress, draw=2, prefix="heldout"
+    )
     write_jsonl(out / "test.jsonl", held_out)
     return {"test": len(held_out), "kept_apart_from": {"splits": len(splits), "rl_fresh_pool": len(pool)}}
 
@@ -66,19 +70,37 @@ def expert_stage(run: PipelineRun, out: Path) -> dict:
     limits = rollout_config(cfg)
     tokenizer = run.tokenizer
     if tokenizer is None:
-        tokenizer = train_tokenizer(page_texts(run) + [r["question"] + " " + r["answer"] for r in train],
-                                    cfg.policy.vocab_size)
-        limits = dataclasses.replace(limits, max_context_tokens=2 * cfg.eval.max_context,
-                                     max_tokens_per_turn=2 * cfg.eval.max_tokens_per_turn)
+        tokenizer = train_tokenizer(
+            page_texts(run) + [r["question"] + " " + r["answer"] for r in train], cfg.policy.vocab_size
+        )
+        limits = dataclasses.replace(
+            limits, max_context_tokens=2 * cfg.eval.max_context, max_tokens_per_turn=2 * cfg.eval.max_tokens_per_turn
+        )
     tools = cfg.tools.config()
-    teacher = ExpertTeacher(run.world, ExpertConfig(detour_rate=e.detour_rate, snippet_rate=e.snippet_rate,
-                                                    slip_rate=e.slip_rate), title_first=tools.title_first)
-    records, stats = synthesize(teacher, tokenizer, run.registry, questions_of(train), filters.webdancer_funnel(),
-                                tries=e.tries, config=limits, seed=e.seed, transform=teacher.weigh,
-                                progress=run.progress)
+    teacher = ExpertTeacher(
+        run.world,
+        ExpertConfig(detour_rate=e.detour_rate, snippet_rate=e.snippet_rate, slip_rate=e.slip_rate),
+        title_first=tools.title_first,
+    )
+    records, stats = synthesize(
+        teacher,
+        tokenizer,
+        run.registry,
+        questions_of(train),
+        filters.webdancer_funnel(),
+        tries=e.tries,
+        config=limits,
+        seed=e.seed,
+        transform=teacher.weigh,
+        progress=run.progress,
+    )
     write_records(out / "trajectories.jsonl", records)
-    return {"trajectories": len(records), "questions": stats.questions, "episodes": stats.episodes,
-            "untrained_turns": sum(r["provenance"].get("untrained_turns", 0) for r in records)}
+    return {
+        "trajectories": len(records),
+        "questions": stats.questions,
+        "episodes": stats.episodes,
+        "untrained_turns": sum(r["provenance"].get("untrained_turns", 0) for r in records),
+    }
 
 
 def tokenizer_stage(run: PipelineRun, out: Path) -> dict:
@@ -86,6 +108,11 @@ def tokenizer_stage(run: PipelineRun, out: Path) -> dict:
     observations included), so the agent's scaffolding costs few tokens and more of each SFT row is its own words."""
     p = run.cfg.policy
     messages = [m["content"] for r in read_jsonl(run.root / "expert" / "trajectories.jsonl") for m in r["messages"]]
-    tok = train_tokenizer(page_texts(run) + messages, p.vocab_size, out, split=p.tokenizer_split,
-                          drop_thousands_separators=p.drop_thousands_separators)
+    tok = train_tokenizer(
+        page_texts(run) + messages,
+        p.vocab_size,
+        out,
+        split=p.tokenizer_split,
+        drop_thousands_separators=p.drop_thousands_separators,
+    )
     return {"vocab": len(tok)}

@@ -27,8 +27,9 @@ def held_out(run: PipelineRun) -> list[dict]:
 def policy_engine(run: PipelineRun, model_dir: Path, sampling: SamplingConfig):
     """A generation engine over the policy under `model_dir` with the eval section's slots and context."""
     cfg_m, params = model.load_hf(model_dir)
-    return make_engine(params, cfg_m, run.tokenizer, slots=run.cfg.eval.slots, max_len=run.cfg.eval.max_context,
-                       sampling=sampling)
+    return make_engine(
+        params, cfg_m, run.tokenizer, slots=run.cfg.eval.slots, max_len=run.cfg.eval.max_context, sampling=sampling
+    )
 
 
 def eval_stage(run: PipelineRun, model_dir: Path, out: Path) -> dict[str, Any]:
@@ -36,15 +37,28 @@ def eval_stage(run: PipelineRun, model_dir: Path, out: Path) -> dict[str, Any]:
     pass@1 per level and per question set (`test`, `fresh`)."""
     e = run.cfg.eval
     engine = policy_engine(run, model_dir, SamplingConfig(temperature=e.temperature, top_p=e.top_p))
-    summary = run_eval(engine, run.tokenizer, run.registry, held_out(run), out, k=e.k, config=rollout_config(run.cfg),
-                       progress=run.progress)
+    summary = run_eval(
+        engine,
+        run.tokenizer,
+        run.registry,
+        held_out(run),
+        out,
+        k=e.k,
+        config=rollout_config(run.cfg),
+        progress=run.progress,
+    )
     records = read_results(out / "results.jsonl")
-    by_set = {name: [r for r in records if str(r["question_id"]).startswith(FRESH_PREFIX) == (name == "fresh")]
-              for name in ("test", "fresh")}
-    return {key: summary[key] for key in ("pass_at_1", "pass_at_k", "invalid_rate", "termination", "tool_calls",
-                                          "questions")} | {
+    by_set = {
+        name: [r for r in records if str(r["question_id"]).startswith(FRESH_PREFIX) == (name == "fresh")]
+        for name in ("test", "fresh")
+    }
+    return {
+        key: summary[key]
+        for key in ("pass_at_1", "pass_at_k", "invalid_rate", "termination", "tool_calls", "questions")
+    } | {
         "by_level": {lvl: _brief(s) for lvl, s in summary["by_level"].items()},
-        "by_set": {name: _brief(summarize(rs, e.k)) for name, rs in by_set.items() if rs}}
+        "by_set": {name: _brief(summarize(rs, e.k)) for name, rs in by_set.items() if rs},
+    }
 
 
 def _brief(summary: dict[str, Any]) -> dict[str, Any]:

@@ -14,8 +14,11 @@ PLOTS = (
     ("sft_loss.png", "SFT loss (train and held-out) and learning rate per step"),
     ("extend_loss.png", "context extension: SFT loss on rows of the rollouts' context, per step"),
     ("rl_curves.png", "RL reward, accuracy, evidence pages visited and tool calls per episode, per step"),
-    ("rft_loss.png", "RL by rejection-sampling fine-tuning: SFT loss on the policy's own right episodes, per step "
-                     "(rounds end to end)"),
+    (
+        "rft_loss.png",
+        "RL by rejection-sampling fine-tuning: SFT loss on the policy's own right episodes, per step "
+        "(rounds end to end)",
+    ),
     ("tool_calls_sft.png", "tool calls per test rollout after SFT"),
     ("tool_calls_rl.png", "tool calls per test rollout after RL"),
 )
@@ -37,18 +40,25 @@ def write_plots(root: str | Path, rl_stages: Sequence[str] = ("rl",)) -> list[tu
     out = root / "plots"
     out.mkdir(exist_ok=True)
     drawn = {
-        "sft_loss.png": plot_curves(read_metrics(root / "sft" / "metrics.jsonl"), ["loss", "eval_loss", "lr"],
-                                    out / "sft_loss.png", title="SFT"),
-        "extend_loss.png": plot_curves(read_metrics(root / "extend" / "metrics.jsonl"), ["loss", "eval_loss"],
-                                       out / "extend_loss.png", title="context extension"),
+        "sft_loss.png": plot_curves(
+            read_metrics(root / "sft" / "metrics.jsonl"), ["loss", "eval_loss", "lr"], out / "sft_loss.png", title="SFT"
+        ),
+        "extend_loss.png": plot_curves(
+            read_metrics(root / "extend" / "metrics.jsonl"),
+            ["loss", "eval_loss"],
+            out / "extend_loss.png",
+            title="context extension",
+        ),
     }
     rl = rl_metrics(root, rl_stages)
     if any("reward" in row for row in rl):
-        drawn["rl_curves.png"] = plot_curves(rl, ["reward", "accuracy", "evidence", "tool_calls"],
-                                             out / "rl_curves.png", title="RL")
+        drawn["rl_curves.png"] = plot_curves(
+            rl, ["reward", "accuracy", "evidence", "tool_calls"], out / "rl_curves.png", title="RL"
+        )
     else:  # rejection-sampling fine-tuning logs an SFT's loss, not rewards
-        drawn["rft_loss.png"] = plot_curves(rl, ["loss", "eval_loss"], out / "rft_loss.png",
-                                            title="rejection-sampling fine-tuning")
+        drawn["rft_loss.png"] = plot_curves(
+            rl, ["loss", "eval_loss"], out / "rft_loss.png", title="rejection-sampling fine-tuning"
+        )
     for name, stage in (("tool_calls_sft.png", "eval_sft"), ("tool_calls_rl.png", "eval_rl")):
         source = root / stage / "report" / "tool_calls.png"
         drawn[name] = shutil.copy(source, out / name) if source.exists() else None

@@ -41,8 +41,9 @@ def draft(world: World, qa: QAStage, recipe: str, n: int, seed: int, progress: b
     return get_recipe(recipe)(world, n, seed=seed, progress=progress, **options)
 
 
-def fresh_questions(world: World, qa: QAStage, n: int, others: list[dict], progress: bool, *, draw: int = 1,
-                     prefix: str = "fresh") -> list[dict]:
+def fresh_questions(
+    world: World, qa: QAStage, n: int, others: list[dict], progress: bool, *, draw: int = 1, prefix: str = "fresh"
+) -> list[dict]:
     """`n` new questions of the QA stage's recipes, in its proportions and at seeds it did not use (`draw` 1: the RL
     pool's, 2: the fresh held-out set's), that share no evidence entity but countries with `others`: entities a
     policy trained on those never saw. Their ids are `{prefix}-{tag}-{i}`."""

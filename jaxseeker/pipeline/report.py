@@ -35,42 +35,65 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
     lines = [f"# jaxseeker pipeline: {report['name']}", ""]
     w, qa = report.get("world", {}), report.get("qa", {})
     fresh = report.get("qa_fresh")
-    lines += [f"World: {w.get('entities')} entities, {w.get('pages')} pages, {w.get('relation_types')} relation types.",
-              f"Questions: train {qa.get('train')}, RL {qa.get('rl')}, test {qa.get('test')} "
-              f"(dropped for entity leakage: {qa.get('dropped_for_leakage')})"
-              + (f"; fresh held-out {fresh['test']}, on entities no split and no RL question holds" if fresh else "")
-              + ".",
-              f"Expert trajectories kept: {report.get('expert', {}).get('trajectories')}.",
-              f"SFT: final loss {_loss(report.get('sft', {}).get('final_loss'))}, "
-              f"eval loss {_loss(report.get('sft', {}).get('eval_loss'))}"
-              + _truncated(report.get("sft", {})) + "."]
+    lines += [
+        f"World: {w.get('entities')} entities, {w.get('pages')} pages, {w.get('relation_types')} relation types.",
+        f"Questions: train {qa.get('train')}, RL {qa.get('rl')}, test {qa.get('test')} "
+        f"(dropped for entity leakage: {qa.get('dropped_for_leakage')})"
+        + (f"; fresh held-out {fresh['test']}, on entities no split and no RL question holds" if fresh else "")
+        + ".",
+        f"Expert trajectories kept: {report.get('expert', {}).get('trajectories')}.",
+        f"SFT: final loss {_loss(report.get('sft', {}).get('final_loss'))}, "
+        f"eval loss {_loss(report.get('sft', {}).get('eval_loss'))}" + _truncated(report.get("sft", {})) + ".",
+    ]
     if "extend" in report:
         e = report["extend"]
-        lines.append(f"Context extension (rows of {e.get('seq_len')} tokens): final loss {_loss(e.get('final_loss'))}, "
-                     f"eval loss {_loss(e.get('eval_loss'))}" + _truncated(e) + ".")
+        lines.append(
+            f"Context extension (rows of {e.get('seq_len')} tokens): final loss {_loss(e.get('final_loss'))}, "
+            f"eval loss {_loss(e.get('eval_loss'))}" + _truncated(e) + "."
+        )
     for round_, stage in enumerate(rl_stages(report), start=1):
         rft = report[stage].get("rft")
         if rft:
             which = "" if round_ == 1 else f", round {round_} (from round {round_ - 1}'s policy)"
-            lines.append(f"RL by rejection-sampling fine-tuning{which}: {rft['right']} of {rft['episodes']} rollouts "
-                         f"right, {rft['kept']} kept ({rft['kept_questions']} of {rft['questions']} questions)"
-                         + (f", the loops of {rft['rejected_turns']} malformed turns of {rft['rejected']} episodes made "
-                            "unlikely" if rft.get("rejected") else "")
-                         + (f"; the policy is the weight mean of {report[stage]['seeds']} fine-tunes on their own data "
-                            "orders" if report[stage].get("seeds", 1) > 1 else "")
-                         + f"; final loss {_loss(report[stage].get('final_loss'))}, "
-                           f"eval loss {_loss(report[stage].get('eval_loss'))}.")
+            lines.append(
+                f"RL by rejection-sampling fine-tuning{which}: {rft['right']} of {rft['episodes']} rollouts "
+                f"right, {rft['kept']} kept ({rft['kept_questions']} of {rft['questions']} questions)"
+                + (
+                    f", the loops of {rft['rejected_turns']} malformed turns of {rft['rejected']} episodes made "
+                    "unlikely"
+                    if rft.get("rejected")
+                    else ""
+                )
+                + (
+                    f"; the policy is the weight mean of {report[stage]['seeds']} fine-tunes on their own data orders"
+                    if report[stage].get("seeds", 1) > 1
+                    else ""
+                )
+                + f"; final loss {_loss(report[stage].get('final_loss'))}, "
+                f"eval loss {_loss(report[stage].get('eval_loss'))}."
+            )
     lines.append("")
-    rows = [(name, report[key]) for name, key in (("zero-shot", "eval_base"), ("after SFT", "eval_sft"),
-                                                  ("after RL", "eval_rl")) if key in report]
+    rows = [
+        (name, report[key])
+        for name, key in (("zero-shot", "eval_base"), ("after SFT", "eval_sft"), ("after RL", "eval_rl"))
+        if key in report
+    ]
     if rows:
         levels = sorted({lvl for _, r in rows for lvl in r.get("by_level", {})})
         sets = [name for name in ("test", "fresh") if any(name in r.get("by_set", {}) for _, r in rows)]
-        lines.append(f"Held-out questions: {rows[0][1].get('questions')}"
-                     + (f" ({', '.join(sets)})" if len(sets) > 1 else "") + ".")
+        lines.append(
+            f"Held-out questions: {rows[0][1].get('questions')}"
+            + (f" ({', '.join(sets)})" if len(sets) > 1 else "")
+            + "."
+        )
         lines.append("")
-        lines.append("| policy | pass@1 | pass@k | invalid | " + " | ".join(f"{name} pass@1" for name in sets)
-                     + (" | " if sets else "") + " | ".join(f"L{lvl} pass@1" for lvl in levels) + " |")
+        lines.append(
+            "| policy | pass@1 | pass@k | invalid | "
+            + " | ".join(f"{name} pass@1" for name in sets)
+            + (" | " if sets else "")
+            + " | ".join(f"L{lvl} pass@1" for lvl in levels)
+            + " |"
+        )
         lines.append("|---" * (4 + len(sets) + len(levels)) + "|")
         for name, r in rows:
             cells = [_pct(r.get("pass_at_1")), _pct(r.get("pass_at_k")), _pct(r.get("invalid_rate"))]
@@ -78,14 +101,20 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
             cells += [_pct(r.get("by_level", {}).get(lvl, {}).get("pass_at_1")) for lvl in levels]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
-    for key, what in (("sft_change", "SFT (against the zero-shot policy)"), ("rl_change", "RL (against the SFT policy)")):
+    for key, what in (
+        ("sft_change", "SFT (against the zero-shot policy)"),
+        ("rl_change", "RL (against the SFT policy)"),
+    ):
         change = report.get(key)
         if change:
-            lines += [f"{what} changed {change['gained'] + change['lost']} of {change['questions']} held-out "
-                      f"questions: {change['gained']} gained, {change['lost']} lost (pass@1 "
-                      f"{100 * change['delta_pass_at_1']:+.1f} points, 95% CI {100 * change['ci95'][0]:+.1f} to "
-                      f"{100 * change['ci95'][1]:+.1f}; sign test p = {change['p_value']:.2g}, permutation p = "
-                      f"{change['p_permutation']:.2g}).", ""]
+            lines += [
+                f"{what} changed {change['gained'] + change['lost']} of {change['questions']} held-out "
+                f"questions: {change['gained']} gained, {change['lost']} lost (pass@1 "
+                f"{100 * change['delta_pass_at_1']:+.1f} points, 95% CI {100 * change['ci95'][0]:+.1f} to "
+                f"{100 * change['ci95'][1]:+.1f}; sign test p = {change['p_value']:.2g}, permutation p = "
+                f"{change['p_permutation']:.2g}).",
+                "",
+            ]
     lines.append("| stage | wall s |")
     lines.append("|---|---|")
     for stage, s in report.get("stage_wall_s", {}).items():

@@ -40,8 +40,10 @@ def write_pool(run: PipelineRun, out: Path) -> list[Path]:
         train = read_jsonl(run.qa_dir / "train.jsonl")
         write_jsonl(out / "train_questions.jsonl", random.Random(0).sample(train, min(r.train_questions, len(train))))
     if r.fresh_questions:  # questions on entities no split holds: RL on what SFT never saw, as the test is
-        write_jsonl(out / "fresh_questions.jsonl",
-                    fresh_questions(run.world, run.cfg.qa, r.fresh_questions, read_splits(run.qa_dir), run.progress))
+        write_jsonl(
+            out / "fresh_questions.jsonl",
+            fresh_questions(run.world, run.cfg.qa, r.fresh_questions, read_splits(run.qa_dir), run.progress),
+        )
     return pool_files(run, out)
 
 
@@ -51,15 +53,26 @@ def rft_stage(run: PipelineRun, start: Path, round_: int, pool: list[Path], out:
     malformed turns); with `rft_seeds` > 1, the policy is the weight mean of that many fine-tunes (a model soup)."""
     r, p = run.cfg.rl, run.cfg.policy
     questions = [q for path in pool for q in load_questions(path)]  # ids for rows without one
-    engine = policy_engine(run, start / "hf", SamplingConfig(temperature=r.temperature, top_p=run.cfg.eval.top_p,
-                                                             seed=r.seed + round_ - 1))
-    run_eval(engine, run.tokenizer, run.registry, questions, out / "rollouts", k=r.group_size,
-             config=rollout_config(run.cfg), progress=run.progress)
+    engine = policy_engine(
+        run, start / "hf", SamplingConfig(temperature=r.temperature, top_p=run.cfg.eval.top_p, seed=r.seed + round_ - 1)
+    )
+    run_eval(
+        engine,
+        run.tokenizer,
+        run.registry,
+        questions,
+        out / "rollouts",
+        k=r.group_size,
+        config=rollout_config(run.cfg),
+        progress=run.progress,
+    )
     records = read_jsonl(out / "rollouts" / "results.jsonl")
     kept = kept_trajectories(records, r.rft_per_question)
     if not kept:
-        raise RuntimeError(f"rl.method rft (round {round_}): none of the {len(records)} rollouts of {len(questions)} "
-                           "questions was right, well formed and ended by its answer; nothing to fine-tune on")
+        raise RuntimeError(
+            f"rl.method rft (round {round_}): none of the {len(records)} rollouts of {len(questions)} "
+            "questions was right, well formed and ended by its answer; nothing to fine-tune on"
+        )
     write_jsonl(out / "trajectories.jsonl", kept)
     run.runner.log(f"[{out.name}] rft keeps {len(kept)} right episodes of {len(records)}")
     rejected = rejected_trajectories(records) if r.rft_unlikelihood else []
@@ -69,11 +82,20 @@ def rft_stage(run: PipelineRun, start: Path, round_: int, pool: list[Path], out:
     seq_len = run.cfg.eval.max_context  # rows hold every episode whole
 
     def recipe(fine_tune: Path, seed: int) -> dict:
-        return sft_recipe(run, fine_tune, start_from(run, start / "hf"), seq_len=seq_len,
-                          batch_size=max(1, p.batch_size * p.seq_len // seq_len), steps=r.steps, lr=r.lr, min_lr=r.lr,
-                          warmup_steps=max(1, r.steps // 30), seed=seed,
-                          train_files=(out / "trajectories.jsonl",) + ((out / "rejected.jsonl",) if rejected else ()),
-                          unlikelihood=r.rft_unlikelihood if rejected else 0.0)
+        return sft_recipe(
+            run,
+            fine_tune,
+            start_from(run, start / "hf"),
+            seq_len=seq_len,
+            batch_size=max(1, p.batch_size * p.seq_len // seq_len),
+            steps=r.steps,
+            lr=r.lr,
+            min_lr=r.lr,
+            warmup_steps=max(1, r.steps // 30),
+            seed=seed,
+            train_files=(out / "trajectories.jsonl",) + ((out / "rejected.jsonl",) if rejected else ()),
+            unlikelihood=r.rft_unlikelihood if rejected else 0.0,
+        )
 
     counts = {"rft": rft_counts(records, kept, rejected)}
     if r.rft_seeds == 1:
@@ -81,9 +103,10 @@ def rft_stage(run: PipelineRun, start: Path, round_: int, pool: list[Path], out:
     # A model soup: fine-tune 1 runs in `out` itself, fine-tune k >= 2 under seeds/k, each on its own data order;
     # fine-tune k's export is seeds/k/hf and the policy, out/hf, is their weight mean.
     seeds = [out / "seeds" / str(k) for k in range(1, r.rft_seeds + 1)]
-    summaries = [sft_summary(run, fine_tune, recipe(fine_tune, 1 + round_ + 10 * k), "eval.max_context",
-                             hf=seed / "hf")
-                 for k, (fine_tune, seed) in enumerate(zip([out] + seeds[1:], seeds))]
+    summaries = [
+        sft_summary(run, fine_tune, recipe(fine_tune, 1 + round_ + 10 * k), "eval.max_context", hf=seed / "hf")
+        for k, (fine_tune, seed) in enumerate(zip([out] + seeds[1:], seeds))
+    ]
     average_hf([seed / "hf" for seed in seeds], out / "hf")
     run.runner.log(f"[{out.name}] the policy is the weight mean of {len(seeds)} fine-tunes (seeds/*/hf)")
     return summaries[0] | counts | {"seeds": len(seeds), "seed_final_losses": [s["final_loss"] for s in summaries]}
@@ -97,24 +120,50 @@ def pg_stage(run: PipelineRun, start: Path, out: Path) -> dict:
     recipe = {
         "name": f"{cfg.name}-rl",
         "model": start_from(run, start / "hf"),
-        "optimizer": {"lr": r.lr, "min_lr": r.lr, "warmup_steps": 0, "weight_decay": 0.0, "clip_norm": 1.0,
-                      "eps": r.adam_eps},
-        "rl": {"questions": [str(path) for path in write_pool(run, out)], "steps": r.steps,
-               "batch_questions": r.questions_per_step, "group_size": r.group_size, "selection": r.selection,
-               "dupo_filter_rollouts": r.group_size, "chunk_size": 256, "pack": True, "seed": r.seed,
-               "epochs": r.epochs, "checkpoint_every": max(1, r.steps // 2), "out_dir": str(out),
-               "kl_coef": r.kl_coef, "advantage": r.advantage,
-               # DAPO / DUPO keep the groups whose answers are neither all right nor all wrong; the evidence reward's
-               # partial credit makes a group of wrong answers informative too
-               "filter_metric": "reward" if r.reward == "evidence" else "correct",
-               "objective_kwargs": {"negative_weight": r.negative_weight}},
-        "rollout": {"max_context_tokens": rc.max_context_tokens, "max_tokens_per_turn": rc.max_tokens_per_turn,
-                    "answer_reserve_tokens": rc.answer_reserve_tokens, "max_tool_calls": rc.max_tool_calls,
-                    "date": rc.date, "prompt": rc.prompt},
+        "optimizer": {
+            "lr": r.lr,
+            "min_lr": r.lr,
+            "warmup_steps": 0,
+            "weight_decay": 0.0,
+            "clip_norm": 1.0,
+            "eps": r.adam_eps,
+        },
+        "rl": {
+            "questions": [str(path) for path in write_pool(run, out)],
+            "steps": r.steps,
+            "batch_questions": r.questions_per_step,
+            "group_size": r.group_size,
+            "selection": r.selection,
+            "dupo_filter_rollouts": r.group_size,
+            "chunk_size": 256,
+            "pack": True,
+            "seed": r.seed,
+            "epochs": r.epochs,
+            "checkpoint_every": max(1, r.steps // 2),
+            "out_dir": str(out),
+            "kl_coef": r.kl_coef,
+            "advantage": r.advantage,
+            # DAPO / DUPO keep the groups whose answers are neither all right nor all wrong; the evidence reward's
+            # partial credit makes a group of wrong answers informative too
+            "filter_metric": "reward" if r.reward == "evidence" else "correct",
+            "objective_kwargs": {"negative_weight": r.negative_weight},
+        },
+        "rollout": {
+            "max_context_tokens": rc.max_context_tokens,
+            "max_tokens_per_turn": rc.max_tokens_per_turn,
+            "answer_reserve_tokens": rc.answer_reserve_tokens,
+            "max_tool_calls": rc.max_tool_calls,
+            "date": rc.date,
+            "prompt": rc.prompt,
+        },
         "engine": {"min_window": 512},
         "sampling": {"temperature": r.temperature},
-        "tools": {"enabled": list(tools.enabled), "top_k": tools.top_k, "visit": dataclasses.asdict(tools.visit),
-                  "title_first": tools.title_first},
+        "tools": {
+            "enabled": list(tools.enabled),
+            "top_k": tools.top_k,
+            "visit": dataclasses.asdict(tools.visit),
+            "title_first": tools.title_first,
+        },
         "world": cfg.world.spec(),
         "reward": {"fn": r.reward, "judge": "em"},
     }

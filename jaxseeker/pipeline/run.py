@@ -25,8 +25,10 @@ from jaxseeker.pipeline.stages import StageRunner, StopAfter, fingerprint
 from jaxseeker.tools import build_registry
 from jaxseeker.world import build_world
 
-def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progress: bool = True,
-                 until: str | None = None) -> dict:
+
+def run_pipeline(
+    cfg: PipelineConfig, root: str | Path | None = None, *, progress: bool = True, until: str | None = None
+) -> dict:
     """Run (or resume) every stage, or those up to `until`; returns the report dict (also `report.json` and
     `report.md`)."""
     if until is not None and until not in cfg.stages():
@@ -34,10 +36,14 @@ def run_pipeline(cfg: PipelineConfig, root: str | Path | None = None, *, progres
     root = Path(root or f"runs/{cfg.name}")
     runner = StageRunner(root, until=None if until == cfg.stages()[-1] else until)  # the last: the whole run
     report: dict[str, Any] = {"name": cfg.name, "config": dataclasses.asdict(cfg)}
-    world = build_world(cfg.world.source, size=cfg.world.size, seed=cfg.world.seed,
-                        countries=cfg.world.countries or None)
-    report["world"] = {"entities": len(world), "pages": len(world.corpus),
-                       "relation_types": len(world.relation_types())}
+    world = build_world(
+        cfg.world.source, size=cfg.world.size, seed=cfg.world.seed, countries=cfg.world.countries or None
+    )
+    report["world"] = {
+        "entities": len(world),
+        "pages": len(world.corpus),
+        "relation_types": len(world.relation_types()),
+    }
     run = PipelineRun(cfg, root, runner, progress, world, build_registry(cfg.tools.config(), corpus=world.corpus))
     try:
         _run_stages(run, report)
@@ -79,14 +85,29 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
         _stage(run, report, "tokenizer", start_key, data_stages.tokenizer_stage)
         run.tokenizer = load_tokenizer(root / "tokenizer")
         if p.copy_warmup_steps:
-            start_key = fingerprint(start_key, train_stages.scratch_shape(cfg), p.copy_warmup_steps,
-                                    p.copy_warmup_target_loss, p.copy_warmup_layers, p.lr,
-                                    p.copy_warmup_rows or p.batch_size, p.copy_warmup_digit_rate, p.copy_warmup_gap)
+            start_key = fingerprint(
+                start_key,
+                train_stages.scratch_shape(cfg),
+                p.copy_warmup_steps,
+                p.copy_warmup_target_loss,
+                p.copy_warmup_layers,
+                p.lr,
+                p.copy_warmup_rows or p.batch_size,
+                p.copy_warmup_digit_rate,
+                p.copy_warmup_gap,
+            )
             _stage(run, report, "warmup", start_key, train_stages.warmup_stage, resumable=True)
     eval_key = fingerprint(cfg.eval.rollouts(), fresh_key)
     if p.init and cfg.eval.zero_shot:
-        _stage(run, report, "eval_base", fingerprint(policy_key, eval_key), eval_stages.eval_stage, run.init_dir,
-               resumable=True)
+        _stage(
+            run,
+            report,
+            "eval_base",
+            fingerprint(policy_key, eval_key),
+            eval_stages.eval_stage,
+            run.init_dir,
+            resumable=True,
+        )
     later = ("extend_steps", "extend_seq_len", "copy_warmup_rows")  # the extension's own key; the warm-up's
     sft_key = fingerprint(start_key, expert_key, {k: v for k, v in dataclasses.asdict(p).items() if k not in later})
     _stage(run, report, "sft", sft_key, train_stages.sft_stage, resumable=True)
@@ -95,14 +116,23 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
         policy_key = fingerprint(sft_key, p.extend_steps, p.extend_seq_len)
         _stage(run, report, "extend", policy_key, train_stages.extend_stage, resumable=True)
         policy_dir = root / "extend"
-    _stage(run, report, "eval_sft", fingerprint(policy_key, eval_key), eval_stages.eval_stage, policy_dir / "hf",
-           resumable=True)
+    _stage(
+        run,
+        report,
+        "eval_sft",
+        fingerprint(policy_key, eval_key),
+        eval_stages.eval_stage,
+        policy_dir / "hf",
+        resumable=True,
+    )
     if "eval_base" in keys:
-        report["sft_change"] = compare_results(root / "eval_base" / "results.jsonl",
-                                               root / "eval_sft" / "results.jsonl", cfg.eval.k)
+        report["sft_change"] = compare_results(
+            root / "eval_base" / "results.jsonl", root / "eval_sft" / "results.jsonl", cfg.eval.k
+        )
     r = cfg.rl
-    rl_key = fingerprint(policy_key, {k: v for k, v in dataclasses.asdict(r).items() if k != "rft_rounds"},
-                         cfg.eval.limits())
+    rl_key = fingerprint(
+        policy_key, {k: v for k, v in dataclasses.asdict(r).items() if k != "rft_rounds"}, cfg.eval.limits()
+    )
     if r.method == "rft":
         _stage(run, report, "rl", rl_key, _first_rft_round, policy_dir, resumable=True)
     else:
@@ -110,13 +140,22 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
     rl_dir = root / "rl"
     for round_, name in enumerate(r.stages()[1:], start=2):  # later rft rounds, each from the last one's policy
         rl_key = fingerprint(rl_key, round_)
-        _stage(run, report, name, rl_key, rl_stages.rft_stage, rl_dir, round_, rl_stages.pool_files(run, root / "rl"),
-               resumable=True)
+        _stage(
+            run,
+            report,
+            name,
+            rl_key,
+            rl_stages.rft_stage,
+            rl_dir,
+            round_,
+            rl_stages.pool_files(run, root / "rl"),
+            resumable=True,
+        )
         rl_dir = root / name
-    _stage(run, report, "eval_rl", fingerprint(rl_key, eval_key), eval_stages.eval_stage, rl_dir / "hf",
-           resumable=True)
-    report["rl_change"] = compare_results(root / "eval_sft" / "results.jsonl", root / "eval_rl" / "results.jsonl",
-                                          cfg.eval.k)
+    _stage(run, report, "eval_rl", fingerprint(rl_key, eval_key), eval_stages.eval_stage, rl_dir / "hf", resumable=True)
+    report["rl_change"] = compare_results(
+        root / "eval_sft" / "results.jsonl", root / "eval_rl" / "results.jsonl", cfg.eval.k
+    )
 
 
 def _first_rft_round(run: PipelineRun, start: Path, out: Path) -> dict:

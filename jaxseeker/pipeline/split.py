@@ -26,7 +26,7 @@ def split_questions(
         if len(rl) < n_rl:
             rl.append(r)
             rl_ents |= evidence_entities(r, hub_ids)
-    for r in rest[len(rl):]:
+    for r in rest[len(rl) :]:
         if not evidence_entities(r, hub_ids) & rl_ents:
             train.append(r)
     return {"train": train, "rl": rl, "test": test, "dropped": len(records) - len(train) - len(rl) - len(test)}

@@ -20,10 +20,20 @@ from jaxseeker.train.sft import run_sft
 def scratch_shape(cfg: PipelineConfig) -> dict[str, Any]:
     """The ModelConfig fields of a from-scratch policy (Qwen3 architecture, the policy section's shape)."""
     p = cfg.policy
-    return {"model_type": "qwen3", "vocab_size": p.vocab_size, "hidden_size": p.hidden_size,
-            "num_layers": p.num_layers, "num_heads": p.num_heads, "num_kv_heads": p.num_kv_heads,
-            "head_dim": p.head_dim, "intermediate_size": p.intermediate_size, "rope_theta": p.rope_theta,
-            "initializer_range": 0.02, "max_position_embeddings": 4096, "attention_impl": "blocked"}
+    return {
+        "model_type": "qwen3",
+        "vocab_size": p.vocab_size,
+        "hidden_size": p.hidden_size,
+        "num_layers": p.num_layers,
+        "num_heads": p.num_heads,
+        "num_kv_heads": p.num_kv_heads,
+        "head_dim": p.head_dim,
+        "intermediate_size": p.intermediate_size,
+        "rope_theta": p.rope_theta,
+        "initializer_range": 0.02,
+        "max_position_embeddings": 4096,
+        "attention_impl": "blocked",
+    }
 
 
 def start_from(run: PipelineRun, hf_dir: Path | None) -> dict[str, Any]:
@@ -40,9 +50,21 @@ def names_file(run: PipelineRun) -> str:
     return str(run.root / "sft" / "name_pool.tsv") if run.cfg.policy.permute_names else ""
 
 
-def sft_recipe(run: PipelineRun, out: Path, start: dict, *, seq_len: int, batch_size: int, steps: int, lr: float,
-               min_lr: float, warmup_steps: int, seed: int, train_files: tuple[Path, ...] = (),
-               unlikelihood: float = 0.0) -> dict:
+def sft_recipe(
+    run: PipelineRun,
+    out: Path,
+    start: dict,
+    *,
+    seq_len: int,
+    batch_size: int,
+    steps: int,
+    lr: float,
+    min_lr: float,
+    warmup_steps: int,
+    seed: int,
+    train_files: tuple[Path, ...] = (),
+    unlikelihood: float = 0.0,
+) -> dict:
     """A `jaxseeker sft` recipe over `train_files` (default the expert trajectories) with the policy section's
     data choices (`unlikelihood`: `data.unlikelihood_weight`, for rejected turns)."""
     p = run.cfg.policy
@@ -50,15 +72,31 @@ def sft_recipe(run: PipelineRun, out: Path, start: dict, *, seq_len: int, batch_
     return {
         "name": "-".join((run.cfg.name, *out.relative_to(run.root).parts)),  # e.g. demo-sft, demo-rl-seeds-2
         "model": start,
-        "data": {"seq_len": seq_len, "batch_size": batch_size, "seed": seed, "num_threads": 0, "packing_bins": 64,
-                 "context_weight": p.context_weight, "permute_digits": p.permute_digits, "name_pool": names_file(run),
-                 "copy_rate": p.copy_replay, "copy_digit_rate": p.copy_warmup_digit_rate,
-                 "copy_gap": p.copy_warmup_gap} | ({"unlikelihood_weight": unlikelihood} if unlikelihood else {}),
+        "data": {
+            "seq_len": seq_len,
+            "batch_size": batch_size,
+            "seed": seed,
+            "num_threads": 0,
+            "packing_bins": 64,
+            "context_weight": p.context_weight,
+            "permute_digits": p.permute_digits,
+            "name_pool": names_file(run),
+            "copy_rate": p.copy_replay,
+            "copy_digit_rate": p.copy_warmup_digit_rate,
+            "copy_gap": p.copy_warmup_gap,
+        }
+        | ({"unlikelihood_weight": unlikelihood} if unlikelihood else {}),
         "optimizer": {"lr": lr, "min_lr": min_lr, "warmup_steps": warmup_steps, "weight_decay": 0.01},
-        "train": {"train_files": [str(f) for f in train_files or (run.root / "expert" / "trajectories.jsonl",)],
-                  "tokenizer": str(tokenizer), "steps": steps, "log_every": max(1, steps // 50),
-                  "checkpoint_every": max(1, steps // 4), "eval_fraction": 0.05, "out_dir": str(out),
-                  "chunk_size": 256},
+        "train": {
+            "train_files": [str(f) for f in train_files or (run.root / "expert" / "trajectories.jsonl",)],
+            "tokenizer": str(tokenizer),
+            "steps": steps,
+            "log_every": max(1, steps // 50),
+            "checkpoint_every": max(1, steps // 4),
+            "eval_fraction": 0.05,
+            "out_dir": str(out),
+            "chunk_size": 256,
+        },
     }
 
 
@@ -69,11 +107,14 @@ def sft_summary(run: PipelineRun, out: Path, recipe: dict, key: str, hf: Path | 
     summary = run_sft(recipe, resume=True, progress=run.progress)
     export_hf(out, hf or out / "hf")
     if summary["truncated"]:
-        run.runner.log(f"[{out.relative_to(run.root)}] {summary['truncated']} trajectory draws were cut at {key}="
-                       f"{seq_len} tokens: their ends were never trained, while rollouts run to eval.max_context="
-                       f"{run.cfg.eval.max_context}")
-    return {k: summary.get(k) for k in ("final_loss", "eval_loss", "trained_tokens", "parameters", "truncated",
-                                        "wall_s")} | {"seq_len": seq_len}
+        run.runner.log(
+            f"[{out.relative_to(run.root)}] {summary['truncated']} trajectory draws were cut at {key}="
+            f"{seq_len} tokens: their ends were never trained, while rollouts run to eval.max_context="
+            f"{run.cfg.eval.max_context}"
+        )
+    return {
+        k: summary.get(k) for k in ("final_loss", "eval_loss", "trained_tokens", "parameters", "truncated", "wall_s")
+    } | {"seq_len": seq_len}
 
 
 def warmup_stage(run: PipelineRun, out: Path) -> dict:
@@ -82,12 +123,22 @@ def warmup_stage(run: PipelineRun, out: Path) -> dict:
     p = run.cfg.policy
     policy = model.ModelConfig(**scratch_shape(run.cfg))
     shallow = dataclasses.replace(policy, num_layers=p.copy_warmup_layers or p.num_layers)
-    return run_copy_warmup(shallow, ordinary_ids(run.tokenizer), out / "hf", steps=p.copy_warmup_steps, lr=p.lr,
-                           rows=p.copy_warmup_rows or p.batch_size, target_loss=p.copy_warmup_target_loss,
-                           grow_to=policy if shallow != policy else None, progress=run.progress,
-                           digits=digit_ids(run.tokenizer) if p.copy_warmup_digit_rate else None,
-                           digit_rate=p.copy_warmup_digit_rate, max_gap=p.copy_warmup_gap,
-                           checkpoint_dir=out / "checkpoints", save_every=max(1, p.copy_warmup_steps // 8))
+    return run_copy_warmup(
+        shallow,
+        ordinary_ids(run.tokenizer),
+        out / "hf",
+        steps=p.copy_warmup_steps,
+        lr=p.lr,
+        rows=p.copy_warmup_rows or p.batch_size,
+        target_loss=p.copy_warmup_target_loss,
+        grow_to=policy if shallow != policy else None,
+        progress=run.progress,
+        digits=digit_ids(run.tokenizer) if p.copy_warmup_digit_rate else None,
+        digit_rate=p.copy_warmup_digit_rate,
+        max_gap=p.copy_warmup_gap,
+        checkpoint_dir=out / "checkpoints",
+        save_every=max(1, p.copy_warmup_steps // 8),
+    )
 
 
 def sft_stage(run: PipelineRun, out: Path) -> dict:
@@ -96,8 +147,18 @@ def sft_stage(run: PipelineRun, out: Path) -> dict:
     start = run.init_dir if run.init_dir is not None else (run.root / "warmup" / "hf" if p.copy_warmup_steps else None)
     if p.permute_names:
         write_name_pool(run.world, [qa_dir / "test.jsonl", qa_dir / "rl.jsonl"], out / "name_pool.tsv")
-    recipe = sft_recipe(run, out, start_from(run, start), seq_len=p.seq_len, batch_size=p.batch_size, steps=p.steps,
-                        lr=p.lr, min_lr=p.lr / 10, warmup_steps=max(1, p.steps // 20), seed=0)
+    recipe = sft_recipe(
+        run,
+        out,
+        start_from(run, start),
+        seq_len=p.seq_len,
+        batch_size=p.batch_size,
+        steps=p.steps,
+        lr=p.lr,
+        min_lr=p.lr / 10,
+        warmup_steps=max(1, p.steps // 20),
+        seed=0,
+    )
     return sft_summary(run, out, recipe, "policy.seq_len")
 
 
@@ -108,7 +169,16 @@ def extend_stage(run: PipelineRun, out: Path) -> dict:
     p = run.cfg.policy
     extend_len = p.extend_seq_len or run.cfg.eval.max_context
     rows = max(1, p.batch_size * p.seq_len // extend_len)
-    recipe = sft_recipe(run, out, start_from(run, run.root / "sft" / "hf"), seq_len=extend_len, batch_size=rows,
-                        steps=p.extend_steps, lr=p.lr / 10, min_lr=p.lr / 10,
-                        warmup_steps=max(1, p.extend_steps // 30), seed=1)
+    recipe = sft_recipe(
+        run,
+        out,
+        start_from(run, run.root / "sft" / "hf"),
+        seq_len=extend_len,
+        batch_size=rows,
+        steps=p.extend_steps,
+        lr=p.lr / 10,
+        min_lr=p.lr / 10,
+        warmup_steps=max(1, p.extend_steps // 30),
+        seed=1,
+    )
     return sft_summary(run, out, recipe, "policy.extend_seq_len")

@@ -8,6 +8,20 @@ from .shape import EngineShape
 from .text import TextStream
 
 __all__ = [
-    "Background", "Choice", "ConnectionLimits", "EngineShape", "Job", "QueueFull", "Scheduler", "SchedulerDown",
-    "Served", "TextStream", "Update", "build_served", "create_app", "eos_ids", "load_policy", "serve_forever",
+    "Background",
+    "Choice",
+    "ConnectionLimits",
+    "EngineShape",
+    "Job",
+    "QueueFull",
+    "Scheduler",
+    "SchedulerDown",
+    "Served",
+    "TextStream",
+    "Update",
+    "build_served",
+    "create_app",
+    "eos_ids",
+    "load_policy",
+    "serve_forever",
 ]

@@ -59,7 +59,8 @@ class Served:
     # Prompts are rendered and tokenized off the event loop, one at a time: a fast tokenizer used from two threads
     # at once can fail ("Already borrowed") while one of them changes its truncation settings.
     tokenizing: ThreadPoolExecutor = dataclasses.field(
-        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="tokenize"), repr=False, compare=False)
+        default_factory=lambda: ThreadPoolExecutor(1, thread_name_prefix="tokenize"), repr=False, compare=False
+    )
 
     @property
     def max_body_bytes(self) -> int:
@@ -97,14 +98,17 @@ def _check_auth(served: Served, request: Request) -> None:
     given = request.headers.get("authorization", "")
     scheme, _, key = given.partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), served.api_key.encode()):
-        raise APIError(401, "Incorrect or missing API key: send 'Authorization: Bearer <key>'.",
-                       code="invalid_api_key")
+        raise APIError(401, "Incorrect or missing API key: send 'Authorization: Bearer <key>'.", code="invalid_api_key")
 
 
 def _check_model(served: Served, model: str) -> None:
     if model != served.model_name:
-        raise APIError(404, f"The model {protocol.show(model)} does not exist; this server serves "
-                       f"{served.model_name!r}.", param="model", code="model_not_found")
+        raise APIError(
+            404,
+            f"The model {protocol.show(model)} does not exist; this server serves {served.model_name!r}.",
+            param="model",
+            code="model_not_found",
+        )
 
 
 async def _body(served: Served, request: Request) -> Any:
@@ -112,11 +116,17 @@ async def _body(served: Served, request: Request) -> Any:
     media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if media_type != "application/json":
         got = protocol.show(media_type) if media_type else "no Content-Type"
-        raise APIError(415, f"The request body must be JSON sent with 'Content-Type: application/json', got {got}.",
-                       code="unsupported_media_type")
+        raise APIError(
+            415,
+            f"The request body must be JSON sent with 'Content-Type: application/json', got {got}.",
+            code="unsupported_media_type",
+        )
     limit = served.max_body_bytes
-    too_large = APIError(413, f"The request body exceeds the {limit} bytes this server reads (its context is "
-                         f"{served.max_len} tokens).", code="request_too_large")
+    too_large = APIError(
+        413,
+        f"The request body exceeds the {limit} bytes this server reads (its context is {served.max_len} tokens).",
+        code="request_too_large",
+    )
     if int(request.headers.get("content-length") or 0) > limit:  # h11 has checked that it is a number
         raise too_large
     raw = bytearray()
@@ -137,20 +147,37 @@ def _choices(served: Served, params: Params, prompts: list[list[int]], prompt_pa
         room = served.max_len - len(prompt)
         wanted = params.max_tokens if params.max_tokens is not None else room
         if room < 1 or wanted > room:
-            asked = (f"your prompt has {len(prompt)} tokens, leaving no room for a completion" if wanted < 1 else
-                     f"you requested {len(prompt) + wanted} tokens ({len(prompt)} in the prompt, {wanted} in the "
-                     "completion)")
+            asked = (
+                f"your prompt has {len(prompt)} tokens, leaving no room for a completion"
+                if wanted < 1
+                else f"you requested {len(prompt) + wanted} tokens ({len(prompt)} in the prompt, {wanted} in the "
+                "completion)"
+            )
             raise APIError(
-                400, f"This model's maximum context length is {served.max_len} tokens. However, {asked}. "
+                400,
+                f"This model's maximum context length is {served.max_len} tokens. However, {asked}. "
                 "Please reduce the prompt or the completion length.",
                 param=prompt_param if params.max_tokens is None else "max_tokens",
-                code="context_length_exceeded")
+                code="context_length_exceeded",
+            )
         for j in range(params.n):
             index = p * params.n + j
-            sampling = SamplingConfig(temperature=params.temperature, top_p=params.top_p, top_k=params.top_k,
-                                      seed=choice_seed(params.seed, index))
-            choices.append(Choice(index, prompt, wanted, sampling, TextStream(served.decode, params.stop),
-                                  ignore_eos=params.ignore_eos))
+            sampling = SamplingConfig(
+                temperature=params.temperature,
+                top_p=params.top_p,
+                top_k=params.top_k,
+                seed=choice_seed(params.seed, index),
+            )
+            choices.append(
+                Choice(
+                    index,
+                    prompt,
+                    wanted,
+                    sampling,
+                    TextStream(served.decode, params.stop),
+                    ignore_eos=params.ignore_eos,
+                )
+            )
     return choices
 
 
@@ -171,8 +198,9 @@ class _Run:
         try:
             served.scheduler.submit(self.job)
         except QueueFull as exc:
-            raise APIError(429, f"The server is busy: {exc}. Retry later.", type="requests",
-                           code="rate_limit_exceeded") from None
+            raise APIError(
+                429, f"The server is busy: {exc}. Retry later.", type="requests", code="rate_limit_exceeded"
+            ) from None
         except SchedulerDown as exc:
             raise APIError(503, f"The model is not available: {exc}", type="server_error") from None
 
@@ -187,19 +215,26 @@ class _Run:
             yield update
 
 
-async def _complete(served: Served, request: Request, params: Params, prompts: list[list[int]], *, chat: bool
-                    ) -> Response:
+async def _complete(
+    served: Served, request: Request, params: Params, prompts: list[list[int]], *, chat: bool
+) -> Response:
     choices = _choices(served, params, prompts, "messages" if chat else "prompt")
     if len(choices) > served.scheduler.max_queue:
-        raise APIError(400, f"{len(choices)} completions (n × prompts) exceed the {served.scheduler.max_queue} the "
-                       "server can queue", param="n")
+        raise APIError(
+            400,
+            f"{len(choices)} completions (n × prompts) exceed the {served.scheduler.max_queue} the server can queue",
+            param="n",
+        )
     run = _Run(served, choices)
     kind = "chat.completion" if chat else "text_completion"
     response_id = ("chatcmpl-" if chat else "cmpl-") + run.job.id
     usage = Usage(prompt_tokens=sum(len(p) for p in prompts) * params.n)
     if params.stream:
-        return StreamingResponse(_stream(served, run, params, response_id, usage, chat=chat),
-                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return StreamingResponse(
+            _stream(served, run, params, response_id, usage, chat=chat),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+        )
     texts: dict[int, list[str]] = {c.index: [] for c in choices}
     tokens: dict[int, tuple[list[int], list[float]]] = {c.index: ([], []) for c in choices}
     reasons: dict[int, str] = {}
@@ -225,8 +260,7 @@ async def _complete(served: Served, request: Request, params: Params, prompts: l
     work.result()
     out = []
     for index in sorted(texts):
-        logprobs = (protocol.logprobs_json(*tokens[index], _token_text(served), chat=chat)
-                    if params.logprobs else None)
+        logprobs = protocol.logprobs_json(*tokens[index], _token_text(served), chat=chat) if params.logprobs else None
         out.append(protocol.choice_json(index, "".join(texts[index]), reasons[index], logprobs, chat=chat))
     return JSONResponse(protocol.response_json(kind, response_id, params.model, out, usage))
 
@@ -239,23 +273,27 @@ def _sse(obj: Any) -> str:
     return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n"
 
 
-async def _stream(served: Served, run: _Run, params: Params, response_id: str, usage: Usage, *, chat: bool
-                  ) -> AsyncIterator[str]:
+async def _stream(
+    served: Served, run: _Run, params: Params, response_id: str, usage: Usage, *, chat: bool
+) -> AsyncIterator[str]:
     """The server-sent events of a streamed response; closing it (the client left) cancels the job."""
     kind = "chat.completion.chunk" if chat else "text_completion"
     created = int(time.time())
     offsets: dict[int, int] = {}
     try:
         if chat:
-            firsts = [protocol.choice_json(c.index, "", None, None, chat=True, delta=True, first=True)
-                      for c in run.job.choices]
+            firsts = [
+                protocol.choice_json(c.index, "", None, None, chat=True, delta=True, first=True)
+                for c in run.job.choices
+            ]
             yield _sse(protocol.response_json(kind, response_id, params.model, firsts, None, created))
         try:
             async for u in run.updates():
                 logprobs = None
                 if params.logprobs:
-                    logprobs = protocol.logprobs_json(u.tokens, u.logprobs, _token_text(served), chat=chat,
-                                                      offset=offsets.get(u.index, 0))
+                    logprobs = protocol.logprobs_json(
+                        u.tokens, u.logprobs, _token_text(served), chat=chat, offset=offsets.get(u.index, 0)
+                    )
                 offsets[u.index] = offsets.get(u.index, 0) + len(u.text)
                 usage.completion_tokens += u.completion_tokens
                 choice = protocol.choice_json(u.index, u.text, u.finish_reason, logprobs, chat=chat, delta=True)
@@ -318,8 +356,13 @@ async def _completions(served: Served, request: Request) -> Response:
 
 
 def _model_card(served: Served) -> dict[str, Any]:
-    return {"id": served.model_name, "object": "model", "created": 0, "owned_by": "jaxseeker",
-            "max_model_len": served.max_len}
+    return {
+        "id": served.model_name,
+        "object": "model",
+        "created": 0,
+        "owned_by": "jaxseeker",
+        "max_model_len": served.max_len,
+    }
 
 
 async def _models(served: Served, request: Request) -> Response:
@@ -333,14 +376,23 @@ async def _model(served: Served, request: Request) -> Response:
 
 async def _health(served: Served, request: Request) -> Response:
     failure = served.scheduler.failure
-    status = {"status": "ok" if failure is None else "failed", "model": served.model_name, "max_len": served.max_len,
-              **served.scheduler.stats()}
+    status = {
+        "status": "ok" if failure is None else "failed",
+        "model": served.model_name,
+        "max_len": served.max_len,
+        **served.scheduler.stats(),
+    }
     return JSONResponse(status, status_code=200 if failure is None else 503)
 
 
 async def _http_error(request: Request, exc: HTTPException) -> Response:
-    return _error_response(APIError(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}",
-                                    code="not_found" if exc.status_code == 404 else None))
+    return _error_response(
+        APIError(
+            exc.status_code,
+            f"{request.method} {request.url.path}: {exc.detail}",
+            code="not_found" if exc.status_code == 404 else None,
+        )
+    )
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:

@@ -19,8 +19,10 @@ from jaxseeker.serve.shape import EngineShape
 if TYPE_CHECKING:  # jax loads when the benchmark runs, so `jaxseeker bench serve --help` is quick
     from jaxseeker.generation import Engine
 
-WORDS = ("the river town bridge arches founded weaver glass village chapel north south long short blue question "
-         "answer search visit page year people water stone tower market road hill").split()
+WORDS = (
+    "the river town bridge arches founded weaver glass village chapel north south long short blue question "
+    "answer search visit page year people water stone tower market road hill"
+).split()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,9 +53,14 @@ def random_policy(shape: ServeBenchShape, out: Path) -> Path:
     from jaxseeker.data import train_tokenizer
 
     cfg = model.ModelConfig(
-        model_type="qwen3", vocab_size=shape.vocab_size, hidden_size=shape.hidden_size,
-        intermediate_size=shape.intermediate_size, num_layers=shape.num_layers, num_heads=shape.num_heads,
-        num_kv_heads=shape.num_kv_heads, head_dim=shape.hidden_size // shape.num_heads,
+        model_type="qwen3",
+        vocab_size=shape.vocab_size,
+        hidden_size=shape.hidden_size,
+        intermediate_size=shape.intermediate_size,
+        num_layers=shape.num_layers,
+        num_heads=shape.num_heads,
+        num_kv_heads=shape.num_kv_heads,
+        head_dim=shape.hidden_size // shape.num_heads,
         max_position_embeddings=max(shape.max_len, 512),
     )
     rng = np.random.default_rng(shape.seed)
@@ -90,8 +97,15 @@ def _prompts(encode, shape: ServeBenchShape, n: int) -> list[list[int]]:
 async def _client(http, url: str, model: str, prompts: list[list[int]], max_tokens: int, out: list[dict]) -> None:
     """Send `prompts` one after the other as streamed completions; record TTFT, latency and tokens of each."""
     for prompt in prompts:
-        body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 1.0, "ignore_eos": True,
-                "stream": True, "stream_options": {"include_usage": True}}
+        body = {
+            "model": model,
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "temperature": 1.0,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         start = time.perf_counter()
         first, tokens = None, 0
         async with http.stream("POST", url, json=body) as response:
@@ -115,16 +129,22 @@ async def _load(base_url: str, model: str, prompts: list[list[int]], clients: in
     limits = httpx.Limits(max_connections=clients + 4)
     async with httpx.AsyncClient(base_url=base_url, timeout=600, limits=limits) as http:
         start = time.perf_counter()
-        await asyncio.gather(*(_client(http, "/v1/completions", model, prompts[i::clients], max_tokens, records)
-                               for i in range(clients)))
+        await asyncio.gather(
+            *(_client(http, "/v1/completions", model, prompts[i::clients], max_tokens, records) for i in range(clients))
+        )
         wall = time.perf_counter() - start
     latencies = sorted(r["latency_s"] for r in records)
     tokens = sum(r["tokens"] for r in records)
     return {
-        "clients": clients, "requests": len(records), "wall_s": wall, "requests_per_s": len(records) / wall,
-        "tokens": tokens, "tokens_per_s": tokens / wall,
+        "clients": clients,
+        "requests": len(records),
+        "wall_s": wall,
+        "requests_per_s": len(records) / wall,
+        "tokens": tokens,
+        "tokens_per_s": tokens / wall,
         "ttft_p50_s": statistics.median(r["ttft_s"] for r in records),
-        "latency_p50_s": statistics.median(latencies), "latency_p95_s": latencies[int(0.95 * (len(latencies) - 1))],
+        "latency_p50_s": statistics.median(latencies),
+        "latency_p95_s": latencies[int(0.95 * (len(latencies) - 1))],
     }
 
 
@@ -157,8 +177,13 @@ def _bare_engine(engine: Engine, prompts: list[list[int]], max_tokens: int) -> d
     start = time.perf_counter()
     tokens = _run_engine(engine, prompts, max_tokens)
     wall = time.perf_counter() - start
-    return {"requests": len(prompts), "wall_s": wall, "requests_per_s": len(prompts) / wall, "tokens": tokens,
-            "tokens_per_s": tokens / wall}
+    return {
+        "requests": len(prompts),
+        "wall_s": wall,
+        "requests_per_s": len(prompts) / wall,
+        "tokens": tokens,
+        "tokens_per_s": tokens / wall,
+    }
 
 
 def run_serve_bench(shape: ServeBenchShape = ServeBenchShape(), model_dir: str | Path | None = None) -> dict:
@@ -170,29 +195,44 @@ def run_serve_bench(shape: ServeBenchShape = ServeBenchShape(), model_dir: str |
     from jaxseeker.generation import Engine
     from jaxseeker.serve.server import Background, build_served, load_policy
 
-    engine_shape = EngineShape(slots=shape.slots, max_len=shape.max_len, steps_per_call=shape.steps_per_call,
-                               prefill_chunk=min(128, shape.max_len), min_window=shape.max_len,
-                               max_queue=max(max(shape.concurrency), 1) * 2)
+    engine_shape = EngineShape(
+        slots=shape.slots,
+        max_len=shape.max_len,
+        steps_per_call=shape.steps_per_call,
+        prefill_chunk=min(128, shape.max_len),
+        min_window=shape.max_len,
+        max_queue=max(max(shape.concurrency), 1) * 2,
+    )
     if shape.prompt_tokens + shape.max_tokens > shape.max_len:
-        raise ValueError(f"prompt_tokens + max_tokens = {shape.prompt_tokens + shape.max_tokens} exceeds "
-                         f"max_len = {shape.max_len}")
+        raise ValueError(
+            f"prompt_tokens + max_tokens = {shape.prompt_tokens + shape.max_tokens} exceeds max_len = {shape.max_len}"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(model_dir) if model_dir is not None else random_policy(shape, Path(tmp))
         cfg, params, tokenizer = load_policy(path)
     name = "bench-policy"
     served = build_served(cfg, params, tokenizer, model_name=name, shape=engine_shape)
     prompts = _prompts(served.encode, shape, max(shape.concurrency) * shape.requests_per_client)
-    bare_engine = Engine(params, cfg, slots=engine_shape.slots, max_len=engine_shape.max_len,
-                         steps_per_call=engine_shape.steps_per_call, prefill_chunk=engine_shape.prefill_chunk,
-                         min_window=engine_shape.min_window)
+    bare_engine = Engine(
+        params,
+        cfg,
+        slots=engine_shape.slots,
+        max_len=engine_shape.max_len,
+        steps_per_call=engine_shape.steps_per_call,
+        prefill_chunk=engine_shape.prefill_chunk,
+        min_window=engine_shape.min_window,
+    )
     _warm_up(bare_engine, prompts[0])
     levels = []
     with Background(served) as server:
         for clients in shape.concurrency:
             asyncio.run(_load(server.url, name, prompts[:clients], clients, shape.max_tokens))
         for clients in shape.concurrency:
-            levels.append(asyncio.run(_load(server.url, name, prompts[: clients * shape.requests_per_client],
-                                            clients, shape.max_tokens)))
+            levels.append(
+                asyncio.run(
+                    _load(server.url, name, prompts[: clients * shape.requests_per_client], clients, shape.max_tokens)
+                )
+            )
     bare = _bare_engine(bare_engine, prompts, shape.max_tokens)
     return {"params_M": model.count_params(cfg) / 1e6, "levels": levels, "bare_engine": bare}
 
@@ -200,17 +240,23 @@ def run_serve_bench(shape: ServeBenchShape = ServeBenchShape(), model_dir: str |
 def format_table(shape: ServeBenchShape, result: dict) -> str:
     """The benchmark result as a small text table."""
     lines = [
-        (f"jaxseeker serve, {result['params_M']:.1f}M params, {shape.slots} slots x {shape.max_len} tokens, "
-         f"prompt {shape.prompt_tokens} + {shape.max_tokens} sampled tokens per request (EOS ignored, "
-         f"temperature 1), streamed /v1/completions over loopback"),
+        (
+            f"jaxseeker serve, {result['params_M']:.1f}M params, {shape.slots} slots x {shape.max_len} tokens, "
+            f"prompt {shape.prompt_tokens} + {shape.max_tokens} sampled tokens per request (EOS ignored, "
+            f"temperature 1), streamed /v1/completions over loopback"
+        ),
         f"{'clients':>8}{'requests':>10}{'seconds':>9}{'req/s':>8}{'tok/s':>9}{'TTFT p50':>10}"
         f"{'lat p50':>9}{'lat p95':>9}",
     ]
     for r in result["levels"]:
-        lines.append(f"{r['clients']:>8}{r['requests']:>10}{r['wall_s']:>9.2f}{r['requests_per_s']:>8.1f}"
-                     f"{r['tokens_per_s']:>9.0f}{r['ttft_p50_s']:>10.3f}{r['latency_p50_s']:>9.3f}"
-                     f"{r['latency_p95_s']:>9.3f}")
+        lines.append(
+            f"{r['clients']:>8}{r['requests']:>10}{r['wall_s']:>9.2f}{r['requests_per_s']:>8.1f}"
+            f"{r['tokens_per_s']:>9.0f}{r['ttft_p50_s']:>10.3f}{r['latency_p50_s']:>9.3f}"
+            f"{r['latency_p95_s']:>9.3f}"
+        )
     bare = result["bare_engine"]
-    lines.append(f"bare engine, same shape, no HTTP: {bare['requests']} requests in {bare['wall_s']:.2f}s, "
-                 f"{bare['requests_per_s']:.1f} req/s, {bare['tokens_per_s']:.0f} tok/s")
+    lines.append(
+        f"bare engine, same shape, no HTTP: {bare['requests']} requests in {bare['wall_s']:.2f}s, "
+        f"{bare['requests_per_s']:.1f} req/s, {bare['tokens_per_s']:.0f} tok/s"
+    )
     return "\n".join(lines)

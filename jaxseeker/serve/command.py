@@ -30,12 +30,21 @@ def _add_shape_args(p: argparse.ArgumentParser, defaults: EngineShape) -> None:
     }
     for field in dataclasses.fields(EngineShape):
         if field.name == "max_len":  # the default depends on the model: `context_length`
-            add_max_context(p, dest="max_len", help=f"context tokens of a slot, prompt + completion (default: "
-                            f"{defaults.max_len}, or the model's max_position_embeddings when smaller)")
+            add_max_context(
+                p,
+                dest="max_len",
+                help=f"context tokens of a slot, prompt + completion (default: "
+                f"{defaults.max_len}, or the model's max_position_embeddings when smaller)",
+            )
             rename(p, "--max-len", "--max-context")
         else:
-            p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, type=at_least(1),
-                           default=getattr(defaults, field.name), help=helps[field.name])
+            p.add_argument(
+                f"--{field.name.replace('_', '-')}",
+                dest=field.name,
+                type=at_least(1),
+                default=getattr(defaults, field.name),
+                help=helps[field.name],
+            )
 
 
 def context_length(flag: int | None, limit: int, default: int = EngineShape.max_len) -> int:
@@ -66,8 +75,11 @@ def _serve(args: argparse.Namespace) -> int:
     limits = ConnectionLimits(header_timeout_s=args.header_timeout, max_connections=args.max_connections)
 
     def announce(url: str) -> None:
-        print(f"serving {name!r} on {url}/v1 ({shape.slots} slots × {shape.max_len} tokens on {mesh_text(args.mesh)}; "
-              f"API key {'required' if api_key else 'not required'})", flush=True)
+        print(
+            f"serving {name!r} on {url}/v1 ({shape.slots} slots × {shape.max_len} tokens on {mesh_text(args.mesh)}; "
+            f"API key {'required' if api_key else 'not required'})",
+            flush=True,
+        )
 
     serve_forever(served, args.host, args.port, limits, on_listening=announce)
     return 0
@@ -78,17 +90,29 @@ def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("serve", help="serve a policy behind an OpenAI-compatible API")
     p.add_argument("--model", required=True, help=f"{MODEL_FORMS}, or a jaxseeker run directory")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, this machine only)")
-    p.add_argument("--port", type=at_least(0, high=65535), default=8000,
-                   help="TCP port (default: %(default)s; 0: a free one, printed when the server listens)")
+    p.add_argument(
+        "--port",
+        type=at_least(0, high=65535),
+        default=8000,
+        help="TCP port (default: %(default)s; 0: a free one, printed when the server listens)",
+    )
     p.add_argument("--served-model-name", help="the model id clients send (default: the model directory's name)")
-    p.add_argument("--api-key-env", default=API_KEY_ENV,
-                   help="environment variable holding the key clients must send as a Bearer token; unset or empty: "
-                   "no key (default: %(default)s)")
+    p.add_argument(
+        "--api-key-env",
+        default=API_KEY_ENV,
+        help="environment variable holding the key clients must send as a Bearer token; unset or empty: "
+        "no key (default: %(default)s)",
+    )
     p.add_argument("--dtype", choices=("float32", "bfloat16"), help="parameter dtype (default: the checkpoint's)")
-    p.add_argument("--header-timeout", type=at_least(0.1, float), default=10.0,
-                   help="seconds a client has to send a request's headers, then its connection is closed")
-    p.add_argument("--max-connections", type=at_least(1), default=256,
-                   help="open connections at most; one more is closed at once")
+    p.add_argument(
+        "--header-timeout",
+        type=at_least(0.1, float),
+        default=10.0,
+        help="seconds a client has to send a request's headers, then its connection is closed",
+    )
+    p.add_argument(
+        "--max-connections", type=at_least(1), default=256, help="open connections at most; one more is closed at once"
+    )
     add_mesh(p)
     _add_shape_args(p, EngineShape())
     p.set_defaults(func=_serve)
@@ -104,8 +128,10 @@ def _bench(args: argparse.Namespace) -> int:
     if problem:
         raise SystemExit(f"jaxseeker bench serve: {problem}")
     if shape.prompt_tokens + shape.max_tokens > shape.max_len:
-        raise SystemExit(f"jaxseeker bench serve: --prompt-tokens + --max-tokens ({shape.prompt_tokens} + "
-                         f"{shape.max_tokens}) must not exceed --max-context ({shape.max_len})")
+        raise SystemExit(
+            f"jaxseeker bench serve: --prompt-tokens + --max-tokens ({shape.prompt_tokens} + "
+            f"{shape.max_tokens}) must not exceed --max-context ({shape.max_len})"
+        )
     result = run_serve_bench(shape)
     print(json.dumps({**dataclasses.asdict(shape), **result}) if args.json else format_table(shape, result))
     return 0
@@ -120,13 +146,21 @@ def add_bench_parser(bench_subparsers: Any) -> None:
     )
     for field in dataclasses.fields(ServeBenchShape):
         if field.name == "concurrency":
-            p.add_argument("--concurrency", type=comma_list(at_least(1)), default=",".join(map(str, field.default)),
-                           help="comma-separated numbers of concurrent clients")
+            p.add_argument(
+                "--concurrency",
+                type=comma_list(at_least(1)),
+                default=",".join(map(str, field.default)),
+                help="comma-separated numbers of concurrent clients",
+            )
         elif field.name == "max_len":
             add_max_context(p, dest="max_len", default=field.default, help="context tokens of a slot")
             rename(p, "--max-len", "--max-context")
         else:
-            p.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name,
-                           type=at_least(BENCH_LOWEST.get(field.name, 1)), default=field.default)
+            p.add_argument(
+                f"--{field.name.replace('_', '-')}",
+                dest=field.name,
+                type=at_least(BENCH_LOWEST.get(field.name, 1)),
+                default=field.default,
+            )
     p.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     p.set_defaults(func=_bench)

@@ -26,8 +26,9 @@ class ConnectionLimits:
 
     def __post_init__(self) -> None:
         if self.header_timeout_s <= 0 or self.keep_alive_s < 1 or self.max_connections < 1:
-            raise ValueError(f"ConnectionLimits: needs header_timeout_s > 0, keep_alive_s >= 1, max_connections >= 1;"
-                             f" got {self}")
+            raise ValueError(
+                f"ConnectionLimits: needs header_timeout_s > 0, keep_alive_s >= 1, max_connections >= 1; got {self}"
+            )
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -78,4 +79,3 @@ def uvicorn_options(limits: ConnectionLimits) -> dict[str, Any]:
     """The `uvicorn.Config` / `uvicorn.run` keywords that apply `limits`."""
     protocol = type("GuardedH11Protocol", (GuardedH11Protocol,), {"limits": limits})
     return {"http": protocol, "timeout_keep_alive": limits.keep_alive_s}
-

@@ -24,15 +24,29 @@ MIN_TEMPERATURE = 1e-5  # below it (and above 0): greedy; logits / 1e-30 overflo
 MIN_TOP_P = 1e-6
 SEED_RANGE = (-(2**63), 2**63 - 1)  # OpenAI's seed is an int64
 ROLES = ("system", "developer", "user", "assistant", "tool")
-_JSON_TYPES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
-               dict: "an object", type(None): "null"}
+_JSON_TYPES = {
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list: "an array",
+    dict: "an object",
+    type(None): "null",
+}
 
 
 class APIError(Exception):
     """An error answered as OpenAI shapes it: HTTP `status` and `{"error": {...}}`."""
 
-    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ):
         super().__init__(message)
         self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
 
@@ -85,8 +99,9 @@ def _get(body: Mapping[str, Any], key: str, kinds: tuple[type, ...], default: An
     return value
 
 
-def _number(body: Mapping[str, Any], key: str, default: float, low: float, high: float, *,
-            open_low: bool = False) -> float:
+def _number(
+    body: Mapping[str, Any], key: str, default: float, low: float, high: float, *, open_low: bool = False
+) -> float:
     value = _get(body, key, (int, float), default)  # compared before float(): 10**400 has no float
     if not (low < value if open_low else low <= value) or value > high:  # NaN fails both
         raise _bad(f"'{key}' must be in {'(' if open_low else '['}{low}, {high}], got {show(value)}", key)
@@ -102,8 +117,9 @@ def _stops(body: Mapping[str, Any]) -> tuple[str, ...]:
     stop = _get(body, "stop", (str, list), [])
     stops = [stop] if isinstance(stop, str) else stop
     if len(stops) > MAX_STOPS or any(not isinstance(s, str) or not s for s in stops):
-        raise _bad(f"'stop' must be a non-empty string or a list of at most {MAX_STOPS} of them, got {show(stop)}",
-                   "stop")
+        raise _bad(
+            f"'stop' must be a non-empty string or a list of at most {MAX_STOPS} of them, got {show(stop)}", "stop"
+        )
     return tuple(stops)
 
 
@@ -133,31 +149,46 @@ def parse_params(body: Any, *, chat: bool) -> Params:
         _refuse(body, "functions", lambda v: not v, "write the tool schemas into the system prompt instead")
         for key in ("tool_choice", "function_call"):  # "none" and "auto" mean nothing without tools
             _refuse(body, key, lambda v: v in ("none", "auto"), "no tools are declared: only 'none' or 'auto'")
-        _refuse(body, "response_format", lambda v: isinstance(v, dict) and v.get("type") == "text",
-                "only {'type': 'text'}")
+        _refuse(
+            body, "response_format", lambda v: isinstance(v, dict) and v.get("type") == "text", "only {'type': 'text'}"
+        )
         _refuse(body, "top_logprobs", lambda v: v == 0, "only the sampled token's log-prob is returned")
         logprobs = _get(body, "logprobs", (bool,), False)
     else:
         _refuse(body, "echo", lambda v: v is False, "the prompt is never echoed")
         _refuse(body, "suffix", lambda v: v == "", "no insertion mode")
         _refuse(body, "best_of", lambda v: v == 1, "best_of must be 1")
-        _refuse(body, "logprobs", lambda v: v == 0 and not isinstance(v, bool),
-                "only logprobs=0 (the sampled tokens' log-probs, no alternatives)")
+        _refuse(
+            body,
+            "logprobs",
+            lambda v: v == 0 and not isinstance(v, bool),
+            "only logprobs=0 (the sampled tokens' log-probs, no alternatives)",
+        )
         logprobs = body.get("logprobs") is not None
     stream = _get(body, "stream", (bool,), False)
     include_usage = _get(body, "stream_options", (dict,), {}).get("include_usage")
     if include_usage is not None and not isinstance(include_usage, bool):
-        raise _bad(f"'stream_options.include_usage' must be a boolean, got {_json_type(include_usage)}",
-                   "stream_options.include_usage")
+        raise _bad(
+            f"'stream_options.include_usage' must be a boolean, got {_json_type(include_usage)}",
+            "stream_options.include_usage",
+        )
     seed = _get(body, "seed", (int,), None)
     if seed is not None and not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
         raise _bad(f"'seed' must be a 64-bit integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}], got {show(seed)}", "seed")
     temperature = _number(body, "temperature", 1.0, 0.0, 2.0)
     return Params(
-        model=model, max_tokens=max_tokens, temperature=0.0 if temperature < MIN_TEMPERATURE else temperature,
+        model=model,
+        max_tokens=max_tokens,
+        temperature=0.0 if temperature < MIN_TEMPERATURE else temperature,
         top_p=max(_number(body, "top_p", 1.0, 0.0, 1.0, open_low=True), MIN_TOP_P),
-        top_k=min(max(top_k, 0), MAX_TOP_K), n=n, seed=seed, stop=_stops(body), logprobs=logprobs, stream=stream,
-        include_usage=stream and bool(include_usage), ignore_eos=_get(body, "ignore_eos", (bool,), False),
+        top_k=min(max(top_k, 0), MAX_TOP_K),
+        n=n,
+        seed=seed,
+        stop=_stops(body),
+        logprobs=logprobs,
+        stream=stream,
+        include_usage=stream and bool(include_usage),
+        ignore_eos=_get(body, "ignore_eos", (bool,), False),
     )
 
 
@@ -191,8 +222,11 @@ def _check_content(content: Any, where: str) -> None:
     for j, part in enumerate(content):
         if not (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)):
             kind = f"a {show(part.get('type'))} part" if isinstance(part, dict) else _json_type(part)
-            raise _bad(f'{where}[{j}]: expected a text part {{"type": "text", "text": "..."}} (only text is '
-                       f"supported), got {kind}", f"{where}[{j}]")
+            raise _bad(
+                f'{where}[{j}]: expected a text part {{"type": "text", "text": "..."}} (only text is '
+                f"supported), got {kind}",
+                f"{where}[{j}]",
+            )
 
 
 def parse_prompts(body: Mapping[str, Any]) -> list[str | list[int]]:
@@ -231,16 +265,21 @@ class Usage:
         return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "total_tokens": total}
 
 
-def logprobs_json(tokens: Sequence[int], logprobs: Sequence[float], token_text: Callable[[int], str], *, chat: bool,
-                  offset: int = 0) -> dict[str, Any]:
+def logprobs_json(
+    tokens: Sequence[int], logprobs: Sequence[float], token_text: Callable[[int], str], *, chat: bool, offset: int = 0
+) -> dict[str, Any]:
     """The `logprobs` object of a choice or chunk: chat `{"content": [...]}`, completions `{"tokens", …}`.
 
     offset: characters of this choice's text before these tokens (completions' `text_offset`).
     """
     texts = [token_text(t) for t in tokens]
     if chat:
-        return {"content": [{"token": s, "logprob": lp, "bytes": list(s.encode("utf-8")), "top_logprobs": []}
-                            for s, lp in zip(texts, logprobs, strict=True)]}
+        return {
+            "content": [
+                {"token": s, "logprob": lp, "bytes": list(s.encode("utf-8")), "top_logprobs": []}
+                for s, lp in zip(texts, logprobs, strict=True)
+            ]
+        }
     offsets = []
     for s in texts:
         offsets.append(offset)
@@ -248,12 +287,23 @@ def logprobs_json(tokens: Sequence[int], logprobs: Sequence[float], token_text: 
     return {"tokens": texts, "token_logprobs": list(logprobs), "top_logprobs": None, "text_offset": offsets}
 
 
-def response_json(kind: str, response_id: str, model: str, choices: list[dict[str, Any]], usage: Usage | None,
-                  created: int | None = None) -> dict[str, Any]:
+def response_json(
+    kind: str,
+    response_id: str,
+    model: str,
+    choices: list[dict[str, Any]],
+    usage: Usage | None,
+    created: int | None = None,
+) -> dict[str, Any]:
     """A whole response or one streamed chunk; kind: "chat.completion", "chat.completion.chunk" or
     "text_completion"."""
-    out = {"id": response_id, "object": kind, "created": int(time.time()) if created is None else created,
-           "model": model, "choices": choices}
+    out = {
+        "id": response_id,
+        "object": kind,
+        "created": int(time.time()) if created is None else created,
+        "model": model,
+        "choices": choices,
+    }
     if kind != "chat.completion.chunk" or usage is not None:
         out["usage"] = None if usage is None else usage.json()
     if kind.startswith("chat"):
@@ -261,13 +311,25 @@ def response_json(kind: str, response_id: str, model: str, choices: list[dict[st
     return out
 
 
-def choice_json(index: int, text: str, finish_reason: str | None, logprobs: dict[str, Any] | None, *, chat: bool,
-                delta: bool = False, first: bool = False) -> dict[str, Any]:
+def choice_json(
+    index: int,
+    text: str,
+    finish_reason: str | None,
+    logprobs: dict[str, Any] | None,
+    *,
+    chat: bool,
+    delta: bool = False,
+    first: bool = False,
+) -> dict[str, Any]:
     """One entry of `choices`: a chat message, a chat delta (`first` carries the role) or a completion text."""
     if not chat:
         return {"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}
     if delta:
         message = {"role": "assistant", "content": text} if first else ({"content": text} if text else {})
         return {"index": index, "delta": message, "logprobs": logprobs, "finish_reason": finish_reason}
-    return {"index": index, "message": {"role": "assistant", "content": text}, "logprobs": logprobs,
-            "finish_reason": finish_reason}
+    return {
+        "index": index,
+        "message": {"role": "assistant", "content": text},
+        "logprobs": logprobs,
+        "finish_reason": finish_reason,
+    }

@@ -129,8 +129,13 @@ class Scheduler:
             running = len(self._live)
             self._drop_cancelled()
             waiting = len(self._waiting)
-            return {"slots": self.engine.slots, "slots_free": self.engine.slots - running, "waiting": waiting,
-                    "running": running, **self.counts}
+            return {
+                "slots": self.engine.slots,
+                "slots_free": self.engine.slots - running,
+                "waiting": waiting,
+                "running": running,
+                **self.counts,
+            }
 
     # ---- the thread -----------------------------------------------------------------------------------------
 
@@ -161,8 +166,9 @@ class Scheduler:
                     job, choice = self._waiting.popleft()
                     request_id = f"{job.id}/{choice.index}"
                     try:
-                        self.engine.submit(request_id, choice.prompt, max_new_tokens=choice.max_tokens,
-                                           sampling=choice.sampling)
+                        self.engine.submit(
+                            request_id, choice.prompt, max_new_tokens=choice.max_tokens, sampling=choice.sampling
+                        )
                     except ValueError as exc:  # the handler checks lengths; this is a last guard
                         _emit(job, Update(choice.index, "", [], [], "error", 0, str(exc)))
                         self.counts["failed"] += 1
@@ -196,8 +202,10 @@ class Scheduler:
                 text, new_tokens, new_logprobs = choice.stream.take(final=reason is not None)
                 reason = "stop" if reason and choice.stream.stop is not None else reason  # a stop in the last bytes
                 if text or new_tokens or reason:
-                    _emit(job, Update(choice.index, text, new_tokens, new_logprobs, reason,
-                                      choice.sampled if reason else 0))
+                    _emit(
+                        job,
+                        Update(choice.index, text, new_tokens, new_logprobs, reason, choice.sampled if reason else 0),
+                    )
                 if reason:
                     self._release(request_id, "completed")
 

@@ -54,16 +54,33 @@ def eos_ids(tokenizer: Any, model_eos: int | tuple[int, ...] | None = None) -> l
     return sorted(int(i) for i in ids)
 
 
-def build_served(cfg: Any, params: dict, tokenizer: Any, *, model_name: str, shape: EngineShape = EngineShape(),
-                 eos: list[int] | None = None, api_key: str | None = None, mesh: Mesh | None = None) -> Served:
+def build_served(
+    cfg: Any,
+    params: dict,
+    tokenizer: Any,
+    *,
+    model_name: str,
+    shape: EngineShape = EngineShape(),
+    eos: list[int] | None = None,
+    api_key: str | None = None,
+    mesh: Mesh | None = None,
+) -> Served:
     """An engine of `shape` over `params` (sharded over `mesh` by their logical axes, when given), its scheduler
     thread started, bundled for `create_app`."""
     if shape.max_len > cfg.max_position_embeddings:
-        raise ValueError(f"max_len={shape.max_len} exceeds the model's max_position_embeddings="
-                         f"{cfg.max_position_embeddings}")
-    engine = Engine(params, cfg, slots=shape.slots, max_len=shape.max_len, steps_per_call=shape.steps_per_call,
-                    prefill_chunk=shape.prefill_chunk, min_window=min(shape.min_window, shape.max_len),
-                    mesh=mesh)
+        raise ValueError(
+            f"max_len={shape.max_len} exceeds the model's max_position_embeddings={cfg.max_position_embeddings}"
+        )
+    engine = Engine(
+        params,
+        cfg,
+        slots=shape.slots,
+        max_len=shape.max_len,
+        steps_per_call=shape.steps_per_call,
+        prefill_chunk=shape.prefill_chunk,
+        min_window=min(shape.min_window, shape.max_len),
+        mesh=mesh,
+    )
     eos = eos_ids(tokenizer, cfg.eos_token_id) if eos is None else eos
     scheduler = Scheduler(engine, eos_ids=eos, max_queue=shape.max_queue)
     return Served(scheduler.start(), tokenizer, model_name, shape.max_len, api_key)
@@ -72,18 +89,21 @@ def build_served(cfg: Any, params: dict, tokenizer: Any, *, model_name: str, sha
 class Background:
     """The app served by uvicorn on a daemon thread (tests, benchmarks); `close` stops server and scheduler."""
 
-    def __init__(self, served: Served, host: str = "127.0.0.1", port: int = 0,
-                 limits: ConnectionLimits = ConnectionLimits()):
+    def __init__(
+        self, served: Served, host: str = "127.0.0.1", port: int = 0, limits: ConnectionLimits = ConnectionLimits()
+    ):
         import uvicorn
 
         self.served = served
         self._socket = bind(host, port)
         self.host, self.port = self._socket.getsockname()[:2]
-        config = uvicorn.Config(create_app(served), log_level="warning", access_log=False, lifespan="off",
-                                **uvicorn_options(limits))
+        config = uvicorn.Config(
+            create_app(served), log_level="warning", access_log=False, lifespan="off", **uvicorn_options(limits)
+        )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True,
-                                        name="jaxseeker-serve-http")
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True, name="jaxseeker-serve-http"
+        )
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self._server.started:
@@ -129,21 +149,31 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_forever(served: Served, host: str, port: int, limits: ConnectionLimits = ConnectionLimits(), *,
-                  on_listening: Callable[[str], None] | None = None) -> None:
+def serve_forever(
+    served: Served,
+    host: str,
+    port: int,
+    limits: ConnectionLimits = ConnectionLimits(),
+    *,
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
     """Run the app in the foreground until interrupted (Ctrl-C), then stop the engine thread. Once the socket
     listens, `on_listening` gets its base URL (with the port the kernel picked for port 0)."""
     import uvicorn
 
     if host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("serve: listening on %s, reachable from other machines%s", host,
-                    "" if served.api_key else " without an API key")
+        log.warning(
+            "serve: listening on %s, reachable from other machines%s",
+            host,
+            "" if served.api_key else " without an API key",
+        )
     try:
         sock = bind(host, port)
         with sock:
             port = sock.getsockname()[1]
-            config = uvicorn.Config(create_app(served), host=host, port=port, log_level="info",
-                                    **uvicorn_options(limits))
+            config = uvicorn.Config(
+                create_app(served), host=host, port=port, log_level="info", **uvicorn_options(limits)
+            )
             sock.listen(config.backlog)  # from here a client's connection waits for the server, it is not refused
             if on_listening is not None:
                 on_listening(f"http://{f'[{host}]' if ':' in host else host}:{port}")

@@ -34,8 +34,14 @@ def join(*parts: str) -> str:
 class Actor:
     """The tool moves of an agent program, with a memory of what the observations showed."""
 
-    def __init__(self, rng: random.Random, link_rate: float, snippet_rate: float = 0.0, slip_rate: float = 0.0,
-                 slips: Callable[[str], Sequence[str]] | None = None):
+    def __init__(
+        self,
+        rng: random.Random,
+        link_rate: float,
+        snippet_rate: float = 0.0,
+        slip_rate: float = 0.0,
+        slips: Callable[[str], Sequence[str]] | None = None,
+    ):
         self.rng, self.link_rate, self.snippet_rate = rng, link_rate, snippet_rate
         self.slip_rate, self.slips = slip_rate, slips
         self.untrained: list[str] = []  # turns written as a policy's mistake, to keep out of the SFT loss
@@ -72,8 +78,16 @@ class Actor:
                 self.urls.setdefault(title, url)
         return pages
 
-    def open(self, name: str, goal: str, lead: str, *, noun: str = "", brief: bool = False,
-             enough: Callable[[str], bool] | None = None) -> Turns:
+    def open(
+        self,
+        name: str,
+        goal: str,
+        lead: str,
+        *,
+        noun: str = "",
+        brief: bool = False,
+        enough: Callable[[str], bool] | None = None,
+    ) -> Turns:
         """The page of `name`: by a link seen before, else from a search hit titled `name` (one retry with
         `noun` added); None when the tools do not show it. `brief`: `lead` already says what is done.
         `enough(snippet)`: the hit's snippet already holds what is needed, so (at `snippet_rate`) it stands in

@@ -59,8 +59,12 @@ def _teacher(args: argparse.Namespace, world: World) -> Any:
     if args.teacher == "expert":
         config = ExpertConfig(detour_rate=args.detour_rate, slip_rate=args.slip_rate)
         multi = reflection.ReflectionConfig(mix_ratio=args.mix_ratio).multi_share
-        return ExpertTeacher(world, config, submit=args.mode == "reflection",
-                             wrong_first_rate=multi if args.mode == "reflection" else 0.0)
+        return ExpertTeacher(
+            world,
+            config,
+            submit=args.mode == "reflection",
+            wrong_first_rate=multi if args.mode == "reflection" else 0.0,
+        )
     if args.teacher == "openai":
         return OpenAITeacher(_llm(args), temperature=args.temperature)
     from jaxseeker import model
@@ -76,8 +80,9 @@ def _stages(args: argparse.Namespace, judge: filters.Judge) -> list[filters.Stag
 
     llm_check = filters.llm_quality_check(_llm(args).complete) if args.quality == "llm" else None
     if args.mode == "reflection":
-        return reflection.reflection_funnel(judge=judge, n_max=args.n_max, max_actions=args.max_actions,
-                                            llm_check=llm_check)
+        return reflection.reflection_funnel(
+            judge=judge, n_max=args.n_max, max_actions=args.max_actions, llm_check=llm_check
+        )
     if args.funnel == "websailor":
         return filters.websailor_funnel(judge=judge, max_tokens=args.max_tokens, min_tool_calls=args.min_tool_calls)
     if args.funnel == "none":
@@ -92,15 +97,20 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError("--slip-rate cannot be combined with --short-cot (the rewrite would train the slips)")
     if args.teacher == "policy" and not args.model:
         raise InputError("--teacher policy needs --model (an HF checkpoint directory)")
-    uses_llm = {"--teacher openai": args.teacher == "openai", "--judge llm": args.judge == "llm",
-                "--quality llm": args.quality == "llm",
-                "--summarizer llm": args.summarizer == "llm" and args.mode == "denoised"}
+    uses_llm = {
+        "--teacher openai": args.teacher == "openai",
+        "--judge llm": args.judge == "llm",
+        "--quality llm": args.quality == "llm",
+        "--summarizer llm": args.summarizer == "llm" and args.mode == "denoised",
+    }
     needs = next((flag for flag, used in uses_llm.items() if used), None)
     if needs and not args.llm_model:
         raise InputError(f"{needs} needs --llm-model (and --llm-url for a server other than OpenAI's)")
     if args.quality == "llm" and args.mode != "reflection" and args.funnel != "webdancer":
-        raise InputError(f"--quality llm reviews in the quality stage, which --funnel {args.funnel} has not "
-                         "(use --funnel webdancer or --mode reflection)")
+        raise InputError(
+            f"--quality llm reviews in the quality stage, which --funnel {args.funnel} has not "
+            "(use --funnel webdancer or --mode reflection)"
+        )
 
 
 def _tools(args: argparse.Namespace) -> ToolsConfig:
@@ -185,8 +195,9 @@ def _trajectories(args: argparse.Namespace) -> int:
         if not isinstance(teacher, ExpertTeacher):
             verifier: reflection.Verifier = reflection.RolloutVerifier(teacher, tokenizer, registry, config)
         else:
-            verifier = reflection.ExpertVerifier(teacher, registry, judge=judge,
-                                                 error_rate=args.verifier_error_rate, seed=args.seed)
+            verifier = reflection.ExpertVerifier(
+                teacher, registry, judge=judge, error_rate=args.verifier_error_rate, seed=args.seed
+            )
         source = reflection.reflection_registry(registry, verifier, judge=judge, k=args.k_verify)
         config = reflection.reflection_rollout_config(config, args.n_max)
     elif args.mode == "denoised":
@@ -201,12 +212,26 @@ def _trajectories(args: argparse.Namespace) -> int:
     if journal.outcomes:
         print(f"resuming: {len(journal.outcomes)} episodes of a stopped run are in {journal_path}")
     try:
-        records, stats = synthesize(teacher, tokenizer, source, questions, stages, tries=args.tries, config=config,
-                                    seed=args.seed, mode=args.mode, transform=transform,
-                                    progress=not args.no_progress, journal=journal)
+        records, stats = synthesize(
+            teacher,
+            tokenizer,
+            source,
+            questions,
+            stages,
+            tries=args.tries,
+            config=config,
+            seed=args.seed,
+            mode=args.mode,
+            transform=transform,
+            progress=not args.no_progress,
+            journal=journal,
+        )
     except KeyboardInterrupt:
-        print(f"jaxseeker synth: stopped; the {len(journal.outcomes)} episodes that finished are in {journal_path}: "
-              "run the same command to go on from them", file=sys.stderr)
+        print(
+            f"jaxseeker synth: stopped; the {len(journal.outcomes)} episodes that finished are in {journal_path}: "
+            "run the same command to go on from them",
+            file=sys.stderr,
+        )
         return 130
     finally:
         journal.close()
@@ -245,23 +270,38 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     p = synth_subparsers.add_parser("trajectories", help="teacher trajectories through the real tools, filtered")
     p.add_argument("--questions", required=True, help="QA JSONL (from `jaxseeker synth RECIPE`)")
     add_world(p, required=True)
-    p.add_argument("--out", required=True, help="trajectory JSONL to write (SFT chatml records + provenance); "
-                   "until it is written, each finished episode is kept in OUT.partial, and the same command run "
-                   "again after a stop goes on from them")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="trajectory JSONL to write (SFT chatml records + provenance); "
+        "until it is written, each finished episode is kept in OUT.partial, and the same command run "
+        "again after a stop goes on from them",
+    )
     p.add_argument("--teacher", choices=TEACHERS, default="expert")
-    p.add_argument("--mode", choices=MODES, default="react",
-                   help="react; reflection (WebSeer, answer_submit + verifier); denoised (OpenSeeker)")
+    p.add_argument(
+        "--mode",
+        choices=MODES,
+        default="react",
+        help="react; reflection (WebSeer, answer_submit + verifier); denoised (OpenSeeker)",
+    )
     p.add_argument("--tries", type=at_least(1), default=5, help="rollouts per question at most (rejection sampling)")
     p.add_argument("--funnel", choices=FUNNELS, default="webdancer")
     p.add_argument("--max-actions", type=at_least(1), default=30, help="quality: tool calls per trajectory at most")
     p.add_argument("--max-tokens", type=at_least(1), default=32768, help="websailor RFT: tokens per trajectory at most")
     p.add_argument("--min-tool-calls", type=at_least(0), default=5, help="websailor RFT: more tool calls than this")
     p.add_argument("--judge", choices=("em", "llm"), default="em")
-    p.add_argument("--quality", choices=("rules", "llm"), default="rules",
-                   help="the quality stage: its rules only (no repeated call or observation, at most --max-actions), "
-                   "or an LLM's review too (non-redundancy, goal alignment, logical accuracy; WebDancer)")
-    p.add_argument("--short-cot", action="store_true",
-                   help="rewrite thoughts (with --llm-model: by the LLM; else keep the teacher's short ones)")
+    p.add_argument(
+        "--quality",
+        choices=("rules", "llm"),
+        default="rules",
+        help="the quality stage: its rules only (no repeated call or observation, at most --max-actions), "
+        "or an LLM's review too (non-redundancy, goal alignment, logical accuracy; WebDancer)",
+    )
+    p.add_argument(
+        "--short-cot",
+        action="store_true",
+        help="rewrite thoughts (with --llm-model: by the LLM; else keep the teacher's short ones)",
+    )
     p.add_argument("--levels", default="", help="only these question levels, e.g. 1,2")
     p.add_argument("--limit", type=at_least(0), default=0, help="only the first N questions (0: all)")
     p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the policy's, or a world BPE)")
@@ -269,12 +309,20 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     add_llm(p, "the openai teacher, the llm judge, reviewer and summarizer, and the --short-cot rewriter")
     rename(p, "--base-url", "--llm-url")
     rename(p, "--api-key-env", "--llm-key-env")
-    p.add_argument("--temperature", type=at_least(0.0, float), default=None,
-                   help="teacher sampling (default: the openai server's; the policy's 0.6; 0 is greedy)")
+    p.add_argument(
+        "--temperature",
+        type=at_least(0.0, float),
+        default=None,
+        help="teacher sampling (default: the openai server's; the policy's 0.6; 0 is greedy)",
+    )
     p.add_argument("--summarizer", choices=("extractive", "llm"), default="extractive", help="denoised mode")
     p.add_argument("--detour-rate", type=RATE, default=0.25, help="expert: detours per chance")
-    p.add_argument("--slip-rate", type=RATE, default=0.0,
-                   help="expert: searches that miscopy the name (weight 0), then the right search, per chance")
+    p.add_argument(
+        "--slip-rate",
+        type=RATE,
+        default=0.0,
+        help="expert: searches that miscopy the name (weight 0), then the right search, per chance",
+    )
     p.add_argument("--n-max", type=at_least(1), default=3, help="reflection: submissions per episode")
     p.add_argument("--k-verify", type=at_least(1), default=3, help="reflection: verifier samples per proposal (Ψ)")
     p.add_argument("--mix-ratio", type=at_least(0.0, float), default=1.5, help="reflection: single-shot : multi-round")

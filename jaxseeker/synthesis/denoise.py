@@ -33,9 +33,7 @@ def _summarize_body(body: str, sentences: int) -> str:
         )
     pages = reader.parse_visit(body)
     if pages:
-        return " ".join(
-            f"visited {p.title} ({p.url}): " + " ".join(split_sentences(p.text)[:sentences]) for p in pages
-        )
+        return " ".join(f"visited {p.title} ({p.url}): " + " ".join(split_sentences(p.text)[:sentences]) for p in pages)
     return " ".join(body.split())[:200]
 
 
@@ -82,8 +80,12 @@ class DenoisedTeacher(TextTeacher):
     `contexts`, when a list, receives every context the inner teacher was shown (for inspection and tests).
     """
 
-    def __init__(self, inner: TextTeacher, summarize: Summarizer = extractive_summary,
-                 contexts: list[list[dict[str, str]]] | None = None):
+    def __init__(
+        self,
+        inner: TextTeacher,
+        summarize: Summarizer = extractive_summary,
+        contexts: list[list[dict[str, str]]] | None = None,
+    ):
         self.inner, self.summarize, self.contexts = inner, summarize, contexts
         self.name = f"{inner.name}+denoised"
         self.workers, self.slots = inner.workers, inner.slots

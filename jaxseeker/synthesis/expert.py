@@ -40,7 +40,34 @@ from jaxseeker.world import NameInitial
 from jaxseeker.world.schema import ATTRIBUTES
 
 _VAGUE_STOP = frozenset(
-    ["what", "which", "does", "have", "that", "there", "this", "with", "from", "whose", "whom", "were", "been", "each", "many", "much", "when", "where", "their", "them", "they", "than", "more", "less", "between", "among"]
+    [
+        "what",
+        "which",
+        "does",
+        "have",
+        "that",
+        "there",
+        "this",
+        "with",
+        "from",
+        "whose",
+        "whom",
+        "were",
+        "been",
+        "each",
+        "many",
+        "much",
+        "when",
+        "where",
+        "their",
+        "them",
+        "they",
+        "than",
+        "more",
+        "less",
+        "between",
+        "among",
+    ]
 )
 
 
@@ -97,8 +124,17 @@ def judge_page(text: str, name: str, found: Sequence[Clue]) -> tuple[bool | None
 class ExpertRun(Actor):
     """One episode of the expert: `program()` is a generator of assistant turns fed with observations."""
 
-    def __init__(self, plan: Plan, knowledge: Knowledge, config: ExpertConfig, rng: random.Random, question: str,
-                 *, submit: bool = False, wrong_first: bool = False):
+    def __init__(
+        self,
+        plan: Plan,
+        knowledge: Knowledge,
+        config: ExpertConfig,
+        rng: random.Random,
+        question: str,
+        *,
+        submit: bool = False,
+        wrong_first: bool = False,
+    ):
         super().__init__(rng, config.link_rate, config.snippet_rate, config.slip_rate, knowledge.slips)
         self.plan, self.know, self.cfg, self.question = plan, knowledge, config, question
         self.submit, self.wrong_first = submit, wrong_first
@@ -117,10 +153,13 @@ class ExpertRun(Actor):
     def finish(self, thought: str, answer: str) -> Turns:
         """The answer: `<answer>` directly, or (submit mode) submitted, verified, then given."""
         if self.submit:
-            bodies = yield from self.act(join(thought, "Submit it for verification."), "answer_submit",
-                                         {"answer": answer})
+            bodies = yield from self.act(
+                join(thought, "Submit it for verification."), "answer_submit", {"answer": answer}
+            )
             upheld = bodies[0].lstrip().upper().startswith("CORRECT")
-            thought = f"The verifier confirms {answer}." if upheld else f"The verifier disagrees, but the pages say {answer}."
+            thought = (
+                f"The verifier confirms {answer}." if upheld else f"The verifier disagrees, but the pages say {answer}."
+            )
         yield turn_text(thought, answer=answer)
         return answer
 
@@ -173,8 +212,13 @@ class ExpertRun(Actor):
             if self.rng.random() < self.cfg.detour_rate:
                 lead = yield from self.vague_search(anchor, lead)
             hops = route_from(plan.query, start) or ()
-            page = yield from self.open(anchor, self.goal(hops, 0, anchor), lead, noun=self.noun(start),
-                                        enough=None if hops else self.shows_answer(anchor))
+            page = yield from self.open(
+                anchor,
+                self.goal(hops, 0, anchor),
+                lead,
+                noun=self.noun(start),
+                enough=None if hops else self.shows_answer(anchor),
+            )
             if page is None:
                 return (yield from self.give_up(f"a page about {anchor}"))
             lead = ""
@@ -222,8 +266,11 @@ class ExpertRun(Actor):
         if hit is None:
             return None
         hops = route_from(q, i) or ()
-        pages = yield from self.visit(thoughts.open_hit(self.rng, truth, hit.rank, self.goal(hops, 0, truth)),
-                                      [hit.url], self.goal(hops, 0, truth))
+        pages = yield from self.visit(
+            thoughts.open_hit(self.rng, truth, hit.rank, self.goal(hops, 0, truth)),
+            [hit.url],
+            self.goal(hops, 0, truth),
+        )
         page = next((p for p in pages if p.title == truth), None)
         if page is None:
             return None
@@ -234,8 +281,11 @@ class ExpertRun(Actor):
         """Detour: a descriptive first search (aimed at no results or at unrelated hits); the thought after it."""
         words = [w.strip("?,.“”") for w in self.question.split()]
         names = " ".join(self.named.values()).split()
-        content = list(dict.fromkeys(
-            w for w in words if len(w) > 3 and w not in names and w[:1].islower() and w not in _VAGUE_STOP))
+        content = list(
+            dict.fromkeys(
+                w for w in words if len(w) > 3 and w not in names and w[:1].islower() and w not in _VAGUE_STOP
+            )
+        )
         empties = [w for w in content if not self.know.titles(w)]
         pool = empties if empties and self.rng.random() < self.cfg.empty_share else content
         if not pool:
@@ -270,8 +320,13 @@ class ExpertRun(Actor):
                     lead = yield from self.propose(thoughts.guess(self.rng, wrong), wrong)
                     lead = join(lead, f"Read {here}'s page again.", thoughts.quote(self.rng, here, said[0]))
                 return None, (yield from self.finish(join(lead, f"The answer is {truth}."), truth)), ""
-            next_page = yield from self.open(truth, self.goal(hops, k + 1, truth), lead, noun=self.noun(hop.dst),
-                                             enough=self.shows_answer(truth) if last else None)
+            next_page = yield from self.open(
+                truth,
+                self.goal(hops, k + 1, truth),
+                lead,
+                noun=self.noun(hop.dst),
+                enough=self.shows_answer(truth) if last else None,
+            )
             if next_page is None:
                 return (yield from self.give_up(f"the page of {truth}"))
             return next_page, truth, ""
@@ -324,8 +379,9 @@ class ExpertRun(Actor):
             return pages[truth], thoughts.only_one(self.rng, truth, evidence if ok else "", out)
         if found and roll < self.cfg.batch_rate + self.cfg.detour_rate:
             lead = yield from self.reject_one(names, truth, found, lead)
-        page = yield from self.open(truth, goal, join(lead, thoughts.check(self.rng, truth)), noun=self.noun(var),
-                                    brief=True)
+        page = yield from self.open(
+            truth, goal, join(lead, thoughts.check(self.rng, truth)), noun=self.noun(var), brief=True
+        )
         if page is None:
             return None
         ok, evidence, _ = self.judge(page.text, truth, found)
@@ -336,8 +392,9 @@ class ExpertRun(Actor):
         wrong = self.wrong_ones(names, truth, found, 1)
         if not wrong:
             return lead
-        page = yield from self.open(wrong[0], f"whether {wrong[0]} {need(found)}",
-                                    join(lead, thoughts.check(self.rng, wrong[0])), brief=True)
+        page = yield from self.open(
+            wrong[0], f"whether {wrong[0]} {need(found)}", join(lead, thoughts.check(self.rng, wrong[0])), brief=True
+        )
         if page is None:
             return thoughts.pick(self.rng, ("No page for {w}; try another.",), w=wrong[0])
         ok, evidence, phrase = self.judge(page.text, wrong[0], found)
@@ -347,8 +404,9 @@ class ExpertRun(Actor):
         """Count the listed entities that meet the clues (checking their pages in batches); the answer or None."""
         found = [c for c in clues(self.plan, var, self.named, skip=here) if c.pred is not None]
         what, total = plural(self.plan.query.vars[var]), len(names) + more
-        lead = thoughts.pick(self.rng, ("{h}'s page lists {n} {w}.", "There are {n} {w} on {h}'s page."),
-                             h=here, n=total, w=what)
+        lead = thoughts.pick(
+            self.rng, ("{h}'s page lists {n} {w}.", "There are {n} {w} on {h}'s page."), h=here, n=total, w=what
+        )
         if not found:
             if self.submit and self.wrong_first and total > 1:
                 lead = yield from self.propose(join(lead, f"I count {total - 1}."), str(total - 1))

@@ -99,8 +99,9 @@ def call_key(name: str, arguments: dict) -> str:
 def quality(episode: Episode, *, max_actions: int = 30, llm_check: LLMCheck | None = None) -> Verdict:
     """No identical call made twice, no observation seen twice, at most `max_actions` tool calls, and
     (optional) an LLM's approval of non-redundancy, goal alignment and logical accuracy."""
-    repeats = [k for k, n in collections.Counter(call_key(c.name, c.arguments) for c in episode.tool_calls).items()
-               if n > 1]
+    repeats = [
+        k for k, n in collections.Counter(call_key(c.name, c.arguments) for c in episode.tool_calls).items() if n > 1
+    ]
     if repeats:
         return Verdict(False, f"repeated identical call {repeats[0][:120]}")
     observations = [m["content"] for m in episode.messages[2:] if m["role"] == "user"]
@@ -150,8 +151,9 @@ def llm_quality_check(complete: Callable[[list[dict]], str], *, max_chars: int =
     return check
 
 
-def webdancer_funnel(*, judge: Judge = exact_judge, max_actions: int = 30, llm_check: LLMCheck | None = None,
-                     max_answers: int = 1) -> list[Stage]:
+def webdancer_funnel(
+    *, judge: Judge = exact_judge, max_actions: int = 30, llm_check: LLMCheck | None = None, max_answers: int = 1
+) -> list[Stage]:
     """validity → correctness → quality."""
     return [
         Stage("validity", lambda e: validity(e, max_answers=max_answers)),

@@ -28,8 +28,10 @@ class Journal:
             lines = json_lines(self.path)
             _, header = next(lines, (1, None))
             if not isinstance(header, dict) or header.get("key") != key:
-                raise InputError(f"{self.path}: holds the episodes of a run with other inputs (another questions "
-                                 "file, teacher, filters or seed); remove it to start anew")
+                raise InputError(
+                    f"{self.path}: holds the episodes of a run with other inputs (another questions "
+                    "file, teacher, filters or seed); remove it to start anew"
+                )
             for line_no, entry in lines:
                 if not isinstance(entry, dict) or not isinstance(entry.get("round"), int):
                     raise InputError(f"{self.path}:{line_no}: not a journal entry")

@@ -161,10 +161,17 @@ def hop_goal(plan: Plan, hop: Hop, here: str) -> str:
 
 # Each goal shares a word with its attribute's page sentence (ATTRIBUTES), so an offline word-overlap extract finds it.
 _NUMBER_GOALS = {
-    "population": "the population of {}", "area_km2": "the area of {}", "forest_pct": "the forest cover of {}",
-    "elevation_m": "the elevation of {}", "employees": "the number of employees of {}",
-    "pages": "the number of pages of {}", "duration_min": "how long {} runs for", "height_cm": "how tall {} is",
-    "attendance": "the attendance of {}", "coastline_km": "the coastline of {}", "length_km": "how long {} is",
+    "population": "the population of {}",
+    "area_km2": "the area of {}",
+    "forest_pct": "the forest cover of {}",
+    "elevation_m": "the elevation of {}",
+    "employees": "the number of employees of {}",
+    "pages": "the number of pages of {}",
+    "duration_min": "how long {} runs for",
+    "height_cm": "how tall {} is",
+    "attendance": "the attendance of {}",
+    "coastline_km": "the coastline of {}",
+    "length_km": "how long {} is",
     "weight_kg": "the listed weight of {}",
 }
 

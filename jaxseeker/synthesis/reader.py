@@ -74,8 +74,10 @@ def parse_search(text: str) -> list[SeenSearch]:
             query = re.search(r"'(.*)'", part)
             found.append(SeenSearch(query.group(1) if query else "", ()))
             continue
-        hits = [SeenHit(int(m.group(1)), m.group(2).strip(), m.group(3).strip(), m.group(4).strip())
-                for m in _HIT.finditer(part[header.end() :])]
+        hits = [
+            SeenHit(int(m.group(1)), m.group(2).strip(), m.group(3).strip(), m.group(4).strip())
+            for m in _HIT.finditer(part[header.end() :])
+        ]
         found.append(SeenSearch(header.group(1), tuple(hits)))
     return found
 

@@ -102,8 +102,15 @@ class ExpertVerifier:
     named. `error_rate` flips verdicts at random (a fallible verifier, for Ψ to catch).
     """
 
-    def __init__(self, teacher: ExpertTeacher, registry: ToolRegistry, *, judge: Judge = exact_judge,
-                 error_rate: float = 0.0, seed: int = 0):
+    def __init__(
+        self,
+        teacher: ExpertTeacher,
+        registry: ToolRegistry,
+        *,
+        judge: Judge = exact_judge,
+        error_rate: float = 0.0,
+        seed: int = 0,
+    ):
         self.teacher, self.registry, self.judge = teacher, registry, judge
         self.error_rate, self.seed = error_rate, seed
         self.config = ExpertConfig(detour_rate=0.0, batch_rate=0.0, link_rate=1.0)
@@ -119,8 +126,9 @@ class ExpertVerifier:
         if rng.random() < self.error_rate:
             correct = not correct
         made = collections.Counter(calls)
-        checked = ", ".join(f"{n} {name}{'es' if name == 'search' and n > 1 else 's' if n > 1 else ''}"
-                            for name, n in made.items())
+        checked = ", ".join(
+            f"{n} {name}{'es' if name == 'search' and n > 1 else 's' if n > 1 else ''}" for name, n in made.items()
+        )
         return Assessment(correct, f"{note} (checked: {checked or 'no tool calls'})")
 
     def explain(self, plan: Any, proposal: str, named: dict[int, str]) -> str:
@@ -138,8 +146,11 @@ class ExpertVerifier:
             return f"The page of {proposal} could not be read."
         ok, evidence, phrase = judge_page(page.text, proposal, clues(plan, q.target, named))
         if ok is False:
-            return f"“{evidence}” But the answer must be one that {phrase}." if evidence else (
-                f"{proposal}'s page does not show that it {phrase}.")
+            return (
+                f"“{evidence}” But the answer must be one that {phrase}."
+                if evidence
+                else (f"{proposal}'s page does not show that it {phrase}.")
+            )
         return f"{proposal} does not meet all the clues of the question."
 
 
@@ -159,8 +170,9 @@ class PsiFeedback:
         return feedback_text(assessment)
 
 
-def reflection_registry(base: ToolRegistry, verifier: Verifier, *, judge: Judge = exact_judge,
-                        k: int = 3) -> Callable[[Question], ToolRegistry]:
+def reflection_registry(
+    base: ToolRegistry, verifier: Verifier, *, judge: Judge = exact_judge, k: int = 3
+) -> Callable[[Question], ToolRegistry]:
     """The rollout loop's registry source: `base` plus an `answer_submit` whose feedback is Ψ-filtered."""
     return lambda question: base.extended(answer_submit_tool(PsiFeedback(question, verifier, judge, k)))
 
@@ -184,12 +196,18 @@ def resolved(episode: Episode, *, n_max: int = 3) -> Verdict:
     return KEEP
 
 
-def reflection_funnel(*, judge: Judge = exact_judge, n_max: int = 3, max_actions: int = 30,
-                      llm_check: LLMCheck | None = None) -> list[Stage]:
+def reflection_funnel(
+    *, judge: Judge = exact_judge, n_max: int = 3, max_actions: int = 30, llm_check: LLMCheck | None = None
+) -> list[Stage]:
     """validity → correctness → psi → resolved → quality (with `llm_check`: also an LLM's review)."""
     dancer = webdancer_funnel(judge=judge, max_actions=max_actions, llm_check=llm_check)
-    return [dancer[0], dancer[1], Stage("psi", lambda e: psi(e, judge=judge)),
-            Stage("resolved", lambda e: resolved(e, n_max=n_max)), dancer[2]]
+    return [
+        dancer[0],
+        dancer[1],
+        Stage("psi", lambda e: psi(e, judge=judge)),
+        Stage("resolved", lambda e: resolved(e, n_max=n_max)),
+        dancer[2],
+    ]
 
 
 def reflection_rollout_config(config: RolloutConfig, n_max: int) -> RolloutConfig:

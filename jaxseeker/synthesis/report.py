@@ -69,7 +69,9 @@ def _spread(values: Sequence[int]) -> str:
     if not values:
         return "n/a"
     q = statistics.quantiles(values, n=10) if len(values) > 1 else [values[0]] * 9
-    return f"mean {statistics.fmean(values):.1f}, median {statistics.median(values):g}, p90 {q[8]:.0f}, max {max(values)}"
+    return (
+        f"mean {statistics.fmean(values):.1f}, median {statistics.median(values):g}, p90 {q[8]:.0f}, max {max(values)}"
+    )
 
 
 def format_report(st: TrajectoryStats) -> str:

@@ -91,7 +91,9 @@ def _listed(value: object) -> list:
     return value if isinstance(value, list) else [value]
 
 
-def short_cot(rewriter: Rewriter | None, tokenizer: Any = None) -> Callable[[Episode], tuple[list[dict[str, str]], dict]]:
+def short_cot(
+    rewriter: Rewriter | None, tokenizer: Any = None
+) -> Callable[[Episode], tuple[list[dict[str, str]], dict]]:
     """A `trajectories.synthesize` transform: the kept episode's messages with rewritten thoughts (and their
     token count when a tokenizer is given); `rewriter=None` keeps the teacher's thoughts."""
 

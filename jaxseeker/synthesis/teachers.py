@@ -52,13 +52,26 @@ class TextTeacher:
         """`write_turn(messages, request_id) -> text` for one round."""
         raise NotImplementedError
 
-    def engine(self, tokenizer: Any, questions: Sequence[Question], *, seed: int = 0, max_len: int = 32768,
-               wrap: Callable[[TurnWriter], TurnWriter] | None = None) -> TurnEngine:
+    def engine(
+        self,
+        tokenizer: Any,
+        questions: Sequence[Question],
+        *,
+        seed: int = 0,
+        max_len: int = 32768,
+        wrap: Callable[[TurnWriter], TurnWriter] | None = None,
+    ) -> TurnEngine:
         """A TurnEngine over this teacher's writer (optionally wrapped, e.g. by the denoising context)."""
         write = self.writer(questions, seed)
         release = getattr(write, "release", None)
-        return TurnEngine(tokenizer, wrap(write) if wrap else write, slots=self.slots, max_len=max_len,
-                          workers=self.workers, on_release=release)
+        return TurnEngine(
+            tokenizer,
+            wrap(write) if wrap else write,
+            slots=self.slots,
+            max_len=max_len,
+            workers=self.workers,
+            on_release=release,
+        )
 
 
 def world_knowledge(world: World, top_k: int = 5, *, title_first: bool = False) -> Knowledge:
@@ -130,8 +143,9 @@ class _ExpertWriter:
         t = self.teacher
         rng = random.Random(f"{self.seed}:{request_id}:{text}")
         wrong_first = t.submit and rng.random() < t.wrong_first_rate
-        run = ExpertRun(make_plan(question.meta), t.knowledge, t.config, rng, text, submit=t.submit,
-                        wrong_first=wrong_first)
+        run = ExpertRun(
+            make_plan(question.meta), t.knowledge, t.config, rng, text, submit=t.submit, wrong_first=wrong_first
+        )
         t.untrained[text] = run.untrained
         return run.program()
 
@@ -150,8 +164,16 @@ class ExpertTeacher(TextTeacher):
 
     name = "expert"
 
-    def __init__(self, world: World, config: ExpertConfig = ExpertConfig(), *, submit: bool = False,
-                 wrong_first_rate: float = 0.0, slots: int = 256, title_first: bool = False):
+    def __init__(
+        self,
+        world: World,
+        config: ExpertConfig = ExpertConfig(),
+        *,
+        submit: bool = False,
+        wrong_first_rate: float = 0.0,
+        slots: int = 256,
+        title_first: bool = False,
+    ):
         self.world, self.config, self.submit = world, config, submit
         self.wrong_first_rate, self.slots = wrong_first_rate, slots
         self.knowledge = world_knowledge(world, title_first=title_first)
@@ -170,8 +192,10 @@ class ExpertTeacher(TextTeacher):
         """A `synthesize` transform: the episode's messages with `"weight": 0` on the turns its run wrote as
         mistakes (`ExpertConfig.slip_rate`), so SFT shows the recovery without training the mistake."""
         slips = {turn.strip() for turn in self.untrained.get(episode.question, ())}
-        messages = [dict(m, weight=0) if m["role"] == "assistant" and m["content"].strip() in slips else dict(m)
-                    for m in episode.messages]
+        messages = [
+            dict(m, weight=0) if m["role"] == "assistant" and m["content"].strip() in slips else dict(m)
+            for m in episode.messages
+        ]
         n = sum(m.get("weight") == 0 for m in messages)
         return messages, ({"untrained_turns": n} if n else {})
 
@@ -197,8 +221,15 @@ class OpenAITeacher(TextTeacher):
 
     name = "openai"
 
-    def __init__(self, client: LLMClient, *, temperature: float | None = None, max_tokens: int | None = None,
-                 workers: int = 8, slots: int = 64):
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        workers: int = 8,
+        slots: int = 64,
+    ):
         self.client, self.temperature, self.max_tokens = client, temperature, max_tokens
         self.workers, self.slots = workers, slots
 
@@ -230,5 +261,12 @@ class PolicyTeacher:
     def engine(self, tokenizer: Any, questions: Sequence[Question], *, seed: int = 0, max_len: int = 32768) -> Any:
         """A generation Engine over the policy's weights (stops as the rollout loop expects)."""
         sampling = dataclasses.replace(self.sampling, seed=self.sampling.seed + seed)
-        return make_engine(self.params, self.cfg, tokenizer, slots=self.slots, max_len=max_len, sampling=sampling,
-                           steps_per_call=self.steps_per_call)
+        return make_engine(
+            self.params,
+            self.cfg,
+            tokenizer,
+            slots=self.slots,
+            max_len=max_len,
+            sampling=sampling,
+            steps_per_call=self.steps_per_call,
+        )

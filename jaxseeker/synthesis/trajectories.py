@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.agent.episode import Episode, Question
+from jaxseeker.agent.loop import RegistrySource, RolloutConfig, run_episodes
 from jaxseeker.errors import InputError
 from jaxseeker.jsonl import json_lines
-from jaxseeker.agent.loop import RegistrySource, RolloutConfig, run_episodes
 from jaxseeker.synthesis.filters import Stage, run_funnel
 from jaxseeker.synthesis.journal import Journal
 
@@ -46,17 +46,27 @@ class SynthStats:
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (written next to the trajectories as FILE.stats.json)."""
         return {
-            "questions": self.questions, "kept": self.kept, "episodes": self.episodes, "wall_s": self.wall_s,
-            "rounds": self.rounds, "entered": dict(self.entered), "passed": dict(self.passed),
-            "reasons": dict(self.reasons.most_common(50)), "tries": {str(k): v for k, v in sorted(self.tries.items())},
+            "questions": self.questions,
+            "kept": self.kept,
+            "episodes": self.episodes,
+            "wall_s": self.wall_s,
+            "rounds": self.rounds,
+            "entered": dict(self.entered),
+            "passed": dict(self.passed),
+            "reasons": dict(self.reasons.most_common(50)),
+            "tries": {str(k): v for k, v in sorted(self.tries.items())},
             "teacher_errors": self.teacher_errors[:20],
         }
 
     def summary(self, stages: Sequence[str]) -> str:
         """A few lines for the terminal."""
-        lines = [(f"kept {self.kept}/{self.questions} questions ({self.kept / max(1, self.questions):.0%}) from "
-                  f"{self.episodes} episodes in {len(self.rounds)} round(s), {self.wall_s:.1f}s "
-                  f"({self.episodes / max(self.wall_s, 1e-9):.0f} episodes/s)")]
+        lines = [
+            (
+                f"kept {self.kept}/{self.questions} questions ({self.kept / max(1, self.questions):.0%}) from "
+                f"{self.episodes} episodes in {len(self.rounds)} round(s), {self.wall_s:.1f}s "
+                f"({self.episodes / max(self.wall_s, 1e-9):.0f} episodes/s)"
+            )
+        ]
         for name in stages:
             n_in, n_out = self.entered[name], self.passed[name]
             lines.append(f"  {name:<12} {n_out:>6}/{n_in:<6} pass {n_out / max(1, n_in):.0%}")
@@ -69,8 +79,9 @@ class SynthStats:
         return "\n".join(lines)
 
 
-def record_of(episode: Episode, question: Question, provenance: dict[str, Any],
-              messages: list[dict[str, str]] | None = None) -> dict[str, Any]:
+def record_of(
+    episode: Episode, question: Question, provenance: dict[str, Any], messages: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
     """The SFT record of a kept episode: `messages` (what jaxseeker.data reads), question, answer, prediction,
     provenance (with the recipe tag / level of the question when it has them)."""
     prov = {"tag": question.meta.get("tag"), "level": question.meta.get("level"), **provenance}
@@ -135,8 +146,9 @@ def synthesize(
             stats.teacher_errors += journal.teacher_errors.get(round_index, [])
 
         def finished(episode: Episode, round_index: int = round_index, pending: list[int] = pending) -> None:
-            outcome = _outcome(episode, pending[episode.group], round_index, questions, stages, teacher, mode,
-                               transform)
+            outcome = _outcome(
+                episode, pending[episode.group], round_index, questions, stages, teacher, mode, transform
+            )
             apply(outcome)
             if journal is not None:
                 journal.add(outcome)
@@ -145,8 +157,9 @@ def synthesize(
             batch = [questions[pending[g]] for g in todo]
             engine = teacher.engine(tokenizer, batch, seed=seed + round_index, max_len=config.max_context_tokens)
             try:
-                run_episodes(engine, tokenizer, registry, batch, config, progress=progress, groups=todo,
-                             on_episode=finished)
+                run_episodes(
+                    engine, tokenizer, registry, batch, config, progress=progress, groups=todo, on_episode=finished
+                )
             finally:
                 getattr(engine, "close", lambda: None)()
             errors = [f"{rid}: {exc!r}" for rid, exc in getattr(engine, "errors", [])]
@@ -160,18 +173,38 @@ def synthesize(
     return [kept[i] for i in sorted(kept)], stats
 
 
-def _outcome(episode: Episode, index: int, round_index: int, questions: Sequence[Question], stages: Sequence[Stage],
-             teacher: Any, mode: str, transform: Transform | None) -> dict[str, Any]:
+def _outcome(
+    episode: Episode,
+    index: int,
+    round_index: int,
+    questions: Sequence[Question],
+    stages: Sequence[Stage],
+    teacher: Any,
+    mode: str,
+    transform: Transform | None,
+) -> dict[str, Any]:
     """What the funnel made of question `index`'s episode in `round_index`: the stages passed, the one failed (and
     why), or the kept record (a JSON-ready dict, as `Journal` stores it)."""
     passed, failed, reason = run_funnel(stages, episode)
-    outcome = {"round": round_index, "index": index, "passed": passed,
-               "failed": None if failed is None else failed.name, "reason": reason, "record": None}
+    outcome = {
+        "round": round_index,
+        "index": index,
+        "passed": passed,
+        "failed": None if failed is None else failed.name,
+        "reason": reason,
+        "record": None,
+    }
     if failed is None:
         messages, extra = transform(episode) if transform is not None else (None, {})
-        provenance = {"teacher": getattr(teacher, "name", type(teacher).__name__), "tries": round_index + 1,
-                      "filters": passed, "mode": mode, "tokens": len(episode.token_ids),
-                      "tool_calls": len(episode.tool_calls), **extra}
+        provenance = {
+            "teacher": getattr(teacher, "name", type(teacher).__name__),
+            "tries": round_index + 1,
+            "filters": passed,
+            "mode": mode,
+            "tokens": len(episode.token_ids),
+            "tool_calls": len(episode.tool_calls),
+            **extra,
+        }
         if episode.submissions:
             provenance["submissions"] = len(episode.submissions)
         outcome["record"] = record_of(episode, questions[index], provenance, messages)

@@ -31,18 +31,27 @@ class HttpConfig:
     max_redirects: int = 3  # redirects followed (each hop passes the client's address guard); 0: a 3xx is an error
 
     def __post_init__(self):
-        if self.timeout_s <= 0 or self.max_retries < 0 or self.backoff_s < 0 or self.max_backoff_s < 0 \
-                or self.max_bytes < 1 or self.max_redirects < 0:
-            raise ValueError(f"HttpConfig: needs timeout_s > 0, max_retries >= 0, backoff_s and max_backoff_s >= 0, "
-                             f"max_bytes >= 1, max_redirects >= 0; got {self}")
+        if (
+            self.timeout_s <= 0
+            or self.max_retries < 0
+            or self.backoff_s < 0
+            or self.max_backoff_s < 0
+            or self.max_bytes < 1
+            or self.max_redirects < 0
+        ):
+            raise ValueError(
+                f"HttpConfig: needs timeout_s > 0, max_retries >= 0, backoff_s and max_backoff_s >= 0, "
+                f"max_bytes >= 1, max_redirects >= 0; got {self}"
+            )
 
 
 def client(config: HttpConfig, guard: Callable[[httpx.Request], None] | None = None) -> httpx.Client:
     """An httpx client that follows up to `config.max_redirects` redirects, calling `guard` (which raises to refuse)
     on every request it sends, the redirect hops included."""
     hooks = {"request": [guard]} if guard is not None else {}
-    return httpx.Client(follow_redirects=config.max_redirects > 0, max_redirects=config.max_redirects,
-                        event_hooks=hooks)
+    return httpx.Client(
+        follow_redirects=config.max_redirects > 0, max_redirects=config.max_redirects, event_hooks=hooks
+    )
 
 
 class HttpError(Exception):

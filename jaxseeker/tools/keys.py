@@ -39,8 +39,10 @@ def read_key(env_name: str) -> str | None:
         return None
     bad = next((i for i, c in enumerate(value) if not " " <= c <= "~"), None)
     if bad is not None:
-        raise BadKey(f"${env_name}: the key has a control or non-ASCII character at position {bad + 1} of "
-                     f"{len(value)}; set the variable to the key alone")
+        raise BadKey(
+            f"${env_name}: the key has a control or non-ASCII character at position {bad + 1} of "
+            f"{len(value)}; set the variable to the key alone"
+        )
     with _LOCK:
         _SEEN.update(_forms(value))
     return value

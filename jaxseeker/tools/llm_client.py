@@ -128,7 +128,9 @@ def _parse_chat(payload: Any, url: str, model: str) -> ChatResult:
     usage = payload.get("usage")
     usage = usage if isinstance(usage, Mapping) else {}
     message = choice["message"]
-    reasoning = next((r for r in (message.get("reasoning_content"), message.get("reasoning")) if isinstance(r, str)), "")
+    reasoning = next(
+        (r for r in (message.get("reasoning_content"), message.get("reasoning")) if isinstance(r, str)), ""
+    )
     return ChatResult(
         text=text or "",
         finish_reason=choice.get("finish_reason"),

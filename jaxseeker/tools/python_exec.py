@@ -80,8 +80,12 @@ _FENCE = re.compile(r"\A\s*```(?:python|py)?[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL
 def prelude(config: PythonConfig, isolated: bool) -> str:
     """The program the interpreter runs: read the code from stdin, set the limits, run it as main.py."""
     memory, fsize = config.memory_mb << 20, config.file_mb << 20
-    limits = [("RLIMIT_CPU", config.cpu_s, config.cpu_s + 1), ("RLIMIT_AS", memory, memory),
-              ("RLIMIT_FSIZE", fsize, fsize), ("RLIMIT_CORE", 0, 0)]
+    limits = [
+        ("RLIMIT_CPU", config.cpu_s, config.cpu_s + 1),
+        ("RLIMIT_AS", memory, memory),
+        ("RLIMIT_FSIZE", fsize, fsize),
+        ("RLIMIT_CORE", 0, 0),
+    ]
     if isolated:  # outside a user namespace the limit would count every process of the user
         limits.append(("RLIMIT_NPROC", config.processes, config.processes))
     return _PRELUDE.format(limits=limits, no_socket="" if isolated else _NO_SOCKET)
@@ -136,8 +140,16 @@ def run_python(code: str, config: PythonConfig = PythonConfig(), box: sandbox.Sa
         work.mkdir()
         source.write_text(code, encoding="utf-8")
         with source.open("rb") as in_f, out.open("wb") as out_f, err.open("wb") as err_f:
-            outcome = sandbox.run(box, argv, stdin=in_f, stdout=out_f, stderr=err_f, timeout_s=config.timeout_s,
-                                  scratch_mb=config.scratch_mb, cwd=str(work))
+            outcome = sandbox.run(
+                box,
+                argv,
+                stdin=in_f,
+                stdout=out_f,
+                stderr=err_f,
+                timeout_s=config.timeout_s,
+                scratch_mb=config.scratch_mb,
+                cwd=str(work),
+            )
         stdout, stderr = _read_output(out, config.output_chars), _read_output(err, config.output_chars, tail=True)
         output_full = max(out.stat().st_size, err.stat().st_size) >= config.file_mb << 20
     parts = []
@@ -153,15 +165,19 @@ def run_python(code: str, config: PythonConfig = PythonConfig(), box: sandbox.Sa
 
 def describe(config: PythonConfig, box: sandbox.Sandbox) -> str:
     """The tool's description to the model: what the code can and cannot do there."""
-    limits = (f"limits: {config.timeout_s:g} s wall clock, {config.cpu_s} s CPU, {config.memory_mb} MB memory, "
-              f"files up to {config.file_mb} MB")
+    limits = (
+        f"limits: {config.timeout_s:g} s wall clock, {config.cpu_s} s CPU, {config.memory_mb} MB memory, "
+        f"files up to {config.file_mb} MB"
+    )
     if box.backend == "none":
         return f"Run Python code in a fresh process and return its printed output ({limits})."
-    return (f"Run Python code in a fresh sandbox and return its printed output. The sandbox has no network and none "
-            f"of the machine's environment variables; it sees the Python standard library and installed packages "
-            f"(read-only) and a private scratch directory of {config.scratch_mb} MB (the working directory, also "
-            f"/tmp) that is emptied after each run, and nothing else of the machine; {limits}, "
-            f"{config.processes} processes.")
+    return (
+        f"Run Python code in a fresh sandbox and return its printed output. The sandbox has no network and none "
+        f"of the machine's environment variables; it sees the Python standard library and installed packages "
+        f"(read-only) and a private scratch directory of {config.scratch_mb} MB (the working directory, also "
+        f"/tmp) that is emptied after each run, and nothing else of the machine; {limits}, "
+        f"{config.processes} processes."
+    )
 
 
 def python_tool(config: PythonConfig = PythonConfig()) -> Tool:

@@ -23,8 +23,8 @@ import ast
 import contextlib
 import dataclasses
 import functools
-import marshal
 import logging
+import marshal
 import os
 import re
 import select
@@ -49,9 +49,11 @@ ISOLATIONS = ("auto", "bwrap", "unshare", "none")
 BACKENDS = ("bwrap", "unshare")
 SCRATCH = "/scratch"
 NOBODY = 65534
-HOW_TO_FIX = ("install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces "
-              "(sysctl kernel.unprivileged_userns_clone=1 kernel.apparmor_restrict_unprivileged_userns=0), "
-              "or run the tool unisolated with tools.python.isolation: none (--unsafe-python)")
+HOW_TO_FIX = (
+    "install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces "
+    "(sysctl kernel.unprivileged_userns_clone=1 kernel.apparmor_restrict_unprivileged_userns=0), "
+    "or run the tool unisolated with tools.python.isolation: none (--unsafe-python)"
+)
 _LAUNCHER = Path(__file__).with_name("sandbox_init.py")
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _CHILD_PID = re.compile(rb'"child-pid":\s*(\d+)|\A(\d+)\n')
@@ -85,8 +87,11 @@ def python_paths(interpreter: str) -> tuple[str, ...]:
         prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     else:
         query = "import sys; print(repr([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]))"
-        prefixes = ast.literal_eval(subprocess.run([interpreter, "-I", "-c", query], capture_output=True, check=True,
-                                                   text=True, timeout=60).stdout)
+        prefixes = ast.literal_eval(
+            subprocess.run(
+                [interpreter, "-I", "-c", query], capture_output=True, check=True, text=True, timeout=60
+            ).stdout
+        )
     paths = {os.path.abspath(p) for p in prefixes} | {os.path.realpath(p) for p in prefixes}
     kept: list[str] = []
     for path in sorted(paths):
@@ -124,29 +129,71 @@ def environment(interpreter: str) -> dict[str, str]:
 
 def _bwrap_command(sandbox: Sandbox, argv: Sequence[str], scratch_mb: int, seccomp_fd: int, info_fd: int) -> list[str]:
     binds, links = layout(sandbox.interpreter)
-    cmd = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
-           "--cap-drop", "ALL", "--uid", str(SANDBOX_ID), "--gid", str(SANDBOX_ID), "--hostname", "sandbox",
-           "--clearenv"]
+    cmd = [
+        "bwrap",
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--uid",
+        str(SANDBOX_ID),
+        "--gid",
+        str(SANDBOX_ID),
+        "--hostname",
+        "sandbox",
+        "--clearenv",
+    ]
     for name, value in environment(sandbox.interpreter).items():
         cmd += ["--setenv", name, value]
     for path in binds:
         cmd += ["--ro-bind", path, path]
     for link, target in links:
         cmd += ["--symlink", target, link]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
-            "--perms", "1777", "--size", str(scratch_mb << 20), "--tmpfs", SCRATCH,
-            *([] if tmp_holds_a_bind(binds) else ["--symlink", SCRATCH, "/tmp"]),
-            "--chdir", SCRATCH, "--remount-ro", "/",
-            "--seccomp", str(seccomp_fd), "--info-fd", str(info_fd), "--", *argv]
+    cmd += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--remount-ro",
+        "/dev",
+        "--perms",
+        "1777",
+        "--size",
+        str(scratch_mb << 20),
+        "--tmpfs",
+        SCRATCH,
+        *([] if tmp_holds_a_bind(binds) else ["--symlink", SCRATCH, "/tmp"]),
+        "--chdir",
+        SCRATCH,
+        "--remount-ro",
+        "/",
+        "--seccomp",
+        str(seccomp_fd),
+        "--info-fd",
+        str(info_fd),
+        "--",
+        *argv,
+    ]
     return cmd
 
 
-def _unshare_command(sandbox: Sandbox, argv: Sequence[str], scratch_mb: int, seccomp_fd: int, info_fd: int
-                     ) -> list[str]:
+def _unshare_command(
+    sandbox: Sandbox, argv: Sequence[str], scratch_mb: int, seccomp_fd: int, info_fd: int
+) -> list[str]:
     binds, links = layout(sandbox.interpreter)
-    spec = {"binds": binds, "symlinks": links, "scratch": SCRATCH, "scratch_bytes": scratch_mb << 20,
-            "argv": list(argv), "env": environment(sandbox.interpreter), "seccomp_fd": seccomp_fd,
-            "info_fd": info_fd}
+    spec = {
+        "binds": binds,
+        "symlinks": links,
+        "scratch": SCRATCH,
+        "scratch_bytes": scratch_mb << 20,
+        "argv": list(argv),
+        "env": environment(sandbox.interpreter),
+        "seccomp_fd": seccomp_fd,
+        "info_fd": info_fd,
+    }
     return [sys.executable, "-I", "-S", str(_LAUNCHER), marshal.dumps(spec).hex()]
 
 
@@ -188,14 +235,29 @@ def _pidfd_of_descendant(pid: int, ancestor: int) -> int | None:
     return None
 
 
-def run(sandbox: Sandbox, argv: Sequence[str], *, stdin: IO[bytes], stdout: IO[bytes], stderr: IO[bytes],
-        timeout_s: float, scratch_mb: int = 64, cwd: str | None = None) -> Outcome:
+def run(
+    sandbox: Sandbox,
+    argv: Sequence[str],
+    *,
+    stdin: IO[bytes],
+    stdout: IO[bytes],
+    stderr: IO[bytes],
+    timeout_s: float,
+    scratch_mb: int = 64,
+    cwd: str | None = None,
+) -> Outcome:
     """Run `argv` in the sandbox with these open files as its standard streams; after `timeout_s` the whole sandbox
     is killed. When this returns, no process of the run is left. `cwd` is used by isolation "none" only."""
     if sandbox.backend == "none":
-        proc = subprocess.Popen(argv, cwd=cwd, env=environment(sandbox.interpreter) | {"HOME": cwd or "/",
-                                "TMPDIR": cwd or "/tmp"}, stdin=stdin, stdout=stdout, stderr=stderr,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=environment(sandbox.interpreter) | {"HOME": cwd or "/", "TMPDIR": cwd or "/tmp"},
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
         return _wait(proc, None, time.monotonic() + timeout_s, signal_codes=False)
     seccomp_r, seccomp_w = os.pipe()
     info_r, info_w = os.pipe()
@@ -203,12 +265,22 @@ def run(sandbox: Sandbox, argv: Sequence[str], *, stdin: IO[bytes], stdout: IO[b
         os.write(seccomp_w, seccomp.program())
         os.close(seccomp_w)
         build = _bwrap_command if sandbox.backend == "bwrap" else _unshare_command
-        as_nobody = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if sandbox.backend == "bwrap" \
-            and os.geteuid() == 0 else {}
+        as_nobody = (
+            {"user": NOBODY, "group": NOBODY, "extra_groups": []}
+            if sandbox.backend == "bwrap" and os.geteuid() == 0
+            else {}
+        )
         deadline = time.monotonic() + timeout_s
-        proc = subprocess.Popen(build(sandbox, argv, scratch_mb, seccomp_r, info_w), env={"PATH": "/usr/bin:/bin"},
-                                stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=(seccomp_r, info_w),
-                                start_new_session=True, **as_nobody)
+        proc = subprocess.Popen(
+            build(sandbox, argv, scratch_mb, seccomp_r, info_w),
+            env={"PATH": "/usr/bin:/bin"},
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            pass_fds=(seccomp_r, info_w),
+            start_new_session=True,
+            **as_nobody,
+        )
         os.close(info_w)
         info_w = -1
         child = _read_child_pid(info_r, deadline)
@@ -269,8 +341,14 @@ def _try(backend: str, interpreter: str) -> str | None:
         return f"cannot ask {interpreter} for its prefixes ({type(exc).__name__}: {exc})"
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, open(os.devnull, "rb") as null:
         try:
-            outcome = run(Sandbox(backend, interpreter), [interpreter, "-I", "-c", "import os; print(os.getuid())"],
-                          stdin=null, stdout=out, stderr=err, timeout_s=60)
+            outcome = run(
+                Sandbox(backend, interpreter),
+                [interpreter, "-I", "-c", "import os; print(os.getuid())"],
+                stdin=null,
+                stdout=out,
+                stderr=err,
+                timeout_s=60,
+            )
         except OSError as exc:
             return f"{type(exc).__name__}: {exc}"
         out.seek(0)
@@ -298,11 +376,14 @@ def resolve(isolation: str, interpreter: str = "") -> Sandbox:
         if reason is None:
             return Sandbox(backend, interpreter)
         reasons.append(f"{backend}: {reason}")
-    raise SandboxUnavailable(f"the python tool will not run without isolation and none works here "
-                             f"({'; '.join(reasons)}): {HOW_TO_FIX}")
+    raise SandboxUnavailable(
+        f"the python tool will not run without isolation and none works here ({'; '.join(reasons)}): {HOW_TO_FIX}"
+    )
 
 
 def warn_unisolated() -> None:
     """The warning logged on every run of isolation "none"."""
-    log.warning("the python tool runs WITHOUT isolation (tools.python.isolation: none): the code can read the "
-                "host's files and environment, reach the network and signal other processes")
+    log.warning(
+        "the python tool runs WITHOUT isolation (tools.python.isolation: none): the code can read the "
+        "host's files and environment, reach the network and signal other processes"
+    )

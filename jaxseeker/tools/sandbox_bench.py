@@ -53,8 +53,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 def add_bench_parser(bench_subparsers: argparse._SubParsersAction) -> None:
     """Add `bench sandbox` to the `jaxseeker bench` group."""
-    p = bench_subparsers.add_parser("sandbox", help="wall time of a python tool call: plain subprocess, bwrap, "
-                                                    "unshare")
+    p = bench_subparsers.add_parser("sandbox", help="wall time of a python tool call: plain subprocess, bwrap, unshare")
     p.add_argument("--calls", type=at_least(2), default=30, help="calls per isolation (median and p90 over them)")
     p.add_argument("--interpreter", default="", help="the Python the code runs in (default: jaxseeker's)")
     p.add_argument("--json", action="store_true", help="print JSON")

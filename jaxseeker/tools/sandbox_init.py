@@ -30,8 +30,15 @@ import sys
 SETUP_FAILED = 125
 SANDBOX_ID = 1000
 NOBODY = 65534
-CLONE = {"user": 0x10000000, "mount": 0x00020000, "pid": 0x20000000, "net": 0x40000000, "ipc": 0x08000000,
-         "uts": 0x04000000, "cgroup": 0x02000000}
+CLONE = {
+    "user": 0x10000000,
+    "mount": 0x00020000,
+    "pid": 0x20000000,
+    "net": 0x40000000,
+    "ipc": 0x08000000,
+    "uts": 0x04000000,
+    "cgroup": 0x02000000,
+}
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_NOATIME, MS_NODIRATIME, MS_BIND, MS_REC, MS_PRIVATE = 1024, 2048, 4096, 16384, 1 << 18
 MS_RELATIME, MS_STRICTATIME = 1 << 21, 1 << 24
@@ -41,8 +48,14 @@ PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}[os.uname().machine]
 DEVICES = ("null", "zero", "full", "random", "urandom")
 # per-mount options a bind in a user namespace must keep when it is remounted read-only (the kernel locks them)
-KEPT_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
-                "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
+KEPT_OPTIONS = {
+    "nosuid": MS_NOSUID,
+    "nodev": MS_NODEV,
+    "noexec": MS_NOEXEC,
+    "noatime": MS_NOATIME,
+    "nodiratime": MS_NODIRATIME,
+    "relatime": MS_RELATIME,
+}
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -134,8 +147,12 @@ def build_root(spec: dict, sources: dict[str, int]) -> None:
     _mount("tmpfs", _make_path(new + "/dev", directory=True), "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")
     for name in DEVICES:
         _mount(fd_path[f"/dev/{name}"], _make_path(f"{new}/dev/{name}", directory=False), None, MS_BIND)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-                         ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, f"{new}/dev/{name}")
     _mount(None, new + "/dev", None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
     scratch = _make_path(new + spec["scratch"], directory=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-
 from jaxseeker.tools import http
 from jaxseeker.tools.address import redirect_guard
 from jaxseeker.tools.base import Tool, ToolError
@@ -39,8 +38,10 @@ class LocalSearch:
 
     def __init__(self, corpus: Corpus, *, title_first: bool = False):
         if title_first and not getattr(corpus, "title_index", False):
-            raise ValueError(f"tools.title_first: {type(corpus).__name__} keeps no title index (a pages world's "
-                             "sharded index); set tools.title_first: false")
+            raise ValueError(
+                f"tools.title_first: {type(corpus).__name__} keeps no title index (a pages world's "
+                "sharded index); set tools.title_first: false"
+            )
         self.corpus, self.title_first = corpus, title_first
 
     def __repr__(self) -> str:

@@ -28,10 +28,30 @@ _X32_BIT = 0x40000000
 
 # machine → (AUDIT_ARCH_*, syscall numbers)
 _ARCHES = {
-    "x86_64": (0xC000003E, {"socket": 41, "add_key": 248, "request_key": 249, "keyctl": 250,
-                            "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}),
-    "aarch64": (0xC00000B7, {"socket": 198, "add_key": 217, "request_key": 218, "keyctl": 219,
-                             "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427}),
+    "x86_64": (
+        0xC000003E,
+        {
+            "socket": 41,
+            "add_key": 248,
+            "request_key": 249,
+            "keyctl": 250,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "socket": 198,
+            "add_key": 217,
+            "request_key": 218,
+            "keyctl": 219,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+        },
+    ),
 }
 DENIED = ("add_key", "request_key", "keyctl", "io_uring_setup", "io_uring_enter", "io_uring_register")
 SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
@@ -60,9 +80,12 @@ def program(machine: str | None = None) -> bytes:
         (_LD_ABS, None, None, _ARG0),
         *[(_JEQ, "allow", None, family) for family in SOCKET_FAMILIES],
         (_RET, None, None, _ERRNO | errno.EAFNOSUPPORT),
-        "allow", (_RET, None, None, _ALLOW),
-        "deny", (_RET, None, None, _ERRNO | errno.EPERM),
-        "kill", (_RET, None, None, _KILL_PROCESS),
+        "allow",
+        (_RET, None, None, _ALLOW),
+        "deny",
+        (_RET, None, None, _ERRNO | errno.EPERM),
+        "kill",
+        (_RET, None, None, _KILL_PROCESS),
     ]
     labels: dict[str, int] = {}
     body: list[tuple[int, str | None, str | None, int]] = []

@@ -7,7 +7,6 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-
 from jaxseeker.tools import http
 from jaxseeker.tools.address import check_url, redirect_guard
 from jaxseeker.tools.base import Tool, ToolError

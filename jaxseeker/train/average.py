@@ -34,8 +34,9 @@ def average_params(trees: Sequence[Any], weights: Sequence[float] | None = None)
         shapes = [x.shape for _, x in column]
         if len(set(shapes)) > 1:
             raise ValueError(f"{jax.tree_util.keystr(column[0][0])}: shapes differ between the params: {shapes}")
-    return jax.tree.map(lambda *xs: sum(s * x.astype(jnp.float32) for s, x in zip(shares, xs)).astype(xs[0].dtype),
-                        *trees)
+    return jax.tree.map(
+        lambda *xs: sum(s * x.astype(jnp.float32) for s, x in zip(shares, xs)).astype(xs[0].dtype), *trees
+    )
 
 
 def average_hf(models: Sequence[str | Path], out_dir: str | Path, weights: Sequence[float] | None = None) -> Path:
@@ -77,5 +78,7 @@ def _check_same(a: model.ModelConfig, b: model.ModelConfig, path_a: Path, path_b
     left, right = dataclasses.asdict(a), dataclasses.asdict(b)
     for key in left:
         if key not in ("hf_dtype", "param_dtype") and left[key] != right[key]:
-            raise ValueError(f"{path_b}/config.json differs from {path_a}/config.json in {key!r} "
-                             f"({right[key]!r} vs {left[key]!r}): only fine-tunes of one architecture average")
+            raise ValueError(
+                f"{path_b}/config.json differs from {path_a}/config.json in {key!r} "
+                f"({right[key]!r} vs {left[key]!r}): only fine-tunes of one architecture average"
+            )

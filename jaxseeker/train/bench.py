@@ -33,18 +33,39 @@ from jaxseeker.train.state import create_train_state
 
 SHAPES = {
     "qwen2-40m": dict(
-        model_type="qwen2", vocab_size=16000, hidden_size=512, intermediate_size=1408, num_layers=8, num_heads=8,
-        num_kv_heads=4, head_dim=64, qkv_bias=True, qk_norm=False, tie_word_embeddings=False,
+        model_type="qwen2",
+        vocab_size=16000,
+        hidden_size=512,
+        intermediate_size=1408,
+        num_layers=8,
+        num_heads=8,
+        num_kv_heads=4,
+        head_dim=64,
+        qkv_bias=True,
+        qk_norm=False,
+        tie_word_embeddings=False,
     ),
     "smollm2-135m": dict(  # SmolLM2-135M-Instruct's shape (the demo's policy)
-        model_type="llama", vocab_size=49152, hidden_size=576, intermediate_size=1536, num_layers=30, num_heads=9,
-        num_kv_heads=3, head_dim=64, qk_norm=False, tie_word_embeddings=True, rope_theta=100000.0, rms_norm_eps=1e-5,
+        model_type="llama",
+        vocab_size=49152,
+        hidden_size=576,
+        intermediate_size=1536,
+        num_layers=30,
+        num_heads=9,
+        num_kv_heads=3,
+        head_dim=64,
+        qk_norm=False,
+        tie_word_embeddings=True,
+        rope_theta=100000.0,
+        rms_norm_eps=1e-5,
     ),
 }
 # XLA:CPU: run the dots through YNNPACK (≈15% faster SFT steps here, jax 0.10); other backends ignore it.
 YNN_DOT = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"}
-_WORDS = ("river city museum capital founded population search visit page answer born died wrote painter novel "
-          "bridge tower station university according result query first second which who when where").split()
+_WORDS = (
+    "river city museum capital founded population search visit page answer born died wrote painter novel "
+    "bridge tower station university according result query first second which who when where"
+).split()
 
 
 class TooFewSteps(ValueError):
@@ -60,13 +81,24 @@ def synthetic_trajectories(n: int, seed: int = 0) -> list[list[dict]]:
 
     out = []
     for i in range(n):
-        msgs = [{"role": "system", "content": "You are a deep search agent."},
-                {"role": "user", "content": f"Question {i}: {words(rng.randint(10, 30))}?"}]
+        msgs = [
+            {"role": "system", "content": "You are a deep search agent."},
+            {"role": "user", "content": f"Question {i}: {words(rng.randint(10, 30))}?"},
+        ]
         for _ in range(rng.randint(1, 6)):
-            msgs.append({"role": "assistant", "content": f"<think>{words(rng.randint(10, 60))}</think>\n"
-                         f'<tool_call>{{"name": "search", "arguments": {{"query": "{words(4)}"}}}}</tool_call>'})
-            msgs.append({"role": "user", "content": f"<tool_response>\n{words(rng.randint(20, 250))}\n</tool_response>"})
-        msgs.append({"role": "assistant", "content": f"<think>{words(rng.randint(5, 30))}</think>\n<answer>{words(2)}</answer>"})
+            msgs.append(
+                {
+                    "role": "assistant",
+                    "content": f"<think>{words(rng.randint(10, 60))}</think>\n"
+                    f'<tool_call>{{"name": "search", "arguments": {{"query": "{words(4)}"}}}}</tool_call>',
+                }
+            )
+            msgs.append(
+                {"role": "user", "content": f"<tool_response>\n{words(rng.randint(20, 250))}\n</tool_response>"}
+            )
+        msgs.append(
+            {"role": "assistant", "content": f"<think>{words(rng.randint(5, 30))}</think>\n<answer>{words(2)}</answer>"}
+        )
         out.append(msgs)
     return out
 
@@ -76,9 +108,20 @@ def cpu_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def compile_sft_step(cfg: model.ModelConfig, optimizer, loss_fn, state, batch: dict, *, mesh, state_shardings,
-                     batch_sharding, compiler_options: dict | None, lora: model.LoraConfig | None = None,
-                     base: Any = None) -> tuple:
+def compile_sft_step(
+    cfg: model.ModelConfig,
+    optimizer,
+    loss_fn,
+    state,
+    batch: dict,
+    *,
+    mesh,
+    state_shardings,
+    batch_sharding,
+    compiler_options: dict | None,
+    lora: model.LoraConfig | None = None,
+    base: Any = None,
+) -> tuple:
     """The SFT step compiled ahead of time for `batch`'s shapes, and the XLA options it was compiled with. With
     `lora`, the step of adapters (`state.params`) on the frozen `base`, called `step(state, batch, base)`.
 
@@ -89,9 +132,17 @@ def compile_sft_step(cfg: model.ModelConfig, optimizer, loss_fn, state, batch: d
     base_shardings = None if lora is None else param_shardings(cfg, mesh)
 
     def compile_with(options):
-        step = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=state_shardings,
-                             batch_sharding=batch_sharding, compiler_options=options or None, lora=lora,
-                             base_shardings=base_shardings)
+        step = make_sft_step(
+            cfg,
+            optimizer,
+            loss_fn,
+            mesh=mesh,
+            state_shardings=state_shardings,
+            batch_sharding=batch_sharding,
+            compiler_options=options or None,
+            lora=lora,
+            base_shardings=base_shardings,
+        )
         return step.lower(*args).compile()
 
     try:
@@ -99,8 +150,10 @@ def compile_sft_step(cfg: model.ModelConfig, optimizer, loss_fn, state, batch: d
     except RuntimeError as e:  # jax.errors.JaxRuntimeError: INVALID_ARGUMENT, no such option or value
         if not compiler_options:
             raise
-        print(f"note: this XLA rejects compiler options {compiler_options} ({str(e).splitlines()[0]}); "
-              "compiling without them")
+        print(
+            f"note: this XLA rejects compiler options {compiler_options} ({str(e).splitlines()[0]}); "
+            "compiling without them"
+        )
         return compile_with(None), {}
 
 
@@ -125,10 +178,12 @@ def bench_jax(
     keys = ("tokens", "targets", "loss_mask", "segment_ids", "positions")
     n_batches = len(packed["tokens"]) // rows
     if n_batches < 2:
-        raise TooFewSteps(f"{len(packed['tokens'])} packed rows of --seq-len {seq_len} make {n_batches} step(s) of "
-                          f"--rows {rows}; need 2 (one to compile, one to time): lower --seq-len or --rows, or "
-                          "raise --trajectories")
-    batches = [{k: packed[k][i * rows:(i + 1) * rows] for k in keys} for i in range(n_batches)]
+        raise TooFewSteps(
+            f"{len(packed['tokens'])} packed rows of --seq-len {seq_len} make {n_batches} step(s) of "
+            f"--rows {rows}; need 2 (one to compile, one to time): lower --seq-len or --rows, or "
+            "raise --trajectories"
+        )
+    batches = [{k: packed[k][i * rows : (i + 1) * rows] for k in keys} for i in range(n_batches)]
     mesh = make_mesh(MeshConfig(fsdp=1), jax.devices()[:1])
     optimizer = make_optimizer(OptimizerConfig(lr=1e-4, warmup_steps=0, total_steps=1000, clip_norm=1.0))
     base = None
@@ -140,9 +195,19 @@ def bench_jax(
     state, shardings = create_train_state(init, axes, optimizer, 0, mesh)
     bsh = batch_sharding(mesh, (rows, seq_len))
     t = time.perf_counter()
-    step, options = compile_sft_step(cfg, optimizer, functools.partial(sft_loss, chunk_size=chunk_size), state,
-                                     batches[0], mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
-                                     compiler_options=compiler_options, lora=lora, base=base)
+    step, options = compile_sft_step(
+        cfg,
+        optimizer,
+        functools.partial(sft_loss, chunk_size=chunk_size),
+        state,
+        batches[0],
+        mesh=mesh,
+        state_shardings=shardings,
+        batch_sharding=bsh,
+        compiler_options=compiler_options,
+        lora=lora,
+        base=base,
+    )
     if lora is not None:
         step = with_base(step, base)
     state, m = step(state, batches[0])
@@ -155,13 +220,26 @@ def bench_jax(
     wall = time.perf_counter() - t
     useful = sum(int(b["loss_mask"].sum()) for b in batches[1:])
     total = sum(int((b["segment_ids"] != 0).sum()) for b in batches[1:])
-    return {"useful_tok_s": useful / wall, "step_s": wall / (len(batches) - 1), "compile_s": compile_s,
-            "steps": len(batches) - 1, "fill": total / ((len(batches) - 1) * rows * seq_len), "tokens": total,
-            "compiler_options": options, "loss": float(m["loss"])}
+    return {
+        "useful_tok_s": useful / wall,
+        "step_s": wall / (len(batches) - 1),
+        "compile_s": compile_s,
+        "steps": len(batches) - 1,
+        "fill": total / ((len(batches) - 1) * rows * seq_len),
+        "tokens": total,
+        "compiler_options": options,
+        "loss": float(m["loss"]),
+    }
 
 
-def bench_hf(examples: list[tuple[np.ndarray, np.ndarray]], cfg: model.ModelConfig, *, batch: int, max_len: int,
-             lora: model.LoraConfig | None = None) -> dict:
+def bench_hf(
+    examples: list[tuple[np.ndarray, np.ndarray]],
+    cfg: model.ModelConfig,
+    *,
+    batch: int,
+    max_len: int,
+    lora: model.LoraConfig | None = None,
+) -> dict:
     """One pass of padded SFT with transformers + PyTorch AdamW: useful tokens/s and time per step. With `lora`,
     PEFT's LoRA adapters of the same rank, alpha and targets are trained instead of the weights."""
     import torch
@@ -170,19 +248,26 @@ def bench_hf(examples: list[tuple[np.ndarray, np.ndarray]], cfg: model.ModelConf
     torch.manual_seed(0)
     hf_config = {k: v for k, v in model.to_hf_dict(cfg).items() if k not in ("architectures", "model_type")}
     hf = transformers.AutoModelForCausalLM.from_config(
-        transformers.AutoConfig.for_model(cfg.model_type, **hf_config), attn_implementation="sdpa",
+        transformers.AutoConfig.for_model(cfg.model_type, **hf_config),
+        attn_implementation="sdpa",
     ).train()
     if lora is not None:
         import peft
 
-        hf = peft.get_peft_model(hf, peft.LoraConfig(
-            r=lora.rank, lora_alpha=lora.alpha, lora_dropout=0.0, task_type="CAUSAL_LM",
-            target_modules=[model.lora.HF_MODULES[t] for t in lora.targets],
-        ))
+        hf = peft.get_peft_model(
+            hf,
+            peft.LoraConfig(
+                r=lora.rank,
+                lora_alpha=lora.alpha,
+                lora_dropout=0.0,
+                task_type="CAUSAL_LM",
+                target_modules=[model.lora.HF_MODULES[t] for t in lora.targets],
+            ),
+        )
     trained = [p for p in hf.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(trained, lr=1e-4)
     order = list(range(len(examples)))
-    batches = [order[i:i + batch] for i in range(0, len(order) - batch + 1, batch)]
+    batches = [order[i : i + batch] for i in range(0, len(order) - batch + 1, batch)]
 
     def run(idx):
         longest = min(max(len(examples[i][0]) for i in idx), max_len)
@@ -191,9 +276,11 @@ def bench_hf(examples: list[tuple[np.ndarray, np.ndarray]], cfg: model.ModelConf
         attn = torch.zeros((len(idx), longest), dtype=torch.long)
         for r, i in enumerate(idx):
             x, m = examples[i][0][:longest], examples[i][1][:longest]
-            ids[r, :len(x)] = torch.from_numpy(x.astype(np.int64))
-            labels[r, :len(x)] = torch.where(torch.from_numpy(m.astype(bool)), torch.from_numpy(x.astype(np.int64)), -100)
-            attn[r, :len(x)] = 1
+            ids[r, : len(x)] = torch.from_numpy(x.astype(np.int64))
+            labels[r, : len(x)] = torch.where(
+                torch.from_numpy(m.astype(bool)), torch.from_numpy(x.astype(np.int64)), -100
+            )
+            attn[r, : len(x)] = 1
         loss = hf(input_ids=ids, attention_mask=attn, labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
@@ -243,39 +330,68 @@ def run_bench(
     lora = model.LoraConfig(rank=lora_rank, alpha=lora_alpha) if lora_rank else None
     threads = cpu_threads()
     ceiling = matmul_ceiling()
-    jax_run = functools.partial(bench_jax, examples, cfg, seq_len=seq_len, rows=rows, num_bins=num_bins,
-                                chunk_size=chunk_size, compiler_options=YNN_DOT if ynn else None)
+    jax_run = functools.partial(
+        bench_jax,
+        examples,
+        cfg,
+        seq_len=seq_len,
+        rows=rows,
+        num_bins=num_bins,
+        chunk_size=chunk_size,
+        compiler_options=YNN_DOT if ynn else None,
+    )
     ours = jax_run()
     ours_lora = jax_run(lora=lora) if lora else None
     torch.set_num_threads(threads)
     theirs = bench_hf(examples, cfg, batch=hf_batch, max_len=seq_len)
-    theirs_lora = bench_hf(examples, cfg, batch=hf_batch, max_len=seq_len, lora=lora) if lora and peft_installed() else None
+    theirs_lora = (
+        bench_hf(examples, cfg, batch=hf_batch, max_len=seq_len, lora=lora) if lora and peft_installed() else None
+    )
     mean_len = float(np.mean([len(e[0]) for e in examples]))
     flops_tok = flops_per_token(cfg, int(mean_len / 2), training=True)
     trained = float(np.mean([e[1].mean() for e in examples]))
     mfu = ours["useful_tok_s"] / trained * flops_tok / ceiling
-    result = {"jaxseeker": ours, "jaxseeker_lora": ours_lora, "hf_torch": theirs, "hf_peft_lora": theirs_lora,
-              "ratio": ours["useful_tok_s"] / theirs["useful_tok_s"],
-              "matmul_ceiling_gflops": ceiling / 1e9, "jaxseeker_mfu": mfu, "mean_example_tokens": mean_len,
-              "trained_fraction": trained, "parameters": model.count_params(cfg), "threads": threads}
+    result = {
+        "jaxseeker": ours,
+        "jaxseeker_lora": ours_lora,
+        "hf_torch": theirs,
+        "hf_peft_lora": theirs_lora,
+        "ratio": ours["useful_tok_s"] / theirs["useful_tok_s"],
+        "matmul_ceiling_gflops": ceiling / 1e9,
+        "jaxseeker_mfu": mfu,
+        "mean_example_tokens": mean_len,
+        "trained_fraction": trained,
+        "parameters": model.count_params(cfg),
+        "threads": threads,
+    }
     if ours_lora:
         result["lora_ratio_vs_full"] = ours_lora["useful_tok_s"] / ours["useful_tok_s"]
     if ours_lora and theirs_lora:
         result["lora_ratio"] = ours_lora["useful_tok_s"] / theirs_lora["useful_tok_s"]
     name = shape if isinstance(shape, str) else cfg.model_type
     xla = ", ".join(f"{k}={v}" for k, v in ours["compiler_options"].items()) or "none"
-    print(f"\nbench sft: {model.count_params(cfg) / 1e6:.1f}M-param {name} shape, {len(examples)} trajectories "
-          f"(mean {mean_len:.0f} tokens, {trained:.0%} trained), f32, {jax.devices()[0].platform}, {threads} threads each")
+    print(
+        f"\nbench sft: {model.count_params(cfg) / 1e6:.1f}M-param {name} shape, {len(examples)} trajectories "
+        f"(mean {mean_len:.0f} tokens, {trained:.0%} trained), f32, {jax.devices()[0].platform}, {threads} threads each"
+    )
     print(f"{'':<18}{'useful tok/s':>14}{'s/step':>10}{'steps':>7}")
 
     def row(label: str, r: dict, note: str) -> None:
         print(f"{label:<18}{r['useful_tok_s']:>14.1f}{r['step_s']:>10.2f}{r['steps']:>7}   {note}")
 
-    row("jaxseeker", ours, f"(packed {rows}×{seq_len} from {num_bins} open rows, fill {ours['fill']:.0%}, "
-                           f"compile {ours['compile_s']:.1f} s)")
+    row(
+        "jaxseeker",
+        ours,
+        f"(packed {rows}×{seq_len} from {num_bins} open rows, fill {ours['fill']:.0%}, "
+        f"compile {ours['compile_s']:.1f} s)",
+    )
     if ours_lora:
-        row("jaxseeker LoRA", ours_lora, f"(rank {lora.rank}, alpha {lora.alpha:g}, all attention and MLP matrices; "
-                                         f"compile {ours_lora['compile_s']:.1f} s)")
+        row(
+            "jaxseeker LoRA",
+            ours_lora,
+            f"(rank {lora.rank}, alpha {lora.alpha:g}, all attention and MLP matrices; "
+            f"compile {ours_lora['compile_s']:.1f} s)",
+        )
     row("HF+torch", theirs, f"(padded batches of {hf_batch}, sdpa attention)")
     if theirs_lora:
         row("HF+torch PEFT LoRA", theirs_lora, "(peft LoraConfig of the same rank, alpha and targets)")

@@ -52,8 +52,9 @@ class Checkpointer:
         self.directory = checkpoint_path(directory)
         policies = ocp.checkpoint_managers
         options = ocp.CheckpointManagerOptions(
-            save_decision_policy=policies.AnySavePolicy([policies.FixedIntervalPolicy(save_every),
-                                                         policies.PreemptionCheckpointingPolicy()]),
+            save_decision_policy=policies.AnySavePolicy(
+                [policies.FixedIntervalPolicy(save_every), policies.PreemptionCheckpointingPolicy()]
+            ),
             max_to_keep=keep,
             enable_async_checkpointing=async_save,
             create=True,
@@ -61,7 +62,12 @@ class Checkpointer:
         self._manager = ocp.CheckpointManager(self.directory, options=options, item_names=("state", "data", "config"))
 
     def save(
-        self, step: int, state: TrainState, *, data_state: dict | None = None, config: dict | None = None,
+        self,
+        step: int,
+        state: TrainState,
+        *,
+        data_state: dict | None = None,
+        config: dict | None = None,
         force: bool = False,
     ) -> bool:
         """Save at `step` if it is a multiple of `save_every`, the preemption sync point, or `force`; True when a save
@@ -105,8 +111,12 @@ class Checkpointer:
                 config=ocp.args.JsonRestore(),
             ),
         )
-        return Restored(step=step, state=out.state, data_state=_this_process(out.data, self.directory / str(step)),
-                        config=out.config or {})
+        return Restored(
+            step=step,
+            state=out.state,
+            data_state=_this_process(out.data, self.directory / str(step)),
+            config=out.config or {},
+        )
 
     def latest_step(self) -> int | None:
         """The newest saved step, or None when the directory holds no checkpoint."""
@@ -125,7 +135,7 @@ class Checkpointer:
         self._manager.wait_until_finished()
         self._manager.close()
 
-    def __enter__(self) -> "Checkpointer":
+    def __enter__(self) -> Checkpointer:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -153,8 +163,10 @@ def _this_process(saved: dict | None, where: Path, index: int | None = None, cou
     if all(state == states[0] for state in states):
         return states[0]
     if len(states) != count:
-        raise ValueError(f"{where}: data state saved by {len(states)} processes (each its own data shard), "
-                         f"restoring with {count}: resume with {len(states)} processes")
+        raise ValueError(
+            f"{where}: data state saved by {len(states)} processes (each its own data shard), "
+            f"restoring with {count}: resume with {len(states)} processes"
+        )
     return states[index]
 
 

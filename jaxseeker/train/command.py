@@ -51,22 +51,40 @@ def add_parser(subparsers) -> None:
     sft.add_argument("--resume", action="store_true", help="continue from the latest checkpoint of the run")
     sft.set_defaults(func=_sft)
     export = subparsers.add_parser("export-hf", help="write a training checkpoint as an HF checkpoint")
-    export.add_argument("--model", required=True, metavar="RUN",
-                        help="the run directory of `jaxseeker sft` or `rl` (or its checkpoints/ folder)")
+    export.add_argument(
+        "--model",
+        required=True,
+        metavar="RUN",
+        help="the run directory of `jaxseeker sft` or `rl` (or its checkpoints/ folder)",
+    )
     rename(export, "--checkpoint", "--model")
     export.add_argument("--out", required=True, help="HF directory to write")
     export.add_argument("--step", type=at_least(0), default=None, help="default: the latest")
-    export.add_argument("--dtype", choices=("bfloat16", "float32"), default="bfloat16",
-                        help="dtype of the written weights (float32 doubles the size)")
-    export.add_argument("--peft-adapter", metavar="DIR", default=None,
-                        help="a LoRA run: also write its adapters to DIR as a PEFT adapter of the base model")
+    export.add_argument(
+        "--dtype",
+        choices=("bfloat16", "float32"),
+        default="bfloat16",
+        help="dtype of the written weights (float32 doubles the size)",
+    )
+    export.add_argument(
+        "--peft-adapter",
+        metavar="DIR",
+        default=None,
+        help="a LoRA run: also write its adapters to DIR as a PEFT adapter of the base model",
+    )
     export.set_defaults(func=_export)
-    average = subparsers.add_parser("average", help="the weight mean of HF checkpoints fine-tuned from one start "
-                                                    "(a model soup)")
+    average = subparsers.add_parser(
+        "average", help="the weight mean of HF checkpoints fine-tuned from one start (a model soup)"
+    )
     average.add_argument("models", nargs="+", help="HF model directories of one architecture")
     average.add_argument("--out", required=True, help="HF directory to write (the first model's tokenizer files)")
-    average.add_argument("--weights", type=at_least(0.0, float, above=True), nargs="+", default=None,
-                         help="one per model (default equal)")
+    average.add_argument(
+        "--weights",
+        type=at_least(0.0, float, above=True),
+        nargs="+",
+        default=None,
+        help="one per model (default equal)",
+    )
     average.set_defaults(func=_average)
 
 
@@ -74,16 +92,28 @@ def _bench(args: argparse.Namespace) -> int:
     # both sides time every step after the first (the compile / warm-up): each needs at least two
     for flag, per_step in (("--hf-batch", args.hf_batch), ("--rows", args.rows)):
         if args.trajectories < 2 * per_step:
-            raise SystemExit(f"jaxseeker bench sft: --trajectories ({args.trajectories}) must be at least twice "
-                             f"{flag} ({per_step}): the first step is a warm-up, the others are timed")
+            raise SystemExit(
+                f"jaxseeker bench sft: --trajectories ({args.trajectories}) must be at least twice "
+                f"{flag} ({per_step}): the first step is a warm-up, the others are timed"
+            )
     from jaxseeker.train.bench import SHAPES, TooFewSteps, run_bench
 
     if args.shape not in SHAPES:
         raise SystemExit(f"jaxseeker bench sft: --shape {args.shape!r} is not one of {sorted(SHAPES)}")
     try:
-        run_bench(n_trajectories=args.trajectories, seq_len=args.seq_len, rows=args.rows, hf_batch=args.hf_batch,
-                  attention=args.attention, num_bins=args.bins, chunk_size=args.loss_chunk, ynn=args.ynn,
-                  shape=args.shape, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha)
+        run_bench(
+            n_trajectories=args.trajectories,
+            seq_len=args.seq_len,
+            rows=args.rows,
+            hf_batch=args.hf_batch,
+            attention=args.attention,
+            num_bins=args.bins,
+            chunk_size=args.loss_chunk,
+            ynn=args.ynn,
+            shape=args.shape,
+            lora_rank=args.lora_rank,
+            lora_alpha=args.lora_alpha,
+        )
     except TooFewSteps as err:  # found once the trajectories are packed, before anything compiles
         raise SystemExit(f"jaxseeker bench sft: {err}") from err
     return 0
@@ -101,14 +131,30 @@ def add_bench_parser(bench_subparsers) -> None:
     p.add_argument("--hf-batch", type=at_least(1), default=8, help="padded examples per step (HF)")
     p.add_argument("--attention", choices=ATTENTION_IMPLS, default="blocked", help="attention_impl (jaxseeker)")
     p.add_argument("--bins", type=at_least(1), default=64, help="open rows of the first-fit packer (jaxseeker)")
-    p.add_argument("--loss-chunk", type=at_least(1), default=256,
-                   help="positions per row whose logits are built at once")
-    p.add_argument("--ynn", action=argparse.BooleanOptionalAction, default=True,
-                   help="compile the step with XLA:CPU's YNNPACK dot fusion (dropped with a note if unsupported)")
-    p.add_argument("--shape", default="qwen2-40m",
-                   help="model shape, random weights: qwen2-40m (default) or smollm2-135m (SmolLM2-135M's Llama)")
-    p.add_argument("--lora-rank", type=at_least(0), default=16,
-                   help="rank of the LoRA rows' adapters (jaxseeker, and PEFT when installed); 0: full fine-tuning only")
-    p.add_argument("--lora-alpha", type=at_least(0.0, float, above=True), default=32.0,
-                   help="LoRA alpha (the update is scaled by alpha / rank)")
+    p.add_argument(
+        "--loss-chunk", type=at_least(1), default=256, help="positions per row whose logits are built at once"
+    )
+    p.add_argument(
+        "--ynn",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="compile the step with XLA:CPU's YNNPACK dot fusion (dropped with a note if unsupported)",
+    )
+    p.add_argument(
+        "--shape",
+        default="qwen2-40m",
+        help="model shape, random weights: qwen2-40m (default) or smollm2-135m (SmolLM2-135M's Llama)",
+    )
+    p.add_argument(
+        "--lora-rank",
+        type=at_least(0),
+        default=16,
+        help="rank of the LoRA rows' adapters (jaxseeker, and PEFT when installed); 0: full fine-tuning only",
+    )
+    p.add_argument(
+        "--lora-alpha",
+        type=at_least(0.0, float, above=True),
+        default=32.0,
+        help="LoRA alpha (the update is scaled by alpha / rank)",
+    )
     p.set_defaults(func=_bench)

@@ -36,9 +36,18 @@ from jaxseeker.train.sft_step import sft_loss
 from jaxseeker.train.state import TrainState
 
 
-def copy_batch(rng: np.random.Generator, vocab: np.ndarray, rows: int, seq_len: int, *, min_tokens: int = 4,
-               max_tokens: int = 24, digits: np.ndarray | None = None, digit_rate: float = 0.0,
-               max_gap: int = 0) -> dict[str, np.ndarray]:
+def copy_batch(
+    rng: np.random.Generator,
+    vocab: np.ndarray,
+    rows: int,
+    seq_len: int,
+    *,
+    min_tokens: int = 4,
+    max_tokens: int = 24,
+    digits: np.ndarray | None = None,
+    digit_rate: float = 0.0,
+    max_gap: int = 0,
+) -> dict[str, np.ndarray]:
     """One batch of copy rows, each `[rows, seq_len]`: copy examples (`data.copies`) one after another, each its
     own segment; the loss is on the second run after its first token (the first is not predictable).
 
@@ -62,12 +71,17 @@ def copy_batch(rng: np.random.Generator, vocab: np.ndarray, rows: int, seq_len: 
             span = 2 * (ordinary + digit_count) + gap
             if pos + span > seq_len + 1:
                 break
-            tokens[row, pos:pos + span], mask[row, pos:pos + span] = copy_tokens(rng, shape, vocab, digits)
-            segments[row, pos:pos + span] = seg
-            positions[row, pos:pos + span] = np.arange(span)
+            tokens[row, pos : pos + span], mask[row, pos : pos + span] = copy_tokens(rng, shape, vocab, digits)
+            segments[row, pos : pos + span] = seg
+            positions[row, pos : pos + span] = np.arange(span)
             pos, seg = pos + span, seg + 1
-    return {"tokens": tokens[:, :-1], "targets": tokens[:, 1:], "loss_mask": mask[:, 1:],
-            "segment_ids": segments[:, :-1], "positions": positions[:, :-1]}
+    return {
+        "tokens": tokens[:, :-1],
+        "targets": tokens[:, 1:],
+        "loss_mask": mask[:, 1:],
+        "segment_ids": segments[:, :-1],
+        "positions": positions[:, :-1],
+    }
 
 
 def grow_layers(params: dict, cfg: model.ModelConfig, deeper: model.ModelConfig, rng: jax.Array) -> dict:
@@ -80,9 +94,9 @@ def grow_layers(params: dict, cfg: model.ModelConfig, deeper: model.ModelConfig,
         raise ValueError(f"grow_layers: {deeper.num_layers} layers must be at least {cfg.num_layers} of the same shape")
     fresh = model.init_params(deeper, rng)
     (block,), (new,) = params["blocks"], fresh["blocks"]
-    grown = {k: v.at[:cfg.num_layers].set(block[k]) for k, v in new.items()}  # [layers, ...]
+    grown = {k: v.at[: cfg.num_layers].set(block[k]) for k, v in new.items()}  # [layers, ...]
     for k in ("o", "down"):
-        grown[k] = grown[k].at[cfg.num_layers:].set(0.0)
+        grown[k] = grown[k].at[cfg.num_layers :].set(0.0)
     return {**params, "blocks": (grown,)}
 
 
@@ -93,11 +107,25 @@ def gap_at(step: int, steps: int, max_gap: int) -> int:
     return int(max_gap * min(1.0, max(0.0, 2 * step / steps - 1)))
 
 
-def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Path, *, steps: int, lr: float,
-                    rows: int = 4, seq_len: int = 256, seed: int = 0, target_loss: float = 0.0,
-                    grow_to: model.ModelConfig | None = None, digits: np.ndarray | None = None, digit_rate: float = 0.0,
-                    max_gap: int = 0, checkpoint_dir: str | Path | None = None, save_every: int = 250,
-                    progress: bool = True) -> dict:
+def run_copy_warmup(
+    cfg: model.ModelConfig,
+    vocab: np.ndarray,
+    out_dir: str | Path,
+    *,
+    steps: int,
+    lr: float,
+    rows: int = 4,
+    seq_len: int = 256,
+    seed: int = 0,
+    target_loss: float = 0.0,
+    grow_to: model.ModelConfig | None = None,
+    digits: np.ndarray | None = None,
+    digit_rate: float = 0.0,
+    max_gap: int = 0,
+    checkpoint_dir: str | Path | None = None,
+    save_every: int = 250,
+    progress: bool = True,
+) -> dict:
     """Train `cfg` from random init on up to `steps` copy batches (constant `lr` after 10 warm-up steps), stopping
     early once the 50-step mean loss is below `target_loss`, grow it to `grow_to`'s depth if given (`grow_layers`)
     and save it as an HF checkpoint in `out_dir`; returns the first and last 50-step mean losses, the steps taken
@@ -109,8 +137,9 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
     if vocab.size == 0 or vocab.min() < 0 or vocab.max() >= cfg.vocab_size:
         span = f"{vocab.min()}..{vocab.max()}" if vocab.size else "nothing"
         raise ValueError(f"copy-task ids must lie in [0, vocab_size={cfg.vocab_size}), got {span} ({vocab.size} ids)")
-    optimizer = make_optimizer(OptimizerConfig(lr=lr, min_lr=lr, warmup_steps=min(10, steps - 1), total_steps=steps,
-                                               weight_decay=0.01))
+    optimizer = make_optimizer(
+        OptimizerConfig(lr=lr, min_lr=lr, warmup_steps=min(10, steps - 1), total_steps=steps, weight_decay=0.01)
+    )
     params = model.init_params(cfg, jax.random.PRNGKey(seed))
     state = TrainState(step=np.int32(0), params=params, opt_state=optimizer.init(params), rng=jax.random.PRNGKey(seed))
     rng, losses, start = np.random.default_rng(seed), [], 0
@@ -132,16 +161,27 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
         for i in bar:
             if len(losses) >= 50 and np.mean(losses[-50:]) < target_loss:  # reached before a stop, or just now
                 break
-            batch = copy_batch(rng, vocab, rows, seq_len + max_gap, digits=digits, digit_rate=digit_rate,
-                               max_gap=gap_at(i, steps, max_gap))
+            batch = copy_batch(
+                rng,
+                vocab,
+                rows,
+                seq_len + max_gap,
+                digits=digits,
+                digit_rate=digit_rate,
+                max_gap=gap_at(i, steps, max_gap),
+            )
             params, opt_state, loss = step(params, opt_state, batch)
             losses.append(float(loss))
             if i % 10 == 0:
                 bar.set_postfix(loss=f"{np.mean(losses[-10:]):.3f}")
             if ckpt is not None:
                 stopping = stop.signal_name is not None and i + 1 < steps
-                ckpt.save(i + 1, TrainState(step=np.int32(i + 1), params=params, opt_state=opt_state, rng=state.rng),
-                          data_state={"rows": rng.bit_generator.state, "losses": losses}, force=stopping)
+                ckpt.save(
+                    i + 1,
+                    TrainState(step=np.int32(i + 1), params=params, opt_state=opt_state, rng=state.rng),
+                    data_state={"rows": rng.bit_generator.state, "losses": losses},
+                    force=stopping,
+                )
                 if stopping:
                     ckpt.close()  # waits for the save
                     raise Interrupted(stop.signal_name, i + 1, checkpoint_dir)
@@ -151,5 +191,9 @@ def run_copy_warmup(cfg: model.ModelConfig, vocab: np.ndarray, out_dir: str | Pa
     if grow_to is not None:
         params, cfg = grow_layers(params, cfg, grow_to, jax.random.PRNGKey(seed + 1)), grow_to
     model.save_hf(params, cfg, out_dir)
-    return {"first_loss": float(np.mean(losses[:50])), "final_loss": float(np.mean(losses[-50:])),
-            "steps": len(losses), "resumed_from": start}
+    return {
+        "first_loss": float(np.mean(losses[:50])),
+        "final_loss": float(np.mean(losses[-50:])),
+        "steps": len(losses),
+        "resumed_from": start,
+    }

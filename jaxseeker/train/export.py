@@ -21,8 +21,15 @@ from jaxseeker.train.lora import LORA_FILE, merge_fn, read_lora_file, write_lora
 CHECKPOINTS_FILE = "checkpoints.json"
 
 
-def write_run_files(out_dir: Path, cfg: model.ModelConfig, tokenizer: Any, checkpoint_dir: str | Path, *,
-                    lora: model.LoraConfig | None = None, base: str | Path | None = None) -> None:
+def write_run_files(
+    out_dir: Path,
+    cfg: model.ModelConfig,
+    tokenizer: Any,
+    checkpoint_dir: str | Path,
+    *,
+    lora: model.LoraConfig | None = None,
+    base: str | Path | None = None,
+) -> None:
     """Write what `export-hf` and `serve` read from a run directory besides the checkpoints: the model's config,
     its tokenizer, where the checkpoints are when not in `out_dir/checkpoints`, and for a LoRA run (`lora`) the
     adapters' shape and the base checkpoint `base` (made absolute)."""
@@ -40,8 +47,10 @@ def write_run_files(out_dir: Path, cfg: model.ModelConfig, tokenizer: Any, check
 def run_dir_of(path: str | Path) -> Path:
     """The run directory of `path` (the run directory itself or its `checkpoints/` folder)."""
     if str(path).startswith("gs://"):
-        raise FileNotFoundError(f"{path}: give the run's directory (runs/NAME on the host that ran it, or the copy "
-                                f"`tpu.py launch` makes of it); it records where its checkpoints are")
+        raise FileNotFoundError(
+            f"{path}: give the run's directory (runs/NAME on the host that ran it, or the copy "
+            f"`tpu.py launch` makes of it); it records where its checkpoints are"
+        )
     path = Path(path)
     if (path / "model_config.json").exists():
         return path
@@ -59,12 +68,14 @@ def checkpoints_of(run: Path) -> str | Path:
     try:
         return json.loads(marker.read_text(encoding="utf-8"))["directory"]
     except (ValueError, KeyError, TypeError) as err:
-        raise FileNotFoundError(f"{marker}: expected {{\"directory\": \"…\"}} naming the run's checkpoints "
-                                f"({type(err).__name__}: {err})") from None
+        raise FileNotFoundError(
+            f'{marker}: expected {{"directory": "…"}} naming the run\'s checkpoints ({type(err).__name__}: {err})'
+        ) from None
 
 
-def restore_run(path: str | Path, *, step: int | None = None, dtype: str | None = None,
-                shardings: Any = None) -> tuple[Path, model.ModelConfig, dict]:
+def restore_run(
+    path: str | Path, *, step: int | None = None, dtype: str | None = None, shardings: Any = None
+) -> tuple[Path, model.ModelConfig, dict]:
     """(run directory, config, params) of the run at `path` (the run or its `checkpoints/`): the latest step
     unless `step`, restored as `dtype` (the run's parameter dtype if None) where `shardings` say (a pytree of
     shardings or a function of the run's config, as in `model.load_hf`). Default: host memory (the CPU device,
@@ -96,8 +107,9 @@ def restore_run(path: str | Path, *, step: int | None = None, dtype: str | None 
     return run, cfg, merge_fn(cfg, lora, shardings)(base, adapters)
 
 
-def restore_adapters(run: Path, cfg: model.ModelConfig, lora: model.LoraConfig, *, step: int | None = None,
-                     sharding: Any = None) -> dict:
+def restore_adapters(
+    run: Path, cfg: model.ModelConfig, lora: model.LoraConfig, *, step: int | None = None, sharding: Any = None
+) -> dict:
     """The LoRA adapters of the run directory `run` at `step` (the latest if None), float32, each whole where
     `sharding` says (default: the host CPU device)."""
     sharding = sharding or jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
@@ -106,8 +118,14 @@ def restore_adapters(run: Path, cfg: model.ModelConfig, lora: model.LoraConfig, 
     return restore_params(checkpoints_of(run), target, step=step)
 
 
-def export_hf(checkpoint: str | Path, out_dir: str | Path, *, step: int | None = None, dtype: str | None = None,
-              peft_dir: str | Path | None = None) -> Path:
+def export_hf(
+    checkpoint: str | Path,
+    out_dir: str | Path,
+    *,
+    step: int | None = None,
+    dtype: str | None = None,
+    peft_dir: str | Path | None = None,
+) -> Path:
     """Write the params of `checkpoint` (latest step unless `step`) with the run's config and tokenizer to
     `out_dir`, loadable by `transformers.AutoModelForCausalLM` / `AutoTokenizer`. The params are restored as
     `dtype` (the run's if None) in host memory and written one tensor at a time; a LoRA run's are its base with the

@@ -58,8 +58,11 @@ def stop_requests(enabled: bool = True) -> Iterator[StopRequest]:
             signal.raise_signal(signum)
             return
         request.signal_name = signal.Signals(signum).name
-        print(f"\n{request.signal_name}: stopping after this step, once its checkpoint is saved (again: at once)",
-              file=sys.stderr, flush=True)
+        print(
+            f"\n{request.signal_name}: stopping after this step, once its checkpoint is saved (again: at once)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     for sig in STOP_SIGNALS:
         signal.signal(sig, on_signal)

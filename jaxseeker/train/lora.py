@@ -53,6 +53,7 @@ def merge_fn(cfg: model.ModelConfig, lora: model.LoraConfig, shardings: Any) -> 
 @functools.lru_cache(maxsize=8)
 def _merge_fn(cfg: model.ModelConfig, lora: model.LoraConfig, treedef: Any, leaves: tuple) -> Callable:
     """`merge_fn`'s jitted function, cached on hashable arguments (a sharding pytree is not hashable, its parts are)."""
+
     def merge(base: Any, adapters: Any) -> Any:
         return model.merge_lora(base, adapters, cfg, lora)
 
@@ -79,12 +80,19 @@ def read_lora_file(run: Path) -> tuple[model.LoraConfig | None, Path | None]:
         base = Path(record.pop("base"))
         return model.LoraConfig(**record), base
     except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise ValueError(f"{marker}: expected {{\"rank\", \"alpha\", \"targets\", \"base\"}} "
-                         f"({type(err).__name__}: {err})") from None
+        raise ValueError(
+            f'{marker}: expected {{"rank", "alpha", "targets", "base"}} ({type(err).__name__}: {err})'
+        ) from None
 
 
-def write_peft_adapter(adapters: dict, cfg: model.ModelConfig, lora: model.LoraConfig, out_dir: str | Path, *,
-                       base: str | Path | None = None) -> Path:
+def write_peft_adapter(
+    adapters: dict,
+    cfg: model.ModelConfig,
+    lora: model.LoraConfig,
+    out_dir: str | Path,
+    *,
+    base: str | Path | None = None,
+) -> Path:
     """Write `adapters` as a PEFT LoRA adapter of the HF model of `cfg` (`adapter_config.json` and
     `adapter_model.safetensors`, float32): `lora_A` is A `[rank, in]`, `lora_B` is B `[out, rank]`, PEFT's scale
     alpha / rank is ours. Dense layers only (PEFT names MoE experts' weights otherwise)."""
@@ -105,9 +113,16 @@ def write_peft_adapter(adapters: dict, cfg: model.ModelConfig, lora: model.LoraC
         first += n
     write_file(out / "adapter_model.safetensors", dict(sorted(tensors.items())))
     config = {
-        "peft_type": "LORA", "task_type": "CAUSAL_LM", "r": lora.rank, "lora_alpha": lora.alpha, "lora_dropout": 0.0,
-        "target_modules": [model.lora.HF_MODULES[t] for t in lora.targets], "bias": "none", "fan_in_fan_out": False,
-        "inference_mode": True, "base_model_name_or_path": str(base) if base else None,
+        "peft_type": "LORA",
+        "task_type": "CAUSAL_LM",
+        "r": lora.rank,
+        "lora_alpha": lora.alpha,
+        "lora_dropout": 0.0,
+        "target_modules": [model.lora.HF_MODULES[t] for t in lora.targets],
+        "bias": "none",
+        "fan_in_fan_out": False,
+        "inference_mode": True,
+        "base_model_name_or_path": str(base) if base else None,
     }
     (out / "adapter_config.json").write_text(json.dumps(config, indent=2))
     return out

@@ -15,8 +15,9 @@ from jaxseeker.jsonl import drop_torn_tail, json_lines
 class MetricsWriter:
     """Append step metrics to `metrics.jsonl` and TensorBoard event files under `out_dir`."""
 
-    def __init__(self, out_dir: str | Path, *, enabled: bool = True, tensorboard: bool = True,
-                 resumed_from: int | None = None):
+    def __init__(
+        self, out_dir: str | Path, *, enabled: bool = True, tensorboard: bool = True, resumed_from: int | None = None
+    ):
         """resumed_from: the step this run starts after (its checkpoint's; 0 for a new run). Rows an earlier run
         logged past it are dropped (from `metrics.jsonl`, and from TensorBoard via `purge_step`): this run logs
         those steps again. None: append to what is there."""
@@ -39,8 +40,9 @@ class MetricsWriter:
                 # tensorboardX names an event file by the second it opens it and overwrites a file of that name:
                 # the nanosecond suffix keeps the file of a run that ended within that second (and keeps the
                 # files' name order, which is the order TensorBoard reads them in, chronological).
-                self._tb = SummaryWriter(str(Path(out_dir) / "tensorboard"), purge_step=purge,
-                                         filename_suffix=f".{time.time_ns()}")
+                self._tb = SummaryWriter(
+                    str(Path(out_dir) / "tensorboard"), purge_step=purge, filename_suffix=f".{time.time_ns()}"
+                )
 
     def write(self, step: int, metrics: Mapping[str, float], prefix: str = "") -> None:
         """Record `metrics` at `step` (scalars only)."""

@@ -58,7 +58,7 @@ class OptimizerConfig:
             )
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "OptimizerConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> OptimizerConfig:
         """Build from a config mapping; unknown keys are an error listing the known ones."""
         known = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(values) - set(known))
@@ -87,6 +87,7 @@ def learning_rate_at(cfg: OptimizerConfig, train_step: jax.Array) -> jax.Array:
 
 def weight_decay_mask(params: Any) -> Any:
     """True for leaves that get weight decay: all but norm scales and biases (by leaf name)."""
+
     def decays(path, _leaf) -> bool:
         last = path[-1] if path else None
         name = str(getattr(last, "key", getattr(last, "name", "")))

@@ -188,12 +188,20 @@ def _local_sizes(cfg: ModelConfig, rows: int, rules: Rules, sizes: Mapping[str, 
     experts_axes = _divisor("experts", cfg.num_experts, rules, sizes, batch_axes)[0] if cfg.num_experts else ()
     expert_units = 0
     if cfg.num_experts:
-        expert_units = split("experts", cfg.num_experts) * split("mlp", cfg.moe_intermediate_size,
-                                                                 batch_axes + experts_axes)
-    return _Local(rows=rows // batch_div, seq=split("seq", seq), residual_seq=split("residual_seq", seq),
-                  seq_shards=_divisor("seq", seq, rules, sizes, batch_axes)[1], heads=split("heads", cfg.num_heads),
-                  kv_heads=split("kv_heads", cfg.num_kv_heads), mlp=split("mlp", cfg.intermediate_size),
-                  expert_units=expert_units, vocab=split("vocab", cfg.vocab_size))
+        expert_units = split("experts", cfg.num_experts) * split(
+            "mlp", cfg.moe_intermediate_size, batch_axes + experts_axes
+        )
+    return _Local(
+        rows=rows // batch_div,
+        seq=split("seq", seq),
+        residual_seq=split("residual_seq", seq),
+        seq_shards=_divisor("seq", seq, rules, sizes, batch_axes)[1],
+        heads=split("heads", cfg.num_heads),
+        kv_heads=split("kv_heads", cfg.num_kv_heads),
+        mlp=split("mlp", cfg.intermediate_size),
+        expert_units=expert_units,
+        vocab=split("vocab", cfg.vocab_size),
+    )
 
 
 def _layer_width(cfg: ModelConfig, local: _Local, moe: bool) -> float:
@@ -273,8 +281,9 @@ def logits_bytes(cfg: ModelConfig, rows: int, seq: int, chunk: int, rules: Rules
     return _LOGITS * local.rows * min(chunk, seq) * local.vocab * 4 + gathered
 
 
-def memory_plan(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: AbstractMesh,
-                per_host: int = 4) -> dict[str, float]:
+def memory_plan(
+    cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: AbstractMesh, per_host: int = 4
+) -> dict[str, float]:
     """Bytes per device of every component (module docstring), the phases of an RL stage and the `peak`;
     `per_host`: chips a host drives (the rollout engine's replicas stay within one)."""
     n = param_elements(cfg, rules, mesh)
@@ -293,7 +302,10 @@ def memory_plan(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: Abstrac
         "layer": acts["layer"],
         "logits": logits_bytes(cfg, stage.rows, stage.seq, stage.chunk_size, rules, mesh),
         "batch": rows_in.rows * rows_in.seq * keys * 4,
-        "engine_weights": 0, "kv_cache": 0, "rollout": 0, "handoff": 0,
+        "engine_weights": 0,
+        "kv_cache": 0,
+        "rollout": 0,
+        "handoff": 0,
     }
     if stage.rolls_out:
         from jaxseeker.train.plan_rollout import engine_memory
@@ -307,13 +319,15 @@ def memory_plan(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: Abstrac
     mem["update_phase"] = trainer + mem["batch"] + max(train, update)
     mem["rollout_phase"] = trainer + mem["engine_weights"] + mem["kv_cache"] + mem["rollout"]
     mem["handoff_phase"] = trainer + mem["engine_weights"] + mem["handoff"]
-    mem["peak"] = max(mem["update_phase"], mem["rollout_phase"] if stage.rolls_out else 0.0,
-                      mem["handoff_phase"] if stage.rolls_out else 0.0)
+    mem["peak"] = max(
+        mem["update_phase"],
+        mem["rollout_phase"] if stage.rolls_out else 0.0,
+        mem["handoff_phase"] if stage.rolls_out else 0.0,
+    )
     return mem
 
 
-def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Mapping[str, int],
-               chip: Chip) -> dict:
+def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Mapping[str, int], chip: Chip) -> dict:
     """Memory, FLOPs and ideal time (at the chips' bf16 peak) of one stage on one mesh; `fits` when the peak
     is within `USABLE_HBM` of the chip's memory; `engine`: the rollout engine's layout (None without one)."""
     from jaxseeker.train.plan_rollout import engine_summary
@@ -324,13 +338,21 @@ def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Ma
     flops = step_flops(cfg, stage)
     local = _local_sizes(cfg, stage.rows, rules, dict(mesh.shape), stage.seq)
     return {
-        "stage": stage.name, "kind": stage.kind, "mesh": dict(mesh.shape), "chips": chips,
-        "rows_per_device": local.rows, "seq": stage.seq, "seq_per_device": local.seq,
+        "stage": stage.name,
+        "kind": stage.kind,
+        "mesh": dict(mesh.shape),
+        "chips": chips,
+        "rows_per_device": local.rows,
+        "seq": stage.seq,
+        "seq_per_device": local.seq,
         "attention": attention_kernel(cfg, local.seq_shards),
-        "engine": engine_summary(cfg, stage, dict(mesh.shape), chip.per_host), "memory": memory,
-        "hbm_bytes": chip.hbm_bytes, "fits": memory["peak"] <= USABLE_HBM * chip.hbm_bytes,
+        "engine": engine_summary(cfg, stage, dict(mesh.shape), chip.per_host),
+        "memory": memory,
+        "hbm_bytes": chip.hbm_bytes,
+        "fits": memory["peak"] <= USABLE_HBM * chip.hbm_bytes,
         "over": [p for p in PHASES if memory[f"{p}_phase"] > USABLE_HBM * chip.hbm_bytes],
-        "flops": flops, "ideal_step_s": flops["device"] / (chips * chip.peak_flops),
+        "flops": flops,
+        "ideal_step_s": flops["device"] / (chips * chip.peak_flops),
     }
 
 
@@ -342,15 +364,31 @@ def _meshes(chips: int, max_tensor: int, experts: int) -> list[dict[str, int]]:
     out = []
     for tensor in (t for t in (1, 2, 4, 8, 16) if t <= max_tensor and chips % t == 0):
         for context in (c for c in (1, 2, 4, 8, 16, 32) if chips % (tensor * c) == 0):
-            for expert in (e for e in (1, 2, 4, 8, 16, 32, 64, 128)
-                           if e <= max(experts, 1) and chips % (tensor * context * e) == 0):
-                out.append({"data": 1, "fsdp": chips // (tensor * context * expert), "tensor": tensor,
-                            "expert": expert, "context": context})
+            for expert in (
+                e for e in (1, 2, 4, 8, 16, 32, 64, 128) if e <= max(experts, 1) and chips % (tensor * context * e) == 0
+            ):
+                out.append(
+                    {
+                        "data": 1,
+                        "fsdp": chips // (tensor * context * expert),
+                        "tensor": tensor,
+                        "expert": expert,
+                        "context": context,
+                    }
+                )
     return out
 
 
-def suggest_mesh(cfg: ModelConfig, stages: list[StageShape], rules: Rules, chip: Chip, chips: int, *,
-                 max_chips: int = 8192, max_tensor: int = 8) -> dict | None:
+def suggest_mesh(
+    cfg: ModelConfig,
+    stages: list[StageShape],
+    rules: Rules,
+    chip: Chip,
+    chips: int,
+    *,
+    max_chips: int = 8192,
+    max_tensor: int = 8,
+) -> dict | None:
     """The preferred mesh on which every stage fits, on `chips` chips or (when none does) on the fewest
     chips up to `max_chips` (doubling); None when nothing fits. A mesh with a context axis is tried with the
     model's `context_attention`, then with the other one. Returns {"mesh", "chips", "peak_bytes",
@@ -362,8 +400,9 @@ def suggest_mesh(cfg: ModelConfig, stages: list[StageShape], rules: Rules, chip:
             for attention in [cfg.context_attention] + (others if sizes["context"] > 1 else []):
                 trial = dataclasses.replace(cfg, context_attention=attention)
                 try:
-                    peak = max(memory_plan(trial, s, rules, abstract_mesh(sizes), chip.per_host)["peak"]
-                               for s in stages)
+                    peak = max(
+                        memory_plan(trial, s, rules, abstract_mesh(sizes), chip.per_host)["peak"] for s in stages
+                    )
                 except ValueError:  # the engine's tensor size does not divide this slice's hosts
                     continue
                 if peak <= USABLE_HBM * chip.hbm_bytes:

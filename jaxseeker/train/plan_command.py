@@ -14,8 +14,21 @@ from jaxseeker.parallel.mesh_config import MESH_AXES, MeshConfig
 from jaxseeker.train.chips import CHIPS, USABLE_HBM, GiB
 from jaxseeker.train.recipe import RecipeError
 
-ROWS = ("params", "optimizer", "grads", "compute", "reference", "activations", "layer", "logits", "batch",
-        "engine_weights", "kv_cache", "rollout", "handoff")
+ROWS = (
+    "params",
+    "optimizer",
+    "grads",
+    "compute",
+    "reference",
+    "activations",
+    "layer",
+    "logits",
+    "batch",
+    "engine_weights",
+    "kv_cache",
+    "rollout",
+    "handoff",
+)
 PHASE_ROWS = (("rollout_phase", "rollout phase"), ("update_phase", "update phase"), ("handoff_phase", "hand-off"))
 
 
@@ -31,8 +44,9 @@ def resolve_mesh(mesh: MeshConfig, chips: int | None, notes: list[str]) -> dict[
         raise RecipeError(f"mesh: {e}") from None
 
 
-def make_plan(recipe: Mapping[str, Any], *, mesh: MeshConfig | None = None, chip: str = "v5p",
-              chips: int | None = None) -> dict:
+def make_plan(
+    recipe: Mapping[str, Any], *, mesh: MeshConfig | None = None, chip: str = "v5p", chips: int | None = None
+) -> dict:
     """The plan of every stage of `recipe` (validated first) on `mesh` (default: the recipe's) of `chip`s, and
     a suggested mesh when some stage does not fit. JSON-serialisable."""
     from jaxseeker.model import count_params
@@ -54,26 +68,50 @@ def make_plan(recipe: Mapping[str, Any], *, mesh: MeshConfig | None = None, chip
     suggestion = None if fits else suggest_mesh(cfg, rp.stages, rp.rules, the_chip, n_chips)
     split = [s for s in stages if s["seq_per_device"] < s["seq"]]
     if split:
-        notes.append(f"context parallelism: attention {split[0]['attention']} (model.context_attention / the kernel "
-                     "on each device); the chunked loss runs on whole rows on each device of the context axis (it "
-                     "gathers the final hidden states)")
+        notes.append(
+            f"context parallelism: attention {split[0]['attention']} (model.context_attention / the kernel "
+            "on each device); the chunked loss runs on whole rows on each device of the context axis (it "
+            "gathers the final hidden states)"
+        )
     elif cfg.attention_impl not in FLASH_IMPLS:
         held = "the [q, k] mask as a bias" if cfg.attention_impl == "cudnn" else "[q, k] f32 scores"
-        notes.append(f"attention_impl={cfg.attention_impl} holds {held} in training; splash (TPU) and blocked do not, "
-                     "nor does a mesh with a context axis")
+        notes.append(
+            f"attention_impl={cfg.attention_impl} holds {held} in training; splash (TPU) and blocked do not, "
+            "nor does a mesh with a context axis"
+        )
     engine = next((s["engine"] for s in stages if s["engine"]), None)
     if engine:
-        notes.append(f"rollouts: the engine's own layout, {engine['replicas']} replicas of {engine['tensor']} chips "
-                     f"(weights in {engine['dtype']}, split over each replica's chips), dropped during the update; "
-                     "decoding is bandwidth-bound (the ideal time counts its FLOPs only)")
+        notes.append(
+            f"rollouts: the engine's own layout, {engine['replicas']} replicas of {engine['tensor']} chips "
+            f"(weights in {engine['dtype']}, split over each replica's chips), dropped during the update; "
+            "decoding is bandwidth-bound (the ideal time counts its FLOPs only)"
+        )
     return {
-        "name": rp.name, "kind": rp.kind,
-        "model": {"architecture": cfg.model_type, "parameters": count_params(cfg), "layers": cfg.num_layers,
-                  "hidden_size": cfg.hidden_size, "experts": cfg.num_experts, "remat": cfg.remat,
-                  "compute_dtype": cfg.compute_dtype, "attention_impl": cfg.attention_impl},
-        "chip": {"key": chip, "name": the_chip.name, "hbm_bytes": the_chip.hbm_bytes,
-                 "peak_flops": the_chip.peak_flops, "usable_fraction": USABLE_HBM},
-        "mesh": sizes, "chips": n_chips, "stages": stages, "fits": fits, "suggestion": suggestion, "notes": notes,
+        "name": rp.name,
+        "kind": rp.kind,
+        "model": {
+            "architecture": cfg.model_type,
+            "parameters": count_params(cfg),
+            "layers": cfg.num_layers,
+            "hidden_size": cfg.hidden_size,
+            "experts": cfg.num_experts,
+            "remat": cfg.remat,
+            "compute_dtype": cfg.compute_dtype,
+            "attention_impl": cfg.attention_impl,
+        },
+        "chip": {
+            "key": chip,
+            "name": the_chip.name,
+            "hbm_bytes": the_chip.hbm_bytes,
+            "peak_flops": the_chip.peak_flops,
+            "usable_fraction": USABLE_HBM,
+        },
+        "mesh": sizes,
+        "chips": n_chips,
+        "stages": stages,
+        "fits": fits,
+        "suggestion": suggestion,
+        "notes": notes,
     }
 
 
@@ -90,42 +128,61 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     m, chip = plan["model"], plan["chip"]
     experts = f", {m['experts']} experts" if m["experts"] else ""
     lines = [
-        (f"{plan['name']} ({plan['kind']}): {m['architecture']} {m['parameters'] / 1e9:.2f}B params, {m['layers']} "
-         f"layers{experts}; remat {m['remat']}, {m['compute_dtype']}, attention {m['attention_impl']}"),
-        (f"mesh {_mesh_text(plan['mesh'])} = {plan['chips']} × {chip['name']} ({chip['hbm_bytes'] / GiB:.0f} GiB, "
-         f"{chip['peak_flops'] / 1e12:.0f} TFLOP/s bf16)"),
+        (
+            f"{plan['name']} ({plan['kind']}): {m['architecture']} {m['parameters'] / 1e9:.2f}B params, {m['layers']} "
+            f"layers{experts}; remat {m['remat']}, {m['compute_dtype']}, attention {m['attention_impl']}"
+        ),
+        (
+            f"mesh {_mesh_text(plan['mesh'])} = {plan['chips']} × {chip['name']} ({chip['hbm_bytes'] / GiB:.0f} GiB, "
+            f"{chip['peak_flops'] / 1e12:.0f} TFLOP/s bf16)"
+        ),
         "",
     ]
     stages = plan["stages"]
     width = max(12, *(len(s["stage"]) for s in stages))
     lines.append(f"{'GiB per device':<16}" + "".join(f"{s['stage']:>{width + 2}}" for s in stages))
-    rows = [("rows × seq", [f"{s['rows_per_device']} × {s['seq_per_device']}" for s in stages]),
-            ("attention", [s["attention"] for s in stages])]
+    rows = [
+        ("rows × seq", [f"{s['rows_per_device']} × {s['seq_per_device']}" for s in stages]),
+        ("attention", [s["attention"] for s in stages]),
+    ]
     engines = any(s["engine"] for s in stages)
     if engines:
-        rows.append(("engine slots", [f"{s['engine']['replicas']} × {s['engine']['slots']}" if s["engine"] else "-"
-                                      for s in stages]))
-    rows += [(key, [_gib(s["memory"][key]) for s in stages]) for key in ROWS
-             if any(s["memory"][key] for s in stages)]
+        rows.append(
+            (
+                "engine slots",
+                [f"{s['engine']['replicas']} × {s['engine']['slots']}" if s["engine"] else "-" for s in stages],
+            )
+        )
+    rows += [(key, [_gib(s["memory"][key]) for s in stages]) for key in ROWS if any(s["memory"][key] for s in stages)]
     if engines:
         rows += [(label, [_gib(s["memory"][key]) for s in stages]) for key, label in PHASE_ROWS]
-    rows += [("peak", [_gib(s["memory"]["peak"]) for s in stages]),
-             (f"fits ({chip['usable_fraction']:.0%} HBM)",
-              ["yes" if s["fits"] else "NO: " + ", ".join(s["over"]) for s in stages]),
-             ("PFLOP / step", [f"{s['flops']['device'] / 1e15:,.1f}" for s in stages]),
-             ("  model PFLOP", [f"{s['flops']['model'] / 1e15:,.1f}" for s in stages]),
-             ("ideal step s", [f"{s['ideal_step_s']:,.2f}" for s in stages])]
+    rows += [
+        ("peak", [_gib(s["memory"]["peak"]) for s in stages]),
+        (
+            f"fits ({chip['usable_fraction']:.0%} HBM)",
+            ["yes" if s["fits"] else "NO: " + ", ".join(s["over"]) for s in stages],
+        ),
+        ("PFLOP / step", [f"{s['flops']['device'] / 1e15:,.1f}" for s in stages]),
+        ("  model PFLOP", [f"{s['flops']['model'] / 1e15:,.1f}" for s in stages]),
+        ("ideal step s", [f"{s['ideal_step_s']:,.2f}" for s in stages]),
+    ]
     for label, values in rows:
         lines.append(f"{label:<16}" + "".join(f"{v:>{width + 2}}" for v in values))
-    lines.append("peak = the largest phase: params + optimizer + reference + (rollouts: the engine's weights, cache "
-                 "and largest call | the update: batch + the pass or optimizer step | the hand-off); see "
-                 "`jaxseeker.train.plan`")
+    lines.append(
+        "peak = the largest phase: params + optimizer + reference + (rollouts: the engine's weights, cache "
+        "and largest call | the update: batch + the pass or optimizer step | the hand-off); see "
+        "`jaxseeker.train.plan`"
+    )
     if not plan["fits"]:
         s = plan["suggestion"]
         attention = f", context_attention {s['context_attention']}" if s and s["mesh"]["context"] > 1 else ""
-        lines.append(f"suggested mesh: {_mesh_text(s['mesh'])} on {s['chips']} chips (peak {_gib(s['peak_bytes'])} "
-                     f"GiB{attention})" if s else "no mesh of up to 8192 chips fits: shorten the rows, use remat full "
-                     "and a flash attention, or fewer slots")
+        lines.append(
+            f"suggested mesh: {_mesh_text(s['mesh'])} on {s['chips']} chips (peak {_gib(s['peak_bytes'])} "
+            f"GiB{attention})"
+            if s
+            else "no mesh of up to 8192 chips fits: shorten the rows, use remat full "
+            "and a flash attention, or fewer slots"
+        )
     lines += [f"note: {n}" for n in plan["notes"]]
     return "\n".join(lines)
 
@@ -144,7 +201,8 @@ def add_parser(subparsers) -> None:
     add_config(p, what="SFT, RL or pipeline recipe", example="data.seq_len=8192")
     add_mesh(p, devices=False)
     p.add_argument("--chip", default="v5p", choices=sorted(CHIPS))
-    p.add_argument("--chips", type=at_least(1), default=None,
-                   help="chips for a -1 mesh axis (default: the mesh's product)")
+    p.add_argument(
+        "--chips", type=at_least(1), default=None, help="chips for a -1 mesh axis (default: the mesh's product)"
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_plan)

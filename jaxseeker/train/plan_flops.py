@@ -25,6 +25,7 @@ def forward_flops_per_token(cfg: ModelConfig, context: float, *, all_experts: bo
 def step_flops(cfg: ModelConfig, stage: StageShape) -> dict[str, float]:
     """FLOPs of one step: `model` (top-k experts, no recompute: what MFU counts) and `device` (what the
     implementation runs: every expert, plus the forward recompute of remat), split by phase for RL."""
+
     def train(rows: int, seq: int, all_experts: bool, recompute: bool) -> float:
         fwd = forward_flops_per_token(cfg, seq / 2, all_experts=all_experts) * rows * seq
         attention = 4 * cfg.num_layers * cfg.num_heads * cfg.head_dim * seq / 2 * rows * seq

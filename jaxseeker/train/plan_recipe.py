@@ -23,8 +23,16 @@ from jaxseeker.train.optimizer import OptimizerConfig
 from jaxseeker.train.plan import StageShape
 from jaxseeker.train.recipe import RecipeError, build, check_kwargs, check_sections
 
-SHAPE_FIELDS = ("model_type", "vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads",
-                "num_kv_heads", "head_dim")
+SHAPE_FIELDS = (
+    "model_type",
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_layers",
+    "num_heads",
+    "num_kv_heads",
+    "head_dim",
+)
 PIPELINE_SECTIONS = ("policy", "qa", "expert", "eval")  # `world` is also an RL section
 
 
@@ -42,15 +50,16 @@ class RecipePlan:
 
 
 def recipe_kind(recipe: Mapping[str, Any]) -> str:
-    """"pipeline" (`jaxseeker pipeline`), "rl" (`jaxseeker rl`) or "sft" (`jaxseeker sft`), by the sections."""
+    """ "pipeline" (`jaxseeker pipeline`), "rl" (`jaxseeker rl`) or "sft" (`jaxseeker sft`), by the sections."""
     if any(s in recipe for s in PIPELINE_SECTIONS):
         return "pipeline"
     if "rl" in recipe:
         return "rl"
     if "train" in recipe or "data" in recipe:
         return "sft"
-    raise RecipeError(f"recipe: no `train` / `data` (SFT), `rl` (RL) or `policy` (pipeline) section; "
-                      f"sections: {sorted(recipe)}")
+    raise RecipeError(
+        f"recipe: no `train` / `data` (SFT), `rl` (RL) or `policy` (pipeline) section; sections: {sorted(recipe)}"
+    )
 
 
 def model_config(section: Mapping[str, Any] | None, notes: list[str]) -> model.ModelConfig:
@@ -59,15 +68,19 @@ def model_config(section: Mapping[str, Any] | None, notes: list[str]) -> model.M
     section = dict(section or {})
     lora = lora_from_recipe(section)
     if lora is not None:
-        notes.append(f"model.lora: rank-{lora.rank} adapters train, not the weights; the memory planned is full "
-                     "fine-tuning's, an upper bound")
+        notes.append(
+            f"model.lora: rank-{lora.rank} adapters train, not the weights; the memory planned is full "
+            "fine-tuning's, an upper bound"
+        )
     section.pop("lora", None)
     hf_path = section.pop("hf_path", None)
     known = [f.name for f in dataclasses.fields(model.ModelConfig)]
     unknown = sorted(set(section) - set(known))
     if unknown:
-        raise RecipeError(f"model: unknown keys {unknown}{did_you_mean(unknown, ['hf_path', 'lora', *known])}; known "
-                          f"keys: ['hf_path', 'lora'] + {known}")
+        raise RecipeError(
+            f"model: unknown keys {unknown}{did_you_mean(unknown, ['hf_path', 'lora', *known])}; known "
+            f"keys: ['hf_path', 'lora'] + {known}"
+        )
     try:
         gguf_file = model.gguf_source(hf_path) if hf_path else None  # a registered name's or a .gguf file
         if gguf_file is not None:
@@ -77,8 +90,10 @@ def model_config(section: Mapping[str, Any] | None, notes: list[str]) -> model.M
         if hf_path:
             missing = [k for k in SHAPE_FIELDS if k not in section]
             if missing:
-                raise RecipeError(f"model.hf_path={hf_path!r} has no config.json here, and the model section does "
-                                  f"not give the shape: missing {missing}")
+                raise RecipeError(
+                    f"model.hf_path={hf_path!r} has no config.json here, and the model section does "
+                    f"not give the shape: missing {missing}"
+                )
             notes.append(f"model.hf_path {hf_path} is not here: planned from the shape in the model section")
         return build(model.ModelConfig, section, "model")
     except model.ConfigError as e:
@@ -115,8 +130,11 @@ def sft_stages(recipe: Mapping[str, Any]) -> list[StageShape]:
     opt = build(OptimizerConfig, {"total_steps": train.steps, **(recipe.get("optimizer") or {})}, "optimizer")
     resolve_loss(train.loss, train.chunk_size)
     _tokenizer_given(train.tokenizer, recipe, "train.tokenizer")
-    return [StageShape("sft", "sft", rows=data.batch_size, seq=data.seq_len, chunk_size=train.chunk_size,
-                       grad_accum=opt.grad_accum)]
+    return [
+        StageShape(
+            "sft", "sft", rows=data.batch_size, seq=data.seq_len, chunk_size=train.chunk_size, grad_accum=opt.grad_accum
+        )
+    ]
 
 
 def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
@@ -136,9 +154,16 @@ def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
     if reward.judge == "llm":
         build(LLMConfig, reward.llm, "reward.llm")
     try:
-        RLStepConfig(objective=rl.objective, objective_kwargs=dict(rl.objective_kwargs), kl_coef=rl.kl_coef,
-                     kl_estimator=rl.kl_estimator, temperature=sampling.temperature, chunk_size=rl.chunk_size,
-                     entropy=rl.entropy_metric, entropy_coef=rl.entropy_coef)
+        RLStepConfig(
+            objective=rl.objective,
+            objective_kwargs=dict(rl.objective_kwargs),
+            kl_coef=rl.kl_coef,
+            kl_estimator=rl.kl_estimator,
+            temperature=sampling.temperature,
+            chunk_size=rl.chunk_size,
+            entropy=rl.entropy_metric,
+            entropy_coef=rl.entropy_coef,
+        )
         tools_config(recipe.get("tools") or {"enabled": []})
     except ValueError as e:
         raise RecipeError(f"rl / tools: {e}") from None
@@ -153,7 +178,7 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
     check_sections(recipe, SECTIONS, "recipe")
     rl = build(RLConfig, recipe.get("rl"), "rl")
     if not rl.questions:
-        raise RecipeError("rl.questions: give at least one JSONL file of {\"question\", \"answer\"}")
+        raise RecipeError('rl.questions: give at least one JSONL file of {"question", "answer"}')
     rl_optimizer_config(rl, recipe.get("optimizer"))
     _check_rl_parts(recipe, rl)
     rollout_cfg = build(RolloutConfig, recipe.get("rollout"), "rollout")
@@ -166,12 +191,26 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
     out = []
     for s in stages:
         name = "rl" if len(stages) == 1 else f"rl {s.max_context // 1024}K (step {s.step}+)"
-        out.append(StageShape(name, "rl", rows=episodes // rl.mini_batches, seq=s.max_context,
-                              chunk_size=rl.chunk_size, updates=rl.mini_batches * rl.epochs, resident_rows=episodes,
-                              slots=engine.slots, cache_len=cache_len, rollout_tokens=episodes * s.max_context,
-                              reference=rl.kl_coef > 0 or rl.kl_reward_coef > 0, groups=rl.batch_questions,
-                              group_size=rl.group_size, engine_tensor=engine.tensor, engine_dtype=engine.dtype,
-                              stacked_prefill=engine.stacked_prefill))
+        out.append(
+            StageShape(
+                name,
+                "rl",
+                rows=episodes // rl.mini_batches,
+                seq=s.max_context,
+                chunk_size=rl.chunk_size,
+                updates=rl.mini_batches * rl.epochs,
+                resident_rows=episodes,
+                slots=engine.slots,
+                cache_len=cache_len,
+                rollout_tokens=episodes * s.max_context,
+                reference=rl.kl_coef > 0 or rl.kl_reward_coef > 0,
+                groups=rl.batch_questions,
+                group_size=rl.group_size,
+                engine_tensor=engine.tensor,
+                engine_dtype=engine.dtype,
+                stacked_prefill=engine.stacked_prefill,
+            )
+        )
     return out
 
 
@@ -186,16 +225,32 @@ def pipeline_stages(recipe: Mapping[str, Any]) -> tuple[model.ModelConfig, list[
             policy = model_config({"hf_path": p.init}, [])
         else:
             policy = model.ModelConfig(
-                model_type="qwen3", vocab_size=p.vocab_size, hidden_size=p.hidden_size, num_layers=p.num_layers,
-                num_heads=p.num_heads, num_kv_heads=p.num_kv_heads, head_dim=p.head_dim,
-                intermediate_size=p.intermediate_size, max_position_embeddings=4096)
+                model_type="qwen3",
+                vocab_size=p.vocab_size,
+                hidden_size=p.hidden_size,
+                num_layers=p.num_layers,
+                num_heads=p.num_heads,
+                num_kv_heads=p.num_kv_heads,
+                head_dim=p.head_dim,
+                intermediate_size=p.intermediate_size,
+                max_position_embeddings=4096,
+            )
     except (ValueError, model.ConfigError) as e:
         raise RecipeError(f"pipeline recipe: {e}") from None
     episodes, context = r.questions_per_step * r.group_size, cfg.eval.max_context
     return policy, [
         StageShape("sft", "sft", rows=p.batch_size, seq=p.seq_len, chunk_size=256),
-        StageShape("rl", "rl", rows=episodes, seq=context, chunk_size=256, resident_rows=episodes, slots=episodes,
-                   cache_len=context, rollout_tokens=episodes * context),
+        StageShape(
+            "rl",
+            "rl",
+            rows=episodes,
+            seq=context,
+            chunk_size=256,
+            resident_rows=episodes,
+            slots=episodes,
+            cache_len=context,
+            rollout_tokens=episodes * context,
+        ),
     ]
 
 

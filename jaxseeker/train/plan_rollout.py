@@ -53,8 +53,9 @@ def engine_layout(cfg: ModelConfig, stage, chips: int, per_host: int) -> EngineL
         raise ValueError(f"engine.tensor={tensor} must divide a host's {local} chips (of {chips})")
     hosts, replicas_per_host = chips // local, local // tensor
     per_host_slots = slots_per_host(stage.slots, stage.groups, stage.group_size, hosts, replicas_per_host)
-    return EngineLayout(tensor, chips // tensor, hosts, per_host_slots // replicas_per_host,
-                        stage.engine_dtype or cfg.compute_dtype)
+    return EngineLayout(
+        tensor, chips // tensor, hosts, per_host_slots // replicas_per_host, stage.engine_dtype or cfg.compute_dtype
+    )
 
 
 def engine_memory(cfg: ModelConfig, stage, chips: int, per_host: int, trainer_elements: int = 0) -> dict[str, float]:
@@ -64,9 +65,12 @@ def engine_memory(cfg: ModelConfig, stage, chips: int, per_host: int, trainer_el
     weights = param_elements(cfg, GENERATION_RULES, _engine_mesh(layout)) * BYTES[layout.dtype]
     copies = 2 if stage.stacked_prefill else 1
     calls = engine_calls(cfg, stage, chips, per_host)
-    return {"engine_weights": float(copies * weights), "kv_cache": calls["cache"],
-            "rollout": max(calls["decode"], calls["prefill"]),
-            "handoff": float(copies * weights / layout.replicas + trainer_elements * BYTES[layout.dtype])}
+    return {
+        "engine_weights": float(copies * weights),
+        "kv_cache": calls["cache"],
+        "rollout": max(calls["decode"], calls["prefill"]),
+        "handoff": float(copies * weights / layout.replicas + trainer_elements * BYTES[layout.dtype]),
+    }
 
 
 def engine_calls(cfg: ModelConfig, stage, chips: int, per_host: int) -> dict[str, float]:

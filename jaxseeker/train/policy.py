@@ -62,8 +62,9 @@ class Policy:
     base_shardings: Any = None
 
 
-def build_policy(recipe: Mapping[str, Any], optimizer: optax.GradientTransformation, *, tokenizer: str | None,
-                 seed: int, where: str) -> Policy:
+def build_policy(
+    recipe: Mapping[str, Any], optimizer: optax.GradientTransformation, *, tokenizer: str | None, seed: int, where: str
+) -> Policy:
     """The recipe's mesh (`mesh`, `rules`), model (`model`: `hf_path` or config fields; `lora` for adapters on the
     frozen checkpoint), tokenizer (`tokenizer`, default the model's `hf_path`; `where` names the key in errors) and a
     sharded TrainState for `optimizer` (of the adapters with LoRA)."""
@@ -72,7 +73,8 @@ def build_policy(recipe: Mapping[str, Any], optimizer: optax.GradientTransformat
     rules = make_rules(recipe.get("rules"))
     lora = lora_from_recipe(recipe.get("model"))
     cfg, params = model_from_recipe(  # a checkpoint loads each device's slice only, as the state will hold it
-        recipe.get("model"), lambda c: param_shardings(c, mesh, rules))
+        recipe.get("model"), lambda c: param_shardings(c, mesh, rules)
+    )
     tok_path = tokenizer or (recipe.get("model") or {}).get("hf_path")
     if not tok_path:
         raise RecipeError(f"{where}: a tokenizer directory is needed when the model is not an HF checkpoint")
@@ -80,12 +82,15 @@ def build_policy(recipe: Mapping[str, Any], optimizer: optax.GradientTransformat
     if len(tok) > cfg.vocab_size:
         raise RecipeError(f"model.vocab_size={cfg.vocab_size} is smaller than the tokenizer's {len(tok)} tokens")
     if lora is not None:
-        state, shardings = create_train_state(functools.partial(model.init_lora, cfg, lora), model.lora_axes(cfg, lora),
-                                              optimizer, seed, mesh, rules)
+        state, shardings = create_train_state(
+            functools.partial(model.init_lora, cfg, lora), model.lora_axes(cfg, lora), optimizer, seed, mesh, rules
+        )
         return Policy(cfg, tok, mesh, rules, state, shardings, lora, params, param_shardings(cfg, mesh, rules))
     axes = model.param_axes(cfg)
     if params is None:
-        state, shardings = create_train_state(functools.partial(model.init_params, cfg), axes, optimizer, seed, mesh, rules)
+        state, shardings = create_train_state(
+            functools.partial(model.init_params, cfg), axes, optimizer, seed, mesh, rules
+        )
     else:
         state, shardings = train_state_from_params(params, axes, optimizer, seed, mesh, rules)
     return Policy(cfg, tok, mesh, rules, state, shardings)

@@ -46,8 +46,14 @@ def kept_trajectories(records: Iterable[Mapping[str, Any]], per_question: int) -
         if not is_kept(r) or turns in mine or len(mine) >= per_question:
             continue
         mine.add(turns)
-        kept.append({"messages": list(r["messages"]), "question": r["question"], "answer": r["answer"],
-                     "provenance": {"source": "rft", "question_id": str(r["question_id"]), "round": r["round"]}})
+        kept.append(
+            {
+                "messages": list(r["messages"]),
+                "question": r["question"],
+                "answer": r["answer"],
+                "provenance": {"source": "rft", "question_id": str(r["question_id"]), "round": r["round"]},
+            }
+        )
     return kept
 
 
@@ -55,8 +61,11 @@ def malformed_turns(record: Mapping[str, Any]) -> list[int]:
     """Indices in `record["messages"]` of the assistant turns that broke the format: those answered by a format-error
     observation, and the last turn of an episode that a format error ended."""
     messages = record["messages"]
-    bad = [i for i, (m, after) in enumerate(zip(messages, messages[1:]))
-           if m["role"] == "assistant" and after["role"] != "assistant" and FORMAT_ERROR in str(after["content"])]
+    bad = [
+        i
+        for i, (m, after) in enumerate(zip(messages, messages[1:]))
+        if m["role"] == "assistant" and after["role"] != "assistant" and FORMAT_ERROR in str(after["content"])
+    ]
     if record.get("termination") == "format_error":
         last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
         if last not in bad:
@@ -75,22 +84,41 @@ def rejected_trajectories(records: Iterable[Mapping[str, Any]]) -> list[dict[str
         if not bad or turns in seen:
             continue
         seen.add(turns)
-        messages = [m if m["role"] != "assistant" else {**m, "weight": -1 if i in bad else 0}
-                    for i, m in enumerate(r["messages"])]
-        rejected.append({"messages": messages, "question": r["question"], "answer": r["answer"],
-                         "provenance": {"source": "rft-rejected", "question_id": str(r["question_id"]),
-                                        "round": r["round"], "turns": sorted(bad)}})
+        messages = [
+            m if m["role"] != "assistant" else {**m, "weight": -1 if i in bad else 0}
+            for i, m in enumerate(r["messages"])
+        ]
+        rejected.append(
+            {
+                "messages": messages,
+                "question": r["question"],
+                "answer": r["answer"],
+                "provenance": {
+                    "source": "rft-rejected",
+                    "question_id": str(r["question_id"]),
+                    "round": r["round"],
+                    "turns": sorted(bad),
+                },
+            }
+        )
     return rejected
 
 
-def rft_counts(records: list[Mapping[str, Any]], kept: list[Mapping[str, Any]],
-               rejected: list[Mapping[str, Any]] = ()) -> dict[str, Any]:
+def rft_counts(
+    records: list[Mapping[str, Any]], kept: list[Mapping[str, Any]], rejected: list[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
     """What the rejection kept: episodes and questions rolled out, right, kept, per level; and the episodes whose
     malformed turns were marked (`rejected_trajectories`)."""
     level = {str(r["question_id"]): str(r.get("level", "all")) for r in records}
     kept_questions = {t["provenance"]["question_id"] for t in kept}
-    return {"episodes": len(records), "right": sum(bool(r["correct"]) for r in records),
-            "questions": len(level), "kept": len(kept), "kept_questions": len(kept_questions),
-            "rejected": len(rejected), "rejected_turns": sum(len(t["provenance"]["turns"]) for t in rejected),
-            "questions_by_level": dict(Counter(level.values())),
-            "kept_questions_by_level": dict(Counter(level[q] for q in kept_questions))}
+    return {
+        "episodes": len(records),
+        "right": sum(bool(r["correct"]) for r in records),
+        "questions": len(level),
+        "kept": len(kept),
+        "kept_questions": len(kept_questions),
+        "rejected": len(rejected),
+        "rejected_turns": sum(len(t["provenance"]["turns"]) for t in rejected),
+        "questions_by_level": dict(Counter(level.values())),
+        "kept_questions_by_level": dict(Counter(level[q] for q in kept_questions)),
+    }

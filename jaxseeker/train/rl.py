@@ -123,8 +123,9 @@ class RLRun:
         """The tools of one episode: the recipe's, plus (SRRL) an `answer_submit` that knows this question's answer."""
         if not self.multi_submit:
             return self.registry
-        return self.registry.extended(answer_submit_tool(submit_feedback(question.answer,
-                                                                         self.scorer.config.submit_threshold)))
+        return self.registry.extended(
+            answer_submit_tool(submit_feedback(question.answer, self.scorer.config.submit_threshold))
+        )
 
 
 def _tools(recipe: dict) -> tuple[ToolRegistry, bool]:
@@ -151,7 +152,7 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     check_sections(recipe, SECTIONS, "recipe")
     rl = build(RLConfig, recipe.get("rl"), "rl")
     if not rl.questions:
-        raise RecipeError("rl.questions: give at least one JSONL file of {\"question\", \"answer\"}")
+        raise RecipeError('rl.questions: give at least one JSONL file of {"question", "answer"}')
     rollout_cfg = build(RolloutConfig, recipe.get("rollout"), "rollout")
     stages = context_stages(rl, rollout_cfg)
     sampling = build(SamplingConfig, {"temperature": 1.0, **(recipe.get("sampling") or {})}, "sampling")
@@ -160,16 +161,25 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     reward = build(RewardConfig, recipe.get("reward"), "reward")
     opt_cfg = rl_optimizer_config(rl, recipe.get("optimizer"))
     try:
-        step_cfg = RLStepConfig(objective=rl.objective, objective_kwargs=dict(rl.objective_kwargs),
-                                kl_coef=rl.kl_coef, kl_estimator=rl.kl_estimator, temperature=sampling.temperature,
-                                chunk_size=rl.chunk_size, entropy=rl.entropy_metric, entropy_coef=rl.entropy_coef)
+        step_cfg = RLStepConfig(
+            objective=rl.objective,
+            objective_kwargs=dict(rl.objective_kwargs),
+            kl_coef=rl.kl_coef,
+            kl_estimator=rl.kl_estimator,
+            temperature=sampling.temperature,
+            chunk_size=rl.chunk_size,
+            entropy=rl.entropy_metric,
+            entropy_coef=rl.entropy_coef,
+        )
     except ValueError as e:
         raise RecipeError(f"rl: {e}") from None
     questions = [q for path in rl.questions for q in read_questions(path)]
     missing = [i for i, q in enumerate(questions) if q.answer is None]
     if missing:
-        raise RecipeError(f"rl.questions: question {missing[0]} ({questions[missing[0]].question[:60]!r}) has no "
-                          "'answer'; RL needs reference answers")
+        raise RecipeError(
+            f"rl.questions: question {missing[0]} ({questions[missing[0]].question[:60]!r}) has no "
+            "'answer'; RL needs reference answers"
+        )
     policy = build_policy(recipe, make_optimizer(opt_cfg), tokenizer=rl.tokenizer, seed=rl.seed, where="rl.tokenizer")
     cfg, tokenizer, mesh, rules, state = policy.cfg, policy.tokenizer, policy.mesh, policy.rules, policy.state
     ref_params = jax.tree.map(lambda x: x.copy(), state.params) if rl.kl_coef > 0 or rl.kl_reward_coef > 0 else None
@@ -182,23 +192,62 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
         sampler = QuestionSampler(restored.data_state["pool"], rl.seed, restored.data_state["sampler"])
         kl_reward_coef = restored.data_state.get("kl_reward_coef", kl_reward_coef)
     registry, multi_submit = _tools(recipe)
-    run = RLRun(recipe, out_dir, cfg, rl, rollout_cfg, stages, step_cfg, opt_cfg, mesh, rules, tokenizer, questions,
-                registry, multi_submit, Scorer(reward), engine, state, ref_params, sampler, ckpt, start, sampling,
-                kl_reward_coef, policy.lora, policy.base, policy.base_shardings)
+    run = RLRun(
+        recipe,
+        out_dir,
+        cfg,
+        rl,
+        rollout_cfg,
+        stages,
+        step_cfg,
+        opt_cfg,
+        mesh,
+        rules,
+        tokenizer,
+        questions,
+        registry,
+        multi_submit,
+        Scorer(reward),
+        engine,
+        state,
+        ref_params,
+        sampler,
+        ckpt,
+        start,
+        sampling,
+        kl_reward_coef,
+        policy.lora,
+        policy.base,
+        policy.base_shardings,
+    )
     params = run.engine_params(state.params)
     if engine is None:
-        run.engine = rollout_engine(engine_cfg, rl, cfg, tokenizer, params, sampling,
-                                    engine_cfg.max_len or max(s.max_context for s in stages))
+        run.engine = rollout_engine(
+            engine_cfg, rl, cfg, tokenizer, params, sampling, engine_cfg.max_len or max(s.max_context for s in stages)
+        )
     else:
         run.engine.set_params(params)
     if is_main_process():
-        write_run_files(out_dir, cfg, tokenizer, rl.checkpoint_dir or out_dir / "checkpoints", lora=policy.lora,
-                        base=(recipe.get("model") or {}).get("hf_path"))
+        write_run_files(
+            out_dir,
+            cfg,
+            tokenizer,
+            rl.checkpoint_dir or out_dir / "checkpoints",
+            lora=policy.lora,
+            base=(recipe.get("model") or {}).get("hf_path"),
+        )
     return run
 
 
-def rollout_engine(engine_cfg: EngineConfig, rl: RLConfig, cfg: model.ModelConfig, tokenizer: Any, params: Any,
-                   sampling: SamplingConfig, max_len: int) -> Any:
+def rollout_engine(
+    engine_cfg: EngineConfig,
+    rl: RLConfig,
+    cfg: model.ModelConfig,
+    tokenizer: Any,
+    params: Any,
+    sampling: SamplingConfig,
+    max_len: int,
+) -> Any:
     """This process's rollout engine: replicas of `engine.tensor` devices (default all of the host's) on its own
     devices, its share of the slots, its weights `params` handed over from the trainer's layout."""
     tensor = engine_cfg.tensor or jax.local_device_count()
@@ -208,10 +257,21 @@ def rollout_engine(engine_cfg: EngineConfig, rl: RLConfig, cfg: model.ModelConfi
         raise RecipeError(f"engine.tensor: {e}") from None
     replicas = mesh.shape["data"]
     slots = engine_slots(engine_cfg, rl, jax.process_count(), replicas)
-    return make_engine(params, cfg, tokenizer, slots=slots, max_len=max_len, sampling=sampling,
-                       steps_per_call=engine_cfg.steps_per_call, min_window=engine_cfg.min_window, mesh=mesh,
-                       rules=GENERATION_RULES, dtype=engine_cfg.dtype, handoff_mesh=handoff_mesh,
-                       stacked_prefill=engine_cfg.stacked_prefill)
+    return make_engine(
+        params,
+        cfg,
+        tokenizer,
+        slots=slots,
+        max_len=max_len,
+        sampling=sampling,
+        steps_per_call=engine_cfg.steps_per_call,
+        min_window=engine_cfg.min_window,
+        mesh=mesh,
+        rules=GENERATION_RULES,
+        dtype=engine_cfg.dtype,
+        handoff_mesh=handoff_mesh,
+        stacked_prefill=engine_cfg.stacked_prefill,
+    )
 
 
 def rollout_seed(seed: int, step: int, round_: int) -> int:
@@ -219,8 +279,9 @@ def rollout_seed(seed: int, step: int, round_: int) -> int:
     return (seed * 1_000_003 + step * 1_009 + round_) % 2**31
 
 
-def roll_out(run: RLRun, question_ids: list[int], config: RolloutConfig, n: int,
-             seed: int) -> tuple[list[list[Episode]], list[list[Score]], dict[str, float]]:
+def roll_out(
+    run: RLRun, question_ids: list[int], config: RolloutConfig, n: int, seed: int
+) -> tuple[list[list[Episode]], list[list[Score]], dict[str, float]]:
     """`n` scored episodes of each question with the current params, grouped by question: (groups, scores,
     timings). Split over the processes, gathered on every one (`rl_rollout.shared_rollout`)."""
     if hasattr(run.engine, "sampling"):
@@ -249,8 +310,10 @@ def dupo_pool(run: RLRun) -> list[int]:
         report = {"rollouts_per_question": k, "questions": len(keep), "kept": len(pool), "kept_indices": pool}
         (run.out_dir / "dupo_filter.json").write_text(json.dumps(report, indent=2))
     if not pool:
-        raise RuntimeError(f"DUPO pre-filter: the starting policy solved all {len(keep)} questions in all {k} "
-                           "rollouts; nothing is left to train on")
+        raise RuntimeError(
+            f"DUPO pre-filter: the starting policy solved all {len(keep)} questions in all {k} "
+            "rollouts; nothing is left to train on"
+        )
     return pool
 
 
@@ -262,8 +325,9 @@ def collect(run: RLRun, step: int, config: RolloutConfig) -> tuple[list, list, s
     times = {"rollout_s": 0.0, "engine_s": 0.0, "tool_wait_s": 0.0, "reward_s": 0.0, "gather_s": 0.0}
     need, rounds = b, 0
     while True:
-        new, new_scores, new_times = roll_out(run, run.sampler.take(need), config, g,
-                                              rollout_seed(run.rl.seed, step, rounds))
+        new, new_scores, new_times = roll_out(
+            run, run.sampler.take(need), config, g, rollout_seed(run.rl.seed, step, rounds)
+        )
         times = {k: v + new_times[k] for k, v in times.items()}
         groups += new
         scores += new_scores
@@ -287,10 +351,15 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
     episodes = [e for group in groups for e in group]
     metrics = score_metrics(episodes, [s for group in scores for s in group])
     correct = np.array([[s.outcome.correct for s in group] for group in scores], dtype=bool)  # [groups, G]
-    metrics.update(groups=len(groups), informative_groups=selection.n_informative,
-                   duplicated_groups=selection.n_duplicated, solved_groups=int(correct.all(axis=1).sum()),
-                   unsolved_groups=int((~correct.any(axis=1)).sum()), max_context=stage.max_context,
-                   max_turns=stage.max_turns)
+    metrics.update(
+        groups=len(groups),
+        informative_groups=selection.n_informative,
+        duplicated_groups=selection.n_duplicated,
+        solved_groups=int(correct.all(axis=1).sum()),
+        unsolved_groups=int((~correct.any(axis=1)).sum()),
+        max_context=stage.max_context,
+        max_turns=stage.max_turns,
+    )
     if selection.empty:
         metrics["skipped_update"] = 1.0
     else:
@@ -301,13 +370,22 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
         run.engine.set_params(run.engine_params(state.params))
         metrics.update(update_metrics, skipped_update=0.0)
         if run.rl.kl_reward_target is not None and "kl_reward" in update_metrics:
-            run.kl_reward_coef = adaptive_kl_coef(run.kl_reward_coef, update_metrics["kl_reward"],
-                                                  target=run.rl.kl_reward_target, horizon=run.rl.kl_reward_horizon,
-                                                  n_steps=len(chosen))
+            run.kl_reward_coef = adaptive_kl_coef(
+                run.kl_reward_coef,
+                update_metrics["kl_reward"],
+                target=run.rl.kl_reward_target,
+                horizon=run.rl.kl_reward_horizon,
+                n_steps=len(chosen),
+            )
     for group, group_scores in zip(groups, scores):
         for e, s in zip(group, group_scores):
-            e.meta["rl"] = {"step": step + 1, "reward": s.reward, "correct": float(s.outcome.correct),
-                            "f1": s.outcome.f1, "format_ok": s.outcome.format_ok}
+            e.meta["rl"] = {
+                "step": step + 1,
+                "reward": s.reward,
+                "correct": float(s.outcome.correct),
+                "f1": s.outcome.f1,
+                "format_ok": s.outcome.format_ok,
+            }
     metrics.update(times, step_s=time.perf_counter() - t0)
     return state, metrics, episodes
 
@@ -322,24 +400,34 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
         run.sampler = QuestionSampler(dupo_pool(run), run.rl.seed)
     writer = MetricsWriter(run.out_dir, enabled=main, resumed_from=run.start_step)
     state, history = run.state, []
-    bar = tqdm(range(run.start_step, run.rl.steps), initial=run.start_step, total=run.rl.steps, desc="rl",
-               disable=not (progress and main))
+    bar = tqdm(
+        range(run.start_step, run.rl.steps),
+        initial=run.start_step,
+        total=run.rl.steps,
+        desc="rl",
+        disable=not (progress and main),
+    )
     with stop_requests(enabled=process_info()["process_count"] == 1) as stop:
         for step in bar:
             state, metrics, episodes = run_step(run, state, step)
             done = step + 1
             writer.write(done, metrics)
             history.append(metrics)
-            bar.set_postfix(reward=f"{metrics['reward']:.3f}", acc=f"{metrics['accuracy']:.2f}",
-                            step_s=f"{metrics['step_s']:.1f}")
+            bar.set_postfix(
+                reward=f"{metrics['reward']:.3f}", acc=f"{metrics['accuracy']:.2f}", step_s=f"{metrics['step_s']:.1f}"
+            )
             if main and run.rl.episodes_every and done % run.rl.episodes_every == 0:
                 (run.out_dir / "episodes").mkdir(exist_ok=True)
                 write_episodes(run.out_dir / "episodes" / f"step_{done:06d}.jsonl", episodes)
-            data_state = {"pool": run.sampler.pool, "sampler": run.sampler.state(),
-                          "kl_reward_coef": run.kl_reward_coef}
+            data_state = {
+                "pool": run.sampler.pool,
+                "sampler": run.sampler.state(),
+                "kl_reward_coef": run.kl_reward_coef,
+            }
             stopping = stop.signal_name is not None and done < run.rl.steps  # Ctrl-C or SIGTERM came
-            run.checkpointer.save(done, state, data_state=data_state, config=run.recipe,
-                                  force=done == run.rl.steps or stopping)
+            run.checkpointer.save(
+                done, state, data_state=data_state, config=run.recipe, force=done == run.rl.steps or stopping
+            )
             preempted = done < run.rl.steps and run.checkpointer.preempted(done)  # all hosts saved this step
             if stopping or preempted:
                 run.checkpointer.close()  # waits for the save
@@ -349,16 +437,24 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
     writer.close()
     rows = read_metrics(run.out_dir / "metrics.jsonl") if main else []
     summary = {
-        "name": run.recipe["name"], "steps": run.rl.steps, "resumed_from": run.start_step,
-        "selection": run.rl.selection, "questions": len(run.sampler.pool),
+        "name": run.recipe["name"],
+        "steps": run.rl.steps,
+        "resumed_from": run.start_step,
+        "selection": run.rl.selection,
+        "questions": len(run.sampler.pool),
         "first_reward": rows[0]["reward"] if rows else None,
         "final_reward": float(np.mean([r["reward"] for r in rows[-3:]])) if rows else None,
         "final_accuracy": float(np.mean([r["accuracy"] for r in rows[-3:]])) if rows else None,
         "mean_step_s": float(np.mean([m["step_s"] for m in history])) if history else None,
-        "wall_s": round(time.perf_counter() - t_start, 2), "out_dir": str(run.out_dir),
+        "wall_s": round(time.perf_counter() - t_start, 2),
+        "out_dir": str(run.out_dir),
     }
     if main:
-        plot_curves(rows, ["reward", "accuracy", "format_rate", "entropy"], run.out_dir / "rl_curves.png",
-                    title=run.recipe["name"])
+        plot_curves(
+            rows,
+            ["reward", "accuracy", "format_rate", "entropy"],
+            run.out_dir / "rl_curves.png",
+            title=run.recipe["name"],
+        )
         (run.out_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

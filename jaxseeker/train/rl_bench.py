@@ -56,14 +56,28 @@ def _one(tokenizer: Any, text: str) -> int:
     return ids[0]
 
 
-def toy_policy(tokenizer: Any, cfg: ModelConfig, *, think_tokens: float = 2.0, tool_p: float = 0.0,
-               seed: int = 0) -> dict:
+def toy_policy(
+    tokenizer: Any, cfg: ModelConfig, *, think_tokens: float = 2.0, tool_p: float = 0.0, seed: int = 0
+) -> dict:
     """Weights of the toy policy (module docstring) for `cfg` (untied embeddings, hidden_size > 13: one axis per chain token)."""
     if think_tokens < 1 or not 0 <= tool_p < 1:
         raise ValueError(f"toy policy: need think_tokens >= 1 and 0 <= tool_p < 1, got {think_tokens}, {tool_p}")
     prompt_end = tokenizer.backend_tokenizer.encode("<|im_start|>assistant\n", add_special_tokens=False).ids[-1]
-    t = {name: _one(tokenizer, name) for name in ("<think>", "</think>", "<answer>", "</answer>", "<tool_call>",
-                                                  "</tool_call>", "<|im_end|>", " the", TOY_CALL, *COLOURS)}
+    t = {
+        name: _one(tokenizer, name)
+        for name in (
+            "<think>",
+            "</think>",
+            "<answer>",
+            "</answer>",
+            "<tool_call>",
+            "</tool_call>",
+            "<|im_end|>",
+            " the",
+            TOY_CALL,
+            *COLOURS,
+        )
+    }
     stay = 1.0 - 1.0 / think_tokens
     after_think = {t["<answer>"]: 1.0 - tool_p, **({t["<tool_call>"]: tool_p} if tool_p else {})}
     transitions = {
@@ -83,13 +97,28 @@ def toy_policy(tokenizer: Any, cfg: ModelConfig, *, think_tokens: float = 2.0, t
 
 def toy_config(vocab_size: int, **overrides) -> ModelConfig:
     """A Qwen3-shaped config for the toy (2 layers, hidden 64 unless overridden), untied embeddings."""
-    base = {"vocab_size": vocab_size, "hidden_size": 64, "intermediate_size": 128, "num_layers": 2, "num_heads": 2,
-            "num_kv_heads": 1, "head_dim": 32, "tie_word_embeddings": False}
+    base = {
+        "vocab_size": vocab_size,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_layers": 2,
+        "num_heads": 2,
+        "num_kv_heads": 1,
+        "head_dim": 32,
+        "tie_word_embeddings": False,
+    }
     return ModelConfig(**{**base, **overrides})
 
 
-def write_toy(out_dir: str | Path, *, n_questions: int = 16, think_tokens: float = 2.0, tool_p: float = 0.0,
-              seed: int = 0, **model_overrides) -> dict[str, str]:
+def write_toy(
+    out_dir: str | Path,
+    *,
+    n_questions: int = 16,
+    think_tokens: float = 2.0,
+    tool_p: float = 0.0,
+    seed: int = 0,
+    **model_overrides,
+) -> dict[str, str]:
     """Write the toy policy (HF checkpoint + tokenizer), its questions and search pages; returns their paths."""
     out = Path(out_dir)
     tokenizer = toy_tokenizer()
@@ -98,8 +127,9 @@ def write_toy(out_dir: str | Path, *, n_questions: int = 16, think_tokens: float
     model.save_hf(params, cfg, out / "policy")
     tokenizer.save_pretrained(out / "policy")
     questions = out / "questions.jsonl"
-    questions.write_text("".join(json.dumps({"question": toy_question(i), "answer": TOY_ANSWER}) + "\n"
-                                 for i in range(n_questions)))
+    questions.write_text(
+        "".join(json.dumps({"question": toy_question(i), "answer": TOY_ANSWER}) + "\n" for i in range(n_questions))
+    )
     pages = out / "pages.jsonl"
     pages.write_text("".join(json.dumps(p) + "\n" for p in TOY_PAGES))
     return {"policy": str(out / "policy"), "questions": str(questions), "pages": str(pages)}
@@ -111,10 +141,24 @@ def toy_recipe(paths: dict[str, str], out_dir: str | Path, *, tools: bool = Fals
         "name": "rl_toy",
         "model": {"hf_path": paths["policy"]},
         "optimizer": {"lr": 0.02, "min_lr": 0.02, "weight_decay": 0.0, "clip_norm": 1.0},
-        "rl": {"questions": [paths["questions"]], "steps": 20, "batch_questions": 4, "group_size": 8,
-               "mini_batches": 2, "chunk_size": 128, "checkpoint_every": 5, "out_dir": str(out_dir), **rl},
-        "rollout": {"max_context_tokens": 160, "max_tokens_per_turn": 32, "answer_reserve_tokens": 8,
-                    "max_tool_calls": 4, "date": "2025-01-01"},
+        "rl": {
+            "questions": [paths["questions"]],
+            "steps": 20,
+            "batch_questions": 4,
+            "group_size": 8,
+            "mini_batches": 2,
+            "chunk_size": 128,
+            "checkpoint_every": 5,
+            "out_dir": str(out_dir),
+            **rl,
+        },
+        "rollout": {
+            "max_context_tokens": 160,
+            "max_tokens_per_turn": 32,
+            "answer_reserve_tokens": 8,
+            "max_tool_calls": 4,
+            "date": "2025-01-01",
+        },
         "engine": {"min_window": 160},
         "sampling": {"temperature": 1.0},
         "tools": {"enabled": ["search"] if tools else []},
@@ -123,22 +167,54 @@ def toy_recipe(paths: dict[str, str], out_dir: str | Path, *, tools: bool = Fals
     }
 
 
-def run_bench(*, hidden: int = 256, layers: int = 4, batch_questions: int = 4, group_size: int = 4,
-              mini_batches: int = 2, max_context: int = 1024, think_tokens: float = 24.0, tool_p: float = 0.5,
-              steps: int = 2, pack: bool = False) -> dict:
+def run_bench(
+    *,
+    hidden: int = 256,
+    layers: int = 4,
+    batch_questions: int = 4,
+    group_size: int = 4,
+    mini_batches: int = 2,
+    max_context: int = 1024,
+    think_tokens: float = 24.0,
+    tool_p: float = 0.5,
+    steps: int = 2,
+    pack: bool = False,
+) -> dict:
     """Time one RL step of the toy with a `search` tool (after a warm-up step that compiles); prints a table.
     pack: the update packs several episodes per row (`rl.pack`) instead of one per row."""
     from jaxseeker.train.rl import QuestionSampler, dupo_pool, prepare, run_step
 
     with tempfile.TemporaryDirectory() as tmp:
         heads = max(hidden // 64, 1)
-        paths = write_toy(tmp, think_tokens=think_tokens, tool_p=tool_p, hidden_size=hidden, num_layers=layers,
-                          intermediate_size=hidden * 3, num_heads=heads, num_kv_heads=max(heads // 2, 1), head_dim=64)
-        recipe = toy_recipe(paths, Path(tmp) / "run", tools=True, steps=steps + 1, batch_questions=batch_questions,
-                            group_size=group_size, mini_batches=mini_batches, chunk_size=512, checkpoint_every=10**6,
-                            pack=pack)
-        recipe["rollout"].update(max_context_tokens=max_context, max_tokens_per_turn=max_context // 2,
-                                 answer_reserve_tokens=64, max_tool_calls=8)
+        paths = write_toy(
+            tmp,
+            think_tokens=think_tokens,
+            tool_p=tool_p,
+            hidden_size=hidden,
+            num_layers=layers,
+            intermediate_size=hidden * 3,
+            num_heads=heads,
+            num_kv_heads=max(heads // 2, 1),
+            head_dim=64,
+        )
+        recipe = toy_recipe(
+            paths,
+            Path(tmp) / "run",
+            tools=True,
+            steps=steps + 1,
+            batch_questions=batch_questions,
+            group_size=group_size,
+            mini_batches=mini_batches,
+            chunk_size=512,
+            checkpoint_every=10**6,
+            pack=pack,
+        )
+        recipe["rollout"].update(
+            max_context_tokens=max_context,
+            max_tokens_per_turn=max_context // 2,
+            answer_reserve_tokens=64,
+            max_tool_calls=8,
+        )
         recipe["engine"]["min_window"] = max_context  # one attention window: one decode compile
         recipe["optimizer"]["lr"] = recipe["optimizer"]["min_lr"] = 1e-4
         run = prepare(recipe)
@@ -156,10 +232,16 @@ def run_bench(*, hidden: int = 256, layers: int = 4, batch_questions: int = 4, g
     update_tokens = batch_questions * group_size * m["context_tokens"]
     update_flops = update_tokens * flops_per_token(run.cfg, int(m["context_tokens"] / 2), training=True)
     device_s = m["engine_s"] + m["old_logp_s"] + m["update_s"]
-    result = {**m, "warmup_s": warmup_s, "parameters": model.count_params(run.cfg), "pack": pack,
-              "update_tokens_per_s": update_tokens * run.rl.epochs / m["update_s"],
-              "device_utilisation": device_s / m["step_s"], "update_mfu": update_flops / m["update_s"] / ceiling,
-              "matmul_ceiling_gflops": ceiling / 1e9}
+    result = {
+        **m,
+        "warmup_s": warmup_s,
+        "parameters": model.count_params(run.cfg),
+        "pack": pack,
+        "update_tokens_per_s": update_tokens * run.rl.epochs / m["update_s"],
+        "device_utilisation": device_s / m["step_s"],
+        "update_mfu": update_flops / m["update_s"] / ceiling,
+        "matmul_ceiling_gflops": ceiling / 1e9,
+    }
     _print_table(result, run.cfg, batch_questions, group_size)
     return result
 
@@ -167,19 +249,30 @@ def run_bench(*, hidden: int = 256, layers: int = 4, batch_questions: int = 4, g
 def _print_table(r: dict, cfg: ModelConfig, b: int, g: int) -> None:
     import jax
 
-    print(f"\nbench rl: {r['parameters'] / 1e6:.1f}M-param Qwen3 shape ({cfg.num_layers} layers, hidden "
-          f"{cfg.hidden_size}), {b} questions × {g} rollouts, {jax.devices()[0].platform}; compile step "
-          f"{r['warmup_s']:.1f} s")
-    phases = [("rollout", r["rollout_s"]), ("  engine (device)", r["engine_s"]), ("  waiting for tools",
-              r["tool_wait_s"]), ("judge / reward", r["reward_s"]), ("old-logprob pass", r["old_logp_s"]),
-              ("update", r["update_s"])]
+    print(
+        f"\nbench rl: {r['parameters'] / 1e6:.1f}M-param Qwen3 shape ({cfg.num_layers} layers, hidden "
+        f"{cfg.hidden_size}), {b} questions × {g} rollouts, {jax.devices()[0].platform}; compile step "
+        f"{r['warmup_s']:.1f} s"
+    )
+    phases = [
+        ("rollout", r["rollout_s"]),
+        ("  engine (device)", r["engine_s"]),
+        ("  waiting for tools", r["tool_wait_s"]),
+        ("judge / reward", r["reward_s"]),
+        ("old-logprob pass", r["old_logp_s"]),
+        ("update", r["update_s"]),
+    ]
     other = r["step_s"] - r["rollout_s"] - r["reward_s"] - r["old_logp_s"] - r["update_s"]
     print(f"{'phase':<22}{'seconds':>9}{'share':>8}")
     for name, seconds in [*phases, ("other (host)", other), ("step", r["step_s"])]:
         print(f"{name:<22}{seconds:>9.3f}{seconds / r['step_s']:>8.1%}")
-    print(f"episodes: {r['response_tokens']:.0f} sampled / {r['context_tokens']:.0f} context tokens, "
-          f"{r['tool_calls']:.2f} tool calls, {r['turns']:.2f} turns on average; {r['update_rows']:.0f} update rows "
-          f"{r['row_fill']:.0%} filled ({'packed' if r['pack'] else 'one padded row per episode'}), "
-          f"{r['update_tokens_per_s']:.0f} real tokens/s")
-    print(f"device utilisation {r['device_utilisation']:.1%} (engine + old-logprob + update time / step); "
-          f"update MFU {r['update_mfu']:.1%} of a {r['matmul_ceiling_gflops']:.0f} GFLOP/s matmul ceiling")
+    print(
+        f"episodes: {r['response_tokens']:.0f} sampled / {r['context_tokens']:.0f} context tokens, "
+        f"{r['tool_calls']:.2f} tool calls, {r['turns']:.2f} turns on average; {r['update_rows']:.0f} update rows "
+        f"{r['row_fill']:.0%} filled ({'packed' if r['pack'] else 'one padded row per episode'}), "
+        f"{r['update_tokens_per_s']:.0f} real tokens/s"
+    )
+    print(
+        f"device utilisation {r['device_utilisation']:.1%} (engine + old-logprob + update time / step); "
+        f"update MFU {r['update_mfu']:.1%} of a {r['matmul_ceiling_gflops']:.0f} GFLOP/s matmul ceiling"
+    )

@@ -35,19 +35,31 @@ def add_parser(subparsers) -> None:
 def _bench(args: argparse.Namespace) -> int:
     episodes = args.questions * args.group_size
     if episodes % args.mini_batches:
-        raise SystemExit(f"jaxseeker bench rl: --questions × --group-size = {episodes} episodes do not split into "
-                         f"--mini-batches {args.mini_batches}")
+        raise SystemExit(
+            f"jaxseeker bench rl: --questions × --group-size = {episodes} episodes do not split into "
+            f"--mini-batches {args.mini_batches}"
+        )
     from jaxseeker.train.rl_bench import run_bench
 
-    settings = dict(hidden=args.hidden, layers=args.layers, batch_questions=args.questions, group_size=args.group_size,
-                    mini_batches=args.mini_batches, max_context=args.max_context, think_tokens=args.think_tokens,
-                    tool_p=args.tool_p, steps=args.steps)
+    settings = dict(
+        hidden=args.hidden,
+        layers=args.layers,
+        batch_questions=args.questions,
+        group_size=args.group_size,
+        mini_batches=args.mini_batches,
+        max_context=args.max_context,
+        think_tokens=args.think_tokens,
+        tool_p=args.tool_p,
+        steps=args.steps,
+    )
     single = run_bench(**settings)
     if args.pack:
         packed = run_bench(**settings, pack=True)
-        print(f"\npacked update rows: update {packed['update_s']:.2f} s vs {single['update_s']:.2f} s one row per "
-              f"episode ({single['update_s'] / packed['update_s']:.2f}×), {packed['update_rows']:.0f} vs "
-              f"{single['update_rows']:.0f} rows, fill {packed['row_fill']:.0%} vs {single['row_fill']:.0%}")
+        print(
+            f"\npacked update rows: update {packed['update_s']:.2f} s vs {single['update_s']:.2f} s one row per "
+            f"episode ({single['update_s'] / packed['update_s']:.2f}×), {packed['update_rows']:.0f} vs "
+            f"{single['update_rows']:.0f} rows, fill {packed['row_fill']:.0%} vs {single['row_fill']:.0%}"
+        )
     return 0
 
 
@@ -58,13 +70,22 @@ def add_bench_parser(bench_subparsers) -> None:
     p.add_argument("--layers", type=at_least(1), default=4)
     p.add_argument("--questions", type=at_least(1), default=4, help="questions per step")
     p.add_argument("--group-size", type=at_least(1), default=4)
-    p.add_argument("--mini-batches", type=at_least(1), default=2, help="optimizer steps per RL step; must divide "
-                   "questions × group size")
-    p.add_argument("--max-context", type=at_least(2), default=1024,
-                   help="context tokens per episode (update row length)")
+    p.add_argument(
+        "--mini-batches",
+        type=at_least(1),
+        default=2,
+        help="optimizer steps per RL step; must divide questions × group size",
+    )
+    p.add_argument(
+        "--max-context", type=at_least(2), default=1024, help="context tokens per episode (update row length)"
+    )
     p.add_argument("--think-tokens", type=at_least(1.0, float), default=24.0, help="mean thought tokens per turn")
-    p.add_argument("--tool-p", type=at_least(0.0, float, high=1.0, below=True), default=0.5,
-                   help="chance a turn calls search instead of answering")
+    p.add_argument(
+        "--tool-p",
+        type=at_least(0.0, float, high=1.0, below=True),
+        default=0.5,
+        help="chance a turn calls search instead of answering",
+    )
     p.add_argument("--steps", type=at_least(1), default=2, help="measured steps after the warm-up step")
     p.add_argument("--pack", action="store_true", help="then again with packed update rows (rl.pack), and compare")
     p.set_defaults(func=_bench)

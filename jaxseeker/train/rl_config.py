@@ -15,8 +15,20 @@ from jaxseeker.train import selection as sel
 from jaxseeker.train.optimizer import OptimizerConfig
 from jaxseeker.train.recipe import RecipeError, build, check_kwargs
 
-SECTIONS = ("name", "model", "optimizer", "mesh", "rules", "rl", "rollout", "sampling", "engine", "tools", "world",
-            "reward")
+SECTIONS = (
+    "name",
+    "model",
+    "optimizer",
+    "mesh",
+    "rules",
+    "rl",
+    "rollout",
+    "sampling",
+    "engine",
+    "tools",
+    "world",
+    "reward",
+)
 ROW_BUCKET = 256  # update rows are a multiple of this many tokens long
 PACKED_ROW_MULTIPLE = 4  # with rl.pack, a mini-batch's row count is a multiple of this (and of the batch shards)
 
@@ -74,7 +86,8 @@ class RLConfig:
                 "episodes, so a per-sequence reduction would see a row, not an episode. Either add a `segment_ids` "
                 "keyword parameter and reduce per episode with it (losses.masked.segment_mean), or set "
                 "rl.pack: false; an objective that only sums or averages over tokens may instead be marked "
-                "`token_level = True`")
+                "`token_level = True`"
+            )
         try:
             losses.check_aggregation(*losses.objective_aggregation(objective, self.objective_kwargs))
         except ValueError as e:
@@ -91,16 +104,20 @@ class RLConfig:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.kl_reward_target is not None and not (self.kl_reward_target > 0 and self.kl_reward_horizon > 0):
-            raise ValueError(f"kl_reward_target ({self.kl_reward_target}) and kl_reward_horizon "
-                             f"({self.kl_reward_horizon}) must be > 0")
+            raise ValueError(
+                f"kl_reward_target ({self.kl_reward_target}) and kl_reward_horizon "
+                f"({self.kl_reward_horizon}) must be > 0"
+            )
         if self.tis_cap is not None and not self.tis_cap > 0:
             raise ValueError(f"tis_cap must be > 0 or null, got {self.tis_cap}")
         for name in ("steps", "batch_questions", "group_size", "mini_batches", "epochs", "checkpoint_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if (self.batch_questions * self.group_size) % self.mini_batches:
-            raise ValueError(f"batch_questions·group_size = {self.batch_questions * self.group_size} episodes do "
-                             f"not split into mini_batches={self.mini_batches}")
+            raise ValueError(
+                f"batch_questions·group_size = {self.batch_questions * self.group_size} episodes do "
+                f"not split into mini_batches={self.mini_batches}"
+            )
 
 
 def rl_optimizer_config(rl: RLConfig, section: Mapping[str, Any] | None) -> OptimizerConfig:
@@ -110,8 +127,10 @@ def rl_optimizer_config(rl: RLConfig, section: Mapping[str, Any] | None) -> Opti
     section = dict(section or {})
     accum = section.get("grad_accum", 1)
     if isinstance(accum, int) and accum >= 1 and rl.mini_batches % accum:
-        raise RecipeError(f"optimizer.grad_accum={accum} must divide rl.mini_batches={rl.mini_batches}: each optimizer "
-                          "update accumulates that many mini-batches of one pass")
+        raise RecipeError(
+            f"optimizer.grad_accum={accum} must divide rl.mini_batches={rl.mini_batches}: each optimizer "
+            "update accumulates that many mini-batches of one pass"
+        )
     updates = rl.steps * rl.mini_batches * rl.epochs // (accum if isinstance(accum, int) and accum >= 1 else 1)
     return build(OptimizerConfig, {"total_steps": updates, "warmup_steps": 0, **section}, "optimizer")
 
@@ -121,10 +140,12 @@ def check_rl_sampling(sampling: SamplingConfig) -> None:
     recomputes, log-probs of softmax(logits / T) before any top-k / top-p truncation, so truncated sampling would
     make every update silently off-policy: refuse it."""
     if sampling.top_p < 1.0 or sampling.top_k > 0:
-        raise RecipeError(f"sampling: top_p={sampling.top_p}, top_k={sampling.top_k}: RL computes old log-probs under "
-                          "the untruncated softmax(logits / temperature), so truncated sampling would train "
-                          "off-policy; set sampling.top_p: 1.0 and sampling.top_k: 0 (temperature alone shapes RL "
-                          "rollouts)")
+        raise RecipeError(
+            f"sampling: top_p={sampling.top_p}, top_k={sampling.top_k}: RL computes old log-probs under "
+            "the untruncated softmax(logits / temperature), so truncated sampling would train "
+            "off-policy; set sampling.top_p: 1.0 and sampling.top_k: 0 (temperature alone shapes RL "
+            "rollouts)"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,8 +200,10 @@ def context_stages(rl: RLConfig, rollout_cfg: RolloutConfig) -> list[ContextStag
     """The stages of `rl.context_stages` sorted by step, or one stage of the rollout section."""
     if not rl.context_stages:
         return [ContextStage(0, rollout_cfg.max_context_tokens, rollout_cfg.max_tool_calls)]
-    stages = sorted((build(ContextStage, s, f"rl.context_stages[{i}]") for i, s in enumerate(rl.context_stages)),
-                    key=lambda s: s.step)
+    stages = sorted(
+        (build(ContextStage, s, f"rl.context_stages[{i}]") for i, s in enumerate(rl.context_stages)),
+        key=lambda s: s.step,
+    )
     if stages[0].step != 0:
         raise RecipeError(f"rl.context_stages: the first stage must start at step 0, got {stages[0].step}")
     return stages

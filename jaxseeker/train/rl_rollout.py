@@ -49,17 +49,24 @@ def shared_rollout(
     times = dict.fromkeys(TIMES, 0.0)
     if len(share):
         t = time.perf_counter()
-        result = rollout(engine, tokenizer, registry, [questions[i] for i in share], config, n_per_question=n,
-                         progress=False, first_group=share.start)
-        times.update(rollout_s=time.perf_counter() - t, engine_s=result.stats.step_s,
-                     tool_wait_s=result.stats.idle_s)
+        result = rollout(
+            engine,
+            tokenizer,
+            registry,
+            [questions[i] for i in share],
+            config,
+            n_per_question=n,
+            progress=False,
+            first_group=share.start,
+        )
+        times.update(rollout_s=time.perf_counter() - t, engine_s=result.stats.step_s, tool_wait_s=result.stats.idle_s)
         for e in result.episodes:  # ordered by group, then sample
             e.meta["process"] = jax.process_index()
         t = time.perf_counter()
         flat = score(result.episodes)
         times["reward_s"] = time.perf_counter() - t
-        groups = [result.episodes[g * n:(g + 1) * n] for g in range(len(share))]
-        scores = [flat[g * n:(g + 1) * n] for g in range(len(share))]
+        groups = [result.episodes[g * n : (g + 1) * n] for g in range(len(share))]
+        scores = [flat[g * n : (g + 1) * n] for g in range(len(share))]
     t = time.perf_counter()
     parts = all_gather_objects((groups, scores, times))
     gather_s = time.perf_counter() - t

@@ -50,8 +50,9 @@ class RewardConfig:
         rewards.get_reward_fn(self.fn)  # an unknown name fails here, listing the known ones
         if self.overlong_buffer:
             try:
-                rewards.overlong_penalty(0, max_tokens=self.overlong_max_tokens, buffer=self.overlong_buffer,
-                                         penalty=self.overlong_penalty)
+                rewards.overlong_penalty(
+                    0, max_tokens=self.overlong_max_tokens, buffer=self.overlong_buffer, penalty=self.overlong_penalty
+                )
             except ValueError as e:
                 raise ValueError(f"overlong_buffer / overlong_max_tokens / overlong_penalty: {e}") from None
         if self.judge not in JUDGES:
@@ -97,8 +98,9 @@ class Scorer:
             return rewards.exact_match(pred, golds), False
         if self.config.judge == "f1":
             return f1, False
-        result = rewards.llm_judge(episode.question, pred, golds[0], self._client.complete,
-                                   style=self.config.judge_style)
+        result = rewards.llm_judge(
+            episode.question, pred, golds[0], self._client.complete, style=self.config.judge_style
+        )
         return result.correct is True, result.correct is None
 
     def score(self, episode: Episode) -> Score:
@@ -107,14 +109,21 @@ class Scorer:
         f1 = rewards.token_f1(episode.prediction, golds) if episode.prediction is not None else 0.0
         correct, parse_error = self.correct(episode, golds, f1)
         outcome = rewards.EpisodeOutcome(
-            format_ok=format_ok(episode), correct=correct, f1=f1, n_tokens=episode.num_sampled,
+            format_ok=format_ok(episode),
+            correct=correct,
+            f1=f1,
+            n_tokens=episode.num_sampled,
             n_submissions=answer_attempts(episode),
             evidence=rewards.evidence_recall(episode.tool_calls, episode.meta.get("meta", {}).get("urls", ())) or 0.0,
         )
         reward = float(self.reward_fn(outcome, **self.kwargs))
         if self.config.overlong_buffer:
-            reward += rewards.overlong_penalty(outcome.n_tokens, max_tokens=self.config.overlong_max_tokens,
-                                               buffer=self.config.overlong_buffer, penalty=self.config.overlong_penalty)
+            reward += rewards.overlong_penalty(
+                outcome.n_tokens,
+                max_tokens=self.config.overlong_max_tokens,
+                buffer=self.config.overlong_buffer,
+                penalty=self.config.overlong_penalty,
+            )
         return Score(reward, outcome, parse_error)
 
     def score_all(self, episodes: Sequence[Episode]) -> list[Score]:
@@ -183,9 +192,9 @@ def episode_advantages(rl: Any, rewards: np.ndarray) -> np.ndarray:
     `rl.advantage_kwargs`, its group statistics in float64 (under `jax.enable_x64`), returned as float32."""
     fn = losses.get_advantage(rl.advantage)
     with jax.enable_x64(True):
-        adv = np.asarray(fn(jnp.asarray(rewards.reshape(-1), jnp.float64), rl.group_size,
-                            **rl.advantage_kwargs))
+        adv = np.asarray(fn(jnp.asarray(rewards.reshape(-1), jnp.float64), rl.group_size, **rl.advantage_kwargs))
     if adv.shape != (rewards.size,):
-        raise ValueError(f"advantage {rl.advantage!r} returned shape {adv.shape}; expected ({rewards.size},), one "
-                         f"per rollout")
+        raise ValueError(
+            f"advantage {rl.advantage!r} returned shape {adv.shape}; expected ({rewards.size},), one per rollout"
+        )
     return adv.astype(np.float32)

@@ -13,8 +13,9 @@ OVERLONG_TERMINATIONS = ("max_context", "max_tool_calls")  # episodes the contex
 LOG_RATIO_CLAMP = 20.0  # as the policy loss's: exp stays finite
 
 
-def episode_token_sums(values: np.ndarray, mask: np.ndarray, episode: np.ndarray,
-                       n_episodes: int) -> tuple[np.ndarray, np.ndarray]:
+def episode_token_sums(
+    values: np.ndarray, mask: np.ndarray, episode: np.ndarray, n_episodes: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(sum of `values` over each episode's kept tokens, their count), each `[n_episodes]` float64, from rows
     `[rows, seq]` whose `episode` holds 1 + the episode's index (0 = padding)."""
     keep = (np.asarray(mask) != 0) & (np.asarray(episode) > 0)
@@ -39,21 +40,25 @@ def adaptive_kl_coef(coef: float, kl: float, *, target: float, horizon: int, n_s
     return coef * (1.0 + error * n_steps / horizon)
 
 
-def tis_weights(old_logp: np.ndarray, sampler_logp: np.ndarray, mask: np.ndarray,
-                cap: float) -> tuple[np.ndarray, dict[str, float]]:
+def tis_weights(
+    old_logp: np.ndarray, sampler_logp: np.ndarray, mask: np.ndarray, cap: float
+) -> tuple[np.ndarray, dict[str, float]]:
     """Truncated importance sampling (verl's TIS / `rollout_is: token`, Tunix's `sampler_is: token`): per token
     w_t = min(π_old(y_t) / π_sampler(y_t), cap), π_old the trainer's recomputed log-probs and π_sampler the
     engine's; 1 off the mask. `[rows, seq]` weights and their metrics `tis_weight_mean` / `tis_clip_frac` (kept
     tokens whose ratio exceeded the cap). The loop multiplies each token's advantage by w_t, which for the
     built-in objectives (positively homogeneous in A) weighs the token's loss by w_t."""
     keep = np.asarray(mask) != 0
-    log_ratio = np.clip(np.asarray(old_logp, np.float64) - np.asarray(sampler_logp, np.float64),
-                        -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    log_ratio = np.clip(
+        np.asarray(old_logp, np.float64) - np.asarray(sampler_logp, np.float64), -LOG_RATIO_CLAMP, LOG_RATIO_CLAMP
+    )
     ratio = np.where(keep, np.exp(log_ratio), 1.0)
     weights = np.minimum(ratio, cap)
     n = max(int(keep.sum()), 1)
-    return weights, {"tis_weight_mean": float(weights[keep].sum() / n),
-                     "tis_clip_frac": float((keep & (ratio > cap)).sum() / n)}
+    return weights, {
+        "tis_weight_mean": float(weights[keep].sum() / n),
+        "tis_clip_frac": float((keep & (ratio > cap)).sum() / n),
+    }
 
 
 def overlong_episodes(episodes: Sequence[Any]) -> np.ndarray:
@@ -72,7 +77,7 @@ def loss_scales(counts: Sequence[float | None], grad_accum: int) -> list[float]:
         raise ValueError(f"{len(counts)} mini-batches do not split into updates of grad_accum={grad_accum}")
     scales = []
     for start in range(0, len(counts), grad_accum):
-        group = counts[start:start + grad_accum]
+        group = counts[start : start + grad_accum]
         if any(c is None for c in group):
             scales += [float(grad_accum)] * len(group)
             continue

@@ -99,15 +99,21 @@ def episode_rows(
     """
     n = len(token_ids)
     if not (len(loss_masks) == len(logprobs) == len(advantages) == n):
-        raise ValueError(f"episode_rows: {n} token lists but {len(loss_masks)} masks, {len(logprobs)} log-prob lists "
-                         f"and {len(advantages)} advantages")
-    rows = {k: np.zeros((n, seq_len), np.float32 if k in ("old_logp", "advantages") else np.int32)
-            for k in ROW_KEYS + ("episode",)}
+        raise ValueError(
+            f"episode_rows: {n} token lists but {len(loss_masks)} masks, {len(logprobs)} log-prob lists "
+            f"and {len(advantages)} advantages"
+        )
+    rows = {
+        k: np.zeros((n, seq_len), np.float32 if k in ("old_logp", "advantages") else np.int32)
+        for k in ROW_KEYS + ("episode",)
+    }
     for i, (ids, mask, lp, adv) in enumerate(zip(token_ids, loss_masks, logprobs, advantages)):
         ids, mask, lp = np.asarray(ids, np.int32), np.asarray(mask, np.int32), np.asarray(lp, np.float32)
-        if np.any(mask[seq_len + 1:]):
-            raise ValueError(f"episode {i}: {len(ids)} tokens with sampled tokens past seq_len + 1 = {seq_len + 1}; "
-                             "raise the stage's context / the training seq_len")
+        if np.any(mask[seq_len + 1 :]):
+            raise ValueError(
+                f"episode {i}: {len(ids)} tokens with sampled tokens past seq_len + 1 = {seq_len + 1}; "
+                "raise the stage's context / the training seq_len"
+            )
         ids, mask, lp = ids[: seq_len + 1], mask[: seq_len + 1], lp[: seq_len + 1]
         length = len(ids) - 1
         rows["tokens"][i, :length] = ids[:-1]
@@ -167,26 +173,46 @@ def packed_episode_rows(
 
 
 def policy_logprobs(
-    params: Any, batch: Batch, cfg: model.ModelConfig, *, temperature: float = 1.0, chunk_size: int = 512,
-    entropy: bool = False, attention_kernel: Attention | None = None, constrain: Constrain | None = None,
+    params: Any,
+    batch: Batch,
+    cfg: model.ModelConfig,
+    *,
+    temperature: float = 1.0,
+    chunk_size: int = 512,
+    entropy: bool = False,
+    attention_kernel: Attention | None = None,
+    constrain: Constrain | None = None,
 ) -> tuple[jax.Array, jax.Array | None]:
     """(log π(target) `[batch, seq]`, entropy `[batch, seq]` or None) with the training forward, chunked over seq.
     attention_kernel, constrain: passed to `model.hidden_states` (None: the model's `attention_impl`; XLA's
     activation layout)."""
     hidden = model.hidden_states(
-        params, batch["tokens"], cfg, positions=batch["positions"], segment_ids=batch["segment_ids"],
-        attention_kernel=attention_kernel, constrain=constrain,
+        params,
+        batch["tokens"],
+        cfg,
+        positions=batch["positions"],
+        segment_ids=batch["segment_ids"],
+        attention_kernel=attention_kernel,
+        constrain=constrain,
     )  # [batch, seq, embed]
     w = model.unembed(params, cfg).astype(hidden.dtype)  # [embed, vocab]
     if entropy:
-        return losses.token_logprobs_and_entropy(hidden, w, batch["targets"], chunk_size=chunk_size,
-                                                 temperature=temperature)
+        return losses.token_logprobs_and_entropy(
+            hidden, w, batch["targets"], chunk_size=chunk_size, temperature=temperature
+        )
     return losses.token_logprobs(hidden, w, batch["targets"], chunk_size=chunk_size, temperature=temperature), None
 
 
-def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLStepConfig,
-            objective: Callable | None = None, attention_kernel: Attention | None = None,
-            constrain: Constrain | None = None) -> tuple[jax.Array, dict]:
+def rl_loss(
+    params: Any,
+    batch: Batch,
+    cfg: model.ModelConfig,
+    *,
+    step_cfg: RLStepConfig,
+    objective: Callable | None = None,
+    attention_kernel: Attention | None = None,
+    constrain: Constrain | None = None,
+) -> tuple[jax.Array, dict]:
     """loss_scale · [objective(logp, old_logp, A, mask[, segment_ids]) + kl_coef · KL(π ‖ π_ref)
     − entropy_coef · H], every term masked to policy tokens, the KL and entropy terms reduced with the objective's
     aggregation.
@@ -196,9 +222,16 @@ def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLSt
     policy tokens) and `kl` (to the reference) when on.
     """
     want_entropy = step_cfg.entropy or step_cfg.entropy_coef > 0
-    logp, entropy = policy_logprobs(params, batch, cfg, temperature=step_cfg.temperature,
-                                    chunk_size=step_cfg.chunk_size, entropy=want_entropy,
-                                    attention_kernel=attention_kernel, constrain=constrain)  # [batch, seq]
+    logp, entropy = policy_logprobs(
+        params,
+        batch,
+        cfg,
+        temperature=step_cfg.temperature,
+        chunk_size=step_cfg.chunk_size,
+        entropy=want_entropy,
+        attention_kernel=attention_kernel,
+        constrain=constrain,
+    )  # [batch, seq]
     mask, segment_ids = batch["loss_mask"], batch["segment_ids"]
     objective = objective or losses.get_policy_objective(step_cfg.objective)
     kwargs = dict(step_cfg.objective_kwargs)
@@ -208,8 +241,9 @@ def rl_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, step_cfg: RLSt
     loss, aux = objective(logp, batch["old_logp"], batch["advantages"], mask, **kwargs)
     aux = dict(aux)
     if step_cfg.kl_coef > 0:
-        kl, kl_aux = losses.kl_penalty(logp, batch["ref_logp"], mask, estimator=step_cfg.kl_estimator, agg=agg,
-                                       norm=norm, segment_ids=segment_ids)
+        kl, kl_aux = losses.kl_penalty(
+            logp, batch["ref_logp"], mask, estimator=step_cfg.kl_estimator, agg=agg, norm=norm, segment_ids=segment_ids
+        )
         loss = loss + step_cfg.kl_coef * kl
         aux.update(kl_aux)
     if entropy is not None:
@@ -230,7 +264,7 @@ class RLStep(NamedTuple):
     state_shardings: TrainState
     batch_sharding: NamedSharding
 
-    def with_base(self, base: Any) -> "RLStep":
+    def with_base(self, base: Any) -> RLStep:
         """A LoRA step's `update(state, batch)` and `logprobs(adapters, batch)` over the frozen `base`; the step itself
         when `base` is None (full fine-tuning)."""
         if base is None:
@@ -239,8 +273,16 @@ class RLStep(NamedTuple):
 
 
 def make_rl_step(
-    cfg: model.ModelConfig, step_cfg: RLStepConfig, opt_cfg: OptimizerConfig, *, mesh: Mesh, rows: int, seq: int,
-    rules: Rules = DEFAULT_RULES, compute_dtype: Any = "model", lora: LoraConfig | None = None,
+    cfg: model.ModelConfig,
+    step_cfg: RLStepConfig,
+    opt_cfg: OptimizerConfig,
+    *,
+    mesh: Mesh,
+    rows: int,
+    seq: int,
+    rules: Rules = DEFAULT_RULES,
+    compute_dtype: Any = "model",
+    lora: LoraConfig | None = None,
 ) -> RLStep:
     """The jitted, sharded update (`sft_update` with `rl_loss`) and old-log-prob pass for `[rows, seq]` batches.
 
@@ -250,8 +292,9 @@ def make_rl_step(
     run with the same shapes in one process compiles nothing.
     """
     objective = losses.get_policy_objective(step_cfg.objective)  # the function, not its name, keys the cache
-    return _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, tuple(sorted(rules.items())),
-                         compute_dtype, lora)
+    return _make_rl_step(
+        cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, tuple(sorted(rules.items())), compute_dtype, lora
+    )
 
 
 @functools.lru_cache(maxsize=16)
@@ -269,10 +312,19 @@ def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_item
     loss_fn = functools.partial(rl_loss, step_cfg=step_cfg, objective=objective)
     keys = ROW_KEYS + (("ref_logp",) if step_cfg.kl_coef > 0 else ())
     scalar = replicated(mesh)
-    compiled = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings,
-                             batch_sharding={**{k: bsh for k in keys}, "loss_scale": scalar}, rules=rules,
-                             learning_rate=functools.partial(learning_rate_at, opt_cfg), compute_dtype=compute_dtype,
-                             lora=lora, base_shardings=base_shardings)
+    compiled = make_sft_step(
+        cfg,
+        optimizer,
+        loss_fn,
+        mesh=mesh,
+        state_shardings=shardings,
+        batch_sharding={**{k: bsh for k in keys}, "loss_scale": scalar},
+        rules=rules,
+        learning_rate=functools.partial(learning_rate_at, opt_cfg),
+        compute_dtype=compute_dtype,
+        lora=lora,
+        base_shardings=base_shardings,
+    )
 
     def update(state: TrainState, batch: Batch, *base: Any) -> tuple[TrainState, dict]:
         """The compiled step on the keys it reads (the host's `episode` is dropped), `loss_scale` 1 if absent; with
@@ -287,9 +339,15 @@ def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_item
 
     def logprobs(params: Any, batch: Batch, base: Any = None) -> jax.Array:
         params = cast_floating(policy_params(params, base, lora), dtype)
-        logp, _ = policy_logprobs(params, balanced_rows(batch, layout), cfg, temperature=step_cfg.temperature,
-                                  chunk_size=step_cfg.chunk_size, attention_kernel=kernel,
-                                  constrain=constrain)  # [rows, seq]
+        logp, _ = policy_logprobs(
+            params,
+            balanced_rows(batch, layout),
+            cfg,
+            temperature=step_cfg.temperature,
+            chunk_size=step_cfg.chunk_size,
+            attention_kernel=kernel,
+            constrain=constrain,
+        )  # [rows, seq]
         return jnp.where(batch["loss_mask"] != 0, from_balanced(logp, layout), 0.0)
 
     in_shardings = (shardings.params, bsh) if lora is None else (shardings.params, bsh, base_shardings)

@@ -44,15 +44,20 @@ def mini_batch_rows(run: Any, episodes: list[Episode], seq: int, step: int) -> l
     Each mini-batch's `episode` holds 1 + the index into `episodes`; `advantages` are filled in later."""
     size = len(episodes) // run.rl.mini_batches
     order = np.random.default_rng([run.rl.seed, step, 1]).permutation(len(episodes))
-    parts = [order[m * size:(m + 1) * size] for m in range(run.rl.mini_batches)]
+    parts = [order[m * size : (m + 1) * size] for m in range(run.rl.mini_batches)]
     rows_fn = episode_rows
     if run.rl.pack:
         multiple = math.lcm(PACKED_ROW_MULTIPLE, batch_shards(run.mesh, run.rules))  # few row counts, few compiles
         rows_fn = functools.partial(packed_episode_rows, row_multiple=multiple)
     host = []
     for part in parts:
-        rows = rows_fn([episodes[i].token_ids for i in part], [episodes[i].loss_mask for i in part],
-                       [episodes[i].logprobs for i in part], np.zeros(len(part)), seq)
+        rows = rows_fn(
+            [episodes[i].token_ids for i in part],
+            [episodes[i].loss_mask for i in part],
+            [episodes[i].logprobs for i in part],
+            np.zeros(len(part)),
+            seq,
+        )
         rows["episode"] = np.where(rows["episode"] > 0, part[np.maximum(rows["episode"] - 1, 0)] + 1, 0)
         host.append(rows)
     n_rows = max(len(h["tokens"]) for h in host)
@@ -66,8 +71,9 @@ def update(run: Any, state: Any, episodes: list[Episode], rewards: np.ndarray, m
     seq = max_context if rl.pack else row_length(episodes, max_context)
     hosts = mini_batch_rows(run, episodes, seq, step)
     rows = len(hosts[0]["tokens"])
-    fns = make_rl_step(run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=rows, seq=seq, rules=run.rules,
-                       lora=run.lora).with_base(run.base)
+    fns = make_rl_step(
+        run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=rows, seq=seq, rules=run.rules, lora=run.lora
+    ).with_base(run.base)
     t = time.perf_counter()
     old, ref = [], []
     for host in hosts:
@@ -84,8 +90,10 @@ def update(run: Any, state: Any, episodes: list[Episode], rewards: np.ndarray, m
             sums, n = shaping.episode_token_sums(per_token, host["loss_mask"], host["episode"], len(episodes))
             kl_sums, counts = kl_sums + sums, counts + n
         rewards = shaping.kl_shaped_rewards(rewards, kl_sums, run.kl_reward_coef)
-        metrics.update(kl_reward=float(np.mean(kl_sums[counts > 0] / counts[counts > 0])) if counts.any() else 0.0,
-                       kl_reward_coef=run.kl_reward_coef)
+        metrics.update(
+            kl_reward=float(np.mean(kl_sums[counts > 0] / counts[counts > 0])) if counts.any() else 0.0,
+            kl_reward_coef=run.kl_reward_coef,
+        )
     advantages = episode_advantages(rl, rewards)  # [B·G]
     filtered = shaping.overlong_episodes(episodes) if rl.overlong_filter else np.zeros(len(episodes), bool)
     metrics["overlong_filtered"] = float(filtered.mean())
@@ -122,8 +130,9 @@ def update(run: Any, state: Any, episodes: list[Episode], rewards: np.ndarray, m
             outs.append(out)
     outs = jax.device_get(outs)
     metrics["update_s"] = time.perf_counter() - t
-    metrics.update({k: float(np.max([o[k] for o in outs]) if k == "ratio_max" else np.mean([o[k] for o in outs]))
-                    for k in outs[0]})
+    metrics.update(
+        {k: float(np.max([o[k] for o in outs]) if k == "ratio_max" else np.mean([o[k] for o in outs])) for k in outs[0]}
+    )
     mismatch = np.concatenate(mismatch)
     metrics["logp_mismatch"] = float(np.mean(mismatch)) if mismatch.size else 0.0
     for key in ("tis_weight_mean", "tis_clip_frac"):

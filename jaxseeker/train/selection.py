@@ -41,8 +41,10 @@ def filter_signal(scores: Sequence[Sequence[Any]], metric: str) -> np.ndarray:
     True = 1) or reward ("reward"), what decides whether a group is informative."""
     if metric not in FILTER_METRICS:
         raise ValueError(f"filter_metric {metric!r} is not one of {list(FILTER_METRICS)}")
-    return np.array([[float(s.outcome.correct) if metric == "correct" else s.reward for s in group]
-                     for group in scores], dtype=np.float64)
+    return np.array(
+        [[float(s.outcome.correct) if metric == "correct" else s.reward for s in group] for group in scores],
+        dtype=np.float64,
+    )
 
 
 def informative_groups(signal: np.ndarray, *, eps: float = 1e-9) -> np.ndarray:

@@ -25,10 +25,18 @@ from jaxseeker.train.export import write_run_files
 from jaxseeker.train.interrupt import Interrupted, stop_requests
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
-from jaxseeker.train.recipe import RecipeError, build, check_sections
-from jaxseeker.train.sft_step import (LossFn, make_sft_step, mesh_attention_kernel, policy_params, sft_loss,
-                                      takes_keyword, with_attention_kernel, with_base)
 from jaxseeker.train.policy import build_policy
+from jaxseeker.train.recipe import RecipeError, build, check_sections
+from jaxseeker.train.sft_step import (
+    LossFn,
+    make_sft_step,
+    mesh_attention_kernel,
+    policy_params,
+    sft_loss,
+    takes_keyword,
+    with_attention_kernel,
+    with_base,
+)
 
 SECTIONS = ("name", "model", "data", "optimizer", "mesh", "rules", "train")
 
@@ -120,19 +128,25 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
         n_eval = int(len(records) * train.eval_fraction)
         records, held_out = records[: len(records) - n_eval], records[len(records) - n_eval :]
     info = process_info()
-    iterator = batch_iterator(records, tokenizer, data, process_index=info["process_index"], process_count=info["process_count"])
+    iterator = batch_iterator(
+        records, tokenizer, data, process_index=info["process_index"], process_count=info["process_count"]
+    )
     eval_batches = []
     if len(held_out):
         # the held-out trajectories as they are: no copy examples, names and digits not renamed
-        eval_cfg = dataclasses.replace(data, shuffle=False, num_epochs=1, copy_rate=0.0, permute_digits=False,
-                                       name_pool="")
-        eval_iter = batch_iterator(held_out, tokenizer, eval_cfg, process_index=info["process_index"], process_count=info["process_count"])
+        eval_cfg = dataclasses.replace(
+            data, shuffle=False, num_epochs=1, copy_rate=0.0, permute_digits=False, name_pool=""
+        )
+        eval_iter = batch_iterator(
+            held_out, tokenizer, eval_cfg, process_index=info["process_index"], process_count=info["process_count"]
+        )
         eval_batches = [b for _, b in zip(range(train.eval_batches), eval_iter)]
         if info["process_count"] > 1:  # the eval step is collective: every process runs as many as the fewest has
             fewest = int(np.min(multihost_utils.process_allgather(np.asarray([len(eval_batches)]))))
             eval_batches = eval_batches[:fewest]
-    ckpt = Checkpointer(train.checkpoint_dir or out_dir / "checkpoints", save_every=train.checkpoint_every,
-                        keep=train.keep)
+    ckpt = Checkpointer(
+        train.checkpoint_dir or out_dir / "checkpoints", save_every=train.checkpoint_every, keep=train.keep
+    )
     start = 0
     if resume and ckpt.latest_step() is not None:
         restored = ckpt.restore(state)  # onto the fresh state's shapes and shardings (the adapters' with LoRA)
@@ -140,10 +154,19 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
         iterator.set_state(restored.data_state["iterator"])
     bsh = batch_sharding(mesh, (data.batch_size, data.seq_len), rules)
     loss_fn = resolve_loss(train.loss, train.chunk_size)
-    step_fn = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=bsh,
-                            rules=rules, learning_rate=functools.partial(learning_rate_at, opt_cfg),
-                            compiler_options=dict(train.compiler_options) or None, lora=policy.lora,
-                            base_shardings=policy.base_shardings)
+    step_fn = make_sft_step(
+        cfg,
+        optimizer,
+        loss_fn,
+        mesh=mesh,
+        state_shardings=shardings,
+        batch_sharding=bsh,
+        rules=rules,
+        learning_rate=functools.partial(learning_rate_at, opt_cfg),
+        compiler_options=dict(train.compiler_options) or None,
+        lora=policy.lora,
+        base_shardings=policy.base_shardings,
+    )
     if policy.lora is not None:
         step_fn = with_base(step_fn, policy.base)
     eval_loss = with_attention_kernel(loss_fn, mesh_attention_kernel(cfg, mesh, rules))
@@ -154,10 +177,32 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
 
     eval_fn = functools.partial(jax.jit(held_out_loss), policy.base)
     if is_main_process():
-        write_run_files(out_dir, cfg, tokenizer, train.checkpoint_dir or out_dir / "checkpoints", lora=policy.lora,
-                        base=(recipe.get("model") or {}).get("hf_path"))
-    return SFTRun(recipe, out_dir, cfg, train, data, opt_cfg, tokenizer, state, step_fn, bsh, iterator,
-                  eval_batches, ckpt, start, eval_fn, policy.base)
+        write_run_files(
+            out_dir,
+            cfg,
+            tokenizer,
+            train.checkpoint_dir or out_dir / "checkpoints",
+            lora=policy.lora,
+            base=(recipe.get("model") or {}).get("hf_path"),
+        )
+    return SFTRun(
+        recipe,
+        out_dir,
+        cfg,
+        train,
+        data,
+        opt_cfg,
+        tokenizer,
+        state,
+        step_fn,
+        bsh,
+        iterator,
+        eval_batches,
+        ckpt,
+        start,
+        eval_fn,
+        policy.base,
+    )
 
 
 def evaluate(run: SFTRun, params: Any) -> dict[str, float]:
@@ -178,8 +223,13 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
     main = is_main_process()
     writer = MetricsWriter(run.out_dir, enabled=main, resumed_from=run.start_step)
     state, t_start, tokens_seen, last = run.state, time.perf_counter(), 0, {}
-    bar = tqdm(range(run.start_step, run.train.steps), initial=run.start_step, total=run.train.steps,
-               desc="sft", disable=not (progress and main))
+    bar = tqdm(
+        range(run.start_step, run.train.steps),
+        initial=run.start_step,
+        total=run.train.steps,
+        desc="sft",
+        disable=not (progress and main),
+    )
     window_t, window_tokens = time.perf_counter(), []
     over_length = np.zeros(2, np.int64)  # examples cut at / dropped for data.seq_len, this process's rows
     with stop_requests(enabled=process_info()["process_count"] == 1) as stop:
@@ -197,13 +247,19 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
                 tokens_seen += window_tokens
                 window_t, window_tokens = now, []
                 writer.write(done, last)
-                bar.set_postfix(loss=f"{last['loss']:.4f}", lr=f"{last.get('lr', 0):.2e}",
-                                tok_s=f"{last['tokens_per_s']:.0f}")
+                bar.set_postfix(
+                    loss=f"{last['loss']:.4f}", lr=f"{last.get('lr', 0):.2e}", tok_s=f"{last['tokens_per_s']:.0f}"
+                )
             if run.train.eval_every and done % run.train.eval_every == 0 and done != run.train.steps:
                 writer.write(done, evaluate(run, state.params))
             stopping = stop.signal_name is not None and done < run.train.steps  # Ctrl-C or SIGTERM came
-            run.checkpointer.save(done, state, data_state={"iterator": run.iterator.get_state()}, config=run.recipe,
-                                  force=done == run.train.steps or stopping)
+            run.checkpointer.save(
+                done,
+                state,
+                data_state={"iterator": run.iterator.get_state()},
+                config=run.recipe,
+                force=done == run.train.steps or stopping,
+            )
             preempted = done < run.train.steps and run.checkpointer.preempted(done)  # all hosts saved this step
             if stopping or preempted:
                 run.checkpointer.close()  # waits for the save
@@ -218,10 +274,16 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
     if not last:  # resumed at or past the last log: the loss logged then
         last = next((r for r in reversed(read_metrics(run.out_dir / "metrics.jsonl")) if "loss" in r), {})
     summary = {
-        "name": run.recipe["name"], "steps": run.train.steps, "resumed_from": run.start_step,
-        "final_loss": last.get("loss"), **final_eval, "trained_tokens": tokens_seen,
-        "truncated": int(over_length[0]), "dropped": int(over_length[1]),  # since this run's start
-        "wall_s": round(time.perf_counter() - t_start, 2), "parameters": model.count_params(run.cfg),
+        "name": run.recipe["name"],
+        "steps": run.train.steps,
+        "resumed_from": run.start_step,
+        "final_loss": last.get("loss"),
+        **final_eval,
+        "trained_tokens": tokens_seen,
+        "truncated": int(over_length[0]),
+        "dropped": int(over_length[1]),  # since this run's start
+        "wall_s": round(time.perf_counter() - t_start, 2),
+        "parameters": model.count_params(run.cfg),
         "trained_parameters": sum(x.size for x in jax.tree.leaves(state.params)),  # the adapters' with LoRA
         "out_dir": str(run.out_dir),
     }

@@ -41,8 +41,15 @@ LossFn = Callable[[Any, Batch, Any], tuple[jax.Array, dict[str, jax.Array]]]
 StepFn = Callable[[TrainState, Batch], tuple[TrainState, dict[str, jax.Array]]]
 
 
-def sft_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, chunk_size: int = 512,
-             attention_kernel: Attention | None = None, constrain: Constrain | None = None) -> tuple[jax.Array, dict]:
+def sft_loss(
+    params: Any,
+    batch: Batch,
+    cfg: model.ModelConfig,
+    *,
+    chunk_size: int = 512,
+    attention_kernel: Attention | None = None,
+    constrain: Constrain | None = None,
+) -> tuple[jax.Array, dict]:
     """Mean NLL over the trained tokens of the batch, logits built chunk by chunk (never `[batch, seq, vocab]`).
 
     batch: `tokens`, `targets`, `loss_mask`, `segment_ids` (0 = padding), `positions`, all `[batch, seq]`.
@@ -50,8 +57,13 @@ def sft_loss(params: Any, batch: Batch, cfg: model.ModelConfig, *, chunk_size: i
     activation layout).
     """
     hidden = model.hidden_states(
-        params, batch["tokens"], cfg, positions=batch["positions"], segment_ids=batch["segment_ids"],
-        attention_kernel=attention_kernel, constrain=constrain,
+        params,
+        batch["tokens"],
+        cfg,
+        positions=batch["positions"],
+        segment_ids=batch["segment_ids"],
+        attention_kernel=attention_kernel,
+        constrain=constrain,
     )  # [batch, seq, embed]
     w = model.unembed(params, cfg).astype(hidden.dtype)  # [embed, vocab]
     return losses.chunked_masked_nll(hidden, w, batch["targets"], batch["loss_mask"], chunk_size=chunk_size)
@@ -68,8 +80,12 @@ def mesh_attention_kernel(cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) ->
     if mesh.size <= 1:
         return None
     if sequence_axes(mesh, rules):
-        return context_attention(getattr(cfg, "context_attention", "all_gather"), mesh, rules=rules,
-                                 impl="splash" if impl == "splash" else "blocked")
+        return context_attention(
+            getattr(cfg, "context_attention", "all_gather"),
+            mesh,
+            rules=rules,
+            impl="splash" if impl == "splash" else "blocked",
+        )
     if impl == "splash":
         return shard_attention(splash_attention, mesh, rules=rules)
     if impl == "blocked":
@@ -95,8 +111,9 @@ def with_context_layout(loss_fn: LossFn, mesh: Mesh, rules: Rules = DEFAULT_RULE
 
 def takes_keyword(fn: Callable, name: str) -> bool:
     """Whether `fn` accepts the keyword argument `name` (by that name or through `**kwargs`)."""
-    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD
-               for p in inspect.signature(fn).parameters.values())
+    return any(
+        p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(fn).parameters.values()
+    )
 
 
 def with_activation_layout(loss_fn: LossFn, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> LossFn:
@@ -114,9 +131,11 @@ def with_attention_kernel(loss_fn: LossFn, kernel: Attention | None) -> LossFn:
     if kernel is None:
         return loss_fn
     if not takes_keyword(loss_fn, "attention_kernel"):
-        warnings.warn(f"loss {getattr(loss_fn, '__name__', loss_fn)!r} takes no `attention_kernel` keyword: "
-                      "its attention does not run blockwise over the mesh (operands gathered onto every device)",
-                      stacklevel=2)
+        warnings.warn(
+            f"loss {getattr(loss_fn, '__name__', loss_fn)!r} takes no `attention_kernel` keyword: "
+            "its attention does not run blockwise over the mesh (operands gathered onto every device)",
+            stacklevel=2,
+        )
         return loss_fn
     return functools.partial(loss_fn, attention_kernel=kernel)
 
@@ -162,6 +181,7 @@ def sft_update(
     Metrics: loss, n_tokens (trained tokens), grad_norm (before clipping), lr (if `learning_rate`
     is given) and every scalar of the loss's aux dict.
     """
+
     def compute_loss(trainable):
         return loss_fn(cast_floating(policy_params(trainable, base, lora), compute_dtype), batch, model_cfg)
 
@@ -215,8 +235,15 @@ def make_sft_step(
 
     def step(state: TrainState, batch: Batch, base: Any = None) -> tuple[TrainState, dict[str, jax.Array]]:
         return sft_update(
-            state, batch, model_cfg=model_cfg, optimizer=optimizer, loss_fn=loss_fn,
-            learning_rate=learning_rate, compute_dtype=compute_dtype, lora=lora, base=base,
+            state,
+            batch,
+            model_cfg=model_cfg,
+            optimizer=optimizer,
+            loss_fn=loss_fn,
+            learning_rate=learning_rate,
+            compute_dtype=compute_dtype,
+            lora=lora,
+            base=base,
         )
 
     in_shardings = (state_shardings, batch_sharding) + (() if lora is None else (base_shardings,))

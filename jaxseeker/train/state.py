@@ -65,7 +65,10 @@ def _init_state(
 
 
 def train_state_shardings(
-    abstract_state: TrainState, param_axes: Any, optimizer: optax.GradientTransformation, mesh: Mesh,
+    abstract_state: TrainState,
+    param_axes: Any,
+    optimizer: optax.GradientTransformation,
+    mesh: Mesh,
     rules: Rules = DEFAULT_RULES,
 ) -> TrainState:
     """A TrainState of `NamedSharding`s: params by the rules, params-shaped optimizer state alike, rest replicated."""
@@ -81,8 +84,13 @@ def train_state_shardings(
 
 
 def abstract_train_state(
-    init_params: Callable[[jax.Array], Any], param_axes: Any, optimizer: optax.GradientTransformation, mesh: Mesh,
-    rules: Rules = DEFAULT_RULES, *, master_dtype: Any = jnp.float32,
+    init_params: Callable[[jax.Array], Any],
+    param_axes: Any,
+    optimizer: optax.GradientTransformation,
+    mesh: Mesh,
+    rules: Rules = DEFAULT_RULES,
+    *,
+    master_dtype: Any = jnp.float32,
 ) -> TrainState:
     """The TrainState as `ShapeDtypeStruct`s carrying their shardings (a checkpoint restore target); no compute."""
     init = functools.partial(_init_state, init_params, optimizer, master_dtype)
@@ -92,8 +100,14 @@ def abstract_train_state(
 
 
 def create_train_state(
-    init_params: Callable[[jax.Array], Any], param_axes: Any, optimizer: optax.GradientTransformation,
-    rng: jax.Array | int, mesh: Mesh, rules: Rules = DEFAULT_RULES, *, master_dtype: Any = jnp.float32,
+    init_params: Callable[[jax.Array], Any],
+    param_axes: Any,
+    optimizer: optax.GradientTransformation,
+    rng: jax.Array | int,
+    mesh: Mesh,
+    rules: Rules = DEFAULT_RULES,
+    *,
+    master_dtype: Any = jnp.float32,
     compiler_options: dict[str, Any] | None = None,
 ) -> tuple[TrainState, TrainState]:
     """A fresh TrainState born sharded on `mesh`, and its shardings (for the step's in/out shardings).
@@ -111,11 +125,18 @@ def create_train_state(
 
 
 def train_state_from_params(
-    params: Any, param_axes: Any, optimizer: optax.GradientTransformation, rng: jax.Array | int, mesh: Mesh,
-    rules: Rules = DEFAULT_RULES, *, master_dtype: Any = jnp.float32,
+    params: Any,
+    param_axes: Any,
+    optimizer: optax.GradientTransformation,
+    rng: jax.Array | int,
+    mesh: Mesh,
+    rules: Rules = DEFAULT_RULES,
+    *,
+    master_dtype: Any = jnp.float32,
 ) -> tuple[TrainState, TrainState]:
     """A step-0 TrainState around given params (e.g. an HF checkpoint), sharded on `mesh`, and its shardings.
     Params already placed by those shardings (`model.load_hf(..., shardings=...)`) are cast shard by shard."""
+
     def init(params: Any, rng: jax.Array) -> TrainState:
         return _state_from_params(cast_floating(params, master_dtype), optimizer, rng)
 

@@ -17,9 +17,18 @@ from jaxseeker.world.atlas_graph import GraphBuilder, fold, iso_or_none
 from jaxseeker.world.atlas_places import Places
 
 # Lahman's country spellings that neither the atlas nor the gazetteer knows
-COUNTRY_ALIASES = {"D.R.": "DO", "P.R.": "PR", "England": "GB", "Scotland": "GB", "Wales": "GB",
-                   "Northern Ireland": "GB", "West Germany": "DE", "Columbia": "CO", "British Honduras": "BZ",
-                   "Virgin Islands": "VI"}
+COUNTRY_ALIASES = {
+    "D.R.": "DO",
+    "P.R.": "PR",
+    "England": "GB",
+    "Scotland": "GB",
+    "Wales": "GB",
+    "Northern Ireland": "GB",
+    "West Germany": "DE",
+    "Columbia": "CO",
+    "British Honduras": "BZ",
+    "Virgin Islands": "VI",
+}
 GB_PARTS = ("England", "Scotland", "Wales", "Northern Ireland")  # first-level subdivisions of GB
 MIN_HOME_GAMES = 20  # fewer home games at a park (a series abroad) do not make it a home ground
 
@@ -53,15 +62,20 @@ def _ballparks(g: GraphBuilder, places: Places, games: list[dict], install_hint:
     for r in games:
         spans[r["parkkey"]].append((_day(r["spanfirst"]), _day(r["spanlast"])))
     park_city = {}
-    for p in sorted(_rows("Parks", ["parkkey", "parkname", "city", "state", "country"], install_hint),
-                    key=lambda p: p["parkkey"]):
+    for p in sorted(
+        _rows("Parks", ["parkkey", "parkname", "city", "state", "country"], install_hint), key=lambda p: p["parkkey"]
+    ):
         key, code = p["parkkey"], places.country(p["country"])
         if code is None or not p["city"] or key not in spans:
             continue
         first, last = min(a for a, _ in spans[key]), max(b for _, b in spans[key])
         name = p["parkname"]
-        g.node(f"ballpark/{key}", "ballpark", [name, f"{name} ({p['city']})", f"{name} ({key})"],
-               dates={"first_game": first, "last_game": last if int(last[:4]) < last_year else None})
+        g.node(
+            f"ballpark/{key}",
+            "ballpark",
+            [name, f"{name} ({p['city']})", f"{name} ({key})"],
+            dates={"first_game": first, "last_game": last if int(last[:4]) < last_year else None},
+        )
         park_city[key] = places.city(code, p["state"], p["city"])
         g.link(f"ballpark/{key}", "ballpark_in", park_city[key])
     return park_city
@@ -92,10 +106,13 @@ def _teams(g: GraphBuilder, places: Places, install_hint: str) -> dict[tuple[int
         if not final[tid]:
             continue  # a team outside this world (or with no known park)
         name, first, last = names[tid], min(years), max(years)
-        g.node(tid, "organisation", [name, f"{name} ({first}–{last})", f"{name} ({tid})"],
-               labels={"kind": "baseball team"},
-               dates={"first_season": iso_or_none(first),
-                      "last_season": iso_or_none(last) if last < last_year else None})
+        g.node(
+            tid,
+            "organisation",
+            [name, f"{name} ({first}–{last})", f"{name} ({tid})"],
+            labels={"kind": "baseball team"},
+            dates={"first_season": iso_or_none(first), "last_season": iso_or_none(last) if last < last_year else None},
+        )
         main = max(sorted(final[tid]), key=lambda k: final[tid][k])
         g.link(tid, "headquartered_in", park_city[main])
         for park, n in sorted(home[tid].items()):
@@ -107,9 +124,27 @@ def _teams(g: GraphBuilder, places: Places, install_hint: str) -> dict[tuple[int
 def baseball(g: GraphBuilder, places: Places, install_hint: str) -> None:
     """Add the Lahman players, franchises, ballparks and awards (see the module docstring)."""
     team_of = _teams(g, places, install_hint)
-    columns = ["playerID", "nameFirst", "nameLast", "birthYear", "birthMonth", "birthDay", "birthCountry",
-               "birthState", "birthCity", "deathYear", "deathMonth", "deathDay", "deathCountry", "deathState",
-               "deathCity", "height", "weight", "debut", "finalGame"]
+    columns = [
+        "playerID",
+        "nameFirst",
+        "nameLast",
+        "birthYear",
+        "birthMonth",
+        "birthDay",
+        "birthCountry",
+        "birthState",
+        "birthCity",
+        "deathYear",
+        "deathMonth",
+        "deathDay",
+        "deathCountry",
+        "deathState",
+        "deathCity",
+        "height",
+        "weight",
+        "debut",
+        "finalGame",
+    ]
     kept = set()
     for p in _rows("People", columns, install_hint):
         born_in = _place(places, p["birthCountry"], p["birthState"], p["birthCity"])
@@ -118,13 +153,22 @@ def baseball(g: GraphBuilder, places: Places, install_hint: str) -> None:
         name = f"{p['nameFirst']} {p['nameLast']}" if p["nameFirst"] else p["nameLast"]
         born = iso_or_none(p["birthYear"], p["birthMonth"], p["birthDay"])
         pid = f"person/{p['playerID']}"
-        g.node(pid, "person", [name, f"{name} (baseball player)", f"{name} (born {born or '?'})",
-                               f"{name} ({p['playerID']})"],
-               labels={"occupation": "baseball player"},
-               numbers={"height_cm": round(p["height"] * 2.54) if p["height"] else None,
-                        "weight_kg": round(p["weight"] * 0.4536) if p["weight"] else None},
-               dates={"born": born, "died": iso_or_none(p["deathYear"], p["deathMonth"], p["deathDay"]),
-                      "debut": _day(p["debut"]), "final_game": _day(p["finalGame"])})
+        g.node(
+            pid,
+            "person",
+            [name, f"{name} (baseball player)", f"{name} (born {born or '?'})", f"{name} ({p['playerID']})"],
+            labels={"occupation": "baseball player"},
+            numbers={
+                "height_cm": round(p["height"] * 2.54) if p["height"] else None,
+                "weight_kg": round(p["weight"] * 0.4536) if p["weight"] else None,
+            },
+            dates={
+                "born": born,
+                "died": iso_or_none(p["deathYear"], p["deathMonth"], p["deathDay"]),
+                "debut": _day(p["debut"]),
+                "final_game": _day(p["finalGame"]),
+            },
+        )
         g.link(pid, "born_in", born_in)
         died_in = _place(places, p["deathCountry"], p["deathState"], p["deathCity"])
         if died_in is not None:

@@ -17,13 +17,22 @@ from pathlib import Path
 from jaxseeker.world.atlas_graph import GraphBuilder, fold, iso_or_none
 from jaxseeker.world.atlas_places import Places
 
-SERIES = {"Nonmetals": "nonmetal", "Noble gases": "noble gas", "Alkali metals": "alkali metal",
-          "Alkaline earth metals": "alkaline earth metal", "Metalloids": "metalloid", "Halogens": "halogen",
-          "Poor metals": "post-transition metal", "Transition metals": "transition metal",
-          "Lanthanides": "lanthanide", "Actinides": "actinide"}
+SERIES = {
+    "Nonmetals": "nonmetal",
+    "Noble gases": "noble gas",
+    "Alkali metals": "alkali metal",
+    "Alkaline earth metals": "alkaline earth metal",
+    "Metalloids": "metalloid",
+    "Halogens": "halogen",
+    "Poor metals": "post-transition metal",
+    "Transition metals": "transition metal",
+    "Lanthanides": "lanthanide",
+    "Actinides": "actinide",
+}
 PLACE_ALIASES = {"England": "GB", "Scotland": "GB", "Great Britain": "GB", "USSR": "RU"}
-_INSTITUTE = re.compile(r"Institute|Laborator|Research|Centre|Center|RIKEN|Argonne|Los Alamos|\bU\.? of|Univ",
-                        re.IGNORECASE)
+_INSTITUTE = re.compile(
+    r"Institute|Laborator|Research|Centre|Center|RIKEN|Argonne|Los Alamos|\bU\.? of|Univ", re.IGNORECASE
+)
 
 
 def discoverers(text: str | None) -> list[str]:
@@ -69,17 +78,25 @@ def elements(g: GraphBuilder, places: Places, install_hint: str) -> None:
         if not codes:
             continue
         eid = f"element/{symbol}"
-        g.node(eid, "element", [name, f"{name} ({symbol})", f"{name} (element)"],
-               labels={"series": SERIES.get(series, "element")} if series else {},
-               numbers={"atomic_number": number, "atomic_weight": round(weight, 1) if weight else None},
-               dates={"discovered": iso_or_none(year)})
+        g.node(
+            eid,
+            "element",
+            [name, f"{name} ({symbol})", f"{name} (element)"],
+            labels={"series": SERIES.get(series, "element")} if series else {},
+            numbers={"atomic_number": number, "atomic_weight": round(weight, 1) if weight else None},
+            dates={"discovered": iso_or_none(year)},
+        )
         for code in codes:
             g.link(eid, "discovered_in", places.countries[code])
         for person in named[eid]:
             if _INSTITUTE.search(person):
                 did = f"organisation/{fold(person)}"
-                g.node(did, "organisation", [person, f"{person} (research institute)"],
-                       labels={"kind": "research institute"})
+                g.node(
+                    did,
+                    "organisation",
+                    [person, f"{person} (research institute)"],
+                    labels={"kind": "research institute"},
+                )
             else:
                 person = full[(person[:1], fold(person.split()[-1]))]
                 did = f"person/{fold(person)}"

@@ -37,9 +37,16 @@ def countries(con: sqlite3.Connection, g: GraphBuilder, only: set[str] | None) -
             continue
         cid = f"country/{r['alpha2']}"
         ids[r["id"]] = cid
-        g.node(cid, "country", [r["name"], f"{r['name']} (country)"],
-               numbers={"population": r["population"], "area_km2": r["total_area_km2"],
-                        "coastline_km": r["coastline_km"] or None})
+        g.node(
+            cid,
+            "country",
+            [r["name"], f"{r['name']} (country)"],
+            numbers={
+                "population": r["population"],
+                "area_km2": r["total_area_km2"],
+                "coastline_km": r["coastline_km"] or None,
+            },
+        )
         if r["subregion"]:
             rid = f"region/{fold(r['subregion'])}"
             g.node(rid, "region", [r["subregion"], f"{r['subregion']} (region)"])
@@ -54,8 +61,10 @@ def country_names(con: sqlite3.Connection) -> list[tuple[str, str]]:
     """(name, alpha-2) for every name the atlas knows a country by."""
     rows = con.execute("SELECT c.alpha2, c.name, c.official_name FROM country c").fetchall()
     out = [(n, r["alpha2"]) for r in rows for n in (r["name"], r["official_name"]) if n]
-    out += [(r[1], r[0]) for r in con.execute(
-        "SELECT c.alpha2, n.name FROM country_name n JOIN country c ON c.id = n.country_id")]
+    out += [
+        (r[1], r[0])
+        for r in con.execute("SELECT c.alpha2, n.name FROM country_name n JOIN country c ON c.id = n.country_id")
+    ]
     return out
 
 
@@ -65,8 +74,12 @@ def cities(con: sqlite3.Connection, g: GraphBuilder, ids: dict[int, str], places
     def add(row, cid: str) -> str:
         code = cid.split("/")[1]
         gid = f"city/gn{row['geonames_id']}" if row["geonames_id"] else f"city/{cid}/{fold(row['name'])}"
-        g.node(gid, "city", [row["name"], f"{row['name']} ({code})", f"{row['name']} (city, {code})"],
-               numbers={"population": row["population"] or None, "elevation_m": row["elevation_m"]})
+        g.node(
+            gid,
+            "city",
+            [row["name"], f"{row['name']} ({code})", f"{row['name']} (city, {code})"],
+            numbers={"population": row["population"] or None, "elevation_m": row["elevation_m"]},
+        )
         g.link(gid, "located_in", cid)
         places.place_known(gid, code, row["geonames_id"])
         return gid
@@ -83,22 +96,30 @@ def cities(con: sqlite3.Connection, g: GraphBuilder, ids: dict[int, str], places
 
 def waters_peaks_languages(con: sqlite3.Connection, g: GraphBuilder, ids: dict[int, str]) -> None:
     """Major rivers (length) and lakes (area) per country, each country's highest point, its languages."""
-    for table, type, rel, size in (("country_river", "river", "flows_through", "length_km"),
-                                   ("country_lake", "lake", "lake_in", "area_km2")):
+    for table, type, rel, size in (
+        ("country_river", "river", "flows_through", "length_km"),
+        ("country_lake", "lake", "lake_in", "area_km2"),
+    ):
         for row in con.execute(f"SELECT country_id, name, {size} FROM {table} ORDER BY name"):
             if row["country_id"] in ids:
                 nid = f"{type}/{fold(row['name'])}"
                 g.node(nid, type, [row["name"], f"{row['name']} ({type})"], numbers={size: row[size]})
                 g.link(nid, rel, ids[row["country_id"]])
-    for row in con.execute("SELECT country_id, highest_point_name AS name, highest_point_elevation_m AS m "
-                           "FROM country_physical WHERE highest_point_name IS NOT NULL ORDER BY country_id"):
+    for row in con.execute(
+        "SELECT country_id, highest_point_name AS name, highest_point_elevation_m AS m "
+        "FROM country_physical WHERE highest_point_name IS NOT NULL ORDER BY country_id"
+    ):
         name = re.sub(r"\s*\(.*\)$", "", row["name"]).strip()
         if row["country_id"] not in ids or row["m"] is None or not name or name.lower().startswith("unnamed"):
             continue
         country = g.nodes[ids[row["country_id"]]].names[0]
         mid = f"mountain/{fold(name)}/{round(row['m'])}"
-        g.node(mid, "mountain", [name, f"{name} ({country})", f"{name} (mountain, {country})"],
-               numbers={"elevation_m": round(row["m"])})
+        g.node(
+            mid,
+            "mountain",
+            [name, f"{name} ({country})", f"{name} (mountain, {country})"],
+            numbers={"elevation_m": round(row["m"])},
+        )
         g.link(mid, "highest_point_of", ids[row["country_id"]])
     for row in con.execute("SELECT country_id, primary_code, name FROM country_language ORDER BY primary_code"):
         if row["country_id"] in ids:
@@ -117,8 +138,9 @@ def currencies(g: GraphBuilder, country_ids: Iterable[str]) -> None:
     for cid in country_ids:
         code = cid.split("/")[1]
         try:
-            rows = get_territory_currencies(code, start_date=datetime.date(1800, 1, 1), end_date=datetime.date.today(),
-                                            include_details=True)
+            rows = get_territory_currencies(
+                code, start_date=datetime.date(1800, 1, 1), end_date=datetime.date.today(), include_details=True
+            )
         except Exception:  # babel raises for territories CLDR does not know
             continue
         current = [r for r in rows if r["to"] is None and r["tender"]]
@@ -153,8 +175,12 @@ def airports(g: GraphBuilder, places: Places, install_hint: str) -> None:
         if code not in places.countries or not a["name"]:
             continue
         aid = f"airport/{icao}"
-        g.node(aid, "airport", [a["name"], f"{a['name']} ({a['city'] or code})", f"{a['name']} ({icao})"],
-               numbers={"elevation_m": round(a["elevation"] * 0.3048) if a["elevation"] is not None else None})
+        g.node(
+            aid,
+            "airport",
+            [a["name"], f"{a['name']} ({a['city'] or code})", f"{a['name']} ({icao})"],
+            numbers={"elevation_m": round(a["elevation"] * 0.3048) if a["elevation"] is not None else None},
+        )
         g.link(aid, "airport_in", places.countries[code])
         if a["city"]:
             g.link(aid, "serves", places.city(code, a["subd"] or None, a["city"], near=(a["lat"], a["lon"])))

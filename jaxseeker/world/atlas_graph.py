@@ -72,14 +72,21 @@ class GraphBuilder:
         """Entities with unique names: the first free candidate, countries first, then the most populous, then
         by id."""
         taken: set[str] = set()
-        order = sorted(self.nodes.values(),
-                       key=lambda n: (n.type != "country", -(n.numbers.get("population") or 0), n.id))
+        order = sorted(
+            self.nodes.values(), key=lambda n: (n.type != "country", -(n.numbers.get("population") or 0), n.id)
+        )
         named = {}
         for n in order:
             name = next((c for c in n.names if fold(c) not in taken), None)
             if name is None:
                 name = f"{n.names[-1]} [{n.id}]"
             taken.add(fold(name))
-            named[n.id] = Entity(n.id, n.type, name, numbers={k: v for k, v in n.numbers.items() if v is not None},
-                                 dates={k: v for k, v in n.dates.items() if v is not None}, labels=n.labels)
+            named[n.id] = Entity(
+                n.id,
+                n.type,
+                name,
+                numbers={k: v for k, v in n.numbers.items() if v is not None},
+                dates={k: v for k, v in n.dates.items() if v is not None},
+                labels=n.labels,
+            )
         return [named[i] for i in sorted(named)]

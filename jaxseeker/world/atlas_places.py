@@ -24,7 +24,7 @@ def _keys(name: str) -> list[str]:
     out = [fold(name), f]
     for short, long in (("st. ", "saint "), ("ste. ", "sainte "), ("ft. ", "fort "), ("mt. ", "mount ")):
         if f.startswith(short):
-            out.append(long + f[len(short):])
+            out.append(long + f[len(short) :])
     out += [k[: -len(" city")] for k in out if k.endswith(" city")]
     return list(dict.fromkeys(out))
 
@@ -130,8 +130,12 @@ class Places:
         population, gn, name, _, _, sub = row
         gid = f"city/gn{gn}"
         where = f"{sub[1]}, {code}" if sub else code
-        self.g.node(gid, "city", [name, f"{name} ({where})", f"{name} (city, {where})"],
-                    numbers={"population": population or None})
+        self.g.node(
+            gid,
+            "city",
+            [name, f"{name} ({where})", f"{name} (city, {where})"],
+            numbers={"population": population or None},
+        )
         self.g.link(gid, "located_in", self.countries[code])
         if sub is not None:
             self._subdivision_node(code, *sub)
@@ -159,11 +163,13 @@ class Places:
         sub = self.subdivision(code, subdivision)
         rows = self._rows(code, sub, name)
         if near is not None:
+
             def dist(r: tuple) -> float:
                 return km(near[0], near[1], r[3], r[4])
 
-            rows = [r for r in rows if dist(r) <= NEAR_KM] or [r for r in self._rows(code, None, name)
-                                                              if dist(r) <= NEAR_KM]
+            rows = [r for r in rows if dist(r) <= NEAR_KM] or [
+                r for r in self._rows(code, None, name) if dist(r) <= NEAR_KM
+            ]
             rows.sort(key=lambda r: (dist(r), r[1]))
         elif sub is None and len(rows) > 1:
             rows = []  # the same name twice in a country and no subdivision: no guess

@@ -12,8 +12,8 @@ from jaxseeker.world.atlas import PACKAGES as ATLAS_PACKAGES
 from jaxseeker.world.atlas import VERSION as ATLAS_VERSION
 from jaxseeker.world.atlas import atlas_world
 from jaxseeker.world.graph import World
-from jaxseeker.world.pages_source import pages_world, write_pages_world
 from jaxseeker.world.pages_on_disk import LAYOUT, PagesWorld, open_pages_world
+from jaxseeker.world.pages_source import pages_world, write_pages_world
 from jaxseeker.world.store import cache_key, cached, cached_directory, is_world_dir, load_world
 from jaxseeker.world.synthetic import synthetic_world
 
@@ -53,8 +53,9 @@ def build_world(
             return pages_world(p, skip_bad_lines=skip_bad_lines)
         stat = p.stat()
         skip = {"skip_bad_lines": "yes"} if skip_bad_lines else {}
-        key = cache_key("pages", file=str(p), bytes=stat.st_size, mtime_ns=stat.st_mtime_ns, layout=f"v{LAYOUT}",
-                        **skip)
+        key = cache_key(
+            "pages", file=str(p), bytes=stat.st_size, mtime_ns=stat.st_mtime_ns, layout=f"v{LAYOUT}", **skip
+        )
         write = functools.partial(write_pages_world, p, skip_bad_lines=skip_bad_lines, info={"key": key})
         return open_pages_world(cached_directory(key, write, cache_dir))
     elif source == "atlas":
@@ -82,7 +83,7 @@ def open_world(spec: str, *, cache_dir: str | Path | None = None) -> World | Pag
             raise InputError(f"world spec {spec!r}: expected synthetic[:SIZE[:SEED]] with integers") from None
         if len(nums) > 2:
             raise InputError(f"world spec {spec!r}: expected synthetic[:SIZE[:SEED]]")
-        size, seed = (nums + [2000, 0][len(nums):])[:2]
+        size, seed = (nums + [2000, 0][len(nums) :])[:2]
         return build_world("synthetic", size=size, seed=seed, cache_dir=cache_dir)
     if source == "pages" and rest:
         return build_world("pages", path=rest, cache_dir=cache_dir)

@@ -32,8 +32,16 @@ def _build(args: argparse.Namespace) -> int:
     if args.out is not None:
         check_output(args.out, "--out", directory=True)
     countries = args.countries.split(",") if args.countries else None
-    world = build_world(args.source, size=args.size, seed=args.seed, path=args.pages, countries=countries,
-                        cache_dir=args.cache_dir, use_cache=args.out is None, skip_bad_lines=args.skip_bad_lines)
+    world = build_world(
+        args.source,
+        size=args.size,
+        seed=args.seed,
+        path=args.pages,
+        countries=countries,
+        cache_dir=args.cache_dir,
+        use_cache=args.out is None,
+        skip_bad_lines=args.skip_bad_lines,
+    )
     if args.out is not None:
         save_world(world, args.out)
     print(describe(world))
@@ -59,8 +67,11 @@ def add_parser(subparsers) -> None:
     build.add_argument("--size", type=at_least(MIN_SIZE), default=2000, help="entities (synthetic)")
     build.add_argument("--seed", type=at_least(0), default=0, help="synthetic")
     build.add_argument("--pages", default=None, help="JSONL of {url,title,text,links} (source pages)")
-    build.add_argument("--skip-bad-lines", action="store_true",
-                       help="pages: skip (and count) malformed lines instead of failing on the first")
+    build.add_argument(
+        "--skip-bad-lines",
+        action="store_true",
+        help="pages: skip (and count) malformed lines instead of failing on the first",
+    )
     build.add_argument("--countries", default=None, help="atlas: only these ISO codes, e.g. FR,DE,IT")
     build.add_argument("--out", default=None, help="save to this directory instead of the cache")
     build.add_argument("--cache-dir", default=None)

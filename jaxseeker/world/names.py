@@ -4,23 +4,90 @@ from __future__ import annotations
 
 import random
 
-_ONSETS = ("b", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z",
-           "br", "dr", "kr", "st", "th", "sh", "ch", "gr", "tr", "pl")
+_ONSETS = (
+    "b",
+    "d",
+    "f",
+    "g",
+    "h",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "z",
+    "br",
+    "dr",
+    "kr",
+    "st",
+    "th",
+    "sh",
+    "ch",
+    "gr",
+    "tr",
+    "pl",
+)
 _VOWELS = ("a", "e", "i", "o", "u", "a", "e", "o", "ai", "ei", "ou")
 _CODAS = ("", "", "", "n", "r", "l", "s", "m", "nd", "rt")
 _PLACE_ENDINGS = ("ia", "land", "stan", "ora", "ania", "esh")
 _CITY_ENDINGS = ("", "", "burg", "ton", "port", "ara", "ville", "mouth")
-_ADJECTIVES = ("Silent", "Golden", "Broken", "Hidden", "Distant", "Crimson", "Quiet", "Endless",
-               "Winter", "Burning", "Pale", "Northern", "Hollow", "Bright", "Last", "Iron")
-_NOUNS = ("Harbor", "Garden", "River", "Mirror", "Lantern", "Tower", "Voyage", "Orchard",
-          "Crown", "Shore", "Bridge", "Letters", "Hours", "Mountain", "Echo", "Threshold")
+_ADJECTIVES = (
+    "Silent",
+    "Golden",
+    "Broken",
+    "Hidden",
+    "Distant",
+    "Crimson",
+    "Quiet",
+    "Endless",
+    "Winter",
+    "Burning",
+    "Pale",
+    "Northern",
+    "Hollow",
+    "Bright",
+    "Last",
+    "Iron",
+)
+_NOUNS = (
+    "Harbor",
+    "Garden",
+    "River",
+    "Mirror",
+    "Lantern",
+    "Tower",
+    "Voyage",
+    "Orchard",
+    "Crown",
+    "Shore",
+    "Bridge",
+    "Letters",
+    "Hours",
+    "Mountain",
+    "Echo",
+    "Threshold",
+)
 ORG_WORDS = {
-    "university": "University", "company": "Company", "publisher": "Press", "museum": "Museum",
-    "club": "Club", "institute": "Institute", "party": "Party", "orchestra": "Orchestra",
+    "university": "University",
+    "company": "Company",
+    "publisher": "Press",
+    "museum": "Museum",
+    "club": "Club",
+    "institute": "Institute",
+    "party": "Party",
+    "orchestra": "Orchestra",
 }
 EVENT_WORDS = {
-    "festival": "Festival", "treaty": "Treaty", "summit": "Summit",
-    "championship": "Championship", "exhibition": "Exhibition", "congress": "Congress",
+    "festival": "Festival",
+    "treaty": "Treaty",
+    "summit": "Summit",
+    "championship": "Championship",
+    "exhibition": "Exhibition",
+    "congress": "Congress",
 }
 
 

@@ -107,27 +107,37 @@ def run_pages_bench(pages: int, *, shard_chars: int = SHARD_CHARS, queries: int 
         visit_s = (time.perf_counter() - start) / len(picks)
         disk = sum(f.stat().st_size for f in (Path(tmp) / "world").rglob("*") if f.is_file())
         return {
-            "pages": pages, "links": len(world.relations), "shards": len(json.loads(
-                (Path(tmp) / "world" / "world.json").read_text())["shards"]),
-            "source_mib": source.stat().st_size / 2**20, "world_mib": disk / 2**20, "generate_s": generate_s,
-            "build_s": build_s, "build_cpu_s": build_cpu_s, "pages_per_s": pages / build_s,
-            "pages_per_cpu_s": pages / build_cpu_s, "rss_before_build_mib": rss_before,
-            "peak_rss_mib": peak, "search_ms_median": 1000 * statistics.median(search_s),
-            "search_top1": found / len(picks), "visit_ms": 1000 * visit_s,
+            "pages": pages,
+            "links": len(world.relations),
+            "shards": len(json.loads((Path(tmp) / "world" / "world.json").read_text())["shards"]),
+            "source_mib": source.stat().st_size / 2**20,
+            "world_mib": disk / 2**20,
+            "generate_s": generate_s,
+            "build_s": build_s,
+            "build_cpu_s": build_cpu_s,
+            "pages_per_s": pages / build_s,
+            "pages_per_cpu_s": pages / build_cpu_s,
+            "rss_before_build_mib": rss_before,
+            "peak_rss_mib": peak,
+            "search_ms_median": 1000 * statistics.median(search_s),
+            "search_top1": found / len(picks),
+            "visit_ms": 1000 * visit_s,
         }
 
 
 def format_result(r: dict[str, Any]) -> str:
     """The benchmark as a few lines of text."""
-    return "\n".join([
-        f"pages world: {r['pages']:,} pages, {r['links']:,} links, {r['shards']} BM25 shard(s); "
-        f"source {r['source_mib']:.0f} MiB -> world {r['world_mib']:.0f} MiB on disk",
-        f"build: {r['build_s']:.1f}s = {r['pages_per_s']:,.0f} pages/s; CPU {r['build_cpu_s']:.1f}s = "
-        f"{r['pages_per_cpu_s']:,.0f} pages per CPU-second (corpus generated in {r['generate_s']:.1f}s)",
-        f"memory: RSS {r['rss_before_build_mib']:.0f} MiB before the build, peak {r['peak_rss_mib']:.0f} MiB",
-        f"search: median {r['search_ms_median']:.1f} ms, the named page first in {r['search_top1']:.0%}; "
-        f"visit (read one page): {r['visit_ms']:.2f} ms",
-    ])
+    return "\n".join(
+        [
+            f"pages world: {r['pages']:,} pages, {r['links']:,} links, {r['shards']} BM25 shard(s); "
+            f"source {r['source_mib']:.0f} MiB -> world {r['world_mib']:.0f} MiB on disk",
+            f"build: {r['build_s']:.1f}s = {r['pages_per_s']:,.0f} pages/s; CPU {r['build_cpu_s']:.1f}s = "
+            f"{r['pages_per_cpu_s']:,.0f} pages per CPU-second (corpus generated in {r['generate_s']:.1f}s)",
+            f"memory: RSS {r['rss_before_build_mib']:.0f} MiB before the build, peak {r['peak_rss_mib']:.0f} MiB",
+            f"search: median {r['search_ms_median']:.1f} ms, the named page first in {r['search_top1']:.0%}; "
+            f"visit (read one page): {r['visit_ms']:.2f} ms",
+        ]
+    )
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -147,8 +157,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_bench_parser(bench_subparsers: argparse._SubParsersAction) -> None:
     """Add `bench pages` to the `jaxseeker bench` group."""
-    _add_arguments(bench_subparsers.add_parser("pages", help="build a pages world from a generated corpus: "
-                                                              "pages/s, peak RSS, search and visit latency"))
+    _add_arguments(
+        bench_subparsers.add_parser(
+            "pages", help="build a pages world from a generated corpus: pages/s, peak RSS, search and visit latency"
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -127,8 +127,11 @@ class _Shard:
 
     def top(self, columns: np.ndarray, weights: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The `k` best (page id, score) of the shard: the sum over tokens of weight · the token's column."""
-        parts = [(self.indices[self.indptr[c]:self.indptr[c + 1]], w * self.data[self.indptr[c]:self.indptr[c + 1]])
-                 for c, w in zip(columns.tolist(), weights.tolist()) if c >= 0]
+        parts = [
+            (self.indices[self.indptr[c] : self.indptr[c + 1]], w * self.data[self.indptr[c] : self.indptr[c + 1]])
+            for c, w in zip(columns.tolist(), weights.tolist())
+            if c >= 0
+        ]
         if not parts:
             return np.zeros(0, np.int64), np.zeros(0)
         pages, inverse = np.unique(np.concatenate([p for p, _ in parts]), return_inverse=True)  # [touched]
@@ -175,4 +178,3 @@ class ShardedIndex:
         all_ids, all_scores = np.concatenate(ids), np.concatenate(scores)
         order = np.lexsort((all_ids, -all_scores))[:k]
         return [(int(all_ids[i]), float(all_scores[i])) for i in order if all_scores[i] > 0]
-

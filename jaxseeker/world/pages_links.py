@@ -75,7 +75,7 @@ def _write_reverse(d: Path, n: int) -> None:
     in_ptr = _memmap(d / IN_INDPTR, np.int64, n + 1)
     in_ids = _memmap(d / IN_IDS, np.int32, len(out_ids))
     for start in range(0, len(out_ids), EDGES_PER_CHUNK):
-        np.add.at(in_ptr[1:], out_ids[start:start + EDGES_PER_CHUNK], 1)  # in-degrees
+        np.add.at(in_ptr[1:], out_ids[start : start + EDGES_PER_CHUNK], 1)  # in-degrees
     np.cumsum(in_ptr, out=in_ptr)
     cursor_path = d / "links.in.cursor.tmp"
     cursor = _memmap(cursor_path, np.int64, n)
@@ -84,7 +84,7 @@ def _write_reverse(d: Path, n: int) -> None:
         lo, hi = rows.start, rows.stop
         a, b = int(out_ptr[lo]), int(out_ptr[hi])
         dst = np.asarray(out_ids[a:b])
-        src = np.repeat(np.arange(lo, hi, dtype=np.int32), np.diff(out_ptr[lo:hi + 1]))  # [edges]
+        src = np.repeat(np.arange(lo, hi, dtype=np.int32), np.diff(out_ptr[lo : hi + 1]))  # [edges]
         order = np.argsort(dst, kind="stable")  # keeps the sources of one target ascending
         dst, src = dst[order], src[order]
         starts = np.flatnonzero(np.r_[True, dst[1:] != dst[:-1]]) if len(dst) else np.zeros(0, np.int64)
@@ -123,11 +123,11 @@ class LinkGraph:
 
     def targets(self, i: int) -> np.ndarray:
         """Ids page `i` links to, ascending."""  # [out_degree]
-        return self._out[self._out_ptr[i]:self._out_ptr[i + 1]]
+        return self._out[self._out_ptr[i] : self._out_ptr[i + 1]]
 
     def sources(self, i: int) -> np.ndarray:
         """Ids of the pages linking to page `i`, ascending."""  # [in_degree]
-        return self._in[self._in_ptr[i]:self._in_ptr[i + 1]]
+        return self._in[self._in_ptr[i] : self._in_ptr[i + 1]]
 
     def degree(self, i: int) -> int:
         """Links out of plus links into page `i`."""
@@ -147,5 +147,5 @@ class LinkGraph:
         """Every edge (source, target) in order, read a chunk at a time."""
         for rows in _row_chunks(self._out_ptr):
             a, b = int(self._out_ptr[rows.start]), int(self._out_ptr[rows.stop])
-            src = np.repeat(np.arange(rows.start, rows.stop), np.diff(self._out_ptr[rows.start:rows.stop + 1]))
+            src = np.repeat(np.arange(rows.start, rows.stop), np.diff(self._out_ptr[rows.start : rows.stop + 1]))
             yield from zip(src.tolist(), np.asarray(self._out[a:b]).tolist())

@@ -48,8 +48,10 @@ def open_pages_world(directory: str | Path) -> PagesWorld:
     d = Path(directory)
     meta = json.loads((d / "world.json").read_text())
     if meta.get("store") != STORE or meta.get("layout") != LAYOUT:
-        raise InputError(f"{d / 'world.json'}: not a pages world of layout {LAYOUT} "
-                         f"(store {meta.get('store')!r}, layout {meta.get('layout')!r}); rebuild it")
+        raise InputError(
+            f"{d / 'world.json'}: not a pages world of layout {LAYOUT} "
+            f"(store {meta.get('store')!r}, layout {meta.get('layout')!r}); rebuild it"
+        )
     return PagesWorld(d, meta)
 
 
@@ -143,8 +145,10 @@ class PagesCorpus:
         """Top-`k` pages for `query` by BM25 over every shard (fewer when fewer pages hold a query word).
         `title_first` (`Corpus.search`'s) needs a title index this sharded store does not keep: an error."""
         if title_first:
-            raise ValueError("title_first search (tools.title_first) is not available for a pages world: its sharded "
-                             "index keeps no title index; set tools.title_first: false")
+            raise ValueError(
+                "title_first search (tools.title_first) is not available for a pages world: its sharded "
+                "index keeps no title index; set tools.title_first: false"
+            )
         hits = []
         for i, score in self.index.search(query, k):
             p = self.store.page(i)
@@ -170,7 +174,8 @@ class PagesWorld:
             raise ValueError(f"{self.directory / OFFSETS}: {len(self.store)} pages, world.json says {self._n}")
         self.entities: collections.abc.Mapping[str, Entity] = _Entities(self)
         self.relations: collections.abc.Sequence[Relation] = _Sequence(
-            len(self.links), self._relation, self._stream_relations)
+            len(self.links), self._relation, self._stream_relations
+        )
         self.corpus = PagesCorpus(self.store, ShardedIndex(self.directory, meta["shards"], self._n))
         self.pages: collections.abc.Sequence[Page] = self.corpus.pages
         self._entity = functools.lru_cache(maxsize=1 << 16)(self._read_entity)  # by id: the matcher asks often
@@ -264,8 +269,9 @@ class PagesWorld:
         i = self._index(id)
         if rel not in (None, REL):
             return []
-        return ([Neighbour(REL, "out", j) for j in self._ids(self.links.targets(i).tolist())]
-                + [Neighbour(REL, "in", j) for j in self._ids(self.links.sources(i).tolist())])
+        return [Neighbour(REL, "out", j) for j in self._ids(self.links.targets(i).tolist())] + [
+            Neighbour(REL, "in", j) for j in self._ids(self.links.sources(i).tolist())
+        ]
 
     def degree(self, id: str) -> int:
         """How many links touch `id`."""

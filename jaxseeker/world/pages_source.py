@@ -27,8 +27,8 @@ from jaxseeker.errors import InputError
 from jaxseeker.world.corpus import Page
 from jaxseeker.world.pages_index import IndexWriter
 from jaxseeker.world.pages_links import write_link_graph
-from jaxseeker.world.pages_store import PageStoreWriter
 from jaxseeker.world.pages_on_disk import LAYOUT, STORE, PagesWorld, open_pages_world
+from jaxseeker.world.pages_store import PageStoreWriter
 
 SHARD_CHARS = 32_000_000  # characters of page text per BM25 shard; indexing one takes ~9 bytes of RSS per character
 EXAMPLES = 20  # bad lines kept in the world info (and logged)
@@ -108,8 +108,16 @@ def write_pages_world(
     if n_bad:
         log.warning("skipped %d bad line(s) of %s", n_bad, src)
     meta = {
-        "source": "pages", "path": str(src), **(info or {}), "bad_lines": n_bad, "bad_line_examples": bad,
-        "store": STORE, "layout": LAYOUT, "pages": store.count, "links": n_links, "shards": shards,
+        "source": "pages",
+        "path": str(src),
+        **(info or {}),
+        "bad_lines": n_bad,
+        "bad_line_examples": bad,
+        "store": STORE,
+        "layout": LAYOUT,
+        "pages": store.count,
+        "links": n_links,
+        "shards": shards,
         "id_width": max(7, len(str(max(store.count - 1, 0)))),
     }
     (d / "world.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
@@ -130,8 +138,10 @@ def _stream(
             if isinstance(item, str):
                 where = f"{src}:{n}: {item}"
                 if not skip_bad_lines:
-                    raise InputError(f"{where} (build with skip_bad_lines=True, or `world build --skip-bad-lines`, "
-                                     "to skip bad lines)")
+                    raise InputError(
+                        f"{where} (build with skip_bad_lines=True, or `world build --skip-bad-lines`, "
+                        "to skip bad lines)"
+                    )
                 n_bad += 1
                 if len(bad) < EXAMPLES:
                     bad.append(where)

@@ -83,8 +83,9 @@ class PageStoreWriter:
         """Store `page` and return its id, or None when its url is already stored (nothing is written)."""
         first, last = initials(page.title or page.url)
         try:
-            self._db.execute("INSERT INTO pages VALUES (?, ?, ?, ?, ?)",
-                             (self.count, page.url, page.title, first, last))
+            self._db.execute(
+                "INSERT INTO pages VALUES (?, ?, ?, ?, ?)", (self.count, page.url, page.title, first, last)
+            )
         except sqlite3.IntegrityError:
             return None
         record = {"url": page.url, "title": page.title, "text": page.text, "links": list(page.links)}
@@ -103,7 +104,7 @@ class PageStoreWriter:
         found: dict[str, int] = {}
         unique = list(dict.fromkeys(urls))
         for start in range(0, len(unique), _SQL_VARIABLES):
-            batch = unique[start:start + _SQL_VARIABLES]
+            batch = unique[start : start + _SQL_VARIABLES]
             marks = ",".join("?" * len(batch))
             found.update(self._db.execute(f"SELECT url, id FROM pages WHERE url IN ({marks})", batch))
         return found

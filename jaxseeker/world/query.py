@@ -200,8 +200,9 @@ class GraphView(Protocol):
     def candidates(self, type: str | None, pred: Pred) -> Collection[str] | None: ...
 
 
-def _filter(world: GraphView, var: Var, ids: Collection[str], within: Collection[str] | None,
-            typed: bool = False) -> set[str]:
+def _filter(
+    world: GraphView, var: Var, ids: Collection[str], within: Collection[str] | None, typed: bool = False
+) -> set[str]:
     """The ids (of `var.type` already when `typed`) whose entity satisfies every predicate of `var`."""
     check_type = None if typed else var.type
     preds, entity, out = var.preds, world.entity, set()
@@ -352,8 +353,9 @@ def _extend(world: GraphView, q: Query, dom: list[set[str]], order: list[int], a
     else:
         candidates = sorted(c for c in set(near) if c in dom[v])
     for c in candidates:
-        if all(world.has_edge(c if e.src == v else assign[e.src], e.rel, c if e.dst == v else assign[e.dst])
-               for e in links):
+        if all(
+            world.has_edge(c if e.src == v else assign[e.src], e.rel, c if e.dst == v else assign[e.dst]) for e in links
+        ):
             assign[v] = c
             if _extend(world, q, dom, order, assign):
                 del assign[v]

@@ -82,23 +82,34 @@ ATTRIBUTES: dict[str, AttrSpec] = {
     "length_km": AttrSpec("number", "is {} long", "How long is {} in kilometres?", " km"),
     "introduced": AttrSpec("date", "was introduced {}", "In what year was {} introduced?"),
     "withdrawn": AttrSpec("date", "was withdrawn {}", "In what year was {} withdrawn?"),
-    "currency_since": AttrSpec("date", "adopted its current currency {}",
-                               "In what year did {} adopt its current currency?"),
+    "currency_since": AttrSpec(
+        "date", "adopted its current currency {}", "In what year did {} adopt its current currency?"
+    ),
     "debut": AttrSpec("date", "made a major-league debut {}", "In what year did {} make a major-league debut?"),
-    "final_game": AttrSpec("date", "played a last major-league game {}",
-                           "In what year did {} play a last major-league game?"),
-    "weight_kg": AttrSpec("number", "has a listed weight of {}", "What is the listed weight of {} in kilograms?",
-                          " kg"),
-    "inducted": AttrSpec("date", "was inducted into the Baseball Hall of Fame {}",
-                         "In what year was {} inducted into the Baseball Hall of Fame?", precision="year"),
-    "first_season": AttrSpec("date", "played its first season {}", "In what year did {} play its first season?",
-                             precision="year"),
-    "last_season": AttrSpec("date", "played its last season {}", "In what year did {} play its last season?",
-                            precision="year"),
-    "first_game": AttrSpec("date", "hosted its first major-league game {}",
-                           "In what year did {} host its first major-league game?"),
-    "last_game": AttrSpec("date", "hosted its last major-league game {}",
-                          "In what year did {} host its last major-league game?"),
+    "final_game": AttrSpec(
+        "date", "played a last major-league game {}", "In what year did {} play a last major-league game?"
+    ),
+    "weight_kg": AttrSpec(
+        "number", "has a listed weight of {}", "What is the listed weight of {} in kilograms?", " kg"
+    ),
+    "inducted": AttrSpec(
+        "date",
+        "was inducted into the Baseball Hall of Fame {}",
+        "In what year was {} inducted into the Baseball Hall of Fame?",
+        precision="year",
+    ),
+    "first_season": AttrSpec(
+        "date", "played its first season {}", "In what year did {} play its first season?", precision="year"
+    ),
+    "last_season": AttrSpec(
+        "date", "played its last season {}", "In what year did {} play its last season?", precision="year"
+    ),
+    "first_game": AttrSpec(
+        "date", "hosted its first major-league game {}", "In what year did {} host its first major-league game?"
+    ),
+    "last_game": AttrSpec(
+        "date", "hosted its last major-league game {}", "In what year did {} host its last major-league game?"
+    ),
     "discovered": AttrSpec("date", "was discovered {}", "In what year was {} discovered?", precision="year"),
     "atomic_number": AttrSpec("number", "has the atomic number {}", "What is the atomic number of {}?"),
     "atomic_weight": AttrSpec("number", "has an atomic weight of {}", "What is the atomic weight of {}?"),
@@ -110,13 +121,15 @@ RELATIONS: dict[str, RelSpec] = {
     "borders": RelSpec("country", "country", "borders {}", "borders {}"),
     "born_in": RelSpec("person", "city", "was born in {}", "is the birthplace of {}", functional=True),
     "died_in": RelSpec("person", "city", "died in {}", "is the place where {} died", functional=True),
-    "citizen_of": RelSpec("person", "country", "is a citizen of {}", "is the country of citizenship of {}",
-                          functional=True),
+    "citizen_of": RelSpec(
+        "person", "country", "is a citizen of {}", "is the country of citizenship of {}", functional=True
+    ),
     "studied_at": RelSpec("person", "organisation", "studied at {}", "is where {} studied"),
     "member_of": RelSpec("person", "organisation", "is a member of {}", "has {} as a member"),
     "founded_by": RelSpec("organisation", "person", "was founded by {}", "founded {}"),
-    "headquartered_in": RelSpec("organisation", "city", "is headquartered in {}", "hosts the headquarters of {}",
-                                functional=True),
+    "headquartered_in": RelSpec(
+        "organisation", "city", "is headquartered in {}", "hosts the headquarters of {}", functional=True
+    ),
     "created_by": RelSpec("work", "person", "was created by {}", "created {}", functional=True),
     "published_by": RelSpec("work", "organisation", "was published by {}", "published {}", functional=True),
     "set_in": RelSpec("work", "city", "is set in {}", "is the setting of {}", functional=True),
@@ -125,8 +138,9 @@ RELATIONS: dict[str, RelSpec] = {
     "participated_in": RelSpec("person", "event", "took part in {}", "had {} among its participants"),
     "links_to": RelSpec("page", "page", "links to {}", "is linked from {}"),
     "in_subdivision": RelSpec("city", "subdivision", "lies in {}", "includes {}", functional=True),
-    "subdivision_of": RelSpec("subdivision", "country", "is a subdivision of {}", "has {} among its subdivisions",
-                              functional=True),
+    "subdivision_of": RelSpec(
+        "subdivision", "country", "is a subdivision of {}", "has {} among its subdivisions", functional=True
+    ),
     "serves": RelSpec("airport", "city", "serves {}", "is served by {}", functional=True),
     "airport_in": RelSpec("airport", "country", "is an airport in {}", "has {} among its airports", functional=True),
     "flows_through": RelSpec("river", "country", "flows through {}", "is crossed by {}"),

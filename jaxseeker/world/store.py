@@ -42,8 +42,13 @@ def save_world(world: World | PagesWorld, directory: str | Path) -> Path:
         return world.copy_to(directory)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    info = {**world.info, "format": FORMAT_VERSION, "entities": len(world.entities),
-            "relations": len(world.relations), "pages": len(world.pages)}
+    info = {
+        **world.info,
+        "format": FORMAT_VERSION,
+        "entities": len(world.entities),
+        "relations": len(world.relations),
+        "pages": len(world.pages),
+    }
     (d / "world.json").write_text(json.dumps(info, indent=1, sort_keys=True))
     with open(d / "entities.jsonl", "w") as f:
         for e in world.entities.values():
@@ -53,8 +58,10 @@ def save_world(world: World | PagesWorld, directory: str | Path) -> Path:
             f.write(json.dumps(r.to_json(), ensure_ascii=False) + "\n")
     with open(d / "pages.jsonl", "w") as f:
         for p in world.pages:
-            f.write(json.dumps({"url": p.url, "title": p.title, "text": p.text, "links": list(p.links)},
-                               ensure_ascii=False) + "\n")
+            f.write(
+                json.dumps({"url": p.url, "title": p.title, "text": p.text, "links": list(p.links)}, ensure_ascii=False)
+                + "\n"
+            )
     return d
 
 

@@ -21,14 +21,28 @@ LAST_YEAR = 2024
 SHARES = {"country": 0.03, "city": 0.12, "organisation": 0.13, "work": 0.17, "event": 0.10}
 MIN_SIZE = 28  # the smallest size whose shares leave the 10 people a world needs (tests/world checks it)
 OCCUPATIONS = {
-    "painter": ("painting", "sculpture"), "novelist": ("novel",), "poet": ("poem collection",),
-    "composer": ("symphony", "opera"), "film director": ("film",), "physicist": ("treatise",),
-    "chemist": ("treatise",), "historian": ("treatise",), "architect": (), "engineer": (),
-    "politician": (), "athlete": (),
+    "painter": ("painting", "sculpture"),
+    "novelist": ("novel",),
+    "poet": ("poem collection",),
+    "composer": ("symphony", "opera"),
+    "film director": ("film",),
+    "physicist": ("treatise",),
+    "chemist": ("treatise",),
+    "historian": ("treatise",),
+    "architect": (),
+    "engineer": (),
+    "politician": (),
+    "athlete": (),
 }
 GENRE_NUMBER = {
-    "novel": "pages", "poem collection": "pages", "treatise": "pages", "film": "duration_min",
-    "symphony": "duration_min", "opera": "duration_min", "painting": "height_cm", "sculpture": "height_cm",
+    "novel": "pages",
+    "poem collection": "pages",
+    "treatise": "pages",
+    "film": "duration_min",
+    "symphony": "duration_min",
+    "opera": "duration_min",
+    "painting": "height_cm",
+    "sculpture": "height_cm",
 }
 MEMBER_KINDS = ("club", "party", "orchestra", "institute")
 
@@ -76,12 +90,18 @@ def _counts(size: int) -> dict[str, int]:
 def _places(b: _Builder, n_country: int, n_city: int) -> tuple[list[Entity], list[Entity], dict[str, Entity]]:
     countries = []
     for _ in range(n_country):
-        countries.append(b.add(
-            "country", b.names.country(),
-            numbers={"population": b.log_uniform(1e5, 3e8), "area_km2": b.log_uniform(500, 5e6),
-                     "forest_pct": round(math.exp(b.rng.uniform(math.log(0.2), math.log(75))), 1)},
-            dates={"founded": b.date(b.rng.randint(800, 1995))},
-        ))
+        countries.append(
+            b.add(
+                "country",
+                b.names.country(),
+                numbers={
+                    "population": b.log_uniform(1e5, 3e8),
+                    "area_km2": b.log_uniform(500, 5e6),
+                    "forest_pct": round(math.exp(b.rng.uniform(math.log(0.2), math.log(75))), 1),
+                },
+                dates={"founded": b.date(b.rng.randint(800, 1995))},
+            )
+        )
     for i, c in enumerate(countries):
         for step, p in ((1, 0.8), (2, 0.3)):
             if i + step < len(countries) and b.rng.random() < p:
@@ -90,7 +110,8 @@ def _places(b: _Builder, n_country: int, n_city: int) -> tuple[list[Entity], lis
     for i in range(n_city):
         country = countries[i] if i < n_country else b.rng.choice(countries)
         city = b.add(
-            "city", b.names.city(),
+            "city",
+            b.names.city(),
             numbers={"population": b.log_uniform(2e3, 1.5e7), "elevation_m": b.rng.randint(0, 2500)},
             dates={"founded": b.date(b.rng.randint(100, 1950))},
         )
@@ -113,8 +134,9 @@ def _people(b: _Builder, n: int, cities: list[Entity], countries: list[Entity], 
         dead = death < LAST_YEAR and (year < 1925 or b.rng.random() < 0.5)
         if dead:
             dates["died"] = b.date(death)
-        person = b.add("person", b.names.person(), dates=dates,
-                       labels={"occupation": b.rng.choice(sorted(OCCUPATIONS))})
+        person = b.add(
+            "person", b.names.person(), dates=dates, labels={"occupation": b.rng.choice(sorted(OCCUPATIONS))}
+        )
         birthplace = b.weighted(cities, city_cum)
         b.link(person, "born_in", birthplace)
         home = country_of[birthplace.id] if b.rng.random() < 0.9 else b.rng.choice(countries)
@@ -133,7 +155,9 @@ def _organisations(b: _Builder, n: int, cities, people) -> list[Entity]:
         founders = b.rng.sample(people, k=1 if b.rng.random() < 0.7 else 2)
         born = max(date_parts(f.dates["born"])[0] for f in founders)
         org = b.add(
-            "organisation", b.names.organisation(kind), labels={"kind": kind},
+            "organisation",
+            b.names.organisation(kind),
+            labels={"kind": kind},
             numbers={"employees": b.log_uniform(10, 200_000 if kind == "company" else 5_000)},
             dates={"founded": b.date(born + b.rng.randint(25, 60))},
         )
@@ -163,10 +187,14 @@ def _works(b: _Builder, n: int, cities, people, orgs) -> None:
         last = date_parts(creator.dates["died"])[0] if "died" in creator.dates else LAST_YEAR
         year = min(last, born + b.rng.randint(20, 70))
         number = GENRE_NUMBER[genre]
-        value = {"pages": b.rng.randint(40, 1200), "duration_min": b.rng.randint(12, 240),
-                 "height_cm": b.rng.randint(20, 400)}[number]
-        work = b.add("work", b.names.work(), labels={"genre": genre},
-                     numbers={number: value}, dates={"released": b.date(year)})
+        value = {
+            "pages": b.rng.randint(40, 1200),
+            "duration_min": b.rng.randint(12, 240),
+            "height_cm": b.rng.randint(20, 400),
+        }[number]
+        work = b.add(
+            "work", b.names.work(), labels={"genre": genre}, numbers={number: value}, dates={"released": b.date(year)}
+        )
         b.link(work, "created_by", creator)
         if publishers and number == "pages" and b.rng.random() < 0.7:
             b.link(work, "published_by", b.rng.choice(publishers))
@@ -179,8 +207,13 @@ def _events(b: _Builder, n: int, cities, people, orgs) -> None:
     for _ in range(n):
         kind = b.rng.choice(sorted(EVENT_WORDS))
         year = b.rng.randint(1500, LAST_YEAR)
-        event = b.add("event", b.names.event(kind), labels={"kind": kind},
-                      numbers={"attendance": b.log_uniform(50, 500_000)}, dates={"held": b.date(year)})
+        event = b.add(
+            "event",
+            b.names.event(kind),
+            labels={"kind": kind},
+            numbers={"attendance": b.log_uniform(50, 500_000)},
+            dates={"held": b.date(year)},
+        )
         b.link(event, "took_place_in", b.weighted(cities, city_cum))
         if b.rng.random() < 0.6:
             b.link(event, "organised_by", b.rng.choice(orgs))

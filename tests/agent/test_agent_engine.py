@@ -14,16 +14,24 @@ forward = jax.jit(model.forward, static_argnames="cfg")
 
 
 def engine_for(params, cfg, tokenizer):
-    return make_engine(params, cfg, tokenizer, slots=SLOTS, max_len=MAX_LEN, min_window=MAX_LEN,
-                       sampling=SamplingConfig(temperature=1.0, seed=0))
+    return make_engine(
+        params,
+        cfg,
+        tokenizer,
+        slots=SLOTS,
+        max_len=MAX_LEN,
+        min_window=MAX_LEN,
+        sampling=SamplingConfig(temperature=1.0, seed=0),
+    )
 
 
 def test_random_model_episodes_hold_the_engine_context_and_its_logprobs(call_model, registry):
     tokenizer, cfg, _ = call_model
     params = model.init_params(cfg, jax.random.key(0))
     config = RolloutConfig(date=DATE, max_tokens_per_turn=24, max_context_tokens=MAX_LEN, answer_reserve_tokens=100)
-    result = rollout(engine_for(params, cfg, tokenizer), tokenizer, registry, [QUESTION], config, n_per_question=3,
-                     progress=False)
+    result = rollout(
+        engine_for(params, cfg, tokenizer), tokenizer, registry, [QUESTION], config, n_per_question=3, progress=False
+    )
 
     assert len(result.episodes) == 3 and result.stats.sampled_tokens == sum(e.num_sampled for e in result.episodes)
     for episode in result.episodes:
@@ -42,13 +50,15 @@ def test_random_model_episodes_hold_the_engine_context_and_its_logprobs(call_mod
 def test_tool_calling_model_runs_search_through_the_engine(call_model, registry):
     tokenizer, cfg, params = call_model
     config = RolloutConfig(date=DATE, max_tool_calls=2, max_context_tokens=MAX_LEN, answer_reserve_tokens=100)
-    episodes = run_episodes(engine_for(params, cfg, tokenizer), tokenizer, registry, [QUESTION], config,
-                            n_per_question=2, progress=False)
+    episodes = run_episodes(
+        engine_for(params, cfg, tokenizer), tokenizer, registry, [QUESTION], config, n_per_question=2, progress=False
+    )
 
     for episode in episodes:
         assert episode.termination == "max_tool_calls" and episode.turns == 3
         assert [(c.name, c.arguments, c.error) for c in episode.tool_calls] == [
-            ("search", {"query": ["Velmora bridge arches"]}, None)] * 2
+            ("search", {"query": ["Velmora bridge arches"]}, None)
+        ] * 2
         turn = episode.messages[2]["content"]
         assert turn.startswith("<think> the") and turn.endswith("</think><tool_call>" + CALL + "</tool_call>")
         assert "nine arches" in episode.messages[3]["content"]

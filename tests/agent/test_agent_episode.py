@@ -11,8 +11,10 @@ from jaxseeker.errors import InputError
 def make_episode(**overrides):
     values = {
         "question": "Who founded Velmora?",
-        "messages": [{"role": "user", "content": "Who founded Velmora?"},
-                     {"role": "assistant", "content": "<answer>Ida Konst</answer>"}],
+        "messages": [
+            {"role": "user", "content": "Who founded Velmora?"},
+            {"role": "assistant", "content": "<answer>Ida Konst</answer>"},
+        ],
         "token_ids": [5, 6, 7, 8],
         "loss_mask": [0, 0, 1, 1],
         "logprobs": [0.0, 0.0, -0.5, -0.25],

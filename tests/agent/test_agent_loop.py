@@ -34,8 +34,15 @@ def test_think_search_visit_answer_episode(scripted, tokenizer, registry):
 
     assert (episode.termination, episode.prediction, episode.answer) == ("answer", "nine", "nine")
     assert episode.meta == {"id": "velmora-1"} and episode.turns == 3 and episode.format_errors == 0
-    assert [m["role"] for m in episode.messages] == ["system", "user", "assistant", "user", "assistant", "user",
-                                                      "assistant"]
+    assert [m["role"] for m in episode.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     assert f"Current date: {DATE}" in episode.messages[0]["content"]
     assert [m["content"] for m in episode.messages[2::2]] == [SEARCH, VISIT, ANSWER]
     search_obs, visit_obs = episode.messages[3]["content"], episode.messages[5]["content"]
@@ -177,13 +184,20 @@ def test_multi_submit_continues_until_the_feedback_says_correct(scripted, tokeni
     engine = scripted([SEARCH, submit("eight"), VISIT, submit("nine"), ANSWER])
     episode = one(engine, tokenizer, with_submit, question={"question": QUESTION, "answer": "nine"})
     assert episode.termination == "answer" and episode.prediction == "nine" and episode.turns == 4
-    assert [(s.answer, s.feedback.split()[0]) for s in episode.submissions] == [("eight", "Incorrect!"),
-                                                                               ("nine", "Correct!")]
+    assert [(s.answer, s.feedback.split()[0]) for s in episode.submissions] == [
+        ("eight", "Incorrect!"),
+        ("nine", "Correct!"),
+    ]
     assert "answer_submit" in episode.messages[0]["content"]
     assert "Incorrect! The F1 score is 0.00." in episode.messages[5]["content"]
 
-    capped = one(scripted([submit("eight")]), tokenizer, with_submit,
-                 RolloutConfig(date=DATE, max_submissions=2), question={"question": QUESTION, "answer": "nine"})
+    capped = one(
+        scripted([submit("eight")]),
+        tokenizer,
+        with_submit,
+        RolloutConfig(date=DATE, max_submissions=2),
+        question={"question": QUESTION, "answer": "nine"},
+    )
     assert (capped.termination, capped.prediction, len(capped.submissions)) == ("answer", "eight", 2)
 
 
@@ -199,20 +213,33 @@ def test_episodes_overlap_their_tool_calls_and_queue_beyond_the_slots(scripted, 
 
     registry = ToolRegistry([Tool("slow", "Wait a little.", {"type": "object", "properties": {}}, meet)])
     engine = scripted([SLOW, SLOW, ANSWER], slots=6)
-    result = rollout(engine, tokenizer, registry, ["q a", "q b", "q c"], RolloutConfig(date=DATE),
-                     n_per_question=2, progress=False)
+    result = rollout(
+        engine, tokenizer, registry, ["q a", "q b", "q c"], RolloutConfig(date=DATE), n_per_question=2, progress=False
+    )
 
     assert [c.error for e in result.episodes for c in e.tool_calls] == [None] * 12  # no broken barrier: both
     assert all("all here" in m["content"] for e in result.episodes for m in e.messages[3::2])  # rounds overlapped
     assert [(e.group, e.sample, e.question) for e in result.episodes] == [
-        (0, 0, "q a"), (0, 1, "q a"), (1, 0, "q b"), (1, 1, "q b"), (2, 0, "q c"), (2, 1, "q c")]
+        (0, 0, "q a"),
+        (0, 1, "q a"),
+        (1, 0, "q b"),
+        (1, 1, "q b"),
+        (2, 0, "q c"),
+        (2, 1, "q c"),
+    ]
     assert result.stats.terminations == {"answer": 6} and result.stats.tool_calls == 12
     assert result.stats.sampled_tokens == sum(sum(e.loss_mask) for e in result.episodes)
     stats = result.stats  # the engine waited for the tools: idle time, apart from its steps
     assert stats.idle_s > 0 and stats.step_s > 0 and stats.step_s + stats.idle_s <= stats.wall_s
 
-    queued = run_episodes(scripted([SEARCH, ANSWER], slots=2), tokenizer, ToolRegistry([slow_tool(0.0)]),
-                          [f"q {i}" for i in range(5)], RolloutConfig(date=DATE), progress=False)
+    queued = run_episodes(
+        scripted([SEARCH, ANSWER], slots=2),
+        tokenizer,
+        ToolRegistry([slow_tool(0.0)]),
+        [f"q {i}" for i in range(5)],
+        RolloutConfig(date=DATE),
+        progress=False,
+    )
     assert [e.termination for e in queued] == ["answer"] * 5
 
 
@@ -232,8 +259,9 @@ def test_first_group_numbers_the_groups_and_their_engine_requests(scripted, toke
         return submit_request(request_id, prompt, **kwargs)
 
     engine.submit = recorded_submit
-    result = rollout(engine, tokenizer, registry, [QUESTION, QUESTION], CONFIG, n_per_question=2, progress=False,
-                     first_group=3)
+    result = rollout(
+        engine, tokenizer, registry, [QUESTION, QUESTION], CONFIG, n_per_question=2, progress=False, first_group=3
+    )
     assert [(e.group, e.sample) for e in result.episodes] == [(3, 0), (3, 1), (4, 0), (4, 1)]
     assert sorted(submitted) == ["3:0", "3:1", "4:0", "4:1"]  # the engine keys its sampling by these ids
 
@@ -241,8 +269,16 @@ def test_first_group_numbers_the_groups_and_their_engine_requests(scripted, toke
 def test_groups_name_each_question_and_each_finished_episode_is_handed_over_once(scripted, tokenizer, registry):
     engine = scripted(lambda context, turn: SEARCH if turn == 0 else ANSWER)
     seen = []
-    result = rollout(engine, tokenizer, registry, [QUESTION, QUESTION], CONFIG, progress=False, groups=[5, 2],
-                     on_episode=lambda e: seen.append((e.group, e.termination)))
+    result = rollout(
+        engine,
+        tokenizer,
+        registry,
+        [QUESTION, QUESTION],
+        CONFIG,
+        progress=False,
+        groups=[5, 2],
+        on_episode=lambda e: seen.append((e.group, e.termination)),
+    )
     assert [e.group for e in result.episodes] == [2, 5]  # sorted by group, as always
     assert sorted(seen) == [(2, "answer"), (5, "answer")]  # once each, as it finished
     with pytest.raises(ValueError, match="groups: 1 group ids for 2 questions"):

@@ -22,11 +22,18 @@ def test_system_prompt_has_the_tags_the_date_and_every_schema(registry):
 
 
 def test_observation_is_the_canonical_form_of_tool_messages():
-    as_tools = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": SEARCH},
-                {"role": "tool", "content": "result one"}, {"role": "tool", "content": "result two"}]
+    as_tools = [
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": SEARCH},
+        {"role": "tool", "content": "result one"},
+        {"role": "tool", "content": "result two"},
+    ]
     canonical = normalize_messages(as_tools)[-1]
     assert canonical == {"role": "user", "content": format_observation(["result one", "result two"])}
-    assert canonical["content"] == "<tool_response>\nresult one\n</tool_response>\n<tool_response>\nresult two\n</tool_response>"
+    assert (
+        canonical["content"]
+        == "<tool_response>\nresult one\n</tool_response>\n<tool_response>\nresult two\n</tool_response>"
+    )
 
 
 def test_prompt_turn_and_extension_ids_concatenate_to_the_sft_ids(tokenizer, registry):

@@ -17,8 +17,9 @@ def drain(engine):
 def test_turns_pause_on_eos_stop_strings_and_length(tokenizer):
     render = Renderer(tokenizer)
     im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    engine = ScriptedEngine(tokenizer, [SEARCH, ANSWER], slots=2, eos_ids=[im_end], stop_strings=["</answer>"],
-                            steps_per_call=4)
+    engine = ScriptedEngine(
+        tokenizer, [SEARCH, ANSWER], slots=2, eos_ids=[im_end], stop_strings=["</answer>"], steps_per_call=4
+    )
     prompt = render.encode("<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n")
     engine.submit("a", prompt, max_new_tokens=100)
     engine.submit("b", prompt, max_new_tokens=5)

@@ -22,8 +22,12 @@ def sentences(n: int, seed: int = 0) -> list[str]:
     return out
 
 
-ASSISTANT_1 = '<think>I should search.</think>\n<tool_call>{"name": "search", "arguments": {"query": "Rhine city"}}</tool_call>'
-ASSISTANT_2 = '<think>Two results, visit one.</think>\n<tool_call>{"name": "visit", "arguments": {"url": "p/1"}}</tool_call>'
+ASSISTANT_1 = (
+    '<think>I should search.</think>\n<tool_call>{"name": "search", "arguments": {"query": "Rhine city"}}</tool_call>'
+)
+ASSISTANT_2 = (
+    '<think>Two results, visit one.</think>\n<tool_call>{"name": "visit", "arguments": {"url": "p/1"}}</tool_call>'
+)
 ASSISTANT_3 = "<think>The page says Lyon.</think>\n<answer>Lyon</answer>"
 
 
@@ -33,7 +37,10 @@ def webdancer_messages() -> list[dict]:
         {"role": "system", "content": "You are a deep search agent."},
         {"role": "user", "content": "Which city on the river was founded first?"},
         {"role": "assistant", "content": ASSISTANT_1},
-        {"role": "user", "content": "<tool_response>\n1. Lyon museum\n</tool_response>\n<tool_response>\n2. Berlin tower\n</tool_response>"},
+        {
+            "role": "user",
+            "content": "<tool_response>\n1. Lyon museum\n</tool_response>\n<tool_response>\n2. Berlin tower\n</tool_response>",
+        },
         {"role": "assistant", "content": ASSISTANT_2},
         {"role": "user", "content": "<tool_response>\nLyon was founded in 43.\n</tool_response>"},
         {"role": "assistant", "content": ASSISTANT_3},
@@ -62,7 +69,12 @@ def make_records(n: int, seed: int = 0) -> list[dict]:
     for i in range(n):
         messages = [{"role": "user", "content": f"Question {i}: {text[4 * i]}"}]
         for k in range(rng.randint(1, 3)):
-            messages.append({"role": "assistant", "content": f'<think>{text[4 * i + 1][: 20 + 7 * k]}</think>\n<tool_call>{{"name": "search", "arguments": {{"query": "q{k}"}}}}</tool_call>'})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": f'<think>{text[4 * i + 1][: 20 + 7 * k]}</think>\n<tool_call>{{"name": "search", "arguments": {{"query": "q{k}"}}}}</tool_call>',
+                }
+            )
             messages.append({"role": "tool", "content": text[4 * i + 2][: 10 + 13 * k]})
         messages.append({"role": "assistant", "content": f"<answer>{text[4 * i + 3][:15]}</answer>"})
         records.append({"id": i, "messages": messages})

@@ -112,8 +112,9 @@ def test_an_error_the_template_raises_is_a_value_error_that_says_so():
         "{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{%- endfor %}"
     )
     tok = train_tokenizer(sentences(50), 400, chat_template=no_tool_calls)
-    with pytest.raises(ValueError, match="^the chat template cannot render these messages: this template renders no "
-                                         "tool call$"):
+    with pytest.raises(
+        ValueError, match="^the chat template cannot render these messages: this template renders no tool call$"
+    ):
         tokenize_chat(webdancer_messages(), tok)
 
 

@@ -6,8 +6,8 @@ import json
 import pytest
 from cli_support import usage_error
 
-from jaxseeker.data.command import add_parser
 from jaxseeker.data import open_arrayrecord
+from jaxseeker.data.command import add_parser
 
 from .samples import make_records
 
@@ -49,4 +49,5 @@ def test_build_into_a_built_dataset_is_refused_in_one_line(write_jsonl, tmp_path
 @pytest.mark.parametrize("shards", ["0", "-1"])
 def test_build_num_shards_out_of_range_is_a_usage_error(shards, capsys):
     assert usage_error(["data", "build", "t.jsonl", "--out", "ds", "--num-shards", shards], capsys) == (
-        f"jaxseeker data build: error: argument --num-shards: must be an integer >= 1, got {shards}")
+        f"jaxseeker data build: error: argument --num-shards: must be an integer >= 1, got {shards}"
+    )

@@ -15,7 +15,7 @@ def test_an_example_is_a_run_a_gap_and_the_run_again_trained_after_its_first_tok
         ids, mask = copy_tokens(rng, shape, vocab, digits)
         n = k + m
         assert ids.shape == mask.shape == (2 * n + gap,) and 0 <= gap <= 40
-        np.testing.assert_array_equal(ids[n + gap:], ids[:n])
+        np.testing.assert_array_equal(ids[n + gap :], ids[:n])
         np.testing.assert_array_equal(np.nonzero(mask)[0], np.arange(n + gap + 1, 2 * n + gap))
         assert np.isin(ids[k:n], digits).all() and not np.isin(ids[:k], digits).any()
         assert (1 <= k <= 3 and 3 <= m <= 8) or (4 <= k <= 24 and m == 0)

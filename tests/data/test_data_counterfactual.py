@@ -11,12 +11,21 @@ from jaxseeker.world.pages import wiki_slug
 MESSAGES = [
     {"role": "system", "content": "You are a deep-search agent.\n\nCurrent date: 2026-01-01"},
     {"role": "user", "content": "What is the population of Lawrenceville (Illinois, US)?"},
-    {"role": "assistant", "content": '<tool_call>{"name": "search", "arguments": {"query": ["Lawrenceville"]}}</tool_call>'},
-    {"role": "user", "content": "<tool_response>\n[1] Lawrenceville (Illinois, US)\n"
-                                "https://atlas.jaxseeker.local/wiki/Lawrenceville_(Illinois%2C_US)\n"
-                                "Lawrenceville (Illinois, US) has a population of 4,427. It was founded in 1835.\n"
-                                "[2] Lawrenceville (Virginia, US)\n</tool_response>"},
-    {"role": "assistant", "content": "<think>Result [1] says: “has a population of 4,427.”</think>\n<answer>4427</answer>"},
+    {
+        "role": "assistant",
+        "content": '<tool_call>{"name": "search", "arguments": {"query": ["Lawrenceville"]}}</tool_call>',
+    },
+    {
+        "role": "user",
+        "content": "<tool_response>\n[1] Lawrenceville (Illinois, US)\n"
+        "https://atlas.jaxseeker.local/wiki/Lawrenceville_(Illinois%2C_US)\n"
+        "Lawrenceville (Illinois, US) has a population of 4,427. It was founded in 1835.\n"
+        "[2] Lawrenceville (Virginia, US)\n</tool_response>",
+    },
+    {
+        "role": "assistant",
+        "content": "<think>Result [1] says: “has a population of 4,427.”</think>\n<answer>4427</answer>",
+    },
 ]
 
 
@@ -55,21 +64,36 @@ def test_other_draws_give_other_numbers():
 TRIP = [
     {"role": "system", "content": "You are a deep-search agent."},
     {"role": "user", "content": "What is the elevation of the airport that serves Harrison (Michigan, US)?"},
-    {"role": "assistant", "content": '<think>Search Harrison (Michigan, US).</think>\n<tool_call>\n'
-                                     '{"name": "search", "arguments": {"query": ["Harrison (Michigan, US)"]}}\n</tool_call>'},
-    {"role": "user", "content": "<tool_response>\n[1] Harrison (Michigan, US)\n"
-                                "https://atlas.jaxseeker.local/wiki/Harrison_(Michigan%2C_US)\n"
-                                "Harrison (Michigan, US) is served by Clare County Airport.\n"
-                                "[2] Harrison (Ohio, US)\n</tool_response>"},
-    {"role": "assistant", "content": '<tool_call>\n{"name": "search", "arguments": {"query": ["Clare County Airport"]}}'
-                                     '\n</tool_call>'},
-    {"role": "user", "content": "<tool_response>\n[1] Clare County Airport\n"
-                                "https://atlas.jaxseeker.local/wiki/Clare_County_Airport\n"
-                                "Clare County Airport lies at an elevation of 348 m.\n</tool_response>"},
+    {
+        "role": "assistant",
+        "content": "<think>Search Harrison (Michigan, US).</think>\n<tool_call>\n"
+        '{"name": "search", "arguments": {"query": ["Harrison (Michigan, US)"]}}\n</tool_call>',
+    },
+    {
+        "role": "user",
+        "content": "<tool_response>\n[1] Harrison (Michigan, US)\n"
+        "https://atlas.jaxseeker.local/wiki/Harrison_(Michigan%2C_US)\n"
+        "Harrison (Michigan, US) is served by Clare County Airport.\n"
+        "[2] Harrison (Ohio, US)\n</tool_response>",
+    },
+    {
+        "role": "assistant",
+        "content": '<tool_call>\n{"name": "search", "arguments": {"query": ["Clare County Airport"]}}\n</tool_call>',
+    },
+    {
+        "role": "user",
+        "content": "<tool_response>\n[1] Clare County Airport\n"
+        "https://atlas.jaxseeker.local/wiki/Clare_County_Airport\n"
+        "Clare County Airport lies at an elevation of 348 m.\n</tool_response>",
+    },
     {"role": "assistant", "content": "<think>Clare County Airport's page says 348 m.</think>\n<answer>348</answer>"},
 ]
-POOL = NamePool({"city": ["Harrison (Michigan, US)", "Zell (Baden, DE)", "Nice (FR)"],
-                 "airport": ["Clare County Airport", "Lightning Bolt Field"]})
+POOL = NamePool(
+    {
+        "city": ["Harrison (Michigan, US)", "Zell (Baden, DE)", "Nice (FR)"],
+        "airport": ["Clare County Airport", "Lightning Bolt Field"],
+    }
+)
 
 
 def test_searched_names_are_the_search_queries_in_order():
@@ -93,9 +117,13 @@ def test_each_searched_name_becomes_another_of_its_group_everywhere_with_its_url
 
 def test_names_outside_the_pool_and_partial_words_are_kept():
     pool = NamePool({"": ["Harrison", "Nice"]})
-    messages = [{"role": "user", "content": "Harrison or Harrisonburg?"},
-                {"role": "assistant", "content": '<tool_call>{"name": "search", "arguments": {"query": "Harrison"}}'
-                                                 '</tool_call> and Clare'}]
+    messages = [
+        {"role": "user", "content": "Harrison or Harrisonburg?"},
+        {
+            "role": "assistant",
+            "content": '<tool_call>{"name": "search", "arguments": {"query": "Harrison"}}</tool_call> and Clare',
+        },
+    ]
     out = permute_names(messages, np.random.default_rng(1), pool)
     assert out[0]["content"] == "Nice or Harrisonburg?" and out[1]["content"].endswith("and Clare")
     assert permute_names(TRIP, np.random.default_rng(1), pool) == TRIP

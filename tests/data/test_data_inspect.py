@@ -22,7 +22,11 @@ def test_summary_counts_and_bad_lines(write_jsonl, qwen_tokenizer):
 
     tokenized = [
         tokenize_chat(m, qwen_tokenizer)
-        for m in (webdancer_messages(), [{"role": "user", "content": "Capital?"}, {"role": "assistant", "content": "<answer>Paris</answer>"}], openseeker_messages())
+        for m in (
+            webdancer_messages(),
+            [{"role": "user", "content": "Capital?"}, {"role": "assistant", "content": "<answer>Paris</answer>"}],
+            openseeker_messages(),
+        )
     ]
     tokens = sum(ids.size for ids, _ in tokenized)
     trained = sum(int(mask.sum()) for _, mask in tokenized)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxseeker.data import DataConfig, BadLineError, batch_iterator, open_source, place_on_mesh, tokenize_chat
+from jaxseeker.data import BadLineError, DataConfig, batch_iterator, open_source, place_on_mesh, tokenize_chat
 from jaxseeker.data.chat import token_roles
 from jaxseeker.data.pipeline import tokenized_dataset
 from jaxseeker.data.records import Trajectory, parse_record
@@ -116,10 +116,12 @@ def test_bad_lines_fail_the_pipeline_unless_skipped(write_jsonl):
 
 
 # Records read_trajectories never returns, but an ArrayRecord dataset an older version built or a caller can pass.
-UNKNOWN_ROLE = Trajectory(({"role": "robot", "content": "Hi"}, {"role": "assistant", "content": "Hello"}),
-                          source="old.jsonl:2")
-CONTENT_DICT = Trajectory(({"role": "user", "content": {"text": "Hi"}}, {"role": "assistant", "content": "Hello"}),
-                          source="old.jsonl:5")
+UNKNOWN_ROLE = Trajectory(
+    ({"role": "robot", "content": "Hi"}, {"role": "assistant", "content": "Hello"}), source="old.jsonl:2"
+)
+CONTENT_DICT = Trajectory(
+    ({"role": "user", "content": {"text": "Hi"}}, {"role": "assistant", "content": "Hello"}), source="old.jsonl:5"
+)
 
 
 def test_records_that_cannot_be_tokenized_are_named_once_and_counted_when_skipped(source, qwen_tokenizer, capsys):
@@ -129,34 +131,50 @@ def test_records_that_cannot_be_tokenized_are_named_once_and_counted_when_skippe
     good_only = list(batch_iterator(source[:3], qwen_tokenizer, config, process_index=0, process_count=1))
     assert len(batches) == len(good_only) and _same(batches, good_only)
     assert capsys.readouterr().err.splitlines() == [  # each named the first epoch only
-        ("skipped 1 record(s) that cannot be tokenized so far, the latest: old.jsonl:2: messages[0]: role 'robot' is "
-         "not one of ['system', 'user', 'assistant', 'tool']"),
-        ("skipped 2 record(s) that cannot be tokenized so far, the latest: old.jsonl:5: messages[0]: content must be a "
-         "string or a list of text parts, got dict"),
+        (
+            "skipped 1 record(s) that cannot be tokenized so far, the latest: old.jsonl:2: messages[0]: role 'robot' is "
+            "not one of ['system', 'user', 'assistant', 'tool']"
+        ),
+        (
+            "skipped 2 record(s) that cannot be tokenized so far, the latest: old.jsonl:5: messages[0]: content must be a "
+            "string or a list of text parts, got dict"
+        ),
     ]
 
 
 @pytest.mark.parametrize("relabel", [{}, {"permute_digits": True}], ids=["as_is", "permute_digits"])
 def test_a_record_that_cannot_be_tokenized_fails_the_run_naming_its_line(source, qwen_tokenizer, relabel):
     config = DataConfig(seq_len=256, batch_size=1, shuffle=False, num_epochs=1, num_threads=0, **relabel)
-    with pytest.raises(InputError, match=r"^old\.jsonl:5: messages\[0\]: content must be a string .* \(set "
-                                         r"data\.skip_bad_lines to skip such records\)"):
+    with pytest.raises(
+        InputError,
+        match=r"^old\.jsonl:5: messages\[0\]: content must be a string .* \(set "
+        r"data\.skip_bad_lines to skip such records\)",
+    ):
         list(batch_iterator([source[0], CONTENT_DICT], qwen_tokenizer, config, process_index=0, process_count=1))
 
 
 def test_a_tool_call_the_chat_template_cannot_render_is_named(write_jsonl, capsys):
-    template = ("{%- for m in messages %}{%- if '<tool_call>' in m['content'] %}"
-                "{{- raise_exception('this template renders no tool call') }}{%- endif %}"
-                "{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{%- endfor %}"
-                "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}")
+    template = (
+        "{%- for m in messages %}{%- if '<tool_call>' in m['content'] %}"
+        "{{- raise_exception('this template renders no tool call') }}{%- endif %}"
+        "{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{%- endfor %}"
+        "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+    )
     tokenizer = train_tokenizer(sentences(50), 400, chat_template=template)
     answer = {"messages": [{"role": "user", "content": "Where is Lyon?"}, {"role": "assistant", "content": "France"}]}
-    call = {"messages": [{"role": "user", "content": "Where is Lyon?"},
-                         {"role": "assistant", "content": '<tool_call>{"name": "search"}</tool_call>'}]}
+    call = {
+        "messages": [
+            {"role": "user", "content": "Where is Lyon?"},
+            {"role": "assistant", "content": '<tool_call>{"name": "search"}</tool_call>'},
+        ]
+    }
     path = write_jsonl("calls.jsonl", [answer, call])
     config = DataConfig(seq_len=64, batch_size=1, shuffle=False, num_epochs=1, num_threads=0)
-    with pytest.raises(InputError, match=rf"^{re.escape(path)}:2: the chat template cannot render these messages: "
-                                         "this template renders no tool call"):
+    with pytest.raises(
+        InputError,
+        match=rf"^{re.escape(path)}:2: the chat template cannot render these messages: "
+        "this template renders no tool call",
+    ):
         list(batch_iterator(open_source(path), tokenizer, config, process_index=0, process_count=1))
     skipping = dataclasses.replace(config, skip_bad_lines=True)
     [batch] = list(batch_iterator(open_source(path), tokenizer, skipping, process_index=0, process_count=1))
@@ -180,7 +198,9 @@ def test_context_weight_trains_the_other_tokens_at_that_weight(source, qwen_toke
     config = DataConfig(seq_len=256, batch_size=1, shuffle=False, num_epochs=1, context_weight=0.25)
     batches = list(batch_iterator(source, qwen_tokenizer, config, process_index=0, process_count=1))
     expected = [tokenize_chat(r.messages, qwen_tokenizer)[1][1:] for r in source]  # targets' 0/1 masks
-    weights = [b["loss_mask"][0][b["segment_ids"][0] == s] for b in batches for s in np.unique(b["segment_ids"][0]) if s]
+    weights = [
+        b["loss_mask"][0][b["segment_ids"][0] == s] for b in batches for s in np.unique(b["segment_ids"][0]) if s
+    ]
     assert all(b["loss_mask"].dtype == np.float32 for b in batches)
     for w, m in zip(weights, expected, strict=True):
         np.testing.assert_array_equal(w, np.where(m > 0, 1.0, 0.25))
@@ -191,9 +211,12 @@ def test_context_weight_trains_the_other_tokens_at_that_weight(source, qwen_toke
 
 def test_a_weight_0_turn_gets_no_loss_even_with_context_weight(qwen_tokenizer):
     slip = '<tool_call>{"name": "search", "arguments": {"query": "Lyons"}}</tool_call>'
-    messages = [{"role": "user", "content": "Where is Lyon?"}, {"role": "assistant", "content": slip, "weight": 0},
-                {"role": "user", "content": "<tool_response>\nNo results for 'Lyons'.\n</tool_response>"},
-                {"role": "assistant", "content": "<answer>France</answer>"}]
+    messages = [
+        {"role": "user", "content": "Where is Lyon?"},
+        {"role": "assistant", "content": slip, "weight": 0},
+        {"role": "user", "content": "<tool_response>\nNo results for 'Lyons'.\n</tool_response>"},
+        {"role": "assistant", "content": "<answer>France</answer>"},
+    ]
     record = parse_record({"messages": messages})
     config = DataConfig(seq_len=128, batch_size=1, shuffle=False, num_epochs=1, context_weight=0.25)
     [batch] = list(batch_iterator([record], qwen_tokenizer, config, process_index=0, process_count=1))
@@ -205,34 +228,51 @@ def test_a_weight_0_turn_gets_no_loss_even_with_context_weight(qwen_tokenizer):
 
 def test_permute_digits_relabels_each_draw_and_replays_on_resume(tmp_path, qwen_tokenizer):
     path = tmp_path / "numbers.jsonl"
-    record = {"messages": [{"role": "user", "content": "What is 12,345?"},
-                           {"role": "assistant", "content": "<answer>12345</answer>"}]}
+    record = {
+        "messages": [
+            {"role": "user", "content": "What is 12,345?"},
+            {"role": "assistant", "content": "<answer>12345</answer>"},
+        ]
+    }
     path.write_text(json.dumps(record) + "\n")
     config = DataConfig(seq_len=64, batch_size=1, num_threads=0, permute_digits=True)
     source = open_source(path)
-    draws = [qwen_tokenizer.decode(e["tokens"][e["tokens"] != 0]) for e in tokenized_dataset(source, qwen_tokenizer, config)[:6]]
+    draws = [
+        qwen_tokenizer.decode(e["tokens"][e["tokens"] != 0])
+        for e in tokenized_dataset(source, qwen_tokenizer, config)[:6]
+    ]
     answers = [re.search(r"<answer>(\d+)</answer>", d).group(1) for d in draws]
     assert len(set(answers)) > 1 and "12345" not in answers[1:]  # a fresh permutation per epoch
     for text, answer in zip(draws, answers):
         assert f"What is {answer[:2]},{answer[2:]}?" in text  # the same permutation throughout the record
-    again = [qwen_tokenizer.decode(e["tokens"][e["tokens"] != 0]) for e in tokenized_dataset(source, qwen_tokenizer, config)[:6]]
+    again = [
+        qwen_tokenizer.decode(e["tokens"][e["tokens"] != 0])
+        for e in tokenized_dataset(source, qwen_tokenizer, config)[:6]
+    ]
     assert again == draws
 
 
 def test_name_pool_renames_each_draw_and_replays_on_resume(tmp_path, qwen_tokenizer):
     path, pool = tmp_path / "names.jsonl", tmp_path / "pool.tsv"
     call = '<tool_call>{"name": "search", "arguments": {"query": ["Larimore"]}}</tool_call>'
-    record = {"messages": [{"role": "user", "content": "Where is Larimore?"},
-                           {"role": "assistant", "content": call},
-                           {"role": "user", "content": "<tool_response>Larimore lies in Ohio.</tool_response>"},
-                           {"role": "assistant", "content": "<answer>Ohio</answer>"}]}
+    record = {
+        "messages": [
+            {"role": "user", "content": "Where is Larimore?"},
+            {"role": "assistant", "content": call},
+            {"role": "user", "content": "<tool_response>Larimore lies in Ohio.</tool_response>"},
+            {"role": "assistant", "content": "<answer>Ohio</answer>"},
+        ]
+    }
     path.write_text(json.dumps(record) + "\n")
     pool.write_text("".join(f"city\t{name}\n" for name in ("Larimore", "Zell", "Nice", "Bath", "Metz", "Ulm")))
     config = DataConfig(seq_len=96, batch_size=1, num_threads=0, name_pool=str(pool))
     source = open_source(path)
 
     def draws():
-        return [qwen_tokenizer.decode(e["tokens"][e["tokens"] != 0]) for e in tokenized_dataset(source, qwen_tokenizer, config)[:8]]
+        return [
+            qwen_tokenizer.decode(e["tokens"][e["tokens"] != 0])
+            for e in tokenized_dataset(source, qwen_tokenizer, config)[:8]
+        ]
 
     texts = draws()
     names = [re.search(r"Where is (\w+)\?", t).group(1) for t in texts]
@@ -243,8 +283,9 @@ def test_name_pool_renames_each_draw_and_replays_on_resume(tmp_path, qwen_tokeni
 
 
 def test_copy_rate_mixes_copy_examples_into_the_rows_and_replays_on_resume(source, qwen_tokenizer):
-    config = DataConfig(seq_len=512, batch_size=2, seed=1, num_threads=0, context_weight=0.25, copy_rate=0.5,
-                        copy_gap=20)
+    config = DataConfig(
+        seq_len=512, batch_size=2, seed=1, num_threads=0, context_weight=0.25, copy_rate=0.5, copy_gap=20
+    )
     trajectories = {tuple(tokenize_chat(r.messages, qwen_tokenizer)[0][:-1].tolist()) for r in source}
     run = batch_iterator(source, qwen_tokenizer, config, process_index=0, process_count=1)
     batches = _take(run, 6)
@@ -259,7 +300,7 @@ def test_copy_rate_mixes_copy_examples_into_the_rows_and_replays_on_resume(sourc
                     continue
                 start = int(np.nonzero(weights)[0][0])  # the copy's first token: its successor is the first target
                 size = len(tokens) + 1 - start  # the run's length (shifted: the segment lacks the copy's last token)
-                np.testing.assert_array_equal(tokens[start:], tokens[:size - 1])
+                np.testing.assert_array_equal(tokens[start:], tokens[: size - 1])
                 assert set(weights.tolist()) <= {0.0, 1.0} and size >= 4 and 0 <= start - size <= 20
                 kinds.append("copy")
     assert 0.3 < kinds.count("copy") / len(kinds) < 0.7 and "trajectory" in kinds

@@ -4,8 +4,8 @@ import pytest
 
 from jaxseeker.data import BadLineError, iter_jsonl, normalize_messages, parse_record, read_trajectories
 from jaxseeker.data.records import lone_surrogate
-from jaxseeker.jsonl import json_lines
 from jaxseeker.errors import InputError
+from jaxseeker.jsonl import json_lines
 
 from .samples import openseeker_messages, webdancer_messages
 
@@ -34,8 +34,12 @@ def test_weight_0_marks_an_untrained_assistant_turn_and_minus_1_a_rejected_one()
         normal = normalize_messages(messages)
         assert normal[2]["weight"] == weight and normalize_messages(normal) == normal
     assert "weight" not in normalize_messages([*messages[:2], {**messages[2], "weight": 1}])[2]
-    for bad in ({**messages[1], "weight": 0}, {**messages[2], "weight": 0.5}, {**messages[2], "weight": True},
-                {**messages[2], "weight": -2}):
+    for bad in (
+        {**messages[1], "weight": 0},
+        {**messages[2], "weight": 0.5},
+        {**messages[2], "weight": True},
+        {**messages[2], "weight": -2},
+    ):
         with pytest.raises(ValueError, match=r"messages\[\d\]: 'weight' must be 1, 0 or -1 on an assistant message"):
             normalize_messages([messages[0], bad] if bad["role"] == "user" else [*messages[:2], bad])
 
@@ -47,7 +51,9 @@ def test_prompt_completion_records():
         {"role": "assistant", "content": "<answer>Paris</answer>"},
     ]
     assert record.meta == {"k": 1}
-    chat = parse_record({"prompt": [{"role": "user", "content": "Q"}], "completion": [{"role": "assistant", "content": "A"}]})
+    chat = parse_record(
+        {"prompt": [{"role": "user", "content": "Q"}], "completion": [{"role": "assistant", "content": "A"}]}
+    )
     assert [m["role"] for m in chat.messages] == ["user", "assistant"]
 
 
@@ -57,8 +63,25 @@ BAD = [
     ({"text": "hi"}, "expected key 'messages'"),
     ({"messages": [{"role": "robot", "content": "x"}]}, "role 'robot'"),
     ({"messages": [{"role": "user", "content": "q"}]}, "no assistant message"),
-    ({"messages": [{"role": "user", "content": "q"}, {"role": "system", "content": "s"}, {"role": "assistant", "content": "a"}]}, "system message may only come first"),
-    ({"messages": [{"role": "user", "content": "<tool_response>x</tool_response>"}, {"role": "assistant", "content": "a"}]}, "user question"),
+    (
+        {
+            "messages": [
+                {"role": "user", "content": "q"},
+                {"role": "system", "content": "s"},
+                {"role": "assistant", "content": "a"},
+            ]
+        },
+        "system message may only come first",
+    ),
+    (
+        {
+            "messages": [
+                {"role": "user", "content": "<tool_response>x</tool_response>"},
+                {"role": "assistant", "content": "a"},
+            ]
+        },
+        "user question",
+    ),
     ({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": None}]}, "missing 'content'"),
     ("[1, 2]", "expected a JSON object"),
 ]
@@ -91,16 +114,33 @@ GOOD = b'{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "
 def test_undecodable_lines_are_bad_lines_and_the_others_are_kept(tmp_path):
     path = tmp_path / "raw.jsonl"
     path.write_bytes(
-        b"\xef\xbb\xbf" + GOOD + b"\n"  # a BOM is dropped
-        + GOOD.replace(b'"q"', b'"caf\xe9"') + b"\n"  # Latin-1, not UTF-8
-        + GOOD.replace(b", {", b",\r{") + b"\r\n"  # a lone \r is JSON whitespace, not a line end
-        + b'{"n": ' + b"1" * 5000 + b"}\n"  # an integer over Python's digit limit
-        + b"[" * 100_000 + b"]" * 100_000 + b"\n"  # nested too deeply
-        + GOOD.replace(b'"q"', b'"q\\ud800"') + b"\n"  # a lone surrogate escape
+        b"\xef\xbb\xbf"
+        + GOOD
+        + b"\n"  # a BOM is dropped
+        + GOOD.replace(b'"q"', b'"caf\xe9"')
+        + b"\n"  # Latin-1, not UTF-8
+        + GOOD.replace(b", {", b",\r{")
+        + b"\r\n"  # a lone \r is JSON whitespace, not a line end
+        + b'{"n": '
+        + b"1" * 5000
+        + b"}\n"  # an integer over Python's digit limit
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"\n"  # nested too deeply
+        + GOOD.replace(b'"q"', b'"q\\ud800"')
+        + b"\n"  # a lone surrogate escape
         + GOOD
     )
     items = list(iter_jsonl(path))
-    assert [getattr(item, "source", None) for item in items] == [f"{path}:1", None, f"{path}:3", None, None, None, f"{path}:7"]
+    assert [getattr(item, "source", None) for item in items] == [
+        f"{path}:1",
+        None,
+        f"{path}:3",
+        None,
+        None,
+        None,
+        f"{path}:7",
+    ]
     reasons = [items[i].reason for i in (1, 3, 4, 5)]
     assert reasons[0] == "not UTF-8: byte 0xe9 at byte 47 of the line"
     assert reasons[1].startswith("invalid JSON: Exceeds the limit") and reasons[2].startswith("invalid JSON: maximum")
@@ -122,7 +162,10 @@ def test_a_directory_or_unread_tool_calls_are_named(tmp_path, capsys):
     with pytest.raises(ValueError, match=r"messages\[1\]: 'tool_calls' is not read"):
         normalize_messages([{"role": "user", "content": "q"}, call, {"role": "tool", "content": "r"}])
     kept = {**call, "content": '<tool_call>{"name": "search", "arguments": {}}</tool_call>'}
-    assert normalize_messages([{"role": "user", "content": "q"}, kept])[1] == {"role": "assistant", "content": kept["content"]}
+    assert normalize_messages([{"role": "user", "content": "q"}, kept])[1] == {
+        "role": "assistant",
+        "content": kept["content"],
+    }
     path = tmp_path / "t.jsonl"
     path.write_bytes(GOOD + b"\n[1]\n")
     assert len(read_trajectories(path, skip_bad_lines=True)) == 1

@@ -52,7 +52,12 @@ def test_numbers_split_makes_each_group_of_three_digits_from_the_right_one_token
     train_tokenizer(TEXTS, 1600, tmp_path, split="numbers")
     tok = load_tokenizer(tmp_path)
     assert [_pieces(tok, n) for n in ("4,427", "4427", "20614", "1887", "7")] == [
-        ["4", ",", "427"], ["4", "427"], ["20", "614"], ["1", "887"], ["7"]]
+        ["4", ",", "427"],
+        ["4", "427"],
+        ["20", "614"],
+        ["1", "887"],
+        ["7"],
+    ]
     assert all(len(_pieces(tok, f"{n:03d}")) == 1 for n in range(1000))
     assert _name_tokens(tok, '["') == _name_tokens(tok, "Everything hangs on ")
     assert tok.decode(tok(TEXTS[1], add_special_tokens=False)["input_ids"]) == TEXTS[1]

@@ -25,17 +25,23 @@ LOOP = "<think>Hinckley (linked " * 8 + "</think>"
 
 def rejected_record():
     search = '<tool_call>{"name": "search", "arguments": {"query": "Hinckley"}}</tool_call>'
-    return parse_record({"messages": [
-        {"role": "user", "content": "Where was Hal Schumacher born?"},
-        {"role": "assistant", "content": search, "weight": 0},
-        {"role": "user", "content": "<tool_response>\nHinckley (linked) is a city.\n</tool_response>"},
-        {"role": "assistant", "content": LOOP, "weight": -1}]})
+    return parse_record(
+        {
+            "messages": [
+                {"role": "user", "content": "Where was Hal Schumacher born?"},
+                {"role": "assistant", "content": search, "weight": 0},
+                {"role": "user", "content": "<tool_response>\nHinckley (linked) is a city.\n</tool_response>"},
+                {"role": "assistant", "content": LOOP, "weight": -1},
+            ]
+        }
+    )
 
 
 def test_a_rejected_turn_s_repeats_get_the_negative_weight_and_the_rest_none(qwen_tokenizer):
     record = rejected_record()
-    config = DataConfig(seq_len=256, batch_size=1, shuffle=False, num_epochs=1, context_weight=0.25,
-                        unlikelihood_weight=0.5)
+    config = DataConfig(
+        seq_len=256, batch_size=1, shuffle=False, num_epochs=1, context_weight=0.25, unlikelihood_weight=0.5
+    )
     [batch] = list(batch_iterator([record], qwen_tokenizer, config, process_index=0, process_count=1))
     ids, roles = token_roles(record.messages, qwen_tokenizer)
     weights = batch["loss_mask"][0][batch["segment_ids"][0] == 1]  # [tokens - 1], for targets ids[1:]
@@ -53,8 +59,10 @@ def test_without_an_unlikelihood_weight_a_rejected_turn_is_left_out(qwen_tokeniz
     weights = loss_weights(ids, roles, DataConfig(context_weight=0.25))
     assert weights.dtype == np.float32 and not weights.any()
     right = np.where(roles == REJECTED, TRAINED, roles)  # the same conversation, its last turn a trained one
-    np.testing.assert_array_equal(loss_weights(ids, right, DataConfig(context_weight=0.25)),
-                                  np.select([right == TRAINED, right == CONTEXT], [1.0, 0.25], 0.0))
+    np.testing.assert_array_equal(
+        loss_weights(ids, right, DataConfig(context_weight=0.25)),
+        np.select([right == TRAINED, right == CONTEXT], [1.0, 0.25], 0.0),
+    )
     assert loss_weights(ids, roles, DataConfig(unlikelihood_weight=1.0)).dtype == np.float32
     with pytest.raises(ValueError, match=r"data.unlikelihood_weight=-1 must be >= 0"):
         DataConfig(unlikelihood_weight=-1)

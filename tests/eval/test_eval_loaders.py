@@ -43,6 +43,7 @@ def write_lines(path, lines):
 
 # ---- JSONL / JSON ----------------------------------------------------------------------------
 
+
 def test_jsonl_with_the_usual_question_keys(tmp_path):
     path = write_lines(
         tmp_path / "qa.jsonl",
@@ -62,16 +63,32 @@ def test_jsonl_with_the_usual_question_keys(tmp_path):
 
 
 def test_gaia_jsonl_keeps_its_fields(tmp_path):
-    row = {"task_id": "c61d", "Question": "How many?", "Level": 2, "Final answer": "17",
-           "file_name": "", "Annotator Metadata": {"Steps": "1. search"}}
+    row = {
+        "task_id": "c61d",
+        "Question": "How many?",
+        "Level": 2,
+        "Final answer": "17",
+        "file_name": "",
+        "Annotator Metadata": {"Steps": "1. search"},
+    }
     records = load_questions(write_lines(tmp_path / "metadata.jsonl", [json.dumps(row)]))
-    assert records == [{"id": "c61d", "question": "How many?", "answer": "17", "level": 2,
-                        "file_name": "", "Annotator Metadata": {"Steps": "1. search"}}]
+    assert records == [
+        {
+            "id": "c61d",
+            "question": "How many?",
+            "answer": "17",
+            "level": 2,
+            "file_name": "",
+            "Annotator Metadata": {"Steps": "1. search"},
+        }
+    ]
 
 
 def test_json_array_file(tmp_path):
-    items = [{"Question": "Deadline?", "Answer": "March 21", "Info": {"Hop": "multi-source"}},
-             {"Question": "Venue?", "Answer": ["Vienna", "Wien"]}]
+    items = [
+        {"Question": "Deadline?", "Answer": "March 21", "Info": {"Hop": "multi-source"}},
+        {"Question": "Venue?", "Answer": ["Vienna", "Wien"]},
+    ]
     path = tmp_path / "webwalker.json"
     path.write_text(json.dumps(items, indent=2), encoding="utf-8")
     records = load_questions(path)
@@ -91,8 +108,10 @@ def test_json_array_file(tmp_path):
         (['{"question": "a", "answer": {"x": 1}}'], r"bad\.jsonl:1: field 'answer': answer must be a string"),
         (['{"question": "a", "answer": []}'], r"bad\.jsonl:1: field 'answer': empty answer list"),
         (['{"question": "a", "answer": [[["deep"]]]}'], r"bad\.jsonl:1: field 'answer': answers nest at most two"),
-        (['{"question": "a", "answer": "b", "id": 7}', "", '{"question": "c", "answer": "d", "id": "7"}'],
-         r"bad\.jsonl:3: duplicate id '7' \(first at .*bad\.jsonl:1\)"),
+        (
+            ['{"question": "a", "answer": "b", "id": 7}', "", '{"question": "c", "answer": "d", "id": "7"}'],
+            r"bad\.jsonl:3: duplicate id '7' \(first at .*bad\.jsonl:1\)",
+        ),
     ],
 )
 def test_malformed_jsonl_rows_name_file_and_line(tmp_path, lines, message):
@@ -127,8 +146,10 @@ def test_browsecomp_csv_is_decrypted(tmp_path):
     path = write_csv(
         tmp_path / "browse_comp_test_set.csv",
         ["problem", "answer", "problem_topic", "canary"],
-        [[enc(LONG_PROBLEM), enc("Stade de Genève"), "Sports", BROWSECOMP_CANARY],
-         [enc("Short one?"), enc("42"), "Science & technology", BROWSECOMP_CANARY]],
+        [
+            [enc(LONG_PROBLEM), enc("Stade de Genève"), "Sports", BROWSECOMP_CANARY],
+            [enc("Short one?"), enc("42"), "Science & technology", BROWSECOMP_CANARY],
+        ],
     )
     records = load_questions(path)
     assert records == [
@@ -142,13 +163,26 @@ def test_xbench_csv_is_decrypted(tmp_path):
     path = write_csv(
         tmp_path / "DeepSearch.csv",
         ["id", "prompt", "type", "answer", "reference_steps", "canary"],
-        [["17", enc("2024 年哪位作家获得了诺贝尔文学奖？"), "search", enc("韩江"), enc("1. search the prize list"),
-          XBENCH_CANARY],
-         ["18", enc(LONG_PROBLEM), "search", enc("Stade de Genève"), "", XBENCH_CANARY]],
+        [
+            [
+                "17",
+                enc("2024 年哪位作家获得了诺贝尔文学奖？"),
+                "search",
+                enc("韩江"),
+                enc("1. search the prize list"),
+                XBENCH_CANARY,
+            ],
+            ["18", enc(LONG_PROBLEM), "search", enc("Stade de Genève"), "", XBENCH_CANARY],
+        ],
     )
     first, second = load_questions(path)
-    assert first == {"id": "17", "question": "2024 年哪位作家获得了诺贝尔文学奖？", "answer": "韩江",
-                     "type": "search", "reference_steps": "1. search the prize list"}
+    assert first == {
+        "id": "17",
+        "question": "2024 年哪位作家获得了诺贝尔文学奖？",
+        "answer": "韩江",
+        "type": "search",
+        "reference_steps": "1. search the prize list",
+    }
     assert (second["id"], second["question"], second["reference_steps"]) == ("18", LONG_PROBLEM, "")
 
 
@@ -174,8 +208,10 @@ def test_malformed_encrypted_rows_name_file_and_line(tmp_path):
         ([enc("Q?"), enc("A"), "Art", ""], r"bad\.csv:3: empty canary"),
         ([enc("Q?"), enc("A"), "Art", BROWSECOMP_CANARY, "extra"], r"bad\.csv:3: 5 fields, the header has 4"),
         ([enc("Q?"), enc("A")], r"bad\.csv:3: fewer fields than the header's 4"),
-        ([browsecomp_encrypt("Què?", "another canary"), enc("A"), "Art", BROWSECOMP_CANARY],
-         r"bad\.csv:3: field 'problem' does not decrypt to UTF-8 with this row's canary"),
+        (
+            [browsecomp_encrypt("Què?", "another canary"), enc("A"), "Art", BROWSECOMP_CANARY],
+            r"bad\.csv:3: field 'problem' does not decrypt to UTF-8 with this row's canary",
+        ),
     ]
     for row, message in cases:
         with pytest.raises(LoadError, match=message):
@@ -185,12 +221,16 @@ def test_malformed_encrypted_rows_name_file_and_line(tmp_path):
 @pytest.mark.parametrize(
     ("header", "row", "message"),
     [
-        (["problem", "answer", "problem_topic"],
-         [browsecomp_encrypt("Q?", BROWSECOMP_CANARY), browsecomp_encrypt("A", BROWSECOMP_CANARY), "Art"],
-         r"nokey\.csv:2: field 'problem' looks encrypted \(base64\) but the file has no 'canary' column"),
-        (["id", "prompt", "type", "answer", "reference_steps"],
-         ["17", xbench_encrypt("Which river?", XBENCH_CANARY), "search", xbench_encrypt("Nile", XBENCH_CANARY), ""],
-         r"nokey\.csv:2: field 'prompt' looks encrypted \(base64\) but the file has no 'canary' column"),
+        (
+            ["problem", "answer", "problem_topic"],
+            [browsecomp_encrypt("Q?", BROWSECOMP_CANARY), browsecomp_encrypt("A", BROWSECOMP_CANARY), "Art"],
+            r"nokey\.csv:2: field 'problem' looks encrypted \(base64\) but the file has no 'canary' column",
+        ),
+        (
+            ["id", "prompt", "type", "answer", "reference_steps"],
+            ["17", xbench_encrypt("Which river?", XBENCH_CANARY), "search", xbench_encrypt("Nile", XBENCH_CANARY), ""],
+            r"nokey\.csv:2: field 'prompt' looks encrypted \(base64\) but the file has no 'canary' column",
+        ),
     ],
 )
 def test_an_encrypted_csv_without_its_canary_column_is_an_error(tmp_path, header, row, message):
@@ -200,30 +240,45 @@ def test_an_encrypted_csv_without_its_canary_column_is_an_error(tmp_path, header
 
 def test_a_blank_canary_is_an_empty_canary(tmp_path):
     enc = functools.partial(browsecomp_encrypt, canary=BROWSECOMP_CANARY)
-    path = write_csv(tmp_path / "blank.csv", ["problem", "answer", "problem_topic", "canary"],
-                     [[enc(LONG_PROBLEM), enc("Stade de Genève"), "Sports", "  "]])
+    path = write_csv(
+        tmp_path / "blank.csv",
+        ["problem", "answer", "problem_topic", "canary"],
+        [[enc(LONG_PROBLEM), enc("Stade de Genève"), "Sports", "  "]],
+    )
     with pytest.raises(LoadError, match=r"blank\.csv:2: empty canary"):
         load_questions(path)
 
 
 def test_plain_csvs_with_the_benchmark_columns_but_no_canary_still_load(tmp_path):
-    browsecomp = write_csv(tmp_path / "decrypted.csv", ["problem", "answer", "problem_topic"],
-                           [["Which river?", "Nile", "Geography"], ["Year?", "1912", "History"]])
-    assert [(r["question"], r["answer"]) for r in load_questions(browsecomp)] == [("Which river?", "Nile"),
-                                                                                 ("Year?", "1912")]
+    browsecomp = write_csv(
+        tmp_path / "decrypted.csv",
+        ["problem", "answer", "problem_topic"],
+        [["Which river?", "Nile", "Geography"], ["Year?", "1912", "History"]],
+    )
+    assert [(r["question"], r["answer"]) for r in load_questions(browsecomp)] == [
+        ("Which river?", "Nile"),
+        ("Year?", "1912"),
+    ]
     xbench = write_csv(tmp_path / "xbench_plain.csv", ["id", "prompt", "answer"], [["7", "2024 年哪位作家?", "韩江"]])
     assert load_questions(xbench) == [{"id": "7", "question": "2024 年哪位作家?", "answer": "韩江"}]
 
 
 # ---- what the audit found ----------------------------------------------------------------------
 
+
 def test_unicode_line_separators_inside_strings_are_not_line_ends(tmp_path):
     row = {"question": "Which line\u2028breaks here?", "answer": "next\x85line"}  # json.dumps leaves both as is
     path = tmp_path / "seps.jsonl"
-    path.write_text(json.dumps(row, ensure_ascii=False) + "\n" + json.dumps({"question": "b", "answer": "c"}) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(row, ensure_ascii=False) + "\n" + json.dumps({"question": "b", "answer": "c"}) + "\n",
+        encoding="utf-8",
+    )
     first, second = load_questions(path)
-    assert (first["question"], first["answer"], second["id"]) == ("Which line\u2028breaks here?", "next\x85line", "seps:2")
+    assert (first["question"], first["answer"], second["id"]) == (
+        "Which line\u2028breaks here?",
+        "next\x85line",
+        "seps:2",
+    )
 
 
 def test_a_file_that_is_not_utf8_or_not_there_is_named(tmp_path):
@@ -238,13 +293,17 @@ def test_a_file_that_is_not_utf8_or_not_there_is_named(tmp_path):
 def test_a_json_object_over_several_lines_is_named_as_such(tmp_path, value):
     path = tmp_path / "gaia.json"
     path.write_text(json.dumps(value, indent=2), encoding="utf-8")
-    with pytest.raises(LoadError, match=r"gaia\.json: one JSON value over several lines, not one question object a line"):
+    with pytest.raises(
+        LoadError, match=r"gaia\.json: one JSON value over several lines, not one question object a line"
+    ):
         load_questions(path)
 
 
 def test_csv_header_naming_a_column_twice_and_an_oversized_field(tmp_path):
     with pytest.raises(LoadError, match=r"twice\.csv:1: column 'answer' appears twice in the header"):
-        load_questions(write_csv(tmp_path / "twice.csv", ["question", "answer", "answer"], [["Which?", "Nile", "Egypt"]]))
+        load_questions(
+            write_csv(tmp_path / "twice.csv", ["question", "answer", "answer"], [["Which?", "Nile", "Egypt"]])
+        )
     huge = write_csv(tmp_path / "huge.csv", ["question", "answer"], [["Which?", "Nile"], ["Why?", "x" * 200_000]])
     with pytest.raises(LoadError, match=r"huge\.csv:3: field larger than field limit"):
         load_questions(huge)
@@ -262,20 +321,41 @@ def test_a_renamed_key_keeps_a_field_of_the_same_name(tmp_path):
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("deep.jsonl", '{"question": "q", "answer": "a"}\n{"question": "q2", "answer": ' + DEEP + "}\n",
-     "deep.jsonl:2: invalid JSON: arrays or objects nested too deeply"),
-    ("deep.json", '[{"question": "q", "answer": "a"},\n\n{"question": "q2", "answer": ' + DEEP + "}]",
-     "deep.json:3: invalid JSON: arrays or objects nested too deeply"),
-    ("int.jsonl", '{"question": "q", "answer": "a", "n": ' + "9" * 5000 + "}\n",
-     "int.jsonl:1: invalid JSON: an integer of 5000 digits (at most 4300 are read)"),
-    ("int.json", '[{"question": "q", "answer": "a"},\n{"question": "q", "answer": "a", "n": ' + "9" * 5000 + "}]",
-     "int.json:2: invalid JSON: an integer of 5000 digits (at most 4300 are read)"),
-    ("lone.jsonl", '{"question": "q", "answer": "a"}\n{"question": "a\\ud800", "answer": "a"}\n',
-     "lone.jsonl:2: a lone surrogate \\ud800 at character 2 of the string starting 'a\\ud800'"),
-    ("lone.json", '[{"question": "q", "answer": "a", "meta": {"k\\udc00": ["x"]}}]',
-     "lone.json:item 1: a lone surrogate \\udc00 at character 2 of the string starting 'k\\udc00'"),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        (
+            "deep.jsonl",
+            '{"question": "q", "answer": "a"}\n{"question": "q2", "answer": ' + DEEP + "}\n",
+            "deep.jsonl:2: invalid JSON: arrays or objects nested too deeply",
+        ),
+        (
+            "deep.json",
+            '[{"question": "q", "answer": "a"},\n\n{"question": "q2", "answer": ' + DEEP + "}]",
+            "deep.json:3: invalid JSON: arrays or objects nested too deeply",
+        ),
+        (
+            "int.jsonl",
+            '{"question": "q", "answer": "a", "n": ' + "9" * 5000 + "}\n",
+            "int.jsonl:1: invalid JSON: an integer of 5000 digits (at most 4300 are read)",
+        ),
+        (
+            "int.json",
+            '[{"question": "q", "answer": "a"},\n{"question": "q", "answer": "a", "n": ' + "9" * 5000 + "}]",
+            "int.json:2: invalid JSON: an integer of 5000 digits (at most 4300 are read)",
+        ),
+        (
+            "lone.jsonl",
+            '{"question": "q", "answer": "a"}\n{"question": "a\\ud800", "answer": "a"}\n',
+            "lone.jsonl:2: a lone surrogate \\ud800 at character 2 of the string starting 'a\\ud800'",
+        ),
+        (
+            "lone.json",
+            '[{"question": "q", "answer": "a", "meta": {"k\\udc00": ["x"]}}]',
+            "lone.json:item 1: a lone surrogate \\udc00 at character 2 of the string starting 'k\\udc00'",
+        ),
+    ],
+)
 def test_json_the_parser_cannot_take_or_the_eval_could_not_write_is_a_load_error(tmp_path, name, text, message):
     (tmp_path / name).write_text(text)
     with pytest.raises(LoadError) as caught:

@@ -60,7 +60,11 @@ def test_paired_change_counts_questions_that_moved_and_tests_the_sign():
     change = ev.paired_change(TABLE, after)
     # q1 1→2 and q5 1→3 gained, q4 3→2 lost, q2 and q3 unchanged; pass@1 7/15 → 9/15
     assert {k: change[k] for k in ("questions", "gained", "lost", "unchanged")} == {
-        "questions": 5, "gained": 2, "lost": 1, "unchanged": 2}
+        "questions": 5,
+        "gained": 2,
+        "lost": 1,
+        "unchanged": 2,
+    }
     assert change["delta_pass_at_1"] == pytest.approx(2 / 15)
     # n = 3, min = 1: 2 · (C(3,0) + C(3,1)) / 8 = 1
     assert change["p_value"] == pytest.approx(1.0)
@@ -75,9 +79,16 @@ def test_paired_change_p_value_is_the_exact_sign_test():
     after = {**after, "q8": [F], "q9": [F]}
     before = {**before, "q8": [T], "q9": [T]}
     assert ev.paired_change(before, after)["p_value"] == pytest.approx(2 * (1 + 10 + 45) / 1024)
-    assert ev.paired_change(TABLE, TABLE) == {"questions": 5, "gained": 0, "lost": 0, "unchanged": 5,
-                                              "delta_pass_at_1": 0.0, "p_value": 1.0, "p_permutation": 1.0,
-                                              "ci95": [0.0, 0.0]}
+    assert ev.paired_change(TABLE, TABLE) == {
+        "questions": 5,
+        "gained": 0,
+        "lost": 0,
+        "unchanged": 5,
+        "delta_pass_at_1": 0.0,
+        "p_value": 1.0,
+        "p_permutation": 1.0,
+        "ci95": [0.0, 0.0],
+    }
 
 
 def test_paired_change_permutation_test_weighs_how_far_each_question_moved():
@@ -162,8 +173,12 @@ def test_a_question_with_several_tags_counts_in_each(make_rollout):
 
 
 def test_evidence_rate_averages_the_rollouts_that_measured_it(make_rollout):
-    records = [make_rollout("x", 0, True, (1, 1, 0), evidence=1.0), make_rollout("x", 1, False, (1, 0, 0), evidence=0.0),
-               make_rollout("y", 0, False, (1, 1, 0), evidence=0.5), make_rollout("z", 0, False, (0, 0, 0))]
+    records = [
+        make_rollout("x", 0, True, (1, 1, 0), evidence=1.0),
+        make_rollout("x", 1, False, (1, 0, 0), evidence=0.0),
+        make_rollout("y", 0, False, (1, 1, 0), evidence=0.5),
+        make_rollout("z", 0, False, (0, 0, 0)),
+    ]
     assert ev.evidence_rate(records) == pytest.approx(0.5)
     assert ev.evidence_rate(records[3:]) is None
     assert ev.summarize(records[:2], k=2)["evidence"] == pytest.approx(0.5)

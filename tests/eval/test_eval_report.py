@@ -48,14 +48,23 @@ def test_summary_table_rows(judged_rollouts):
     assert "| all | 4 | 50.0% | 75.0% | 50.0% | 25.0% | 75.0% | 25.0% | 1 (12.5%) |" in table
     assert "| level 1 | 2 | 50.0% | 100.0% | 50.0% | 0.0% | 100.0% | 25.0% | 1 (25.0%) |" in table
     assert "| tag sailor | 2 | 25.0% | 50.0% | 25.0% | 0.0% | 50.0% | 25.0% | 1 (25.0%) |" in table
-    assert "| group | search | visit | python | tools total | evidence | answer len | think len | termination |" in table
-    behaviour = "| all | 1.38 | 0.75 | 0.38 | 2.50 | – | 6.6 | 140.0 | answer 75.0% · max_turns 12.5% · context_limit 12.5% |"
+    assert (
+        "| group | search | visit | python | tools total | evidence | answer len | think len | termination |" in table
+    )
+    behaviour = (
+        "| all | 1.38 | 0.75 | 0.38 | 2.50 | – | 6.6 | 140.0 | answer 75.0% · max_turns 12.5% · context_limit 12.5% |"
+    )
     assert behaviour in table
 
 
 def test_summary_table_shows_evidence_where_measured(make_rollout):
-    records = [make_rollout("x", 0, True, (1, 1, 0), evidence=1.0), make_rollout("y", 0, False, (1, 0, 0), evidence=0.0)]
-    assert "| all | 1.00 | 0.50 | 0.00 | 1.50 | 50.0% | 0.0 | 0.0 | answer 100.0% |" in ev.summary_table(ev.summarize(records, 1))
+    records = [
+        make_rollout("x", 0, True, (1, 1, 0), evidence=1.0),
+        make_rollout("y", 0, False, (1, 0, 0), evidence=0.0),
+    ]
+    assert "| all | 1.00 | 0.50 | 0.00 | 1.50 | 50.0% | 0.0 | 0.0 | answer 100.0% |" in ev.summary_table(
+        ev.summarize(records, 1)
+    )
 
 
 def test_write_report_writes_every_file(tmp_path, judged_rollouts):
@@ -74,14 +83,21 @@ def test_write_report_writes_every_file(tmp_path, judged_rollouts):
 
 def test_compare_question_sets_pools_distinct_questions(tmp_path, make_rollout):
     def results(name, verdicts):
-        rows = [make_rollout(q, r, c, (1, 0, 0), level=level) for q, (level, cs) in verdicts.items()
-                for r, c in enumerate(cs)]
+        rows = [
+            make_rollout(q, r, c, (1, 0, 0), level=level)
+            for q, (level, cs) in verdicts.items()
+            for r, c in enumerate(cs)
+        ]
         return ev.write_results(rows, tmp_path / f"{name}.jsonl")
 
-    test = (results("test_sft", {"t1": (1, [False, False]), "t2": (2, [True, False])}),
-            results("test_rl", {"t1": (1, [True, True]), "t2": (2, [True, False])}))
-    fresh = (results("fresh_sft", {"f1": (1, [False, True]), "f2": (2, [True, True]), "f3": (2, [False, False])}),
-             results("fresh_rl", {"f1": (1, [False, False]), "f2": (2, [True, True]), "f3": (2, [True, False])}))
+    test = (
+        results("test_sft", {"t1": (1, [False, False]), "t2": (2, [True, False])}),
+        results("test_rl", {"t1": (1, [True, True]), "t2": (2, [True, False])}),
+    )
+    fresh = (
+        results("fresh_sft", {"f1": (1, [False, True]), "f2": (2, [True, True]), "f3": (2, [False, False])}),
+        results("fresh_rl", {"f1": (1, [False, False]), "f2": (2, [True, True]), "f3": (2, [True, False])}),
+    )
     change = ev.compare_question_sets([test, fresh], k=2)
     assert change["questions"] == 5 and (change["gained"], change["lost"]) == (2, 1)  # t1, f3 gained; f1 lost
     assert change["delta_pass_at_1"] == pytest.approx((1.0 + 0.0 - 0.5 + 0.0 + 0.5) / 5)
@@ -89,7 +105,8 @@ def test_compare_question_sets_pools_distinct_questions(tmp_path, make_rollout):
     assert change["by_level"]["1"]["delta_pass_at_1"] == pytest.approx((1.0 - 0.5) / 2)
     one = ev.compare_question_sets([test], k=2)
     assert {k: one[k] for k in ("gained", "lost", "delta_pass_at_1")} == {
-        k: ev.compare_results(*test, k=2)[k] for k in ("gained", "lost", "delta_pass_at_1")}
+        k: ev.compare_results(*test, k=2)[k] for k in ("gained", "lost", "delta_pass_at_1")
+    }
     with pytest.raises(ValueError, match="test_sft.jsonl holds 2 questions of an earlier set"):
         ev.compare_question_sets([test, test], k=2)
     with pytest.raises(ValueError, match="test_sft.jsonl and .*fresh_rl.jsonl hold different questions"):

@@ -20,7 +20,9 @@ QUESTIONS = [
 def _script(context: str, turn: int) -> str:
     """Search once, then answer: right for even question numbers, wrong for odd ones."""
     if turn == 0:
-        return '<think>Search first.</think>\n<tool_call>{"name": "search", "arguments": {"query": ["tower"]}}</tool_call>'
+        return (
+            '<think>Search first.</think>\n<tool_call>{"name": "search", "arguments": {"query": ["tower"]}}</tool_call>'
+        )
     number = int(context.split("tower number ")[1].split("?")[0])
     town = QUESTIONS[number]["answer"] if number % 2 == 0 else "Nowhere"
     return f"<think>The page names it.</think>\n<answer>{town}</answer>"
@@ -80,7 +82,9 @@ def test_a_resumed_run_gives_each_question_the_request_ids_of_a_whole_run(setup,
     def engine():
         e = ScriptedEngine(tok, _script, slots=4, max_len=4096, eos_ids=[tok.convert_tokens_to_ids("<|im_end|>")])
         original = e.submit
-        e.submit = lambda rid, ids, **kw: (submitted.setdefault(tuple(ids), []).append(rid), original(rid, ids, **kw))[1]
+        e.submit = lambda rid, ids, **kw: (submitted.setdefault(tuple(ids), []).append(rid), original(rid, ids, **kw))[
+            1
+        ]
         return e
 
     run_eval(engine(), tok, registry, QUESTIONS, tmp_path / "whole", k=1, config=config, progress=False)
@@ -91,7 +95,11 @@ def test_a_resumed_run_gives_each_question_the_request_ids_of_a_whole_run(setup,
     run_eval(engine(), tok, registry, QUESTIONS, tmp_path / "resumed", k=1, config=config, progress=False)
     assert len(submitted) == 2 and all(submitted[ids] == whole[ids] for ids in submitted)  # q1 and q3: "1:0"
     assert {r["question_id"] for r in map(json.loads, (tmp_path / "resumed" / "results.jsonl").open())} == {
-        "q0", "q1", "q2", "q3"}
+        "q0",
+        "q1",
+        "q2",
+        "q3",
+    }
 
 
 def _visit_script(context: str, turn: int) -> str:
@@ -104,7 +112,9 @@ def _visit_script(context: str, turn: int) -> str:
 
 def test_evidence_is_the_share_of_the_question_pages_visited(setup, tmp_path):
     tok, registry = setup
-    engine = ScriptedEngine(tok, _visit_script, slots=4, max_len=4096, eos_ids=[tok.convert_tokens_to_ids("<|im_end|>")])
+    engine = ScriptedEngine(
+        tok, _visit_script, slots=4, max_len=4096, eos_ids=[tok.convert_tokens_to_ids("<|im_end|>")]
+    )
     config = RolloutConfig(max_context_tokens=4096, max_tokens_per_turn=256, date="2025-01-01")
     pages = {"meta": {"urls": ["https://w.test/t", "https://w.test/%C3%B6"]}}  # the tower's page and one never visited
     questions = [QUESTIONS[0] | pages, QUESTIONS[1] | pages, QUESTIONS[2]]

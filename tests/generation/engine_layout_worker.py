@@ -54,8 +54,11 @@ def loop_computations(comps: dict[str, list[str]]) -> set[str]:
             continue
         seen.add(name)
         for line in comps[name]:
-            for group in re.findall(r"(?:body|condition|to_apply|calls|branch_computations|true_computation|"
-                                    r"false_computation)=\{?(%[\w.\-]+(?:, %[\w.\-]+)*)", line):
+            for group in re.findall(
+                r"(?:body|condition|to_apply|calls|branch_computations|true_computation|"
+                r"false_computation)=\{?(%[\w.\-]+(?:, %[\w.\-]+)*)",
+                line,
+            ):
                 todo += [g.strip().lstrip("%") for g in group.split(",")]
     return seen
 
@@ -76,17 +79,36 @@ def all_gathers(hlo: str) -> list[dict]:
 def decode_program(engine: Engine):
     """The engine's decode step for all its slots, compiled on its current weights and cache."""
     zeros = np.zeros(engine.slots, np.int32)
-    return steps.decode.lower(engine._params, engine._cache, zeros, zeros, zeros + STEPS, zeros, zeros,
-                              np.int32(0), None, cfg=engine.cfg, sampling=SAMPLING.static, steps=STEPS,
-                              sharding=engine._cache_sharding(engine._cache.length)).compile()
+    return steps.decode.lower(
+        engine._params,
+        engine._cache,
+        zeros,
+        zeros,
+        zeros + STEPS,
+        zeros,
+        zeros,
+        np.int32(0),
+        None,
+        cfg=engine.cfg,
+        sampling=SAMPLING.static,
+        steps=STEPS,
+        sharding=engine._cache_sharding(engine._cache.length),
+    ).compile()
 
 
 def prefill_program(engine: Engine, rows: int):
     """The engine's prefill of a chunk into `rows` rows, compiled."""
     tokens = np.zeros((rows, CHUNK), np.int32)
-    return steps.prefill.lower(engine._params, engine._cache, np.arange(rows, dtype=np.int32), tokens, tokens,
-                               np.zeros(engine.slots, np.int32), cfg=engine.cfg,
-                               sharding=engine._cache_sharding(engine._cache.length)).compile()
+    return steps.prefill.lower(
+        engine._params,
+        engine._cache,
+        np.arange(rows, dtype=np.int32),
+        tokens,
+        tokens,
+        np.zeros(engine.slots, np.int32),
+        cfg=engine.cfg,
+        sharding=engine._cache_sharding(engine._cache.length),
+    ).compile()
 
 
 def peak(compiled) -> int:
@@ -105,41 +127,89 @@ def main() -> None:
     train_mesh = make_mesh(MeshConfig(data=1, fsdp=8))
     trainer = jax.device_put(params, tree_shardings(model.param_axes(CFG), params, train_mesh, DEFAULT_RULES))
     mesh, handoff_mesh = replica_meshes(2)
-    engine = Engine(trainer, CFG, slots=SLOTS, max_len=LENGTH, steps_per_call=STEPS, prefill_chunk=CHUNK, mesh=mesh,
-                    handoff_mesh=handoff_mesh, min_window=LENGTH, stacked_prefill=False)
+    engine = Engine(
+        trainer,
+        CFG,
+        slots=SLOTS,
+        max_len=LENGTH,
+        steps_per_call=STEPS,
+        prefill_chunk=CHUNK,
+        mesh=mesh,
+        handoff_mesh=handoff_mesh,
+        min_window=LENGTH,
+        stacked_prefill=False,
+    )
     prompts = random_prompts([5, 40, 9], seed=2)
     tokens = engine_tokens(engine, prompts, 8)
 
     cache = engine._cache
     init = layout._zeros.lower(CFG, SLOTS, LENGTH, "float32", engine._cache_sharding(LENGTH)).compile()
-    handed = jax.jit(lambda p: handoff.handoff_fn(CFG, dtype="float32", stacked=False, mesh=mesh)(p)).lower(
-        trainer).compile()
+    handed = (
+        jax.jit(lambda p: handoff.handoff_fn(CFG, dtype="float32", stacked=False, mesh=mesh)(p))
+        .lower(trainer)
+        .compile()
+    )
     decode = decode_program(engine)
-    stage = StageShape("rl", "rl", rows=1, seq=LENGTH, slots=SLOTS, cache_len=LENGTH, prefill_chunk=CHUNK,
-                       engine_tensor=2, engine_dtype="float32", stacked_prefill=False)
-    train_engine = Engine(trainer, CFG, slots=64, max_len=LENGTH, steps_per_call=STEPS, prefill_chunk=CHUNK,
-                          mesh=train_mesh, rules=DEFAULT_RULES, min_window=LENGTH)
+    stage = StageShape(
+        "rl",
+        "rl",
+        rows=1,
+        seq=LENGTH,
+        slots=SLOTS,
+        cache_len=LENGTH,
+        prefill_chunk=CHUNK,
+        engine_tensor=2,
+        engine_dtype="float32",
+        stacked_prefill=False,
+    )
+    train_engine = Engine(
+        trainer,
+        CFG,
+        slots=64,
+        max_len=LENGTH,
+        steps_per_call=STEPS,
+        prefill_chunk=CHUNK,
+        mesh=train_mesh,
+        rules=DEFAULT_RULES,
+        min_window=LENGTH,
+    )
     weights = jax.tree.leaves((engine._params, params))
-    print(json.dumps({
-        "devices": jax.device_count(), "mesh": dict(mesh.shape),
-        "equal": tokens == reference_greedy(params, prompts, 8),
-        "param_shapes": sorted({tuple(x.shape) for x in weights}),
-        "param_shards": sorted({tuple(s.data.shape) for x in jax.tree.leaves(engine._params)
-                                for s in x.addressable_shards}),
-        "gathers": all_gathers(decode.as_text()),
-        "train_gathers": all_gathers(decode_program(train_engine).as_text()),
-        "k_spec": str(cache.k[0].sharding.spec),
-        "k_shards": sorted({tuple(s.data.shape) for s in cache.k[0].addressable_shards}),
-        "cache_init": {"output": int(init.memory_analysis().output_size_in_bytes), "peak": peak(init)},
-        "compiled": {"decode": peak(decode), "prefill_all": peak(prefill_program(engine, SLOTS)),
-                     "prefill_half": peak(prefill_program(engine, SLOTS // 2)), "handoff": peak(handed)},
-        "plan": engine_memory(CFG, stage, chips=8, per_host=8),
-        "plan_calls": engine_calls(CFG, stage, chips=8, per_host=8),
-        "trainer_bytes_per_device": per_device(trainer),
-        "handoff_dtype": sorted({str(x.dtype) for x in jax.tree.leaves(
-            Engine(trainer, CFG, slots=SLOTS, max_len=64, mesh=mesh, dtype="bfloat16")._params)}),
-        "cache_bytes_per_device": per_device(cache),
-    }))
+    print(
+        json.dumps(
+            {
+                "devices": jax.device_count(),
+                "mesh": dict(mesh.shape),
+                "equal": tokens == reference_greedy(params, prompts, 8),
+                "param_shapes": sorted({tuple(x.shape) for x in weights}),
+                "param_shards": sorted(
+                    {tuple(s.data.shape) for x in jax.tree.leaves(engine._params) for s in x.addressable_shards}
+                ),
+                "gathers": all_gathers(decode.as_text()),
+                "train_gathers": all_gathers(decode_program(train_engine).as_text()),
+                "k_spec": str(cache.k[0].sharding.spec),
+                "k_shards": sorted({tuple(s.data.shape) for s in cache.k[0].addressable_shards}),
+                "cache_init": {"output": int(init.memory_analysis().output_size_in_bytes), "peak": peak(init)},
+                "compiled": {
+                    "decode": peak(decode),
+                    "prefill_all": peak(prefill_program(engine, SLOTS)),
+                    "prefill_half": peak(prefill_program(engine, SLOTS // 2)),
+                    "handoff": peak(handed),
+                },
+                "plan": engine_memory(CFG, stage, chips=8, per_host=8),
+                "plan_calls": engine_calls(CFG, stage, chips=8, per_host=8),
+                "trainer_bytes_per_device": per_device(trainer),
+                "handoff_dtype": sorted(
+                    {
+                        str(x.dtype)
+                        for x in jax.tree.leaves(
+                            Engine(trainer, CFG, slots=SLOTS, max_len=64, mesh=mesh, dtype="bfloat16")._params
+                        )
+                    }
+                ),
+                "cache_bytes_per_device": per_device(cache),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -27,12 +27,16 @@ def main() -> None:
     prompts = random_prompts([5, 9], seed=1)
     tokens = engine_tokens(engine, prompts, 10)
     cache = engine._cache
-    print(json.dumps({
-        "devices": jax.device_count(),
-        "k_spec": str(cache.k[0].sharding.spec),  # str of a PartitionSpec: P(...)
-        "end_spec": str(cache.end.sharding.spec),
-        "equal": tokens == reference_greedy(params, prompts, 10),
-    }))
+    print(
+        json.dumps(
+            {
+                "devices": jax.device_count(),
+                "k_spec": str(cache.k[0].sharding.spec),  # str of a PartitionSpec: P(...)
+                "end_spec": str(cache.end.sharding.spec),
+                "equal": tokens == reference_greedy(params, prompts, 10),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -7,9 +7,30 @@ from cli_support import usage_error
 
 from jaxseeker.cli import build_parser
 
-TINY = ["--hidden-size", "32", "--num-layers", "2", "--num-heads", "4", "--num-kv-heads", "2",
-        "--intermediate-size", "64", "--vocab-size", "256", "--batch", "2", "--prompt-len", "8",
-        "--new-tokens", "8", "--steps-per-call", "4", "--repeats", "1"]
+TINY = [
+    "--hidden-size",
+    "32",
+    "--num-layers",
+    "2",
+    "--num-heads",
+    "4",
+    "--num-kv-heads",
+    "2",
+    "--intermediate-size",
+    "64",
+    "--vocab-size",
+    "256",
+    "--batch",
+    "2",
+    "--prompt-len",
+    "8",
+    "--new-tokens",
+    "8",
+    "--steps-per-call",
+    "4",
+    "--repeats",
+    "1",
+]
 
 
 def test_bench_generate_command_reports_both_rates(capsys):
@@ -22,31 +43,39 @@ def test_bench_generate_command_reports_both_rates(capsys):
     assert result["rows_equal"] == 1.0
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--hidden-size", "0"], "--hidden-size: must be an integer >= 1, got 0"),
-    (["--num-layers", "-1"], "--num-layers: must be an integer >= 1, got -1"),
-    (["--num-heads", "0"], "--num-heads: must be an integer >= 1, got 0"),
-    (["--num-kv-heads", "0"], "--num-kv-heads: must be an integer >= 1, got 0"),
-    (["--intermediate-size", "0"], "--intermediate-size: must be an integer >= 1, got 0"),
-    (["--vocab-size", "1"], "--vocab-size: must be an integer >= 2, got 1"),
-    (["--batch", "0"], "--batch: must be an integer >= 1, got 0"),
-    (["--prompt-len", "0"], "--prompt-len: must be an integer >= 1, got 0"),
-    (["--new-tokens", "0"], "--new-tokens: must be an integer >= 1, got 0"),
-    (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
-    (["--repeats", "0"], "--repeats: must be an integer >= 1, got 0"),
-    (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
-    (["--batch", "two"], "--batch: must be an integer >= 1, got 'two'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--hidden-size", "0"], "--hidden-size: must be an integer >= 1, got 0"),
+        (["--num-layers", "-1"], "--num-layers: must be an integer >= 1, got -1"),
+        (["--num-heads", "0"], "--num-heads: must be an integer >= 1, got 0"),
+        (["--num-kv-heads", "0"], "--num-kv-heads: must be an integer >= 1, got 0"),
+        (["--intermediate-size", "0"], "--intermediate-size: must be an integer >= 1, got 0"),
+        (["--vocab-size", "1"], "--vocab-size: must be an integer >= 2, got 1"),
+        (["--batch", "0"], "--batch: must be an integer >= 1, got 0"),
+        (["--prompt-len", "0"], "--prompt-len: must be an integer >= 1, got 0"),
+        (["--new-tokens", "0"], "--new-tokens: must be an integer >= 1, got 0"),
+        (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
+        (["--repeats", "0"], "--repeats: must be an integer >= 1, got 0"),
+        (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
+        (["--batch", "two"], "--batch: must be an integer >= 1, got 'two'"),
+    ],
+)
 def test_bench_generate_flags_out_of_range_are_usage_errors(argv, message, capsys):
     err = usage_error(["bench", "generate", *argv], capsys)
     assert err == f"jaxseeker bench generate: error: argument {message}"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--num-heads", "6", "--num-kv-heads", "4"], "--num-heads (6) must be a multiple of --num-kv-heads (4)"),
-    (["--hidden-size", "24", "--num-heads", "8"], "the head size, rotated in halves by RoPE) must be even and >= 2, "
-                                                  "got 24 // 8 = 3"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--num-heads", "6", "--num-kv-heads", "4"], "--num-heads (6) must be a multiple of --num-kv-heads (4)"),
+        (
+            ["--hidden-size", "24", "--num-heads", "8"],
+            "the head size, rotated in halves by RoPE) must be even and >= 2, got 24 // 8 = 3",
+        ),
+    ],
+)
 def test_bench_generate_heads_that_make_no_model_end_before_the_run(argv, message):
     args = build_parser().parse_args(["bench", "generate", *argv])
     with pytest.raises(SystemExit, match="^jaxseeker bench generate: ") as exit_:
@@ -59,11 +88,33 @@ def test_bench_generate_runs_a_saved_checkpoint_on_both_sides(tmp_path, capsys):
     import transformers
 
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
+    config = transformers.LlamaConfig(
+        vocab_size=300,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    )
     transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
-    args = build_parser().parse_args(["bench", "generate", "--hf-path", str(tmp_path), "--batch", "2",
-                                      "--prompt-len", "8", "--new-tokens", "8", "--repeats", "1", "--json"])
+    args = build_parser().parse_args(
+        [
+            "bench",
+            "generate",
+            "--hf-path",
+            str(tmp_path),
+            "--batch",
+            "2",
+            "--prompt-len",
+            "8",
+            "--new-tokens",
+            "8",
+            "--repeats",
+            "1",
+            "--json",
+        ]
+    )
     assert args.func(args) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (result["model"], result["vocab_size"], result["num_layers"]) == (str(tmp_path), 300, 2)

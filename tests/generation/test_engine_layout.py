@@ -18,8 +18,14 @@ SLOTS_PER_REPLICA, TENSOR = 4, 2  # the worker's 16 slots over 4 replicas of 2 d
 @pytest.fixture(scope="module")
 def report() -> dict:
     worker = Path(__file__).with_name("engine_layout_worker.py")
-    proc = subprocess.run([sys.executable, str(worker)], env=fake_cpu_devices_env(8), capture_output=True, text=True,
-                          timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(worker)],
+        env=fake_cpu_devices_env(8),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]), stderr=proc.stderr)
 

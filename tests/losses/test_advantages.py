@@ -32,8 +32,9 @@ def test_leave_one_out_baselines_each_rollout_on_the_others():
     np.testing.assert_allclose(leave_one_out_advantages(rewards, 3), [1.0, -0.5, -0.5, -0.5, 0.25, 0.25], atol=1e-6)
     rng = np.random.default_rng(0)
     rewards = jnp.asarray(rng.uniform(size=12), jnp.float32)
-    np.testing.assert_allclose(leave_one_out_advantages(rewards, 4), 4 / 3 * mean_centred_advantages(rewards, 4),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        leave_one_out_advantages(rewards, 4), 4 / 3 * mean_centred_advantages(rewards, 4), rtol=1e-5, atol=1e-6
+    )
     with pytest.raises(ValueError, match="need group_size >= 2"):
         leave_one_out_advantages(jnp.zeros(3), 1)
 

@@ -50,8 +50,9 @@ def test_packed_sequences_are_exact_with_segment_ids():
     segment_ids = np.repeat(np.array([[1, 2, 3]]), 4, axis=1)  # [1, 12]
     adv_tokens = np.repeat(ADV[:, None], 4, axis=1).reshape(1, 12)
     pack = lambda x: x.reshape(1, 12)
-    (loss, _), grad = loss_and_grad(pack(LOGP), pack(OLD), adv_tokens, pack(MASK), eps_low=EPS, eps_high=EPS,
-                                    segment_ids=segment_ids)
+    (loss, _), grad = loss_and_grad(
+        pack(LOGP), pack(OLD), adv_tokens, pack(MASK), eps_low=EPS, eps_high=EPS, segment_ids=segment_ids
+    )
     ref_loss, ref_grad, _ = reference()
     np.testing.assert_allclose(loss, ref_loss, rtol=1e-6)
     np.testing.assert_allclose(grad, pack(ref_grad), rtol=1e-5, atol=1e-7)

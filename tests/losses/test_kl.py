@@ -31,11 +31,15 @@ def test_kl_is_reduced_with_the_policy_losss_aggregation():
     segment_ids = np.array([[1, 1, 1, 2, 0]], np.int32)
     d = ref[0, :4].astype(np.float64) - logp[0, :4]
     k3 = np.exp(d) - 1 - d
-    expected = {"token-mean": k3.mean(), "seq-mean-token-mean": (k3[:3].mean() + k3[3]) / 2,
-                "seq-mean-token-sum-norm": (k3[:3].sum() + k3[3]) / 2 / 100.0}
+    expected = {
+        "token-mean": k3.mean(),
+        "seq-mean-token-mean": (k3[:3].mean() + k3[3]) / 2,
+        "seq-mean-token-sum-norm": (k3[:3].sum() + k3[3]) / 2 / 100.0,
+    }
     for agg, value in expected.items():
-        kl, _ = kl_penalty(logp, ref, mask, agg=agg, norm=100.0 if agg.endswith("norm") else None,
-                           segment_ids=segment_ids)
+        kl, _ = kl_penalty(
+            logp, ref, mask, agg=agg, norm=100.0 if agg.endswith("norm") else None, segment_ids=segment_ids
+        )
         np.testing.assert_allclose(kl, value, rtol=1e-6, err_msg=agg)
 
 

@@ -115,7 +115,9 @@ def test_untrained_positions_never_reach_the_unembedding():
     mask[0, [1, 6]], mask[1, [0, 7]] = 1, 1  # two trained tokens per row: once gathered, one chunk of 2
     clean = np.where(mask[..., None] > 0, hidden, 0.0).astype(np.float32)
     poisoned = np.where(mask[..., None] > 0, hidden, np.nan).astype(np.float32)
-    grad = jax.jit(jax.value_and_grad(lambda h, w: chunked_masked_nll(h, w, targets, mask, chunk_size=2)[0], argnums=(0, 1)))
+    grad = jax.jit(
+        jax.value_and_grad(lambda h, w: chunked_masked_nll(h, w, targets, mask, chunk_size=2)[0], argnums=(0, 1))
+    )
     loss, (g_hidden, g_unembed) = grad(poisoned, unembed)
     (full, _), full_grads = _full_value_and_grad(clean, unembed, targets, mask)
     np.testing.assert_allclose(loss, full, atol=1e-5)

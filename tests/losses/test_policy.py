@@ -56,8 +56,7 @@ def test_sequence_aggregations():
     np.testing.assert_allclose(loss, np.mean(seq_sums / 4096.0), rtol=1e-6)  # divided by L, not the row length
 
 
-@pytest.mark.parametrize("agg, denominator", [("token-mean", 5), ("seq-mean-token-mean", 2),
-                                              ("seq-mean-token-sum", 2)])
+@pytest.mark.parametrize("agg, denominator", [("token-mean", 5), ("seq-mean-token-mean", 2), ("seq-mean-token-sum", 2)])
 def test_a_fixed_norm_replaces_the_count_of_every_aggregation(agg, denominator):
     """With `norm` the loss is the same numerator over a constant: it no longer depends on the batch's counts."""
     counted, _ = policy_loss(LOGP, OLD, ADV, MASK, agg=agg)
@@ -75,9 +74,14 @@ def test_dr_grpo_normaliser_does_not_depend_on_the_row_layout():
     for width in (256, 512):
         logp, mask = np.zeros((2, width), np.float32), np.zeros((2, width), np.float32)
         for i, log_ratio in enumerate(episodes):
-            logp[i, :len(log_ratio)], mask[i, :len(log_ratio)] = log_ratio, 1.0
-        values.append(float(policy_loss(logp, np.zeros_like(logp), adv.astype(np.float32), mask,
-                                        agg="seq-mean-token-sum-norm", norm=4096.0)[0]))
+            logp[i, : len(log_ratio)], mask[i, : len(log_ratio)] = log_ratio, 1.0
+        values.append(
+            float(
+                policy_loss(
+                    logp, np.zeros_like(logp), adv.astype(np.float32), mask, agg="seq-mean-token-sum-norm", norm=4096.0
+                )[0]
+            )
+        )
     # float64: the mean over the episodes of sum_t -min(r A, clip(r, 0.8, 1.28) A), over L = 4096
     r = [np.exp(log_ratio) for log_ratio in episodes]
     reference = np.mean([np.maximum(-a * ri, -a * np.clip(ri, 0.8, 1.28)).sum() / 4096.0 for a, ri in zip(adv, r)])
@@ -131,12 +135,14 @@ def test_segment_ids_make_every_aggregation_exact_on_packed_rows(agg):
     segment_ids = np.array([[1, 1, 1, 2, 2, 2]], np.int32)
     norm = NORMS.get(agg)
     (loss, _), grad = loss_and_grad(pad(LOGP), pad(OLD), ADV, pad(MASK), agg=agg, norm=norm)
-    (packed, _), packed_grad = loss_and_grad(pack(LOGP), pack(OLD), pack(adv_tokens), pack(MASK), agg=agg, norm=norm,
-                                             segment_ids=segment_ids)
+    (packed, _), packed_grad = loss_and_grad(
+        pack(LOGP), pack(OLD), pack(adv_tokens), pack(MASK), agg=agg, norm=norm, segment_ids=segment_ids
+    )
     np.testing.assert_allclose(packed, loss, rtol=1e-6)
     np.testing.assert_allclose(packed_grad, pack(grad[:, :3]), rtol=1e-6)
-    blind, _ = policy_loss(pack(LOGP), pack(OLD), pack(adv_tokens), pack(MASK), agg=agg,
-                           norm=norm)  # the row as one sequence
+    blind, _ = policy_loss(
+        pack(LOGP), pack(OLD), pack(adv_tokens), pack(MASK), agg=agg, norm=norm
+    )  # the row as one sequence
     assert (abs(float(blind) - float(loss)) > 1e-3) == (agg != "token-mean")
 
 
@@ -161,8 +167,11 @@ def test_gradient_matches_central_differences_in_float64():
         adv = rng.normal(size=(3,))
         mask = (rng.uniform(size=(3, 4)) < 0.7).astype(np.float64)
         for agg in AGGS:
-            fn = jax.jit(functools.partial(lambda lp, agg: policy_loss(lp, old, adv, mask, agg=agg,
-                                                                       norm=NORMS.get(agg))[0], agg=agg))
+            fn = jax.jit(
+                functools.partial(
+                    lambda lp, agg: policy_loss(lp, old, adv, mask, agg=agg, norm=NORMS.get(agg))[0], agg=agg
+                )
+            )
             grad = np.asarray(jax.grad(fn)(logp))
             direction = rng.normal(size=logp.shape)
             step = 1e-6
@@ -171,8 +180,9 @@ def test_gradient_matches_central_differences_in_float64():
 
 
 def test_bad_arguments_give_clear_errors():
-    with pytest.raises(ValueError, match="allowed values: token-mean, seq-mean-token-mean, seq-mean-token-sum, "
-                                         "seq-mean-token-sum-norm"):
+    with pytest.raises(
+        ValueError, match="allowed values: token-mean, seq-mean-token-mean, seq-mean-token-sum, seq-mean-token-sum-norm"
+    ):
         policy_loss(LOGP, OLD, ADV, MASK, agg="sum")
     with pytest.raises(ValueError, match="norm must be > 0 or None, got 0"):
         policy_loss(LOGP, OLD, ADV, MASK, norm=0.0)

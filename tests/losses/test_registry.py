@@ -2,8 +2,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxseeker.losses import (ADVANTAGES, POLICY_OBJECTIVES, get_advantage, get_policy_objective, group_advantages,
-                              gspo_loss, objective_aggregation, policy_loss)
+from jaxseeker.losses import (
+    ADVANTAGES,
+    POLICY_OBJECTIVES,
+    get_advantage,
+    get_policy_objective,
+    group_advantages,
+    gspo_loss,
+    objective_aggregation,
+    policy_loss,
+)
 from jaxseeker.losses.registry import packs_exactly, takes_segment_ids
 
 USER_OBJECTIVE = '''
@@ -83,6 +91,8 @@ def test_the_aggregation_of_an_objective_comes_from_its_kwargs_its_defaults_or_t
 
     assert objective_aggregation(policy_loss, {}) == ("token-mean", None)
     assert objective_aggregation(policy_loss, {"agg": "seq-mean-token-sum-norm", "norm": 8192}) == (
-        "seq-mean-token-sum-norm", 8192)
+        "seq-mean-token-sum-norm",
+        8192,
+    )
     assert objective_aggregation(gspo_loss, {"eps_low": 1e-3}) == ("seq-mean-token-mean", None)
     assert objective_aggregation(reinforce, {}) == ("token-mean", None)

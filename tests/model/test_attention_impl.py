@@ -67,8 +67,9 @@ def test_kernel_gradients_match_reference(impl):
     def loss(impl, q, k, v):
         return jnp.sum(jnp.where(real, run(impl, q, k, v, seg), 0.0) * v.repeat(HEADS // KV_HEADS, axis=2))
 
-    grads = {name: jax.jit(jax.grad(loss, argnums=(1, 2, 3)), static_argnums=0)(name, q, k, v)
-             for name in ("xla", impl)}
+    grads = {
+        name: jax.jit(jax.grad(loss, argnums=(1, 2, 3)), static_argnums=0)(name, q, k, v) for name in ("xla", impl)
+    }
     for name, ref, got in zip("qkv", grads["xla"], grads[impl]):
         scale = float(jnp.max(jnp.abs(ref)))
         assert scale > 0.1, name

@@ -22,6 +22,7 @@ def packed_row_inputs() -> tuple[jnp.ndarray, jnp.ndarray]:
 
 def reference_kernel(calls: list):
     """The model's XLA attention as a kernel; appends the q shape it is traced with to `calls`."""
+
     def kernel(q, k, v, segment_ids):  # q [batch, seq, heads, head_dim], k/v [batch, seq, kv_heads, head_dim]
         calls.append(q.shape)
         q_index = jnp.broadcast_to(jnp.arange(q.shape[1])[None, :], segment_ids.shape)

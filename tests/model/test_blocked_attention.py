@@ -5,8 +5,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxseeker.model.blocked_attention import (Coords, blocked_attention, blocked_backward, blocked_forward,
-                                               merge_partials, row_coords)
+from jaxseeker.model.blocked_attention import (
+    Coords,
+    blocked_attention,
+    blocked_backward,
+    blocked_forward,
+    merge_partials,
+    row_coords,
+)
 from jaxseeker.model.layers import attention_mask, dot_attention
 
 BATCH, SEQ, HEADS, KV_HEADS, HEAD_DIM = 2, 45, 4, 2, 8  # SEQ is not a multiple of the blocks tried
@@ -57,10 +63,14 @@ def scattered_problem():
     rng = np.random.default_rng(3)
     q = jnp.asarray(rng.normal(size=(BATCH, 19, HEADS, HEAD_DIM)), jnp.float32)
     k, v = (jnp.asarray(rng.normal(size=(BATCH, 33, KV_HEADS, HEAD_DIM)), jnp.float32) for _ in range(2))
-    qc = Coords(jnp.asarray(rng.permutation(40)[:19][None].repeat(BATCH, 0), jnp.int32),
-                jnp.asarray(rng.integers(0, 3, (BATCH, 19)), jnp.int32))
-    kc = Coords(jnp.asarray(rng.permutation(40)[:33][None].repeat(BATCH, 0), jnp.int32),
-                jnp.asarray(rng.integers(0, 3, (BATCH, 33)), jnp.int32))
+    qc = Coords(
+        jnp.asarray(rng.permutation(40)[:19][None].repeat(BATCH, 0), jnp.int32),
+        jnp.asarray(rng.integers(0, 3, (BATCH, 19)), jnp.int32),
+    )
+    kc = Coords(
+        jnp.asarray(rng.permutation(40)[:33][None].repeat(BATCH, 0), jnp.int32),
+        jnp.asarray(rng.integers(0, 3, (BATCH, 33)), jnp.int32),
+    )
     qc = Coords(qc.index.at[:, 5].set(-1), qc.segment.at[:, 5].set(1))  # before every key: sees none
     return q, k, v, qc, kc
 
@@ -75,8 +85,10 @@ def test_any_coordinates_and_unequal_lengths_match_dense_attention():
     blocked = jax.jit(lambda q, k, v: blocked_attention(q, k, v, qc, kc, block=8))
     np.testing.assert_allclose(np.asarray(blocked(q, k, v))[seen], np.asarray(dense)[seen], atol=1e-5)
     assert float(jnp.abs(blocked(q, k, v)[:, 5]).max()) == 0.0
-    grads = [jax.grad(lambda *a, f=f: jnp.sum(f(*a) * cot), argnums=(0, 1, 2))(q, k, v)
-             for f in (lambda q, k, v: dense_from_coords(q, k, v, qc, kc), blocked)]
+    grads = [
+        jax.grad(lambda *a, f=f: jnp.sum(f(*a) * cot), argnums=(0, 1, 2))(q, k, v)
+        for f in (lambda q, k, v: dense_from_coords(q, k, v, qc, kc), blocked)
+    ]
     for want, got in zip(*grads):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
 
@@ -94,8 +106,20 @@ def test_partial_results_over_key_chunks_merge_into_the_whole():
     whole, whole_lse = blocked_forward(q, k, v, coords, coords, block=8)
     np.testing.assert_allclose(np.asarray(out)[real], np.asarray(whole)[real], atol=1e-5)
     np.testing.assert_allclose(np.asarray(lse)[real], np.asarray(whole_lse)[real], atol=1e-5)
-    shares = [blocked_backward(q, k[:, c], v[:, c], coords, Coords(coords.index[:, c], coords.segment[:, c]),
-                               whole, whole_lse, cot, block=8) for c in chunks]
+    shares = [
+        blocked_backward(
+            q,
+            k[:, c],
+            v[:, c],
+            coords,
+            Coords(coords.index[:, c], coords.segment[:, c]),
+            whole,
+            whole_lse,
+            cot,
+            block=8,
+        )
+        for c in chunks
+    ]
     dq, dk = sum(dq for dq, _, _ in shares), jnp.concatenate([dk for _, dk, _ in shares], axis=1)
     want = jax.grad(lambda q, k: jnp.sum(dot_attention(q, k, v, mask) * cot), argnums=(0, 1))(q, k)
     np.testing.assert_allclose(np.asarray(dq), np.asarray(want[0]), atol=1e-5)

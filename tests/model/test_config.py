@@ -15,8 +15,14 @@ def _write(tmp_path, cfg: dict):
 
 
 def test_reads_transformers5_and_legacy_spellings(tmp_path):
-    hf = transformers.Qwen2Config(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                  num_attention_heads=4, num_key_value_heads=2).to_dict()
+    hf = transformers.Qwen2Config(
+        vocab_size=100,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    ).to_dict()
     new = model.from_hf_dict(hf)
     legacy = dict(hf, rope_theta=new.rope_theta, torch_dtype="bfloat16")
     legacy.pop("rope_parameters", None)
@@ -65,8 +71,16 @@ def test_bad_values_name_the_field():
         model.ModelConfig.tiny(num_heads=3, num_kv_heads=2)
 
 
-@pytest.mark.parametrize("key, value", [("hidden_size", "32"), ("num_hidden_layers", 2.0), ("vocab_size", True),
-                                        ("num_attention_heads", 0), ("rms_norm_eps", "1e-6")])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("hidden_size", "32"),
+        ("num_hidden_layers", 2.0),
+        ("vocab_size", True),
+        ("num_attention_heads", 0),
+        ("rms_norm_eps", "1e-6"),
+    ],
+)
 def test_a_number_of_the_wrong_type_or_sign_names_its_key(tmp_path, key, value):
     hf = dict(model.to_hf_dict(model.ModelConfig.tiny("qwen3")), **{key: value})
     with pytest.raises(ConfigError, match=rf"config.json: {key}: expected an? (integer|number) >= [01], got"):

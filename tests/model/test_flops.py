@@ -7,9 +7,19 @@ from jaxseeker.model import flops
 
 
 def test_param_count_matches_transformers():
-    hf_cfg = transformers.Qwen3MoeConfig(vocab_size=128, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                                         num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_experts=4,
-                                         num_experts_per_tok=2, moe_intermediate_size=16, mlp_only_layers=[0])
+    hf_cfg = transformers.Qwen3MoeConfig(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=16,
+        mlp_only_layers=[0],
+    )
     hf = transformers.AutoModelForCausalLM.from_config(hf_cfg)
     cfg = model.from_hf_dict(hf_cfg.to_dict())
     assert model.count_params(cfg) == sum(p.numel() for p in hf.parameters())

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 import transformers
-
 from gguf_support import CHATML, hf_config, hf_state, write_gguf
 
 from jaxseeker import model
@@ -39,8 +38,9 @@ def test_load_hf_of_the_import_is_load_gguf(imported):
 def test_transformers_loads_the_import_as_it_loads_the_gguf(imported):
     gguf_file, hf_dir = imported
     from_dir = transformers.AutoModelForCausalLM.from_pretrained(hf_dir)
-    from_gguf = transformers.AutoModelForCausalLM.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name,
-                                                                  dtype=torch.float32)
+    from_gguf = transformers.AutoModelForCausalLM.from_pretrained(
+        gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32
+    )
     ids = torch.tensor(np.random.default_rng(0).integers(0, from_dir.config.vocab_size, (1, 16)))
     with torch.no_grad():
         a, b = from_dir(input_ids=ids).logits, from_gguf(input_ids=ids).logits

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 import transformers
-
 from gguf_support import T, hf_config, hf_state, write_gguf
 
 from jaxseeker import model
@@ -42,8 +41,22 @@ def test_an_f32_gguf_loads_exactly_the_hf_checkpoint(tiny):
     assert jax.tree.structure(params) == jax.tree.structure(hf_params)
     for ours, theirs in zip(_leaves(params), _leaves(hf_params)):
         np.testing.assert_array_equal(ours, theirs)  # Q and K rows back in HF's order, bit for bit
-    same = ("model_type", "vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_heads", "num_kv_heads",
-            "head_dim", "rms_norm_eps", "rope_theta", "tie_word_embeddings", "qkv_bias", "qk_norm", "bos_token_id")
+    same = (
+        "model_type",
+        "vocab_size",
+        "hidden_size",
+        "intermediate_size",
+        "num_layers",
+        "num_heads",
+        "num_kv_heads",
+        "head_dim",
+        "rms_norm_eps",
+        "rope_theta",
+        "tie_word_embeddings",
+        "qkv_bias",
+        "qk_norm",
+        "bos_token_id",
+    )
     assert {k: getattr(cfg, k) for k in same} == {k: getattr(hf_cfg, k) for k in same}
     assert cfg.max_position_embeddings == config.max_position_embeddings and cfg.param_dtype == "float32"
     assert cfg.eos_token_id == (2, 0)  # chatml: <|im_end|> ends a turn, then the file's eos <|endoftext|>
@@ -104,18 +117,23 @@ def test_a_truncated_gguf_is_one_line_naming_it(tmp_path):
 def test_an_unsupported_architecture_is_named(tmp_path):
     config = hf_config("llama_untied")
     path = write_gguf(tmp_path / "phi.gguf", hf_state(config), config, arch="phi3", types=lambda n: T.F32)
-    with pytest.raises(model.ConfigError, match=rf"^{path}: GGUF architecture 'phi3' is not supported; supported: "
-                                                r"\['llama', 'qwen2', 'qwen3'\]"):
+    with pytest.raises(
+        model.ConfigError,
+        match=rf"^{path}: GGUF architecture 'phi3' is not supported; supported: "
+        r"\['llama', 'qwen2', 'qwen3'\]",
+    ):
         model.load_gguf(path)
 
 
 def test_a_tensor_type_the_gguf_package_cannot_dequantise_is_named(tmp_path):
     config = hf_config("llama_untied")
     odd = "blk.1.ffn_down.weight"  # in Q8_1, llama.cpp's activation format, which the gguf package cannot read
-    path = write_gguf(tmp_path / "q8_1.gguf", hf_state(config), config,
-                      types=lambda name: T.Q8_1 if name == odd else T.F32)
-    with pytest.raises(model.GGUFError, match=f"^{path}: tensor '{odd}' is of type Q8_1, which the gguf package "
-                                              "cannot dequantise$"):
+    path = write_gguf(
+        tmp_path / "q8_1.gguf", hf_state(config), config, types=lambda name: T.Q8_1 if name == odd else T.F32
+    )
+    with pytest.raises(
+        model.GGUFError, match=f"^{path}: tensor '{odd}' is of type Q8_1, which the gguf package cannot dequantise$"
+    ):
         model.load_gguf(path)
 
 
@@ -128,6 +146,7 @@ def test_a_missing_or_extra_tensor_is_named(tmp_path):
         model.load_gguf(path)
     extra = {**state, "model.layers.0.self_attn.q_norm.weight": np.ones(16, np.float32)}
     path = write_gguf(tmp_path / "extra.gguf", extra, config, types=lambda n: T.F32)
-    with pytest.raises(model.GGUFError, match=f"^{path}: 1 tensor\\(s\\) the llama layout has no place for: "
-                                              "blk.0.attn_q_norm.weight$"):
+    with pytest.raises(
+        model.GGUFError, match=f"^{path}: 1 tensor\\(s\\) the llama layout has no place for: blk.0.attn_q_norm.weight$"
+    ):
         model.load_gguf(path)

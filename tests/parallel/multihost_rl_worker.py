@@ -43,6 +43,7 @@ RUNS: list[rl.RLRun] = []  # every run `rl.prepare` built
 
 def record_gathers(gather):
     """`process_allgather` that records the shapes it gathers, then gathers them."""
+
     def recorded(tree, tiled=False):
         GATHERED.extend(tuple(np.shape(x)) for x in jax.tree.leaves(tree))
         return gather(tree, tiled=tiled)
@@ -52,6 +53,7 @@ def record_gathers(gather):
 
 def keep_runs(prepare):
     """`rl.prepare` that keeps the runs it builds (the engine of the last one holds the last hand-off)."""
+
     def kept(*args, **kwargs):
         RUNS.append(prepare(*args, **kwargs))
         return RUNS[-1]
@@ -61,6 +63,7 @@ def keep_runs(prepare):
 
 def sigterm_at(run_step, at: int):
     """`rl.run_step` that sends this process SIGTERM as step `at` starts (process 1 only)."""
+
     def step(run, state, index):
         if index == at and jax.process_index() == 1:
             os.kill(os.getpid(), signal.SIGTERM)
@@ -78,8 +81,9 @@ def main(recipe_path: str, out_dir: str, first_steps: str, total_steps: str, sig
     if int(sigterm) >= 0:
         rl.run_step = sigterm_at(rl.run_step, int(sigterm))
     try:
-        first = rl.run_rl(read_recipe(recipe_path, [*overrides, f"rl.steps={first_steps}"]), resume=True,
-                          progress=False)
+        first = rl.run_rl(
+            read_recipe(recipe_path, [*overrides, f"rl.steps={first_steps}"]), resume=True, progress=False
+        )
     except Interrupted as stop:
         print(json.dumps({"info": process_info(), "interrupted": {"step": stop.step, "signal": stop.signal_name}}))
         return
@@ -98,13 +102,21 @@ def main(recipe_path: str, out_dir: str, first_steps: str, total_steps: str, sig
     if is_main_process():
         np.savez(Path(out_dir) / "params.npz", **dict(hf_tensors(whole, run.cfg, run.cfg.param_dtype)))
     weight_shapes = {tuple(x.shape) for x in jax.tree.leaves((whole, layout.engine_params(whole, run.cfg)))}
-    print(json.dumps({
-        **report, "resumed_from": resumed_from,
-        "engine_k_spec": str(engine._cache.k[0].sharding.spec),  # one layer's [slots, kv_heads, seq, head_dim]
-        "engine_local": all(x.is_fully_addressable for x in handed),
-        "engine_equals_trained": all(np.array_equal(np.asarray(h), e) for h, e in zip(handed, expected, strict=True)),
-        "gathers": len(GATHERED), "gathered_weights": sorted({s for s in GATHERED if s in weight_shapes}),
-    }))
+    print(
+        json.dumps(
+            {
+                **report,
+                "resumed_from": resumed_from,
+                "engine_k_spec": str(engine._cache.k[0].sharding.spec),  # one layer's [slots, kv_heads, seq, head_dim]
+                "engine_local": all(x.is_fully_addressable for x in handed),
+                "engine_equals_trained": all(
+                    np.array_equal(np.asarray(h), e) for h, e in zip(handed, expected, strict=True)
+                ),
+                "gathers": len(GATHERED),
+                "gathered_weights": sorted({s for s in GATHERED if s in weight_shapes}),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

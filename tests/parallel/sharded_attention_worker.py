@@ -60,7 +60,7 @@ def inputs(batch: int, heads: int, kv_heads: int) -> tuple[np.ndarray, ...]:
     segment_ids = np.zeros((batch, SEQ), np.int32)
     for row in range(batch):
         first = 4 + row % 5
-        segment_ids[row, :first], segment_ids[row, first:SEQ - 2] = 1, 2
+        segment_ids[row, :first], segment_ids[row, first : SEQ - 2] = 1, 2
     return q, k, v, segment_ids
 
 
@@ -81,8 +81,12 @@ def run_case(mesh_cfg: MeshConfig, batch: int, heads: int, kv_heads: int, in_con
     def place(x, axes):
         return jax.device_put(x, logical_sharding(axes, DEFAULT_RULES, mesh, x.shape))
 
-    args = (place(q, ("batch", "seq", "heads", "head_dim")), place(k, ("batch", "seq", "kv_heads", "head_dim")),
-            place(v, ("batch", "seq", "kv_heads", "head_dim")), place(segment_ids, ("batch", "seq")))
+    args = (
+        place(q, ("batch", "seq", "heads", "head_dim")),
+        place(k, ("batch", "seq", "kv_heads", "head_dim")),
+        place(v, ("batch", "seq", "kv_heads", "head_dim")),
+        place(segment_ids, ("batch", "seq")),
+    )
     sharded = shard_attention(xla_attention, None if in_context else mesh)
     forward = jax.jit(sharded)
     backward = jax.jit(jax.grad(lambda *a: loss(sharded, *a, weights), argnums=(0, 1, 2)))
@@ -135,8 +139,13 @@ def splash_sft_batch() -> dict[str, np.ndarray]:
         segment_ids[row, :first], segment_ids[row, first:120] = 1, 2
         positions[row, :first], positions[row, first:120] = np.arange(first), np.arange(120 - first)
     loss_mask = ((positions >= 1) & (segment_ids > 0)).astype(np.int32)
-    return {"tokens": tokens[:, :-1], "targets": tokens[:, 1:], "loss_mask": loss_mask, "segment_ids": segment_ids,
-            "positions": positions}
+    return {
+        "tokens": tokens[:, :-1],
+        "targets": tokens[:, 1:],
+        "loss_mask": loss_mask,
+        "segment_ids": segment_ids,
+        "positions": positions,
+    }
 
 
 def pallas_operand_shapes(jaxpr: jex.core.Jaxpr) -> set[tuple[int, ...]]:
@@ -164,8 +173,9 @@ def sft_step_on(cfg: model.ModelConfig, params, mesh) -> tuple:
     batch = shard_batch(splash_sft_batch(), sharding)
     blocks = pallas_operand_shapes(jax.make_jaxpr(step)(state, batch).jaxpr)
     hlo = step.lower(state, batch).compile().as_text()
-    gathers = {tuple(int(n) for n in dims.split(",") if n)
-               for dims in re.findall(r"= \w+\[([\d,]*)\]\S* all-gather\(", hlo)}
+    gathers = {
+        tuple(int(n) for n in dims.split(",") if n) for dims in re.findall(r"= \w+\[([\d,]*)\]\S* all-gather\(", hlo)
+    }
     state, metrics = step(state, batch)
     return state.params, float(metrics["loss"]), blocks, gathers
 
@@ -196,18 +206,28 @@ def splash_rl_case() -> dict[str, list]:
     from abstract inputs (no compile)."""
     cfg, mesh = SPLASH_CFG, make_mesh(MeshConfig(2, 2, 2, 1))
     fns = make_rl_step(cfg, RLStepConfig(), SPLASH_OPT, mesh=mesh, rows=SPLASH_ROWS, seq=SPLASH_SEQ)
-    state = abstract_train_state(functools.partial(model.init_params, cfg), model.param_axes(cfg),
-                                 make_optimizer(SPLASH_OPT), mesh)
-    batch = {key: jax.ShapeDtypeStruct((SPLASH_ROWS, SPLASH_SEQ), jnp.float32 if key in ("old_logp", "advantages")
-                                       else jnp.int32, sharding=fns.batch_sharding) for key in ROW_KEYS}
-    return {"update": sorted(pallas_operand_shapes(jax.jit(fns.update).trace(state, batch).jaxpr.jaxpr)),
-            "logprobs": sorted(pallas_operand_shapes(fns.logprobs.trace(state.params, batch).jaxpr.jaxpr))}
+    state = abstract_train_state(
+        functools.partial(model.init_params, cfg), model.param_axes(cfg), make_optimizer(SPLASH_OPT), mesh
+    )
+    batch = {
+        key: jax.ShapeDtypeStruct(
+            (SPLASH_ROWS, SPLASH_SEQ),
+            jnp.float32 if key in ("old_logp", "advantages") else jnp.int32,
+            sharding=fns.batch_sharding,
+        )
+        for key in ROW_KEYS
+    }
+    return {
+        "update": sorted(pallas_operand_shapes(jax.jit(fns.update).trace(state, batch).jaxpr.jaxpr)),
+        "logprobs": sorted(pallas_operand_shapes(fns.logprobs.trace(state.params, batch).jaxpr.jaxpr)),
+    }
 
 
 def max_diff(a, b) -> float:
     """Largest absolute difference over two pytrees of arrays."""
-    return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(jax.tree.leaves(a),
-                                                                                     jax.tree.leaves(b)))
+    return max(
+        float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b))
+    )
 
 
 def main() -> None:
@@ -217,8 +237,14 @@ def main() -> None:
     report["splash"] = splash_case()
     report["splash_sft_step"] = splash_sft_case()
     report["splash_rl_step"] = splash_rl_case()
-    report["no_mesh"] = float(np.max(np.abs(np.asarray(shard_attention(xla_attention)(*inputs(2, 4, 2)))
-                                            - np.asarray(xla_attention(*inputs(2, 4, 2))))))
+    report["no_mesh"] = float(
+        np.max(
+            np.abs(
+                np.asarray(shard_attention(xla_attention)(*inputs(2, 4, 2)))
+                - np.asarray(xla_attention(*inputs(2, 4, 2)))
+            )
+        )
+    )
     print(json.dumps(report))
 
 

@@ -23,9 +23,16 @@ import jax
 import numpy as np
 
 from jaxseeker import losses, model
-from jaxseeker.parallel import (DEFAULT_RULES, MeshConfig, batch_sharding, make_mesh, param_shardings, shard_batch,
-                                tree_shardings)
 from jaxseeker.data.packing import ROW_KEYS
+from jaxseeker.parallel import (
+    DEFAULT_RULES,
+    MeshConfig,
+    batch_sharding,
+    make_mesh,
+    param_shardings,
+    shard_batch,
+    tree_shardings,
+)
 from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.plan_command import make_plan
@@ -76,10 +83,12 @@ def two_steps(cfg, params, batch, mesh):
 
 def full_logits_loss(cfg, params, batch) -> float:
     """masked_nll of the full `[batch, seq, vocab]` logits: what the chunked default SFT loss must equal."""
+
     @jax.jit
     def loss(params, batch):
-        logits = model.forward(params, batch["tokens"], cfg, positions=batch["positions"],
-                               segment_ids=batch["segment_ids"])  # [batch, seq, vocab]
+        logits = model.forward(
+            params, batch["tokens"], cfg, positions=batch["positions"], segment_ids=batch["segment_ids"]
+        )  # [batch, seq, vocab]
         return losses.masked_nll(logits, batch["targets"], batch["loss_mask"])[0]
 
     return float(loss(params, batch))
@@ -98,8 +107,10 @@ def load_onto(hf_dir: str, mesh) -> dict:
 
 def shard_fractions(params) -> dict[str, float]:
     """Per leaf, the largest share of its elements one device holds."""
-    return {jax.tree_util.keystr(path): max(s.data.size for s in x.addressable_shards) / x.size
-            for path, x in jax.tree.leaves_with_path(params)}
+    return {
+        jax.tree_util.keystr(path): max(s.data.size for s in x.addressable_shards) / x.size
+        for path, x in jax.tree.leaves_with_path(params)
+    }
 
 
 def wrong_shardings(cfg, state, mesh) -> list[str]:
@@ -138,8 +149,9 @@ def run_case(cfg, meshes: dict[str, MeshConfig]) -> dict:
             "wrong_shardings": wrong_shardings(cfg, state, all_meshes[name]),
             "loaded_diff": max_diff(loaded[name], params),
             "loaded_fractions": shard_fractions(loaded[name]),
-            "loaded_specs": {jax.tree_util.keystr(path): str(x.sharding.spec)
-                             for path, x in jax.tree.leaves_with_path(loaded[name])},
+            "loaded_specs": {
+                jax.tree_util.keystr(path): str(x.sharding.spec) for path, x in jax.tree.leaves_with_path(loaded[name])
+            },
             "specs": {
                 jax.tree_util.keystr(path): str(x.sharding.spec) for path, x in jax.tree.leaves_with_path(state.params)
             },
@@ -170,8 +182,9 @@ def compiled_peak_bytes(cfg, mesh, loss, rows: int, seq: int) -> int:
     tx = make_optimizer(OptimizerConfig(total_steps=100))
     state = abstract_train_state(functools.partial(model.init_params, cfg), model.param_axes(cfg), tx, mesh)
     bsh = batch_sharding(mesh, (rows, seq))
-    step = make_sft_step(cfg, tx, loss, mesh=mesh, state_shardings=jax.tree.map(lambda x: x.sharding, state),
-                         batch_sharding=bsh)
+    step = make_sft_step(
+        cfg, tx, loss, mesh=mesh, state_shardings=jax.tree.map(lambda x: x.sharding, state), batch_sharding=bsh
+    )
     batch = {k: jax.ShapeDtypeStruct((rows, seq), np.int32, sharding=bsh) for k in ROW_KEYS}
     m = step.lower(state, batch).compile().memory_analysis()
     return m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes
@@ -180,16 +193,35 @@ def compiled_peak_bytes(cfg, mesh, loss, rows: int, seq: int) -> int:
 def plan_against_compiled() -> dict:
     """The compiled SFT step's peak over `jaxseeker plan`'s for a small Qwen2 recipe on fsdp=8, with the step's
     activation constraint (what `make_sft_step` binds to `sft_loss`) and with a loss that takes none."""
-    shape = {"model_type": "qwen2", "vocab_size": 3000, "hidden_size": 96, "intermediate_size": 256,
-             "num_layers": 3, "num_heads": 6, "num_kv_heads": 2, "head_dim": 16, "qkv_bias": True, "qk_norm": False,
-             "remat": "full"}
-    recipe = {"name": "small", "model": shape, "mesh": {"fsdp": 8}, "data": {"seq_len": 320, "batch_size": 8},
-              "train": {"train_files": ["unused.jsonl"], "tokenizer": "unused", "chunk_size": 128}}
+    shape = {
+        "model_type": "qwen2",
+        "vocab_size": 3000,
+        "hidden_size": 96,
+        "intermediate_size": 256,
+        "num_layers": 3,
+        "num_heads": 6,
+        "num_kv_heads": 2,
+        "head_dim": 16,
+        "qkv_bias": True,
+        "qk_norm": False,
+        "remat": "full",
+    }
+    recipe = {
+        "name": "small",
+        "model": shape,
+        "mesh": {"fsdp": 8},
+        "data": {"seq_len": 320, "batch_size": 8},
+        "train": {"train_files": ["unused.jsonl"], "tokenizer": "unused", "chunk_size": 128},
+    }
     planned = make_plan(recipe, chip="v5p")["stages"][0]["memory"]["peak"]
     cfg, mesh = model.ModelConfig(**shape), make_mesh(MeshConfig(1, 8, 1, 1))
-    return {name: compiled_peak_bytes(cfg, mesh, loss, 8, 320) / planned
-            for name, loss in (("constrained", functools.partial(sft_loss, chunk_size=128)),
-                               ("unconstrained", unconstrained_loss))}
+    return {
+        name: compiled_peak_bytes(cfg, mesh, loss, 8, 320) / planned
+        for name, loss in (
+            ("constrained", functools.partial(sft_loss, chunk_size=128)),
+            ("unconstrained", unconstrained_loss),
+        )
+    }
 
 
 def unconstrained_loss(params, batch, cfg):
@@ -200,8 +232,9 @@ def unconstrained_loss(params, batch, cfg):
 def main() -> None:
     """Run the cases named on the command line (default: all) and print the JSON report."""
     if jax.device_count() != 8:
-        raise SystemExit("needs 8 devices: XLA_FLAGS=--xla_force_host_platform_device_count=8 "
-                         f"(has {jax.device_count()})")
+        raise SystemExit(
+            f"needs 8 devices: XLA_FLAGS=--xla_force_host_platform_device_count=8 (has {jax.device_count()})"
+        )
     names = sys.argv[1:] or list(CASES)
     report = {name: run_case(*CASES[name]) for name in names}
     if "dense" in names:

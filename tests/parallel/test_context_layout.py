@@ -4,9 +4,16 @@ import numpy as np
 import pytest
 from jax.sharding import AbstractMesh
 
-from jaxseeker.parallel import MESH_AXES, DEFAULT_RULES
-from jaxseeker.parallel.context_layout import (ContextLayout, balanced_order, balanced_rows, context_layout,
-                                               from_balanced, sequence_axes, to_balanced)
+from jaxseeker.parallel import DEFAULT_RULES, MESH_AXES
+from jaxseeker.parallel.context_layout import (
+    ContextLayout,
+    balanced_order,
+    balanced_rows,
+    context_layout,
+    from_balanced,
+    sequence_axes,
+    to_balanced,
+)
 
 CONTEXT4 = AbstractMesh((2, 1, 1, 1, 4), MESH_AXES)  # data, fsdp, tensor, expert, context
 

@@ -23,8 +23,14 @@ MESHES = ["context4_ring", "context4_all_gather", "tensor2_context4_ring", "data
 
 def run_part(part: str) -> dict:
     """The worker's JSON for one part, from a new interpreter that sees 8 CPU devices."""
-    proc = subprocess.run([sys.executable, str(WORKER), part], env=fake_cpu_devices_env(8), capture_output=True,
-                          text=True, timeout=1200, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(WORKER), part],
+        env=fake_cpu_devices_env(8),
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     if proc.returncode != 0:
         pytest.fail(f"{WORKER.name} {part} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -13,8 +13,10 @@ from jaxseeker.parallel.cpu_devices import (
 
 def test_forced_device_count_reads_the_last_flag():
     assert forced_device_count("--xla_force_host_platform_device_count=8") == 8
-    assert forced_device_count("--a=1 --xla_force_host_platform_device_count=2 "
-                               "--xla_force_host_platform_device_count=4") == 4
+    assert (
+        forced_device_count("--a=1 --xla_force_host_platform_device_count=2 --xla_force_host_platform_device_count=4")
+        == 4
+    )
     assert forced_device_count("--xla_backend_optimization_level=0") is None
 
 

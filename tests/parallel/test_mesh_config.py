@@ -50,8 +50,10 @@ def test_a_mesh_flag_is_read_and_bad_ones_are_quoted():
     with pytest.raises(ValueError, match="'data=-1': MeshConfig: only one axis may be -1"):
         parse_mesh("data=-1")
     assert mesh_text(None) == "one device"
-    assert mesh_text(make_mesh(parse_mesh("tensor=1"))) == f"a data=1,fsdp={jax.device_count()},tensor=1,expert=1 mesh of " \
+    assert (
+        mesh_text(make_mesh(parse_mesh("tensor=1"))) == f"a data=1,fsdp={jax.device_count()},tensor=1,expert=1 mesh of "
         f"{jax.device_count()} device{'s' * (jax.device_count() > 1)}"
+    )
 
 
 def test_default_mesh_is_fsdp_over_all_devices():

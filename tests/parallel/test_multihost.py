@@ -40,14 +40,19 @@ def trajectory(i: int) -> dict:
     shard) or one odd one (process 1's) per row, so the two processes' loaders stand at different positions."""
     filler = " ".join(WORDS[(i + j) % len(WORDS)] for j in range(12 * (i % 2)))
     city = ["Lyon", "Berlin", "Oslo", "Porto"][i % 4]
-    return {"messages": [
-        {"role": "user", "content": f"Where is item {i}? {filler}"},
-        {"role": "assistant", "content": "<think>Search.</think>\n<tool_call>"
-                                         + json.dumps({"name": "search", "arguments": {"query": f"item {i}"}})
-                                         + "</tool_call>"},
-        {"role": "user", "content": f"<tool_response>\nItem {i} is kept in {city}. {filler}\n</tool_response>"},
-        {"role": "assistant", "content": f"<answer>{city}</answer>"},
-    ]}
+    return {
+        "messages": [
+            {"role": "user", "content": f"Where is item {i}? {filler}"},
+            {
+                "role": "assistant",
+                "content": "<think>Search.</think>\n<tool_call>"
+                + json.dumps({"name": "search", "arguments": {"query": f"item {i}"}})
+                + "</tool_call>",
+            },
+            {"role": "user", "content": f"<tool_response>\nItem {i} is kept in {city}. {filler}\n</tool_response>"},
+            {"role": "assistant", "content": f"<answer>{city}</answer>"},
+        ]
+    }
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +64,28 @@ def recipe(tmp_path_factory) -> dict:
     (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     recipe = {
         "name": "multihost",
-        "model": {"model_type": "qwen3", "vocab_size": 400, "hidden_size": 32, "intermediate_size": 64,
-                  "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "head_dim": 8, "initializer_range": 0.05},
+        "model": {
+            "model_type": "qwen3",
+            "vocab_size": 400,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_layers": 2,
+            "num_heads": 4,
+            "num_kv_heads": 2,
+            "head_dim": 8,
+            "initializer_range": 0.05,
+        },
         "data": {"seq_len": 256, "batch_size": 4, "seed": 0, "num_threads": 0},
         "optimizer": {"lr": 1e-3, "min_lr": 1e-4, "warmup_steps": 1, "total_steps": RESUMED_RUN, "eps": 1e-6},
         "mesh": {"data": 2, "fsdp": 2},
-        "train": {"train_files": [str(root / "train.jsonl")], "tokenizer": str(root / "tok"), "log_every": 1,
-                  "checkpoint_every": 2, "chunk_size": 32, "out_dir": str(root / "run")},
+        "train": {
+            "train_files": [str(root / "train.jsonl")],
+            "tokenizer": str(root / "tok"),
+            "log_every": 1,
+            "checkpoint_every": 2,
+            "chunk_size": 32,
+            "out_dir": str(root / "run"),
+        },
     }
     (root / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     return recipe
@@ -78,12 +98,22 @@ def run_two_processes(recipe_path: Path, *args: str) -> list[dict]:
     procs = []
     for process_id in range(2):
         env = dict(
-            fake_cpu_devices_env(2), JAX_COORDINATOR_ADDRESS=address, JAX_NUM_PROCESSES="2",
-            JAX_PROCESS_ID=str(process_id), JAX_COMPILATION_CACHE_DIR=str(cache_dir),
+            fake_cpu_devices_env(2),
+            JAX_COORDINATOR_ADDRESS=address,
+            JAX_NUM_PROCESSES="2",
+            JAX_PROCESS_ID=str(process_id),
+            JAX_COMPILATION_CACHE_DIR=str(cache_dir),
             JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",  # the resumed run reuses the first run's compiles
         )
-        procs.append(subprocess.Popen([sys.executable, str(WORKER), str(recipe_path), *args], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(WORKER), str(recipe_path), *args],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outputs = [p.communicate(timeout=600) for p in procs]
     for p, (_, err) in zip(procs, outputs):
         if p.returncode != 0:
@@ -97,8 +127,9 @@ def reference_losses(recipe: dict, n_steps: int) -> list[float]:
     data = DataConfig(**recipe["data"])
     optimizer = make_optimizer(OptimizerConfig(**recipe["optimizer"]))
     mesh = make_mesh(MeshConfig(1, 1, 1, 1), jax.devices()[:1])
-    state, shardings = create_train_state(functools.partial(model.init_params, cfg), model.param_axes(cfg),
-                                          optimizer, 0, mesh)
+    state, shardings = create_train_state(
+        functools.partial(model.init_params, cfg), model.param_axes(cfg), optimizer, 0, mesh
+    )
     sharding = batch_sharding(mesh, (data.batch_size, data.seq_len))
     loss_fn = functools.partial(sft_loss, chunk_size=recipe["train"]["chunk_size"])
     step = make_sft_step(cfg, optimizer, loss_fn, mesh=mesh, state_shardings=shardings, batch_sharding=sharding)

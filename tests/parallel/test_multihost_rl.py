@@ -46,30 +46,62 @@ WORKER = Path(__file__).with_name("multihost_rl_worker.py")
 STEPS, B, G = 3, 4, 4
 SIGTERM_STEP = 1  # process 1 of the two-process run gets SIGTERM as step index 1 (the second step) starts
 CHECKPOINT_EVERY = 5  # no interval save in the run: the first save of the two processes is the preemption's
-DETERMINISTIC = ("reward", "accuracy", "format_rate", "response_tokens", "context_tokens", "groups", "loss",
-                 "grad_norm", "entropy", "approx_kl", "ratio_mean", "ratio_max", "clip_frac_low", "clip_frac_high",
-                 "logp_mismatch")
+DETERMINISTIC = (
+    "reward",
+    "accuracy",
+    "format_rate",
+    "response_tokens",
+    "context_tokens",
+    "groups",
+    "loss",
+    "grad_norm",
+    "entropy",
+    "approx_kl",
+    "ratio_mean",
+    "ratio_max",
+    "clip_frac_low",
+    "clip_frac_high",
+    "logp_mismatch",
+)
 
 
-def launch(recipe: Path, out_dir: Path, first: int, total: int, devices: int, process: tuple[str, int, int] | None,
-           log: Path, sigterm: int = -1, cache: str = "jax_cache") -> subprocess.Popen:
+def launch(
+    recipe: Path,
+    out_dir: Path,
+    first: int,
+    total: int,
+    devices: int,
+    process: tuple[str, int, int] | None,
+    log: Path,
+    sigterm: int = -1,
+    cache: str = "jax_cache",
+) -> subprocess.Popen:
     """The worker in a new interpreter with `devices` CPU devices; `process` = (coordinator, count, id) or None.
     `cache`: its persistent compilation cache, under the recipe's directory."""
-    env = dict(fake_cpu_devices_env(devices), JAX_COMPILATION_CACHE_DIR=str(recipe.parent / cache),
-               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")  # a run resumed in the same cache reuses compiles
+    env = dict(
+        fake_cpu_devices_env(devices),
+        JAX_COMPILATION_CACHE_DIR=str(recipe.parent / cache),
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+    )  # a run resumed in the same cache reuses compiles
     if process is not None:
         address, count, index = process
         env.update(JAX_COORDINATOR_ADDRESS=address, JAX_NUM_PROCESSES=str(count), JAX_PROCESS_ID=str(index))
     with log.open("w") as f:  # a file: a pipe nobody reads while waiting on another process could fill up
-        return subprocess.Popen([sys.executable, str(WORKER), str(recipe), str(out_dir), str(first), str(total),
-                                 str(sigterm)], env=env, stdout=f, stderr=subprocess.STDOUT, text=True)
+        return subprocess.Popen(
+            [sys.executable, str(WORKER), str(recipe), str(out_dir), str(first), str(total), str(sigterm)],
+            env=env,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
 
 def report(proc: subprocess.Popen, log: Path) -> dict:
     """The worker's JSON report (its last line), once it has exited cleanly."""
     if proc.wait(timeout=600) != 0:
-        pytest.fail(f"{WORKER.name} {' '.join(proc.args[2:])} failed (exit {proc.returncode}):\n"
-                    f"{log.read_text()[-4000:]}")
+        pytest.fail(
+            f"{WORKER.name} {' '.join(proc.args[2:])} failed (exit {proc.returncode}):\n{log.read_text()[-4000:]}"
+        )
     return json.loads(log.read_text().strip().splitlines()[-1])
 
 
@@ -77,8 +109,15 @@ def report(proc: subprocess.Popen, log: Path) -> dict:
 def runs(tmp_path_factory) -> dict:
     """Both runs' worker reports, metric rows and episodes of each step (by step, then (group, sample))."""
     root = tmp_path_factory.mktemp("multihost_rl")
-    recipe = toy_recipe(write_toy(root / "toy", n_questions=12), root / "unused", steps=STEPS, batch_questions=B,
-                        group_size=G, checkpoint_every=CHECKPOINT_EVERY, episodes_every=1)
+    recipe = toy_recipe(
+        write_toy(root / "toy", n_questions=12),
+        root / "unused",
+        steps=STEPS,
+        batch_questions=B,
+        group_size=G,
+        checkpoint_every=CHECKPOINT_EVERY,
+        episodes_every=1,
+    )
     recipe["optimizer"]["total_steps"] = STEPS * recipe["rl"]["mini_batches"]  # the same schedule in every run
     recipe["engine"]["tensor"] = 1  # an engine replica per device
     path = root / "recipe.yaml"
@@ -89,19 +128,38 @@ def runs(tmp_path_factory) -> dict:
         processes, written to the cache by process 0 and read back by both in a later job, hang in their first
         collective (jax 0.10.2), so the resumed job compiles afresh."""
         address = f"localhost:{unused_port()}"
-        return {(name, p): launch(path, root / "two", first, STEPS, 1, (address, 2, p), root / f"{name}_{p}.log",
-                                  sigterm, cache=f"jax_cache_{name}") for p in range(2)}
+        return {
+            (name, p): launch(
+                path,
+                root / "two",
+                first,
+                STEPS,
+                1,
+                (address, 2, p),
+                root / f"{name}_{p}.log",
+                sigterm,
+                cache=f"jax_cache_{name}",
+            )
+            for p in range(2)
+        }
 
-    procs = {"one": launch(path, root / "one", STEPS, STEPS, 1, None, root / "one.log"),
-             "four": launch(path, root / "four", 1, STEPS, 4, None, root / "four.log"),
-             **two_processes("preempted", STEPS, SIGTERM_STEP)}
+    procs = {
+        "one": launch(path, root / "one", STEPS, STEPS, 1, None, root / "one.log"),
+        "four": launch(path, root / "four", 1, STEPS, 4, None, root / "four.log"),
+        **two_processes("preempted", STEPS, SIGTERM_STEP),
+    }
     reports = {}
     try:
         for key in [("preempted", 0), ("preempted", 1)]:
             reports[key] = report(procs[key], root / f"{key[0]}_{key[1]}.log")
         procs.update(two_processes("resumed", STEPS, -1))
-        reports.update({k: report(proc, root / (f"{k}.log" if isinstance(k, str) else f"{k[0]}_{k[1]}.log"))
-                        for k, proc in procs.items() if k not in reports})
+        reports.update(
+            {
+                k: report(proc, root / (f"{k}.log" if isinstance(k, str) else f"{k[0]}_{k[1]}.log"))
+                for k, proc in procs.items()
+                if k not in reports
+            }
+        )
     finally:  # a failed process leaves its peer waiting in a collective
         for proc in procs.values():
             if proc.poll() is None:
@@ -111,9 +169,12 @@ def runs(tmp_path_factory) -> dict:
     for name in ("one", "two", "four"):
         out[name] = {
             "rows": read_metrics(root / name / "metrics.jsonl"),
-            "episodes": {step: {(e.group, e.sample): e for e in
-                                read_episodes(root / name / "episodes" / f"step_{step:06d}.jsonl")}
-                         for step in range(1, STEPS + 1)},
+            "episodes": {
+                step: {
+                    (e.group, e.sample): e for e in read_episodes(root / name / "episodes" / f"step_{step:06d}.jsonl")
+                }
+                for step in range(1, STEPS + 1)
+            },
         }
     return out
 
@@ -218,8 +279,15 @@ def test_the_runs_change_the_params_alike(runs):
     lr, updates = recipe["optimizer"]["lr"], STEPS * recipe["rl"]["mini_batches"]
     n = B * G * recipe["rollout"]["max_context_tokens"]
     rounding, step_bound = updates * lr * n * 2.0**-24, 2 * lr * updates
-    flat = {name: np.concatenate([load_file(runs["root"] / name / "hf" / "model.safetensors")[k].astype(np.float64)
-                                  .ravel() for k in sorted(start)]) for name in ("one", "two", "four")}
+    flat = {
+        name: np.concatenate(
+            [
+                load_file(runs["root"] / name / "hf" / "model.safetensors")[k].astype(np.float64).ravel()
+                for k in sorted(start)
+            ]
+        )
+        for name in ("one", "two", "four")
+    }
     moved = np.abs(flat["one"] - np.concatenate([start[k].astype(np.float64).ravel() for k in sorted(start)]))
     assert (moved > 100 * rounding).sum() > 5 * FLIPPED  # training moved many elements far beyond the tolerance
     for name in ("two", "four"):
@@ -237,8 +305,12 @@ def test_process_shares_are_contiguous_disjoint_and_cover_the_groups(n, count):
 
 
 def test_a_lone_process_on_four_engine_replicas_splits_the_slots_and_matches_one_device(runs):
-    assert runs["reports"]["four"]["info"] == {"process_index": 0, "process_count": 1, "local_devices": 4,
-                                               "global_devices": 4}
+    assert runs["reports"]["four"]["info"] == {
+        "process_index": 0,
+        "process_count": 1,
+        "local_devices": 4,
+        "global_devices": 4,
+    }
     assert runs["reports"]["four"]["engine_k_spec"] == "P('data',)"  # one layer's slots over 4 engine replicas
     for step in range(1, STEPS + 1):
         four, one = runs["four"]["episodes"][step], runs["one"]["episodes"][step]

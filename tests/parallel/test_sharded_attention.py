@@ -26,8 +26,9 @@ DEVICE_BLOCK = 1 * 2 * 128 * 16  # the splash SFT / RL cases: q of 1 row, 2 head
 def report() -> dict:
     """The worker's JSON, run in a new interpreter that sees 8 CPU devices."""
     env = fake_cpu_devices_env(8)
-    proc = subprocess.run([sys.executable, str(WORKER)], env=env, capture_output=True, text=True, timeout=600,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, str(WORKER)], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     if proc.returncode != 0:
         pytest.fail(f"{WORKER.name} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -30,8 +30,9 @@ def run_on_8_cpu_devices(script: Path, arg_lists: list[list[str]], timeout: floa
     devices; return the JSON of each run's last stdout line."""
     env = fake_cpu_devices_env(8)  # tests/conftest.py's fast-compile XLA flags come along
     procs = [
-        subprocess.Popen([sys.executable, str(script), *args], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, str(script), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for args in arg_lists
     ]
     outputs = [p.communicate(timeout=timeout) for p in procs]
@@ -65,8 +66,12 @@ def test_params_and_adam_moments_have_the_rules_shardings(report, model_kind, me
     assert report[model_kind][mesh_name]["wrong_shardings"] == []
 
 
-AXIS_SIZES = {"data8": {"data": 8}, "fsdp8": {"fsdp": 8}, "mixed222": {"data": 2, "fsdp": 2, "tensor": 2},
-              "expert4_tensor2": {"tensor": 2, "expert": 4}}
+AXIS_SIZES = {
+    "data8": {"data": 8},
+    "fsdp8": {"fsdp": 8},
+    "mixed222": {"data": 2, "fsdp": 2, "tensor": 2},
+    "expert4_tensor2": {"tensor": 2, "expert": 4},
+}
 
 
 @pytest.mark.parametrize("model_kind, mesh_name", CASES)
@@ -92,8 +97,12 @@ def test_default_chunked_loss_equals_full_logits_nll(report):
 
 def test_shardings_follow_the_table(report):
     dense = report["dense"]
-    assert set(dense["data8"]["specs"].values()) <= {"P(None,)", "P(None, None)", "P(None, None, None)",
-                                                     "P(None, None, None, None)"}  # data parallel: replicated
+    assert set(dense["data8"]["specs"].values()) <= {
+        "P(None,)",
+        "P(None, None)",
+        "P(None, None, None)",
+        "P(None, None, None, None)",
+    }  # data parallel: replicated
     assert dense["fsdp8"]["specs"]["['embed']"] == "P(None, 'fsdp')"
     mixed = dense["mixed222"]["specs"]
     assert mixed["['embed']"] == "P('tensor', 'fsdp')"  # [vocab, embed]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
-from jax.sharding import AbstractMesh, PartitionSpec as P
+from jax.sharding import AbstractMesh
+from jax.sharding import PartitionSpec as P
 
 from jaxseeker.parallel import (
     DEFAULT_RULES,
@@ -53,12 +54,15 @@ def test_rows_split_along_the_sequence_over_context_and_residuals_over_tensor_to
     assert logical_to_spec(("batch", "seq"), DEFAULT_RULES, MESH_CONTEXT, (4, 64)) == P("data", "context")
     # between layers the residual stream is split over context and tensor (sequence parallelism)
     assert logical_to_spec(("batch", "residual_seq", None), DEFAULT_RULES, MESH_CONTEXT, (4, 64, 32)) == P(
-        "data", ("context", "tensor"), None)
+        "data", ("context", "tensor"), None
+    )
     assert logical_to_spec(("batch", "residual_seq", None), DEFAULT_RULES, MESH_222, (4, 64, 32)) == P(
-        ("data", "fsdp"), "tensor", None)
+        ("data", "fsdp"), "tensor", None
+    )
     # the KV cache's slots too: [layers, batch, seq, kv_heads, head_dim]
-    assert logical_to_spec(("layers", "batch", "seq", "kv_heads", "head_dim"), DEFAULT_RULES, MESH_CONTEXT,
-                           (2, 4, 64, 2, 16)) == P(None, "data", "context", "tensor", None)
+    assert logical_to_spec(
+        ("layers", "batch", "seq", "kv_heads", "head_dim"), DEFAULT_RULES, MESH_CONTEXT, (2, 4, 64, 2, 16)
+    ) == P(None, "data", "context", "tensor", None)
 
 
 def test_a_mesh_axis_may_shard_one_dimension_only():

@@ -19,6 +19,8 @@ def test_until_stops_after_that_stage_and_a_name_the_config_lacks_is_one_line(tm
     stages = pipeline_config(read_recipe(CONFIGS_DIR / "demo.yaml", []), quick=True).stages()
     with pytest.raises(SystemExit) as exit_:
         main(["pipeline", "--quick", "--until", "rl_round2", "--out", str(tmp_path / "other")])
-    assert str(exit_.value.code) == (f"jaxseeker pipeline: --until 'rl_round2' is not a stage of "
-                                     f"{CONFIGS_DIR / 'demo.yaml'}; one of {', '.join(stages)}")
+    assert str(exit_.value.code) == (
+        f"jaxseeker pipeline: --until 'rl_round2' is not a stage of "
+        f"{CONFIGS_DIR / 'demo.yaml'}; one of {', '.join(stages)}"
+    )
     assert not (tmp_path / "other").exists()  # ended before the run started

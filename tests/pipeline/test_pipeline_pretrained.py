@@ -27,12 +27,22 @@ def pretrained(tmp_path_factory):
 @pytest.fixture(scope="module")
 def run(pretrained, tmp_path_factory):
     """The whole pipeline from that model, with one short step of policy-gradient RL."""
-    recipe = {"name": "p", "world": WORLD, "qa": {"recipes": {"e2hqa": 60}, "n_test": 4, "n_rl": 4},
-              "expert": {"tries": 1}, "policy": {"init": str(pretrained), "steps": 2, "seq_len": 4096, "batch_size": 1},
-              # the tokenizer knows only the pages: tool calls and thoughts take many tokens
-              "eval": {"slots": 4, "max_context": 6144, "max_tool_calls": 8, "max_tokens_per_turn": 256,
-                       "fresh_questions": 2},
-              "rl": {"steps": 1, "group_size": 2, "questions_per_step": 2}}
+    recipe = {
+        "name": "p",
+        "world": WORLD,
+        "qa": {"recipes": {"e2hqa": 60}, "n_test": 4, "n_rl": 4},
+        "expert": {"tries": 1},
+        "policy": {"init": str(pretrained), "steps": 2, "seq_len": 4096, "batch_size": 1},
+        # the tokenizer knows only the pages: tool calls and thoughts take many tokens
+        "eval": {
+            "slots": 4,
+            "max_context": 6144,
+            "max_tool_calls": 8,
+            "max_tokens_per_turn": 256,
+            "fresh_questions": 2,
+        },
+        "rl": {"steps": 1, "group_size": 2, "questions_per_step": 2},
+    }
     cfg = pipeline_config(recipe)
     root = tmp_path_factory.mktemp("run")
     return cfg, root, run_pipeline(cfg, root, progress=False)
@@ -48,7 +58,8 @@ def test_a_pretrained_policy_brings_its_tokenizer_and_is_measured_before_sft(pre
     base = [json.loads(line) for line in (root / "eval_base" / "results.jsonl").open()]
     assert sorted(r["question_id"] for r in base) == sorted(
         [json.loads(line)["id"] for line in (root / "qa" / "test.jsonl").open()]
-        + [json.loads(line)["id"] for line in (root / "qa_fresh" / "test.jsonl").open()])
+        + [json.loads(line)["id"] for line in (root / "qa_fresh" / "test.jsonl").open()]
+    )
     done = json.loads((root / "eval_base" / "done.json").read_text())["metrics"]
     assert done["questions"] == cfg.qa.n_test + cfg.eval.fresh_questions == 6
     sft = json.loads((root / "eval_sft" / "done.json").read_text())["metrics"]
@@ -61,8 +72,10 @@ def test_the_expert_counts_context_with_the_policys_own_tokenizer(pretrained, ru
     from jaxseeker.data.chat import tokenize_chat
 
     tok = load_tokenizer(pretrained)
-    lengths = [len(tokenize_chat(json.loads(line)["messages"], tok)[0]) for line in
-               (root / "expert" / "trajectories.jsonl").open()]
+    lengths = [
+        len(tokenize_chat(json.loads(line)["messages"], tok)[0])
+        for line in (root / "expert" / "trajectories.jsonl").open()
+    ]
     assert lengths and max(lengths) <= cfg.eval.max_context  # the eval's own limit, in the policy's tokens
 
 
@@ -70,7 +83,9 @@ def test_the_report_sets_sft_against_the_zero_shot_policy(run):
     cfg, root, report = run
     change = report["sft_change"]
     assert change["questions"] == 6
-    assert change["delta_pass_at_1"] == pytest.approx(report["eval_sft"]["pass_at_1"] - report["eval_base"]["pass_at_1"])
+    assert change["delta_pass_at_1"] == pytest.approx(
+        report["eval_sft"]["pass_at_1"] - report["eval_base"]["pass_at_1"]
+    )
     md = (root / "report.md").read_text()
     assert "| zero-shot |" in md and "| after SFT |" in md
     assert "SFT (against the zero-shot policy) changed" in md

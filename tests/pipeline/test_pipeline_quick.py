@@ -33,8 +33,18 @@ def go_on_from(before_rl, tmp_path):
 
 def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     cfg = pipeline_config({"name": "t"}, quick=True)
-    assert cfg.stages() == ("qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft", "rl",
-                            "eval_rl")
+    assert cfg.stages() == (
+        "qa",
+        "qa_fresh",
+        "expert",
+        "tokenizer",
+        "warmup",
+        "sft",
+        "extend",
+        "eval_sft",
+        "rl",
+        "eval_rl",
+    )
     with pytest.raises(ValueError, match="until: 'rl_round2' is not a stage of this config; one of"):
         run_pipeline(cfg, tmp_path, until="rl_round2")
     upstream, report_so_far = before_rl
@@ -42,7 +52,8 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     assert "| after SFT |" in (upstream / "report.md").read_text() and "plots/sft_loss.png" in report_so_far["plots"]
     report = run_pipeline(cfg, go_on_from(before_rl, tmp_path), progress=False)  # goes on from there
     assert {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft"} == set(
-        report["reused_stages"])
+        report["reused_stages"]
+    )
     assert report["qa"]["test"] == cfg.qa.n_test and report["qa"]["train"] > 0
     assert report["expert"]["trajectories"] > 0.5 * report["qa"]["train"]
     assert report["expert"]["untrained_turns"] > 0  # slipped searches, kept in the context out of the loss
@@ -52,9 +63,15 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     assert warmup["steps"] == cfg.policy.copy_warmup_steps == 4 and warmup["first_loss"] == warmup["final_loss"] > 0
     pool = {line.split("\t")[1] for line in (tmp_path / "sft" / "name_pool.tsv").read_text().splitlines()}
     world = build_world(cfg.world.source, size=cfg.world.size, seed=cfg.world.seed)
-    held_out = {world.entities[i].name for f in ("test", "rl") for line in (tmp_path / "qa" / f"{f}.jsonl").open()
-                for i in json.loads(line)["meta"]["entities"]}
-    first_calls = [json.loads(line)["messages"][2]["content"] for line in (tmp_path / "expert" / "trajectories.jsonl").open()]
+    held_out = {
+        world.entities[i].name
+        for f in ("test", "rl")
+        for line in (tmp_path / "qa" / f"{f}.jsonl").open()
+        for i in json.loads(line)["meta"]["entities"]
+    }
+    first_calls = [
+        json.loads(line)["messages"][2]["content"] for line in (tmp_path / "expert" / "trajectories.jsonl").open()
+    ]
     assert len(pool) > 100 and held_out and not held_out & pool  # SFT renames with names no test question is about
     # the first call searches the question's first name unless the expert detours or slips (rates 0.2 and 0.2:
     # about two thirds of the trajectories); over ~100 of them the share lies well above one half
@@ -72,8 +89,12 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     assert len(drawn) == cfg.rl.train_questions == 4 and set(drawn) <= set(train)  # RL pool: RL split + these
     fresh = [json.loads(line) for line in (tmp_path / "rl" / "fresh_questions.jsonl").open()]
     hubs = set(world.ids_of_type("country"))
-    seen = {i for f in ("train", "rl", "test") for line in (tmp_path / "qa" / f"{f}.jsonl").open()
-            for i in json.loads(line)["meta"]["entities"]} - hubs
+    seen = {
+        i
+        for f in ("train", "rl", "test")
+        for line in (tmp_path / "qa" / f"{f}.jsonl").open()
+        for i in json.loads(line)["meta"]["entities"]
+    } - hubs
     assert len(fresh) == cfg.rl.fresh_questions == 4 and not any(set(r["meta"]["entities"]) & seen for r in fresh)
     assert all(r["id"].startswith("fresh-") for r in fresh)  # questions on entities no split holds
     held_out = [json.loads(line) for line in (tmp_path / "qa_fresh" / "test.jsonl").open()]
@@ -89,7 +110,9 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     held_out_n = cfg.qa.n_test + cfg.eval.fresh_questions  # every eval asks the test split and the fresh set
     assert report["eval_sft"]["questions"] == held_out_n
     assert {name: s["questions"] for name, s in report["eval_sft"]["by_set"].items()} == {
-        "test": cfg.qa.n_test, "fresh": cfg.eval.fresh_questions}
+        "test": cfg.qa.n_test,
+        "fresh": cfg.eval.fresh_questions,
+    }
     change = report["rl_change"]  # RL's effect question by question, with a sign test
     assert change["questions"] == held_out_n == sum(lvl["questions"] for lvl in change["by_level"].values())
     assert change["delta_pass_at_1"] == pytest.approx(report["eval_rl"]["pass_at_1"] - report["eval_sft"]["pass_at_1"])
@@ -98,12 +121,21 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     saved = json.loads((tmp_path / "report.json").read_text())
     assert saved["eval_sft"] == report["eval_sft"]
     markdown = (tmp_path / "report.md").read_text()
-    assert markdown.startswith("# jaxseeker pipeline") and f"{change['gained']} gained, {change['lost']} lost" in markdown
+    assert (
+        markdown.startswith("# jaxseeker pipeline") and f"{change['gained']} gained, {change['lost']} lost" in markdown
+    )
     assert f"95% CI {100 * change['ci95'][0]:+.1f} to {100 * change['ci95'][1]:+.1f}" in markdown
-    assert f"RL (against the SFT policy) changed {change['gained'] + change['lost']} of {held_out_n} held-out" in markdown
+    assert (
+        f"RL (against the SFT policy) changed {change['gained'] + change['lost']} of {held_out_n} held-out" in markdown
+    )
     assert "| policy | pass@1 | pass@k | invalid | test pass@1 | fresh pass@1 |" in markdown
-    assert set(report["plots"]) == {"plots/sft_loss.png", "plots/extend_loss.png", "plots/rl_curves.png",
-                                    "plots/tool_calls_sft.png", "plots/tool_calls_rl.png"}
+    assert set(report["plots"]) == {
+        "plots/sft_loss.png",
+        "plots/extend_loss.png",
+        "plots/rl_curves.png",
+        "plots/tool_calls_sft.png",
+        "plots/tool_calls_rl.png",
+    }
     for png in report["plots"]:
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in markdown
     again = run_pipeline(cfg, tmp_path, progress=False)
@@ -162,15 +194,20 @@ def stand_in_for_the_expert(rollouts, expert, round_):
 
 
 def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(before_rl, tmp_path):
-    cfg = pipeline_config({"name": "t", "rl": {"method": "rft", "rft_rounds": 2, "rft_unlikelihood": 0.5,
-                                               "rft_seeds": 2}}, quick=True)
+    cfg = pipeline_config(
+        {"name": "t", "rl": {"method": "rft", "rft_rounds": 2, "rft_unlikelihood": 0.5, "rft_seeds": 2}}, quick=True
+    )
     go_on_from(before_rl, tmp_path)  # the RL keys are not the upstream stages' inputs
     pool = cfg.qa.n_rl + cfg.rl.train_questions + cfg.rl.fresh_questions
     episodes = pool * cfg.rl.group_size
-    with pytest.raises(RuntimeError, match=f"round 1\\): none of the {episodes} rollouts of {pool} questions was right"):
+    with pytest.raises(
+        RuntimeError, match=f"round 1\\): none of the {episodes} rollouts of {pool} questions was right"
+    ):
         run_pipeline(cfg, tmp_path, progress=False)  # the 12-step quick policy answers nothing
     rollouts = tmp_path / "rl" / "rollouts" / "results.jsonl"
-    assert {json.loads(line)["round"] for line in rollouts.open()} == {0, 1} and len(rollouts.read_text().splitlines()) == episodes
+    assert {json.loads(line)["round"] for line in rollouts.open()} == {0, 1} and len(
+        rollouts.read_text().splitlines()
+    ) == episodes
     # A better policy stands in: the first rollout of each training question of the pool answers as the expert did.
     expert = {t["question"]: t for t in map(json.loads, (tmp_path / "expert" / "trajectories.jsonl").open())}
     right = stand_in_for_the_expert(rollouts, expert, 0)
@@ -182,17 +219,22 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(b
     rejected = [json.loads(line) for line in (tmp_path / "rl" / "rejected.jsonl").open()]
     assert rejected and all(-1 in [m.get("weight") for m in t["messages"]] for t in rejected)
     recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
-    assert recipe["train"]["train_files"] == [str(tmp_path / "rl" / name) for name in ("trajectories.jsonl", "rejected.jsonl")]
+    assert recipe["train"]["train_files"] == [
+        str(tmp_path / "rl" / name) for name in ("trajectories.jsonl", "rejected.jsonl")
+    ]
     assert recipe["data"]["unlikelihood_weight"] == 0.5
     assert recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf") and recipe["train"]["steps"] == cfg.rl.steps
     assert recipe["data"]["seq_len"] == cfg.eval.max_context and recipe["optimizer"]["lr"] == cfg.rl.lr
     # rft_seeds 2: a second fine-tune on its own data order under seeds/2; the policy is the two's weight mean.
-    second_seed = json.loads(next((tmp_path / "rl" / "seeds" / "2" / "checkpoints").glob("*/config/metadata")).read_text())
+    second_seed = json.loads(
+        next((tmp_path / "rl" / "seeds" / "2" / "checkpoints").glob("*/config/metadata")).read_text()
+    )
     assert (recipe["data"]["seed"], second_seed["data"]["seed"]) == (2, 12)
     assert second_seed["train"]["train_files"] == recipe["train"]["train_files"]
     assert (recipe["name"], second_seed["name"]) == (f"{cfg.name}-rl", f"{cfg.name}-rl-seeds-2")
-    one, two, mean = (load_file(tmp_path / "rl" / path / "model.safetensors")
-                      for path in ("seeds/1/hf", "seeds/2/hf", "hf"))
+    one, two, mean = (
+        load_file(tmp_path / "rl" / path / "model.safetensors") for path in ("seeds/1/hf", "seeds/2/hf", "hf")
+    )
     assert not np.allclose(one["model.norm.weight"], two["model.norm.weight"])
     for key in one:
         np.testing.assert_allclose(mean[key], (one[key] + two[key]) / 2, atol=1e-6)
@@ -225,7 +267,8 @@ def test_the_report_says_how_many_trajectory_draws_sft_cut():
     report = {"name": "x", "sft": {"final_loss": 0.4, "eval_loss": 0.3, "truncated": 650, "seq_len": 1024}}
     assert "eval loss 0.3000; 650 trajectory draws cut at 1024 tokens (their ends never trained)." in markdown(report)
     assert "SFT: final loss 2.5797, eval loss 0.3000." in markdown(
-        {"name": "x", "sft": {"final_loss": 2.5796661376953125, "eval_loss": 0.3, "truncated": 0}})
+        {"name": "x", "sft": {"final_loss": 2.5796661376953125, "eval_loss": 0.3, "truncated": 0}}
+    )
     extended = {**report, "extend": {"final_loss": 0.2, "eval_loss": None, "truncated": 0, "seq_len": 2048}}
     assert "Context extension (rows of 2048 tokens): final loss 0.2000, eval loss —." in markdown(extended)
 
@@ -234,10 +277,19 @@ def test_rft_rounds_are_reported_and_plotted_end_to_end(tmp_path):
     for stage, losses in (("rl", [0.5, 0.4]), ("rl_round2", [0.3, 0.2])):
         (tmp_path / stage).mkdir()
         (tmp_path / stage / "metrics.jsonl").write_text(
-            "".join(json.dumps({"step": 3 * (i + 1), "loss": x}) + "\n" for i, x in enumerate(losses)))
+            "".join(json.dumps({"step": 3 * (i + 1), "loss": x}) + "\n" for i, x in enumerate(losses))
+        )
     assert [(r["step"], r["loss"]) for r in rl_metrics(tmp_path, ["rl", "rl_round2"])] == [
-        (3, 0.5), (6, 0.4), (9, 0.3), (12, 0.2)]  # round 2's steps follow round 1's
-    assert rl_stages({"rl_round10": {}, "rl": {}, "rl_round2": {}, "rl_change": {}}) == ["rl", "rl_round2", "rl_round10"]
+        (3, 0.5),
+        (6, 0.4),
+        (9, 0.3),
+        (12, 0.2),
+    ]  # round 2's steps follow round 1's
+    assert rl_stages({"rl_round10": {}, "rl": {}, "rl_round2": {}, "rl_change": {}}) == [
+        "rl",
+        "rl_round2",
+        "rl_round10",
+    ]
     assert ("rft_loss.png", dict(PLOTS)["rft_loss.png"]) in write_plots(tmp_path, ["rl", "rl_round2"])
 
 
@@ -263,9 +315,13 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"eval": {"prompt": "short"}})
     with pytest.raises(RecipeError, match=r"eval.temperature must be >= 0 and eval.top_p in \(0, 1\], got 0.5 and 0.0"):
         pipeline_config({"eval": {"temperature": 0.5, "top_p": 0.0}})
-    with pytest.raises(RecipeError, match="eval.k is 4 with eval.temperature 0: greedy decoding .* repeats one rollout 4"):
+    with pytest.raises(
+        RecipeError, match="eval.k is 4 with eval.temperature 0: greedy decoding .* repeats one rollout 4"
+    ):
         pipeline_config({"eval": {"k": 4}})
-    with pytest.raises(RecipeError, match=r"policy.tokenizer_split must be one of \['names', 'numbers', 'qwen2'\], got 'bpe'"):
+    with pytest.raises(
+        RecipeError, match=r"policy.tokenizer_split must be one of \['names', 'numbers', 'qwen2'\], got 'bpe'"
+    ):
         pipeline_config({"policy": {"tokenizer_split": "bpe"}})
     with pytest.raises(RecipeError, match=r"policy.copy_warmup_layers must lie in \[0, num_layers=4\], got 6"):
         pipeline_config({"policy": {"copy_warmup_layers": 6}})
@@ -287,7 +343,10 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"rl": {"negative_weight": -0.5}})
     with pytest.raises(RecipeError, match="rl.kl_coef must be >= 0, got -1"):
         pipeline_config({"rl": {"kl_coef": -1}})
-    with pytest.raises(RecipeError, match=r"rl.reward must be one of \['evidence', 'webdancer', 'webexplorer', 'websailor', 'webseer'\]"):
+    with pytest.raises(
+        RecipeError,
+        match=r"rl.reward must be one of \['evidence', 'webdancer', 'webexplorer', 'websailor', 'webseer'\]",
+    ):
         pipeline_config({"rl": {"reward": "accuracy"}})
     with pytest.raises(RecipeError, match="rl.advantage: unknown advantage 'gae'; known names: dr_grpo, grpo, rloo"):
         pipeline_config({"rl": {"advantage": "gae"}})
@@ -299,12 +358,18 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"rl": {"method": "ppo"}})
     with pytest.raises(RecipeError, match="rl.rft_per_question must be >= 1, got 0"):
         pipeline_config({"rl": {"method": "rft", "rft_per_question": 0}})
-    with pytest.raises(RecipeError, match="rl.rft_rounds must be >= 1, and above 1 only with rl.method rft; got 2 with 'pg'"):
+    with pytest.raises(
+        RecipeError, match="rl.rft_rounds must be >= 1, and above 1 only with rl.method rft; got 2 with 'pg'"
+    ):
         pipeline_config({"rl": {"rft_rounds": 2}})
     assert pipeline_config({"rl": {"method": "rft", "rft_rounds": 3}}).rl.stages() == ("rl", "rl_round2", "rl_round3")
-    with pytest.raises(RecipeError, match="rl.rft_unlikelihood must be >= 0, and above 0 only with rl.method rft; got 1.0"):
+    with pytest.raises(
+        RecipeError, match="rl.rft_unlikelihood must be >= 0, and above 0 only with rl.method rft; got 1.0"
+    ):
         pipeline_config({"rl": {"rft_unlikelihood": 1.0}})
-    with pytest.raises(RecipeError, match="rl.rft_seeds must be >= 1, and above 1 only with rl.method rft; got 4 with 'pg'"):
+    with pytest.raises(
+        RecipeError, match="rl.rft_seeds must be >= 1, and above 1 only with rl.method rft; got 4 with 'pg'"
+    ):
         pipeline_config({"rl": {"rft_seeds": 4}})
 
 

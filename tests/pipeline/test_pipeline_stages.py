@@ -12,6 +12,7 @@ def _stage(calls):
         calls.append(sorted(p.name for p in out.iterdir()))
         (out / "checkpoint").write_text("partial")
         return {"n": len(calls)}
+
     return fn
 
 

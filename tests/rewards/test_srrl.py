@@ -21,7 +21,10 @@ def test_feedback_text():
 def test_submit_feedback_scores_against_the_question_s_answer_or_its_aliases():
     feedback = submit_feedback("Marie Curie", threshold=0.6)
     assert [feedback(a) for a in ("Pierre Curie", "Curie", "marie curie")] == [
-        "Incorrect! The F1 score is 0.50.", "Correct! The F1 score is 0.67.", "Correct! The F1 score is 1.00."]
+        "Incorrect! The F1 score is 0.50.",
+        "Correct! The F1 score is 0.67.",
+        "Correct! The F1 score is 1.00.",
+    ]
     aliases = submit_feedback('["Marie Curie", "Maria Skłodowska"]', threshold=0.8)  # a JSON list of aliases
     assert aliases("Maria Skłodowska") == "Correct! The F1 score is 1.00."
     with pytest.raises(ValueError, match="no reference 'answer'"):

@@ -11,8 +11,10 @@ from jaxseeker.serve import EngineShape
 MODEL_NAME = "tiny-policy"
 # One engine shape for every test (and for generate's reference engine): compiled once per process.
 SHAPE = EngineShape(slots=4, max_len=128, steps_per_call=4, prefill_chunk=128, min_window=128, max_queue=64)
-WORDS = ("river town bridge arches founded weaver glass village chapel north south long short blue "
-         "question answer search visit page year people water stone").split()
+WORDS = (
+    "river town bridge arches founded weaver glass village chapel north south long short blue "
+    "question answer search visit page year people water stone"
+).split()
 
 
 def sentences(n: int, seed: int = 0) -> list[str]:
@@ -29,9 +31,20 @@ def save_tiny_policy(out: Path) -> Path:
 
     torch.manual_seed(0)
     config = transformers.Qwen3Config(
-        vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, max_position_embeddings=512, initializer_range=0.15,
-        rope_theta=1e6, tie_word_embeddings=True, bos_token_id=None, eos_token_id=None, pad_token_id=0,
+        vocab_size=512,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=512,
+        initializer_range=0.15,
+        rope_theta=1e6,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=0,
     )
     transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").save_pretrained(out)
     train_tokenizer(sentences(200), 400, out)

@@ -24,7 +24,10 @@ def test_each_row_samples_as_sample_does_with_its_own_config():
     for seed in range(2):
         keys = row_keys(seed, jnp.arange(len(ROWS)), jnp.zeros(len(ROWS), jnp.int32))
         tokens, logprobs = jax.jit(sample_rows)(
-            logits, keys, jnp.asarray([c.temperature for c in ROWS]), jnp.asarray([c.top_p for c in ROWS]),
+            logits,
+            keys,
+            jnp.asarray([c.temperature for c in ROWS]),
+            jnp.asarray([c.top_p for c in ROWS]),
             jnp.asarray([c.top_k for c in ROWS]),
         )
         for i, config in enumerate(ROWS):
@@ -44,8 +47,15 @@ def test_per_row_seeds_are_the_scalar_seed_broadcast():
 
 def _engine(policy) -> Engine:
     cfg, params, _ = policy
-    return Engine(params, cfg, slots=SHAPE.slots, max_len=SHAPE.max_len, steps_per_call=SHAPE.steps_per_call,
-                  prefill_chunk=SHAPE.prefill_chunk, min_window=SHAPE.min_window)
+    return Engine(
+        params,
+        cfg,
+        slots=SHAPE.slots,
+        max_len=SHAPE.max_len,
+        steps_per_call=SHAPE.steps_per_call,
+        prefill_chunk=SHAPE.prefill_chunk,
+        min_window=SHAPE.min_window,
+    )
 
 
 def _run(engine: Engine, requests: list[tuple[str, list[int], SamplingConfig | None]], n: int) -> dict[str, list[int]]:
@@ -64,8 +74,15 @@ def test_a_seeded_request_draws_the_same_tokens_in_any_slot_next_to_greedy_ones(
     seeded = SamplingConfig(temperature=1.0, top_p=0.9, seed=7)
     alone = _run(engine, [("a", [5, 6, 7], seeded)], 12)["a"]
     greedy_alone = _run(engine, [("g", [9, 8, 7, 6], None)], 12)["g"]  # the engine's own (static) greedy path
-    mixed = _run(engine, [("g", [9, 8, 7, 6], None), ("other", [1, 2], SamplingConfig(temperature=1.0, seed=1)),
-                          ("b", [5, 6, 7], seeded)], 12)
+    mixed = _run(
+        engine,
+        [
+            ("g", [9, 8, 7, 6], None),
+            ("other", [1, 2], SamplingConfig(temperature=1.0, seed=1)),
+            ("b", [5, 6, 7], seeded),
+        ],
+        12,
+    )
     assert mixed["b"] == alone, "same seed, another id and slot: the same tokens"
     assert mixed["g"] == greedy_alone, "greedy rows of a per-row call equal the static greedy path"
     reseeded = _run(engine, [("c", [5, 6, 7], SamplingConfig(temperature=1.0, top_p=0.9, seed=8))], 12)["c"]

@@ -34,13 +34,25 @@ def test_greedy_chat_and_completions_equal_generate(client, policy):
     chat_prompt = render_generation_prompt(MESSAGES, tokenizer).tolist()
     text_prompt = "The bridge of the river town"
     prompts = [chat_prompt, tokenizer(text_prompt, add_special_tokens=False)["input_ids"]]
-    want = generate(params, cfg, prompts, max_new_tokens=24, eos_ids=eos_ids(tokenizer), slots=SHAPE.slots,
-                    steps_per_call=SHAPE.steps_per_call)
+    want = generate(
+        params,
+        cfg,
+        prompts,
+        max_new_tokens=24,
+        eos_ids=eos_ids(tokenizer),
+        slots=SHAPE.slots,
+        steps_per_call=SHAPE.steps_per_call,
+    )
     expected = []
     for result in want:
         ended = result.reason == "eos"
-        expected.append((_decode(tokenizer, result.tokens[:-1] if ended else result.tokens),
-                         "stop" if ended else "length", len(result.tokens)))
+        expected.append(
+            (
+                _decode(tokenizer, result.tokens[:-1] if ended else result.tokens),
+                "stop" if ended else "length",
+                len(result.tokens),
+            )
+        )
     assert len(set(want[1].tokens)) > 4, "a constant continuation would make the comparison vacuous"
 
     chat = client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=24, temperature=0)
@@ -57,8 +69,16 @@ def test_greedy_chat_and_completions_equal_generate(client, policy):
 
 def test_streamed_chat_equals_the_plain_answer(client):
     plain = client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=20, temperature=0)
-    chunks = list(client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=20, temperature=0,
-                                                 stream=True, stream_options={"include_usage": True}))
+    chunks = list(
+        client.chat.completions.create(
+            model=MODEL_NAME,
+            messages=MESSAGES,
+            max_tokens=20,
+            temperature=0,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
     assert chunks[0].choices[0].delta.role == "assistant"
     content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert content == plain.choices[0].message.content
@@ -68,11 +88,17 @@ def test_streamed_chat_equals_the_plain_answer(client):
 
 
 def test_a_stop_sequence_cuts_plain_and_streamed_text(client):
-    kw = {"model": MODEL_NAME, "prompt": "The glass village", "max_tokens": 40, "temperature": 0,
-          "extra_body": {"ignore_eos": True}}
+    kw = {
+        "model": MODEL_NAME,
+        "prompt": "The glass village",
+        "max_tokens": 40,
+        "temperature": 0,
+        "extra_body": {"ignore_eos": True},
+    }
     full = client.completions.create(**kw).choices[0].text
-    stop = next(full[i : i + 3] for i in range(4, len(full) - 3) if full.find(full[i : i + 3]) == i
-                and full[i : i + 3].strip())
+    stop = next(
+        full[i : i + 3] for i in range(4, len(full) - 3) if full.find(full[i : i + 3]) == i and full[i : i + 3].strip()
+    )
     cut = full[: full.index(stop)]
     plain = client.completions.create(**kw, stop=[stop, "never-sampled"]).choices[0]
     assert (plain.text, plain.finish_reason) == (cut, "stop")
@@ -107,8 +133,14 @@ def test_32_concurrent_clients_are_all_answered(client, server):
 
 def test_a_client_leaving_mid_stream_frees_its_slot(server):
     before = httpx.get(server.url + "/health").json().get("cancelled", 0)
-    body = {"model": MODEL_NAME, "prompt": "The river", "max_tokens": 120, "temperature": 1.0, "stream": True,
-            "ignore_eos": True}
+    body = {
+        "model": MODEL_NAME,
+        "prompt": "The river",
+        "max_tokens": 120,
+        "temperature": 1.0,
+        "stream": True,
+        "ignore_eos": True,
+    }
     with httpx.Client(base_url=server.url, timeout=60) as http, http.stream("POST", "/v1/completions", json=body) as r:
         lines = r.iter_lines()
         first = next(line for line in lines if line.startswith("data: "))
@@ -120,8 +152,11 @@ def test_a_client_leaving_mid_stream_frees_its_slot(server):
 
 
 def test_errors_are_shaped_as_openai_does(client, server):
-    r = httpx.post(server.url + "/v1/chat/completions", content=b'{"model": "tiny-policy", "messages": [',
-                   headers={"content-type": "application/json"})
+    r = httpx.post(
+        server.url + "/v1/chat/completions",
+        content=b'{"model": "tiny-policy", "messages": [',
+        headers={"content-type": "application/json"},
+    )
     assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
     assert "not valid JSON" in r.json()["error"]["message"]
     r = httpx.post(server.url + "/v1/completions", json=[1, 2])
@@ -145,8 +180,9 @@ def test_errors_are_shaped_as_openai_does(client, server):
 
 def test_hostile_bodies_get_openai_errors_and_leave_the_engine_serving(server):
     def post(body: bytes) -> httpx.Response:
-        return httpx.post(server.url + "/v1/completions", content=body, headers={"content-type": "application/json"},
-                          timeout=60)
+        return httpx.post(
+            server.url + "/v1/completions", content=body, headers={"content-type": "application/json"}, timeout=60
+        )
 
     for body in (b"[" * 100_000 + b"]" * 100_000, b'{"model": "tiny-policy", "seed": ' + b"7" * 5000 + b"}"):
         r = post(body)  # too deep for the JSON parser; an integer too long for Python to read
@@ -156,7 +192,10 @@ def test_hostile_bodies_get_openai_errors_and_leave_the_engine_serving(server):
     r = post(b'{"model": "tiny-policy", "prompt": "The river \\udc00", "max_tokens": 2}')
     assert r.status_code == 400 and r.json()["error"]["param"] == "prompt"
     # a top_k beyond the engine's int32 keeps every token, like any top_k above the vocabulary
-    r = httpx.post(server.url + "/v1/completions", timeout=60,
-                   json={"model": MODEL_NAME, "prompt": "The river", "max_tokens": 2, "top_k": 10**12})
+    r = httpx.post(
+        server.url + "/v1/completions",
+        timeout=60,
+        json={"model": MODEL_NAME, "prompt": "The river", "max_tokens": 2, "top_k": 10**12},
+    )
     assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] in ("length", "stop")
     assert httpx.get(server.url + "/health").json()["status"] == "ok"

@@ -40,17 +40,31 @@ def _still_serving(server) -> None:
     assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] in ("length", "stop")
 
 
-@pytest.mark.parametrize(("messages", "param", "says"), [
-    ([MESSAGES[0], "hi"], "messages[1]", "expected an object with 'role' and 'content', got a string"),
-    ([{"role": "wizard", "content": "hi"}], "messages[0].role", "expected one of ['system', 'developer'"),
-    ([{"content": "hi"}], "messages[0].role", "got None"),
-    ([MESSAGES[0], {"role": "assistant", "content": "ok"}, {"role": "user", "content": 7}], "messages[2].content",
-     "expected a string or a list of text parts, got an integer"),
-    ([{"role": "user", "content": {"text": "hi"}}], "messages[0].content", "got an object"),
-    ([{"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {"url": "x"}}]}],
-     "messages[0].content[1]", "got a 'image_url' part"),
-    ([{"role": "user", "content": ["hi"]}], "messages[0].content[0]", "got a string"),
-])
+@pytest.mark.parametrize(
+    ("messages", "param", "says"),
+    [
+        ([MESSAGES[0], "hi"], "messages[1]", "expected an object with 'role' and 'content', got a string"),
+        ([{"role": "wizard", "content": "hi"}], "messages[0].role", "expected one of ['system', 'developer'"),
+        ([{"content": "hi"}], "messages[0].role", "got None"),
+        (
+            [MESSAGES[0], {"role": "assistant", "content": "ok"}, {"role": "user", "content": 7}],
+            "messages[2].content",
+            "expected a string or a list of text parts, got an integer",
+        ),
+        ([{"role": "user", "content": {"text": "hi"}}], "messages[0].content", "got an object"),
+        (
+            [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": "hi"}, {"type": "image_url", "image_url": {"url": "x"}}],
+                }
+            ],
+            "messages[0].content[1]",
+            "got a 'image_url' part",
+        ),
+        ([{"role": "user", "content": ["hi"]}], "messages[0].content[0]", "got a string"),
+    ],
+)
 def test_a_bad_message_is_named_down_to_its_field(server, messages, param, says):
     error = _error(_post(server, _chat(messages=messages)), 400)
     assert error["param"] == param and error["message"].startswith(param + ":") and says in error["message"]
@@ -75,9 +89,16 @@ def test_fields_of_the_wrong_json_type_say_what_was_expected(server):
 
 def test_numbers_out_of_range_are_400s_never_500s(server):
     raw = b'{"model": "tiny-policy", "messages": [{"role": "user", "content": "hi"}], "%s": %s}'
-    for field, literal in [("temperature", b"NaN"), ("temperature", b"1" + b"0" * 400), ("top_p", b"0"),
-                           ("top_p", b"Infinity"), ("max_tokens", b"-1"), ("n", b"0"), ("n", b"1000"),
-                           ("seed", str(2**64).encode())]:  # 10**400 has no float; OpenAI's seed is an int64
+    for field, literal in [
+        ("temperature", b"NaN"),
+        ("temperature", b"1" + b"0" * 400),
+        ("top_p", b"0"),
+        ("top_p", b"Infinity"),
+        ("max_tokens", b"-1"),
+        ("n", b"0"),
+        ("n", b"1000"),
+        ("seed", str(2**64).encode()),
+    ]:  # 10**400 has no float; OpenAI's seed is an int64
         error = _error(_post(server, raw % (field.encode(), literal)), 400)
         assert error["param"] == field and len(error["message"]) < 300
 
@@ -90,9 +111,12 @@ def test_a_prompt_longer_than_the_context_says_how_long_it_is(server):
 
 
 def test_tool_fields_are_refused_rather_than_ignored(server):
-    for field, value in [("tools", [{"type": "function", "function": {"name": "search"}}]), ("tool_choice", "required"),
-                         ("tool_choice", {"type": "function", "function": {"name": "search"}}),
-                         ("function_call", {"name": "search"})]:
+    for field, value in [
+        ("tools", [{"type": "function", "function": {"name": "search"}}]),
+        ("tool_choice", "required"),
+        ("tool_choice", {"type": "function", "function": {"name": "search"}}),
+        ("function_call", {"name": "search"}),
+    ]:
         error = _error(_post(server, _chat(**{field: value})), 400)
         assert error["param"] == field and "not supported" in error["message"]
     assert _post(server, _chat(tool_choice="none", temperature=0)).status_code == 200  # nothing to choose: harmless
@@ -156,8 +180,10 @@ def test_a_client_that_leaves_while_sending_its_body_logs_no_error(server):
     try:
         earlier = set(server.state.tasks)
         with socket.create_connection((server.host, server.port)) as sock:
-            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: 100000\r\n\r\n{\"model\": ")
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 100000\r\n\r\n{"model": '
+            )
             [request] = _wait_for(lambda: set(server.state.tasks) - earlier)  # the app is reading the body
         _wait_for(request.done)  # the app has seen the client leave and ended (after any error it logs)
     finally:

@@ -29,43 +29,55 @@ from jaxseeker.train.state import TrainState
 def test_the_cli_has_serve_and_bench_serve():
     args = build_parser().parse_args(["serve", "--model", "m", "--slots", "2", "--max-context", "64"])
     assert (args.model, args.host, args.port, args.slots, args.max_len, args.api_key_env) == (
-        "m", "127.0.0.1", 8000, 2, 64, "JAXSEEKER_API_KEY")
+        "m",
+        "127.0.0.1",
+        8000,
+        2,
+        64,
+        "JAXSEEKER_API_KEY",
+    )
     bench = build_parser().parse_args(["bench", "serve", "--concurrency", "2,4", "--max-tokens", "8"])
     assert (bench.concurrency, bench.max_tokens) == ((2, 4), 8)
     assert build_parser().parse_args(["bench", "serve"]).concurrency == ServeBenchShape().concurrency
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--hidden-size", "0"], "--hidden-size: must be an integer >= 1, got 0"),
-    (["--num-layers", "0"], "--num-layers: must be an integer >= 1, got 0"),
-    (["--num-heads", "0"], "--num-heads: must be an integer >= 1, got 0"),
-    (["--num-kv-heads", "-2"], "--num-kv-heads: must be an integer >= 1, got -2"),
-    (["--intermediate-size", "0"], "--intermediate-size: must be an integer >= 1, got 0"),
-    (["--vocab-size", "266"], "--vocab-size: must be an integer >= 267, got 266"),
-    (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
-    (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
-    (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
-    (["--prompt-tokens", "0"], "--prompt-tokens: must be an integer >= 1, got 0"),
-    (["--max-tokens", "0"], "--max-tokens: must be an integer >= 1, got 0"),
-    (["--requests-per-client", "0"], "--requests-per-client: must be an integer >= 1, got 0"),
-    (["--concurrency", "8,0"], "--concurrency: each value must be an integer >= 1, got 0 (in '8,0')"),
-    (["--concurrency", "8,,32"], "--concurrency: must be comma-separated values, got '8,,32'"),
-    (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--hidden-size", "0"], "--hidden-size: must be an integer >= 1, got 0"),
+        (["--num-layers", "0"], "--num-layers: must be an integer >= 1, got 0"),
+        (["--num-heads", "0"], "--num-heads: must be an integer >= 1, got 0"),
+        (["--num-kv-heads", "-2"], "--num-kv-heads: must be an integer >= 1, got -2"),
+        (["--intermediate-size", "0"], "--intermediate-size: must be an integer >= 1, got 0"),
+        (["--vocab-size", "266"], "--vocab-size: must be an integer >= 267, got 266"),
+        (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
+        (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
+        (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
+        (["--prompt-tokens", "0"], "--prompt-tokens: must be an integer >= 1, got 0"),
+        (["--max-tokens", "0"], "--max-tokens: must be an integer >= 1, got 0"),
+        (["--requests-per-client", "0"], "--requests-per-client: must be an integer >= 1, got 0"),
+        (["--concurrency", "8,0"], "--concurrency: each value must be an integer >= 1, got 0 (in '8,0')"),
+        (["--concurrency", "8,,32"], "--concurrency: must be comma-separated values, got '8,,32'"),
+        (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
+    ],
+)
 def test_bench_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
     assert usage_error(["bench", "serve", *argv], capsys) == f"jaxseeker bench serve: error: argument {message}"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--port", "-1"], "--port: must be an integer >= 0 and <= 65535, got -1"),
-    (["--port", "65536"], "--port: must be an integer >= 0 and <= 65535, got 65536"),
-    (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
-    (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
-    (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
-    (["--prefill-chunk", "0"], "--prefill-chunk: must be an integer >= 1, got 0"),
-    (["--min-window", "-4"], "--min-window: must be an integer >= 1, got -4"),
-    (["--max-queue", "0"], "--max-queue: must be an integer >= 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--port", "-1"], "--port: must be an integer >= 0 and <= 65535, got -1"),
+        (["--port", "65536"], "--port: must be an integer >= 0 and <= 65535, got 65536"),
+        (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
+        (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
+        (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
+        (["--prefill-chunk", "0"], "--prefill-chunk: must be an integer >= 1, got 0"),
+        (["--min-window", "-4"], "--min-window: must be an integer >= 1, got -4"),
+        (["--max-queue", "0"], "--max-queue: must be an integer >= 1, got 0"),
+    ],
+)
 def test_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
     assert usage_error(["serve", "--model", "m", *argv], capsys) == f"jaxseeker serve: error: argument {message}"
 
@@ -81,7 +93,8 @@ def test_serve_context_is_the_models_when_shorter_and_a_longer_flag_is_one_line(
     with pytest.raises(SystemExit) as exit_:
         main(["serve", "--model", str(policy_dir), "--max-context", "1024"])
     assert str(exit_.value.code) == (
-        "jaxseeker serve: --max-context 1024 exceeds the model's max_position_embeddings (512)")
+        "jaxseeker serve: --max-context 1024 exceeds the model's max_position_embeddings (512)"
+    )
 
 
 def test_bench_serve_vocab_floor_is_the_tokenizers_smallest():
@@ -93,12 +106,17 @@ def test_bench_serve_vocab_floor_is_the_tokenizers_smallest():
         train_tokenizer(["a b c"], BENCH_LOWEST["vocab_size"] - 1)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--prompt-tokens", "200", "--max-tokens", "64", "--max-context", "256"],
-     "--prompt-tokens + --max-tokens (200 + 64) must not exceed --max-context (256)"),
-    (["--num-heads", "4", "--num-kv-heads", "3"], "--num-heads (4) must be a multiple of --num-kv-heads (3)"),
-    (["--hidden-size", "12", "--num-heads", "4", "--num-kv-heads", "2"], "must be even and >= 2, got 12 // 4 = 3"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--prompt-tokens", "200", "--max-tokens", "64", "--max-context", "256"],
+            "--prompt-tokens + --max-tokens (200 + 64) must not exceed --max-context (256)",
+        ),
+        (["--num-heads", "4", "--num-kv-heads", "3"], "--num-heads (4) must be a multiple of --num-kv-heads (3)"),
+        (["--hidden-size", "12", "--num-heads", "4", "--num-kv-heads", "2"], "must be even and >= 2, got 12 // 4 = 3"),
+    ],
+)
 def test_bench_serve_shapes_that_cannot_run_end_before_the_run(argv, message):
     args = build_parser().parse_args(["bench", "serve", *argv])
     with pytest.raises(SystemExit, match="^jaxseeker bench serve: ") as exit_:
@@ -111,9 +129,26 @@ def test_jaxseeker_serve_on_a_tensor_mesh_answers_on_loopback_with_the_key_from_
     one-device server does. `--port 0`: it binds a free port and prints it (no port drawn here that another test
     could take first)."""
     env = {**fake_cpu_devices_env(2), "MY_SERVE_KEY": "k-123"}
-    cmd = [sys.executable, "-m", "jaxseeker.cli", "serve", "--model", str(policy_dir), "--port", "0",
-           "--api-key-env", "MY_SERVE_KEY", "--slots", "1", "--max-context", "64", "--served-model-name", "p",
-           "--mesh", "tensor=2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jaxseeker.cli",
+        "serve",
+        "--model",
+        str(policy_dir),
+        "--port",
+        "0",
+        "--api-key-env",
+        "MY_SERVE_KEY",
+        "--slots",
+        "1",
+        "--max-context",
+        "64",
+        "--served-model-name",
+        "p",
+        "--mesh",
+        "tensor=2",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue = queue.Queue()  # its output, read on a thread: a wait for a line has a deadline
     threading.Thread(target=lambda: [*map(lines.put, proc.stdout), lines.put(None)], daemon=True).start()
@@ -131,8 +166,12 @@ def test_jaxseeker_serve_on_a_tensor_mesh_answers_on_loopback_with_the_key_from_
         models = httpx.get(f"{url}/v1/models", headers={"Authorization": "Bearer k-123"}).json()
         assert [m["id"] for m in models["data"]] == ["p"]
         request = {"prompt": "The river town", "max_tokens": 12, "temperature": 0}
-        sharded = httpx.post(f"{url}/v1/completions", json={**request, "model": "p"},
-                             headers={"Authorization": "Bearer k-123"}, timeout=120).json()
+        sharded = httpx.post(
+            f"{url}/v1/completions",
+            json={**request, "model": "p"},
+            headers={"Authorization": "Bearer k-123"},
+            timeout=120,
+        ).json()
         one_device = client.completions.create(model=MODEL_NAME, **request)
         assert sharded["choices"][0]["text"] == one_device.choices[0].text != ""
     finally:
@@ -146,8 +185,15 @@ def test_jaxseeker_serve_on_a_tensor_mesh_answers_on_loopback_with_the_key_from_
 
 
 def test_bench_serve_counts_every_request_and_token(policy_dir):
-    shape = ServeBenchShape(slots=SHAPE.slots, max_len=SHAPE.max_len, steps_per_call=SHAPE.steps_per_call,
-                            prompt_tokens=16, max_tokens=8, requests_per_client=2, concurrency=(2, 4))
+    shape = ServeBenchShape(
+        slots=SHAPE.slots,
+        max_len=SHAPE.max_len,
+        steps_per_call=SHAPE.steps_per_call,
+        prompt_tokens=16,
+        max_tokens=8,
+        requests_per_client=2,
+        concurrency=(2, 4),
+    )
     result = run_serve_bench(shape, model_dir=policy_dir)
     assert [(r["clients"], r["requests"], r["tokens"]) for r in result["levels"]] == [(2, 4, 32), (4, 8, 64)]
     assert all(r["tokens_per_s"] > 0 and 0 < r["ttft_p50_s"] <= r["latency_p95_s"] for r in result["levels"])
@@ -169,8 +215,11 @@ def test_load_policy_reads_a_gguf_file(tmp_path, monkeypatch):
 def test_load_policy_reads_a_run_directory_checkpoint(tmp_path):
     cfg = model.ModelConfig.tiny()
     rng = np.random.default_rng(0)
-    params = jax.tree.map(lambda s: jnp.asarray(rng.normal(0, 0.1, s), jnp.float32), model.param_shapes(cfg),
-                          is_leaf=lambda x: isinstance(x, tuple) and all(isinstance(d, int) for d in x))
+    params = jax.tree.map(
+        lambda s: jnp.asarray(rng.normal(0, 0.1, s), jnp.float32),
+        model.param_shapes(cfg),
+        is_leaf=lambda x: isinstance(x, tuple) and all(isinstance(d, int) for d in x),
+    )
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "model_config.json").write_text(json.dumps(model.to_hf_dict(cfg)))

@@ -26,8 +26,15 @@ def _wait_for(server, key: str, value: int) -> None:
 
 def test_a_full_queue_answers_429_and_a_client_that_leaves_is_never_run(policy):
     cfg, params, tokenizer = policy
-    engine = Engine(params, cfg, slots=SHAPE.slots, max_len=SHAPE.max_len, steps_per_call=SHAPE.steps_per_call,
-                    prefill_chunk=SHAPE.prefill_chunk, min_window=SHAPE.min_window)
+    engine = Engine(
+        params,
+        cfg,
+        slots=SHAPE.slots,
+        max_len=SHAPE.max_len,
+        steps_per_call=SHAPE.steps_per_call,
+        prefill_chunk=SHAPE.prefill_chunk,
+        min_window=SHAPE.min_window,
+    )
     scheduler = Scheduler(engine, eos_ids=eos_ids(tokenizer), max_queue=3)  # not started: nothing leaves the queue
     with Background(Served(scheduler, tokenizer, MODEL_NAME, SHAPE.max_len, api_key=KEY)) as server:
         client = openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0, timeout=60)
@@ -37,8 +44,11 @@ def test_a_full_queue_answers_429_and_a_client_that_leaves_is_never_run(policy):
             _wait_for(server, "waiting", 2)
             body = json.dumps(ask).encode()
             leaving = socket.create_connection((server.host, server.port))  # leaves when the test says
-            leaving.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
-                            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+            leaving.sendall(
+                f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
             _wait_for(server, "waiting", 3)
             with pytest.raises(openai.RateLimitError) as full:
                 client.completions.create(**ask)

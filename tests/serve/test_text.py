@@ -69,7 +69,7 @@ def test_the_earliest_stop_wins_and_push_after_a_stop_is_an_error():
 
 def test_the_final_take_decodes_an_incomplete_last_character_as_the_tokenizer_does():
     stream = TextStream(byte_decode)
-    data = "ok €".encode("utf-8")[:-1]  # the euro sign's last byte never came
+    data = "ok €".encode()[:-1]  # the euro sign's last byte never came
     for b in data:
         stream.push(b, 0.0)
     assert stream.take() == ("ok ", list(b"ok "), [0.0] * 3)

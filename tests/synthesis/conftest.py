@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from traj_support import DATE
 
 from jaxseeker.agent import as_question, system_prompt
 from jaxseeker.data import train_tokenizer
 from jaxseeker.synthesis.qa import get_recipe
 from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.world import World, synthetic_world
-
-from traj_support import DATE
 
 
 @pytest.fixture(scope="session")

@@ -18,25 +18,36 @@ def _prompt(tokenizer) -> list[int]:
 
 def test_a_turn_is_the_writer_text_then_end_of_turn(traj_tokenizer):
     seen = []
-    engine = TurnEngine(traj_tokenizer, lambda m, rid: seen.append((m, rid)) or "<think>x</think>\n<answer>Ostra</answer>")
+    engine = TurnEngine(
+        traj_tokenizer, lambda m, rid: seen.append((m, rid)) or "<think>x</think>\n<answer>Ostra</answer>"
+    )
     engine.submit("0:0", _prompt(traj_tokenizer), max_new_tokens=100)
     [event] = engine.step()
     assert seen == [(MESSAGES, "0:0")]  # the writer reads the decoded conversation
     text = Renderer(traj_tokenizer).decode(event.tokens)
     assert text == "<think>x</think>\n<answer>Ostra</answer><|im_end|>" and event.reason == "eos"
     assert event.logprobs == [0.0] * len(event.tokens) and not engine.has_work()
-    engine.extend("0:0", Renderer(traj_tokenizer).encode("\n<|im_start|>user\nok<|im_end|>\n<|im_start|>assistant\n"),
-                  max_new_tokens=5)
+    engine.extend(
+        "0:0",
+        Renderer(traj_tokenizer).encode("\n<|im_start|>user\nok<|im_end|>\n<|im_start|>assistant\n"),
+        max_new_tokens=5,
+    )
     [event] = engine.step()
     assert event.reason == "length" and len(event.tokens) == 5
-    assert seen[-1][0][-2:] == [{"role": "assistant", "content": "<think>x</think>\n<answer>Ostra</answer>"},
-                                {"role": "user", "content": "ok"}]
+    assert seen[-1][0][-2:] == [
+        {"role": "assistant", "content": "<think>x</think>\n<answer>Ostra</answer>"},
+        {"role": "user", "content": "ok"},
+    ]
 
 
 def test_stop_strings_context_and_writer_errors(traj_tokenizer):
     eos, stops = engine_stops(traj_tokenizer)
-    engine = TurnEngine(traj_tokenizer, lambda m, rid: "<think>a</think><tool_response>made up</tool_response>",
-                        eos_ids=eos, stop_strings=stops)
+    engine = TurnEngine(
+        traj_tokenizer,
+        lambda m, rid: "<think>a</think><tool_response>made up</tool_response>",
+        eos_ids=eos,
+        stop_strings=stops,
+    )
     engine.submit("a", _prompt(traj_tokenizer), max_new_tokens=100)
     [event] = engine.step()
     assert event.reason == "stop" and event.stop == "<tool_response>"

@@ -28,20 +28,36 @@ def _calls(message: dict) -> list[dict]:
 def test_expert_solves_at_least_95_percent_of_level_1_and_2(traj_world, traj_registry, traj_tokenizer, traj_questions):
     easy = [q for q in traj_questions if q.meta["level"] <= 2]
     assert len(easy) >= 60
-    records, stats = synthesize(ExpertTeacher(traj_world), traj_tokenizer, traj_registry, easy, webdancer_funnel(),
-                                tries=1, config=LOOP, progress=False)
+    records, stats = synthesize(
+        ExpertTeacher(traj_world),
+        traj_tokenizer,
+        traj_registry,
+        easy,
+        webdancer_funnel(),
+        tries=1,
+        config=LOOP,
+        progress=False,
+    )
     assert len(records) / len(easy) >= 0.95, stats.summary(["validity", "correctness", "quality"])
     assert stats.passed["validity"] == len(easy)  # every episode is well-formed, solved or not
     for r in records:
         assert r["provenance"]["teacher"] == "expert" and r["provenance"]["filters"] == [
-            "validity", "correctness", "quality"]
+            "validity",
+            "correctness",
+            "quality",
+        ]
         assert exact_match(r["prediction"], r["answer"])
 
 
-def test_every_name_and_url_used_was_shown_by_an_observation(traj_world, traj_registry, traj_tokenizer,
-                                                               traj_questions):
-    episodes = run_episodes(ExpertTeacher(traj_world).engine(traj_tokenizer, traj_questions[:40]), traj_tokenizer,
-                            traj_registry, traj_questions[:40], LOOP, progress=False)
+def test_every_name_and_url_used_was_shown_by_an_observation(traj_world, traj_registry, traj_tokenizer, traj_questions):
+    episodes = run_episodes(
+        ExpertTeacher(traj_world).engine(traj_tokenizer, traj_questions[:40]),
+        traj_tokenizer,
+        traj_registry,
+        traj_questions[:40],
+        LOOP,
+        progress=False,
+    )
     for episode in episodes:
         seen = episode.question
         for m in episode.messages[2:]:
@@ -60,11 +76,21 @@ def test_expert_fails_when_the_tools_do_not_show_the_fact(traj_world, traj_token
     question = next(q for q in traj_questions if q.meta["tag"] == "e2hqa")
     answer_page = traj_world.url(question.meta["meta"]["answer_id"])
     attr = question.meta["meta"]["query"]["answer_attr"]
-    pages = [dataclasses.replace(p, text=" ".join(s for s in p.text.split(". ") if attr[:4] not in s))
-             if p.url == answer_page else p for p in traj_world.pages]
+    pages = [
+        dataclasses.replace(p, text=" ".join(s for s in p.text.split(". ") if attr[:4] not in s))
+        if p.url == answer_page
+        else p
+        for p in traj_world.pages
+    ]
     hidden = build_registry(ToolsConfig(enabled=("search", "visit")), corpus=Corpus(pages))
-    [episode] = run_episodes(ExpertTeacher(traj_world).engine(traj_tokenizer, [question]), traj_tokenizer, hidden,
-                             [question], LOOP, progress=False)
+    [episode] = run_episodes(
+        ExpertTeacher(traj_world).engine(traj_tokenizer, [question]),
+        traj_tokenizer,
+        hidden,
+        [question],
+        LOOP,
+        progress=False,
+    )
     assert episode.termination == "answer"
     assert episode.prediction == "unknown"
 
@@ -73,24 +99,28 @@ def test_with_title_first_search_the_expert_finds_a_page_that_longer_pages_bury(
     one_hop = e2hqa.E2HQAConfig(min_rounds=0, max_rounds=0)  # "What is the … of NAME?": NAME's page holds the answer
     question = as_question(e2hqa.synthesize(traj_world, 1, seed=5, config=one_hop).records[0].to_json())
     anchor = traj_world.entity(question.meta["meta"]["answer_id"]).name
-    decoys = [Page(f"https://decoy.test/{i}", f"{anchor} {word}", f"{anchor} {word}. " * 6 + f"Near {anchor}.")
-              for i, word in enumerate(("Airport", "Station", "Harbour", "Museum", "Park", "Bridge"))]
+    decoys = [
+        Page(f"https://decoy.test/{i}", f"{anchor} {word}", f"{anchor} {word}. " * 6 + f"Near {anchor}.")
+        for i, word in enumerate(("Airport", "Station", "Harbour", "Museum", "Park", "Bridge"))
+    ]
     corpus = Corpus(list(traj_world.pages) + decoys)
     assert anchor not in [h.title for h in corpus.search(anchor, 5)]  # BM25 lists the decoys that repeat the name
     episodes = {}
     for title_first in (False, True):
         registry = build_registry(ToolsConfig(enabled=("search", "visit"), title_first=title_first), corpus=corpus)
         teacher = ExpertTeacher(traj_world, ExpertConfig(detour_rate=0.0, slip_rate=0.0), title_first=title_first)
-        [episodes[title_first]] = run_episodes(teacher.engine(traj_tokenizer, [question]), traj_tokenizer, registry,
-                                               [question], LOOP, progress=False)
+        [episodes[title_first]] = run_episodes(
+            teacher.engine(traj_tokenizer, [question]), traj_tokenizer, registry, [question], LOOP, progress=False
+        )
     assert episodes[False].prediction == "unknown"  # it never saw the page it needed
     assert exact_match(episodes[True].prediction, question.answer)
 
 
 def test_detours_show_recovery_and_rejected_candidates(traj_world, traj_registry, traj_tokenizer, traj_questions):
     teacher = ExpertTeacher(traj_world, ExpertConfig(detour_rate=1.0, batch_rate=0.0, empty_share=1.0))
-    records, _ = synthesize(teacher, traj_tokenizer, traj_registry, traj_questions, webdancer_funnel(), tries=1,
-                            config=LOOP, progress=False)
+    records, _ = synthesize(
+        teacher, traj_tokenizer, traj_registry, traj_questions, webdancer_funnel(), tries=1, config=LOOP, progress=False
+    )
     assert len(records) >= 0.8 * len(traj_questions)
     texts = ["\n".join(m["content"] for m in r["messages"][2:]) for r in records]
     recovered = [t for t in texts if "No results for" in t]
@@ -102,14 +132,20 @@ def test_detours_show_recovery_and_rejected_candidates(traj_world, traj_registry
 
 
 def test_expert_answers_from_a_snippet_that_shows_the_answer(traj_world, traj_registry, traj_tokenizer):
-    one_hop = [as_question(r.to_json()) for r in e2hqa.synthesize(
-        traj_world, 20, seed=2, config=e2hqa.E2HQAConfig(min_rounds=0, max_rounds=0)).records]
+    one_hop = [
+        as_question(r.to_json())
+        for r in e2hqa.synthesize(traj_world, 20, seed=2, config=e2hqa.E2HQAConfig(min_rounds=0, max_rounds=0)).records
+    ]
     always = ExpertTeacher(traj_world, ExpertConfig(detour_rate=0.0, snippet_rate=1.0))
-    records, _ = synthesize(always, traj_tokenizer, traj_registry, one_hop, webdancer_funnel(), tries=1, config=LOOP,
-                            progress=False)
+    records, _ = synthesize(
+        always, traj_tokenizer, traj_registry, one_hop, webdancer_funnel(), tries=1, config=LOOP, progress=False
+    )
     assert len(records) >= 0.9 * len(one_hop)
-    from_snippet = [r for r in records if not any(
-        c["name"] == "visit" for m in r["messages"] if m["role"] == "assistant" for c in _calls(m))]
+    from_snippet = [
+        r
+        for r in records
+        if not any(c["name"] == "visit" for m in r["messages"] if m["role"] == "assistant" for c in _calls(m))
+    ]
     assert len(from_snippet) >= len(records) // 2  # snippets cut with "…" still need the page
     for r in from_snippet:
         assert exact_match(r["prediction"], r["answer"])
@@ -118,11 +154,21 @@ def test_expert_answers_from_a_snippet_that_shows_the_answer(traj_world, traj_re
         assert quoted in observations  # the final thought quotes the snippet it answered from
 
 
-def test_slips_show_a_miscopied_search_out_of_the_loss_then_the_right_one(traj_world, traj_registry, traj_tokenizer,
-                                                                        traj_questions):
+def test_slips_show_a_miscopied_search_out_of_the_loss_then_the_right_one(
+    traj_world, traj_registry, traj_tokenizer, traj_questions
+):
     teacher = ExpertTeacher(traj_world, ExpertConfig(detour_rate=0.0, slip_rate=1.0, link_rate=0.0))
-    records, _ = synthesize(teacher, traj_tokenizer, traj_registry, traj_questions[:40], webdancer_funnel(), tries=1,
-                            config=LOOP, transform=teacher.weigh, progress=False)
+    records, _ = synthesize(
+        teacher,
+        traj_tokenizer,
+        traj_registry,
+        traj_questions[:40],
+        webdancer_funnel(),
+        tries=1,
+        config=LOOP,
+        transform=teacher.weigh,
+        progress=False,
+    )
     assert len(records) >= 0.8 * 40  # a slip costs a turn, not the episode
     slipped = [r for r in records if r["provenance"].get("untrained_turns")]
     assert len(slipped) >= len(records) // 2

@@ -34,9 +34,18 @@ def answer(text: str) -> str:
     return f"<think>The page says so.</think>\n<answer>{text}</answer>"
 
 
-def episode(turns: list[str], observations: list[str] | None = None, *, prediction: str | None = "1380",
-            gold: str | None = "1380", termination: str = "answer", tokens: int = 100, errors: dict | None = None,
-            format_errors: int = 0, submissions: list[Submission] | None = None) -> Episode:
+def episode(
+    turns: list[str],
+    observations: list[str] | None = None,
+    *,
+    prediction: str | None = "1380",
+    gold: str | None = "1380",
+    termination: str = "answer",
+    tokens: int = 100,
+    errors: dict | None = None,
+    format_errors: int = 0,
+    submissions: list[Submission] | None = None,
+) -> Episode:
     """An Episode with these assistant turns; observations default to distinct texts; records from the calls."""
     messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": QUESTION}]
     records = []
@@ -50,13 +59,25 @@ def episode(turns: list[str], observations: list[str] | None = None, *, predicti
                 records.append(ToolCallRecord(i + 1, parsed["name"], parsed["arguments"], err, 0.01))
             text = observations[i] if observations else f"result {i}"
             messages.append({"role": "user", "content": format_observation([text])})
-    return Episode(QUESTION, messages, [1] * tokens, [0] * tokens, [0.0] * tokens, termination, prediction=prediction,
-                   answer=gold, tool_calls=records, format_errors=format_errors, turns=len(turns),
-                   submissions=submissions or [])
+    return Episode(
+        QUESTION,
+        messages,
+        [1] * tokens,
+        [0] * tokens,
+        [0.0] * tokens,
+        termination,
+        prediction=prediction,
+        answer=gold,
+        tool_calls=records,
+        format_errors=format_errors,
+        turns=len(turns),
+        submissions=submissions or [],
+    )
 
 
-GOOD = episode([call("search", query=["Ida Konst"]), call("visit", url=["https://w/ida"], goal="birth"),
-                answer("1380")])
+GOOD = episode(
+    [call("search", query=["Ida Konst"]), call("visit", url=["https://w/ida"], goal="birth"), answer("1380")]
+)
 
 
 def test_validity_keeps_a_well_formed_episode_and_drops_each_fault():
@@ -66,11 +87,13 @@ def test_validity_keeps_a_well_formed_episode_and_drops_each_fault():
     assert "format" in validity(episode(["<think>x</think><answer>1</answer> trailing"])).reason
     bad_json = "<think>x</think>\n<tool_call>\n{'name': 'search'}\n</tool_call>"
     assert "not valid JSON" in validity(episode([bad_json, answer("1380")])).reason
-    malformed = episode([call("search", q=["x"]), answer("1380")],
-                        errors={0: "unknown argument(s) ['q']; known: ['query']"})
+    malformed = episode(
+        [call("search", q=["x"]), answer("1380")], errors={0: "unknown argument(s) ['q']; known: ['query']"}
+    )
     assert "malformed search call" in validity(malformed).reason
-    unreachable = episode([call("visit", url=["https://w/x"], goal="g"), answer("1380")],
-                          errors={0: "no page at 'https://w/x'"})
+    unreachable = episode(
+        [call("visit", url=["https://w/x"], goal="g"), answer("1380")], errors={0: "no page at 'https://w/x'"}
+    )
     assert validity(unreachable).ok  # a page that does not exist is the world's fault, not the format's
     cut = episode([call("search", query=["x"]), answer("1380")], observations=["r"])
     cut.messages[-2] = {"role": "user", "content": FINAL_ANSWER_REQUEST}
@@ -90,8 +113,10 @@ def test_quality_drops_repeats_redundancy_and_long_episodes():
     assert quality(GOOD).ok
     repeat = episode([call("search", query=["Ida Konst"]), call("search", query=["Ida Konst"]), answer("1380")])
     assert "repeated identical call" in quality(repeat).reason
-    same_result = episode([call("search", query=["Ida"]), call("search", query=["Ida Konst"]), answer("1380")],
-                          observations=["the same page", "the same page"])
+    same_result = episode(
+        [call("search", query=["Ida"]), call("search", query=["Ida Konst"]), answer("1380")],
+        observations=["the same page", "the same page"],
+    )
     assert "redundant observation" in quality(same_result).reason
     many = episode([call("search", query=[f"q{i}"]) for i in range(4)] + [answer("1380")])
     assert quality(many, max_actions=4).ok
@@ -116,11 +141,14 @@ def test_funnels_report_the_stage_that_drops():
     assert passed == ["validity"] and stage.name == "rft"
 
 
-@pytest.mark.parametrize("feedbacks, stage", [
-    (["INCORRECT. Verification: no.", "CORRECT. Verification: yes."], None),
-    (["CORRECT. Verification: yes.", "CORRECT. Verification: yes."], "psi"),  # a wrong answer judged CORRECT
-    (["INCORRECT. Verification: no.", "INCORRECT. Verification: no."], "psi"),  # a right answer judged INCORRECT
-])
+@pytest.mark.parametrize(
+    "feedbacks, stage",
+    [
+        (["INCORRECT. Verification: no.", "CORRECT. Verification: yes."], None),
+        (["CORRECT. Verification: yes.", "CORRECT. Verification: yes."], "psi"),  # a wrong answer judged CORRECT
+        (["INCORRECT. Verification: no.", "INCORRECT. Verification: no."], "psi"),  # a right answer judged INCORRECT
+    ],
+)
 def test_reflection_stages_keep_only_verdicts_that_match_the_truth(feedbacks, stage):
     turns = [call("answer_submit", answer="1381"), call("answer_submit", answer="1380"), answer("1380")]
     subs = [Submission("1381", feedbacks[0]), Submission("1380", feedbacks[1])]

@@ -50,8 +50,12 @@ class Script:
         with self.lock:
             self.prompts.append(messages)
         text = self.agent(messages) if messages[0]["role"] == "system" else self.helper(messages[0]["content"])
-        return Reply(body={"model": "scripted", "choices": [{"message": {"role": "assistant", "content": text},
-                                                             "finish_reason": "stop"}]})
+        return Reply(
+            body={
+                "model": "scripted",
+                "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            }
+        )
 
     def helper(self, prompt: str) -> str:
         if prompt.startswith("You are an evaluation assistant"):  # the GAIA judge
@@ -72,8 +76,10 @@ class Script:
         if turns == 0:
             return _call("search", {"query": [name]})
         if turns == 1:
-            return _call("visit", {"url": [re.search(r"\[1\] .*\n(\S+)", messages[-1]["content"]).group(1)],
-                                   "goal": "birth year"})
+            return _call(
+                "visit",
+                {"url": [re.search(r"\[1\] .*\n(\S+)", messages[-1]["content"]).group(1)], "goal": "birth year"},
+            )
         pages = "\n".join(m["content"] for m in messages if m["role"] == "user")
         year = int(re.search(r"was born on \d+ \w+ (\d+)\.", pages).group(1))
         if question.startswith(_prefix(VERIFY_PROMPT)):
@@ -107,10 +113,29 @@ def script(inputs):
     root, questions = inputs
     server, script = LoopbackServer(), Script(dropped=questions[-1])
     server.route = script
-    argv = ["synth", "trajectories", "--questions", str(root / "qa.jsonl"), "--world", str(root / "world"),
-            "--tokenizer", str(root / "tok"), "--date", "2025-01-01", "--no-progress", "--tries", "1",
-            "--teacher", "openai", "--llm-url", f"{server.url}/v1", "--llm-model", "scripted",
-            "--llm-key-env", "JAXSEEKER_TEST_NO_KEY"]
+    argv = [
+        "synth",
+        "trajectories",
+        "--questions",
+        str(root / "qa.jsonl"),
+        "--world",
+        str(root / "world"),
+        "--tokenizer",
+        str(root / "tok"),
+        "--date",
+        "2025-01-01",
+        "--no-progress",
+        "--tries",
+        "1",
+        "--teacher",
+        "openai",
+        "--llm-url",
+        f"{server.url}/v1",
+        "--llm-model",
+        "scripted",
+        "--llm-key-env",
+        "JAXSEEKER_TEST_NO_KEY",
+    ]
     yield script, argv
     server.close()
 
@@ -127,7 +152,8 @@ def test_the_llm_judge_decides_correctness_and_the_llm_reviewer_drops_in_the_qua
     script, argv = script
     assert main([*argv, "--out", str(tmp_path / "em.jsonl")]) == 0  # "in 1850" is not "1850" to exact match
     assert _stats(tmp_path / "em.jsonl")["passed"].get("correctness", 0) == 0 and not read_trajectories(
-        tmp_path / "em.jsonl")
+        tmp_path / "em.jsonl"
+    )
 
     assert main([*argv, "--out", str(tmp_path / "llm.jsonl"), "--judge", "llm", "--quality", "llm"]) == 0
     stats = _stats(tmp_path / "llm.jsonl")
@@ -136,8 +162,10 @@ def test_the_llm_judge_decides_correctness_and_the_llm_reviewer_drops_in_the_qua
     assert stats["reasons"] == {"quality: LLM quality check: it asks about the wrong person": 1}
     kept = read_trajectories(tmp_path / "llm.jsonl")
     assert len(kept) == PEOPLE - 1 and script.dropped not in [t.messages[1]["content"] for t in kept]
-    assert _role_count(script, QUALITY_PROMPT) == PEOPLE and sum(
-        m[0]["content"].startswith("You are an evaluation assistant") for m in script.prompts) == PEOPLE
+    assert (
+        _role_count(script, QUALITY_PROMPT) == PEOPLE
+        and sum(m[0]["content"].startswith("You are an evaluation assistant") for m in script.prompts) == PEOPLE
+    )
 
 
 def test_short_cot_rewrites_every_thought_through_the_llm(script, tmp_path):
@@ -178,8 +206,10 @@ def test_reflection_with_an_llm_teacher_verifies_each_proposal_by_rollouts_of_th
     for record in records:
         year = int(record["answer"])
         feedback = [m["content"] for m in record["messages"] if m["content"].startswith("<tool_response>\n")][-2:]
-        assert feedback == ["<tool_response>\nINCORRECT. Verification: search visit\n</tool_response>",
-                            "<tool_response>\nCORRECT. Verification: search visit\n</tool_response>"]
+        assert feedback == [
+            "<tool_response>\nINCORRECT. Verification: search visit\n</tool_response>",
+            "<tool_response>\nCORRECT. Verification: search visit\n</tool_response>",
+        ]
         assert f'"answer": "{year + 1}"' in record["messages"][6]["content"]
     verifications = [m for m in script.prompts if len(m) > 1 and m[1]["content"].startswith(_prefix(VERIFY_PROMPT))]
     assert len(verifications) == 3 * 2 * PEOPLE  # 3 turns a verification, one verification a proposal
@@ -187,11 +217,23 @@ def test_reflection_with_an_llm_teacher_verifies_each_proposal_by_rollouts_of_th
 
 def test_an_llm_role_without_llm_model_and_a_review_without_a_quality_stage_end_in_one_line(inputs, tmp_path):
     root, _ = inputs
-    argv = ["synth", "trajectories", "--questions", str(root / "qa.jsonl"), "--world", str(root / "world"), "--out",
-            str(tmp_path / "t.jsonl")]
-    for flags, message in ((["--judge", "llm"], "--judge llm needs --llm-model"),
-                           (["--mode", "denoised", "--summarizer", "llm"], "--summarizer llm needs --llm-model"),
-                           (["--quality", "llm", "--llm-model", "m", "--funnel", "websailor"],
-                            "--quality llm reviews in the quality stage, which --funnel websailor has not")):
+    argv = [
+        "synth",
+        "trajectories",
+        "--questions",
+        str(root / "qa.jsonl"),
+        "--world",
+        str(root / "world"),
+        "--out",
+        str(tmp_path / "t.jsonl"),
+    ]
+    for flags, message in (
+        (["--judge", "llm"], "--judge llm needs --llm-model"),
+        (["--mode", "denoised", "--summarizer", "llm"], "--summarizer llm needs --llm-model"),
+        (
+            ["--quality", "llm", "--llm-model", "m", "--funnel", "websailor"],
+            "--quality llm reviews in the quality stage, which --funnel websailor has not",
+        ),
+    ):
         with pytest.raises(SystemExit, match="^jaxseeker synth: " + re.escape(message)):
             main([*argv, *flags])

@@ -33,8 +33,10 @@ def scripted_reply(messages: list[dict]) -> str:
         return f'<think>Find {name}.</think>\n<tool_call>\n{{"name": "search", "arguments": {{"query": ["{name}"]}}}}\n</tool_call>'
     if turns == 1:
         url = re.search(r"\[1\] .*\n(\S+)", messages[-1]["content"]).group(1)
-        return (f'\n<think>Open the first hit.</think>\n<tool_call>\n{{"name": "visit", "arguments": {{"url": ["{url}"], '
-                f'"goal": "birth year"}}}}\n</tool_call>\n<|im_end|>')
+        return (
+            f'\n<think>Open the first hit.</think>\n<tool_call>\n{{"name": "visit", "arguments": {{"url": ["{url}"], '
+            f'"goal": "birth year"}}}}\n</tool_call>\n<|im_end|>'
+        )
     year = re.search(r"was born on \d+ \w+ (\d+)\.", messages[-1]["content"]).group(1)
     return f"<think>The page gives the date.</think>\n<answer>{year}</answer>"
 
@@ -52,8 +54,11 @@ def server():
             if body["model"] == "reasoning" and "</think>" in message["content"]:  # as vLLM's reasoning parser
                 thinking, _, text = message["content"].strip().removeprefix("<think>").partition("</think>")
                 message = {"role": "assistant", "reasoning_content": thinking, "content": text.strip()}
-            reply = {"model": body["model"], "choices": [{"message": message, "finish_reason": "stop"}],
-                     "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+            reply = {
+                "model": body["model"],
+                "choices": [{"message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+            }
             data = json.dumps(reply).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -76,9 +81,16 @@ def test_openai_teacher_writes_a_trajectory_through_the_real_loop(server, traj_w
     people = [e for e in traj_world.entities.values() if e.type == "person"][:3]
     questions = [{"question": f"In what year was {p.name} born?", "answer": p.dates["born"][:4]} for p in people]
     client = LLMClient(LLMConfig(base_url=base_url, model="scripted", api_key_env="JAXSEEKER_TEST_NO_KEY"))
-    records, stats = synthesize(OpenAITeacher(client, workers=2), traj_tokenizer, traj_registry,
-                                [as_question(q) for q in questions], webdancer_funnel(), tries=2, config=LOOP,
-                                progress=False)
+    records, stats = synthesize(
+        OpenAITeacher(client, workers=2),
+        traj_tokenizer,
+        traj_registry,
+        [as_question(q) for q in questions],
+        webdancer_funnel(),
+        tries=2,
+        config=LOOP,
+        progress=False,
+    )
     assert len(records) == 3 and stats.episodes == 3, stats.summary(["validity", "correctness", "quality"])
     record = records[0]
     assert record["provenance"]["teacher"] == "openai" and record["prediction"] == questions[0]["answer"]
@@ -94,14 +106,22 @@ def test_openai_teacher_writes_a_trajectory_through_the_real_loop(server, traj_w
     assert '"name": "search"' in first["messages"][0]["content"]  # the loop's system prompt with the tool schemas
 
 
-def test_a_reasoning_models_thinking_returned_apart_is_kept_in_think_tags(server, traj_world, traj_registry,
-                                                                           traj_tokenizer):
+def test_a_reasoning_models_thinking_returned_apart_is_kept_in_think_tags(
+    server, traj_world, traj_registry, traj_tokenizer
+):
     base_url, _ = server
     person = next(e for e in traj_world.entities.values() if e.type == "person")
     question = {"question": f"In what year was {person.name} born?", "answer": person.dates["born"][:4]}
     client = LLMClient(LLMConfig(base_url=base_url, model="reasoning", api_key_env="JAXSEEKER_TEST_NO_KEY"))
-    records, _ = synthesize(OpenAITeacher(client), traj_tokenizer, traj_registry, [as_question(question)],
-                            webdancer_funnel(), config=LOOP, progress=False)
+    records, _ = synthesize(
+        OpenAITeacher(client),
+        traj_tokenizer,
+        traj_registry,
+        [as_question(question)],
+        webdancer_funnel(),
+        config=LOOP,
+        progress=False,
+    )
     turns = [m["content"] for m in records[0]["messages"] if m["role"] == "assistant"]
     assert turns[0].startswith(f"<think>\nFind {person.name}.\n</think>\n\n<tool_call>")  # long CoT kept
     assert turns[-1] == f"<think>\nThe page gives the date.\n</think>\n\n<answer>{question['answer']}</answer>"
@@ -110,14 +130,22 @@ def test_a_reasoning_models_thinking_returned_apart_is_kept_in_think_tags(server
 def test_short_cot_rewrites_thoughts_and_keeps_actions(server, traj_world, traj_registry, traj_tokenizer):
     base_url, _ = server
     client = LLMClient(LLMConfig(base_url=base_url, model="scripted", api_key_env="JAXSEEKER_TEST_NO_KEY"))
-    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"},
-                {"role": "assistant", "content": '<think>A long and winding thought.</think>\n<tool_call>\n'
-                                                 '{"name": "search", "arguments": {"query": ["Velmora"]}}\n</tool_call>'},
-                {"role": "user", "content": "<tool_response>\nhits\n</tool_response>"},
-                {"role": "assistant", "content": "<think>So it is nine.</think>\n<answer>nine</answer>"}]
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": "<think>A long and winding thought.</think>\n<tool_call>\n"
+            '{"name": "search", "arguments": {"query": ["Velmora"]}}\n</tool_call>',
+        },
+        {"role": "user", "content": "<tool_response>\nhits\n</tool_response>"},
+        {"role": "assistant", "content": "<think>So it is nine.</think>\n<answer>nine</answer>"},
+    ]
     rewritten = rewrite_thoughts(messages, llm_rewriter(client))
-    assert rewritten[2]["content"] == ('<think>Short thought: open the page.</think>\n<tool_call>\n'
-                                       '{"name": "search", "arguments": {"query": ["Velmora"]}}\n</tool_call>')
+    assert rewritten[2]["content"] == (
+        "<think>Short thought: open the page.</think>\n<tool_call>\n"
+        '{"name": "search", "arguments": {"query": ["Velmora"]}}\n</tool_call>'
+    )
     assert rewritten[3] == messages[3] and rewritten[4]["content"].endswith("\n<answer>nine</answer>")
     offline = rewrite_thoughts(messages, template_rewriter)
     assert offline[2]["content"].startswith("<think>Search for Velmora.</think>")

@@ -38,13 +38,22 @@ def _run(world, registry, tokenizer, questions, *, k: int, error_rate: float):
     cfg = ReflectionConfig(k_verify=k, verifier_error_rate=error_rate, mix_ratio=0.5)
     teacher = ExpertTeacher(world, submit=True, wrong_first_rate=cfg.multi_share)
     verifier = ExpertVerifier(teacher, registry, error_rate=error_rate)
-    return synthesize(teacher, tokenizer, reflection_registry(registry, verifier, k=k), questions,
-                      reflection_funnel(n_max=cfg.n_max), tries=1, config=reflection_rollout_config(LOOP, cfg.n_max),
-                      mode="reflection", progress=False)
+    return synthesize(
+        teacher,
+        tokenizer,
+        reflection_registry(registry, verifier, k=k),
+        questions,
+        reflection_funnel(n_max=cfg.n_max),
+        tries=1,
+        config=reflection_rollout_config(LOOP, cfg.n_max),
+        mode="reflection",
+        progress=False,
+    )
 
 
-def test_kept_reflective_trajectories_hold_only_true_verdicts(traj_world, traj_registry, traj_tokenizer,
-                                                              traj_questions):
+def test_kept_reflective_trajectories_hold_only_true_verdicts(
+    traj_world, traj_registry, traj_tokenizer, traj_questions
+):
     questions = [q for q in traj_questions if q.meta["level"] <= 2][:36]
     records, stats = _run(traj_world, traj_registry, traj_tokenizer, questions, k=3, error_rate=0.3)
     assert len(records) >= 0.75 * len(questions), stats.summary(list(stats.entered))
@@ -67,8 +76,9 @@ def test_kept_reflective_trajectories_hold_only_true_verdicts(traj_world, traj_r
     assert r["provenance"]["mode"] == "reflection"
 
 
-def test_psi_drops_episodes_whose_verdicts_disagree_with_the_truth(traj_world, traj_registry, traj_tokenizer,
-                                                                   traj_questions):
+def test_psi_drops_episodes_whose_verdicts_disagree_with_the_truth(
+    traj_world, traj_registry, traj_tokenizer, traj_questions
+):
     questions = [q for q in traj_questions if q.meta["level"] <= 2][:24]
     _, sloppy = _run(traj_world, traj_registry, traj_tokenizer, questions, k=1, error_rate=0.5)
     assert sloppy.entered["psi"] > sloppy.passed["psi"]  # one verifier sample, wrong half the time: Ψ drops

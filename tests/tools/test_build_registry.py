@@ -2,9 +2,8 @@
 
 import pytest
 
-from jaxseeker.tools.keys import REDACTED
-
 from jaxseeker.tools import LLMConfig, ToolsConfig, build_registry, tools_config
+from jaxseeker.tools.keys import REDACTED
 
 
 def test_tools_config_reads_nested_sections():
@@ -58,8 +57,12 @@ def test_web_back_end_keys_are_redacted_before_their_first_request(monkeypatch):
     for name, value in keys.items():
         monkeypatch.setenv(name, value)
     config = ToolsConfig(
-        enabled=("search", "visit", "python"), search_backend="serper", visit_backend="jina",
-        serper_key_env="SERPER_NEW_KEY", jina_key_env="JINA_NEW_KEY", summarizer=LLMConfig(api_key_env="LLM_NEW_KEY"),
+        enabled=("search", "visit", "python"),
+        search_backend="serper",
+        visit_backend="jina",
+        serper_key_env="SERPER_NEW_KEY",
+        jina_key_env="JINA_NEW_KEY",
+        summarizer=LLMConfig(api_key_env="LLM_NEW_KEY"),
     )
     registry = build_registry(config)
     leaked = registry.call("python", {"code": f"print({list(keys.values())!r})"})  # e.g. read from /proc/PPID/environ

@@ -9,20 +9,25 @@ from jaxseeker.tools import HttpConfig, HttpError, JinaReader, LLMClient, LLMCon
 from jaxseeker.tools.keys import REDACTED, BadKey, read_key, redact
 
 
-@pytest.mark.parametrize("value, position", [("sk-abc\ndef", 7), ("sk-\x1babc", 4), ("sk-caf\u00e9-123", 7),
-                                             ("sk-\u200babc", 4)])
-@pytest.mark.parametrize("build", [
-    lambda: JinaReader("http://127.0.0.1:9", "JAXSEEKER_TEST_KEY"),
-    lambda: SerperSearch("http://127.0.0.1:9", "JAXSEEKER_TEST_KEY"),
-    lambda: LLMClient(LLMConfig(base_url="http://127.0.0.1:9/v1", api_key_env="JAXSEEKER_TEST_KEY")),
-])
+@pytest.mark.parametrize(
+    "value, position", [("sk-abc\ndef", 7), ("sk-\x1babc", 4), ("sk-caf\u00e9-123", 7), ("sk-\u200babc", 4)]
+)
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: JinaReader("http://127.0.0.1:9", "JAXSEEKER_TEST_KEY"),
+        lambda: SerperSearch("http://127.0.0.1:9", "JAXSEEKER_TEST_KEY"),
+        lambda: LLMClient(LLMConfig(base_url="http://127.0.0.1:9/v1", api_key_env="JAXSEEKER_TEST_KEY")),
+    ],
+)
 def test_a_key_with_a_control_or_non_ascii_character_is_refused_at_start_up(monkeypatch, value, position, build):
     monkeypatch.setenv("JAXSEEKER_TEST_KEY", value)
     with pytest.raises(BadKey) as caught:
         build()
     message = str(caught.value)
-    assert message.startswith(f"$JAXSEEKER_TEST_KEY: the key has a control or non-ASCII character at position "
-                              f"{position} of {len(value)}")
+    assert message.startswith(
+        f"$JAXSEEKER_TEST_KEY: the key has a control or non-ASCII character at position {position} of {len(value)}"
+    )
     assert value not in message and value[3:6] not in message
 
 
@@ -43,8 +48,12 @@ def test_every_spelling_of_a_key_is_redacted(monkeypatch):
 def test_tool_results_redact_keys_in_arguments_and_text(monkeypatch):
     monkeypatch.setenv("JAXSEEKER_TEST_KEY", "sk-in-the-arguments-42")
     key = read_key("JAXSEEKER_TEST_KEY")
-    echo = Tool("echo", "echo", {"type": "object", "properties": {"text": {"type": "string"},
-                                                                "more": {"type": "array"}}}, lambda a: a["text"])
+    echo = Tool(
+        "echo",
+        "echo",
+        {"type": "object", "properties": {"text": {"type": "string"}, "more": {"type": "array"}}},
+        lambda a: a["text"],
+    )
     result = ToolRegistry([echo]).call("echo", {"text": f"key={key}", "more": [{"k": key}]})
     assert result.arguments == {"text": f"key={REDACTED}", "more": [{"k": REDACTED}]}
     assert result.text == f"key={REDACTED}"

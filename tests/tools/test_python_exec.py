@@ -66,11 +66,15 @@ def test_isolation_none_runs_in_a_plain_process_with_a_warning_every_run(caplog,
     tool = python_tool(config)
     assert tool.description.startswith("Run Python code in a fresh process")
     caplog.set_level(logging.WARNING, logger="jaxseeker.tools.sandbox")
-    code = f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {server.url.rsplit(':', 1)[1]}))\n" \
-           "except OSError as exc:\n    print(exc)"
+    code = (
+        f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {server.url.rsplit(':', 1)[1]}))\n"
+        "except OSError as exc:\n    print(exc)"
+    )
     for _ in range(2):
-        assert ToolRegistry([tool]).call("python", {"code": code}).text == \
-            "stdout:\nnetwork access is disabled in the python tool"
+        assert (
+            ToolRegistry([tool]).call("python", {"code": code}).text
+            == "stdout:\nnetwork access is disabled in the python tool"
+        )
     assert [r.message.split(" (")[0] for r in caplog.records] == ["the python tool runs WITHOUT isolation"] * 2
 
 
@@ -79,8 +83,10 @@ def test_without_isolation_the_tool_refuses_to_start_saying_what_to_install(monk
     with pytest.raises(SandboxUnavailable) as caught:
         python_tool(PythonConfig(isolation="bwrap"))
     message = str(caught.value)
-    assert message.startswith("the python tool will not run without isolation and none works here "
-                              "(bwrap: bwrap is not installed): install bubblewrap (apt-get install bubblewrap)")
+    assert message.startswith(
+        "the python tool will not run without isolation and none works here "
+        "(bwrap: bwrap is not installed): install bubblewrap (apt-get install bubblewrap)"
+    )
     assert "tools.python.isolation: none (--unsafe-python)" in message and "\n" not in message
 
 

@@ -6,7 +6,6 @@ them. Every loop is bounded.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import socket
 import subprocess
@@ -46,8 +45,13 @@ def run_in_a_host_process(box: sandbox.Sandbox, code: str, *, env: dict[str, str
         "code = sys.argv[1].replace('KEY_ID', str(KEY_ID))\n"
         "print(run_python(code, PythonConfig(), sandbox.Sandbox(sys.argv[2], sys.argv[3])), end='')"
     )
-    done = subprocess.run([sys.executable, "-c", script, code, box.backend, box.interpreter], capture_output=True,
-                          text=True, timeout=120, env=os.environ | {"PYTHONPATH": ROOT} | env)
+    done = subprocess.run(
+        [sys.executable, "-c", script, code, box.backend, box.interpreter],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ | {"PYTHONPATH": ROOT} | env,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -89,7 +93,7 @@ def test_no_connection_reaches_a_loopback_listener(box):
             "attempt('ctypes', libc_connect)\n"
             f"attempt('unix', lambda: socket.socket(socket.AF_UNIX).connect({name!r}))\n"
             "child = subprocess.run([sys.executable, '-c', 'import socket; "
-            f"socket.create_connection((\"127.0.0.1\", {port}), timeout=2)'], capture_output=True, text=True)\n"
+            f'socket.create_connection(("127.0.0.1", {port}), timeout=2)\'], capture_output=True, text=True)\n'
             "print('child', 'connected' if child.returncode == 0 else 'refused')"
         )
         text = run(box, code)
@@ -99,7 +103,11 @@ def test_no_connection_reaches_a_loopback_listener(box):
                 sock.accept()
     assert "connected" not in text
     assert [line.split()[:2] for line in text.splitlines()[1:]] == [
-        ["_socket", "refused"], ["ctypes", "refused"], ["unix", "refused"], ["child", "refused"]]
+        ["_socket", "refused"],
+        ["ctypes", "refused"],
+        ["unix", "refused"],
+        ["child", "refused"],
+    ]
 
 
 def _host_allows(family: int) -> bool:
@@ -239,8 +247,20 @@ def test_only_the_scratch_directory_and_the_python_installation_are_visible(box,
     assert [line.split()[0] for line in lines[:-2]] == ["FileNotFoundError"] * 6, lines
     binds = sandbox.python_paths(box.interpreter)
     tops = {path.split("/")[1] for path in binds}
-    assert set(eval(lines[-2])) <= {"bin", "dev", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "scratch", "tmp",
-                                    "usr", *tops}
+    assert set(eval(lines[-2])) <= {
+        "bin",
+        "dev",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "proc",
+        "sbin",
+        "scratch",
+        "tmp",
+        "usr",
+        *tops,
+    }
     for path in eval(lines[-1]):  # in a directory on the way to the Python installation: only that way
         assert any(b == path or b.startswith(path + "/") for b in binds), path
 
@@ -273,8 +293,9 @@ def test_the_code_holds_no_privilege_and_cannot_nest_namespaces(box):
         "print(libc.unshare(0x10000000), ctypes.get_errno() != 0)  # CLONE_NEWUSER\n"
         "print(len(open('/proc/self/uid_map').read().splitlines()))"
     )
-    assert run(box, code) == ("stdout:\n['1000\\t1000\\t1000\\t1000', '0000000000000000', '0000000000000000', '1', "
-                              "'2']\n-1 True\n1")
+    assert run(box, code) == (
+        "stdout:\n['1000\\t1000\\t1000\\t1000', '0000000000000000', '0000000000000000', '1', '2']\n-1 True\n1"
+    )
 
 
 def test_an_interpreter_under_tmp_runs_and_writes_to_the_scratch():

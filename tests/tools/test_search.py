@@ -3,7 +3,6 @@
 import threading
 
 import pytest
-
 from loopback import SECRET, Reply
 
 from jaxseeker.tools import HttpConfig, LocalSearch, SerperSearch, ToolRegistry, search_tool
@@ -158,20 +157,25 @@ def test_the_key_never_appears_in_observations_or_reprs(server, secret_keys):
 def test_title_first_lists_the_page_of_the_name_searched_for_first():
     from jaxseeker.world.corpus import Corpus, Page
 
-    pages = [Page("u/airport", "Lowell Airport", "Lowell Airport serves Lowell. Lowell Airport lies near Lowell."),
-             Page("u/field", "Taylor Field (Lowell)", "Taylor Field is an airfield in Lowell, next to Lowell Airport."),
-             Page("u/lowell", "Lowell", "A city of 9,276 people on the river."),
-             Page("u/st", "St Louis", "A city on the Mississippi.")]
+    pages = [
+        Page("u/airport", "Lowell Airport", "Lowell Airport serves Lowell. Lowell Airport lies near Lowell."),
+        Page("u/field", "Taylor Field (Lowell)", "Taylor Field is an airfield in Lowell, next to Lowell Airport."),
+        Page("u/lowell", "Lowell", "A city of 9,276 people on the river."),
+        Page("u/st", "St Louis", "A city on the Mississippi."),
+    ]
     corpus = Corpus(pages)
     plain = [h.url for h in corpus.search("Lowell", 2)]
     assert plain == ["u/airport", "u/field"]  # BM25 alone: the pages that repeat the name
     assert [h.url for h in corpus.search("Lowell", 2, title_first=True)] == ["u/lowell", "u/airport"]
     assert [h.url for h in corpus.search("st. louis", 1, title_first=True)] == ["u/st"]  # case and dots aside
     assert [h.url for h in corpus.search("Lowell river", 2, title_first=True)] == [
-        h.url for h in corpus.search("Lowell river", 2)]  # no page has that title: BM25's order
+        h.url for h in corpus.search("Lowell river", 2)
+    ]  # no page has that title: BM25's order
     assert corpus.search("zeppelin", 3, title_first=True) == []
     registry = ToolRegistry([search_tool(LocalSearch(corpus, title_first=True), top_k=1)])
-    assert registry.call("search", {"query": "Lowell"}).text.startswith("Search results for 'Lowell':\n\n[1] Lowell\nu/lowell")
+    assert registry.call("search", {"query": "Lowell"}).text.startswith(
+        "Search results for 'Lowell':\n\n[1] Lowell\nu/lowell"
+    )
 
 
 def test_title_first_is_refused_for_a_corpus_without_a_title_index():

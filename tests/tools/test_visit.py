@@ -36,7 +36,9 @@ def chat(text):
 
 def jina_registry(server_url, *, llm=True, options=VisitOptions(), allow_private=False, config=FAST):
     reader = JinaReader(server_url, "JINA_API_KEY", config, allow_private=allow_private)
-    client = LLMClient(LLMConfig(base_url=f"{server_url}/v1", model="m", timeout_s=10.0, max_retries=0)) if llm else None
+    client = (
+        LLMClient(LLMConfig(base_url=f"{server_url}/v1", model="m", timeout_s=10.0, max_retries=0)) if llm else None
+    )
     return ToolRegistry([visit_tool(reader, options=options, llm=client)])
 
 
@@ -61,7 +63,9 @@ def test_local_visit_with_goal_passages_keeps_only_the_best_even_when_the_page_f
     def evidence(goal_passages, goal):
         options = VisitOptions(page_chars=8000, goal_passages=goal_passages, max_links=0)
         registry = ToolRegistry([visit_tool(LocalPages(corpus), options=options)])
-        return registry.call("visit", {"url": "https://world.test/velmora", "goal": goal}).text.split("Evidence in page:\n")[1]
+        return registry.call("visit", {"url": "https://world.test/velmora", "goal": goal}).text.split(
+            "Evidence in page:\n"
+        )[1]
 
     assert evidence(0, "when was the bridge rebuilt").count("\n\n") == 2  # the whole page fits: all of it
     assert evidence(1, "when was the bridge rebuilt") == "Its bridge has nine arches and was rebuilt in 1876."
@@ -71,11 +75,17 @@ def test_local_visit_with_goal_passages_keeps_only_the_best_even_when_the_page_f
 
 
 def test_the_goal_extract_breaks_ties_by_word_pairs_and_keeps_names_with_initials_whole():
-    page = ("P. J. Walters died on 13 November 2009. P. J. Walters was born in Jersey City. "
-            "P. J. Walters died in Plainview. St. Louis is the birthplace of P. J. Walters.")
-    assert overlap_extract(page, "the city P. J. Walters died in", 400, max_passages=1) == "P. J. Walters died in Plainview."
+    page = (
+        "P. J. Walters died on 13 November 2009. P. J. Walters was born in Jersey City. "
+        "P. J. Walters died in Plainview. St. Louis is the birthplace of P. J. Walters."
+    )
+    assert (
+        overlap_extract(page, "the city P. J. Walters died in", 400, max_passages=1)
+        == "P. J. Walters died in Plainview."
+    )
     assert overlap_extract(page, "the birthplace of P. J. Walters", 400, max_passages=1) == (
-        "St. Louis is the birthplace of P. J. Walters.")
+        "St. Louis is the birthplace of P. J. Walters."
+    )
 
 
 def test_local_visit_without_extraction_truncates_to_the_budget(corpus):
@@ -255,10 +265,13 @@ def test_allow_private_reaches_loopback_targets(server, secret_keys):
 
 
 def test_every_redirect_hop_outside_the_reader_is_checked(server, secret_keys):
-    hops = {"/hop": Reply(302, "", (("Location", "/page"),)),  # within the reader: followed
-            "/page": Reply(200, "Title: Moved\n\nhello after a redirect")}
-    server.route = lambda request: hops.get(request.path.split("/http")[0]) or Reply(
-        302, "", (("Location", f"{server.url}/hop"),))
+    hops = {
+        "/hop": Reply(302, "", (("Location", "/page"),)),  # within the reader: followed
+        "/page": Reply(200, "Title: Moved\n\nhello after a redirect"),
+    }
+    server.route = lambda request: (
+        hops.get(request.path.split("/http")[0]) or Reply(302, "", (("Location", f"{server.url}/hop"),))
+    )
     result = jina_registry(server.url, llm=False).call("visit", {"url": TARGET, "goal": "hello"})
     assert result.error is None and "hello after a redirect" in result.text
     for location in ("http://169.254.169.254/latest/meta-data", "http://[2002:7f00:1::]/"):

@@ -21,7 +21,6 @@ from jaxseeker.parallel import MeshConfig, make_mesh
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.state import create_train_state
 
-
 # Trade runtime speed for XLA compile time (about 3x faster compiles of these tiny steps).
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
@@ -36,8 +35,12 @@ class ToyConfig:
 
 def toy_init(cfg: ToyConfig, rng: jax.Array) -> dict:
     """Params of the toy model; norms and biases start at 1 and 0."""
-    shapes = {"embed": (cfg.vocab, cfg.embed), "up": (cfg.embed, cfg.mlp), "down": (cfg.mlp, cfg.embed),
-              "lm_head": (cfg.embed, cfg.vocab)}
+    shapes = {
+        "embed": (cfg.vocab, cfg.embed),
+        "up": (cfg.embed, cfg.mlp),
+        "down": (cfg.mlp, cfg.embed),
+        "lm_head": (cfg.embed, cfg.vocab),
+    }
     sizes = [int(np.prod(s)) for s in shapes.values()]
     draws = jnp.split(0.3 * jax.random.normal(rng, (sum(sizes),)), np.cumsum(sizes)[:-1])  # one RNG kernel
     w = {name: d.reshape(shape) for (name, shape), d in zip(shapes.items(), draws)}
@@ -88,14 +91,19 @@ def toy():
     """The toy model's config, init, axes, loss, a batch (numpy; do not modify) and XLA compile options."""
     cfg = ToyConfig()
     return types.SimpleNamespace(
-        compiler_options=FAST_COMPILE, cfg=cfg, init=functools.partial(toy_init, cfg), axes=toy_axes(cfg),
-        loss=toy_loss, batch=toy_batch(cfg),
+        compiler_options=FAST_COMPILE,
+        cfg=cfg,
+        init=functools.partial(toy_init, cfg),
+        axes=toy_axes(cfg),
+        loss=toy_loss,
+        batch=toy_batch(cfg),
     )
 
 
 @pytest.fixture(scope="session")
 def toy_state(toy):
     """A TrainState of the toy model (bf16 init → f32 master params; AdamW with 2-step accumulation)."""
+
     def bf16_init(rng):
         return jax.tree.map(lambda x: x.astype(jnp.bfloat16), toy.init(rng))
 

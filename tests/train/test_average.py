@@ -14,8 +14,16 @@ from jaxseeker.train.average import average_hf, average_params
 def _qwen3(path, seed: int, hidden: int = 64):
     """A tiny random Qwen3 saved by transformers at `path` with a chat template beside it; its state dict."""
     torch.manual_seed(seed)
-    cfg = transformers.Qwen3Config(vocab_size=128, hidden_size=hidden, intermediate_size=96, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, head_dim=16, tie_word_embeddings=True)
+    cfg = transformers.Qwen3Config(
+        vocab_size=128,
+        hidden_size=hidden,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        tie_word_embeddings=True,
+    )
     hf = transformers.AutoModelForCausalLM.from_config(cfg)
     hf.save_pretrained(path)
     (path / "chat_template.jinja").write_text(f"template of model {seed}")
@@ -61,8 +69,9 @@ def test_average_params_keeps_dtypes_and_refuses_other_shapes():
 def test_other_architectures_are_refused_by_name(tmp_path):
     _qwen3(tmp_path / "a", 0)
     _qwen3(tmp_path / "wide", 1, hidden=96)
-    with pytest.raises(ValueError,
-                       match=r"wide/config.json differs from .*a/config.json in 'hidden_size' \(96 vs 64\)"):
+    with pytest.raises(
+        ValueError, match=r"wide/config.json differs from .*a/config.json in 'hidden_size' \(96 vs 64\)"
+    ):
         average_hf([tmp_path / "a", tmp_path / "wide"], tmp_path / "soup")
     with pytest.raises(ValueError, match="two or more"):
         average_hf([tmp_path / "a"], tmp_path / "soup")
@@ -80,11 +89,14 @@ def test_command_writes_the_average(tmp_path, capsys):
         main(["average", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "soup2"), "--weights", "1"])
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["average", "a", "b", "--out", "s", "--weights", "1", "0"], "--weights: must be a number > 0, got 0"),
-    (["average", "a", "b", "--out", "s", "--weights", "-1", "2"], "--weights: must be a number > 0, got -1"),
-    (["average", "a", "b", "--out", "s", "--weights", "1", "inf"], "--weights: must be a number > 0, got inf"),
-    (["export-hf", "--model", "run", "--out", "hf", "--step", "-1"], "--step: must be an integer >= 0, got -1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["average", "a", "b", "--out", "s", "--weights", "1", "0"], "--weights: must be a number > 0, got 0"),
+        (["average", "a", "b", "--out", "s", "--weights", "-1", "2"], "--weights: must be a number > 0, got -1"),
+        (["average", "a", "b", "--out", "s", "--weights", "1", "inf"], "--weights: must be a number > 0, got inf"),
+        (["export-hf", "--model", "run", "--out", "hf", "--step", "-1"], "--step: must be an integer >= 0, got -1"),
+    ],
+)
 def test_average_and_export_numbers_out_of_range_are_usage_errors(argv, message, capsys):
     assert usage_error(argv, capsys) == f"jaxseeker {argv[0]}: error: argument {message}"

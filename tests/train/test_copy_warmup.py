@@ -90,8 +90,9 @@ def test_warmup_stops_once_the_copy_loss_is_below_its_target(tmp_path):
     cfg = model.ModelConfig.tiny(vocab_size=64, attention_impl="blocked")
     vocab = np.arange(8, 64, dtype=np.int32)
     target = np.log(len(vocab)) - 0.2  # below what guessing among the ids scores: the model must copy
-    summary = run_copy_warmup(cfg, vocab, tmp_path, steps=2000, lr=1e-2, rows=2, seq_len=128, target_loss=target,
-                              progress=False)
+    summary = run_copy_warmup(
+        cfg, vocab, tmp_path, steps=2000, lr=1e-2, rows=2, seq_len=128, target_loss=target, progress=False
+    )
     assert 50 <= summary["steps"] < 2000 and summary["final_loss"] < target, summary
 
 
@@ -111,8 +112,17 @@ def test_grown_layers_start_as_identities_so_the_deeper_model_computes_the_same_
 
 def test_warmup_can_grow_the_model_before_saving_it(tmp_path):
     cfg = model.ModelConfig.tiny(vocab_size=64, num_layers=1)
-    run_copy_warmup(cfg, np.arange(8, 64, dtype=np.int32), tmp_path, steps=2, lr=1e-3, rows=2, seq_len=64,
-                    grow_to=dataclasses.replace(cfg, num_layers=3), progress=False)
+    run_copy_warmup(
+        cfg,
+        np.arange(8, 64, dtype=np.int32),
+        tmp_path,
+        steps=2,
+        lr=1e-3,
+        rows=2,
+        seq_len=64,
+        grow_to=dataclasses.replace(cfg, num_layers=3),
+        progress=False,
+    )
     loaded_cfg, params = model.load_hf(tmp_path)
     assert loaded_cfg.num_layers == 3 and params["blocks"][0]["o"].shape[0] == 3
 
@@ -126,8 +136,17 @@ def test_ids_outside_the_model_vocabulary_are_an_error(tmp_path):
 def test_a_stopped_warmup_saves_its_step_and_resumes_to_the_uninterrupted_model(tmp_path, monkeypatch):
     cfg = model.ModelConfig.tiny(vocab_size=64, attention_impl="blocked")
     vocab = np.arange(8, 64, dtype=np.int32)
-    args = dict(steps=12, lr=1e-2, rows=2, seq_len=64, digits=np.arange(8, 18, dtype=np.int32), digit_rate=0.5,
-                max_gap=16, save_every=5, progress=False)
+    args = dict(
+        steps=12,
+        lr=1e-2,
+        rows=2,
+        seq_len=64,
+        digits=np.arange(8, 18, dtype=np.int32),
+        digit_rate=0.5,
+        max_gap=16,
+        save_every=5,
+        progress=False,
+    )
     whole = run_copy_warmup(cfg, vocab, tmp_path / "whole", checkpoint_dir=tmp_path / "whole-ckpt", **args)
     calls = []
 
@@ -138,8 +157,9 @@ def test_a_stopped_warmup_saves_its_step_and_resumes_to_the_uninterrupted_model(
         return copy_batch(*a, **kw)
 
     monkeypatch.setattr(copy_warmup, "copy_batch", ctrl_c_while_drawing_step_8)
-    with pytest.raises(Interrupted, match=f"stopped by SIGINT after step 8; its checkpoint is saved under "
-                                          f"{tmp_path / 'ckpt'}") as stopped:
+    with pytest.raises(
+        Interrupted, match=f"stopped by SIGINT after step 8; its checkpoint is saved under {tmp_path / 'ckpt'}"
+    ) as stopped:
         run_copy_warmup(cfg, vocab, tmp_path / "out", checkpoint_dir=tmp_path / "ckpt", **args)
     assert stopped.value.exit_code == 130 and not (tmp_path / "out").exists()
     assert sorted(int(p.name) for p in (tmp_path / "ckpt").iterdir() if p.name.isdigit()) == [8]  # keeps the newest

@@ -19,8 +19,15 @@ def test_resume_drops_the_rows_logged_after_the_checkpoint(tmp_path):
     _log(tmp_path, range(1, 6), 1.0)  # killed after logging step 5; its last checkpoint was step 3
     _log(tmp_path, range(4, 8), 2.0, resumed_from=3)
     rows = read_metrics(tmp_path / "metrics.jsonl")
-    assert [(r["step"], r["loss"]) for r in rows] == [(1, 1.0), (2, 1.0), (3, 1.0), (4, 2.0), (5, 2.0), (6, 2.0),
-                                                      (7, 2.0)]
+    assert [(r["step"], r["loss"]) for r in rows] == [
+        (1, 1.0),
+        (2, 1.0),
+        (3, 1.0),
+        (4, 2.0),
+        (5, 2.0),
+        (6, 2.0),
+        (7, 2.0),
+    ]
 
 
 def test_a_row_a_killed_run_left_unfinished_is_cut_on_resume(tmp_path):
@@ -29,7 +36,12 @@ def test_a_row_a_killed_run_left_unfinished_is_cut_on_resume(tmp_path):
         f.write('{"step": 4, "lo')  # killed while writing step 4's row; its last checkpoint was step 3
     _log(tmp_path, range(4, 6), 2.0, resumed_from=3)
     assert [(r["step"], r["loss"]) for r in read_metrics(tmp_path / "metrics.jsonl")] == [
-        (1, 1.0), (2, 1.0), (3, 1.0), (4, 2.0), (5, 2.0)]
+        (1, 1.0),
+        (2, 1.0),
+        (3, 1.0),
+        (4, 2.0),
+        (5, 2.0),
+    ]
 
 
 def test_a_new_run_replaces_old_rows_and_none_appends(tmp_path):
@@ -49,7 +61,7 @@ def tensorboard_losses(log_dir: Path) -> dict[int, float]:
         data, pos = path.read_bytes(), 0
         while pos < len(data):
             (length,) = struct.unpack_from("<Q", data, pos)
-            event = Event.FromString(data[pos + 12:pos + 12 + length])
+            event = Event.FromString(data[pos + 12 : pos + 12 + length])
             pos += 12 + length + 4
             if event.HasField("session_log") and event.session_log.status == SessionLog.START:
                 shown = {step: v for step, v in shown.items() if step < event.step}

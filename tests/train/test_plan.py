@@ -44,15 +44,29 @@ from jaxseeker.train.state import abstract_train_state
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 # A Qwen2-shaped model (q/k/v biases, no q/k norm): the plan's coefficients were fitted on Qwen3 shapes only.
-SMALL = {"model_type": "qwen2", "vocab_size": 3000, "hidden_size": 96, "intermediate_size": 256, "num_layers": 3,
-         "num_heads": 6, "num_kv_heads": 2, "head_dim": 16, "qkv_bias": True, "qk_norm": False}
+SMALL = {
+    "model_type": "qwen2",
+    "vocab_size": 3000,
+    "hidden_size": 96,
+    "intermediate_size": 256,
+    "num_layers": 3,
+    "num_heads": 6,
+    "num_kv_heads": 2,
+    "head_dim": 16,
+    "qkv_bias": True,
+    "qk_norm": False,
+}
 
 
 def sft_recipe(**model_fields) -> dict:
     """A small SFT recipe: 3 rows of 320 tokens, logits in chunks of 128 (320 is not a multiple: padding)."""
-    return {"name": "small", "model": {**SMALL, **model_fields}, "mesh": {"fsdp": 1},
-            "data": {"seq_len": 320, "batch_size": 3},
-            "train": {"train_files": ["unused.jsonl"], "tokenizer": "unused", "chunk_size": 128}}
+    return {
+        "name": "small",
+        "model": {**SMALL, **model_fields},
+        "mesh": {"fsdp": 1},
+        "data": {"seq_len": 320, "batch_size": 3},
+        "train": {"train_files": ["unused.jsonl"], "tokenizer": "unused", "chunk_size": 128},
+    }
 
 
 def compiled_peak_bytes(recipe: dict) -> int:
@@ -65,11 +79,19 @@ def compiled_peak_bytes(recipe: dict) -> int:
     state = abstract_train_state(functools.partial(model.init_params, cfg), model.param_axes(cfg), optimizer, mesh)
     shape = (recipe["data"]["batch_size"], recipe["data"]["seq_len"])
     bsh = batch_sharding(mesh, shape)
-    step = make_sft_step(cfg, optimizer, functools.partial(sft_loss, chunk_size=train.chunk_size), mesh=mesh,
-                         state_shardings=jax.tree.map(lambda x: x.sharding, state), batch_sharding=bsh,
-                         compiler_options=FAST_COMPILE)
-    batch = {k: jax.ShapeDtypeStruct(shape, jnp.int32, sharding=bsh)
-             for k in ("tokens", "targets", "loss_mask", "segment_ids", "positions")}
+    step = make_sft_step(
+        cfg,
+        optimizer,
+        functools.partial(sft_loss, chunk_size=train.chunk_size),
+        mesh=mesh,
+        state_shardings=jax.tree.map(lambda x: x.sharding, state),
+        batch_sharding=bsh,
+        compiler_options=FAST_COMPILE,
+    )
+    batch = {
+        k: jax.ShapeDtypeStruct(shape, jnp.int32, sharding=bsh)
+        for k in ("tokens", "targets", "loss_mask", "segment_ids", "positions")
+    }
     m = step.lower(state, batch).compile().memory_analysis()
     return m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes
 
@@ -98,15 +120,22 @@ def test_params_and_rows_divide_by_the_mesh_as_the_rules_shard_them():
     assert n_one == model.count_params(cfg) and n_four == (n_one - norms) / 4 + norms
     assert (one["rows_per_device"], four["rows_per_device"]) == (8, 2)
     # 6 rows do not split over fsdp=4: the rules replicate the batch, and so does the plan.
-    assert plan_stage(cfg, StageShape("sft", "sft", rows=6, seq=256), DEFAULT_RULES, {"fsdp": 4},
-                      CHIPS["v5p"])["rows_per_device"] == 6
+    assert (
+        plan_stage(cfg, StageShape("sft", "sft", rows=6, seq=256), DEFAULT_RULES, {"fsdp": 4}, CHIPS["v5p"])[
+            "rows_per_device"
+        ]
+        == 6
+    )
 
 
 def test_params_per_device_agree_with_the_shardings_jax_builds():
     cfg = model.ModelConfig.tiny("qwen3_moe", vocab_size=500, num_kv_heads=1)  # 500 and 1 kv head do not split
     mesh = abstract_mesh({"fsdp": 4, "tensor": 2, "expert": 2})
-    shapes = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, jnp.float32), model.param_shapes(cfg),
-                          is_leaf=lambda x: isinstance(x, tuple) and all(isinstance(d, int) for d in x))
+    shapes = jax.tree.map(
+        lambda s: jax.ShapeDtypeStruct(s, jnp.float32),
+        model.param_shapes(cfg),
+        is_leaf=lambda x: isinstance(x, tuple) and all(isinstance(d, int) for d in x),
+    )
     shardings = tree_shardings(model.param_axes(cfg), shapes, mesh, DEFAULT_RULES)
     local = sum(math.prod(s.shard_shape(x.shape)) for s, x in zip(jax.tree.leaves(shardings), jax.tree.leaves(shapes)))
     assert param_elements(cfg, DEFAULT_RULES, mesh) == local < model.count_params(cfg) / 8
@@ -123,8 +152,9 @@ def test_rollout_kv_cache_is_slots_by_length_by_layers_by_kv_heads_by_head_dim_b
 
 def test_an_rl_stage_peaks_in_its_largest_phase_and_the_plan_names_the_phases_over():
     cfg = model.ModelConfig.tiny("qwen3", compute_dtype="bfloat16")
-    stage = StageShape("rl", "rl", rows=4, seq=512, cache_len=4096, resident_rows=16, groups=4, group_size=4,
-                       engine_tensor=1)
+    stage = StageShape(
+        "rl", "rl", rows=4, seq=512, cache_len=4096, resident_rows=16, groups=4, group_size=4, engine_tensor=1
+    )
     mem = memory_plan(cfg, stage, DEFAULT_RULES, abstract_mesh({"fsdp": 4}))
     trainer = mem["params"] + mem["optimizer"] + mem["reference"]
     assert mem["rollout_phase"] == trainer + mem["engine_weights"] + mem["kv_cache"] + mem["rollout"]
@@ -150,9 +180,21 @@ def test_step_flops_count_forward_and_backward_plus_the_recompute_of_remat():
 
 
 def test_a_mesh_is_suggested_when_a_7b_model_does_not_fit_one_chip():
-    cfg = model.ModelConfig(**{**SMALL, "vocab_size": 152064, "hidden_size": 3584, "intermediate_size": 18944,
-                               "num_layers": 28, "num_heads": 28, "num_kv_heads": 4, "head_dim": 128},
-                            compute_dtype="bfloat16", remat="full", attention_impl="splash")
+    cfg = model.ModelConfig(
+        **{
+            **SMALL,
+            "vocab_size": 152064,
+            "hidden_size": 3584,
+            "intermediate_size": 18944,
+            "num_layers": 28,
+            "num_heads": 28,
+            "num_kv_heads": 4,
+            "head_dim": 128,
+        },
+        compute_dtype="bfloat16",
+        remat="full",
+        attention_impl="splash",
+    )
     stage = StageShape("sft", "sft", rows=16, seq=8192, chunk_size=1024)
     chip = CHIPS["v5e"]
     assert not plan_stage(cfg, stage, DEFAULT_RULES, {"fsdp": 1}, chip)["fits"]  # 16 bytes × 7.6B params alone
@@ -169,8 +211,11 @@ def test_recipes_are_validated_by_the_loops_builders():
         make_plan({**sft_recipe(), "train": {"tokenizer": "t"}})
     with pytest.raises(RecipeError, match="missing"):
         make_plan({**sft_recipe(), "model": {"hf_path": "/nonexistent", "remat": "full"}})
-    rl = {"name": "r", "model": sft_recipe()["model"],
-          "rl": {"questions": ["q.jsonl"], "tokenizer": "t", "objective_kwargs": {"eps_hi": 0.3}}}
+    rl = {
+        "name": "r",
+        "model": sft_recipe()["model"],
+        "rl": {"questions": ["q.jsonl"], "tokenizer": "t", "objective_kwargs": {"eps_hi": 0.3}},
+    }
     with pytest.raises(RecipeError, match="eps_hi"):
         make_plan(rl)
     with pytest.raises(RecipeError, match="unknown sections"):
@@ -184,7 +229,8 @@ def test_recipes_are_validated_by_the_loops_builders():
 def test_a_bad_mesh_is_a_usage_error_quoting_it(capsys):
     assert usage_error(["plan", "--config", "c.yaml", "--mesh", "fsdp=4,pipeline=2"], capsys) == (
         "jaxseeker plan: error: argument --mesh: 'fsdp=4,pipeline=2': expected axis=size with axes "
-        "['data', 'fsdp', 'tensor', 'expert', 'context'], got 'pipeline=2'")
+        "['data', 'fsdp', 'tensor', 'expert', 'context'], got 'pipeline=2'"
+    )
 
 
 def test_plan_command_prints_a_table_and_json(tmp_path, capsys):
@@ -192,8 +238,10 @@ def test_plan_command_prints_a_table_and_json(tmp_path, capsys):
 
     path = tmp_path / "small.yaml"
     path.write_text(yaml.safe_dump(sft_recipe(remat="full")))
-    assert main(["plan", "--config", str(path), "--mesh", "data=1,fsdp=-1", "--chips", "3", "--chip", "h100",
-                 "--json"]) == 0
+    assert (
+        main(["plan", "--config", str(path), "--mesh", "data=1,fsdp=-1", "--chips", "3", "--chip", "h100", "--json"])
+        == 0
+    )
     plan = json.loads(capsys.readouterr().out)
     assert plan["mesh"] == {"data": 1, "fsdp": 3, "tensor": 1, "expert": 1, "context": 1} and plan["fits"]
     assert plan["stages"][0]["rows_per_device"] == 1 and plan["chip"]["name"] == "NVIDIA H100 SXM"
@@ -205,12 +253,12 @@ def test_plan_command_prints_a_table_and_json(tmp_path, capsys):
 @pytest.mark.parametrize("chips", ["0", "-4"])
 def test_plan_chips_out_of_range_are_usage_errors(chips, capsys):
     assert usage_error(["plan", "--config", "c.yaml", "--chips", chips], capsys) == (
-        f"jaxseeker plan: error: argument --chips: must be an integer >= 1, got {chips}")
+        f"jaxseeker plan: error: argument --chips: must be an integer >= 1, got {chips}"
+    )
 
 
 def test_a_context_axis_divides_a_rows_activations():
-    cfg = model.ModelConfig.tiny("qwen3", num_layers=4, compute_dtype="bfloat16", remat="full",
-                                 attention_impl="splash")
+    cfg = model.ModelConfig.tiny("qwen3", num_layers=4, compute_dtype="bfloat16", remat="full", attention_impl="splash")
     stage = StageShape("rl", "rl", rows=2, seq=8192, slots=2, cache_len=8192, rollout_tokens=2 * 8192)
     one, four = (plan_stage(cfg, stage, DEFAULT_RULES, {"fsdp": 2, "context": n}, CHIPS["v5p"]) for n in (1, 4))
     assert (one["seq_per_device"], four["seq_per_device"]) == (8192, 2048)
@@ -219,11 +267,13 @@ def test_a_context_axis_divides_a_rows_activations():
     # the layers' residuals split four ways; the final hidden states stay whole (the chunked loss gathers them)
     final = 2 * cfg.hidden_size * 8192 * 2
     assert four["memory"]["activations"] - final == pytest.approx((one["memory"]["activations"] - final) / 4)
-    ring = plan_stage(cfg.replace(context_attention="ring"), stage, DEFAULT_RULES, {"fsdp": 2, "context": 4},
-                      CHIPS["v5p"])
+    ring = plan_stage(
+        cfg.replace(context_attention="ring"), stage, DEFAULT_RULES, {"fsdp": 2, "context": 4}, CHIPS["v5p"]
+    )
     assert ring["attention"] == "ring/blocked"  # no splash form of the ring
-    gather = plan_stage(cfg.replace(attention_impl="blocked"), stage, DEFAULT_RULES, {"fsdp": 2, "context": 4},
-                        CHIPS["v5p"])
+    gather = plan_stage(
+        cfg.replace(attention_impl="blocked"), stage, DEFAULT_RULES, {"fsdp": 2, "context": 4}, CHIPS["v5p"]
+    )
     assert ring["memory"]["layer"] < gather["memory"]["layer"]  # two chunks of keys / values, not the whole row
 
 
@@ -238,8 +288,10 @@ def test_tensor_parallelism_splits_the_saved_residuals_too():
 def test_cudnn_is_planned_with_the_mask_and_bias_it_takes():
     cfg = model.ModelConfig.tiny("qwen3", compute_dtype="bfloat16", remat="full")
     stage = StageShape("sft", "sft", rows=1, seq=4096)
-    mem = {impl: plan_stage(cfg.replace(attention_impl=impl), stage, DEFAULT_RULES, {"fsdp": 1},
-                            CHIPS["h100"])["memory"] for impl in ("cudnn", "splash")}
+    mem = {
+        impl: plan_stage(cfg.replace(attention_impl=impl), stage, DEFAULT_RULES, {"fsdp": 1}, CHIPS["h100"])["memory"]
+        for impl in ("cudnn", "splash")
+    }
     pairs = 4096 * 4096
     assert mem["cudnn"]["activations"] - mem["splash"]["activations"] == pairs  # the bool mask, all the pass
     assert mem["cudnn"]["layer"] - mem["splash"]["layer"] == pairs * 2  # the bf16 bias
@@ -256,8 +308,21 @@ def test_8b_sft_at_128k_fits_the_slices_its_config_names(chip, mesh, capsys):
 
 
 def test_the_plan_finds_a_context_mesh_for_8b_sft_at_128k_on_v6e(capsys):
-    assert main(["plan", "--config", "configs/webexplorer_qwen3-8b_sft.yaml", "--set", "data.seq_len=131072",
-                 "--chip", "v6e", "--json"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--config",
+                "configs/webexplorer_qwen3-8b_sft.yaml",
+                "--set",
+                "data.seq_len=131072",
+                "--chip",
+                "v6e",
+                "--json",
+            ]
+        )
+        == 0
+    )
     plan = json.loads(capsys.readouterr().out)
     assert not plan["fits"]  # the config's v5p mesh: 32 chips of 32 GiB
     suggestion = plan["suggestion"]
@@ -275,8 +340,11 @@ def test_the_8b_grpo_128k_stage_fits_the_slices_its_config_names(chip, mesh, cap
     assert stages[-1]["seq"] == 131072 and all(s["fits"] for s in stages), [s["memory"]["peak"] for s in stages]
 
 
-RL_CONFIGS = sorted(p for p in (Path(jaxseeker.__file__).parent / "configs").glob("*.yaml")
-                    if re.search(r"^rl:\s*$", p.read_text(), re.M))  # RL recipes, not pipelines
+RL_CONFIGS = sorted(
+    p
+    for p in (Path(jaxseeker.__file__).parent / "configs").glob("*.yaml")
+    if re.search(r"^rl:\s*$", p.read_text(), re.M)
+)  # RL recipes, not pipelines
 
 
 @pytest.mark.parametrize("path", RL_CONFIGS, ids=lambda p: p.stem)

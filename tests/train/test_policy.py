@@ -5,7 +5,6 @@ import jax
 import numpy as np
 import optax
 import pytest
-
 from gguf_support import hf_config, hf_state, write_gguf
 
 from jaxseeker import model
@@ -31,8 +30,9 @@ def test_hf_path_may_be_a_gguf_file(tiny_gguf, tmp_path):
 
 
 def test_the_policy_takes_the_tokenizer_of_a_gguf_model(tiny_gguf):
-    policy = build_policy({"model": {"hf_path": str(tiny_gguf)}}, optax.sgd(0.1), tokenizer=None, seed=0,
-                          where="train.tokenizer")
+    policy = build_policy(
+        {"model": {"hf_path": str(tiny_gguf)}}, optax.sgd(0.1), tokenizer=None, seed=0, where="train.tokenizer"
+    )
     assert len(policy.tokenizer) == policy.cfg.vocab_size and policy.tokenizer.eos_token == "<|im_end|>"
 
 

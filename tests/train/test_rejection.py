@@ -13,10 +13,19 @@ def episode(qid, turns, *, correct=True, format_ok=True, termination="answer", l
     """An `eval.run_eval` record with `turns` as the assistant's turns between tool responses (`observations`, one a
     turn, default `OBSERVATION`)."""
     messages = [{"role": "system", "content": "You are a deep-search agent."}, {"role": "user", "content": f"Q{qid}?"}]
-    for turn, seen in zip(turns, [*observations, *[OBSERVATION] * len(turns)][:len(turns)]):
+    for turn, seen in zip(turns, [*observations, *[OBSERVATION] * len(turns)][: len(turns)]):
         messages += [{"role": "assistant", "content": turn}, {"role": "user", "content": seen}]
-    return {"question_id": qid, "round": round_, "correct": correct, "format_ok": format_ok, "termination": termination,
-            "level": level, "question": f"Q{qid}?", "answer": "42", "messages": messages[:-1]}
+    return {
+        "question_id": qid,
+        "round": round_,
+        "correct": correct,
+        "format_ok": format_ok,
+        "termination": termination,
+        "level": level,
+        "question": f"Q{qid}?",
+        "answer": "42",
+        "messages": messages[:-1],
+    }
 
 
 def test_only_right_well_formed_answered_episodes_are_kept():
@@ -30,17 +39,33 @@ def test_only_right_well_formed_answered_episodes_are_kept():
 def test_a_question_gives_at_most_per_question_distinct_trajectories():
     search, answer = '<tool_call>{"name": "search"}</tool_call>', "<answer>42</answer>"
     records = [episode("easy", [search, answer], round_=r) for r in range(4)]  # four identical right rollouts
-    records += [episode("easy2", [search, search, answer]), episode("easy2", [search, answer], round_=1),
-                episode("easy2", [answer], round_=2)]
+    records += [
+        episode("easy2", [search, search, answer]),
+        episode("easy2", [search, answer], round_=1),
+        episode("easy2", [answer], round_=2),
+    ]
     records += [episode("hard", [answer], correct=False, level=2), episode("hard", [search, answer], level=2, round_=1)]
     kept = kept_trajectories(records, per_question=2)
     assert [(t["provenance"]["question_id"], t["provenance"]["round"]) for t in kept] == [
-        ("easy", 0), ("easy2", 0), ("easy2", 1), ("hard", 1)]
+        ("easy", 0),
+        ("easy2", 0),
+        ("easy2", 1),
+        ("hard", 1),
+    ]
     assert kept[0]["messages"] == records[0]["messages"] and kept[0]["answer"] == "42"
     assert kept[0]["provenance"]["source"] == "rft"
     counts = rft_counts(records, kept)
-    assert counts == {"episodes": 9, "right": 8, "questions": 3, "kept": 4, "kept_questions": 3, "rejected": 0,
-                      "rejected_turns": 0, "questions_by_level": {"1": 2, "2": 1}, "kept_questions_by_level": {"1": 2, "2": 1}}
+    assert counts == {
+        "episodes": 9,
+        "right": 8,
+        "questions": 3,
+        "kept": 4,
+        "kept_questions": 3,
+        "rejected": 0,
+        "rejected_turns": 0,
+        "questions_by_level": {"1": 2, "2": 1},
+        "kept_questions_by_level": {"1": 2, "2": 1},
+    }
     with pytest.raises(ValueError, match="per_question must be >= 1, got 0"):
         kept_trajectories(records, per_question=0)
 
@@ -58,8 +83,14 @@ def test_malformed_turns_are_those_a_format_error_answered_and_the_last_of_a_bro
     cut = format_observation([NO_ACTION_ERROR, format_error_text("your turn was cut after 128 tokens")])
     recovered = episode("a", [LOOP, search, "<answer>42</answer>"], format_ok=False, observations=[cut])
     assert malformed_turns(recovered) == [2]
-    broken = episode("b", [search, LOOP, LOOP], correct=False, format_ok=False, termination="format_error",
-                     observations=[OBSERVATION, cut])
+    broken = episode(
+        "b",
+        [search, LOOP, LOOP],
+        correct=False,
+        format_ok=False,
+        termination="format_error",
+        observations=[OBSERVATION, cut],
+    )
     assert malformed_turns(broken) == [4, 6]  # the last turn ended the episode, no observation after it
     assert malformed_turns(episode("c", [search, "<answer>42</answer>"])) == []
 

@@ -5,13 +5,39 @@ import re
 
 from jaxseeker.cli import main
 
-PHASES = ["phase", "rollout", "engine (device)", "waiting for tools", "judge / reward", "old-logprob pass", "update",
-          "other (host)", "step"]
+PHASES = [
+    "phase",
+    "rollout",
+    "engine (device)",
+    "waiting for tools",
+    "judge / reward",
+    "old-logprob pass",
+    "update",
+    "other (host)",
+    "step",
+]
 
 
 def test_bench_rl_runs_one_row_per_episode_then_packed_rows_and_prints_both_tables(capsys):
-    argv = ["bench", "rl", "--hidden", "16", "--layers", "1", "--questions", "2", "--group-size", "2",
-            "--mini-batches", "1", "--steps", "1", "--max-context", "512", "--pack"]
+    argv = [
+        "bench",
+        "rl",
+        "--hidden",
+        "16",
+        "--layers",
+        "1",
+        "--questions",
+        "2",
+        "--group-size",
+        "2",
+        "--mini-batches",
+        "1",
+        "--steps",
+        "1",
+        "--max-context",
+        "512",
+        "--pack",
+    ]
     assert main(argv) == 0
     tables = capsys.readouterr().out.split("\nbench rl: ")[1:]
     assert len(tables) == 2
@@ -25,5 +51,8 @@ def test_bench_rl_runs_one_row_per_episode_then_packed_rows_and_prints_both_tabl
         assert int(sampled.group(1)) > 0 and int(sampled.group(2)) > int(sampled.group(1))  # the prompt and more
         assert "4 update rows" in lines[10] and f"({rows})" in lines[10]
         assert lines[11].startswith("device utilisation ")
-    assert re.fullmatch(r"packed update rows: update [\d.]+ s vs [\d.]+ s one row per episode \([\d.]+×\), "
-                        r"\d+ vs \d+ rows, fill \d+% vs \d+%", tables[1].splitlines()[-1])
+    assert re.fullmatch(
+        r"packed update rows: update [\d.]+ s vs [\d.]+ s one row per episode \([\d.]+×\), "
+        r"\d+ vs \d+ rows, fill \d+% vs \d+%",
+        tables[1].splitlines()[-1],
+    )

@@ -70,13 +70,16 @@ def test_dr_grpo_aggregation_without_its_normaliser_is_refused_when_the_recipe_i
         RLConfig(objective_kwargs={"agg": "sum"})
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("filter_metric", "format", "filter_metric 'format' is not one of \\['correct', 'reward'\\]"),
-    ("kl_reward_estimator", "k4", "kl_reward_estimator 'k4' is not one of"),
-    ("entropy_coef", -0.1, "entropy_coef must be >= 0"),
-    ("kl_reward_target", -1.0, "kl_reward_target \\(-1.0\\) and kl_reward_horizon \\(10000\\) must be > 0"),
-    ("tis_cap", 0.0, "tis_cap must be > 0 or null"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("filter_metric", "format", "filter_metric 'format' is not one of \\['correct', 'reward'\\]"),
+        ("kl_reward_estimator", "k4", "kl_reward_estimator 'k4' is not one of"),
+        ("entropy_coef", -0.1, "entropy_coef must be >= 0"),
+        ("kl_reward_target", -1.0, "kl_reward_target \\(-1.0\\) and kl_reward_horizon \\(10000\\) must be > 0"),
+        ("tis_cap", 0.0, "tis_cap must be > 0 or null"),
+    ],
+)
 def test_bad_correction_keys_name_the_key(key, value, message):
     with pytest.raises(ValueError, match=message):
         RLConfig(**{key: value})
@@ -93,8 +96,9 @@ def test_the_schedule_counts_optimizer_updates_not_micro_batches():
         rl_optimizer_config(rl, {"grad_accum": 3})
 
 
-@pytest.mark.parametrize("sampling", [SamplingConfig(temperature=1.0, top_p=0.9),
-                                      SamplingConfig(temperature=1.0, top_k=20)])
+@pytest.mark.parametrize(
+    "sampling", [SamplingConfig(temperature=1.0, top_p=0.9), SamplingConfig(temperature=1.0, top_k=20)]
+)
 def test_truncated_sampling_is_refused_since_old_log_probs_are_untruncated(sampling):
     with pytest.raises(RecipeError, match="RL computes old log-probs under the untruncated softmax"):
         check_rl_sampling(sampling)

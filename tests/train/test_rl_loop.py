@@ -3,8 +3,8 @@
 import argparse
 import os
 import re
-import signal
 import shutil
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +17,10 @@ from jaxseeker.train.interrupt import Interrupted
 from jaxseeker.train.metrics import MetricsWriter, read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.train.rl import ContextStage, RLConfig, context_stages, run_rl, stage_at
-from jaxseeker.train.rl_config import ROW_BUCKET
-from jaxseeker.train.rl_update import row_length
 from jaxseeker.train.rl_bench import TOY_ANSWER, write_toy
 from jaxseeker.train.rl_command import add_parser
+from jaxseeker.train.rl_config import ROW_BUCKET
+from jaxseeker.train.rl_update import row_length
 
 CONFIG = Path(__file__).parents[2] / "configs" / "rl_tiny.yaml"
 STEPS = 5
@@ -28,8 +28,7 @@ STEPS = 5
 
 def overrides(paths: dict, out_dir: Path, *extra: str) -> list[str]:
     """`--set` values that point the example recipe at a toy written under tmp."""
-    return [f"model.hf_path={paths['policy']}", f"rl.questions=[{paths['questions']}]", f"rl.out_dir={out_dir}",
-            *extra]
+    return [f"model.hf_path={paths['policy']}", f"rl.questions=[{paths['questions']}]", f"rl.out_dir={out_dir}", *extra]
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +37,10 @@ def toy_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("rl")
     paths = write_toy(root / "toy")
     out = root / "run"
-    summary = run_rl(read_recipe(CONFIG, overrides(paths, out, f"rl.steps={STEPS}", "rl.checkpoint_every=2",
-                                                   "rl.episodes_every=1")), progress=False)
+    summary = run_rl(
+        read_recipe(CONFIG, overrides(paths, out, f"rl.steps={STEPS}", "rl.checkpoint_every=2", "rl.episodes_every=1")),
+        progress=False,
+    )
     return paths, out, summary, read_metrics(out / "metrics.jsonl")
 
 
@@ -92,8 +93,16 @@ def test_resume_after_a_kill_repeats_the_uninterrupted_steps(toy_run, capsys):
     shutil.copytree(out / "checkpoints" / "2", killed / "checkpoints" / "2")
     parser = argparse.ArgumentParser()
     add_parser(parser.add_subparsers())
-    args = parser.parse_args(["rl", "--config", str(CONFIG), "--resume", "--no-progress",
-                              *[a for s in overrides(paths, killed, f"rl.steps={STEPS}") for a in ("--set", s)]])
+    args = parser.parse_args(
+        [
+            "rl",
+            "--config",
+            str(CONFIG),
+            "--resume",
+            "--no-progress",
+            *[a for s in overrides(paths, killed, f"rl.steps={STEPS}") for a in ("--set", s)],
+        ]
+    )
     assert args.func(args) == 0
     assert re.search(r"resumed_from +2\n", capsys.readouterr().out)
     resumed = {r["step"]: r for r in read_metrics(killed / "metrics.jsonl")}
@@ -154,11 +163,25 @@ def test_gspo_with_kl_in_the_reward_importance_weights_overlong_filter_and_accum
     the tokens by about 1, and two mini-batches make one optimizer update."""
     paths, _, _, _ = toy_run
     out = tmp_path / "corrections"
-    recipe = read_recipe(CONFIG, overrides(
-        paths, out, "rl.steps=2", "rl.episodes_every=1", "rl.context_stages=[{step: 0, max_context: 118, max_turns: 4}]",
-        "rl.objective=gspo", "rl.objective_kwargs={eps_low: 0.2, eps_high: 0.28}", "rl.overlong_filter=true",
-        "rl.kl_reward_coef=0.05", "rl.kl_reward_target=0.01", "rl.kl_reward_horizon=320", "rl.entropy_coef=0.01",
-        "rl.tis_cap=2.0", "optimizer.grad_accum=2"))
+    recipe = read_recipe(
+        CONFIG,
+        overrides(
+            paths,
+            out,
+            "rl.steps=2",
+            "rl.episodes_every=1",
+            "rl.context_stages=[{step: 0, max_context: 118, max_turns: 4}]",
+            "rl.objective=gspo",
+            "rl.objective_kwargs={eps_low: 0.2, eps_high: 0.28}",
+            "rl.overlong_filter=true",
+            "rl.kl_reward_coef=0.05",
+            "rl.kl_reward_target=0.01",
+            "rl.kl_reward_horizon=320",
+            "rl.entropy_coef=0.01",
+            "rl.tis_cap=2.0",
+            "optimizer.grad_accum=2",
+        ),
+    )
     run_rl(recipe, progress=False)
     rows = read_metrics(out / "metrics.jsonl")
     assert rows[0]["kl_reward"] == 0.0 and rows[0]["kl_reward_coef"] == pytest.approx(0.05)
@@ -188,8 +211,10 @@ def test_the_advantage_a_recipe_names_feeds_the_update(toy_run, tmp_path, monkey
     (tmp_path / "zero_advantage.py").write_text(ZERO_ADVANTAGE)
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "zero"
-    run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.steps=1", "rl.advantage=zero_advantage:nothing_to_learn")),
-           progress=False)
+    run_rl(
+        read_recipe(CONFIG, overrides(paths, out, "rl.steps=1", "rl.advantage=zero_advantage:nothing_to_learn")),
+        progress=False,
+    )
     row = read_metrics(out / "metrics.jsonl")[0]
     assert row["reward"] == pytest.approx(rows[0]["reward"])  # the same rollouts as the GRPO run
     assert rows[0]["grad_norm"] > 0 and row["grad_norm"] == 0.0 and row["loss"] == 0.0
@@ -215,8 +240,9 @@ def test_bad_recipes_name_the_key(toy_run, tmp_path, monkeypatch):
     with pytest.raises(RecipeError, match="do not split into mini_batches=3"):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.mini_batches=3")), progress=False)
     with pytest.raises(RecipeError, match="rl.objective 'row_objective:row_mean' takes no `segment_ids`"):
-        packed_row_mean = overrides(paths, out, "rl.pack=true", "rl.objective=row_objective:row_mean",
-                                    "rl.objective_kwargs={}")
+        packed_row_mean = overrides(
+            paths, out, "rl.pack=true", "rl.objective=row_objective:row_mean", "rl.objective_kwargs={}"
+        )
         run_rl(read_recipe(CONFIG, packed_row_mean), progress=False)
     with pytest.raises(RecipeError, match="unknown advantage 'gae'; known names: dr_grpo, grpo, rloo"):
         run_rl(read_recipe(CONFIG, overrides(paths, out, "rl.advantage=gae")), progress=False)
@@ -227,11 +253,20 @@ def test_bad_recipes_name_the_key(toy_run, tmp_path, monkeypatch):
 
 
 def test_progressive_context_stages_switch_at_their_steps():
-    stages = [{"step": 0, "max_context": 65536, "max_turns": 50}, {"step": 30, "max_context": 98304, "max_turns": 75},
-              {"step": 60, "max_context": 131072, "max_turns": 100}]
+    stages = [
+        {"step": 0, "max_context": 65536, "max_turns": 50},
+        {"step": 30, "max_context": 98304, "max_turns": 75},
+        {"step": 60, "max_context": 131072, "max_turns": 100},
+    ]
     ordered = context_stages(RLConfig(context_stages=stages[::-1]), RolloutConfig())
-    assert [stage_at(ordered, s).max_context for s in (0, 29, 30, 59, 60, 500)] == [65536, 65536, 98304, 98304,
-                                                                                    131072, 131072]
+    assert [stage_at(ordered, s).max_context for s in (0, 29, 30, 59, 60, 500)] == [
+        65536,
+        65536,
+        98304,
+        98304,
+        131072,
+        131072,
+    ]
     assert stage_at(ordered, 45).max_turns == 75
     default = context_stages(RLConfig(), RolloutConfig(max_context_tokens=4096, max_tool_calls=9))
     assert default == [ContextStage(0, 4096, 9)]
@@ -248,18 +283,21 @@ def test_update_rows_fit_the_longest_episode_not_the_whole_context():
     assert row_length([episode(5000)], 1024) == 1024
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--hidden", "13"], "--hidden: must be an integer >= 14, got 13"),
-    (["--layers", "0"], "--layers: must be an integer >= 1, got 0"),
-    (["--questions", "0"], "--questions: must be an integer >= 1, got 0"),
-    (["--group-size", "0"], "--group-size: must be an integer >= 1, got 0"),
-    (["--mini-batches", "0"], "--mini-batches: must be an integer >= 1, got 0"),
-    (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
-    (["--think-tokens", "0.9"], "--think-tokens: must be a number >= 1, got 0.9"),
-    (["--tool-p", "1"], "--tool-p: must be a number >= 0 and < 1, got 1"),
-    (["--tool-p", "-0.1"], "--tool-p: must be a number >= 0 and < 1, got -0.1"),
-    (["--steps", "0"], "--steps: must be an integer >= 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--hidden", "13"], "--hidden: must be an integer >= 14, got 13"),
+        (["--layers", "0"], "--layers: must be an integer >= 1, got 0"),
+        (["--questions", "0"], "--questions: must be an integer >= 1, got 0"),
+        (["--group-size", "0"], "--group-size: must be an integer >= 1, got 0"),
+        (["--mini-batches", "0"], "--mini-batches: must be an integer >= 1, got 0"),
+        (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
+        (["--think-tokens", "0.9"], "--think-tokens: must be a number >= 1, got 0.9"),
+        (["--tool-p", "1"], "--tool-p: must be a number >= 0 and < 1, got 1"),
+        (["--tool-p", "-0.1"], "--tool-p: must be a number >= 0 and < 1, got -0.1"),
+        (["--steps", "0"], "--steps: must be an integer >= 1, got 0"),
+    ],
+)
 def test_bench_rl_flags_out_of_range_are_usage_errors(argv, message, capsys):
     assert usage_error(["bench", "rl", *argv], capsys) == f"jaxseeker bench rl: error: argument {message}"
 
@@ -270,5 +308,6 @@ def test_bench_rl_episodes_that_do_not_split_into_mini_batches_end_before_the_ru
     args = build_parser().parse_args(["bench", "rl", "--questions", "3", "--group-size", "3", "--mini-batches", "2"])
     with pytest.raises(SystemExit) as exit_:
         args.func(args)
-    assert str(exit_.value.code) == ("jaxseeker bench rl: --questions × --group-size = 9 episodes do not split into "
-                                     "--mini-batches 2")
+    assert str(exit_.value.code) == (
+        "jaxseeker bench rl: --questions × --group-size = 9 episodes do not split into --mini-batches 2"
+    )

@@ -23,8 +23,16 @@ LORA = ["model.lora={rank: 4, alpha: 8, targets: [q, v, up, down]}", "rl.steps=3
 
 
 def _recipe(paths: dict, out: Path, *extra: str) -> dict:
-    return read_recipe(CONFIG, [f"model.hf_path={paths['policy']}", f"rl.questions=[{paths['questions']}]",
-                                f"rl.out_dir={out}", *LORA, *extra])
+    return read_recipe(
+        CONFIG,
+        [
+            f"model.hf_path={paths['policy']}",
+            f"rl.questions=[{paths['questions']}]",
+            f"rl.out_dir={out}",
+            *LORA,
+            *extra,
+        ],
+    )
 
 
 def _with_live_layers(path: str) -> None:
@@ -56,8 +64,11 @@ def test_a_lora_rl_step_trains_the_adapters_and_rolls_out_with_them_merged(lora_
         assert row["logp_mismatch"] < 1e-4, row["step"]
     _, cfg, merged = restore_run(out)
     base = model.load_hf(paths["policy"])[1]
-    changed = [n for n in ("q", "k", "v", "o", "gate", "up", "down")
-               if not np.array_equal(np.asarray(merged["blocks"][0][n]), np.asarray(base["blocks"][0][n]))]
+    changed = [
+        n
+        for n in ("q", "k", "v", "o", "gate", "up", "down")
+        if not np.array_equal(np.asarray(merged["blocks"][0][n]), np.asarray(base["blocks"][0][n]))
+    ]
     assert changed == ["q", "v", "up", "down"]  # the targets moved, the rest is the base
     np.testing.assert_array_equal(np.asarray(merged["embed"]), np.asarray(base["embed"]))
 

@@ -14,18 +14,31 @@ HUB, ANSWER = "https://atlas.test/wiki/Jenkins_Airport", "https://atlas.test/wik
 def episode(prediction, visits, urls):
     """A one-answer episode that visited `visits` for a question whose record lists `urls` as evidence."""
     answer = f"<think>Read.</think><answer>{prediction}</answer>"
-    calls = [ToolCallRecord(turn=i + 1, name="visit", arguments={"url": [u], "goal": "g"}, error=None, latency_s=0.0)
-             for i, u in enumerate(visits)]
-    return Episode(question="What is the population of the city Jenkins Airport serves?",
-                   messages=[{"role": "assistant", "content": answer}], token_ids=[1, 2], loss_mask=[1, 1],
-                   logprobs=[0.0, 0.0], termination="answer", prediction=prediction, answer="10945", tool_calls=calls,
-                   meta={"id": "e2hqa-1", "meta": {"urls": urls}})
+    calls = [
+        ToolCallRecord(turn=i + 1, name="visit", arguments={"url": [u], "goal": "g"}, error=None, latency_s=0.0)
+        for i, u in enumerate(visits)
+    ]
+    return Episode(
+        question="What is the population of the city Jenkins Airport serves?",
+        messages=[{"role": "assistant", "content": answer}],
+        token_ids=[1, 2],
+        loss_mask=[1, 1],
+        logprobs=[0.0, 0.0],
+        termination="answer",
+        prediction=prediction,
+        answer="10945",
+        tool_calls=calls,
+        meta={"id": "e2hqa-1", "meta": {"urls": urls}},
+    )
 
 
 def test_evidence_reward_reads_the_question_pages_from_the_record():
     scorer = Scorer(RewardConfig(fn="evidence"))
-    right, guess, halfway = (episode("10945", [HUB, ANSWER], [ANSWER, HUB]), episode("5", [], [ANSWER, HUB]),
-                             episode("5", [HUB], [ANSWER, HUB]))
+    right, guess, halfway = (
+        episode("10945", [HUB, ANSWER], [ANSWER, HUB]),
+        episode("5", [], [ANSWER, HUB]),
+        episode("5", [HUB], [ANSWER, HUB]),
+    )
     scores = scorer.score_all([right, guess, halfway])
     assert [s.outcome.evidence for s in scores] == [1.0, 0.0, 0.5]
     assert [s.reward for s in scores] == pytest.approx([1.3, 0.0, 0.15])
@@ -41,15 +54,27 @@ def srrl_episode(submitted: list[str], final: str | None, n_sampled: int = 10) -
     """A WebSeer multi-submit episode: `answer_submit` calls with feedback, then (maybe) a final <answer> turn."""
     messages = [{"role": "user", "content": "Who founded Velmora?"}]
     for answer in submitted:
-        messages += [{"role": "assistant", "content": f'<think>Try.</think><tool_call>{{"name": "answer_submit", '
-                                                       f'"arguments": {{"answer": "{answer}"}}}}</tool_call>'},
-                     {"role": "user", "content": "<tool_response>Incorrect!</tool_response>"}]
+        messages += [
+            {
+                "role": "assistant",
+                "content": f'<think>Try.</think><tool_call>{{"name": "answer_submit", '
+                f'"arguments": {{"answer": "{answer}"}}}}</tool_call>',
+            },
+            {"role": "user", "content": "<tool_response>Incorrect!</tool_response>"},
+        ]
     if final is not None:
         messages.append({"role": "assistant", "content": f"<think>So.</think><answer>{final}</answer>"})
-    return Episode(question="Who founded Velmora?", messages=messages, token_ids=list(range(n_sampled)),
-                   loss_mask=[1] * n_sampled, logprobs=[0.0] * n_sampled, termination="answer",
-                   prediction=final if final is not None else submitted[-1], answer="Ida Konst",
-                   submissions=[Submission(a, "Incorrect! The F1 score is 0.00.") for a in submitted])
+    return Episode(
+        question="Who founded Velmora?",
+        messages=messages,
+        token_ids=list(range(n_sampled)),
+        loss_mask=[1] * n_sampled,
+        logprobs=[0.0] * n_sampled,
+        termination="answer",
+        prediction=final if final is not None else submitted[-1],
+        answer="Ida Konst",
+        submissions=[Submission(a, "Incorrect! The F1 score is 0.00.") for a in submitted],
+    )
 
 
 def test_a_final_answer_after_submissions_counts_as_an_attempt():

@@ -9,14 +9,16 @@ from jaxseeker.train.rl_config import RLConfig
 from jaxseeker.train.rl_scoring import QuestionSampler, Score, episode_advantages
 
 # Six groups of four rollouts: groups 0, 3 and 5 have all-equal rewards (no advantage signal).
-REWARDS = np.array([
-    [1.0, 1.0, 1.0, 1.0],
-    [1.0, 0.0, 0.0, 0.0],
-    [0.1, 1.0, 0.1, 1.0],
-    [0.0, 0.0, 0.0, 0.0],
-    [0.0, 0.9, 0.0, 0.0],
-    [0.1, 0.1, 0.1, 0.1],
-])
+REWARDS = np.array(
+    [
+        [1.0, 1.0, 1.0, 1.0],
+        [1.0, 0.0, 0.0, 0.0],
+        [0.1, 1.0, 0.1, 1.0],
+        [0.0, 0.0, 0.0, 0.0],
+        [0.0, 0.9, 0.0, 0.0],
+        [0.1, 0.1, 0.1, 0.1],
+    ]
+)
 
 
 def test_informative_groups_are_those_with_reward_variance():
@@ -57,8 +59,9 @@ def test_dupo_prefilter_drops_questions_solved_in_every_rollout():
 
 def webdancer_group(n_correct: int, n_format_failures: int, size: int = 16) -> list[Score]:
     """A group of `size` scored episodes under WebDancer's 0.1·format + 0.9·answer."""
-    outcomes = [rewards.EpisodeOutcome(format_ok=i >= n_format_failures, correct=i >= size - n_correct)
-                for i in range(size)]
+    outcomes = [
+        rewards.EpisodeOutcome(format_ok=i >= n_format_failures, correct=i >= size - n_correct) for i in range(size)
+    ]
     return [Score(rewards.webdancer(o), o) for o in outcomes]
 
 

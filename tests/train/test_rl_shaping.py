@@ -23,8 +23,9 @@ def test_episode_sums_and_kl_in_the_reward():
     np.testing.assert_allclose(sums, expected, rtol=1e-12)
     np.testing.assert_array_equal(counts, [2, 1, 2, 0])
     rewards = np.array([[1.0, 0.0], [0.5, 0.5]])
-    np.testing.assert_allclose(shaping.kl_shaped_rewards(rewards, sums, 0.1),
-                               rewards - 0.1 * np.asarray(expected).reshape(2, 2), rtol=1e-12)
+    np.testing.assert_allclose(
+        shaping.kl_shaped_rewards(rewards, sums, 0.1), rewards - 0.1 * np.asarray(expected).reshape(2, 2), rtol=1e-12
+    )
     per_token = np.asarray(losses.kl_per_token(OLD.astype(np.float32), REF.astype(np.float32), estimator="k1"))
     np.testing.assert_allclose(shaping.episode_token_sums(per_token, MASK, EPISODE, 4)[0], expected, rtol=1e-6)
 
@@ -32,9 +33,11 @@ def test_episode_sums_and_kl_in_the_reward():
 def test_adaptive_kl_coefficient_follows_its_target_at_most_20_percent_per_horizon():
     # KL 50% above target: the error clips at +0.2; β grows by 0.2 · n / horizon
     assert shaping.adaptive_kl_coef(0.1, 0.15, target=0.1, horizon=1000, n_steps=64) == pytest.approx(
-        0.1 * (1 + 0.2 * 64 / 1000))
+        0.1 * (1 + 0.2 * 64 / 1000)
+    )
     assert shaping.adaptive_kl_coef(0.1, 0.095, target=0.1, horizon=1000, n_steps=64) == pytest.approx(
-        0.1 * (1 - 0.05 * 64 / 1000))
+        0.1 * (1 - 0.05 * 64 / 1000)
+    )
     assert shaping.adaptive_kl_coef(0.1, 0.0, target=0.1, horizon=64, n_steps=64) == pytest.approx(0.08)
 
 
@@ -52,8 +55,13 @@ def test_truncated_importance_weights_and_that_scaled_advantages_weigh_the_token
 
     logp = OLD + RNG.normal(scale=0.3, size=OLD.shape)
     adv = np.array([[0.7] * 6, [-1.2] * 6])
-    loss, _ = losses.policy_loss(logp.astype(np.float32), OLD.astype(np.float32), (adv * weights).astype(np.float32),
-                                 MASK.astype(np.float32), clip_c=3.0)
+    loss, _ = losses.policy_loss(
+        logp.astype(np.float32),
+        OLD.astype(np.float32),
+        (adv * weights).astype(np.float32),
+        MASK.astype(np.float32),
+        clip_c=3.0,
+    )
     r = np.exp(logp - OLD)
     per_token = np.maximum(-adv * r, -adv * np.clip(r, 0.8, 1.28))
     per_token = np.where(adv < 0, np.minimum(per_token, -3.0 * adv), per_token)
@@ -61,8 +69,10 @@ def test_truncated_importance_weights_and_that_scaled_advantages_weigh_the_token
 
 
 def test_overlong_episodes_are_those_cut_by_the_context_or_tool_call_limit():
-    episodes = [Episode(question="q", messages=[], token_ids=[1], loss_mask=[1], logprobs=[0.0], termination=t)
-                for t in ("answer", "max_context", "max_tool_calls", "format_error", "timeout")]
+    episodes = [
+        Episode(question="q", messages=[], token_ids=[1], loss_mask=[1], logprobs=[0.0], termination=t)
+        for t in ("answer", "max_context", "max_tool_calls", "format_error", "timeout")
+    ]
     assert shaping.overlong_episodes(episodes).tolist() == [False, True, True, False, False]
 
 

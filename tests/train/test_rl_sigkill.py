@@ -19,15 +19,36 @@ from jaxseeker.train.rl_bench import write_toy
 CONFIG = Path(__file__).parents[2] / "configs" / "rl_tiny.yaml"
 STEPS = 8
 KILL_AFTER = 4  # SIGKILL after the next step, once the checkpoint of this step is on disk
-DETERMINISTIC = ("reward", "accuracy", "format_rate", "response_tokens", "groups", "loss", "grad_norm", "entropy",
-                 "approx_kl", "ratio_mean", "ratio_max", "clip_frac_low", "clip_frac_high", "logp_mismatch")
+DETERMINISTIC = (
+    "reward",
+    "accuracy",
+    "format_rate",
+    "response_tokens",
+    "groups",
+    "loss",
+    "grad_norm",
+    "entropy",
+    "approx_kl",
+    "ratio_mean",
+    "ratio_max",
+    "clip_frac_low",
+    "clip_frac_high",
+    "logp_mismatch",
+)
 
 
 def _argv(paths: dict, out_dir: Path, *extra: str) -> list[str]:
     """`jaxseeker rl` on the toy: 5 questions, 2 per step (a new sampler epoch every 2.5 steps), 4 rollouts each."""
-    sets = [f"model.hf_path={paths['policy']}", f"rl.questions=[{paths['questions']}]", f"rl.out_dir={out_dir}",
-            f"rl.steps={STEPS}", "rl.checkpoint_every=2", "rl.batch_questions=2", "rl.group_size=4",
-            "rl.episodes_every=1"]
+    sets = [
+        f"model.hf_path={paths['policy']}",
+        f"rl.questions=[{paths['questions']}]",
+        f"rl.out_dir={out_dir}",
+        f"rl.steps={STEPS}",
+        "rl.checkpoint_every=2",
+        "rl.batch_questions=2",
+        "rl.group_size=4",
+        "rl.episodes_every=1",
+    ]
     return ["rl", "--config", str(CONFIG), "--no-progress", *extra, *[a for s in sets for a in ("--set", s)]]
 
 
@@ -52,8 +73,12 @@ def test_sigkill_then_resume_repeats_the_uninterrupted_steps(tmp_path):
     # that step has to be done again.
     killed = launch(_argv(paths, tmp_path / "killed"), logs["killed"], pause_at=KILL_AFTER + 1)
     wait_until(paused(logs["killed"]).exists, killed, logs["killed"], f"step {KILL_AFTER + 1}")
-    wait_until((tmp_path / "killed" / "checkpoints" / str(KILL_AFTER)).exists, killed, logs["killed"],
-               f"checkpoint of step {KILL_AFTER}")  # saved asynchronously: it may still be on its way
+    wait_until(
+        (tmp_path / "killed" / "checkpoints" / str(KILL_AFTER)).exists,
+        killed,
+        logs["killed"],
+        f"checkpoint of step {KILL_AFTER}",
+    )  # saved asynchronously: it may still be on its way
     os.kill(killed.pid, signal.SIGKILL)
     assert killed.wait() == -signal.SIGKILL
     assert max(_rows(tmp_path / "killed")) == KILL_AFTER + 1

@@ -24,8 +24,10 @@ QUESTIONS = [
 
 
 def submit(answer: str) -> str:
-    return (f'<think>Try {answer}.</think>\n<tool_call>\n{{"name": "answer_submit", "arguments": '
-            f'{{"answer": "{answer}"}}}}\n</tool_call>')
+    return (
+        f'<think>Try {answer}.</think>\n<tool_call>\n{{"name": "answer_submit", "arguments": '
+        f'{{"answer": "{answer}"}}}}\n</tool_call>'
+    )
 
 
 def scripted_policy():
@@ -52,14 +54,26 @@ def srrl_run(tmp_path_factory):
     paths = write_toy(root / "toy")
     paths["questions"] = str(root / "questions.jsonl")
     (root / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
-    recipe = read_recipe(CONFIG, [
-        f"model.hf_path={paths['policy']}", f"rl.questions=[{paths['questions']}]", f"rl.out_dir={root / 'run'}",
-        "tools.enabled=[answer_submit]", "rollout.max_submissions=3", "rollout.max_tokens_per_turn=256",
-        "rl.selection=dupo",
-        "rl.dupo_filter_rollouts=2", "rl.batch_questions=2", "rl.group_size=2", "rl.mini_batches=1",
-        "rl.context_stages=[{step: 0, max_context: 1024, max_turns: 8}]",
-        "reward.fn=webseer", "reward.judge=f1", "reward.kwargs={l_expect: 400, l_max: 800, alpha: 0.9}",
-    ])
+    recipe = read_recipe(
+        CONFIG,
+        [
+            f"model.hf_path={paths['policy']}",
+            f"rl.questions=[{paths['questions']}]",
+            f"rl.out_dir={root / 'run'}",
+            "tools.enabled=[answer_submit]",
+            "rollout.max_submissions=3",
+            "rollout.max_tokens_per_turn=256",
+            "rl.selection=dupo",
+            "rl.dupo_filter_rollouts=2",
+            "rl.batch_questions=2",
+            "rl.group_size=2",
+            "rl.mini_batches=1",
+            "rl.context_stages=[{step: 0, max_context: 1024, max_turns: 8}]",
+            "reward.fn=webseer",
+            "reward.judge=f1",
+            "reward.kwargs={l_expect: 400, l_max: 800, alpha: 0.9}",
+        ],
+    )
     tokenizer = load_tokenizer(paths["policy"])
     eos_ids, stops = prompts.engine_stops(tokenizer)
     engine = ScriptedEngine(tokenizer, scripted_policy(), slots=4, max_len=1024, eos_ids=eos_ids, stop_strings=stops)
@@ -91,7 +105,9 @@ def test_srrl_transcript_feedback_and_webseer_reward(srrl_run):
         assert episode.termination == "answer" and score.outcome.format_ok
     a, score_a = by_path["A"]
     assert [(s.answer, s.feedback) for s in a.submissions] == [
-        ("Ida", "Incorrect! The F1 score is 0.67."), ("Ida Konst", "Correct! The F1 score is 1.00.")]
+        ("Ida", "Incorrect! The F1 score is 0.67."),
+        ("Ida Konst", "Correct! The F1 score is 1.00."),
+    ]
     assert [m["role"] for m in a.messages] == ["system", "user", "assistant", "user", "assistant"]
     assert a.messages[3]["content"] == "<tool_response>\nIncorrect! The F1 score is 0.67.\n</tool_response>"
     assert "answer_submit" in a.messages[0]["content"] and prompts.SUBMIT_NOTE in a.messages[0]["content"]
@@ -100,7 +116,10 @@ def test_srrl_transcript_feedback_and_webseer_reward(srrl_run):
 
     b, score_b = by_path["B"]
     assert [s.feedback for s in b.submissions] == [
-        "Incorrect! The F1 score is 0.00.", "Incorrect! The F1 score is 0.67.", "Incorrect! The F1 score is 0.67."]
+        "Incorrect! The F1 score is 0.00.",
+        "Incorrect! The F1 score is 0.67.",
+        "Incorrect! The F1 score is 0.67.",
+    ]
     assert b.prediction == "Ida" and len(b.tool_calls) == 3  # max_submissions ends the episode
     assert score_b.reward == pytest.approx((2 / 3) * 0.9**3)
     assert times["rollout_s"] > 0 and times["rounds"] == 1
@@ -112,8 +131,9 @@ def test_dapo_rolls_out_more_questions_until_the_batch_holds_only_informative_gr
     run, _ = srrl_run
     # A seed whose first two questions include the river question (both its rollouts are right: no variance).
     seed = next(s for s in range(100) if 2 in QuestionSampler([0, 1, 2], s).take(2))
-    dapo = dataclasses.replace(run, rl=dataclasses.replace(run.rl, selection="dapo", seed=seed),
-                               sampler=QuestionSampler([0, 1, 2], seed))
+    dapo = dataclasses.replace(
+        run, rl=dataclasses.replace(run.rl, selection="dapo", seed=seed), sampler=QuestionSampler([0, 1, 2], seed)
+    )
     groups, scores, selection, times = collect(dapo, 0, stage_rollout_config(run, run.stages[0]))
     assert times["rounds"] == 2 and len(groups) == 3  # one more question was rolled out in a second round
     assert len(selection.groups) == 2 and selection.n_duplicated == 0

@@ -140,8 +140,13 @@ def test_packed_rows_give_the_one_row_per_episode_loss_and_gradient(loss_and_gra
 
 def _numpy_terms(params, rows, temperature):
     """float64 log π(target) and entropy per position `[rows, seq]`, from the model's full logits."""
-    logits = np.asarray(model.forward(params, rows["tokens"], CFG, positions=rows["positions"],
-                                      segment_ids=rows["segment_ids"]), np.float64) / temperature
+    logits = (
+        np.asarray(
+            model.forward(params, rows["tokens"], CFG, positions=rows["positions"], segment_ids=rows["segment_ids"]),
+            np.float64,
+        )
+        / temperature
+    )
     log_probs = logits - logits.max(-1, keepdims=True)
     log_probs -= np.log(np.exp(log_probs).sum(-1, keepdims=True))
     logp = np.take_along_axis(log_probs, rows["targets"][..., None], axis=-1)[..., 0]
@@ -176,8 +181,9 @@ def test_kl_and_entropy_terms_are_reduced_with_the_objectives_aggregation(agg):
 
     # the bonus's gradient is the entropy's, through the chunked logits as through the model's full ones
     def full_entropy(p):
-        logits = model.forward(p, rows["tokens"], CFG, positions=rows["positions"],
-                               segment_ids=rows["segment_ids"]) / 0.8
+        logits = (
+            model.forward(p, rows["tokens"], CFG, positions=rows["positions"], segment_ids=rows["segment_ids"]) / 0.8
+        )
         return losses.aggregate(losses.token_entropy(logits), rows["loss_mask"], agg, rows["segment_ids"])
 
     bonus_only = dataclasses.replace(base, entropy_coef=0.05)
@@ -195,8 +201,9 @@ def test_accumulated_micro_batches_weighed_by_their_counts_give_the_whole_batch_
     step_cfg = RLStepConfig(chunk_size=16, temperature=0.8, kl_coef=0.1, objective_kwargs={"agg": agg})
     grad = jax.jit(jax.grad(lambda p, b: rl_loss(p, b, CFG, step_cfg=step_cfg)[0]))
     params = model.init_params(CFG, jax.random.key(4))
-    ids, masks, logps = _random_episodes(np.random.default_rng(4), [(6, 5, 7, 5), (4, 3, 6, 0), (3, 2, 0, 0),
-                                                                    (5, 1, 3, 1)])
+    ids, masks, logps = _random_episodes(
+        np.random.default_rng(4), [(6, 5, 7, 5), (4, 3, 6, 0), (3, 2, 0, 0), (5, 1, 3, 1)]
+    )
     advantages = [1.0, -0.5, 0.25, -1.5]
     whole = episode_rows(ids, masks, logps, advantages, SEQ)
     parts = [{k: v[:3] for k, v in whole.items()}, {k: v[3:] for k, v in whole.items()}]
@@ -205,14 +212,18 @@ def test_accumulated_micro_batches_weighed_by_their_counts_give_the_whole_batch_
         rows["ref_logp"] = np.where(rows["loss_mask"] != 0, rows["old_logp"] - 0.2, 0.0).astype(np.float32)
     counts = [float(losses.aggregation_count(p["loss_mask"], agg, p["segment_ids"])) for p in parts]
     scales = loss_scales(counts, 2)
-    accumulated = jax.tree.map(lambda a, b: (a + b) / 2, *[grad(params, {**p, "loss_scale": np.float32(s)})
-                                                           for p, s in zip(parts, scales)])
+    accumulated = jax.tree.map(
+        lambda a, b: (a + b) / 2, *[grad(params, {**p, "loss_scale": np.float32(s)}) for p, s in zip(parts, scales)]
+    )
     assert_gradients_close(accumulated, grad(params, whole), n_terms=whole["tokens"].size)
     # loss_scale 1 is the unweighed loss (what the update uses when none is given) and reuses the compiled grads
-    unweighed = jax.tree.map(lambda a, b: (a + b) / 2, *[grad(params, {**p, "loss_scale": np.float32(1.0)})
-                                                        for p in parts])
-    gap = max(float(np.abs(np.asarray(a) - np.asarray(b)).max()) for a, b in zip(
-        jax.tree.leaves(unweighed), jax.tree.leaves(grad(params, whole))))
+    unweighed = jax.tree.map(
+        lambda a, b: (a + b) / 2, *[grad(params, {**p, "loss_scale": np.float32(1.0)}) for p in parts]
+    )
+    gap = max(
+        float(np.abs(np.asarray(a) - np.asarray(b)).max())
+        for a, b in zip(jax.tree.leaves(unweighed), jax.tree.leaves(grad(params, whole)))
+    )
     assert gap > 1e-2
 
 
@@ -230,17 +241,23 @@ def row_clip(logp, old_logp, advantages, mask, *, eps=0.2):
     return sequence_clip(logp, old_logp, advantages, mask, eps=eps)
 
 
-@pytest.mark.parametrize("objective, kwargs", [
-    (sequence_clip, {}), (losses.policy_loss, {"agg": "seq-mean-token-mean"}),
-    (losses.policy_loss, {"agg": "seq-mean-token-sum"}), (losses.policy_loss, {"agg": "seq-mean-token-sum-norm",
-                                                                               "norm": 16.0}),
-    (losses.gspo_loss, {"eps_low": 0.2, "eps_high": 0.2})])
+@pytest.mark.parametrize(
+    "objective, kwargs",
+    [
+        (sequence_clip, {}),
+        (losses.policy_loss, {"agg": "seq-mean-token-mean"}),
+        (losses.policy_loss, {"agg": "seq-mean-token-sum"}),
+        (losses.policy_loss, {"agg": "seq-mean-token-sum-norm", "norm": 16.0}),
+        (losses.gspo_loss, {"eps_low": 0.2, "eps_high": 0.2}),
+    ],
+)
 def test_sequence_level_objectives_that_take_segment_ids_are_exact_on_packed_rows(objective, kwargs):
     """rl_loss passes the batch's segment ids to an objective that declares them: each episode of a packed row is one
     sequence, so packing changes neither the loss nor the gradient (nor the KL and entropy terms, reduced alike)."""
     step_cfg = RLStepConfig(chunk_size=16, objective_kwargs=kwargs, kl_coef=0.05, entropy_coef=0.01)
-    loss_and_grad = jax.jit(jax.value_and_grad(
-        functools.partial(rl_loss, cfg=CFG, step_cfg=step_cfg, objective=objective), has_aux=True))
+    loss_and_grad = jax.jit(
+        jax.value_and_grad(functools.partial(rl_loss, cfg=CFG, step_cfg=step_cfg, objective=objective), has_aux=True)
+    )
     params = model.init_params(CFG, jax.random.key(2))
     ids, masks, logps = _random_episodes(np.random.default_rng(2), [(6, 5, 7, 5), (4, 3, 6, 2), (3, 4, 0, 0)])
     advantages = [1.0, -0.5, 0.25]
@@ -286,8 +303,9 @@ def test_an_objective_registered_anew_under_its_name_is_the_one_the_update_runs(
         losses.POLICY_OBJECTIVES["test_notebook_objective"] = edited
         after = make_rl_step(CFG, step_cfg, opt, mesh=mesh, rows=2, seq=SEQ)
         assert after is not before
-        state, _ = create_train_state(functools.partial(model.init_params, CFG), model.param_axes(CFG),
-                                      make_optimizer(opt), 0, mesh)
+        state, _ = create_train_state(
+            functools.partial(model.init_params, CFG), model.param_axes(CFG), make_optimizer(opt), 0, mesh
+        )
         _, metrics = after.update(state, jax.device_put(rows, after.batch_sharding))
         assert float(metrics["edited"]) == 1.0
     finally:

@@ -32,24 +32,30 @@ def test_bench_options_train_like_the_reference_and_rejected_options_are_dropped
     np.testing.assert_allclose(fast["loss"], ref["loss"], rtol=1e-5)  # the loss after the last AdamW step
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--trajectories", "1"], "--trajectories: must be an integer >= 2, got 1"),
-    (["--seq-len", "0"], "--seq-len: must be an integer >= 1, got 0"),
-    (["--rows", "0"], "--rows: must be an integer >= 1, got 0"),
-    (["--hf-batch", "-1"], "--hf-batch: must be an integer >= 1, got -1"),
-    (["--bins", "0"], "--bins: must be an integer >= 1, got 0"),
-    (["--loss-chunk", "0"], "--loss-chunk: must be an integer >= 1, got 0"),
-    (["--lora-rank", "-1"], "--lora-rank: must be an integer >= 0, got -1"),
-    (["--lora-alpha", "0"], "--lora-alpha: must be a number > 0, got 0"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--trajectories", "1"], "--trajectories: must be an integer >= 2, got 1"),
+        (["--seq-len", "0"], "--seq-len: must be an integer >= 1, got 0"),
+        (["--rows", "0"], "--rows: must be an integer >= 1, got 0"),
+        (["--hf-batch", "-1"], "--hf-batch: must be an integer >= 1, got -1"),
+        (["--bins", "0"], "--bins: must be an integer >= 1, got 0"),
+        (["--loss-chunk", "0"], "--loss-chunk: must be an integer >= 1, got 0"),
+        (["--lora-rank", "-1"], "--lora-rank: must be an integer >= 0, got -1"),
+        (["--lora-alpha", "0"], "--lora-alpha: must be a number > 0, got 0"),
+    ],
+)
 def test_bench_sft_flags_out_of_range_are_usage_errors(argv, message, capsys):
     assert usage_error(["bench", "sft", *argv], capsys) == f"jaxseeker bench sft: error: argument {message}"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--trajectories", "10"], "--trajectories (10) must be at least twice --hf-batch (8)"),
-    (["--trajectories", "20", "--rows", "12"], "--trajectories (20) must be at least twice --rows (12)"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--trajectories", "10"], "--trajectories (10) must be at least twice --hf-batch (8)"),
+        (["--trajectories", "20", "--rows", "12"], "--trajectories (20) must be at least twice --rows (12)"),
+    ],
+)
 def test_bench_sft_too_few_trajectories_for_two_steps_end_before_the_run(argv, message):
     args = build_parser().parse_args(["bench", "sft", *argv])
     with pytest.raises(SystemExit, match="^jaxseeker bench sft: ") as exit_:
@@ -64,16 +70,26 @@ def test_bench_jax_needs_two_steps_of_packed_rows():
 
 def test_bench_sft_runs_full_and_lora_fine_tuning_on_both_sides(capsys):
     tiny = model.ModelConfig.tiny("llama", vocab_size=2048, tie_word_embeddings=True)  # the tokenizer's 2,000 ids
-    result = run_bench(n_trajectories=8, seq_len=512, rows=2, hf_batch=2, num_bins=8, chunk_size=64, shape=tiny,
-                       lora_rank=4, lora_alpha=8.0)
+    result = run_bench(
+        n_trajectories=8,
+        seq_len=512,
+        rows=2,
+        hf_batch=2,
+        num_bins=8,
+        chunk_size=64,
+        shape=tiny,
+        lora_rank=4,
+        lora_alpha=8.0,
+    )
     for side in ("jaxseeker", "jaxseeker_lora", "hf_torch", "hf_peft_lora"):
         assert result[side]["steps"] >= 1 and result[side]["useful_tok_s"] > 0, side
     assert result["jaxseeker_lora"]["loss"] != result["jaxseeker"]["loss"]  # a different model trained
     table = capsys.readouterr().out.splitlines()
-    labels = [line[:18].strip() for line in table[table.index(next(l for l in table if "useful tok/s" in l)) + 1:][:4]]
+    labels = [line[:18].strip() for line in table[table.index(next(l for l in table if "useful tok/s" in l)) + 1 :][:4]]
     assert labels == ["jaxseeker", "jaxseeker LoRA", "HF+torch", "HF+torch PEFT LoRA"]
-    assert any(line.startswith("ratio LoRA: jaxseeker LoRA vs jaxseeker full") and "vs PEFT LoRA" in line
-               for line in table)
+    assert any(
+        line.startswith("ratio LoRA: jaxseeker LoRA vs jaxseeker full") and "vs PEFT LoRA" in line for line in table
+    )
 
 
 def test_bench_sft_knows_the_smollm2_shape_and_names_unknown_ones():

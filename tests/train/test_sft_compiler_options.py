@@ -11,18 +11,40 @@ from jaxseeker.train.sft import run_sft
 
 def tiny_recipe(root, compiler_options: dict) -> dict:
     """A 2-step recipe of a tiny qwen3 on 8 one-turn trajectories written under `root`."""
-    records = [{"messages": [{"role": "user", "content": f"Where is item {i}?"},
-                             {"role": "assistant", "content": f"<answer>shelf {i}</answer>"}]} for i in range(8)]
+    records = [
+        {
+            "messages": [
+                {"role": "user", "content": f"Where is item {i}?"},
+                {"role": "assistant", "content": f"<answer>shelf {i}</answer>"},
+            ]
+        }
+        for i in range(8)
+    ]
     train_tokenizer([m["content"] for r in records for m in r["messages"]], 300, root / "tok")
     (root / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return {
         "name": "tiny",
-        "model": {"model_type": "qwen3", "vocab_size": 300, "hidden_size": 32, "intermediate_size": 64,
-                  "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "head_dim": 16, "attention_impl": "blocked"},
+        "model": {
+            "model_type": "qwen3",
+            "vocab_size": 300,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_layers": 1,
+            "num_heads": 2,
+            "num_kv_heads": 1,
+            "head_dim": 16,
+            "attention_impl": "blocked",
+        },
         "data": {"seq_len": 64, "batch_size": 2, "seed": 0, "num_threads": 0},
         "optimizer": {"lr": 1e-3, "warmup_steps": 0},
-        "train": {"train_files": [str(root / "train.jsonl")], "tokenizer": str(root / "tok"), "steps": 2,
-                  "checkpoint_every": 10, "out_dir": str(root / "run"), "compiler_options": compiler_options},
+        "train": {
+            "train_files": [str(root / "train.jsonl")],
+            "tokenizer": str(root / "tok"),
+            "steps": 2,
+            "checkpoint_every": 10,
+            "out_dir": str(root / "run"),
+            "compiler_options": compiler_options,
+        },
     }
 
 

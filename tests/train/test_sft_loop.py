@@ -22,12 +22,17 @@ from jaxseeker.train.sft import prepare, run_sft
 
 def _trajectory(i: int) -> dict:
     city = ["Lyon", "Berlin", "Oslo", "Porto", "Quito", "Dakar"][i % 6]
-    return {"messages": [
-        {"role": "user", "content": f"Where is item {i}?"},
-        {"role": "assistant", "content": f'<think>Search item {i}.</think>\n<tool_call>{{"name": "search", "arguments": {{"query": "item {i}"}}}}</tool_call>'},
-        {"role": "user", "content": f"<tool_response>\nItem {i} is kept in {city}.\n</tool_response>"},
-        {"role": "assistant", "content": f"<think>It is in {city}.</think>\n<answer>{city}</answer>"},
-    ]}
+    return {
+        "messages": [
+            {"role": "user", "content": f"Where is item {i}?"},
+            {
+                "role": "assistant",
+                "content": f'<think>Search item {i}.</think>\n<tool_call>{{"name": "search", "arguments": {{"query": "item {i}"}}}}</tool_call>',
+            },
+            {"role": "user", "content": f"<tool_response>\nItem {i} is kept in {city}.\n</tool_response>"},
+            {"role": "assistant", "content": f"<think>It is in {city}.</think>\n<answer>{city}</answer>"},
+        ]
+    }
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +46,28 @@ def workspace(tmp_path_factory):
         for r in records:
             f.write(json.dumps(r) + "\n")
     recipe = {
-        "model": {"model_type": "qwen3", "vocab_size": 400, "hidden_size": 64, "intermediate_size": 128,
-                  "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "head_dim": 16, "initializer_range": 0.05},
+        "model": {
+            "model_type": "qwen3",
+            "vocab_size": 400,
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_layers": 2,
+            "num_heads": 4,
+            "num_kv_heads": 2,
+            "head_dim": 16,
+            "initializer_range": 0.05,
+        },
         "data": {"seq_len": 128, "batch_size": 4, "seed": 0, "num_threads": 0},
         "optimizer": {"lr": 3e-3, "min_lr": 3e-4, "warmup_steps": 2, "weight_decay": 0.0},
-        "train": {"train_files": [str(root / "train.jsonl")], "tokenizer": str(root / "tok"), "steps": 30,
-                  "log_every": 1, "checkpoint_every": 5, "eval_fraction": 0.2, "chunk_size": 64},
+        "train": {
+            "train_files": [str(root / "train.jsonl")],
+            "tokenizer": str(root / "tok"),
+            "steps": 30,
+            "log_every": 1,
+            "checkpoint_every": 5,
+            "eval_fraction": 0.2,
+            "chunk_size": 64,
+        },
     }
     path = root / "tiny.yaml"
     path.write_text(yaml.safe_dump(recipe))
@@ -63,7 +84,9 @@ def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path, capsys
     assert (tmp_path / "run" / "sft_loss.png").exists()
     again = run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'run'}"]), resume=True, progress=False)
     assert (again["resumed_from"], again["trained_tokens"]) == (30, 0)  # a finished run: nothing trained
-    assert again["final_loss"] == pytest.approx(losses[-1]) and again["eval_loss"] == pytest.approx(summary["eval_loss"])
+    assert again["final_loss"] == pytest.approx(losses[-1]) and again["eval_loss"] == pytest.approx(
+        summary["eval_loss"]
+    )
 
     from jaxseeker.train.export import export_hf, restore_run
 
@@ -79,11 +102,26 @@ def test_loss_falls_and_export_loads_in_transformers(workspace, tmp_path, capsys
     for name in full.names():
         assert halved.get(name).dtype == ml_dtypes.bfloat16
         np.testing.assert_array_equal(halved.get(name), full.get(name).astype(ml_dtypes.bfloat16))
-    assert main(["export-hf", "--model", str(tmp_path / "run" / "checkpoints"), "--out", str(tmp_path / "hf_25"),
-                 "--step", "25", "--dtype", "float32"]) == 0  # an earlier checkpoint, from the checkpoints folder
+    assert (
+        main(
+            [
+                "export-hf",
+                "--model",
+                str(tmp_path / "run" / "checkpoints"),
+                "--out",
+                str(tmp_path / "hf_25"),
+                "--step",
+                "25",
+                "--dtype",
+                "float32",
+            ]
+        )
+        == 0
+    )  # an earlier checkpoint, from the checkpoints folder
     _, _, at_25 = restore_run(tmp_path / "run", step=25)
-    np.testing.assert_array_equal(TensorReader(tmp_path / "hf_25").get("model.embed_tokens.weight"),
-                                  np.asarray(at_25["embed"]))
+    np.testing.assert_array_equal(
+        TensorReader(tmp_path / "hf_25").get("model.embed_tokens.weight"), np.asarray(at_25["embed"])
+    )
     assert not np.array_equal(np.asarray(at_25["embed"]), full.get("model.embed_tokens.weight"))  # trained since
 
 
@@ -92,8 +130,10 @@ def test_a_run_whose_checkpoints_live_elsewhere_exports_from_its_own_directory(w
 
     _, path = workspace
     elsewhere = tmp_path / "bucket" / "checkpoints"  # as `tpu.py launch` puts them in gs://BUCKET/RUN/checkpoints
-    run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'run'}", f"train.checkpoint_dir={elsewhere}",
-                               "train.steps=2"]), progress=False)
+    run_sft(
+        read_recipe(path, [f"train.out_dir={tmp_path / 'run'}", f"train.checkpoint_dir={elsewhere}", "train.steps=2"]),
+        progress=False,
+    )
     assert not (tmp_path / "run" / "checkpoints").exists() and sorted(p.name for p in elsewhere.iterdir()) == ["2"]
     assert json.loads((tmp_path / "run" / "checkpoints.json").read_text()) == {"directory": str(elsewhere)}
     out = export_hf(tmp_path / "run", tmp_path / "hf")
@@ -107,8 +147,15 @@ def test_a_run_whose_checkpoints_live_elsewhere_exports_from_its_own_directory(w
 def test_the_summary_counts_trajectories_cut_at_seq_len(workspace, tmp_path):
     root, path = workspace
     for seq_len, cut in ((64, True), (512, False)):
-        recipe = read_recipe(path, [f"train.out_dir={tmp_path / str(seq_len)}", "train.steps=3",
-                                    f"data.seq_len={seq_len}", "train.chunk_size=64"])
+        recipe = read_recipe(
+            path,
+            [
+                f"train.out_dir={tmp_path / str(seq_len)}",
+                "train.steps=3",
+                f"data.seq_len={seq_len}",
+                "train.chunk_size=64",
+            ],
+        )
         summary = run_sft(recipe, progress=False)
         assert (summary["truncated"] >= 3 * 4) is cut and summary["dropped"] == 0  # rows of 64: each holds a cut one
         assert (summary["truncated"] == 0) is not cut
@@ -126,8 +173,9 @@ def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, tmp_pat
     # and the end: step 6 has to be trained again.
     killed = launch(_sft_argv(path, tmp_path / "killed"), logs["killed"], pause_at=6)
     wait_until(paused(logs["killed"]).exists, killed, logs["killed"], "step 6")
-    wait_until((tmp_path / "killed" / "checkpoints" / "5").exists, killed, logs["killed"],
-               "checkpoint of step 5")  # saved asynchronously: it may still be on its way
+    wait_until(
+        (tmp_path / "killed" / "checkpoints" / "5").exists, killed, logs["killed"], "checkpoint of step 5"
+    )  # saved asynchronously: it may still be on its way
     os.kill(killed.pid, signal.SIGKILL)
     assert killed.wait() == -signal.SIGKILL
 
@@ -145,8 +193,9 @@ def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, tmp_pat
         assert loss == pytest.approx(want, abs=1e-6), step
 
 
-def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_losses(workspace, tmp_path, capsys,
-                                                                                      monkeypatch):
+def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_losses(
+    workspace, tmp_path, capsys, monkeypatch
+):
     _, path = workspace
     run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'whole'}", "train.steps=8"]), progress=False)
     write = MetricsWriter.write
@@ -160,8 +209,10 @@ def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_lo
     argv = ["sft", "--config", str(path), "--set", f"train.out_dir={tmp_path / 'stopped'}", "--set", "train.steps=8"]
     assert main(argv) == 130  # the shell's status for Ctrl-C
     err = capsys.readouterr().err
-    assert f"jaxseeker sft: stopped by SIGINT after step 3; its checkpoint is saved under {tmp_path / 'stopped'}; " \
-           "add --resume to go on from it" in err
+    assert (
+        f"jaxseeker sft: stopped by SIGINT after step 3; its checkpoint is saved under {tmp_path / 'stopped'}; "
+        "add --resume to go on from it" in err
+    )
     assert sorted(int(p.name) for p in (tmp_path / "stopped" / "checkpoints").iterdir()) == [3]  # saved every 5
     monkeypatch.undo()
     assert main([*argv, "--resume"]) == 0
@@ -177,8 +228,11 @@ def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_lo
 
 def test_bad_recipe_keys_are_named(workspace):
     _, path = workspace
-    with pytest.raises(RecipeError, match=r"train: unknown keys \['stepz'\] \(did you mean 'steps'\?\); known keys: "
-                                          r"\[.*'steps'"):
+    with pytest.raises(
+        RecipeError,
+        match=r"train: unknown keys \['stepz'\] \(did you mean 'steps'\?\); known keys: "
+        r"\[.*'steps'",
+    ):
         run_sft(read_recipe(path, ["train.stepz=3"]), progress=False)
     with pytest.raises(RecipeError, match=r"unknown sections \['optimiser'\]"):
         run_sft(read_recipe(path, ["optimiser.lr=1"]), progress=False)
@@ -190,11 +244,21 @@ def test_held_out_trajectories_are_scored_as_they_are(workspace, tmp_path):
     root, path = workspace
     pool = tmp_path / "pool.tsv"
     pool.write_text("".join(f"item\titem {i}\n" for i in range(24)))
-    recipe = read_recipe(path, [f"train.out_dir={tmp_path / 'run'}", f"data.name_pool={pool}",
-                                "data.permute_digits=true", "data.copy_rate=0.5"])
+    recipe = read_recipe(
+        path,
+        [
+            f"train.out_dir={tmp_path / 'run'}",
+            f"data.name_pool={pool}",
+            "data.permute_digits=true",
+            "data.copy_rate=0.5",
+        ],
+    )
     run = prepare(recipe)
-    texts = [run.tokenizer.decode(b["tokens"][row][b["segment_ids"][row] != 0]) for b in run.eval_batches
-             for row in range(len(b["tokens"]))]
+    texts = [
+        run.tokenizer.decode(b["tokens"][row][b["segment_ids"][row] != 0])
+        for b in run.eval_batches
+        for row in range(len(b["tokens"]))
+    ]
     # trained draws rename the searched items and relabel the digits; the held-out ones (eval_fraction 0.2: the
     # last 4 of 24) are scored as written, and hold no copy examples
     assert len(texts) == 4

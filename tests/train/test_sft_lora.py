@@ -30,12 +30,17 @@ LORA = model.LoraConfig(rank=8, alpha=16)  # the recipe's model.lora
 
 def _trajectory(i: int) -> dict:
     city = ["Lyon", "Berlin", "Oslo", "Porto", "Quito", "Dakar"][i % 6]
-    return {"messages": [
-        {"role": "user", "content": f"Where is item {i}?"},
-        {"role": "assistant", "content": f'<tool_call>{{"name": "search", "arguments": {{"query": "item {i}"}}}}</tool_call>'},
-        {"role": "user", "content": f"<tool_response>\nItem {i} is kept in {city}.\n</tool_response>"},
-        {"role": "assistant", "content": f"<answer>{city}</answer>"},
-    ]}
+    return {
+        "messages": [
+            {"role": "user", "content": f"Where is item {i}?"},
+            {
+                "role": "assistant",
+                "content": f'<tool_call>{{"name": "search", "arguments": {{"query": "item {i}"}}}}</tool_call>',
+            },
+            {"role": "user", "content": f"<tool_response>\nItem {i} is kept in {city}.\n</tool_response>"},
+            {"role": "assistant", "content": f"<answer>{city}</answer>"},
+        ]
+    }
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +57,14 @@ def workspace(tmp_path_factory):
         "model": {"hf_path": str(root / "base"), "lora": {"rank": 8, "alpha": 16}},
         "data": {"seq_len": 128, "batch_size": 4, "seed": 0, "num_threads": 0},
         "optimizer": {"lr": 1e-2, "min_lr": 1e-3, "warmup_steps": 2, "weight_decay": 0.0},
-        "train": {"train_files": [str(root / "train.jsonl")], "tokenizer": str(root / "tok"), "steps": STEPS,
-                  "log_every": 1, "checkpoint_every": 5, "chunk_size": 64},
+        "train": {
+            "train_files": [str(root / "train.jsonl")],
+            "tokenizer": str(root / "tok"),
+            "steps": STEPS,
+            "log_every": 1,
+            "checkpoint_every": 5,
+            "chunk_size": 64,
+        },
     }
     path = root / "lora.yaml"
     path.write_text(yaml.safe_dump(recipe))
@@ -69,8 +80,9 @@ def test_only_the_adapters_train(workspace, tmp_path):
     run = prepare(read_recipe(path, [f"train.out_dir={tmp_path / 'run'}", "optimizer.warmup_steps=0"]))
     cfg, base = run.cfg, jax.tree.map(np.asarray, model.load_hf(root / "base")[1])
     adapters = model.lora_shapes(cfg, LORA)
-    assert jax.tree.map(jnp.shape, run.state.params) == jax.tree.map(tuple, adapters,
-                                                                     is_leaf=lambda x: isinstance(x, tuple))
+    assert jax.tree.map(jnp.shape, run.state.params) == jax.tree.map(
+        tuple, adapters, is_leaf=lambda x: isinstance(x, tuple)
+    )
     n_adapter = sum(x.size for x in jax.tree.leaves(run.state.params))
     n_moments = sum(x.size for x in jax.tree.leaves(run.state.opt_state) if x.ndim)
     assert n_moments == 2 * n_adapter and n_adapter < model.count_params(cfg) // 4  # AdamW moments of adapters only
@@ -96,8 +108,12 @@ def test_lora_sft_lowers_the_loss_and_exports_the_merged_model(workspace, tmp_pa
     losses = [r["loss"] for r in read_metrics(out / "metrics.jsonl") if "loss" in r]
     assert len(losses) == STEPS and np.mean(losses[-3:]) < 0.7 * np.mean(losses[:3])
     assert summary["trained_parameters"] < summary["parameters"] // 4
-    assert json.loads((out / "lora.json").read_text()) == {"rank": 8, "alpha": 16, "targets": list(model.lora.TARGETS),
-                                                           "base": str(root / "base")}
+    assert json.loads((out / "lora.json").read_text()) == {
+        "rank": 8,
+        "alpha": 16,
+        "targets": list(model.lora.TARGETS),
+        "base": str(root / "base"),
+    }
 
     hf_dir = export_hf(out, tmp_path / "hf", peft_dir=tmp_path / "peft")
     hf = transformers.AutoModelForCausalLM.from_pretrained(hf_dir, attn_implementation="eager").eval()
@@ -116,7 +132,9 @@ def test_lora_sft_lowers_the_loss_and_exports_the_merged_model(workspace, tmp_pa
     assert np.abs(theirs - adapted).max() <= 1e-4
     assert np.abs(theirs_peft - adapted).max() <= 1e-4
     assert not _leaves_equal(merged, base)
-    shutil.copytree(out, tmp_path / "full", ignore=shutil.ignore_patterns("lora.json"))  # a full fine-tuning run's files
+    shutil.copytree(
+        out, tmp_path / "full", ignore=shutil.ignore_patterns("lora.json")
+    )  # a full fine-tuning run's files
     with pytest.raises(InputError, match="not a LoRA run .no lora.json., so it has no adapters to write as PEFT's"):
         export_hf(tmp_path / "full", tmp_path / "hf_full", peft_dir=tmp_path / "peft_full")
 
@@ -144,14 +162,17 @@ def test_ctrl_c_and_resume_restore_the_adapters_of_the_uninterrupted_run(workspa
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("setting, message", [
-    ("model.lora.rnak=8", r"model.lora: unknown keys \['rnak'\]; known keys: \['rank', 'alpha', 'targets'\]"),
-    ("model.lora.rank=-2", "model.lora.rank: must be an integer >= 0"),
-    ("model.lora.alpha=none", "model.lora.alpha: must be a number > 0"),
-    ("model.lora.targets=[q, lm_head]", "model.lora.targets: 'lm_head' is not one of"),
-    ("model.lora=8", "model.lora: expected a mapping of rank, alpha, targets, got 8"),
-    ("model.hf_path=null", "model.lora: adapters train on a pretrained model; give model.hf_path"),
-])
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ("model.lora.rnak=8", r"model.lora: unknown keys \['rnak'\]; known keys: \['rank', 'alpha', 'targets'\]"),
+        ("model.lora.rank=-2", "model.lora.rank: must be an integer >= 0"),
+        ("model.lora.alpha=none", "model.lora.alpha: must be a number > 0"),
+        ("model.lora.targets=[q, lm_head]", "model.lora.targets: 'lm_head' is not one of"),
+        ("model.lora=8", "model.lora: expected a mapping of rank, alpha, targets, got 8"),
+        ("model.hf_path=null", "model.lora: adapters train on a pretrained model; give model.hf_path"),
+    ],
+)
 def test_bad_lora_settings_name_the_key(workspace, setting, message):
     _, path = workspace
     with pytest.raises(RecipeError, match=message):

@@ -34,8 +34,13 @@ def test_a_recipe_names_its_own_loss_function(tmp_path, monkeypatch):
     params = model.init_params(cfg, jax.random.key(0))
     rng = np.random.default_rng(0)
     tokens = rng.integers(1, cfg.vocab_size, (2, 17))
-    batch = {"tokens": tokens[:, :-1], "targets": tokens[:, 1:], "loss_mask": np.ones((2, 16), np.int32),
-             "segment_ids": np.ones((2, 16), np.int32), "positions": np.tile(np.arange(16), (2, 1))}
+    batch = {
+        "tokens": tokens[:, :-1],
+        "targets": tokens[:, 1:],
+        "loss_mask": np.ones((2, 16), np.int32),
+        "segment_ids": np.ones((2, 16), np.int32),
+        "positions": np.tile(np.arange(16), (2, 1)),
+    }
     base = float(resolve_loss("sft_loss", 8)(params, batch, cfg)[0])
     assert float(resolve_loss("my_losses:doubled", 8)(params, batch, cfg)[0]) == pytest.approx(2 * base, rel=1e-6)
     chunked = resolve_loss("my_losses:chunked", 4)

@@ -33,8 +33,14 @@ def make_step(toy, state_shardings, mesh, compute_dtype="model"):
     """The jitted SFT step of the toy model and its batch sharding."""
     sharding = batch_sharding(mesh, toy.batch["tokens"].shape)
     step = make_sft_step(
-        toy.cfg, make_optimizer(OPT), toy.loss, mesh=mesh, state_shardings=state_shardings, batch_sharding=sharding,
-        learning_rate=functools.partial(learning_rate_at, OPT), compute_dtype=compute_dtype,
+        toy.cfg,
+        make_optimizer(OPT),
+        toy.loss,
+        mesh=mesh,
+        state_shardings=state_shardings,
+        batch_sharding=sharding,
+        learning_rate=functools.partial(learning_rate_at, OPT),
+        compute_dtype=compute_dtype,
         compiler_options=toy.compiler_options,
     )
     return step, sharding
@@ -115,7 +121,6 @@ def test_the_kernel_is_bound_to_losses_that_take_it(toy):
     assert sft_step.with_attention_kernel(sft_step.sft_loss, None) is sft_step.sft_loss
     with pytest.warns(UserWarning, match="takes no `attention_kernel`"):
         assert sft_step.with_attention_kernel(toy.loss, kernel) is toy.loss  # runs, with the model's own attention
-
 
 
 def test_rows_go_into_the_balanced_context_order_only_for_losses_that_run_the_context_kernel(toy):

@@ -20,8 +20,19 @@ def test_bench_pages_reports_the_built_worlds_counts_and_every_timing(tmp_path, 
         links |= {(row["url"], url) for url in row["links"] if url in index and url != row["url"]}
     assert (result["pages"], result["links"], result["shards"]) == (PAGES, len(links), 1)
     assert result["search_top1"] == 1.0  # every page's made-up name finds it first
-    timings = ("generate_s", "build_s", "build_cpu_s", "pages_per_s", "pages_per_cpu_s", "search_ms_median",
-               "visit_ms", "source_mib", "world_mib", "rss_before_build_mib", "peak_rss_mib")
+    timings = (
+        "generate_s",
+        "build_s",
+        "build_cpu_s",
+        "pages_per_s",
+        "pages_per_cpu_s",
+        "search_ms_median",
+        "visit_ms",
+        "source_mib",
+        "world_mib",
+        "rss_before_build_mib",
+        "peak_rss_mib",
+    )
     assert sorted(result) == sorted(["pages", "links", "shards", "search_top1", *timings])
     assert all(result[key] > 0 for key in timings)
 

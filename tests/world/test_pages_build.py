@@ -8,12 +8,32 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from jaxseeker.world import Corpus, build_world, command, load_world, open_world, save_world
-from jaxseeker.world.pages_source import pages_world, write_pages_world
 from jaxseeker.world.pages_on_disk import PagesWorld
+from jaxseeker.world.pages_source import pages_world, write_pages_world
 from jaxseeker.world.store import is_world_dir
 
-WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "juliett", "kilo", "lima",
-         "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform"]
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "juliett",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+    "quebec",
+    "romeo",
+    "sierra",
+    "tango",
+    "uniform",
+]
 
 
 def write(path, rows):
@@ -24,8 +44,15 @@ def write(path, rows):
 def even_pages(n, seed=0):
     """`n` pages of exactly six tokens each (a one-word title, five words of text), linked at random."""
     rng = random.Random(seed)
-    return [{"url": f"u/{i}", "title": rng.choice(WORDS), "text": " ".join(rng.choices(WORDS, k=5)),
-             "links": [f"u/{rng.randrange(n)}" for _ in range(2)]} for i in range(n)]
+    return [
+        {
+            "url": f"u/{i}",
+            "title": rng.choice(WORDS),
+            "text": " ".join(rng.choices(WORDS, k=5)),
+            "links": [f"u/{rng.randrange(n)}" for _ in range(2)],
+        }
+        for i in range(n)
+    ]
 
 
 def test_shards_score_like_one_bm25s_index(tmp_path):
@@ -46,9 +73,11 @@ BAD = [
     (json.dumps({"url": "u/a", "title": "again", "text": "t"}).encode(), "duplicate url 'u/a'"),
     (b'{"url": "u/\xff", "title": "z", "text": "t"}', "not UTF-8"),
 ]
-GOOD = [{"url": "u/a", "title": "Alpha river", "text": "The Alpha river flows north.", "links": ["u/c", "x/y"]},
-        {"url": "u/b", "title": "Beta lake", "text": "Beta lake is fed by the Alpha river.", "links": ["u/a"]},
-        {"url": "u/c", "title": "Gamma peak", "text": "Gamma peak overlooks Beta lake.", "links": ["u/a"]}]
+GOOD = [
+    {"url": "u/a", "title": "Alpha river", "text": "The Alpha river flows north.", "links": ["u/c", "x/y"]},
+    {"url": "u/b", "title": "Beta lake", "text": "Beta lake is fed by the Alpha river.", "links": ["u/a"]},
+    {"url": "u/c", "title": "Gamma peak", "text": "Gamma peak overlooks Beta lake.", "links": ["u/a"]},
+]
 
 
 def test_bad_lines_fail_the_build_naming_file_and_line(tmp_path):
@@ -86,8 +115,10 @@ def test_cache_saved_directories_and_the_cli(tmp_path, capsys):
         write_pages_world(path, tmp_path / "saved")
     parser = argparse.ArgumentParser()
     command.add_parser(parser.add_subparsers())
-    for argv in (["world", "build", "--source", "pages", "--pages", str(path), "--out", str(tmp_path / "cli")],
-                 ["world", "info", str(tmp_path / "cli"), "--search", "beta lake"]):
+    for argv in (
+        ["world", "build", "--source", "pages", "--pages", str(path), "--out", str(tmp_path / "cli")],
+        ["world", "info", str(tmp_path / "cli"), "--search", "beta lake"],
+    ):
         args = parser.parse_args(argv)
         assert args.func(args) == 0
     out = capsys.readouterr().out
@@ -104,11 +135,16 @@ def test_threads_share_a_world(tmp_path):
     rows = even_pages(300, seed=3)
     world = pages_world(write(tmp_path / "p.jsonl", rows), shard_chars=2_000)
     queries = [f"{a} {b}" for a, b in zip(WORDS, reversed(WORDS))] * 5
-    alone = [(world.corpus.search(q, 5), world.page(f"u/{i}"), world.entity(world.id_at(i)))
-             for i, q in enumerate(queries)]
+    alone = [
+        (world.corpus.search(q, 5), world.page(f"u/{i}"), world.entity(world.id_at(i))) for i, q in enumerate(queries)
+    ]
     with ThreadPoolExecutor(8) as pool:
-        together = list(pool.map(lambda iq: (world.corpus.search(iq[1], 5), world.page(f"u/{iq[0]}"),
-                                             world.entity(world.id_at(iq[0]))), enumerate(queries)))
+        together = list(
+            pool.map(
+                lambda iq: (world.corpus.search(iq[1], 5), world.page(f"u/{iq[0]}"), world.entity(world.id_at(iq[0]))),
+                enumerate(queries),
+            )
+        )
     assert together == alone
 
 

@@ -11,8 +11,8 @@ from jaxseeker.synthesis.qa.recipes import get_recipe
 from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.world import pages_links
 from jaxseeker.world.pages_bench import generate_pages_jsonl, page_name, page_url
-from jaxseeker.world.pages_source import pages_world
 from jaxseeker.world.pages_on_disk import open_pages_world
+from jaxseeker.world.pages_source import pages_world
 from jaxseeker.world.query import Query
 
 PAGES = 20_000
@@ -46,8 +46,10 @@ def test_peak_memory_grows_far_less_than_the_corpus(tmp_path, monkeypatch):
     n = 1_500  # 3 and 10 BM25 shards; tracing makes a build 4x slower, so these corpora are small
     small = traced_peak(generate_pages_jsonl(tmp_path / "small.jsonl", n, seed=1), tmp_path / "small")
     big = traced_peak(generate_pages_jsonl(tmp_path / "big.jsonl", 4 * n, seed=2), tmp_path / "big")
-    print(f"peak traced memory: {small / 2**20:.1f} MiB for {n} pages, {big / 2**20:.1f} MiB for {4 * n} pages "
-          f"({big / small:.2f}x for 4x the pages)")
+    print(
+        f"peak traced memory: {small / 2**20:.1f} MiB for {n} pages, {big / 2**20:.1f} MiB for {4 * n} pages "
+        f"({big / small:.2f}x for 4x the pages)"
+    )
     assert big / small < 1.3  # an in-memory build grows about 4x
 
 
@@ -114,12 +116,15 @@ def test_synthesisers_run_on_a_pages_world(built, recipe):
         assert all(world.page(u) is not None for u in record.meta["urls"])
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--pages", "0"], "--pages: must be an integer >= 1, got 0"),
-    (["--shard-chars", "0"], "--shard-chars: must be an integer >= 1, got 0"),
-    (["--queries", "0"], "--queries: must be an integer >= 1, got 0"),
-    (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
-    (["--pages", "1e5"], "--pages: must be an integer >= 1, got '1e5'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--pages", "0"], "--pages: must be an integer >= 1, got 0"),
+        (["--shard-chars", "0"], "--shard-chars: must be an integer >= 1, got 0"),
+        (["--queries", "0"], "--queries: must be an integer >= 1, got 0"),
+        (["--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
+        (["--pages", "1e5"], "--pages: must be an integer >= 1, got '1e5'"),
+    ],
+)
 def test_bench_pages_flags_out_of_range_are_usage_errors(argv, message, capsys):
     assert usage_error(["bench", "pages", *argv], capsys) == f"jaxseeker bench pages: error: argument {message}"

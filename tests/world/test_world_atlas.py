@@ -21,7 +21,8 @@ def test_known_facts(atlas):
     france, paris = by_name(atlas, "France", "country"), by_name(atlas, "Paris", "city")
     assert atlas.has_edge(paris.id, "capital_of", france.id) and atlas.has_edge(paris.id, "located_in", france.id)
     assert atlas.has_edge(france.id, "borders", by_name(atlas, "Germany", "country").id) or atlas.has_edge(
-        by_name(atlas, "Germany", "country").id, "borders", france.id)
+        by_name(atlas, "Germany", "country").id, "borders", france.id
+    )
     euro = by_name(atlas, "Euro", "currency")
     assert euro.dates["introduced"] == "1999-01-01" and atlas.has_edge(france.id, "uses_currency", euro.id)
     franc = by_name(atlas, "French Franc", "currency")

@@ -7,9 +7,11 @@ from jaxseeker.world import Entity, Relation, World
 
 def tiny() -> World:
     return World(
-        [Entity("a", "person", "Ada Lune", dates={"born": "1950-02-03"}, labels={"occupation": "poet"}),
-         Entity("b", "city", "Varo"),
-         Entity("c", "country", "Tesland", numbers={"population": 1500}),],
+        [
+            Entity("a", "person", "Ada Lune", dates={"born": "1950-02-03"}, labels={"occupation": "poet"}),
+            Entity("b", "city", "Varo"),
+            Entity("c", "country", "Tesland", numbers={"population": 1500}),
+        ],
         [Relation("a", "born_in", "b"), Relation("b", "located_in", "c")],
         info={"source": "tiny"},
     )

@@ -5,14 +5,32 @@ import random
 
 import pytest
 
-from jaxseeker.world import (DateIn, Edge, Entity, Is, LabelIs, NameInitial, NumberIn, Query, Relation, Var,
-                             World, synthetic_world)
+from jaxseeker.world import (
+    DateIn,
+    Edge,
+    Entity,
+    Is,
+    LabelIs,
+    NameInitial,
+    NumberIn,
+    Query,
+    Relation,
+    Var,
+    World,
+    synthetic_world,
+)
 from jaxseeker.world.query import pred_from_json, pred_to_json
 
 
 def test_predicates():
-    e = Entity("x", "person", "Ada Fenwick", numbers={"height_cm": 170}, dates={"born": "1962-03-03"},
-               labels={"occupation": "poet"})
+    e = Entity(
+        "x",
+        "person",
+        "Ada Fenwick",
+        numbers={"height_cm": 170},
+        dates={"born": "1962-03-03"},
+        labels={"occupation": "poet"},
+    )
     assert Is("x").holds(e) and not Is("y").holds(e)
     assert LabelIs("occupation", "poet").holds(e)
     assert DateIn("born", "1960-01-01", "1963-12-31", "early-decade").holds(e)
@@ -29,8 +47,9 @@ def test_chain_and_intersection_queries(small_world):
     (city,) = w.targets(person, "born_in")
     (country,) = w.targets(city, "located_in")
     # "Which country contains the birthplace of PERSON?"
-    q = Query((Var("country"), Var("city"), Var("person", (Is(person),))),
-              (Edge(1, "located_in", 0), Edge(2, "born_in", 1)))
+    q = Query(
+        (Var("country"), Var("city"), Var("person", (Is(person),))), (Edge(1, "located_in", 0), Edge(2, "born_in", 1))
+    )
     assert w.match(q) == [country]
     # the same pattern without the anchor matches every country someone was born in
     loose = q.with_var(2, Var("person"))
@@ -41,14 +60,26 @@ def test_chain_and_intersection_queries(small_world):
 
 def test_cycle_needs_a_consistent_assignment():
     w = World(
-        [Entity("p", "person", "P One"), Entity("q", "person", "Q Two"), Entity("c1", "city", "Aaa"),
-         Entity("c2", "city", "Bbb"), Entity("o", "organisation", "Org")],
-        [Relation("p", "born_in", "c1"), Relation("q", "born_in", "c2"), Relation("o", "founded_by", "p"),
-         Relation("o", "founded_by", "q"), Relation("o", "headquartered_in", "c2")],
+        [
+            Entity("p", "person", "P One"),
+            Entity("q", "person", "Q Two"),
+            Entity("c1", "city", "Aaa"),
+            Entity("c2", "city", "Bbb"),
+            Entity("o", "organisation", "Org"),
+        ],
+        [
+            Relation("p", "born_in", "c1"),
+            Relation("q", "born_in", "c2"),
+            Relation("o", "founded_by", "p"),
+            Relation("o", "founded_by", "q"),
+            Relation("o", "headquartered_in", "c2"),
+        ],
     )
     # founder born in the city where the organisation is headquartered: only q (a cycle o-person-city-o)
-    q = Query((Var("person"), Var("organisation"), Var("city")),
-              (Edge(1, "founded_by", 0), Edge(0, "born_in", 2), Edge(1, "headquartered_in", 2)))
+    q = Query(
+        (Var("person"), Var("organisation"), Var("city")),
+        (Edge(1, "founded_by", 0), Edge(0, "born_in", 2), Edge(1, "headquartered_in", 2)),
+    )
     assert q.has_cycle()
     assert w.match(q) == ["q"]
 
@@ -86,9 +117,15 @@ def test_matcher_agrees_with_brute_force_on_random_patterns():
 
 
 def test_json_round_trip():
-    q = Query((Var("person", (NameInitial("last", "F"), DateIn("born", "1960-01-01", "1963-12-31", "early-decade"))),
-               Var("city", (Is("e1"), NumberIn("population", 1e6, 2e6, "between"), LabelIs("k", "v")))),
-              (Edge(0, "born_in", 1),), target=0, answer_attr="born")
+    q = Query(
+        (
+            Var("person", (NameInitial("last", "F"), DateIn("born", "1960-01-01", "1963-12-31", "early-decade"))),
+            Var("city", (Is("e1"), NumberIn("population", 1e6, 2e6, "between"), LabelIs("k", "v"))),
+        ),
+        (Edge(0, "born_in", 1),),
+        target=0,
+        answer_attr="born",
+    )
     assert Query.from_json(q.to_json()) == q
     with pytest.raises(ValueError, match="unknown predicate kind 'Nope'"):
         pred_from_json({"kind": "Nope"})

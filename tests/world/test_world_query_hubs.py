@@ -5,8 +5,13 @@ import random
 
 from jaxseeker.world import Edge, Entity, Is, NameInitial, NumberIn, Query, Relation, Var, World
 
-SIGNATURES = [("located_in", "city", "country"), ("serves", "airport", "city"), ("airport_in", "airport", "country"),
-              ("capital_of", "city", "country"), ("borders", "country", "country")]
+SIGNATURES = [
+    ("located_in", "city", "country"),
+    ("serves", "airport", "city"),
+    ("airport_in", "airport", "country"),
+    ("capital_of", "city", "country"),
+    ("borders", "country", "country"),
+]
 
 
 def hub_world(seed: int = 0) -> World:
@@ -18,15 +23,24 @@ def hub_world(seed: int = 0) -> World:
     for k in range(5):
         for j in range(60 if k == 0 else 3):
             city = f"t{k}_{j}"
-            entities.append(Entity(city, "city", f"{rng.choice('ABCD')}town {k} {j}",
-                                   numbers={"population": rng.randrange(1000, 9000)}))
+            entities.append(
+                Entity(
+                    city, "city", f"{rng.choice('ABCD')}town {k} {j}", numbers={"population": rng.randrange(1000, 9000)}
+                )
+            )
             relations.append(Relation(city, "located_in", f"c{k}"))
             if j == 0:
                 relations.append(Relation(city, "capital_of", f"c{k}"))
             for _ in range(rng.randint(1, 3)):
                 n += 1
-                entities.append(Entity(f"a{n}", "airport", f"{rng.choice('ABCD')}field {n}",
-                                       numbers={"elevation_m": rng.randrange(0, 900)}))
+                entities.append(
+                    Entity(
+                        f"a{n}",
+                        "airport",
+                        f"{rng.choice('ABCD')}field {n}",
+                        numbers={"elevation_m": rng.randrange(0, 900)},
+                    )
+                )
                 relations += [Relation(f"a{n}", "serves", city), Relation(f"a{n}", "airport_in", f"c{k}")]
     return World(entities, relations)
 
@@ -53,8 +67,11 @@ def reference(w: World, q: Query) -> list[str]:
             return
         i = order[len(assign)]
         for x in w.ids_of_type(q.vars[i].type):
-            if fits(i, x) and all(w.has_edge(assign.get(e.src, x), e.rel, assign.get(e.dst, x)) for e in q.edges
-                                  if i in (e.src, e.dst) and {e.src, e.dst} <= set(assign) | {i}):
+            if fits(i, x) and all(
+                w.has_edge(assign.get(e.src, x), e.rel, assign.get(e.dst, x))
+                for e in q.edges
+                if i in (e.src, e.dst) and {e.src, e.dst} <= set(assign) | {i}
+            ):
                 extend({**assign, i: x})
 
     extend({})
@@ -72,8 +89,13 @@ def random_query(w: World, rng: random.Random) -> Query:
         j = len(types) - 1
         edges.append(Edge(i, rel, j) if types[i] == src else Edge(j, rel, i))
     if rng.random() < 0.4:  # close a cycle when a relation fits
-        pairs = [(a, b, s[0]) for a in range(len(types)) for b in range(len(types)) for s in SIGNATURES
-                 if a != b and (types[a], types[b]) == s[1:]]
+        pairs = [
+            (a, b, s[0])
+            for a in range(len(types))
+            for b in range(len(types))
+            for s in SIGNATURES
+            if a != b and (types[a], types[b]) == s[1:]
+        ]
         if pairs:
             a, b, rel = rng.choice(pairs)
             edges.append(Edge(a, rel, b))

@@ -7,11 +7,10 @@ import dataclasses
 import string
 from collections.abc import Callable, Sequence
 
-from jaxseeker.world import DateIn, Edge, Entity, Is, NameInitial, NumberIn, Query, Var, World
-
 from jaxseeker.synthesis.qa.obfuscate import date_precision
 from jaxseeker.synthesis.qa.record import Draft, QARecord
 from jaxseeker.synthesis.qa.render import answer_text, render_question, sayable
+from jaxseeker.world import DateIn, Edge, Entity, Is, NameInitial, NumberIn, Query, Var, World
 
 _PUNCT = str.maketrans({c: " " for c in string.punctuation + "“”‘’"})
 
@@ -30,13 +29,15 @@ def same_answer(predicted: str, gold: str) -> bool:
 def simplify(d: Draft) -> Draft:
     """Drop what a named entity makes redundant: its other predicates, and variables reached only through it."""
     q = d.query
-    vars_ = tuple(Var(v.type, (Is(a),)) if (a := v.anchor()) is not None and i != q.target else v
-                  for i, v in enumerate(q.vars))
+    vars_ = tuple(
+        Var(v.type, (Is(a),)) if (a := v.anchor()) is not None and i != q.target else v for i, v in enumerate(q.vars)
+    )
     return answer_part(d, vars_, q.edges, through=lambda i: i == q.target or vars_[i].anchor() is None)
 
 
-def answer_part(d: Draft, vars_: Sequence[Var], edges: Sequence[Edge],
-                through: Callable[[int], bool] = lambda i: True) -> Draft:
+def answer_part(
+    d: Draft, vars_: Sequence[Var], edges: Sequence[Edge], through: Callable[[int], bool] = lambda i: True
+) -> Draft:
     """The draft with `vars_` and `edges`, cut to the variables `edges` join to the answer (walking on from a
     variable only where `through` says so), renumbered in order."""
     q = d.query

@@ -27,15 +27,14 @@ import functools
 import random
 from collections.abc import Callable
 
-from jaxseeker.world import DateIn, Edge, Is, LabelIs, NameInitial, Neighbour, NumberIn, Query, Var, World
-from jaxseeker.world.entities import date_parts
-
 from jaxseeker.synthesis.qa.checks import answer_part, hops, level_of, obfuscations_of, simplify
 from jaxseeker.synthesis.qa.lexicon import attribute_forms
-from jaxseeker.synthesis.qa.obfuscate import date_pred, date_precision, drop_var, least_shared, number_pred
+from jaxseeker.synthesis.qa.obfuscate import date_precision, date_pred, drop_var, least_shared, number_pred
 from jaxseeker.synthesis.qa.phrasing import kind_key
 from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.values import reads_exact, say_quantity
+from jaxseeker.world import DateIn, Edge, Is, LabelIs, NameInitial, Neighbour, NumberIn, Query, Var, World
+from jaxseeker.world.entities import date_parts
 
 DATE_ORDER = ("century", "century-part", "decade", "decade-part", "year", "month", "day")  # vaguest first
 VACUOUS = 0.9  # a range that most entities of the type satisfy says next to nothing (`less than 2 metres tall`)
@@ -44,7 +43,6 @@ VACUOUS = 0.9  # a range that most entities of the type satisfy says next to not
 def unique(world: World, q: Query, truth: str) -> bool:
     """True when `truth` and nothing else satisfies `q`."""
     return world.match(q, limit=2) == [truth]
-
 
 
 def share(world: World, type_: str | None, p: DateIn | NumberIn) -> float:
@@ -90,8 +88,12 @@ def with_kinds(d: Draft, world: World) -> Draft:
 def bare(q: Query, i: int) -> bool:
     """True for an unnamed leaf (not the answer) with nothing said of it but its kind: a vacuous clue."""
     v = q.vars[i]
-    return (i != q.target and v.anchor() is None and q.degree(i) <= 1
-            and not any(_rank(p) is not None or (isinstance(p, LabelIs) and p.key != kind_key(v)) for p in v.preds))
+    return (
+        i != q.target
+        and v.anchor() is None
+        and q.degree(i) <= 1
+        and not any(_rank(p) is not None or (isinstance(p, LabelIs) and p.key != kind_key(v)) for p in v.preds)
+    )
 
 
 def describe_hidden(d: Draft, world: World, rng: random.Random) -> Draft:
@@ -107,8 +109,14 @@ def describe_hidden(d: Draft, world: World, rng: random.Random) -> Draft:
         rng.shuffle(attrs)
         rest = tuple(p for p in var.preds if not isinstance(p, NameInitial))
         for attr in attrs:
-            found = next((q for option in _vague_options(_exact_of(e, attr), world, e.id, rng)
-                          if unique(world, q := d.query.with_var(i, Var(var.type, rest + (option,))), d.truth)), None)
+            found = next(
+                (
+                    q
+                    for option in _vague_options(_exact_of(e, attr), world, e.id, rng)
+                    if unique(world, q := d.query.with_var(i, Var(var.type, rest + (option,))), d.truth)
+                ),
+                None,
+            )
             if found is not None:
                 d = dataclasses.replace(d, query=found)
                 break
@@ -159,7 +167,7 @@ def keeps(start: Shape, d: Draft) -> bool:
 def without_edge(d: Draft, k: int) -> Draft:
     """The draft without edge `k` and the variables only it joined to the answer."""
     q = d.query
-    return answer_part(d, q.vars, q.edges[:k] + q.edges[k + 1:])
+    return answer_part(d, q.vars, q.edges[:k] + q.edges[k + 1 :])
 
 
 def _words(p: object) -> int:
@@ -228,8 +236,9 @@ def blur_values(d: Draft, world: World, rng: random.Random, start: Shape | None 
         for option in value_options(p, world, d.binding[i], rng):
             if option == p:
                 break
-            new = dataclasses.replace(d, query=d.query.with_var(
-                i, Var(var.type, tuple(option if x == p else x for x in var.preds))))
+            new = dataclasses.replace(
+                d, query=d.query.with_var(i, Var(var.type, tuple(option if x == p else x for x in var.preds)))
+            )
             if keeps(start, new) and unique(world, new.query, d.truth):
                 d = new
                 break
@@ -302,15 +311,20 @@ def trade_exact(d: Draft, world: World, rng: random.Random, start: Shape | None 
 
             def swap(o, i=i, p=p) -> Draft:
                 var = d.query.vars[i]
-                return dataclasses.replace(d, query=d.query.with_var(
-                    i, Var(var.type, tuple(o if y == p else y for y in var.preds))))
+                return dataclasses.replace(
+                    d, query=d.query.with_var(i, Var(var.type, tuple(o if y == p else y for y in var.preds)))
+                )
 
             for additions in extra_facts(d, world, i, rng):
                 t = additions[-1](swap(vaguer[-1]))
                 if not keeps(start, t) or not unique(world, t.query, t.truth):
                     continue
-                d = next(t for o in vaguer for add in additions
-                         if keeps(start, t := add(swap(o))) and unique(world, t.query, t.truth))
+                d = next(
+                    t
+                    for o in vaguer
+                    for add in additions
+                    if keeps(start, t := add(swap(o))) and unique(world, t.query, t.truth)
+                )
                 break
     return d
 
@@ -325,8 +339,9 @@ def ensure_handle(d: Draft, world: World, rng: random.Random) -> Draft:
     for i, p in spots:
         var = d.query.vars[i]
         decade = date_pred(p.attr, world.entity(d.binding[i]).dates[p.attr], "decade")
-        return dataclasses.replace(d, query=d.query.with_var(
-            i, Var(var.type, tuple(decade if x == p else x for x in var.preds))))
+        return dataclasses.replace(
+            d, query=d.query.with_var(i, Var(var.type, tuple(decade if x == p else x for x in var.preds)))
+        )
     unnamed = [i for i, v in enumerate(d.query.vars) if v.anchor() is None]
     rng.shuffle(unnamed)
     for i in unnamed:

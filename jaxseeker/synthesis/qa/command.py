@@ -12,18 +12,17 @@ from jaxseeker.argtypes import at_least
 from jaxseeker.cli_args import add_llm, add_world
 from jaxseeker.cli_parser import rename
 from jaxseeker.errors import InputError
-from jaxseeker.world import open_world
-from jaxseeker.world.store import check_output
-
 from jaxseeker.synthesis.qa.apart import synthesize_apart
 from jaxseeker.synthesis.qa.driver import SynthResult
 from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
-from jaxseeker.synthesis.qa.record import read_jsonl, write_jsonl
 from jaxseeker.synthesis.qa.recipes import RECIPES, get_recipe
+from jaxseeker.synthesis.qa.record import read_jsonl, write_jsonl
 from jaxseeker.synthesis.qa.solvers import PromptSolver, chat_completion, reference_solver
 from jaxseeker.synthesis.qa.stats import compute_stats, summary
 from jaxseeker.synthesis.qa.style import style_figures, style_summary
 from jaxseeker.synthesis.qa.webexplorer import WebExplorerConfig
+from jaxseeker.world import open_world
+from jaxseeker.world.store import check_output
 
 
 def _solver_options(args: argparse.Namespace, world) -> dict:
@@ -42,8 +41,9 @@ def _llm_explorer(args: argparse.Namespace, world) -> Callable[..., SynthResult]
     from jaxseeker.tools import LLMClient, LLMConfig
 
     client = LLMClient(LLMConfig(base_url=args.llm_url, model=args.llm_model, api_key_env=args.llm_key_env))
-    return functools.partial(synthesize, client=client, tokenizer=default_tokenizer(world),
-                             config=ExplorerConfig(rounds=args.evolve_rounds))
+    return functools.partial(
+        synthesize, client=client, tokenizer=default_tokenizer(world), config=ExplorerConfig(rounds=args.evolve_rounds)
+    )
 
 
 def _llm_writer(args: argparse.Namespace, world):
@@ -77,8 +77,12 @@ def _synthesize(args: argparse.Namespace, world) -> SynthResult:
     if not args.apart:
         return synthesize(world, args.n, seed=args.seed, progress=True)
     others = [r.to_json() for path in args.apart for r in read_jsonl(path)]
-    return synthesize_apart(lambda count: synthesize(world, count, seed=args.seed, progress=True),
-                            args.n, others, set(world.ids_of_type("country")))
+    return synthesize_apart(
+        lambda count: synthesize(world, count, seed=args.seed, progress=True),
+        args.n,
+        others,
+        set(world.ids_of_type("country")),
+    )
 
 
 def _synth(args: argparse.Namespace) -> int:
@@ -153,36 +157,67 @@ def add_parser(subparsers) -> None:
         p.add_argument("--plots", default=None, help="directory for PNG plots")
         p.add_argument("--cache-dir", default=None, help="world cache directory")
         if recipe == "openseeker":  # the one recipe that asks a solver (the others would ignore these flags)
-            p.add_argument("--solver", choices=("rule", "openai"), default="rule",
-                           help="the difficulty / solvability solver: rules, or an LLM behind --llm-url")
+            p.add_argument(
+                "--solver",
+                choices=("rule", "openai"),
+                default="rule",
+                help="the difficulty / solvability solver: rules, or an LLM behind --llm-url",
+            )
         if recipe == "webexplorer":
-            p.add_argument("--explorer", choices=("rule", "openai"), default="rule",
-                           help="rules (a walk over the world's graph), or an LLM behind --llm-url that explores "
-                                "with the search / visit tools, writes the question and evolves it")
-            p.add_argument("--evolve-rounds", type=at_least(1), default=5,
-                           help="long-to-short evolution rounds at most (either explorer)")
-        p.add_argument("--writer", choices=("rule", "openai"), default="rule",
-                       help="who phrases the questions: the rule-based realiser, or an LLM behind --llm-url that "
-                            "rewrites each one from its structured query, checked before it is kept")
-        p.add_argument("--writer-prompt", default=None,
-                       help="the writer's prompt file (default: the shipped writer_prompt.md; see docs)")
+            p.add_argument(
+                "--explorer",
+                choices=("rule", "openai"),
+                default="rule",
+                help="rules (a walk over the world's graph), or an LLM behind --llm-url that explores "
+                "with the search / visit tools, writes the question and evolves it",
+            )
+            p.add_argument(
+                "--evolve-rounds",
+                type=at_least(1),
+                default=5,
+                help="long-to-short evolution rounds at most (either explorer)",
+            )
+        p.add_argument(
+            "--writer",
+            choices=("rule", "openai"),
+            default="rule",
+            help="who phrases the questions: the rule-based realiser, or an LLM behind --llm-url that "
+            "rewrites each one from its structured query, checked before it is kept",
+        )
+        p.add_argument(
+            "--writer-prompt",
+            default=None,
+            help="the writer's prompt file (default: the shipped writer_prompt.md; see docs)",
+        )
         purpose = {"openseeker": "the solver and the writer", "webexplorer": "the explorer or the writer"}
         add_llm(p, purpose.get(recipe, "the writer"))
         rename(p, "--base-url", "--llm-url")
         rename(p, "--model", "--llm-model")
         p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
-        p.add_argument("--apart", nargs="+", metavar="QA_JSONL",
-                       help="keep only questions sharing no evidence entity but a country with these files' "
-                            "(e.g. a pipeline's qa/train.jsonl, rl.jsonl, test.jsonl: a fresh held-out test set)")
+        p.add_argument(
+            "--apart",
+            nargs="+",
+            metavar="QA_JSONL",
+            help="keep only questions sharing no evidence entity but a country with these files' "
+            "(e.g. a pipeline's qa/train.jsonl, rl.jsonl, test.jsonl: a fresh held-out test set)",
+        )
         if recipe == "e2hqa":
-            p.add_argument("--rounds", nargs=2, type=at_least(0), metavar=("MIN", "MAX"),
-                           help="rounds of replacement drawn in [MIN, MAX] (default 1 3; 0 keeps one-hop questions)")
+            p.add_argument(
+                "--rounds",
+                nargs=2,
+                type=at_least(0),
+                metavar=("MIN", "MAX"),
+                help="rounds of replacement drawn in [MIN, MAX] (default 1 3; 0 keeps one-hop questions)",
+            )
         p.set_defaults(func=_synth, recipe=recipe)
     s = sub.add_parser("stats", help="statistics and style figures of a questions file (any QA JSONL)")
     s.add_argument("file", help="QA JSONL: question, answer, tag, level, meta (as `synth RECIPE` writes)")
-    s.add_argument("--world", default=None,
-                   help="the world the questions were made from: adds uniqueness under meta.query and the "
-                        "reference solver's pass rate")
+    s.add_argument(
+        "--world",
+        default=None,
+        help="the world the questions were made from: adds uniqueness under meta.query and the "
+        "reference solver's pass rate",
+    )
     s.add_argument("--no-solver", action="store_true", help="with --world: skip the reference solver")
     s.add_argument("--cache-dir", default=None, help="world cache directory")
     s.set_defaults(func=_stats)

@@ -13,14 +13,13 @@ import functools
 import itertools
 import random
 
-from jaxseeker.world import Edge, Is, Query, Var, World
-from jaxseeker.world.pages import MAX_LISTED
-
-from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.checks import hops, simplify
 from jaxseeker.synthesis.qa.clues import select
+from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import blur_value, exact_pred, is_unique, tighten
 from jaxseeker.synthesis.qa.record import Draft
+from jaxseeker.world import Edge, Is, Query, Var, World
+from jaxseeker.world.pages import MAX_LISTED
 
 KINDS = ("count", "multihop", "intersection")
 
@@ -118,8 +117,11 @@ def intersection_draft(world: World, seen: list[str], rng: random.Random) -> Dra
         rng.shuffle(common)
         for c in common[:5]:
             ea, eb = _link(world, c, a, 0, 1), _link(world, c, b, 0, 2)
-            vars_ = (Var(world.entity(c).type), Var(world.entity(a).type, (Is(a),)),
-                     Var(world.entity(b).type, (Is(b),)))
+            vars_ = (
+                Var(world.entity(c).type),
+                Var(world.entity(a).type, (Is(a),)),
+                Var(world.entity(b).type, (Is(b),)),
+            )
             d = Draft(Query(vars_, (ea, eb)), (c, a, b), "crawlqa")
             if is_unique(d, world):
                 return d
@@ -145,9 +147,16 @@ def propose(world: World, rng: random.Random, cfg: CrawlQAConfig = CrawlQAConfig
     return dataclasses.replace(d, meta={"kind": kind, "clicks": [world.url(i) for i in path]})
 
 
-def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: CrawlQAConfig = CrawlQAConfig(),
-               writer: Rewrite | None = None) -> SynthResult:
+def synthesize(
+    world: World,
+    n: int,
+    *,
+    seed: int = 0,
+    progress: bool = False,
+    config: CrawlQAConfig = CrawlQAConfig(),
+    writer: Rewrite | None = None,
+) -> SynthResult:
     """`n` CrawlQA questions from `world`."""
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer,
-                      desc="crawlqa")
+    return run_recipe(
+        world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer, desc="crawlqa"
+    )

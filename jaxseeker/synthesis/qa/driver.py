@@ -9,10 +9,9 @@ from collections.abc import Callable
 
 from tqdm import tqdm
 
-from jaxseeker.world import World
-
 from jaxseeker.synthesis.qa.checks import Dedup, LeakCheck, finalize
 from jaxseeker.synthesis.qa.record import Draft, QARecord
+from jaxseeker.world import World
 
 Propose = Callable[[World, random.Random], Draft | None]
 Keep = Callable[[QARecord, Draft], str]

@@ -12,13 +12,12 @@ import dataclasses
 import functools
 import random
 
-from jaxseeker.world import Is, Query, Var, World
-
 from jaxseeker.synthesis.qa.clues import select
 from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import describe, is_unique, tighten
 from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.render import render_question
+from jaxseeker.world import Is, Query, Var, World
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,9 +54,16 @@ def propose(world: World, rng: random.Random, cfg: E2HQAConfig = E2HQAConfig()) 
     return dataclasses.replace(d, meta={"rounds": len(history) - 1, "history": history})
 
 
-def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: E2HQAConfig = E2HQAConfig(),
-               writer: Rewrite | None = None) -> SynthResult:
+def synthesize(
+    world: World,
+    n: int,
+    *,
+    seed: int = 0,
+    progress: bool = False,
+    config: E2HQAConfig = E2HQAConfig(),
+    writer: Rewrite | None = None,
+) -> SynthResult:
     """`n` E2HQA questions from `world`."""
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer,
-                      desc="e2hqa")
+    return run_recipe(
+        world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer, desc="e2hqa"
+    )

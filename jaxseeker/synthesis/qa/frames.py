@@ -14,12 +14,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from jaxseeker.synthesis.qa.lexicon import asks, relation_forms
+from jaxseeker.synthesis.qa.phrasing import Clue, Phraser, also, capitalise, determined, join, noun, plural, pronoun
 from jaxseeker.world import Query, World
 from jaxseeker.world.phrases import indefinite
-
-from jaxseeker.synthesis.qa.lexicon import asks, relation_forms
-from jaxseeker.synthesis.qa.phrasing import (Clue, Phraser, also, capitalise, determined, join, noun, plural,
-                                             pronoun)
 
 P_LEAD_OTHER = 0.3  # share of entity questions that lead with another variable when one can
 LONG = 12  # words of a description too long to stand inside a question (`In what year was … born?`)
@@ -35,8 +33,15 @@ def _ask_entity(rng: random.Random, n: str, person: bool, that: str = "that") ->
     n = short(n)
     if person:
         return rng.choice((f"Who is {that} {n}?", "Who is it?", f"Name {that} {n}."))
-    return rng.choice((f"Which {n} is it?", f"What is {that} {n} called?", f"Name {that} {n}.",
-                       f"What is the name of {that} {n}?", f"Which {n} is meant?"))
+    return rng.choice(
+        (
+            f"Which {n} is it?",
+            f"What is {that} {n} called?",
+            f"Name {that} {n}.",
+            f"What is the name of {that} {n}?",
+            f"Which {n} is meant?",
+        )
+    )
 
 
 def _lead_other(ph: Phraser, rng: random.Random, ask: Callable[[str], str] | None = None) -> str | None:
@@ -102,11 +107,23 @@ def _introduce(ph: Phraser, i: int, clues: list[Clue]) -> str:
         for k in order:
             opening = ph.say(i, clues[k], "lead", compact=True)
             if opening is not None:
-                rest = clues[:k] + clues[k + 1:]
+                rest = clues[:k] + clues[k + 1 :]
                 return f"{opening}, {indefinite(n)} {join(ph.vps(i, rest))}."
     if way <= 3:
-        start = rng.choice(("There is", "Consider", "Picture", "Imagine", "Take", "We know of", "Think of",
-                            "Somewhere there is", "Suppose there is", "Here is"))
+        start = rng.choice(
+            (
+                "There is",
+                "Consider",
+                "Picture",
+                "Imagine",
+                "Take",
+                "We know of",
+                "Think of",
+                "Somewhere there is",
+                "Suppose there is",
+                "Here is",
+            )
+        )
         return f"{start} {indefinite(n)} {rel} {join(ph.vps(i, clues))}."
     subject, rest = _subject(ph, i, clues)
     if rest == clues and rng.random() < 0.5:
@@ -134,36 +151,42 @@ def entity_question(world: World, q: Query, rng: random.Random, *, lenient: bool
 
     # (weight, frame): a frame that opens with the answer's noun or a name reads differently for every noun or
     # name, so it weighs thrice a frame whose opening is always the same words
-    frames: list[tuple[int, Callable[[], str | None]]] = [(3, f) for f in (
-        lambda: f"Which {n} {vps()}?",
-        lambda: f"What {n} {vps()}?",
-        lambda: f"The {n} I have in mind {vps()}. {_ask_entity(rng, n, person, 'this')}",
-        lambda: _opening(ph, clues, "lead"),
-        lambda: _split(ph, clues),
-        lambda: _from_name(ph, "which"),
-        lambda: f"Who {vps()}?" if who else None,
-    )] + [(1, f) for f in (
-        lambda: f"Name the {n} {rel} {vps()}.",
-        lambda: f"Identify the {n} {rel} {vps()}.",
-        lambda: f"Can you name {ph.np(t, definite=True, clues=clues)}?",
-        lambda: f"What is the name of {ph.np(t, definite=True, clues=clues)}?",
-        lambda: f"Find {ph.np(t, definite=True, clues=clues)}.",
-        lambda: f"Tell me which {n} {vps()}.",
-        lambda: f"Do you know which {n} {vps()}?",
-        lambda: f"Could you identify the {n} {rel} {vps()}?",
-        lambda: f"Please name the {n} {rel} {vps()}.",
-        lambda: f"Which is the {n} {rel} {vps()}?",
-        lambda: f"Guess the {n}: it {vps()}." if not person else f"Guess the {n}: this person {vps()}.",
-        lambda: f"My question is about {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this')}",
-        lambda: f"What do we call the {n} {rel} {vps()}?" if not person else None,
-        lambda: f"I am looking for {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this')}",
-        lambda: f"There is {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this')}",
-        lambda: _opening(ph, clues, "among"),
-    )]
+    frames: list[tuple[int, Callable[[], str | None]]] = [
+        (3, f)
+        for f in (
+            lambda: f"Which {n} {vps()}?",
+            lambda: f"What {n} {vps()}?",
+            lambda: f"The {n} I have in mind {vps()}. {_ask_entity(rng, n, person, 'this')}",
+            lambda: _opening(ph, clues, "lead"),
+            lambda: _split(ph, clues),
+            lambda: _from_name(ph, "which"),
+            lambda: f"Who {vps()}?" if who else None,
+        )
+    ] + [
+        (1, f)
+        for f in (
+            lambda: f"Name the {n} {rel} {vps()}.",
+            lambda: f"Identify the {n} {rel} {vps()}.",
+            lambda: f"Can you name {ph.np(t, definite=True, clues=clues)}?",
+            lambda: f"What is the name of {ph.np(t, definite=True, clues=clues)}?",
+            lambda: f"Find {ph.np(t, definite=True, clues=clues)}.",
+            lambda: f"Tell me which {n} {vps()}.",
+            lambda: f"Do you know which {n} {vps()}?",
+            lambda: f"Could you identify the {n} {rel} {vps()}?",
+            lambda: f"Please name the {n} {rel} {vps()}.",
+            lambda: f"Which is the {n} {rel} {vps()}?",
+            lambda: f"Guess the {n}: it {vps()}." if not person else f"Guess the {n}: this person {vps()}.",
+            lambda: f"My question is about {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this')}",
+            lambda: f"What do we call the {n} {rel} {vps()}?" if not person else None,
+            lambda: f"I am looking for {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this')}",
+            lambda: f"There is {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this')}",
+            lambda: _opening(ph, clues, "among"),
+        )
+    ]
     if sum(ph.heavy(c) for c in clues) >= 2:  # two nested descriptions read best in sentences of their own
         frames = [(1, lambda: _split(ph, clues))] * 3
     drafts = []
-    for _, frame in sorted(frames, key=lambda wf: -rng.random() ** (1 / wf[0])):  # a weighted random order
+    for _, frame in sorted(frames, key=lambda wf: -(rng.random() ** (1 / wf[0]))):  # a weighted random order
         text = frame()
         if text is not None:
             drafts.append(text)
@@ -184,7 +207,7 @@ def _opening(ph: Phraser, clues: list[Clue], how: str) -> str | None:
     order = list(range(len(clues)))
     rng.shuffle(order)
     for k in order:
-        c, rest = clues[k], clues[:k] + clues[k + 1:]
+        c, rest = clues[k], clues[:k] + clues[k + 1 :]
         if how == "lead":
             opening = ph.say(t, c, "lead", compact=True)
             if opening is not None:
@@ -253,8 +276,17 @@ def count_question(world: World, q: Query, rng: random.Random, *, lenient: bool 
         if found is not None:
             return found
     group = ph.np(q.target, plural_=True)
-    return rng.choice((f"How many {group} are there?", f"What is the number of {group}?",
-                       f"Give the number of {group}.", f"Count the {group}.", f"In total, how many {group} are there?",
-                       f"Tell me how many {group} there are.", f"Do you know how many {group} there are?",
-                       f"Can you count the {group}?", f"Find the number of {group}.",
-                       f"Determine how many {group} exist."))
+    return rng.choice(
+        (
+            f"How many {group} are there?",
+            f"What is the number of {group}?",
+            f"Give the number of {group}.",
+            f"Count the {group}.",
+            f"In total, how many {group} are there?",
+            f"Tell me how many {group} there are.",
+            f"Do you know how many {group} there are?",
+            f"Can you count the {group}?",
+            f"Find the number of {group}.",
+            f"Determine how many {group} exist.",
+        )
+    )

@@ -15,11 +15,10 @@ import functools
 import math
 import random
 
+from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.world import DateIn, Edge, Entity, Is, LabelIs, NameInitial, Neighbour, NumberIn, Query, Var, World
 from jaxseeker.world.entities import date_parts, iso_date
 from jaxseeker.world.schema import ATTRIBUTES, TYPES
-
-from jaxseeker.synthesis.qa.record import Draft
 
 DATE_GRAINS = ("day", "month", "year", "decade-part", "decade", "century-part", "century")
 NUMBER_GRAINS = ("exact", "fine", "between", "above", "below", "magnitude")
@@ -137,14 +136,15 @@ def _with(d: Draft, query: Query, binding: tuple[str, ...], kind: str) -> Draft:
 
 def blur_one_value(d: Draft, world: World, rng: random.Random) -> Draft | None:
     """Blur one exact date or number in the draft (kind `date` or `number`)."""
-    spots = [(i, k) for i, v in enumerate(d.query.vars) for k, p in enumerate(v.preds)
-             if isinstance(p, (DateIn, NumberIn))]
+    spots = [
+        (i, k) for i, v in enumerate(d.query.vars) for k, p in enumerate(v.preds) if isinstance(p, (DateIn, NumberIn))
+    ]
     rng.shuffle(spots)
     for i, k in spots:
         var = d.query.vars[i]
         looser = blur_value(var.preds[k], world.entity(d.binding[i]), rng)
         if looser is not None:
-            preds = var.preds[:k] + (looser,) + var.preds[k + 1:]
+            preds = var.preds[:k] + (looser,) + var.preds[k + 1 :]
             kind = "date" if isinstance(looser, DateIn) else "number"
             return _with(d, d.query.with_var(i, dataclasses.replace(var, preds=preds)), d.binding, kind)
     return None
@@ -225,17 +225,21 @@ def drop_var(q: Query, binding: tuple[str, ...], i: int) -> tuple[Query, tuple[s
     def shift(v: int) -> int:
         return v - (v > i)
 
-    vars_ = q.vars[:i] + q.vars[i + 1:]
+    vars_ = q.vars[:i] + q.vars[i + 1 :]
     edges = tuple(Edge(shift(e.src), e.rel, shift(e.dst)) for e in q.edges if i not in (e.src, e.dst))
-    return dataclasses.replace(q, vars=vars_, edges=edges, target=shift(q.target)), binding[:i] + binding[i + 1:]
+    return dataclasses.replace(q, vars=vars_, edges=edges, target=shift(q.target)), binding[:i] + binding[i + 1 :]
 
 
 def remove_clue(d: Draft, rng: random.Random) -> Draft | None:
     """Remove one salient clue: a leaf variable (with its edge) or one attribute / name predicate (kind `remove`)."""
     q = d.query
     leaves = [i for i in range(len(q.vars)) if i != q.target and q.degree(i) == 1 and len(q.vars) > 2]
-    preds = [(i, k) for i, v in enumerate(q.vars) for k, p in enumerate(v.preds)
-             if isinstance(p, (DateIn, NumberIn, NameInitial)) and (q.edges or len(v.preds) > 1)]
+    preds = [
+        (i, k)
+        for i, v in enumerate(q.vars)
+        for k, p in enumerate(v.preds)
+        if isinstance(p, (DateIn, NumberIn, NameInitial)) and (q.edges or len(v.preds) > 1)
+    ]
     choices = [("leaf", i, -1) for i in leaves] + [("pred", i, k) for i, k in preds]
     if not choices:
         return None
@@ -244,7 +248,7 @@ def remove_clue(d: Draft, rng: random.Random) -> Draft | None:
         nq, binding = drop_var(q, d.binding, i)
         return _with(d, nq, binding, "remove")
     var = q.vars[i]
-    return _with(d, q.with_var(i, Var(var.type, var.preds[:k] + var.preds[k + 1:])), d.binding, "remove")
+    return _with(d, q.with_var(i, Var(var.type, var.preds[:k] + var.preds[k + 1 :])), d.binding, "remove")
 
 
 def add_attribute(d: Draft, world: World, rng: random.Random, i: int, blur: bool) -> Draft | None:

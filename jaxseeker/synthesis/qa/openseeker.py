@@ -13,14 +13,13 @@ import dataclasses
 import functools
 import random
 
-from jaxseeker.world import Edge, Is, Query, Var, World
-
 from jaxseeker.synthesis.qa.checks import same_answer
 from jaxseeker.synthesis.qa.clues import select
 from jaxseeker.synthesis.qa.driver import Keep, Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import add_attribute, describe, hide_name, tighten
 from jaxseeker.synthesis.qa.record import Draft, QARecord
 from jaxseeker.synthesis.qa.solvers import RuleSolver, Solver, SolverTask
+from jaxseeker.world import Edge, Is, Query, Var, World
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,11 +83,27 @@ def solver_filter(difficulty: Solver, solvability: Solver) -> Keep:
     return keep
 
 
-def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: OpenSeekerConfig = OpenSeekerConfig(), difficulty: Solver | None = None,
-               solvability: Solver | None = None, writer: Rewrite | None = None) -> SynthResult:
+def synthesize(
+    world: World,
+    n: int,
+    *,
+    seed: int = 0,
+    progress: bool = False,
+    config: OpenSeekerConfig = OpenSeekerConfig(),
+    difficulty: Solver | None = None,
+    solvability: Solver | None = None,
+    writer: Rewrite | None = None,
+) -> SynthResult:
     """`n` OpenSeeker questions; both solvers default to the embedded `RuleSolver` (closed book / evidence)."""
     rule = RuleSolver(world)
     keep = solver_filter(difficulty or rule, solvability or rule)
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, keep=keep, rewrite=writer,
-                      progress=progress, desc="openseeker")
+    return run_recipe(
+        world,
+        functools.partial(propose, cfg=config),
+        n,
+        seed=seed,
+        keep=keep,
+        rewrite=writer,
+        progress=progress,
+        desc="openseeker",
+    )

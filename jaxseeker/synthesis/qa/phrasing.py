@@ -17,12 +17,11 @@ import dataclasses
 import functools
 import random
 
+from jaxseeker.synthesis.qa.lexicon import attribute_forms, relation_forms
+from jaxseeker.synthesis.qa.values import date_variants, say_quantity
 from jaxseeker.world import DateIn, Edge, LabelIs, NameInitial, NumberIn, Query, Var, World
 from jaxseeker.world.phrases import indefinite
 from jaxseeker.world.schema import RELATIONS, TYPES
-
-from jaxseeker.synthesis.qa.lexicon import attribute_forms, relation_forms
-from jaxseeker.synthesis.qa.values import date_variants, say_quantity
 
 
 class Unsayable(ValueError):
@@ -96,10 +95,14 @@ def _initial_forms(var: Var, p: NameInitial) -> tuple[list[str], list[str]]:
     else:
         part = "title" if var.type == "work" else "name"
         if p.position == "last":
-            return ([f"has a {part} whose last word begins with {letter}"],
-                    [f"with a {part} whose last word begins with {letter}"])
-    return ([f"has a {part} beginning with {letter}", f"has a {part} starting with {letter}"],
-            [f"whose {part} begins with {letter}", f"with a {part} starting with {letter}"])
+            return (
+                [f"has a {part} whose last word begins with {letter}"],
+                [f"with a {part} whose last word begins with {letter}"],
+            )
+    return (
+        [f"has a {part} beginning with {letter}", f"has a {part} starting with {letter}"],
+        [f"whose {part} begins with {letter}", f"with a {part} starting with {letter}"],
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,8 +119,7 @@ class Phraser:
     """The grammar of one query laid out from `root` (see the module docstring); `lenient` says an ambiguous
     cycle reference as `that same city` instead of raising `Unsayable`."""
 
-    def __init__(self, world: World, q: Query, rng: random.Random, root: int | None = None, *,
-                 lenient: bool = False):
+    def __init__(self, world: World, q: Query, rng: random.Random, root: int | None = None, *, lenient: bool = False):
         self.world, self.q, self.rng, self.lenient = world, q, rng, lenient
         self.root = q.target if root is None else root
         self.children: dict[int, list[tuple[Edge, int]]] = {i: [] for i in range(len(q.vars))}
@@ -166,8 +168,11 @@ class Phraser:
         group in random order. `skip`: leave out the edges to that variable."""
         var = self.q.vars[i]
         key = kind_key(var)
-        preds = [Clue(pred=p) for p in var.preds
-                 if isinstance(p, (DateIn, NumberIn, NameInitial)) or (isinstance(p, LabelIs) and p.key != key)]
+        preds = [
+            Clue(pred=p)
+            for p in var.preds
+            if isinstance(p, (DateIn, NumberIn, NameInitial)) or (isinstance(p, LabelIs) and p.key != key)
+        ]
         edges = [Clue(edge=e, other=o, back=True) for e, o in self.back[i] if o != skip]
         edges += [Clue(edge=e, other=o) for e, o in self.children[i] if o != skip]
         light = preds + [c for c in edges if not self.heavy(c)]
@@ -215,8 +220,10 @@ class Phraser:
             if isinstance(p, DateIn):
                 slots = {"v": self.rng.choice(date_variants(p))}
             else:
-                slots = {"q": say_quantity(p, forms.word, forms.symbol, scale=forms.scale),
-                         "qn": say_quantity(p, before_noun=True)}
+                slots = {
+                    "q": say_quantity(p, forms.word, forms.symbol, scale=forms.scale),
+                    "qn": say_quantity(p, before_noun=True),
+                }
             return self.pick(options).format(**slots)
         forms = relation_forms(c.edge.rel, c.edge.src == i)
         options = list(getattr(forms, kind))
@@ -255,8 +262,9 @@ class Phraser:
         """Every clue as a reduced modifier (`born in X and formerly of Y whose … and whose …`): participles and
         phrases first, relative modifiers (`whose …`, `where …`) after them; None when a clue has no modifier, or
         when a relative one would follow a nested description (it would read as the nested one's)."""
-        mods = [self.say(i, c, "mod", plural=plural_, compact=compact or k < len(clues) - 1)
-                for k, c in enumerate(clues)]
+        mods = [
+            self.say(i, c, "mod", plural=plural_, compact=compact or k < len(clues) - 1) for k, c in enumerate(clues)
+        ]
         if any(m is None for m in mods):
             return None
         relative = [m for m in mods if is_relative(m)]
@@ -269,8 +277,15 @@ class Phraser:
             text = join(plain)
         return " ".join(t for t in (text, " and ".join(relative)) if t)
 
-    def np(self, i: int, *, definite: bool = False, plural_: bool = False, compact: bool = False,
-           clues: list[Clue] | None = None) -> str:
+    def np(
+        self,
+        i: int,
+        *,
+        definite: bool = False,
+        plural_: bool = False,
+        compact: bool = False,
+        clues: list[Clue] | None = None,
+    ) -> str:
         """The noun phrase of variable `i`: its name, a definite description, or its head with its clues (drawn
         here unless given) as modifiers, a relative clause or both. `compact` prefers modifiers (a phrase nested
         before more text)."""

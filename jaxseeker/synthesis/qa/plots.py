@@ -40,6 +40,14 @@ def plot_stats(stats: QAStats, out_dir: str | Path, prefix: str = "qa") -> list[
     if stats.by_hops:
         paths.append(_bar(d / f"{prefix}_hops.png", stats.by_hops, "hops per question", "hops", "questions"))
     if stats.solver_pass:
-        paths.append(_bar(d / f"{prefix}_solver_pass.png", stats.solver_pass, "reference solver pass rate",
-                          "level", "pass rate (%)", percent=True))
+        paths.append(
+            _bar(
+                d / f"{prefix}_solver_pass.png",
+                stats.solver_pass,
+                "reference solver pass rate",
+                "level",
+                "pass rate (%)",
+                percent=True,
+            )
+        )
     return paths

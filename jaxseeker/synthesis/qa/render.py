@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import random
 
+from jaxseeker.synthesis.qa.frames import attribute_question, count_question, entity_question
+from jaxseeker.synthesis.qa.phrasing import Phraser, Unsayable, join, kind_key, noun, plural, pronoun
+from jaxseeker.synthesis.qa.values import say_date_range, say_number_range
 from jaxseeker.world import DateIn, LabelIs, NameInitial, NumberIn, Query, Var, World
 from jaxseeker.world.entities import date_parts
 from jaxseeker.world.phrases import indefinite
 from jaxseeker.world.schema import ATTRIBUTES
-
-from jaxseeker.synthesis.qa.frames import attribute_question, count_question, entity_question
-from jaxseeker.synthesis.qa.phrasing import Phraser, Unsayable, join, kind_key, noun, plural, pronoun
-from jaxseeker.synthesis.qa.values import say_date_range, say_number_range
 
 __all__ = ["answer_text", "article", "join", "noun", "plural", "pred_phrase", "pronoun", "render_question", "sayable"]
 

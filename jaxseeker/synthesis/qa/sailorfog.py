@@ -12,13 +12,12 @@ import dataclasses
 import functools
 import random
 
-from jaxseeker.world import Edge, Is, Query, Relation, Var, World
-
 from jaxseeker.synthesis.qa.checks import obfuscations_of, simplify
 from jaxseeker.synthesis.qa.clues import select
 from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import add_attribute, blur_one_value, hide_name, tighten
 from jaxseeker.synthesis.qa.record import Draft
+from jaxseeker.world import Edge, Is, Query, Relation, Var, World
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,9 +129,16 @@ def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogCo
     return d if obfuscations_of(simplify(d).query, ()) else None
 
 
-def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: SailorFogConfig = SailorFogConfig(),
-               writer: Rewrite | None = None) -> SynthResult:
+def synthesize(
+    world: World,
+    n: int,
+    *,
+    seed: int = 0,
+    progress: bool = False,
+    config: SailorFogConfig = SailorFogConfig(),
+    writer: Rewrite | None = None,
+) -> SynthResult:
     """`n` SailorFog-QA questions from `world`."""
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer,
-                      desc="sailorfog")
+    return run_recipe(
+        world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer, desc="sailorfog"
+    )

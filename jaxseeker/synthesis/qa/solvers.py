@@ -12,9 +12,8 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-from jaxseeker.world import Query, World
-
 from jaxseeker.synthesis.qa.render import answer_text
+from jaxseeker.world import Query, World
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,8 +38,9 @@ class RuleSolver:
     expanded `hops` times through their links, at most `budget` entities (an agent with a search tool).
     """
 
-    def __init__(self, world: World, *, memory_share: float = 0.02, search_k: int = 0, hops: int = 0,
-                 budget: int = 400):
+    def __init__(
+        self, world: World, *, memory_share: float = 0.02, search_k: int = 0, hops: int = 0, budget: int = 400
+    ):
         self.world, self.search_k, self.hops, self.budget = world, search_k, hops, budget
         ranked = sorted(world.entities, key=lambda i: (-world.degree(i), i))
         self.memory = frozenset(ranked[: int(memory_share * len(ranked))])
@@ -52,8 +52,11 @@ class RuleSolver:
         known = set(self.memory)
         if self.search_k <= 0:
             return known
-        found = [e.id for h in self.world.corpus.search(task.question, k=self.search_k)
-                 if (e := self.world.entity_at(h.url)) is not None]
+        found = [
+            e.id
+            for h in self.world.corpus.search(task.question, k=self.search_k)
+            if (e := self.world.entity_at(h.url)) is not None
+        ]
         if task.query is not None:
             found += [a for v in task.query.vars if (a := v.anchor()) is not None]
         reached, frontier = set(found), list(dict.fromkeys(found))
@@ -106,15 +109,30 @@ class PromptSolver:
         return (found[-1] if found else reply).strip()
 
 
-def chat_completion(base_url: str, model: str, *, api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0,
-                    max_tokens: int = 256, max_retries: int = 3) -> Callable[[str], str]:
+def chat_completion(
+    base_url: str,
+    model: str,
+    *,
+    api_key_env: str = "OPENAI_API_KEY",
+    timeout: float = 60.0,
+    max_tokens: int = 256,
+    max_retries: int = 3,
+) -> Callable[[str], str]:
     """A completion function over any OpenAI-compatible server (`POST {base_url}/chat/completions`) through
     `tools.LLMClient`: each attempt has a deadline of `timeout` s, the reply a size cap, failures `max_retries`
     retries with capped backoff, and the key (from `api_key_env`) never appears in an error (`tools.LLMError`)."""
     from jaxseeker.tools import LLMClient, LLMConfig
 
-    client = LLMClient(LLMConfig(base_url=base_url, model=model, api_key_env=api_key_env, timeout_s=timeout,
-                                 max_retries=max_retries, max_tokens=max_tokens))
+    client = LLMClient(
+        LLMConfig(
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            timeout_s=timeout,
+            max_retries=max_retries,
+            max_tokens=max_tokens,
+        )
+    )
 
     def complete(prompt: str) -> str:
         return client.complete([{"role": "user", "content": prompt}])

@@ -6,11 +6,10 @@ import collections
 import dataclasses
 from collections.abc import Sequence
 
-from jaxseeker.world import Query
-
 from jaxseeker.synthesis.qa.checks import same_answer
 from jaxseeker.synthesis.qa.record import QARecord
 from jaxseeker.synthesis.qa.solvers import Solver, SolverTask
+from jaxseeker.world import Query
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +66,7 @@ def summary(stats: QAStats, attempts: int | None = None, dropped: dict[str, int]
         f"  obfuscations: {fmt(stats.obfuscations)}",
     ]
     if stats.solver_pass:
-        lines.append("  reference solver pass rate by level: "
-                     + ", ".join(f"{k}: {v:.0%}" for k, v in stats.solver_pass.items()))
+        lines.append(
+            "  reference solver pass rate by level: " + ", ".join(f"{k}: {v:.0%}" for k, v in stats.solver_pass.items())
+        )
     return "\n".join(lines)

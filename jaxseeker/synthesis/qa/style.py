@@ -16,12 +16,11 @@ import re
 import statistics
 from collections.abc import Sequence
 
-from jaxseeker.world import Query, World
-
 from jaxseeker.synthesis.qa.checks import same_answer
 from jaxseeker.synthesis.qa.record import QARecord
 from jaxseeker.synthesis.qa.solvers import Solver, SolverTask
 from jaxseeker.synthesis.qa.values import reads_exact
+from jaxseeker.world import Query, World
 
 # a lone capital that stands for an entity: not an initial (`J. Smith`), not in quotes (a name hint `“S”`)
 _LONE = re.compile(r"^[UVWXYZ][,;:?!)]*$")
@@ -70,8 +69,9 @@ def _is_unique(world: World, q: Query, record: QARecord) -> bool:
     return matches == [record.meta.get("answer_id")]
 
 
-def style_figures(records: Sequence[QARecord], world: World | None = None,
-                  solver: Solver | None = None) -> StyleFigures:
+def style_figures(
+    records: Sequence[QARecord], world: World | None = None, solver: Solver | None = None
+) -> StyleFigures:
     """The style figures of `records`; with `world` (and `solver`), uniqueness (and the solver's pass rate) over
     the records that carry a structured query."""
     texts = [r.question for r in records]
@@ -111,7 +111,8 @@ def style_summary(f: StyleFigures) -> str:
     lines = [
         f"{f.n} questions, median {f.median_words:g} words",
         f"  distinct two-word openings: {f.openings} (most common: "
-        + ", ".join(f"“{o}” {k}" for o, k in f.top_openings) + ")",
+        + ", ".join(f"“{o}” {k}" for o, k in f.top_openings)
+        + ")",
         f"  placeholder letters: {share(f.placeholder)}",
         f"  an exact number of 3+ digits: {share(f.exact_number)}",
     ]

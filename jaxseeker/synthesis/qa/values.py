@@ -13,15 +13,25 @@ from jaxseeker.world import DateIn, NumberIn
 from jaxseeker.world.entities import date_parts
 from jaxseeker.world.phrases import MONTHS, say_date, say_number
 
-_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-          "seventeen eighteen nineteen twenty").split()
+_WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty"
+).split()
 _TENS = {30: "thirty", 40: "forty", 50: "fifty", 60: "sixty", 70: "seventy", 80: "eighty", 90: "ninety"}
 _SCALES = ((1e9, "billion"), (1e6, "million"), (1e3, "thousand"))
 # a numeral of 3+ digits (thousands separated or not, decimals allowed) not glued to letters (`1960s`, `20th`)
 EXACT_NUMBER = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d{3,})(?:\.\d+)?(?![\w])")
 # [10^k, 10^(k+1)] said as an order of magnitude
-MAGNITUDES = {2: "hundreds", 3: "thousands", 4: "tens of thousands", 5: "hundreds of thousands", 6: "millions",
-              7: "tens of millions", 8: "hundreds of millions", 9: "billions"}
+MAGNITUDES = {
+    2: "hundreds",
+    3: "thousands",
+    4: "tens of thousands",
+    5: "hundreds of thousands",
+    6: "millions",
+    7: "tens of millions",
+    8: "hundreds of millions",
+    9: "billions",
+}
 
 
 def ordinal(n: int) -> str:
@@ -67,8 +77,9 @@ def magnitude_of(p: NumberIn) -> str:
     return MAGNITUDES[round(math.log10(p.lo))]
 
 
-def say_quantity(p: NumberIn, word: str = "", symbol: str = "", *, scale: float = 1.0,
-                 before_noun: bool = False) -> str:
+def say_quantity(
+    p: NumberIn, word: str = "", symbol: str = "", *, scale: float = 1.0, before_noun: bool = False
+) -> str:
     """The amount of a number predicate: `more than four hundred metres`, `tens of thousands of kilometres`,
     `20 to 30 thousand`, `1,234 m`. A range is said in `word`s (`metres`) after its value times `scale`
     (centimetres said in metres: 0.01); an exact value in its stored unit, `symbol` after it (` m`, `%`).

@@ -13,15 +13,13 @@ import dataclasses
 import functools
 import random
 
-from jaxseeker.world import Edge, Is, Query, Var, World
-
 from jaxseeker.synthesis.qa.checks import is_shortcut, simplify
 from jaxseeker.synthesis.qa.clues import select
 from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
-from jaxseeker.synthesis.qa.obfuscate import (add_attribute, blur_one_value, describe, hide_name, is_unique,
-                                              remove_clue)
+from jaxseeker.synthesis.qa.obfuscate import add_attribute, blur_one_value, describe, hide_name, is_unique, remove_clue
 from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.render import render_question
+from jaxseeker.world import Edge, Is, Query, Var, World
 
 EDITS = ("remove", "blur", "hide", "describe")
 
@@ -110,9 +108,22 @@ def propose(world: World, rng: random.Random, cfg: WebExplorerConfig = WebExplor
     return dataclasses.replace(d, meta={**d.meta, "rounds": len(history) - 1, "evolution": history})
 
 
-def synthesize(world: World, n: int, *, seed: int = 0, progress: bool = False,
-               config: WebExplorerConfig = WebExplorerConfig(),
-               writer: Rewrite | None = None) -> SynthResult:
+def synthesize(
+    world: World,
+    n: int,
+    *,
+    seed: int = 0,
+    progress: bool = False,
+    config: WebExplorerConfig = WebExplorerConfig(),
+    writer: Rewrite | None = None,
+) -> SynthResult:
     """`n` WebExplorer questions from `world`."""
-    return run_recipe(world, functools.partial(propose, cfg=config), n, seed=seed, progress=progress, rewrite=writer,
-                      desc="webexplorer")
+    return run_recipe(
+        world,
+        functools.partial(propose, cfg=config),
+        n,
+        seed=seed,
+        progress=progress,
+        rewrite=writer,
+        desc="webexplorer",
+    )

@@ -169,12 +169,15 @@ def explored(episode: Episode, world: World, seed: str, cfg: ExplorerConfig) -> 
 
 def evolve_messages(question: str, answer: str) -> list[dict[str, str]]:
     """The chat of one evolution round."""
-    return [{"role": "system", "content": EVOLVE_PROMPT},
-            {"role": "user", "content": f"Question: {question}\nAnswer: {answer}"}]
+    return [
+        {"role": "system", "content": EVOLVE_PROMPT},
+        {"role": "user", "content": f"Question: {question}\nAnswer: {answer}"},
+    ]
 
 
-def evolve(client: LLMClient, question: str, answer: str, rounds: int,
-           leaks: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+def evolve(
+    client: LLMClient, question: str, answer: str, rounds: int, leaks: Callable[[str], bool]
+) -> tuple[list[str], list[str]]:
     """(the question's versions, first to last; the edit of each round): up to `rounds` rounds, stopping at a reply
     that does not parse, repeats a version or leaks the answer. LLMError when a request fails."""
     history, edits = [question], []
@@ -198,8 +201,9 @@ def explorer_level(world: World, seed: str, answer: str, entities: Sequence[str]
     return 1 if len(entities) <= 2 and on_page(world, world.url(seed), answer) else 2
 
 
-def record_of(world: World, found: Exploration, history: Sequence[str], edits: Sequence[str], model: str,
-              tool_calls: int) -> QARecord:
+def record_of(
+    world: World, found: Exploration, history: Sequence[str], edits: Sequence[str], model: str, tool_calls: int
+) -> QARecord:
     """The QA record of an evolved exploration (its evidence and evolution in `meta`)."""
     entities = entities_of(world, found.urls)
     meta = {
@@ -218,8 +222,9 @@ def record_of(world: World, found: Exploration, history: Sequence[str], edits: S
     return QARecord(history[-1], found.answer, "webexplorer", level, meta)
 
 
-def draft(episode: Episode, world: World, seed: str, client: LLMClient, leak: LeakCheck,
-          cfg: ExplorerConfig) -> tuple[QARecord | None, str]:
+def draft(
+    episode: Episode, world: World, seed: str, client: LLMClient, leak: LeakCheck, cfg: ExplorerConfig
+) -> tuple[QARecord | None, str]:
     """One seed's record (before de-duplication) or None, and "kept" or the reason it is dropped."""
     found, why = explored(episode, world, seed, cfg)
     if found is None:
@@ -227,8 +232,7 @@ def draft(episode: Episode, world: World, seed: str, client: LLMClient, leak: Le
     if leak(found.answer, found.question):
         return None, "leak"
     try:
-        history, edits = evolve(client, found.question, found.answer, cfg.rounds,
-                                lambda q: leak(found.answer, q))
+        history, edits = evolve(client, found.question, found.answer, cfg.rounds, lambda q: leak(found.answer, q))
     except LLMError as exc:
         return None, f"llm_error: {exc}"
     if len(history) == 1:
@@ -252,16 +256,25 @@ def fail_fast(write: TurnWriter, failed: set[str]) -> TurnWriter:
     return guarded
 
 
-def explore_batch(seeds: Sequence[str], world: World, client: LLMClient, tokenizer: Any, leak: LeakCheck,
-                  cfg: ExplorerConfig, pool: ThreadPoolExecutor, progress: bool) -> list[tuple[QARecord | None, str]]:
+def explore_batch(
+    seeds: Sequence[str],
+    world: World,
+    client: LLMClient,
+    tokenizer: Any,
+    leak: LeakCheck,
+    cfg: ExplorerConfig,
+    pool: ThreadPoolExecutor,
+    progress: bool,
+) -> list[tuple[QARecord | None, str]]:
     """(record or None, "kept" or why not) per seed, in seed order: the episodes roll out together, each evolved
     as soon as it ends."""
     teacher = OpenAITeacher(client, workers=cfg.workers, slots=cfg.slots)
     registry = build_registry(ToolsConfig(enabled=("search", "visit")), corpus=world.corpus)
     questions = [Question(EXPLORE_PROMPT.format(name=world.entity(s).name, min_pages=cfg.min_pages)) for s in seeds]
     failed: set[str] = set()
-    engine = teacher.engine(tokenizer, questions, max_len=cfg.max_context_tokens,
-                            wrap=lambda write: fail_fast(write, failed))
+    engine = teacher.engine(
+        tokenizer, questions, max_len=cfg.max_context_tokens, wrap=lambda write: fail_fast(write, failed)
+    )
     futures: dict[int, Future] = {}
 
     def finished(episode: Episode) -> None:
@@ -271,8 +284,7 @@ def explore_batch(seeds: Sequence[str], world: World, client: LLMClient, tokeniz
         else:
             futures[episode.group] = pool.submit(draft, episode, world, seeds[episode.group], client, leak, cfg)
 
-    config = RolloutConfig(max_tool_calls=cfg.max_tool_calls, max_context_tokens=cfg.max_context_tokens,
-                           date=cfg.date)
+    config = RolloutConfig(max_tool_calls=cfg.max_tool_calls, max_context_tokens=cfg.max_context_tokens, date=cfg.date)
     try:
         rollout(engine, tokenizer, registry, questions, config, progress=progress, on_episode=finished)
     finally:
@@ -285,8 +297,16 @@ def duplicate_key(record: QARecord) -> tuple:
     return normalize(record.answer), tuple(sorted(record.meta["entities"]))
 
 
-def synthesize(world: World, n: int, *, client: LLMClient, tokenizer: Any, seed: int = 0, progress: bool = False,
-               config: ExplorerConfig = ExplorerConfig()) -> SynthResult:
+def synthesize(
+    world: World,
+    n: int,
+    *,
+    client: LLMClient,
+    tokenizer: Any,
+    seed: int = 0,
+    progress: bool = False,
+    config: ExplorerConfig = ExplorerConfig(),
+) -> SynthResult:
     """`n` WebExplorer questions written by the LLM behind `client` (`tokenizer` counts the explorer's context)."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
@@ -300,7 +320,7 @@ def synthesize(world: World, n: int, *, client: LLMClient, tokenizer: Any, seed:
     attempts = 0
     with ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="evolve") as pool:
         while len(records) < n and attempts < limit:
-            seeds = order[attempts: min(limit, attempts + n - len(records))]
+            seeds = order[attempts : min(limit, attempts + n - len(records))]
             attempts += len(seeds)
             for record, why in explore_batch(seeds, world, client, tokenizer, leak, config, pool, progress):
                 if record is not None and not dedup.add(record.question, duplicate_key(record)):
@@ -312,6 +332,8 @@ def synthesize(world: World, n: int, *, client: LLMClient, tokenizer: Any, seed:
                 else:
                     records.append(record)
     if first_error is not None:
-        print(f"webexplorer: {dropped['llm_error']} seed(s) dropped on LLM errors; the first: {first_error}",
-              file=sys.stderr)
+        print(
+            f"webexplorer: {dropped['llm_error']} seed(s) dropped on LLM errors; the first: {first_error}",
+            file=sys.stderr,
+        )
     return SynthResult(records, attempts, dropped)

@@ -27,20 +27,22 @@ from typing import Any
 import json_repair
 
 from jaxseeker.errors import InputError
-from jaxseeker.world import Is, Query, World
-from jaxseeker.world.phrases import indefinite
-from jaxseeker.world.schema import ATTRIBUTES, RELATIONS
-
 from jaxseeker.synthesis.qa.checks import LeakCheck, normalize
 from jaxseeker.synthesis.qa.phrasing import noun, plural
 from jaxseeker.synthesis.qa.record import QARecord
 from jaxseeker.synthesis.qa.render import pred_phrase
 from jaxseeker.synthesis.qa.solvers import Solver, SolverTask
 from jaxseeker.synthesis.qa.style import has_placeholder
+from jaxseeker.world import Is, Query, World
+from jaxseeker.world.phrases import indefinite
+from jaxseeker.world.schema import ATTRIBUTES, RELATIONS
 
 DEFAULT_PROMPT = Path(__file__).with_name("writer_prompt.md")
-_SECTIONS = {"write": ("$facts", "$names", "$draft", "$answer", "$style"), "check": ("$question", "$facts"),
-             "styles": ()}
+_SECTIONS = {
+    "write": ("$facts", "$names", "$draft", "$answer", "$style"),
+    "check": ("$question", "$facts"),
+    "styles": (),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,8 +84,9 @@ def facts(world: World, q: Query) -> tuple[list[str], list[str]]:
     label = {}
     for i, v in enumerate(q.vars):
         anchor = v.anchor()
-        label[i] = world.entity(anchor).name if anchor is not None else "[answer]" if i == q.target else \
-            f"[{next(letters)}]"
+        label[i] = (
+            world.entity(anchor).name if anchor is not None else "[answer]" if i == q.target else f"[{next(letters)}]"
+        )
     lines, names = [], []
     for i, v in enumerate(q.vars):
         if v.anchor() is not None:
@@ -115,8 +118,15 @@ def parse_object(text: str) -> dict[str, Any] | None:
 class LLMWriter:
     """Writes and checks questions with the model behind `client` (an `LLMClient`); call it on a kept record."""
 
-    def __init__(self, client: Any, world: World, recipe: str, *, prompt: WriterPrompt | None = None,
-                 solver: Solver | None = None):
+    def __init__(
+        self,
+        client: Any,
+        world: World,
+        recipe: str,
+        *,
+        prompt: WriterPrompt | None = None,
+        solver: Solver | None = None,
+    ):
         from jaxseeker.synthesis.qa.solvers import reference_solver
 
         self.client, self.world, self.recipe = client, world, recipe
@@ -136,8 +146,12 @@ class LLMWriter:
         lines, names = facts(self.world, q)
         numbered = "\n".join(f"{k}. {line}" for k, line in enumerate(lines, 1))
         ask = string.Template(self.prompt.write).safe_substitute(
-            style=self.prompt.style(self.recipe), facts=numbered, names="; ".join(names) or "(none)",
-            draft=record.question, answer=record.answer)
+            style=self.prompt.style(self.recipe),
+            facts=numbered,
+            names="; ".join(names) or "(none)",
+            draft=record.question,
+            answer=record.answer,
+        )
         try:
             found = self._ask(ask)
             question = found.get("question") if found else None

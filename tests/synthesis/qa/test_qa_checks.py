@@ -1,14 +1,27 @@
 """The shared checks: hops and levels, leaks, de-duplication, simplification, and `finalize`'s verdicts."""
 
-from jaxseeker.world import DateIn, Edge, Is, NameInitial, Query, Var
-from jaxseeker.synthesis.qa.checks import (Dedup, LeakCheck, finalize, hops, is_coupled, level_of, normalize,
-                                           obfuscations_of, same_answer, simplify)
+from jaxseeker.synthesis.qa.checks import (
+    Dedup,
+    LeakCheck,
+    finalize,
+    hops,
+    is_coupled,
+    level_of,
+    normalize,
+    obfuscations_of,
+    same_answer,
+    simplify,
+)
 from jaxseeker.synthesis.qa.record import Draft
+from jaxseeker.world import DateIn, Edge, Is, NameInitial, Query, Var
 
-CHAIN = Query((Var("country"), Var("city"), Var("person", (Is("p"),))),
-              (Edge(1, "located_in", 0), Edge(2, "born_in", 1)))
-STAR = Query((Var("person"), Var("city", (Is("c"),)), Var("organisation", (Is("o"),))),
-             (Edge(0, "born_in", 1), Edge(0, "member_of", 2)))
+CHAIN = Query(
+    (Var("country"), Var("city"), Var("person", (Is("p"),))), (Edge(1, "located_in", 0), Edge(2, "born_in", 1))
+)
+STAR = Query(
+    (Var("person"), Var("city", (Is("c"),)), Var("organisation", (Is("o"),))),
+    (Edge(0, "born_in", 1), Edge(0, "member_of", 2)),
+)
 
 
 def test_hops_and_levels():
@@ -44,16 +57,27 @@ def test_dedup_by_text_and_signature():
 
 
 def test_simplify_drops_what_a_name_makes_redundant():
-    q = Query((Var("person"), Var("city", (Is("c"), DateIn("founded", "0001-01-01", "2000-12-31", "century"))),
-               Var("country")), (Edge(0, "born_in", 1), Edge(1, "located_in", 2)))
+    q = Query(
+        (
+            Var("person"),
+            Var("city", (Is("c"), DateIn("founded", "0001-01-01", "2000-12-31", "century"))),
+            Var("country"),
+        ),
+        (Edge(0, "born_in", 1), Edge(1, "located_in", 2)),
+    )
     d = simplify(Draft(q, ("p", "c", "k"), "t"))
     assert d.query.vars == (Var("person"), Var("city", (Is("c"),))) and d.binding == ("p", "c")
 
 
 def test_obfuscations_read_from_constraints():
-    q = Query((Var("person", (DateIn("born", "1960-01-01", "1969-12-31", "decade"),)),
-               Var("city", (NameInitial("first", "V"),)), Var("country")),
-              (Edge(0, "born_in", 1), Edge(1, "located_in", 2)))
+    q = Query(
+        (
+            Var("person", (DateIn("born", "1960-01-01", "1969-12-31", "decade"),)),
+            Var("city", (NameInitial("first", "V"),)),
+            Var("country"),
+        ),
+        (Edge(0, "born_in", 1), Edge(1, "located_in", 2)),
+    )
     assert obfuscations_of(q, ("remove", "name")) == ["date", "name", "place", "remove"]
 
 

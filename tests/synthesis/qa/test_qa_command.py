@@ -17,8 +17,22 @@ def parse(argv):
 
 
 def test_synth_writes_questions_summary_and_plots(tmp_path, capsys):
-    args = parse(["synth", "sailorfog", "--world", "synthetic:400:2", "--n", "5", "--out", str(tmp_path / "q.jsonl"),
-                  "--cache-dir", str(tmp_path / "cache"), "--plots", str(tmp_path / "plots")])
+    args = parse(
+        [
+            "synth",
+            "sailorfog",
+            "--world",
+            "synthetic:400:2",
+            "--n",
+            "5",
+            "--out",
+            str(tmp_path / "q.jsonl"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--plots",
+            str(tmp_path / "plots"),
+        ]
+    )
     assert args.func(args) == 0
     records = list(read_jsonl(tmp_path / "q.jsonl"))
     assert len(records) == 5 and all(r.tag == "sailorfog" for r in records)
@@ -32,8 +46,24 @@ def test_synth_apart_writes_questions_on_entities_the_files_never_use(tmp_path, 
     common = ["--world", "synthetic:400:2", "--cache-dir", str(tmp_path / "cache"), "--no-solver-stats"]
     args = parse(["synth", "e2hqa", *common, "--n", "40", "--rounds", "0", "1", "--out", str(first)])
     assert args.func(args) == 0
-    args = parse(["synth", "e2hqa", *common, "--n", "10", "--seed", "1", "--rounds", "0", "1", "--apart", str(first),
-                  "--out", str(fresh)])
+    args = parse(
+        [
+            "synth",
+            "e2hqa",
+            *common,
+            "--n",
+            "10",
+            "--seed",
+            "1",
+            "--rounds",
+            "0",
+            "1",
+            "--apart",
+            str(first),
+            "--out",
+            str(fresh),
+        ]
+    )
     assert args.func(args) == 0
     assert "shares an evidence entity" in capsys.readouterr().out
     used = {e for r in read_jsonl(first) for e in r.meta["entities"]}
@@ -44,21 +74,46 @@ def test_synth_apart_writes_questions_on_entities_the_files_never_use(tmp_path, 
 
 def test_synth_rounds_must_be_ordered(tmp_path):
     with pytest.raises(SystemExit, match="^jaxseeker synth: --rounds MIN MAX needs 0 <= MIN <= MAX, got 2 1$"):
-        main(["synth", "e2hqa", "--n", "1", "--rounds", "2", "1", "--out", str(tmp_path / "q.jsonl"),
-              "--cache-dir", str(tmp_path / "cache")])
+        main(
+            [
+                "synth",
+                "e2hqa",
+                "--n",
+                "1",
+                "--rounds",
+                "2",
+                "1",
+                "--out",
+                str(tmp_path / "q.jsonl"),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+            ]
+        )
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--out", "{tmp}"], "--out {tmp}: is a directory, not a file"),
-    (["--out", "{tmp}/file/q.jsonl"], "--out {tmp}/file/q.jsonl: {tmp}/file is a file, not a directory"),
-    (["--plots", "{tmp}/file"], "--plots {tmp}/file: is a file, not a directory"),
-    (["--apart", "{tmp}/file"], "{tmp}/file:1: bad QA record"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--out", "{tmp}"], "--out {tmp}: is a directory, not a file"),
+        (["--out", "{tmp}/file/q.jsonl"], "--out {tmp}/file/q.jsonl: {tmp}/file is a file, not a directory"),
+        (["--plots", "{tmp}/file"], "--plots {tmp}/file: is a file, not a directory"),
+        (["--apart", "{tmp}/file"], "{tmp}/file:1: bad QA record"),
+    ],
+)
 def test_bad_counts_paths_and_apart_files_end_the_command_in_one_line(tmp_path, argv, message):
     (tmp_path / "file").write_text('{"question": "q"}\n')
     argv = [a.format(tmp=tmp_path) for a in argv]
-    common = ["--world", "synthetic:200:0", "--cache-dir", str(tmp_path / "cache"), "--no-solver-stats", "--n", "2",
-              "--out", str(tmp_path / "q.jsonl")]
+    common = [
+        "--world",
+        "synthetic:200:0",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--no-solver-stats",
+        "--n",
+        "2",
+        "--out",
+        str(tmp_path / "q.jsonl"),
+    ]
     with pytest.raises(SystemExit, match="^jaxseeker synth: " + re.escape(message.format(tmp=tmp_path))):
         main(["synth", "sailorfog", *common, *argv])
 
@@ -69,17 +124,32 @@ def test_a_world_without_entities_ends_the_command_in_one_line(tmp_path):
     for recipe in ("sailorfog", "crawlqa"):
         empty = f"^jaxseeker synth: --world {re.escape(world)}: the world has no entities"
         with pytest.raises(SystemExit, match=empty):
-            main(["synth", recipe, "--world", world, "--cache-dir", str(tmp_path / "cache"), "--n", "2",
-                  "--out", str(tmp_path / "q.jsonl")])
+            main(
+                [
+                    "synth",
+                    recipe,
+                    "--world",
+                    world,
+                    "--cache-dir",
+                    str(tmp_path / "cache"),
+                    "--n",
+                    "2",
+                    "--out",
+                    str(tmp_path / "q.jsonl"),
+                ]
+            )
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["sailorfog", "--n", "0"], "--n: must be an integer >= 1, got 0"),
-    (["sailorfog", "--n", "-2"], "--n: must be an integer >= 1, got -2"),
-    (["sailorfog", "--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
-    (["e2hqa", "--rounds", "-1", "2"], "--rounds: must be an integer >= 0, got -1"),
-    (["e2hqa", "--rounds", "1", "-2"], "--rounds: must be an integer >= 0, got -2"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["sailorfog", "--n", "0"], "--n: must be an integer >= 1, got 0"),
+        (["sailorfog", "--n", "-2"], "--n: must be an integer >= 1, got -2"),
+        (["sailorfog", "--seed", "-1"], "--seed: must be an integer >= 0, got -1"),
+        (["e2hqa", "--rounds", "-1", "2"], "--rounds: must be an integer >= 0, got -1"),
+        (["e2hqa", "--rounds", "1", "-2"], "--rounds: must be an integer >= 0, got -2"),
+    ],
+)
 def test_synth_numbers_out_of_range_are_usage_errors(argv, message, capsys):
     err = usage_error(["synth", *argv, "--out", "q.jsonl"], capsys)
     assert err == f"jaxseeker synth {argv[0]}: error: argument {message}"

@@ -4,11 +4,11 @@ neighbours, the shortcut check stops early; and year-only dates keep their grain
 
 import random
 
-from jaxseeker.world import DateIn, Entity, Query, Relation, Var, World
 from jaxseeker.synthesis.qa.checks import _alone, obfuscations_of
 from jaxseeker.synthesis.qa.obfuscate import blur_value, exact_pred, least_shared, name_hint, neighbours_by_fan
 from jaxseeker.synthesis.qa.render import render_question
 from jaxseeker.synthesis.qa.sailorfog import SailorFogConfig, _edges_among, random_walk
+from jaxseeker.world import DateIn, Entity, Query, Relation, Var, World
 
 
 def star_world(cities: int = 30) -> World:
@@ -20,8 +20,11 @@ def star_world(cities: int = 30) -> World:
         relations += [Relation(f"s{k}", "in_region", "reg"), Relation("hub", "borders", f"s{k}")]
     for k in range(cities):
         entities += [Entity(f"t{k}", "city", f"Town {k}"), Entity(f"a{k}", "airport", f"Field {k}")]
-        relations += [Relation(f"t{k}", "located_in", "hub"), Relation(f"a{k}", "serves", f"t{k}"),
-                      Relation(f"a{k}", "airport_in", "hub")]
+        relations += [
+            Relation(f"t{k}", "located_in", "hub"),
+            Relation(f"a{k}", "serves", f"t{k}"),
+            Relation(f"a{k}", "airport_in", "hub"),
+        ]
     return World(entities, relations)
 
 

@@ -4,11 +4,20 @@ import random
 
 import pytest
 
-from jaxseeker.world import DateIn, Edge, Entity, Is, NameInitial, NumberIn, Query, Var
-from jaxseeker.synthesis.qa.obfuscate import (blur_one_value, blur_value, date_pred, describe, drop_var, hide_name,
-                                              number_pred, remove_clue, tighten)
+from jaxseeker.synthesis.qa.obfuscate import (
+    blur_one_value,
+    blur_value,
+    date_pred,
+    describe,
+    drop_var,
+    hide_name,
+    number_pred,
+    remove_clue,
+    tighten,
+)
 from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.render import render_question, say_date_range, say_number_range
+from jaxseeker.world import DateIn, Edge, Entity, Is, NameInitial, NumberIn, Query, Var
 
 
 @pytest.mark.parametrize(
@@ -32,10 +41,16 @@ def test_date_grains_hold_the_truth_and_say_it(iso, grain, phrase):
 
 @pytest.mark.parametrize(
     "value, grain, phrase",
-    [(1_540_000, "between", "one to two million"), (0.4, "between", "less than 1"),
-     (830, "above", "more than eight hundred"), (830, "below", "less than nine hundred"),
-     (2_500_000_000, "between", "two to three billion"), (23_456, "fine", "23 to 24 thousand"),
-     (23_456, "magnitude", "tens of thousands"), (5.5, "fine", "5 to 6")],
+    [
+        (1_540_000, "between", "one to two million"),
+        (0.4, "between", "less than 1"),
+        (830, "above", "more than eight hundred"),
+        (830, "below", "less than nine hundred"),
+        (2_500_000_000, "between", "two to three billion"),
+        (23_456, "fine", "23 to 24 thousand"),
+        (23_456, "magnitude", "tens of thousands"),
+        (5.5, "fine", "5 to 6"),
+    ],
 )
 def test_number_grains_hold_the_truth_and_say_it(value, grain, phrase):
     p = number_pred("population", value, grain)
@@ -59,8 +74,11 @@ def named_draft(world, rng):
     hub = next(i for i in world.entities if len({n.id for n in world.neighbours(i)}) >= 2)
     n1, n2 = list(dict.fromkeys(n for n in world.neighbours(hub)))[:2]
     edges = tuple(Edge(0, n.rel, j) if n.direction == "out" else Edge(j, n.rel, 0) for j, n in ((1, n1), (2, n2)))
-    vars_ = (Var(world.entity(hub).type), Var(world.entity(n1.id).type, (Is(n1.id),)),
-             Var(world.entity(n2.id).type, (Is(n2.id),)))
+    vars_ = (
+        Var(world.entity(hub).type),
+        Var(world.entity(n1.id).type, (Is(n1.id),)),
+        Var(world.entity(n2.id).type, (Is(n2.id),)),
+    )
     return Draft(Query(vars_, edges), (hub, n1.id, n2.id), "test")
 
 
@@ -69,8 +87,12 @@ def test_query_edits_keep_the_truth_and_change_the_question(world):
     for k in range(10):
         d = named_draft(world, random.Random(k))
         before = render_question(world, d.query)
-        for edit in (lambda x: hide_name(x, world, rng), lambda x: describe(x, world, rng, k=2),
-                     lambda x: remove_clue(x, rng), lambda x: blur_one_value(tighten(x, world, rng) or x, world, rng)):
+        for edit in (
+            lambda x: hide_name(x, world, rng),
+            lambda x: describe(x, world, rng, k=2),
+            lambda x: remove_clue(x, rng),
+            lambda x: blur_one_value(tighten(x, world, rng) or x, world, rng),
+        ):
             new = edit(d)
             if new is None:
                 continue

@@ -9,12 +9,12 @@ import re
 
 import pytest
 
-from jaxseeker.world import Entity, Query, Relation, World
-from jaxseeker.world.entities import date_parts
-from jaxseeker.world.schema import ATTRIBUTES
 from jaxseeker.synthesis.qa import RECIPES, RuleSolver, e2hqa, get_recipe
 from jaxseeker.synthesis.qa.checks import normalize
 from jaxseeker.synthesis.qa.render import render_question
+from jaxseeker.world import Entity, Query, Relation, World
+from jaxseeker.world.entities import date_parts
+from jaxseeker.world.schema import ATTRIBUTES
 
 N = 12
 

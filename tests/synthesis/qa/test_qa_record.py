@@ -6,8 +6,10 @@ from jaxseeker.synthesis.qa import QARecord, read_jsonl, write_jsonl
 
 
 def test_round_trip(tmp_path):
-    records = [QARecord("Which city?", "Varo", "sailorfog", 3, {"hops": 2, "urls": ["u"]}),
-               QARecord("Wie viele?", "3", "crawlqa", 1, {})]
+    records = [
+        QARecord("Which city?", "Varo", "sailorfog", 3, {"hops": 2, "urls": ["u"]}),
+        QARecord("Wie viele?", "3", "crawlqa", 1, {}),
+    ]
     assert write_jsonl(records, tmp_path / "qa.jsonl") == 2
     assert list(read_jsonl(tmp_path / "qa.jsonl")) == records
 

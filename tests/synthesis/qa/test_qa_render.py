@@ -1,30 +1,43 @@
 """The realiser: a query read many ways, each saying every clue once, without placeholder letters."""
 
-from jaxseeker.world import DateIn, Edge, Entity, Is, LabelIs, NameInitial, NumberIn, Query, Relation, Var, World
 from jaxseeker.synthesis.qa.render import answer_text, pred_phrase, render_question, sayable
 from jaxseeker.synthesis.qa.style import has_placeholder, opening
+from jaxseeker.world import DateIn, Edge, Entity, Is, LabelIs, NameInitial, NumberIn, Query, Relation, Var, World
 
 STYLES = range(40)
 
 
 def tiny() -> World:
     return World(
-        [Entity("p", "person", "Ada Fenwick", dates={"born": "1962-03-03"}, labels={"occupation": "poet"}),
-         Entity("q", "person", "Bram Osk", dates={"born": "1941-05-01"}, labels={"occupation": "painter"}),
-         Entity("c", "city", "Varo", numbers={"population": 1_540_000}),
-         Entity("d", "city", "Lenst", numbers={"population": 20_400}),
-         Entity("k", "country", "Tesland"),
-         Entity("o", "organisation", "Orla University", labels={"kind": "university"})],
-        [Relation("p", "born_in", "c"), Relation("q", "born_in", "d"), Relation("c", "located_in", "k"),
-         Relation("d", "located_in", "k"), Relation("p", "studied_at", "o"), Relation("o", "headquartered_in", "c")],
+        [
+            Entity("p", "person", "Ada Fenwick", dates={"born": "1962-03-03"}, labels={"occupation": "poet"}),
+            Entity("q", "person", "Bram Osk", dates={"born": "1941-05-01"}, labels={"occupation": "painter"}),
+            Entity("c", "city", "Varo", numbers={"population": 1_540_000}),
+            Entity("d", "city", "Lenst", numbers={"population": 20_400}),
+            Entity("k", "country", "Tesland"),
+            Entity("o", "organisation", "Orla University", labels={"kind": "university"}),
+        ],
+        [
+            Relation("p", "born_in", "c"),
+            Relation("q", "born_in", "d"),
+            Relation("c", "located_in", "k"),
+            Relation("d", "located_in", "k"),
+            Relation("p", "studied_at", "o"),
+            Relation("o", "headquartered_in", "c"),
+        ],
     )
 
 
 # the poet born in Varo in the early 1960s who studied at a university whose name begins with “O”
 EARLY_60S = DateIn("born", "1960-01-01", "1963-12-31", "early-decade")
-POET = Query((Var("person", (LabelIs("occupation", "poet"), EARLY_60S)), Var("city", (Is("c"),)),
-              Var("organisation", (LabelIs("kind", "university"), NameInitial("first", "O")))),
-             (Edge(0, "born_in", 1), Edge(0, "studied_at", 2)))
+POET = Query(
+    (
+        Var("person", (LabelIs("occupation", "poet"), EARLY_60S)),
+        Var("city", (Is("c"),)),
+        Var("organisation", (LabelIs("kind", "university"), NameInitial("first", "O"))),
+    ),
+    (Edge(0, "born_in", 1), Edge(0, "studied_at", 2)),
+)
 
 
 def test_the_same_query_reads_the_same_and_other_styles_read_otherwise():
@@ -47,8 +60,10 @@ def test_every_phrasing_says_every_clue_and_no_answer():
 
 def test_a_cycle_points_back_by_the_same_noun():
     w = tiny()
-    q = Query((Var("person"), Var("city"), Var("organisation")),
-              (Edge(0, "born_in", 1), Edge(0, "studied_at", 2), Edge(2, "headquartered_in", 1)))
+    q = Query(
+        (Var("person"), Var("city"), Var("organisation")),
+        (Edge(0, "born_in", 1), Edge(0, "studied_at", 2), Edge(2, "headquartered_in", 1)),
+    )
     assert w.match(q) == ["p"] and sayable(w, q)
     for s in range(20):
         text = render_question(w, q, s)
@@ -57,19 +72,24 @@ def test_a_cycle_points_back_by_the_same_noun():
 
 def test_a_cycle_back_to_one_of_two_cities_is_unsayable_and_read_leniently():
     w = tiny()
-    q = Query((Var("country"), Var("city"), Var("person"), Var("city")),
-              (Edge(1, "located_in", 0), Edge(2, "born_in", 1), Edge(2, "died_in", 1), Edge(3, "located_in", 0)))
+    q = Query(
+        (Var("country"), Var("city"), Var("person"), Var("city")),
+        (Edge(1, "located_in", 0), Edge(2, "born_in", 1), Edge(2, "died_in", 1), Edge(3, "located_in", 0)),
+    )
     assert not sayable(w, q)
     assert "that same city" in render_question(w, q)
 
 
 def test_a_clue_that_fixes_the_answer_never_opens_a_group():
     w = tiny()
-    q = Query((Var("city", (NumberIn("population", 1e6, 1e7, "magnitude"),)), Var("person", (Is("p"),))),
-              (Edge(1, "born_in", 0),))
+    q = Query(
+        (Var("city", (NumberIn("population", 1e6, 1e7, "magnitude"),)), Var("person", (Is("p"),))),
+        (Edge(1, "born_in", 0),),
+    )
     texts = [render_question(w, q, s) for s in range(60)]
-    assert not any(t.startswith(("Among the cities where", "Of all the cities where", "Of the cities where"))
-                   for t in texts)
+    assert not any(
+        t.startswith(("Among the cities where", "Of all the cities where", "Of the cities where")) for t in texts
+    )
     assert all("Ada Fenwick" in t and "millions" in t for t in texts)
 
 

@@ -7,8 +7,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from jaxseeker.world import Edge, Is, Query, Var
 from jaxseeker.synthesis.qa import PromptSolver, RuleSolver, SolverTask, chat_completion
+from jaxseeker.world import Edge, Is, Query, Var
 
 
 def born_in_question(world):

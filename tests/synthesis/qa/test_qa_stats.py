@@ -31,20 +31,26 @@ def test_reference_solver_reads_the_named_entities_their_links_and_its_search_hi
     between."""
     from jaxseeker.world import Edge, Is, Query, Var
 
-    city = next(c for c in world.ids_of_type("city")
-                if len([w for p in world.sources(c, "born_in") for w in world.sources(p, "created_by")]) == 1)
+    city = next(
+        c
+        for c in world.ids_of_type("city")
+        if len([w for p in world.sources(c, "born_in") for w in world.sources(p, "created_by")]) == 1
+    )
     ((work, person),) = [(w, p) for p in world.sources(city, "born_in") for w in world.sources(p, "created_by")]
     name = world.entity
     one_hop = Query((Var("city"), Var("person", (Is(person),))), (Edge(1, "born_in", 0),))
-    two_hops = Query((Var("work"), Var("person"), Var("city", (Is(city),))),
-                     (Edge(0, "created_by", 1), Edge(1, "born_in", 2)))
+    two_hops = Query(
+        (Var("work"), Var("person"), Var("city", (Is(city),))), (Edge(0, "created_by", 1), Edge(1, "born_in", 2))
+    )
 
     def record(question, q, answer, level):
         return QARecord(question, name(answer).name, "t", level, {"query": q.to_json(), "hops": level})
 
-    records = [record("Where was this person born?", one_hop, city, 1),
-               record("Which work?", two_hops, work, 2),  # nothing in the text finds the person in between
-               record(f"Which work by {name(person).name}?", two_hops, work, 2)]
+    records = [
+        record("Where was this person born?", one_hop, city, 1),
+        record("Which work?", two_hops, work, 2),  # nothing in the text finds the person in between
+        record(f"Which work by {name(person).name}?", two_hops, work, 2),
+    ]
     assert [world.match(r_q) for r_q in (one_hop, two_hops)] == [[city], [work]]
     s = compute_stats(records, solver=reference_solver(world))
     assert s.solver_pass == {1: 1.0, 2: 0.5}

@@ -33,8 +33,9 @@ def test_openings_placeholders_exact_numbers_and_median_words():
     assert "placeholder letters: 3 of 6 (50%)" in text and "an exact number of 3+ digits: 1 of 6 (17%)" in text
 
 
-@pytest.mark.parametrize("text, opened", [("“Born in” Varo, who?", "born in"), ("Which city?", "which city"),
-                                          ("Name.", "name")])
+@pytest.mark.parametrize(
+    "text, opened", [("“Born in” Varo, who?", "born in"), ("Which city?", "which city"), ("Name.", "name")]
+)
 def test_opening_is_two_bare_lower_case_words(text, opened):
     assert opening(text) == opened
 
@@ -44,13 +45,17 @@ def test_a_lone_letter_after_a_name_is_part_of_the_name():
 
 
 def test_with_a_world_uniqueness_and_the_solver_pass_rate():
-    w = World([Entity("p", "person", "Ada Fenwick"), Entity("q", "person", "Bram Osk"), Entity("c", "city", "Varo")],
-              [Relation("p", "born_in", "c"), Relation("q", "born_in", "c")])
+    w = World(
+        [Entity("p", "person", "Ada Fenwick"), Entity("q", "person", "Bram Osk"), Entity("c", "city", "Varo")],
+        [Relation("p", "born_in", "c"), Relation("q", "born_in", "c")],
+    )
     one = Query((Var("city"), Var("person", (Is("p"),))), (Edge(1, "born_in", 0),))
     two = Query((Var("person"), Var("city", (Is("c"),))), (Edge(0, "born_in", 1),))  # Ada and Bram: not unique
-    records = [rec("Where was Ada born?", {"query": one.to_json(), "answer_id": "c"}, "Varo"),
-               rec("Who was born in Varo?", {"query": two.to_json(), "answer_id": "p"}, "Ada Fenwick"),
-               rec("A question with no query.")]
+    records = [
+        rec("Where was Ada born?", {"query": one.to_json(), "answer_id": "c"}, "Varo"),
+        rec("Who was born in Varo?", {"query": two.to_json(), "answer_id": "p"}, "Ada Fenwick"),
+        rec("A question with no query."),
+    ]
     f = style_figures(records, w, RuleSolver(w, memory_share=1.0))
     # the solver knows everything: it answers Varo, then the more linked (or later) of Ada and Bram
     assert (f.with_query, f.unique) == (2, 0.5) and f.solver_pass == 0.5
@@ -59,8 +64,10 @@ def test_with_a_world_uniqueness_and_the_solver_pass_rate():
 
 def test_synth_stats_prints_the_figures_of_a_file(tmp_path, capsys):
     path = tmp_path / "q.jsonl"
-    write_jsonl([QARecord(q, "A", "sailorfog", 3, {"hops": 2, "shape": "chain", "obfuscations": ["date"]})
-                 for q in QUESTIONS], path)
+    write_jsonl(
+        [QARecord(q, "A", "sailorfog", 3, {"hops": 2, "shape": "chain", "obfuscations": ["date"]}) for q in QUESTIONS],
+        path,
+    )
     assert main(["synth", "stats", str(path)]) == 0
     out = capsys.readouterr().out
     assert "6 questions (sailorfog: 6)" in out and "level: 3: 6" in out

@@ -17,7 +17,11 @@ from jaxseeker.synthesis.command import default_tokenizer
 from jaxseeker.synthesis.qa import read_jsonl, webexplorer, write_jsonl
 from jaxseeker.synthesis.qa.checks import normalize
 from jaxseeker.synthesis.qa.webexplorer_llm import (
-    EVOLVE_PROMPT, ExplorerConfig, explorer_level, on_page, synthesize,
+    EVOLVE_PROMPT,
+    ExplorerConfig,
+    explorer_level,
+    on_page,
+    synthesize,
 )
 from jaxseeker.tools import LLMClient, LLMConfig
 from jaxseeker.world import open_world
@@ -116,8 +120,15 @@ def tokenizer(world):
 def run(server, world, tokenizer, mode: str, n: int, attempts: int):
     script = Script(mode)
     server.route = script
-    client = LLMClient(LLMConfig(base_url=f"{server.url}/v1", model="scripted", api_key_env="JAXSEEKER_TEST_NO_KEY",
-                                 max_retries=0, backoff_s=0.0))
+    client = LLMClient(
+        LLMConfig(
+            base_url=f"{server.url}/v1",
+            model="scripted",
+            api_key_env="JAXSEEKER_TEST_NO_KEY",
+            max_retries=0,
+            backoff_s=0.0,
+        )
+    )
     config = ExplorerConfig(max_attempts=attempts, date="2025-01-01")
     return script, synthesize(world, n, client=client, tokenizer=tokenizer, seed=1, config=config)
 
@@ -134,22 +145,24 @@ def test_an_evolved_question_keeps_its_answer_read_on_a_visited_page(server, wor
         assert world.url(r.meta["seed"]) == r.meta["urls"][0] and r.level == 3
 
 
-def test_a_round_that_leaks_the_answer_ends_the_evolution_and_the_last_good_question_is_kept(server, world,
-                                                                                          tokenizer):
+def test_a_round_that_leaks_the_answer_ends_the_evolution_and_the_last_good_question_is_kept(server, world, tokenizer):
     _, result = run(server, world, tokenizer, "evolve_leak", 2, 2)
     assert len(result.records) == 2
     for r in result.records:
         assert r.meta["rounds"] == 1 and r.question == r.meta["evolution"][1] and r.answer not in r.question
 
 
-@pytest.mark.parametrize("mode, reason", [
-    ("leak", "leak"),
-    ("ungrounded", "ungrounded"),
-    ("unparsable", "unparsable_answer"),
-    ("long_answer", "bad_answer"),
-    ("few_pages", "few_pages"),
-    ("no_evolution", "no_evolution"),
-])
+@pytest.mark.parametrize(
+    "mode, reason",
+    [
+        ("leak", "leak"),
+        ("ungrounded", "ungrounded"),
+        ("unparsable", "unparsable_answer"),
+        ("long_answer", "bad_answer"),
+        ("few_pages", "few_pages"),
+        ("no_evolution", "no_evolution"),
+    ],
+)
 def test_each_check_drops_what_it_should(server, world, tokenizer, mode, reason):
     _, result = run(server, world, tokenizer, mode, 2, 3)
     assert result.records == [] and result.attempts == 3
@@ -181,8 +194,11 @@ def test_a_seed_whose_chat_requests_fail_is_dropped_and_the_run_goes_on(server, 
 
 def cli(argv: list[str]) -> str:
     """`jaxseeker ARGV` with $OPENAI_API_KEY set: its stdout and stderr."""
-    with (pytest.MonkeyPatch.context() as env, contextlib.redirect_stdout(io.StringIO()) as out,
-          contextlib.redirect_stderr(io.StringIO()) as err):
+    with (
+        pytest.MonkeyPatch.context() as env,
+        contextlib.redirect_stdout(io.StringIO()) as out,
+        contextlib.redirect_stderr(io.StringIO()) as err,
+    ):
         env.setenv("OPENAI_API_KEY", SECRET)
         assert main(argv) == 0
     return out.getvalue() + err.getvalue()
@@ -195,8 +211,22 @@ def explored(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("explorer")
     server, script = LoopbackServer(), Script()
     server.route = script
-    argv = ["synth", "webexplorer", "--explorer", "openai", "--llm-url", f"{server.url}/v1", "--llm-model", "scripted",
-            "--world", WORLD, "--cache-dir", str(tmp / "cache"), "--n", "3"]
+    argv = [
+        "synth",
+        "webexplorer",
+        "--explorer",
+        "openai",
+        "--llm-url",
+        f"{server.url}/v1",
+        "--llm-model",
+        "scripted",
+        "--world",
+        WORLD,
+        "--cache-dir",
+        str(tmp / "cache"),
+        "--n",
+        "3",
+    ]
     try:
         output = cli([*argv, "--out", str(tmp / "q.jsonl")])
         yield argv, tmp / "q.jsonl", output, server.requests, script
@@ -239,15 +269,25 @@ def test_the_llm_explorer_needs_a_server_and_only_webexplorer_has_one(tmp_path, 
     err = usage_error(["synth", "sailorfog", "--explorer", "openai", "--out", "q.jsonl"], capsys)
     assert err == "jaxseeker synth sailorfog: error: unrecognized arguments: --explorer openai"
     err = usage_error(["synth", "e2hqa", "--evolve-rounds", "2", "--out", "q.jsonl"], capsys)
-    assert err == ("jaxseeker synth e2hqa: error: unrecognized arguments: --evolve-rounds 2 (did you mean "
-                   "'--rounds'?)")
+    assert err == ("jaxseeker synth e2hqa: error: unrecognized arguments: --evolve-rounds 2 (did you mean '--rounds'?)")
     err = usage_error(["synth", "webexplorer", "--evolve-rounds", "0", "--out", "q.jsonl"], capsys)
     assert err == "jaxseeker synth webexplorer: error: argument --evolve-rounds: must be an integer >= 1, got 0"
 
 
 def test_the_rule_explorer_writes_what_it_wrote_before(tmp_path):
-    common = ["synth", "webexplorer", "--world", WORLD, "--cache-dir", str(tmp_path / "cache"), "--n", "6",
-              "--seed", "2", "--no-solver-stats"]
+    common = [
+        "synth",
+        "webexplorer",
+        "--world",
+        WORLD,
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--n",
+        "6",
+        "--seed",
+        "2",
+        "--no-solver-stats",
+    ]
     cli([*common, "--out", str(tmp_path / "cli.jsonl")])
     world = open_world(WORLD, cache_dir=tmp_path / "cache")
     write_jsonl(webexplorer.synthesize(world, 6, seed=2).records, tmp_path / "direct.jsonl")

@@ -67,8 +67,15 @@ def server():
 
 def writer_for(server, world, mode="good", reveal="", solver=None) -> LLMWriter:
     server.route = Script(mode, reveal)
-    client = LLMClient(LLMConfig(base_url=f"{server.url}/v1", model="scripted", api_key_env="JAXSEEKER_TEST_NO_KEY",
-                                 max_retries=0, backoff_s=0.0))
+    client = LLMClient(
+        LLMConfig(
+            base_url=f"{server.url}/v1",
+            model="scripted",
+            api_key_env="JAXSEEKER_TEST_NO_KEY",
+            max_retries=0,
+            backoff_s=0.0,
+        )
+    )
     return LLMWriter(client, world, "e2hqa", solver=solver)
 
 
@@ -95,10 +102,18 @@ def test_a_written_question_replaces_the_rule_text_after_two_calls(server, world
     assert check.startswith("You check a question") and "Put simply: " in check and lines[0] in check
 
 
-@pytest.mark.parametrize("mode, reason", [
-    ("leak", "leak"), ("placeholder", "placeholder"), ("drop_name", "name_missing"), ("unparsable", "unparsable"),
-    ("clue_missing", "clue_missing"), ("check_garbled", "check_unparsable"), ("http500", "llm_error"),
-])
+@pytest.mark.parametrize(
+    "mode, reason",
+    [
+        ("leak", "leak"),
+        ("placeholder", "placeholder"),
+        ("drop_name", "name_missing"),
+        ("unparsable", "unparsable"),
+        ("clue_missing", "clue_missing"),
+        ("check_garbled", "check_unparsable"),
+        ("http500", "llm_error"),
+    ],
+)
 def test_each_check_drops_its_question(server, world, rule_records, mode, reason):
     writer = writer_for(server, world, mode)
     assert [writer(r) for r in rule_records] == [(None, reason)] * len(rule_records)
@@ -121,10 +136,16 @@ def test_a_question_that_gives_the_solver_what_the_query_hides_is_dropped(server
         if len(chain) != 1:
             continue
         ((work, person),) = chain
-        q = Query((Var("work"), Var("person"), Var("city", (Is(city),))),
-                  (Edge(0, "created_by", 1), Edge(1, "born_in", 2)))
-        record = QARecord(f"Which work is by someone born in {world.entity(city).name}?", world.entity(work).name, "t",
-                          2, {"query": q.to_json(), "answer_id": work})
+        q = Query(
+            (Var("work"), Var("person"), Var("city", (Is(city),))), (Edge(0, "created_by", 1), Edge(1, "born_in", 2))
+        )
+        record = QARecord(
+            f"Which work is by someone born in {world.entity(city).name}?",
+            world.entity(work).name,
+            "t",
+            2,
+            {"query": q.to_json(), "answer_id": work},
+        )
         if solver(SolverTask(record.question, q)) == "":
             break
     assert writer_for(server, world, "good", solver=solver)(record)[1] == "kept"
@@ -133,14 +154,31 @@ def test_a_question_that_gives_the_solver_what_the_query_hides_is_dropped(server
 
 
 def test_facts_say_the_query_in_the_schema_words():
-    w = World([Entity("p", "person", "Ada Fenwick", dates={"born": "1962-03-03"}, labels={"occupation": "poet"}),
-               Entity("c", "city", "Varo", numbers={"population": 1_540_000})], [Relation("p", "born_in", "c")])
-    q = Query((Var("city", (NumberIn("population", 1e6, 1e7, "magnitude"),)),
-               Var("person", (LabelIs("occupation", "poet"), DateIn("born", "1960-01-01", "1969-12-31", "decade")))),
-              (Edge(1, "born_in", 0),))
-    assert facts(w, q) == (["[answer] is a city", "[answer] has a population of millions", "[B] is a poet",
-                            "[B] was born in the 1960s", "[B] was born in [answer]",
-                            "the question asks which entity [answer] is"], [])
+    w = World(
+        [
+            Entity("p", "person", "Ada Fenwick", dates={"born": "1962-03-03"}, labels={"occupation": "poet"}),
+            Entity("c", "city", "Varo", numbers={"population": 1_540_000}),
+        ],
+        [Relation("p", "born_in", "c")],
+    )
+    q = Query(
+        (
+            Var("city", (NumberIn("population", 1e6, 1e7, "magnitude"),)),
+            Var("person", (LabelIs("occupation", "poet"), DateIn("born", "1960-01-01", "1969-12-31", "decade"))),
+        ),
+        (Edge(1, "born_in", 0),),
+    )
+    assert facts(w, q) == (
+        [
+            "[answer] is a city",
+            "[answer] has a population of millions",
+            "[B] is a poet",
+            "[B] was born in the 1960s",
+            "[B] was born in [answer]",
+            "the question asks which entity [answer] is",
+        ],
+        [],
+    )
     named = Query((Var("person", (Is("p"),)),), answer_attr="born")
     assert facts(w, named) == (["the question asks: In what year was Ada Fenwick born?"], ["Ada Fenwick"])
 
@@ -161,10 +199,30 @@ def test_the_prompt_file_is_checked_and_its_styles_read(tmp_path):
 def test_the_command_writes_checked_questions_counts_drops_and_never_the_key(server, tmp_path):
     server.route = Script()
     out = tmp_path / "q.jsonl"
-    argv = ["synth", "e2hqa", "--writer", "openai", "--llm-url", f"{server.url}/v1", "--llm-model", "scripted",
-            "--world", WORLD, "--cache-dir", str(tmp_path / "cache"), "--n", "3", "--no-solver-stats", "--out", str(out)]
-    with (pytest.MonkeyPatch.context() as env, contextlib.redirect_stdout(io.StringIO()) as stdout,
-          contextlib.redirect_stderr(io.StringIO()) as stderr):
+    argv = [
+        "synth",
+        "e2hqa",
+        "--writer",
+        "openai",
+        "--llm-url",
+        f"{server.url}/v1",
+        "--llm-model",
+        "scripted",
+        "--world",
+        WORLD,
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--n",
+        "3",
+        "--no-solver-stats",
+        "--out",
+        str(out),
+    ]
+    with (
+        pytest.MonkeyPatch.context() as env,
+        contextlib.redirect_stdout(io.StringIO()) as stdout,
+        contextlib.redirect_stderr(io.StringIO()) as stderr,
+    ):
         env.setenv("OPENAI_API_KEY", SECRET)
         assert main(argv) == 0
     output = stdout.getvalue() + stderr.getvalue()
@@ -182,5 +240,16 @@ def test_writer_flags_fail_in_one_line(tmp_path):
         main([*common, "--writer", "openai"])
     (tmp_path / "bad.md").write_text("## write\nno placeholders\n")
     with pytest.raises(SystemExit, match=r"bad.md: `## write` lacks \$facts, \$names, \$draft, \$answer, \$style$"):
-        main([*common, "--writer", "openai", "--llm-url", "http://127.0.0.1:9/v1", "--llm-model", "m",
-              "--writer-prompt", str(tmp_path / "bad.md")])
+        main(
+            [
+                *common,
+                "--writer",
+                "openai",
+                "--llm-url",
+                "http://127.0.0.1:9/v1",
+                "--llm-model",
+                "m",
+                "--writer-prompt",
+                str(tmp_path / "bad.md"),
+            ]
+        )
