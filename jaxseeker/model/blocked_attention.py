@@ -129,7 +129,7 @@ def _forward(x: _Blocks, block: int, scale: float) -> tuple[jax.Array, jax.Array
 
         def key_block(j, acc):
             def visit(acc):
-                m, l, o = acc
+                m, denom, o = acc
                 kj, vj = _slice(x.kt[r], j, block, 1), _slice(x.vt[r], j, block, 1)  # [kv_heads, block, head_dim]
                 mij = _tile_mask(qci, _row(x.kc, r, j, block))  # [block, block]
                 s = jnp.einsum("ngqd,ntd->ngqt", qi, kj, preferred_element_type=jnp.float32)
@@ -138,7 +138,7 @@ def _forward(x: _Blocks, block: int, scale: float) -> tuple[jax.Array, jax.Array
                 p = jnp.where(mij, jnp.exp(s - m_new[..., None]), 0.0)
                 corr = jnp.exp(m - m_new)
                 pv = jnp.einsum("ngqt,ntd->ngqd", p.astype(vj.dtype), vj, preferred_element_type=jnp.float32)
-                return m_new, l * corr + p.sum(axis=-1), o * corr[..., None] + pv
+                return m_new, denom * corr + p.sum(axis=-1), o * corr[..., None] + pv
 
             return jax.lax.cond(row[j], visit, lambda acc: acc, acc)
 
@@ -147,10 +147,10 @@ def _forward(x: _Blocks, block: int, scale: float) -> tuple[jax.Array, jax.Array
             jnp.zeros((kvh, g, block), jnp.float32),
             jnp.zeros((kvh, g, block, d), jnp.float32),
         )
-        m, l, o = jax.lax.fori_loop(*_block_range(row), key_block, init)
-        seen = l > 0
-        o = jnp.where(seen[..., None], o / jnp.where(seen, l, 1.0)[..., None], 0.0)
-        lse_i = jnp.where(seen, m + jnp.log(jnp.where(seen, l, 1.0)), _NEG)
+        m, denom, o = jax.lax.fori_loop(*_block_range(row), key_block, init)
+        seen = denom > 0
+        o = jnp.where(seen[..., None], o / jnp.where(seen, denom, 1.0)[..., None], 0.0)
+        lse_i = jnp.where(seen, m + jnp.log(jnp.where(seen, denom, 1.0)), _NEG)
         out = jax.lax.dynamic_update_slice(out, o[None], (r, 0, 0, i * block, 0))
         lse = jax.lax.dynamic_update_slice(lse, lse_i[None], (r, 0, 0, i * block))
         return out, lse

@@ -16,7 +16,7 @@ BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 def active_params(cfg: ModelConfig) -> int:
     """Parameters a token passes through: embeddings excluded, only the top-k experts of MoE layers."""
     total = 0
-    for (moe, n), shapes in zip(cfg.layer_groups, param_shapes(cfg)["blocks"]):
+    for (moe, _), shapes in zip(cfg.layer_groups, param_shapes(cfg)["blocks"]):
         for key, shape in shapes.items():
             size = 1
             for d in shape:

@@ -46,8 +46,8 @@ def dot_attention(
     kernel (`splash_attention`), used when `segment_ids` `[batch, seq]` are given, i.e. for self-attention
     without a KV cache whose `mask` is `attention_mask(arange, segment_ids, segment_ids)`; "blocked",
     `blocked_attention` on that mask rebuilt tile by tile from the segment ids (skipping the tiles it hides:
-    packed rows on CPU; `mask` is not read), also only where `segment_ids` are given. The cached paths pass none and use the reference. Rows of
-    padding queries (segment 0) are arbitrary in every impl.
+    packed rows on CPU; `mask` is not read), also only where `segment_ids` are given. The cached paths pass none
+    and use the reference. Rows of padding queries (segment 0) are arbitrary in every impl.
     """
     if impl in ("jax_xla", "cudnn"):
         implementation = "xla" if impl == "jax_xla" else "cudnn"

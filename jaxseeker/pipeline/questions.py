@@ -53,6 +53,8 @@ def fresh_questions(
     hubs, records = set(world.ids_of_type("country")), []
     for i, ((recipe, _), share) in enumerate(zip(qa.recipes, shares)):
         seed = qa.seed + draw * len(qa.recipes) + i
-        result = synthesize_apart(lambda count: draft(world, qa, recipe, count, seed, progress), share, others, hubs)
+        result = synthesize_apart(
+            lambda count, recipe=recipe, seed=seed: draft(world, qa, recipe, count, seed, progress), share, others, hubs
+        )
         records += [r.to_json() for r in result.records]
     return [r | {"id": f"{prefix}-{r['tag']}-{i}"} for i, r in enumerate(records)]

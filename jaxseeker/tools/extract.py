@@ -68,7 +68,8 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _word_pairs(text: str) -> set[tuple[str, str]]:
-    """The text's adjacent word pairs, lower-cased, stopwords kept: "died in" tells "X died in Y." from "X died on …"."""
+    """The text's adjacent word pairs, lower-cased, stopwords kept: "died in" tells "X died in Y." from
+    "X died on …"."""
     words = _WORD.findall(text.lower())
     return set(zip(words, words[1:]))
 

@@ -9,9 +9,10 @@ When its first process ends, or on a timeout, the kernel kills everything left i
 Two back-ends build the same sandbox: bubblewrap (`bwrap`, the tool Flatpak uses) when it works here, else the
 `unshare(2)` launcher of `sandbox_init.py`. Both add the seccomp filter of `seccomp.py` for the holes namespaces
 leave (kernel keyrings, socket families the network namespace does not confine, io_uring); Landlock would add
-nothing, as the mount namespace already shows no file but the binds. The kernel applies RLIMIT_NPROC to every uid but 0, so
-when jaxseeker runs as root the sandbox runs as nobody (65534) on the host: bwrap is then started as nobody and
-works only when nobody can read the Python installation; the unshare launcher binds it before dropping to nobody.
+nothing, as the mount namespace already shows no file but the binds. The kernel applies RLIMIT_NPROC to every uid
+but 0, so when jaxseeker runs as root the sandbox runs as nobody (65534) on the host: bwrap is then started as
+nobody and works only when nobody can read the Python installation; the unshare launcher binds it before dropping
+to nobody.
 
 Isolation "none" runs the code in a plain subprocess (the host's file system, processes and network) and logs a
 warning on every run; when no back-end works, `resolve` refuses with one line saying why and what to install.

@@ -59,7 +59,8 @@ def _one(tokenizer: Any, text: str) -> int:
 def toy_policy(
     tokenizer: Any, cfg: ModelConfig, *, think_tokens: float = 2.0, tool_p: float = 0.0, seed: int = 0
 ) -> dict:
-    """Weights of the toy policy (module docstring) for `cfg` (untied embeddings, hidden_size > 13: one axis per chain token)."""
+    """Weights of the toy policy (module docstring) for `cfg` (untied embeddings, hidden_size > 13: one axis per
+    chain token)."""
     if think_tokens < 1 or not 0 <= tool_p < 1:
         raise ValueError(f"toy policy: need think_tokens >= 1 and 0 <= tool_p < 1, got {think_tokens}, {tool_p}")
     prompt_end = tokenizer.backend_tokenizer.encode("<|im_start|>assistant\n", add_special_tokens=False).ids[-1]

@@ -44,7 +44,8 @@ SLOW = '<think>Wait.</think>\n<tool_call>\n{"name": "slow", "arguments": {}}\n</
 
 def submit(answer: str) -> str:
     """A turn that submits `answer` with the answer_submit tool."""
-    return f'<think>Try {answer}.</think>\n<tool_call>\n{{"name": "answer_submit", "arguments": {{"answer": "{answer}"}}}}\n</tool_call>'
+    call = f'{{"name": "answer_submit", "arguments": {{"answer": "{answer}"}}}}'
+    return f"<think>Try {answer}.</think>\n<tool_call>\n{call}\n</tool_call>"
 
 
 def slow_tool(seconds: float) -> Tool:

@@ -39,7 +39,9 @@ def webdancer_messages() -> list[dict]:
         {"role": "assistant", "content": ASSISTANT_1},
         {
             "role": "user",
-            "content": "<tool_response>\n1. Lyon museum\n</tool_response>\n<tool_response>\n2. Berlin tower\n</tool_response>",
+            "content": (
+                "<tool_response>\n1. Lyon museum\n</tool_response>\n<tool_response>\n2. Berlin tower\n</tool_response>"
+            ),
         },
         {"role": "assistant", "content": ASSISTANT_2},
         {"role": "user", "content": "<tool_response>\nLyon was founded in 43.\n</tool_response>"},
@@ -72,7 +74,8 @@ def make_records(n: int, seed: int = 0) -> list[dict]:
             messages.append(
                 {
                     "role": "assistant",
-                    "content": f'<think>{text[4 * i + 1][: 20 + 7 * k]}</think>\n<tool_call>{{"name": "search", "arguments": {{"query": "q{k}"}}}}</tool_call>',
+                    "content": f"<think>{text[4 * i + 1][: 20 + 7 * k]}</think>\n"
+                    f'<tool_call>{{"name": "search", "arguments": {{"query": "q{k}"}}}}</tool_call>',
                 }
             )
             messages.append({"role": "tool", "content": text[4 * i + 2][: 10 + 13 * k]})

@@ -97,7 +97,9 @@ def test_a_token_straddling_the_turn_edge_is_an_error():
 def test_a_template_that_rewrites_history_is_an_error():
     counting = (
         "{{- '<|im_start|>system\\n' + (messages|length|string) + ' messages<|im_end|>\\n' }}"
-        "{%- for m in messages %}{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{%- endfor %}"
+        "{%- for m in messages %}"
+        "{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}"
+        "{%- endfor %}"
         "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
     )
     tok = train_tokenizer(sentences(50), 400, chat_template=counting)

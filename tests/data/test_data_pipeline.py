@@ -132,12 +132,12 @@ def test_records_that_cannot_be_tokenized_are_named_once_and_counted_when_skippe
     assert len(batches) == len(good_only) and _same(batches, good_only)
     assert capsys.readouterr().err.splitlines() == [  # each named the first epoch only
         (
-            "skipped 1 record(s) that cannot be tokenized so far, the latest: old.jsonl:2: messages[0]: role 'robot' is "
-            "not one of ['system', 'user', 'assistant', 'tool']"
+            "skipped 1 record(s) that cannot be tokenized so far, the latest: old.jsonl:2: messages[0]: "
+            "role 'robot' is not one of ['system', 'user', 'assistant', 'tool']"
         ),
         (
-            "skipped 2 record(s) that cannot be tokenized so far, the latest: old.jsonl:5: messages[0]: content must be a "
-            "string or a list of text parts, got dict"
+            "skipped 2 record(s) that cannot be tokenized so far, the latest: old.jsonl:5: messages[0]: "
+            "content must be a string or a list of text parts, got dict"
         ),
     ]
 

@@ -106,7 +106,8 @@ def _visit_script(context: str, turn: int) -> str:
     """Visit the tower's page on even question numbers, then answer; odd ones answer at once."""
     number = int(context.split("tower number ")[1].split("?")[0])
     if turn == 0 and number % 2 == 0:
-        return '<think>Read it.</think>\n<tool_call>{"name": "visit", "arguments": {"url": ["https://w.test/t"], "goal": "town"}}</tool_call>'
+        call = '{"name": "visit", "arguments": {"url": ["https://w.test/t"], "goal": "town"}}'
+        return f"<think>Read it.</think>\n<tool_call>{call}</tool_call>"
     return f"<think>Done.</think>\n<answer>{QUESTIONS[number]['answer']}</answer>"
 
 

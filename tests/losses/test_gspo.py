@@ -49,7 +49,10 @@ def test_packed_sequences_are_exact_with_segment_ids():
     """The three sequences packed into one row of 12 (segments 1, 2, 3) give the same loss and gradient."""
     segment_ids = np.repeat(np.array([[1, 2, 3]]), 4, axis=1)  # [1, 12]
     adv_tokens = np.repeat(ADV[:, None], 4, axis=1).reshape(1, 12)
-    pack = lambda x: x.reshape(1, 12)
+
+    def pack(x):
+        return x.reshape(1, 12)
+
     (loss, _), grad = loss_and_grad(
         pack(LOGP), pack(OLD), adv_tokens, pack(MASK), eps_low=EPS, eps_high=EPS, segment_ids=segment_ids
     )

@@ -129,8 +129,13 @@ def test_per_token_advantages_broadcast_like_per_sequence_ones():
 @pytest.mark.parametrize("agg", AGGS)
 def test_segment_ids_make_every_aggregation_exact_on_packed_rows(agg):
     """The two sequences in rows of 6 (padded), or packed into one row of 6 as segments 1 and 2."""
-    pad = lambda x: np.pad(x, ((0, 0), (0, 3)))  # [2, 6]
-    pack = lambda x: x.reshape(1, 6)  # [1, 6]: sequence 0, then sequence 1
+
+    def pad(x):  # [2, 3] -> [2, 6]
+        return np.pad(x, ((0, 0), (0, 3)))
+
+    def pack(x):  # [2, 3] -> [1, 6]: sequence 0, then sequence 1
+        return x.reshape(1, 6)
+
     adv_tokens = np.repeat(ADV[:, None], 3, axis=1)  # [2, 3]: the RL step's per-token advantages
     segment_ids = np.array([[1, 1, 1, 2, 2, 2]], np.int32)
     norm = NORMS.get(agg)

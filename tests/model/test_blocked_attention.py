@@ -101,8 +101,8 @@ def test_partial_results_over_key_chunks_merge_into_the_whole():
     out, lse = None, None
     for c in chunks:
         kc = Coords(coords.index[:, c], coords.segment[:, c])
-        o, l = blocked_forward(q, k[:, c], v[:, c], coords, kc, block=8)
-        out, lse = (o, l) if out is None else merge_partials(out, lse, o, l)
+        o, part_lse = blocked_forward(q, k[:, c], v[:, c], coords, kc, block=8)
+        out, lse = (o, part_lse) if out is None else merge_partials(out, lse, o, part_lse)
     whole, whole_lse = blocked_forward(q, k, v, coords, coords, block=8)
     np.testing.assert_allclose(np.asarray(out)[real], np.asarray(whole)[real], atol=1e-5)
     np.testing.assert_allclose(np.asarray(lse)[real], np.asarray(whole_lse)[real], atol=1e-5)

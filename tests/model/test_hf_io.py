@@ -33,7 +33,7 @@ def untied(tmp_path_factory):
 
 
 def _edited(src, dst, edit=None, **config_changes):
-    """A copy of checkpoint `src` at `dst` with `edit` applied to its tensor dict and `config_changes` to config.json."""
+    """A copy of checkpoint `src` at `dst`, `edit` applied to its tensor dict and `config_changes` to config.json."""
     shutil.copytree(src, dst)
     reader = TensorReader(dst)
     tensors = {k: np.array(reader.get(k)) for k in reader.names()}

@@ -30,7 +30,8 @@ def scripted_reply(messages: list[dict]) -> str:
     turns = sum(m["role"] == "assistant" for m in messages)
     if turns == 0:
         name = re.search(r"was (.+) born\?", messages[-1]["content"]).group(1)
-        return f'<think>Find {name}.</think>\n<tool_call>\n{{"name": "search", "arguments": {{"query": ["{name}"]}}}}\n</tool_call>'
+        call = f'{{"name": "search", "arguments": {{"query": ["{name}"]}}}}'
+        return f"<think>Find {name}.</think>\n<tool_call>\n{call}\n</tool_call>"
     if turns == 1:
         url = re.search(r"\[1\] .*\n(\S+)", messages[-1]["content"]).group(1)
         return (

@@ -35,7 +35,9 @@ def run(box: sandbox.Sandbox, code: str, **limits) -> str:
     return run_python(code, PythonConfig(**limits), box)
 
 
-def run_in_a_host_process(box: sandbox.Sandbox, code: str, *, env: dict[str, str] = {}, setup: str = "") -> str:
+def run_in_a_host_process(
+    box: sandbox.Sandbox, code: str, *, env: dict[str, str] | None = None, setup: str = ""
+) -> str:
     """The observation of `code` run by a fresh process (a rollout's stand-in) started with `env` in its environment
     after `setup` (which may set KEY_ID, replaced in `code`); that process must exit normally."""
     script = (
@@ -50,7 +52,7 @@ def run_in_a_host_process(box: sandbox.Sandbox, code: str, *, env: dict[str, str
         capture_output=True,
         text=True,
         timeout=120,
-        env=os.environ | {"PYTHONPATH": ROOT} | env,
+        env=os.environ | {"PYTHONPATH": ROOT} | (env or {}),
     )
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -85,7 +85,9 @@ def test_bench_sft_runs_full_and_lora_fine_tuning_on_both_sides(capsys):
         assert result[side]["steps"] >= 1 and result[side]["useful_tok_s"] > 0, side
     assert result["jaxseeker_lora"]["loss"] != result["jaxseeker"]["loss"]  # a different model trained
     table = capsys.readouterr().out.splitlines()
-    labels = [line[:18].strip() for line in table[table.index(next(l for l in table if "useful tok/s" in l)) + 1 :][:4]]
+    labels = [
+        line[:18].strip() for line in table[table.index(next(row for row in table if "useful tok/s" in row)) + 1 :][:4]
+    ]
     assert labels == ["jaxseeker", "jaxseeker LoRA", "HF+torch", "HF+torch PEFT LoRA"]
     assert any(
         line.startswith("ratio LoRA: jaxseeker LoRA vs jaxseeker full") and "vs PEFT LoRA" in line for line in table

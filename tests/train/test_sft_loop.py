@@ -27,7 +27,8 @@ def _trajectory(i: int) -> dict:
             {"role": "user", "content": f"Where is item {i}?"},
             {
                 "role": "assistant",
-                "content": f'<think>Search item {i}.</think>\n<tool_call>{{"name": "search", "arguments": {{"query": "item {i}"}}}}</tool_call>',
+                "content": f"<think>Search item {i}.</think>\n"
+                f'<tool_call>{{"name": "search", "arguments": {{"query": "item {i}"}}}}</tool_call>',
             },
             {"role": "user", "content": f"<tool_response>\nItem {i} is kept in {city}.\n</tool_response>"},
             {"role": "assistant", "content": f"<think>It is in {city}.</think>\n<answer>{city}</answer>"},

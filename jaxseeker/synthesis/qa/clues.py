@@ -309,7 +309,7 @@ def trade_exact(d: Draft, world: World, rng: random.Random, start: Shape | None 
             if not vaguer:
                 continue
 
-            def swap(o, i=i, p=p) -> Draft:
+            def swap(o, i=i, p=p, d=d) -> Draft:
                 var = d.query.vars[i]
                 return dataclasses.replace(
                     d, query=d.query.with_var(i, Var(var.type, tuple(o if y == p else y for y in var.preds)))

@@ -77,7 +77,7 @@ def sayable(world: World, q: Query) -> bool:
     """True when every edge that closes a cycle can point back at a variable by a noun no other variable has."""
     ph = Phraser(world, q, random.Random(0))
     try:
-        for i, back in ph.back.items():
+        for back in ph.back.values():
             for _, other in back:
                 ph.ref(other)
     except Unsayable:
