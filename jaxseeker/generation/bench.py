@@ -163,7 +163,8 @@ def format_table(shape: BenchShape, result: dict) -> str:
         (
             f"greedy generation, batch {shape.batch}, prompt {shape.prompt_len}, +{shape.new_tokens} tokens, f32, "
             f"{result['params_M']:.1f}M params ({result['model']}: hidden {result['hidden_size']}, "
-            f"{result['num_layers']} layers, vocab {result['vocab_size']}), steps/call {shape.steps_per_call}, torch threads {result['torch_threads']}"
+            f"{result['num_layers']} layers, vocab {result['vocab_size']}), steps/call {shape.steps_per_call}, "
+            f"torch threads {result['torch_threads']}"
         ),
         f"{'best of ' + str(len(result['hf_runs_s'])):<22}{'seconds':>10}{'tokens/s':>12}",
         f"{'HF generate (torch)':<22}{result['hf_s']:>10.2f}{result['hf_tok_s']:>12.0f}",

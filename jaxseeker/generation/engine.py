@@ -24,6 +24,7 @@ from jaxseeker.generation.sampling import SamplingConfig, request_hash
 from jaxseeker.model import ModelConfig
 
 GREEDY = SamplingConfig()
+DECODE_ROWS_STEP = 4  # decode rows buckets: slots, slots / 4, slots / 16 … (each one compiled program per window)
 
 
 @dataclasses.dataclass
@@ -67,7 +68,9 @@ class Engine:
     Weights and cache are held in the engine's own layout (`generation.layout`: one array per layer). The cache's
     length is the attention window: the smallest `min_window · 2^k` (capped at max_len) that covers every context
     the engine holds; it grows when a call needs more and shrinks to half when the contexts fall below 3/8 of it,
-    so short contexts do not pay attention over a long cache. Compiled shapes: decode once per cache length;
+    so short contexts do not pay attention over a long cache. A decode call runs the rows that decode, moved to the
+    front, in the smallest of `slots`, `slots / 4`, `slots / 16` … rows that holds them (without a mesh), so a few
+    late requests do not pay attention over every row. Compiled shapes: decode once per (rows bucket, cache length);
     prefill once per (rows bucket, cache length).
 
     The engine's weights and cache are in `dtype` (default: the model's compute dtype, which the forward casts every
@@ -137,6 +140,7 @@ class Engine:
         self.set_params(params)
         self._slots: list[_Slot | None] = [None] * slots
         self._index: dict[str, int] = {}
+        self._decode_rows = sorted({max(slots // DECODE_ROWS_STEP**i, 1) for i in range(slots.bit_length())})
 
     # ---- requests -------------------------------------------------------------------------------------------
 
@@ -329,25 +333,45 @@ class Engine:
                 sharding=self._cache_sharding(self._cache.length),
             )
 
+    def _front(self, budget: np.ndarray) -> int:
+        """Move the rows with a budget to the front (their cache rows and `budget` swapped with idle ones) and return
+        how many rows the decode call runs: the smallest rows bucket that holds them; every slot with a mesh (the
+        rows are split over its devices)."""
+        running = np.flatnonzero(budget)
+        if self._mesh is not None:
+            return self.slots
+        n = next(b for b in self._decode_rows if b >= len(running))
+        idle = (row for row in range(n) if budget[row] == 0)
+        for row in running[running >= n]:
+            dst = next(idle)
+            self._cache = layout.swap_rows(self._cache, np.int32(row), np.int32(dst))
+            self._slots[row], self._slots[dst] = self._slots[dst], self._slots[row]
+            for r in (row, dst):
+                if self._slots[r] is not None:
+                    self._index[self._slots[r].request_id] = r
+            budget[[row, dst]] = budget[[dst, row]]
+        return n
+
     def _decode(self, budget: np.ndarray) -> list[Event]:
-        """One multi-step decode call, then the host-side stop checks and rollbacks."""
-        live = [(row, s) for row, s in enumerate(self._slots) if budget[row] > 0]
-        last = np.zeros(self.slots, np.int32)
-        request = np.zeros(self.slots, np.int32)
-        count = np.zeros(self.slots, np.int32)
+        """One multi-step decode call over the front rows, then the host-side stop checks and rollbacks."""
+        n = self._front(budget)
+        live = [(row, s) for row, s in enumerate(self._slots[:n]) if budget[row] > 0]
+        last = np.zeros(n, np.int32)
+        request = np.zeros(n, np.int32)
+        count = np.zeros(n, np.int32)
         for row, slot in live:
             last[row], request[row], count[row] = slot.last, slot.request, slot.sampled
         ends = self._ends()
         self._fit(int(np.max(np.where(budget > 0, ends + budget, 0))))
         seed, rows, sampling = np.int32(self.sampling.seed), None, self.sampling.static
         if any(slot.sampling is not None for _, slot in live):
-            seed, rows, sampling = *self._row_sampling(live), None
+            seed, rows, sampling = *self._row_sampling(live, n), None
         self._cache, out_tok, out_lp = steps.decode(
             self._params,
             self._cache,
             last,
-            ends,
-            budget,
+            ends[:n],
+            budget[:n],
             request,
             count,
             seed,
@@ -357,7 +381,7 @@ class Engine:
             steps=self.steps_per_call,
             sharding=self._cache_sharding(self._cache.length),
         )
-        out_tok, out_lp = np.asarray(out_tok), np.asarray(out_lp)  # [slots, steps]
+        out_tok, out_lp = np.asarray(out_tok), np.asarray(out_lp)  # [n, steps]
         events = []
         for row, slot in live:
             new = out_tok[row, : budget[row]].tolist()
@@ -374,12 +398,12 @@ class Engine:
                 events.append(self._pause(slot, reason, stop))
         return events
 
-    def _row_sampling(self, live: list[tuple[int, _Slot]]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-        """Per-row seeds and (temperature, top_p, top_k) `[slots]` when some live request has its own sampling."""
-        seed = np.zeros(self.slots, np.int32)
-        temperature = np.zeros(self.slots, np.float32)
-        top_p = np.ones(self.slots, np.float32)
-        top_k = np.zeros(self.slots, np.int32)
+    def _row_sampling(self, live: list[tuple[int, _Slot]], n: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """Per-row seeds and (temperature, top_p, top_k) `[n]` when some live request has its own sampling."""
+        seed = np.zeros(n, np.int32)
+        temperature = np.zeros(n, np.float32)
+        top_p = np.ones(n, np.float32)
+        top_k = np.zeros(n, np.int32)
         for row, slot in live:
             own = slot.sampling or self.sampling
             seed[row], temperature[row], top_p[row], top_k[row] = own.seed, own.temperature, own.top_p, own.top_k

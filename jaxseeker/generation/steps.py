@@ -86,19 +86,22 @@ def decode(
     steps: int,
     sharding: LayerCache | None = None,
 ) -> tuple[LayerCache, jnp.ndarray, jnp.ndarray]:
-    """`steps` decode steps over every slot → (cache, tokens `[slots, steps]`, log-probs `[slots, steps]`).
+    """`steps` decode steps over the first `n` rows of the cache (n = len(tokens), at most its rows) → (cache,
+    tokens `[n, steps]`, log-probs `[n, steps]`). Attention reads every slot of a decoded row, so decoding the
+    rows that hold running requests, moved to the front (`Engine`), is what keeps a few late requests cheap; the
+    other rows are copied out and back untouched.
 
-    tokens `[slots]`: each row's newest context token, not yet in the cache; a step writes it at the row's
-    end and samples the next one from its logits. budget `[slots]`: how many steps each row takes (0 = idle);
-    a row past its budget writes nothing visible, keeps its end and its input token. request `[slots]` and
-    count `[slots]` (tokens this request has sampled before) key the PRNG per (seed, request, step); the
-    seed is a traced scalar (`sampling.seed` is ignored, so new seeds do not recompile).
-    Per-row sampling: `sampling=None`, `rows` = (temperature, top_p, top_k), each `[slots]` and traced, and
-    `seed` may be one per row `[slots]`.
+    tokens `[n]`: each row's newest context token, not yet in the cache; a step writes it at the row's
+    end and samples the next one from its logits. ends `[n]`: the rows' ends. budget `[n]`: how many steps each
+    row takes (0 = idle); a row past its budget writes nothing visible, keeps its end and its input token.
+    request `[n]` and count `[n]` (tokens this request has sampled before) key the PRNG per (seed, request,
+    step); the seed is a traced scalar (`sampling.seed` is ignored, so new seeds do not recompile).
+    Per-row sampling: `sampling=None`, `rows` = (temperature, top_p, top_k), each `[n]` and traced, and
+    `seed` may be one per row `[n]`.
     Outputs past a row's budget are meaningless. Every running row's end + budget must fit in `cache.length`.
     """
-    cache = cache.replace(end=ends)
     slots = tokens.shape[0]
+    whole, cache = cache, _first_rows(cache, slots).replace(end=ends)
 
     def body(i, carry):
         cache, tok, out_tok, out_lp = carry
@@ -115,4 +118,11 @@ def decode(
 
     init = (cache, tokens, jnp.zeros((slots, steps), jnp.int32), jnp.zeros((slots, steps), jnp.float32))
     cache, _, out_tok, out_lp = jax.lax.fori_loop(0, steps, body, init)
+    if slots < whole.end.shape[0]:
+        cache = jax.tree.map(lambda w, c: jax.lax.dynamic_update_slice_in_dim(w, c, 0, axis=0), whole, cache)
     return _constrain(cache, sharding), out_tok, out_lp
+
+
+def _first_rows(cache: LayerCache, n: int) -> LayerCache:
+    """The first `n` rows of `cache` (all of it when it has n)."""
+    return cache if n == cache.end.shape[0] else jax.tree.map(lambda x: x[:n], cache)

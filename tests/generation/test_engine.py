@@ -130,6 +130,29 @@ def test_attention_window_buckets_give_the_same_tokens(tiny):
     assert event.tokens == reference_greedy(params, [prompt], 40)[0]
 
 
+def test_a_few_late_requests_decode_in_the_front_rows_alone(tiny, monkeypatch):
+    """8 slots: short requests end early, the long ones left in rows 5 and 7 move to the front and decode in calls
+    of 2 rows, then the last one alone (buckets 8, 2, 1), with the tokens an argmax loop gives."""
+    _, params = tiny
+    prompts = random_prompts([4, 6, 3, 5, 7, 2, 8, 3], seed=12)
+    budgets = [3, 3, 3, 3, 3, 20, 3, 24]
+    rows_per_call = []
+    decode = device_steps.decode
+
+    def counted(params, cache, tokens, *args, **kw):
+        rows_per_call.append(len(tokens))
+        return decode(params, cache, tokens, *args, **kw)
+
+    monkeypatch.setattr(device_steps, "decode", counted)
+    engine = _engine(tiny, slots=8)
+    for i, (prompt, budget) in enumerate(zip(prompts, budgets)):
+        engine.submit(f"r{i}", prompt, max_new_tokens=budget)
+    events = _run(engine)
+    for i, (prompt, budget) in enumerate(zip(prompts, budgets)):
+        assert events[f"r{i}"].tokens == reference_greedy(params, [prompt], budget)[0]
+    assert rows_per_call[0] == 8 and set(rows_per_call[1:]) == {2, 1} and rows_per_call[-1] == 1
+
+
 def test_set_params_swaps_weights(tiny):
     cfg, _ = tiny
     other = numpy_params(cfg, seed=1)
