@@ -2,7 +2,7 @@
 layer, kv heads first, keys with their positions last) updated in place, attention over the whole cache (its length
 is the window).
 
-Two forms, same numerics as `model.forward(..., cache=...)` (built from the same layer functions; the attention is
+Two forms, same numerics as `model.decode` (built from the same layer functions; the attention is
 `model.layers.grouped_attention`, the reference kernel on the cache's layout):
 - `cached_forward` loops over the layers in Python on the engine's per-layer weights: a decode step reads every
   weight and cache slot once (a scan would copy each layer's weights and cache through a dynamic slice first);

@@ -2,7 +2,7 @@
 
 from .cache import KVCache, init_cache, reset_rows
 from .config import ConfigError, ModelConfig, from_hf_dict, load_config, to_hf_dict
-from .forward import forward, hidden_states, segment_positions, unembed
+from .forward import decode, forward, hidden_states, segment_positions, unembed
 from .gguf_import import import_gguf
 from .gguf_io import GGUFError, load_gguf, load_gguf_config
 from .hf_io import load_hf, save_hf
@@ -20,6 +20,7 @@ __all__ = [
     "abstract_params",
     "attach_lora",
     "count_params",
+    "decode",
     "forward",
     "from_hf_dict",
     "gguf_source",

@@ -1,4 +1,5 @@
-"""The decoder forward pass over stacked layers (`jax.lax.scan`), with packing, padding and a KV cache."""
+"""The decoder over stacked layers (`jax.lax.scan`): `forward` (logits of whole sequences, with packing and padding)
+and `decode` (logits against a KV cache, returned updated)."""
 
 from __future__ import annotations
 
@@ -77,36 +78,18 @@ def _layer(
     return x, new_kv
 
 
-def hidden_states(
+def _decoder(
     params: dict,
     tokens: jnp.ndarray,
     cfg: ModelConfig,
-    *,
-    positions: jnp.ndarray | None = None,
-    segment_ids: jnp.ndarray | None = None,
-    cache: KVCache | None = None,
-    attention_kernel: AttentionKernel | None = None,
-    constrain: Constrain | None = None,
-):
-    """Final-normed hidden states `[batch, seq, embed]` of `tokens` `[batch, seq]` (plus the updated cache
-    when one is given).
-
-    segment_ids: 0 marks padding; tokens attend only within their segment (packed rows). Without a cache,
-    positions default to the index inside each segment. With a cache, tokens are written at
-    `cache.end + i`, attend to everything before them in the cache, positions default to that index, and
-    `end` advances by the number of non-padding tokens (so padding must be on the right).
-
-    attention_kernel: `(q, k, v, segment_ids) -> out` (the signature of `layers.splash_attention`) used in
-    place of `cfg.attention_impl` by every layer when there is no cache: causal attention within segments,
-    GQA heads in contiguous groups. A training step passes splash run blockwise over its mesh this way
-    (`parallel.shard_attention`); None (default) uses `cfg.attention_impl`. Ignored with a cache.
-
-    constrain: `(x, logical_axes) -> x`, the activations' layout, applied to the residual stream
-    (`("batch", "residual_seq", None)`) after the embedding and after every layer: a training step on a mesh
-    passes `parallel.activation_constraint(mesh, rules)`, so the layer activations kept for the backward pass stay
-    split by rows and along the sequence (under fsdp XLA may otherwise keep them whole on every device). None: XLA
-    chooses.
-    """
+    positions: jnp.ndarray | None,
+    segment_ids: jnp.ndarray | None,
+    cache: KVCache | None,
+    attention_kernel: AttentionKernel | None,
+    constrain: Constrain | None,
+) -> tuple[jnp.ndarray, KVCache | None]:
+    """Final-normed hidden states `[batch, seq, embed]` and the updated cache (None without one): the body shared by
+    `hidden_states` (no cache) and `decode` (cache), whose docstrings give the semantics."""
     b, s = tokens.shape
     compute = jnp.dtype(cfg.compute_dtype)
     segment_ids = jnp.ones((b, s), jnp.int32) if segment_ids is None else segment_ids.astype(jnp.int32)
@@ -150,14 +133,50 @@ def hidden_states(
             new_v.append(vc)
     x = rms_norm(x, params["final_norm"], cfg.rms_norm_eps)
     if cache is None:
-        return x
+        return x, None
     n_real = jnp.sum(segment_ids != 0, axis=1).astype(jnp.int32)
     return x, KVCache(k=tuple(new_k), v=tuple(new_v), segment_ids=cache_segments, end=cache.end + n_real)
+
+
+def hidden_states(
+    params: dict,
+    tokens: jnp.ndarray,
+    cfg: ModelConfig,
+    *,
+    positions: jnp.ndarray | None = None,
+    segment_ids: jnp.ndarray | None = None,
+    attention_kernel: AttentionKernel | None = None,
+    constrain: Constrain | None = None,
+) -> jnp.ndarray:
+    """Final-normed hidden states `[batch, seq, embed]` of `tokens` `[batch, seq]` (a loss projects them to the
+    vocabulary in chunks; `forward` does it at once).
+
+    segment_ids: 0 marks padding; tokens attend only within their segment (packed rows). Positions default to the
+    index inside each segment.
+
+    attention_kernel: `(q, k, v, segment_ids) -> out` (the signature of `layers.splash_attention`) used in
+    place of `cfg.attention_impl` by every layer: causal attention within segments, GQA heads in contiguous groups.
+    A training step passes splash run blockwise over its mesh this way (`parallel.shard_attention`); None (default)
+    uses `cfg.attention_impl`.
+
+    constrain: `(x, logical_axes) -> x`, the activations' layout, applied to the residual stream
+    (`("batch", "residual_seq", None)`) after the embedding and after every layer: a training step on a mesh
+    passes `parallel.activation_constraint(mesh, rules)`, so the layer activations kept for the backward pass stay
+    split by rows and along the sequence (under fsdp XLA may otherwise keep them whole on every device). None: XLA
+    chooses.
+    """
+    return _decoder(params, tokens, cfg, positions, segment_ids, None, attention_kernel, constrain)[0]
 
 
 def unembed(params: dict, cfg: ModelConfig) -> jnp.ndarray:
     """The output projection `[embed, vocab]` (the transposed embedding when tied)."""
     return params["embed"].T if cfg.tie_word_embeddings else params["lm_head"]
+
+
+def _logits(params: dict, x: jnp.ndarray, cfg: ModelConfig) -> jnp.ndarray:
+    """Logits `[batch, seq, vocab]` (f32) of final-normed hidden states `x` `[batch, seq, embed]`."""
+    w = unembed(params, cfg).astype(x.dtype)
+    return jnp.einsum("bse,ev->bsv", x, w, preferred_element_type=jnp.float32)
 
 
 def forward(
@@ -167,23 +186,41 @@ def forward(
     *,
     positions: jnp.ndarray | None = None,
     segment_ids: jnp.ndarray | None = None,
-    cache: KVCache | None = None,
     attention_kernel: AttentionKernel | None = None,
     constrain: Constrain | None = None,
-):
-    """Logits `[batch, seq, vocab]` (f32) of `tokens` `[batch, seq]`; `(logits, cache)` when a cache is given.
-    See `hidden_states` for segment, position, cache, `attention_kernel` and `constrain` semantics."""
-    out = hidden_states(
+) -> jnp.ndarray:
+    """Logits `[batch, seq, vocab]` (f32) of `tokens` `[batch, seq]`, each attending to the tokens before it in its
+    segment. See `hidden_states` for segment, position, `attention_kernel` and `constrain` semantics; `decode` runs
+    against a KV cache."""
+    x = hidden_states(
         params,
         tokens,
         cfg,
         positions=positions,
         segment_ids=segment_ids,
-        cache=cache,
         attention_kernel=attention_kernel,
         constrain=constrain,
     )
-    x, new_cache = (out, None) if cache is None else out
-    w = unembed(params, cfg).astype(x.dtype)
-    logits = jnp.einsum("bse,ev->bsv", x, w, preferred_element_type=jnp.float32)
-    return logits if cache is None else (logits, new_cache)
+    return _logits(params, x, cfg)
+
+
+def decode(
+    params: dict,
+    tokens: jnp.ndarray,
+    cfg: ModelConfig,
+    cache: KVCache,
+    *,
+    positions: jnp.ndarray | None = None,
+    segment_ids: jnp.ndarray | None = None,
+) -> tuple[jnp.ndarray, KVCache]:
+    """(logits `[batch, seq, vocab]` f32, the updated cache) of `tokens` `[batch, seq]` run against `cache`: a
+    prompt's prefill or one generated token per row, so a token costs one pass over the cache instead of the whole
+    sequence again.
+
+    Tokens are written at `cache.end + i` and attend to everything before them in the cache (per row, within
+    matching segments); positions default to that index. segment_ids: 0 marks padding, which must be on the
+    right; `end` advances by each row's non-padding tokens. (The generation engine runs the same numerics on its
+    own cache layout, `generation.cached_forward`.)
+    """
+    x, cache = _decoder(params, tokens, cfg, positions, segment_ids, cache, None, None)
+    return _logits(params, x, cfg), cache

@@ -46,7 +46,7 @@ def model_from_recipe(section: Mapping[str, Any], shardings: Any = None) -> tupl
         raise RecipeError(f"model: {e}") from None
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class Policy:
     """What `build_policy` returns. With LoRA, `state.params` are the adapters and `base` the frozen params (placed by
     `base_shardings`); in full fine-tuning `lora` and `base` are None."""
@@ -85,7 +85,17 @@ def build_policy(
         state, shardings = create_train_state(
             functools.partial(model.init_lora, cfg, lora), model.lora_axes(cfg, lora), optimizer, seed, mesh, rules
         )
-        return Policy(cfg, tok, mesh, rules, state, shardings, lora, params, param_shardings(cfg, mesh, rules))
+        return Policy(
+            cfg=cfg,
+            tokenizer=tok,
+            mesh=mesh,
+            rules=rules,
+            state=state,
+            shardings=shardings,
+            lora=lora,
+            base=params,
+            base_shardings=param_shardings(cfg, mesh, rules),
+        )
     axes = model.param_axes(cfg)
     if params is None:
         state, shardings = create_train_state(
@@ -93,4 +103,4 @@ def build_policy(
         )
     else:
         state, shardings = train_state_from_params(params, axes, optimizer, seed, mesh, rules)
-    return Policy(cfg, tok, mesh, rules, state, shardings)
+    return Policy(cfg=cfg, tokenizer=tok, mesh=mesh, rules=rules, state=state, shardings=shardings)

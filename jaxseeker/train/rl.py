@@ -81,9 +81,9 @@ from jaxseeker.train.rl_step import RLStepConfig
 from jaxseeker.train.rl_update import update
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class RLRun:
-    """Everything a run needs, built from a recipe (see `prepare`)."""
+    """Everything a run needs, built from a recipe (see `prepare`); fields by keyword only."""
 
     recipe: dict
     out_dir: Path
@@ -193,32 +193,32 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
         kl_reward_coef = restored.data_state.get("kl_reward_coef", kl_reward_coef)
     registry, multi_submit = _tools(recipe)
     run = RLRun(
-        recipe,
-        out_dir,
-        cfg,
-        rl,
-        rollout_cfg,
-        stages,
-        step_cfg,
-        opt_cfg,
-        mesh,
-        rules,
-        tokenizer,
-        questions,
-        registry,
-        multi_submit,
-        Scorer(reward),
-        engine,
-        state,
-        ref_params,
-        sampler,
-        ckpt,
-        start,
-        sampling,
-        kl_reward_coef,
-        policy.lora,
-        policy.base,
-        policy.base_shardings,
+        recipe=recipe,
+        out_dir=out_dir,
+        cfg=cfg,
+        rl=rl,
+        rollout=rollout_cfg,
+        stages=stages,
+        step_cfg=step_cfg,
+        opt_cfg=opt_cfg,
+        mesh=mesh,
+        rules=rules,
+        tokenizer=tokenizer,
+        questions=questions,
+        registry=registry,
+        multi_submit=multi_submit,
+        scorer=Scorer(reward),
+        engine=engine,
+        state=state,
+        ref_params=ref_params,
+        sampler=sampler,
+        checkpointer=ckpt,
+        start_step=start,
+        sampling=sampling,
+        kl_reward_coef=kl_reward_coef,
+        lora=policy.lora,
+        base=policy.base,
+        base_shardings=policy.base_shardings,
     )
     params = run.engine_params(state.params)
     if engine is None:

@@ -85,9 +85,9 @@ def resolve_loss(name: str, chunk_size: int) -> LossFn:
     return fn
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class SFTRun:
-    """Everything a run needs, built from a recipe (see `prepare`)."""
+    """Everything a run needs, built from a recipe (see `prepare`); fields by keyword only."""
 
     recipe: dict
     out_dir: Path
@@ -186,22 +186,22 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
             base=(recipe.get("model") or {}).get("hf_path"),
         )
     return SFTRun(
-        recipe,
-        out_dir,
-        cfg,
-        train,
-        data,
-        opt_cfg,
-        tokenizer,
-        state,
-        step_fn,
-        bsh,
-        iterator,
-        eval_batches,
-        ckpt,
-        start,
-        eval_fn,
-        policy.base,
+        recipe=recipe,
+        out_dir=out_dir,
+        cfg=cfg,
+        train=train,
+        data=data,
+        optimizer_cfg=opt_cfg,
+        tokenizer=tokenizer,
+        state=state,
+        step_fn=step_fn,
+        batch_sharding=bsh,
+        iterator=iterator,
+        eval_batches=eval_batches,
+        checkpointer=ckpt,
+        start_step=start,
+        eval_fn=eval_fn,
+        base=policy.base,
     )
 
 

@@ -11,6 +11,7 @@ from jaxseeker import model
 
 TOL = 1e-4
 forward = jax.jit(model.forward, static_argnums=2)  # one compile per shape, as callers use it
+decode = jax.jit(model.decode, static_argnums=2)
 
 
 def _hf_config(family: str):
@@ -119,24 +120,24 @@ def test_incremental_decoding_with_cache_equals_full_forward(family):
     ids = jnp.asarray(np.random.default_rng(4).integers(0, cfg.vocab_size, (2, 20)))
     full = forward(params, ids, cfg)
     cache = model.init_cache(cfg, batch=2, max_len=32)
-    logits, cache = forward(params, ids[:, :12], cfg, cache=cache)
+    logits, cache = decode(params, ids[:, :12], cfg, cache)
     steps = [logits]
     for t in range(12, 20):
-        logits, cache = forward(params, ids[:, t : t + 1], cfg, cache=cache)
+        logits, cache = decode(params, ids[:, t : t + 1], cfg, cache)
         steps.append(logits)
     assert np.abs(np.concatenate(steps, axis=1) - np.asarray(full)).max() <= TOL
     assert list(np.asarray(cache.end)) == [20, 20]
 
 
 def _greedy(params, cfg, prompt: jnp.ndarray, n: int) -> np.ndarray:
-    """Argmax decoding through the KV cache (a plain loop over `model.forward`)."""
+    """Argmax decoding through the KV cache (a plain loop over `model.decode`)."""
     cache = model.init_cache(cfg, prompt.shape[0], prompt.shape[1] + n)
-    logits, cache = forward(params, prompt, cfg, cache=cache)
+    logits, cache = decode(params, prompt, cfg, cache)
     out = []
     for _ in range(n):
         tok = jnp.argmax(logits[:, -1], axis=-1)[:, None]
         out.append(np.asarray(tok))
-        logits, cache = forward(params, tok, cfg, cache=cache)
+        logits, cache = decode(params, tok, cfg, cache)
     return np.concatenate(out, axis=1)
 
 
