@@ -3,12 +3,14 @@
 The dry runs are parsed back with shlex and their flags checked. Two scripts also really run here:
 `setup`'s pack command (a tarball of a small checkout), and `launch`'s worker script under bash, with
 `curl` (the TPU VM metadata server) and `gcloud` replaced by stubs on PATH, since neither service is
-reachable from this machine.
+reachable from this machine. `launch`'s local check runs for real (jaxseeker's parser, a shipped recipe, the
+plan); how it watches a job and recreates a lost slice is in test_tpu_launch.py.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import stat
 import subprocess
@@ -33,9 +35,9 @@ def tpu(stage: str, *argv: str, check: bool = True) -> subprocess.CompletedProce
 
 
 def dry_run(stage: str, *argv: str) -> list[tuple[str, list[str]]]:
-    """(stage, command argv) for each stage `tpu.py STAGE --dry-run …` prints."""
+    """(stage, command argv) for each stage `tpu.py STAGE --dry-run …` prints (launch's local check left out)."""
     out = tpu(stage, *argv).stdout
-    lines = out.splitlines()
+    lines = [line for line in out.splitlines() if not line.startswith(("# check:", "#   ")) and line != "#"]
     assert len(lines) % 2 == 0 and all(line.startswith("# ") for line in lines[::2]), out
     return [(stage[2:], shlex.split(cmd)) for stage, cmd in zip(lines[::2], lines[1::2])]
 
@@ -138,7 +140,7 @@ def test_setup_installs_on_every_worker_and_packs_the_checkout(tmp_path):
         assert flag(cmd, "worker") == "all" and flag(cmd, "zone") == "us-east5-a", stage
     assert cmds["copy"][4:7] == ["scp", cmds["pack"][2], "wex:jaxseeker-src.tar.gz"]
     install = remote(cmds["install"])
-    assert "python3.11 -m venv .venv" in install and '.venv/bin/pip install -q -e . "jax[tpu]" gcsfs' in install
+    assert "python3.11 -m venv .venv" in install and '.venv/bin/pip install -q -e . "jax[tpu]==' in install
     assert cmds["copy env file"][5:7] == ["keys.env", "wex:jaxseeker/.env"]
     assert "gcloud storage cp -r gs://b/data runs/webexplorer" in remote(cmds["fetch gs://b/data"])
     assert ".venv/bin/hf download Qwen/Qwen3-8B --local-dir checkpoints/Qwen3-8B" in remote(
@@ -160,31 +162,81 @@ def test_setup_rejects_a_fetch_that_is_not_gcs():
     assert result.returncode == 2 and "the source must be a gs:// path" in result.stderr
 
 
-@pytest.mark.parametrize("command, section", [("sft", "train"), ("rl", "rl")])
-def test_launch_runs_one_command_on_all_workers_with_gcs_checkpoints(command, section):
-    [(stage, cmd)] = dry_run(
-        "launch",
-        "wex",
-        *WHERE,
-        "--bucket",
-        "gs://my-bucket/js/",
-        "--run",
-        "wex-1",
-        "--",
-        command,
-        "--config",
-        "configs/webexplorer_qwen3_8b.yaml",
-        "--resume",
+@pytest.mark.parametrize(
+    "command, config, section",
+    [("sft", "configs/webexplorer_qwen3-8b_sft.yaml", "train"), ("rl", "configs/webexplorer_qwen3-8b_grpo.yaml", "rl")],
+)
+def test_launch_runs_one_command_on_all_workers_with_gcs_checkpoints(command, config, section):
+    (stage, cmd), (wait, wait_cmd), (state, describe) = dry_run(
+        "launch", "wex", *WHERE, "--bucket", "gs://my-bucket/js/", "--run", "wex-1", "--", command, "--config", config
     )
-    assert stage == "launch" and flag(cmd, "worker") == "all"
+    assert (stage, wait, state) == ("launch", "wait for the job", "slice state")
+    assert flag(cmd, "worker") == "all" and flag(wait_cmd, "worker") == "all"
     script = remote(cmd)
     expected = (
-        f".venv/bin/jaxseeker {command} --config configs/webexplorer_qwen3_8b.yaml --resume "
+        f".venv/bin/jaxseeker {command} --config {config} "
         f"--set {section}.out_dir=runs/wex-1 --set {section}.checkpoint_dir=gs://my-bucket/js/wex-1/checkpoints"
     )
-    assert expected in script
+    assert expected in script and "--resume" not in script  # a relaunch after a lost slice adds it
     assert "gcloud storage rsync -r runs/wex-1 gs://my-bucket/js/wex-1/out" in script
+    assert re.search(r"gcloud storage cp ~/wex-1.log gs://my-bucket/js/wex-1/logs/\d{8}-\d{6}/worker-\$JAX_", script)
+    assert script.startswith("rm -f ~/wex-1.status; ")
     assert script.endswith("> ~/wex-1.log 2>&1 < /dev/null & echo $! > ~/wex-1.pid")
+    assert "jaxseeker-exit=" in remote(wait_cmd)
+    assert describe[3:6] == ["queued-resources", "describe", "wex"]
+
+
+def test_launch_checks_and_plans_the_command_here_before_any_gcloud_call():
+    out = tpu(
+        "launch", "wex", *WHERE, "--accelerator", "v5p-64", "--bucket", "gs://b", "--run", "r", "--",
+        "sft", "--config", "configs/webexplorer_qwen3-8b_sft.yaml",
+    ).stdout  # fmt: skip
+    assert "# check: the plan on 32 v5p chips" in out
+    assert "#   mesh data=1,fsdp=32,tensor=1,expert=1,context=1 = 32 × TPU v5p" in out
+    assert re.search(r"^#   fits \(90% HBM\) +yes$", out, flags=re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--", "sfft", "--config", "configs/nope.yaml"],
+            "jaxseeker: error: unknown command 'sfft' (did you mean 'sft'?)",
+        ),
+        (["--", "sft", "--config", "configs/nope.yaml"], "jaxseeker sft: configs/nope.yaml: no such file"),
+        (
+            ["--", "sft", "--config", "configs/webexplorer_qwen3-8b_sft.yaml", "--set", "optimizer.lr=fast"],
+            "configs/webexplorer_qwen3-8b_sft.yaml: optimizer.lr: expected float",
+        ),
+        (  # 16 TensorCores are 8 chips; the recipe's mesh is fsdp = 32
+            ["--accelerator", "v5p-16", "--", "sft", "--config", "configs/webexplorer_qwen3-8b_sft.yaml"],
+            "needs 32 devices, found 8",
+        ),
+        (
+            ["--", "sft", "--config", "demo"],
+            "jaxseeker/configs/demo.yaml is a recipe for `jaxseeker pipeline`",
+        ),
+        (
+            ["--", "sft", "--config", "configs/webexplorer_qwen3-8b_sft.yaml", "--set", "data.seq_len=1048576"],
+            "webexplorer_qwen3-8b_sft does not fit 32 × TPU v5p: sft (update); the planner suggests mesh",
+        ),
+    ],
+)
+def test_launch_refuses_in_one_line_what_would_fail_on_the_slice(argv, message):
+    result = tpu("launch", "wex", *WHERE, "--bucket", "gs://b", "--run", "r", *argv, check=False)
+    assert result.returncode == 2, result
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("tpu.py launch: ") and message in line, line
+    assert "# launch" not in result.stdout and "gcloud" not in result.stdout
+
+
+def test_launch_force_goes_on_when_the_plan_does_not_fit():
+    out = tpu(
+        "launch", "wex", *WHERE, "--force", "--bucket", "gs://b", "--run", "r", "--",
+        "sft", "--config", "configs/webexplorer_qwen3-8b_sft.yaml", "--set", "data.seq_len=1048576",
+    ).stdout  # fmt: skip
+    assert "# --force: webexplorer_qwen3-8b_sft does not fit 32 × TPU v5p" in out
+    assert "\n# launch\n" in out and "\n# wait for the job\n" in out
 
 
 @pytest.mark.parametrize(
@@ -201,6 +253,17 @@ def test_launch_rejects_bad_arguments(argv, message):
     assert result.returncode == 2 and message in result.stderr
 
 
+def test_setup_installs_the_jax_of_this_environment():
+    import jax
+
+    sys.path.insert(0, str(TPU.parent))
+    try:
+        import tpu as tpu_module
+    finally:
+        sys.path.remove(str(TPU.parent))
+    assert tpu_module.JAX_TPU == f"jax[tpu]=={jax.__version__}"  # the pin moves with the environment
+
+
 def stub(path: Path, body: str) -> None:
     """An executable bash script at `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -210,8 +273,9 @@ def stub(path: Path, body: str) -> None:
 
 def test_launch_script_starts_jaxseeker_as_one_process_of_the_slice(tmp_path):
     [(_, cmd)] = dry_run(
-        "launch", "wex", *WHERE, "--bucket", "gs://b", "--run", "r1", "--", "sft", "--config", "c.yaml"
-    )
+        "launch", "wex", *WHERE, "--detach", "--bucket", "gs://b", "--run", "r1", "--",
+        "sft", "--config", "configs/webexplorer_qwen3-8b_sft.yaml",
+    )  # fmt: skip
     home, bin_dir = tmp_path / "home", tmp_path / "bin"
     stub(
         bin_dir / "curl",
@@ -222,20 +286,21 @@ def test_launch_script_starts_jaxseeker_as_one_process_of_the_slice(tmp_path):
     stub(bin_dir / "gcloud", f'echo "$*" >> {tmp_path}/gcloud.txt\n')
     stub(
         home / "jaxseeker" / ".venv" / "bin" / "jaxseeker",
-        'echo "$JAX_COORDINATOR_ADDRESS $JAX_NUM_PROCESSES $JAX_PROCESS_ID $HF_TOKEN_SET $*"\n',
+        'echo "$JAX_COORDINATOR_ADDRESS $JAX_NUM_PROCESSES $JAX_PROCESS_ID $HF_TOKEN_SET $*"\nexit 3\n',
     )
     (home / "jaxseeker" / ".env").write_text("HF_TOKEN_SET=yes\n")
+    (home / "r1.status").write_text("0\n")  # a previous launch's: removed before the job starts
     env = dict(os.environ, HOME=str(home), PATH=f"{bin_dir}:{os.environ['PATH']}", FAKE_WORKER="0")
     subprocess.run(["bash", "-c", remote(cmd)], env=env, check=True, cwd=tmp_path)
-    log, pid, gcloud = home / "r1.log", home / "r1.pid", tmp_path / "gcloud.txt"
+    log, pid, status = home / "r1.log", home / "r1.pid", home / "r1.status"
     deadline = time.monotonic() + 120
-    # The job runs detached; its last step is the gcloud stub, whose `>>` creates the file before echo writes the
-    # line: wait for the whole line, not just the file.
-    while not (gcloud.exists() and gcloud.read_text().endswith("\n")):
-        assert time.monotonic() < deadline, "the detached job did not reach gcloud in 120 s; log: " + (
+    # The job runs detached; it writes its exit status last, after the copies: wait for the whole line.
+    while not (status.exists() and status.read_text().endswith("\n")):
+        assert time.monotonic() < deadline, "the detached job did not end in 120 s; log: " + (
             log.read_text() if log.exists() else "none"
         )
         time.sleep(0.1)
+    assert status.read_text() == "3\n"  # jaxseeker's exit status, for the launcher's wait script
     assert pid.read_text().strip().isdigit()
     assert log.read_text().split() == [
         "10.0.0.5:8476",
@@ -244,13 +309,15 @@ def test_launch_script_starts_jaxseeker_as_one_process_of_the_slice(tmp_path):
         "yes",
         "sft",
         "--config",
-        "c.yaml",
+        "configs/webexplorer_qwen3-8b_sft.yaml",
         "--set",
         "train.out_dir=runs/r1",
         "--set",
         "train.checkpoint_dir=gs://b/r1/checkpoints",
     ]
-    assert gcloud.read_text() == "storage rsync -r runs/r1 gs://b/r1/out\n"  # worker 0 only
+    copy_log, rsync = (tmp_path / "gcloud.txt").read_text().splitlines()  # worker 0: its log, then the out dir
+    assert re.fullmatch(rf"storage cp {home}/r1.log gs://b/r1/logs/\d{{8}}-\d{{6}}/worker-0.log", copy_log)
+    assert rsync == "storage rsync -r runs/r1 gs://b/r1/out"
 
 
 def test_logs_stop_ssh_and_delete():

@@ -40,7 +40,7 @@ from jaxseeker.parallel.context_layout import balanced_rows, context_layout, fro
 from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint, replicated
 from jaxseeker.parallel.sharded_attention import Attention
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
-from jaxseeker.train.sft_step import make_sft_step, mesh_attention_kernel, policy_params, with_base
+from jaxseeker.train.sft_step import loss_unembed, make_sft_step, mesh_attention_kernel, policy_params, with_base
 from jaxseeker.train.state import TrainState, abstract_train_state, cast_floating
 
 Batch = Mapping[str, jax.Array]
@@ -195,7 +195,7 @@ def policy_logprobs(
         attention_kernel=attention_kernel,
         constrain=constrain,
     )  # [batch, seq, embed]
-    w = model.unembed(params, cfg).astype(hidden.dtype)  # [embed, vocab]
+    w = loss_unembed(params, cfg, hidden.dtype, constrain)  # [embed, vocab]
     if entropy:
         return losses.token_logprobs_and_entropy(
             hidden, w, batch["targets"], chunk_size=chunk_size, temperature=temperature

@@ -65,8 +65,17 @@ def sft_loss(
         attention_kernel=attention_kernel,
         constrain=constrain,
     )  # [batch, seq, embed]
-    w = model.unembed(params, cfg).astype(hidden.dtype)  # [embed, vocab]
+    w = loss_unembed(params, cfg, hidden.dtype, constrain)  # [embed, vocab]
     return losses.chunked_masked_nll(hidden, w, batch["targets"], batch["loss_mask"], chunk_size=chunk_size)
+
+
+def loss_unembed(params: Any, cfg: model.ModelConfig, dtype: Any, constrain: Constrain | None) -> jax.Array:
+    """The unembedding `[embed, vocab]` a chunked loss multiplies by, in `dtype`. Under `constrain` it is laid out
+    whole along `embed` (split by the `vocab` rule only) before the loss's chunk loop: the FSDP-split weight is
+    gathered once per step, and the loop's forward, recompute and backward all read that copy (left to XLA, each
+    chunk gathers it again, three times over). `jaxseeker plan` counts that copy and its gradient (`logits`)."""
+    w = model.unembed(params, cfg).astype(dtype)  # [embed, vocab]
+    return w if constrain is None else constrain(w, (None, "vocab"))
 
 
 def mesh_attention_kernel(cfg: Any, mesh: Mesh, rules: Rules = DEFAULT_RULES) -> Attention | None:

@@ -1,0 +1,33 @@
+"""The chunked loss reads the unembedding gathered once per step, not once per chunk (`loss_gather_worker.py`, 8
+fake CPU devices, fsdp = 8: the `[embed, vocab]` weight is split by `embed`). Left to XLA, the SFT step gathered
+the whole weight inside the chunk loop three times (forward, recompute, backward), re-run on every chunk;
+`train.sft_step.loss_unembed` lays it out whole before the loop."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    worker = Path(__file__).with_name("loss_gather_worker.py")
+    proc = subprocess.run(
+        [sys.executable, str(worker)],
+        env=fake_cpu_devices_env(8),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("case", ["sft_tied", "sft_untied", "rl_untied", "rl_logprobs_untied"])
+def test_the_unembedding_is_gathered_once_outside_the_chunk_loop(report, case):
+    assert report[case] == {"in_loop": 0, "outside": 1}
