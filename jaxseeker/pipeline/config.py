@@ -174,8 +174,8 @@ def _section() -> Any:
 class SFTSections:
     """Sections of a `jaxseeker sft` recipe (docs/configs.md, "SFT recipe"), with only the keys set here: the
     recipe's own defaults give the rest. The pipeline sets `name`, `model` (the policy section),
-    `train.train_files`, `train.tokenizer`, `train.out_dir`, `train.checkpoint_dir` and, with
-    `policy.permute_names`, `data.name_pool`."""
+    `train.train_files`, `train.tokenizer`, `train.out_dir` (the stage's directory, its checkpoints under it) and,
+    with `policy.permute_names`, `data.name_pool`."""
 
     data: Section = _section()  # the recipe's `data` section: rows, packing, loss weights, copy replay
     optimizer: Section = _section()  # the recipe's `optimizer` section (AdamW, warm-up, cosine to min_lr)
@@ -243,8 +243,8 @@ class RLStage:
 
     `method: pg`, the group-relative policy gradient, runs the `jaxseeker rl` recipe of the sub-sections below
     (docs/configs.md, "RL recipe"), with only the keys set here: the recipe's own defaults give the rest. The
-    pipeline sets `name`, `model`, `rollout` (the eval section's limits), `tools`, `world`, `rl.questions`,
-    `rl.out_dir` and `rl.checkpoint_dir`.
+    pipeline sets `name`, `model`, `rollout` (the eval section's limits), `tools`, `world`, `rl.questions` and
+    `rl.out_dir` (the stage's directory, its checkpoints under it).
 
     `method: rft`, rejection-sampling fine-tuning (`jaxseeker.train.rejection`), rolls out every pool question
     `rl.group_size` times at `sampling.temperature` (seeded by `rl.seed`), keeps the right episodes and fine-tunes
