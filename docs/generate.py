@@ -169,13 +169,26 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
         "name without `.yaml`.",
         {},
     )
-    pipeline_sections = [name] + [(s, cls, {}) for s, cls in pipeline.STAGES.items()]
+    docs = {
+        "extend": "The context extension, run when this section sets a key: more SFT steps from the SFT policy, with "
+        "the `sft` section's recipe and these keys laid on it, key by key (rows as long as the rollouts' context, "
+        "their own learning rate). The pipeline sets `data.seed` to the sft's + 1 (a new draw order).",
+        "rft": "With `rl.method: rft`, the fine-tunes on the kept episodes: the `sft` section's recipe with these "
+        "keys laid on it, key by key (rows that hold whole episodes, their own steps and learning rate); "
+        "`data.unlikelihood_weight` > 0 also trains the loops of the rollouts' malformed turns to be unlikely. "
+        "The pipeline sets `data.seed` to the sft's + 1 + round + 10·k (fine-tune k of a soup, `rl.rft_seeds`).",
+    }
+    pipeline_sections = [name] + [(s, cls, {"doc": docs.get(s)}) for s, cls in pipeline.STAGES.items()]
     shipped = [n for n in shipped_configs() if set(read_recipe(n)) <= {"name", *pipeline.STAGES}]
     yield (
         "Pipeline recipe: `jaxseeker pipeline`, `jaxseeker eval --config`",
-        "One section per stage of the offline pipeline; every default suits the embedded offline run. Shipped: "
-        + ", ".join(f"`{n}`" for n in shipped)
-        + ".",
+        "The pipeline's own sections (`world`, `qa`, `expert`, `tools`, `policy`, `eval`), and each training "
+        "stage's recipe: `sft`, `extend` and `rft` hold sections of an [SFT recipe](#sft-recipe-jaxseeker-sft), "
+        "`rl` those of an [RL recipe](#rl-recipe-jaxseeker-rl), with only the keys set there; a key means what it "
+        "means in the recipe, and the recipe's own default fills every key not set. Each training stage writes "
+        "the whole recipe it ran as `runs/<name>/<stage>/recipe.yaml`, which `jaxseeker sft --config` (or "
+        "`jaxseeker rl --config`) runs alone. The pipeline's sections' defaults suit the embedded offline run. "
+        "Shipped: " + ", ".join(f"`{n}`" for n in shipped) + ".",
         pipeline_sections,
     )
     shared = [
@@ -279,7 +292,7 @@ def render_configs() -> str:
         "not this page. -->",
         "",
         "A recipe is a YAML file with one mapping per section. `--set section.key=value` overrides one key on the "
-        "command line (the value is read as YAML: `--set rl.lr=5e-4`, `--set qa.e2hqa_rounds=[0,1]`). An "
+        "command line (the value is read as YAML: `--set optimizer.lr=5e-4`, `--set qa.e2hqa_rounds=[0,1]`). An "
         "unknown section or key, or a value of the wrong type, stops the command with one line naming it "
         "(`jaxseeker plan --config FILE` checks a recipe without running it). A `--config` is a file or the "
         "name of a recipe shipped in `jaxseeker/configs/` (the repository's `configs/`).",
@@ -293,7 +306,7 @@ def render_configs() -> str:
             if isinstance(what, str):
                 out += [what, ""]
                 continue
-            out += [doc_of(what), ""]
+            out += [options.get("doc") or doc_of(what), ""]
             path = "model" if section == "model.config" else section
             out += section_table(what, path, options.get("defaults"), options.get("nested"))
             out.append("")

@@ -269,8 +269,8 @@ def test_a_misspelling_is_one_line_naming_the_closest_name(argv, message, capsys
 
 def test_a_misspelled_config_key_or_file_names_the_closest(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit, match=r"policy: unknown keys \['stepz'\] \(did you mean 'steps'\?\); known keys"):
-        main(["plan", "--config", "demo", "--set", "policy.stepz=3"])
+    with pytest.raises(SystemExit, match=r"sft.train: unknown keys \['stepz'\] \(did you mean 'steps'\?\); known keys"):
+        main(["plan", "--config", "demo", "--set", "sft.train.stepz=3"])
     with pytest.raises(
         SystemExit,
         match=r"^jaxseeker plan: configs/demo\.yaml: no such file \(did you mean the "
@@ -314,11 +314,11 @@ def test_info_prints_parameters_and_flops(tmp_path, capsys):
 
 def test_bad_input_ends_the_command_with_one_line_naming_the_file_and_key(tmp_path):
     path = tmp_path / "run.yaml"
-    path.write_text("policy: {steps: three}\n")
-    with pytest.raises(SystemExit, match=rf"^jaxseeker pipeline: {path}: policy\.steps: expected int, got 'three'"):
+    path.write_text("sft: {train: {steps: three}}\n")
+    with pytest.raises(SystemExit, match=rf"^jaxseeker pipeline: {path}: sft\.train\.steps: expected int, got 'three'"):
         main(["pipeline", "--config", str(path)])
-    with pytest.raises(SystemExit, match=r"^jaxseeker pipeline: --set 'policy\.steps': expected key=value"):
-        main(["pipeline", "--config", str(path), "--set", "policy.steps"])
+    with pytest.raises(SystemExit, match=r"^jaxseeker pipeline: --set 'sft\.train\.steps': expected key=value"):
+        main(["pipeline", "--config", str(path), "--set", "sft.train.steps"])
     with pytest.raises(SystemExit, match=rf"^jaxseeker pipeline: {tmp_path / 'nope.yaml'}: no such file$"):
         main(["pipeline", "--config", str(tmp_path / "nope.yaml")])
     (tmp_path / "model").mkdir()

@@ -145,6 +145,26 @@ def test_every_quoted_command_parses(page):
     assert not wrong
 
 
+def test_every_quoted_pipeline_command_names_keys_its_recipe_has():
+    """A `jaxseeker pipeline` command quoted in the docs loads its recipe with its `--set` keys (loaded, not run): a
+    key renamed in the schema cannot linger in a quoted command."""
+    from jaxseeker.pipeline import pipeline_config
+    from jaxseeker.train.recipe import read_recipe
+
+    parser = build_parser()
+    quoted = [tokens for page in PAGES for tokens in commands(page) if tokens[:1] == ["pipeline"]]
+    wrong = []
+    for tokens in quoted:
+        args = parser.parse_args(tokens)
+        if str(args.config).isupper():  # a metavar (`--config RECIPE`), not a recipe
+            continue
+        try:
+            pipeline_config(read_recipe(args.config, args.set), quick=args.quick)
+        except ValueError as e:  # RecipeError is an InputError, a ValueError
+            wrong.append(f"jaxseeker {shlex.join(tokens)}: {e}")
+    assert len(quoted) > 20 and not wrong
+
+
 def test_the_docs_quote_commands():
     """The command test reads what the pages quote: they quote many, in blocks and inline."""
     quoted = [tokens for page in PAGES for tokens in commands(page)]

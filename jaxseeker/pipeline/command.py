@@ -26,7 +26,7 @@ def _pipeline(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> None:
     """Add `pipeline`."""
     p = subparsers.add_parser("pipeline", help="synthesise, cold-start, reinforce, measure, export (offline)")
-    add_config(p, required=False, default="demo", what="pipeline recipe", example="policy.steps=100")
+    add_config(p, required=False, default="demo", what="pipeline recipe", example="sft.train.steps=100")
     p.add_argument("--quick", action="store_true", help="a tiny world and model (≤ 2 minutes)")
     p.add_argument("--out", default=None, help="default: runs/<name>")
     p.add_argument(

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from jaxseeker.agent.prompts import PROMPT_STYLES
 from jaxseeker.data.tokenizer import SPLITS
-from jaxseeker.losses import get_advantage
-from jaxseeker.rewards import REWARD_FNS
 from jaxseeker.tools import ToolsConfig, VisitOptions
 from jaxseeker.train.recipe import build, check_sections
 
@@ -97,9 +96,10 @@ class ToolsStage:
 
 @dataclasses.dataclass(frozen=True)
 class PolicyStage:
-    """The policy and its SFT: a pretrained model (`init`: a registered name such as `smollm2-135m-instruct`, a GGUF
-    file or an HF directory; its tokenizer and chat template come with it), or, with `init` empty, a small
-    Qwen3-architecture model trained from scratch with its own tokenizer (the shape keys below)."""
+    """The policy every training stage starts from: a pretrained model (`init`: a registered name such as
+    `smollm2-135m-instruct`, a GGUF file or an HF directory; its tokenizer and chat template come with it), or, with
+    `init` empty, a small Qwen3-architecture model trained from scratch with its own tokenizer (the shape keys
+    below), whose copying heads a copy warm-up may form first. How it is trained: the `sft` section."""
 
     init: str = ""  # a registered name, a GGUF file or an HF directory; "": from scratch
     # LoRA adapters for every fine-tune of the policy (`model.lora` of the SFT recipes: rank, alpha, targets);
@@ -113,32 +113,27 @@ class PolicyStage:
     head_dim: int = 64  # from scratch
     intermediate_size: int = 704  # from scratch
     rope_theta: float = 1_000_000.0  # Qwen3's; from scratch, copying heads form sooner with 1e4 (docs/results.md)
-    seq_len: int = 4096  # SFT: tokens per packed row
-    batch_size: int = 4  # SFT: rows per step
-    steps: int = 300  # SFT steps
-    lr: float = 2.5e-3  # SFT peak learning rate (warm-up, cosine to lr / 10)
-    context_weight: float = 0.0  # SFT loss weight of the tokens the agent did not write (data.context_weight)
-    permute_digits: bool = False  # a fresh digit permutation per drawn trajectory (data.permute_digits)
-    permute_names: bool = False  # searched names renamed per draw from the world's non-test names (data.name_pool)
     tokenizer_split: str = "qwen2"  # pre-tokenizer: "qwen2", or "names" (a name tokenises alike everywhere)
     drop_thousands_separators: bool = False  # the tokenizer reads `4,427` as `4427` (data.train_tokenizer)
+    # every SFT draw renames the entities a trajectory searches for from the world's non-test names (the SFT
+    # recipes' data.name_pool, written by the pipeline)
+    permute_names: bool = False
     copy_warmup_steps: int = 0  # copy-task steps from random init before the agent SFT (train.copy_warmup); 0: none
     copy_warmup_target_loss: float = 0.0  # the warm-up stops early once its 50-step mean copy loss is below this
     copy_warmup_layers: int = 0  # warm up this many layers, then stack zero-output layers up to num_layers; 0: all
     copy_warmup_digit_rate: float = 0.0  # fraction of number-like copy runs (train.copy_warmup.copy_batch)
     copy_warmup_gap: int = 0  # up to this many filler tokens between a copy run and its copy
-    copy_warmup_rows: int = 0  # rows of the warm-up's batches; 0: batch_size (fewer rows may not form the heads)
-    copy_replay: float = 0.0  # fraction of SFT examples that are copy runs shaped as the warm-up's (data.copy_rate)
-    extend_steps: int = 0  # context extension: SFT steps after the SFT on rows of extend_seq_len tokens; 0: none
-    extend_seq_len: int = 0  # the extension's rows (as many tokens a step as the SFT's); 0: eval.max_context
+    # rows of the warm-up's batches (its learning rate is sft.optimizer.lr); 0: sft.data.batch_size (fewer rows may
+    # not form the heads)
+    copy_warmup_rows: int = 0
 
     def __post_init__(self):
         if isinstance(self.lora, dict):
             object.__setattr__(self, "lora", tuple(sorted(self.lora.items())))
-        if self.init and (self.copy_warmup_steps or self.copy_replay):
+        if self.init and self.copy_warmup_steps:
             raise ValueError(
-                "policy.copy_warmup_steps and policy.copy_replay train a from-scratch policy's copying "
-                f"heads; policy.init ({self.init!r}) is pretrained: set them to 0"
+                "policy.copy_warmup_steps trains a from-scratch policy's copying heads; policy.init "
+                f"({self.init!r}) is pretrained: set it to 0"
             )
         for name in (
             "vocab_size",
@@ -148,34 +143,54 @@ class PolicyStage:
             "num_kv_heads",
             "head_dim",
             "intermediate_size",
-            "seq_len",
-            "batch_size",
-            "steps",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"policy.{name} must be >= 1, got {getattr(self, name)}")
-        if self.lr <= 0 or self.rope_theta <= 0:
-            raise ValueError(f"policy.lr and policy.rope_theta must be > 0, got {self.lr} and {self.rope_theta}")
+        if self.rope_theta <= 0:
+            raise ValueError(f"policy.rope_theta must be > 0, got {self.rope_theta}")
         if self.tokenizer_split not in SPLITS:
             raise ValueError(f"policy.tokenizer_split must be one of {sorted(SPLITS)}, got {self.tokenizer_split!r}")
         if self.copy_warmup_gap < 0:
             raise ValueError(f"policy.copy_warmup_gap must be >= 0, got {self.copy_warmup_gap}")
-        if self.extend_steps < 0 or self.extend_seq_len < 0:
-            raise ValueError(
-                f"policy.extend_steps and policy.extend_seq_len must be >= 0, got {self.extend_steps} "
-                f"and {self.extend_seq_len}"
-            )
         if self.copy_warmup_rows < 0:
             raise ValueError(f"policy.copy_warmup_rows must be >= 0, got {self.copy_warmup_rows}")
         if not 0.0 <= self.copy_warmup_digit_rate <= 1.0:
             raise ValueError(f"policy.copy_warmup_digit_rate must lie in [0, 1], got {self.copy_warmup_digit_rate}")
-        if not 0.0 <= self.copy_replay < 1.0:
-            raise ValueError(f"policy.copy_replay must lie in [0, 1), got {self.copy_replay}")
         if not 0 <= self.copy_warmup_layers <= self.num_layers:
             raise ValueError(
                 f"policy.copy_warmup_layers must lie in [0, num_layers={self.num_layers}], "
                 f"got {self.copy_warmup_layers}"
             )
+
+
+Section = Mapping[str, Any]
+
+
+def _section() -> Any:
+    return dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class SFTSections:
+    """Sections of a `jaxseeker sft` recipe (docs/configs.md, "SFT recipe"), with only the keys set here: the
+    recipe's own defaults give the rest. The pipeline sets `name`, `model` (the policy section),
+    `train.train_files`, `train.tokenizer`, `train.out_dir` (the stage's directory, its checkpoints under it) and,
+    with `policy.permute_names`, `data.name_pool`."""
+
+    data: Section = _section()  # the recipe's `data` section: rows, packing, loss weights, copy replay
+    optimizer: Section = _section()  # the recipe's `optimizer` section (AdamW, warm-up, cosine to min_lr)
+    train: Section = _section()  # the recipe's `train` section: steps, chunk_size, eval_fraction, cadence
+    mesh: Section = _section()  # the recipe's `mesh` section
+    rules: Section = _section()  # the recipe's `rules` section
+
+    def __post_init__(self):
+        for name, value in dataclasses.asdict(self).items():
+            if not isinstance(value, Mapping):
+                raise ValueError(f"{name} must be a mapping (the SFT recipe's `{name}` section), got {value!r}")
+
+    def given(self) -> bool:
+        """Whether any key is set (an `extend` section runs the context extension only when one is)."""
+        return any(dataclasses.asdict(self).values())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,85 +239,71 @@ class EvalStage:
 
 @dataclasses.dataclass(frozen=True)
 class RLStage:
-    """RL after SFT: group-relative policy gradient (`method: pg`, DUPO selection by default) or rejection-sampling
-    fine-tuning (`method: rft`: `group_size` rollouts of every pool question at `temperature`, the right ones kept,
-    then `steps` SFT steps on them at `lr`; `jaxseeker.train.rejection`; the policy-gradient keys are unused).
-    `rft_rounds` > 1 iterates (expert iteration): round r rolls out round r-1's policy and fine-tunes that policy
-    further (STaR and ReST-EM fine-tune the base model afresh each round instead)."""
+    """RL after SFT, by one of two methods, on the RL split and the questions the two pool keys add.
+
+    `method: pg`, the group-relative policy gradient, runs the `jaxseeker rl` recipe of the sub-sections below
+    (docs/configs.md, "RL recipe"), with only the keys set here: the recipe's own defaults give the rest. The
+    pipeline sets `name`, `model`, `rollout` (the eval section's limits), `tools`, `world`, `rl.questions` and
+    `rl.out_dir` (the stage's directory, its checkpoints under it).
+
+    `method: rft`, rejection-sampling fine-tuning (`jaxseeker.train.rejection`), rolls out every pool question
+    `rl.group_size` times at `sampling.temperature` (seeded by `rl.seed`), keeps the right episodes and fine-tunes
+    on them with the `rft` section's SFT recipe; the other sub-sections are unused. `rft_rounds` > 1 iterates (expert
+    iteration): round r rolls out round r-1's policy and fine-tunes that policy further (STaR and ReST-EM fine-tune
+    the base model afresh each round instead)."""
 
     method: str = "pg"  # pg (group-relative policy gradient) | rft (rejection-sampling fine-tuning)
-    steps: int = 10  # pg: RL steps; rft: fine-tuning steps on the kept episodes
-    group_size: int = 4  # rollouts per question
-    questions_per_step: int = 8  # pg: questions (groups) per step
-    lr: float = 2e-4  # learning rate (rft: of the fine-tuning)
-    selection: str = "dupo"  # pg: which groups train: grpo | dapo | dupo
-    temperature: float = 1.0  # sampling of the RL rollouts
     train_questions: int = 0  # also this many of the SFT's training questions (a seeded sample) in the RL pool
     fresh_questions: int = 0  # also this many new questions (the QA recipes, other seeds) apart from every split
-    negative_weight: float = 1.0  # the objective's weight on failed episodes' tokens (0: positive samples only)
-    advantage: str = "grpo"  # pg: grpo | dr_grpo | rloo | package.module:function (`losses.get_advantage`)
-    reward: str = "webdancer"  # a `rewards.REWARD_FNS` name; "webseer" scores a badly formatted episode -1,
-    # "evidence" also pays 0.3 for visiting the pages of the question's chain (`meta.urls`)
-    epochs: int = 1  # optimizer passes over each step's episodes (later passes are off-policy; the clip bounds them)
-    adam_eps: float = 1e-8  # AdamW's eps; near the gradients' RMS it damps the parameters the batch barely moves
-    kl_coef: float = 0.0  # weight of the k3 KL penalty to the SFT policy (0: none, DAPO's choice)
-    seed: int = 0  # the question sampler's and the rollouts' randomness
     rft_per_question: int = 2  # rft: at most this many distinct right episodes of a question are kept
     rft_rounds: int = 1  # rft: rounds of roll out → keep → fine-tune, each from the last round's policy
-    # rft: the rollouts' malformed turns are trained too, their loops made unlikely at this weight
-    # (`train.rejection.rejected_trajectories`, `data.unlikelihood_weight`); 0: right episodes only
-    rft_unlikelihood: float = 0.0
     # rft: fine-tunes on the kept episodes, each on its own data order, whose weight mean is the policy
     # (`train.average`, a model soup); 1: one fine-tune
     rft_seeds: int = 1
+    rl: Section = _section()  # the recipe's `rl` section: steps, batch_questions, group_size, selection, objective
+    optimizer: Section = _section()  # the recipe's `optimizer` section (constant lr unless min_lr says otherwise)
+    sampling: Section = _section()  # the recipe's `sampling` section: temperature
+    engine: Section = _section()  # the recipe's `engine` section: the rollouts' generation engine
+    reward: Section = _section()  # the recipe's `reward` section: fn, judge
+    mesh: Section = _section()  # the recipe's `mesh` section
+    rules: Section = _section()  # the recipe's `rules` section
 
     def __post_init__(self):
         if self.method not in RL_METHODS:
             raise ValueError(f"rl.method must be one of {list(RL_METHODS)}, got {self.method!r}")
+        for name in RL_RECIPE_SECTIONS:
+            value = getattr(self, name)
+            if not isinstance(value, Mapping):
+                raise ValueError(f"rl.{name} must be a mapping (the RL recipe's `{name}` section), got {value!r}")
         if self.rft_per_question < 1:
             raise ValueError(f"rl.rft_per_question must be >= 1, got {self.rft_per_question}")
-        if self.rft_rounds < 1 or (self.rft_rounds > 1 and self.method != "rft"):
-            raise ValueError(
-                f"rl.rft_rounds must be >= 1, and above 1 only with rl.method rft; got {self.rft_rounds} "
-                f"with {self.method!r}"
-            )
-        if self.rft_unlikelihood < 0 or (self.rft_unlikelihood and self.method != "rft"):
-            raise ValueError(
-                f"rl.rft_unlikelihood must be >= 0, and above 0 only with rl.method rft; got "
-                f"{self.rft_unlikelihood} with {self.method!r}"
-            )
-        if self.rft_seeds < 1 or (self.rft_seeds > 1 and self.method != "rft"):
-            raise ValueError(
-                f"rl.rft_seeds must be >= 1, and above 1 only with rl.method rft; got {self.rft_seeds} "
-                f"with {self.method!r}"
-            )
-        if self.epochs < 1:
-            raise ValueError(f"rl.epochs must be >= 1, got {self.epochs}")
-        if self.adam_eps <= 0:
-            raise ValueError(f"rl.adam_eps must be > 0, got {self.adam_eps}")
+        for name in ("rft_rounds", "rft_seeds"):
+            value = getattr(self, name)
+            if value < 1 or (value > 1 and self.method != "rft"):
+                raise ValueError(
+                    f"rl.{name} must be >= 1, and above 1 only with rl.method rft; got {value} with {self.method!r}"
+                )
         if self.train_questions < 0:
             raise ValueError(f"rl.train_questions must be >= 0, got {self.train_questions}")
         if self.fresh_questions < 0:
             raise ValueError(f"rl.fresh_questions must be >= 0, got {self.fresh_questions}")
-        if self.negative_weight < 0:
-            raise ValueError(f"rl.negative_weight must be >= 0, got {self.negative_weight}")
-        if self.kl_coef < 0:
-            raise ValueError(f"rl.kl_coef must be >= 0, got {self.kl_coef}")
-        try:
-            get_advantage(self.advantage)
-        except ValueError as e:
-            raise ValueError(f"rl.advantage: {e}") from None
-        if self.reward not in REWARD_FNS:
-            raise ValueError(f"rl.reward must be one of {sorted(REWARD_FNS)}, got {self.reward!r}")
+
+    def recipe_sections(self) -> dict[str, dict]:
+        """The `jaxseeker rl` recipe's sections as set here."""
+        return {name: dict(getattr(self, name)) for name in RL_RECIPE_SECTIONS}
 
     def stages(self) -> tuple[str, ...]:
         """The RL stages' directories under the run, in order: `rl`, then `rl_round2` … for later rft rounds."""
         return ("rl",) + tuple(f"rl_round{r}" for r in range(2, self.rft_rounds + 1))
 
 
+RL_RECIPE_SECTIONS = ("rl", "optimizer", "sampling", "engine", "reward", "mesh", "rules")
+
+
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:
-    """All stages of `jaxseeker pipeline`."""
+    """All stages of `jaxseeker pipeline`: the pipeline's own sections, and each training stage's recipe sections
+    (`sft`, `extend`, `rft` of a `jaxseeker sft` recipe; `rl` of a `jaxseeker rl` recipe)."""
 
     name: str = "demo"
     world: WorldStage = WorldStage()
@@ -311,7 +312,10 @@ class PipelineConfig:
     tools: ToolsStage = ToolsStage()
     policy: PolicyStage = PolicyStage()
     eval: EvalStage = EvalStage()
+    sft: SFTSections = SFTSections()
+    extend: SFTSections = SFTSections()
     rl: RLStage = RLStage()
+    rft: SFTSections = SFTSections()
 
     def stages(self) -> tuple[str, ...]:
         """The stages this config runs, in order (each one's directory under the run)."""
@@ -325,7 +329,7 @@ class PipelineConfig:
             + ("expert",)
             + start
             + ("sft",)
-            + ("extend",) * bool(p.extend_steps)
+            + ("extend",) * self.extend.given()
             + ("eval_sft",)
             + self.rl.stages()
             + ("eval_rl",)
@@ -339,39 +343,18 @@ STAGES = {
     "tools": ToolsStage,
     "policy": PolicyStage,
     "eval": EvalStage,
+    "sft": SFTSections,
+    "extend": SFTSections,
     "rl": RLStage,
+    "rft": SFTSections,
 }
 
-# `--quick`: the same pipeline on a tiny world and model, for the tests (≤ 2 minutes).
+# `--quick`: the same pipeline on a tiny world and model, for the tests (≤ 2 minutes); laid key by key over the
+# recipe's, with QUICK_SCRATCH for a policy from scratch or QUICK_PRETRAINED for a pretrained one.
 QUICK = {
     "world": {"source": "synthetic", "size": 600, "countries": ()},
-    "qa": {"recipes": {"e2hqa": 120, "sailorfog": 20}, "n_test": 8, "n_rl": 8},
+    "qa": {"recipes": (("e2hqa", 120), ("sailorfog", 20)), "n_test": 8, "n_rl": 8},  # pairs: replace, not merge
     "expert": {"tries": 1, "slip_rate": 0.2},
-    "tools": {},
-    "policy": {
-        "vocab_size": 1024,
-        "hidden_size": 64,
-        "num_layers": 2,
-        "num_heads": 2,
-        "num_kv_heads": 1,
-        "head_dim": 32,
-        "intermediate_size": 128,
-        "seq_len": 2048,
-        "batch_size": 2,
-        "steps": 12,
-        "rope_theta": 10_000.0,
-        "copy_warmup_steps": 4,
-        "copy_warmup_target_loss": 1.0,
-        "copy_warmup_layers": 1,
-        "copy_warmup_digit_rate": 0.5,
-        "copy_warmup_gap": 16,
-        "permute_digits": True,
-        "permute_names": True,
-        "drop_thousands_separators": True,
-        "copy_replay": 0.5,
-        "extend_steps": 2,
-        "extend_seq_len": 4096,
-    },
     "eval": {
         "k": 1,
         "slots": 8,
@@ -381,30 +364,83 @@ QUICK = {
         "fresh_questions": 4,
     },
     "rl": {
-        "steps": 2,
-        "group_size": 2,
-        "questions_per_step": 4,
         "train_questions": 4,
         "fresh_questions": 4,
-        "adam_eps": 1e-4,
-        "epochs": 2,
-        "kl_coef": 0.01,
+        "rl": {
+            "steps": 2,
+            "group_size": 2,
+            "batch_questions": 4,
+            "dupo_filter_rollouts": 2,
+            "epochs": 2,
+            "kl_coef": 0.01,
+            "chunk_size": 256,
+            "pack": True,
+        },
+        "optimizer": {"eps": 1e-4},
     },
+    "rft": {"data": {"seq_len": 6144, "batch_size": 1}, "train": {"steps": 2}},
+}
+QUICK_SCRATCH = {
+    "policy": {
+        "vocab_size": 1024,
+        "hidden_size": 64,
+        "num_layers": 2,
+        "num_heads": 2,
+        "num_kv_heads": 1,
+        "head_dim": 32,
+        "intermediate_size": 128,
+        "rope_theta": 10_000.0,
+        "copy_warmup_steps": 4,
+        "copy_warmup_target_loss": 1.0,
+        "copy_warmup_layers": 1,
+        "copy_warmup_digit_rate": 0.5,
+        "copy_warmup_gap": 16,
+        "permute_names": True,
+        "drop_thousands_separators": True,
+    },
+    "sft": {
+        "data": {"seq_len": 2048, "batch_size": 2, "permute_digits": True, "copy_rate": 0.5, "copy_gap": 16},
+        "optimizer": {"warmup_steps": 1},
+        "train": {"steps": 12, "chunk_size": 256},
+    },
+    "extend": {
+        "data": {"seq_len": 4096, "batch_size": 1},
+        "optimizer": {"lr": 2.5e-4, "min_lr": 2.5e-4, "warmup_steps": 1},
+        "train": {"steps": 2},
+    },
+}
+# a pretrained policy: its own shape and tokenizer, a few short SFT steps
+QUICK_PRETRAINED = {
+    "sft": {
+        "data": {"seq_len": 2048, "batch_size": 1},
+        "optimizer": {"lr": 1.0e-4, "min_lr": 1.0e-5, "warmup_steps": 1},
+        "train": {"steps": 4},
+    }
 }
 
 
-# `--quick` with a pretrained policy: its own shape and tokenizer, a few short SFT steps.
-QUICK_PRETRAINED_POLICY = {"steps": 4, "seq_len": 2048, "batch_size": 1, "lr": 1.0e-4}
+def merged(base: Mapping[str, Any], over: Mapping[str, Any], depth: int = 1) -> dict[str, Any]:
+    """`base` with `over` laid on it key by key: a mapping in both merges in turn, `depth` levels down; anything
+    else in `over` replaces."""
+    out = dict(base)
+    for key, value in over.items():
+        both = depth > 0 and isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
+        out[key] = merged(out[key], value, depth - 1) if both else value
+    return out
 
 
 def pipeline_config(recipe: dict[str, Any], *, quick: bool = False) -> PipelineConfig:
-    """A PipelineConfig from a recipe mapping (unknown sections and keys are errors naming them)."""
+    """A PipelineConfig from a recipe mapping: unknown sections and keys are errors naming them (a key that moved
+    into a recipe section names where it went), and every training stage's recipe is checked as `jaxseeker sft` /
+    `jaxseeker rl` would check it."""
+    from jaxseeker.pipeline.recipes import check_moved, check_recipes
+
     check_sections(recipe, ("name", *STAGES), "pipeline recipe")
-    sections = {}
-    pretrained = bool((recipe.get("policy") or {}).get("init"))
-    for name, cls in STAGES.items():
-        values = dict(recipe.get(name) or {})
-        if quick:
-            values.update(QUICK_PRETRAINED_POLICY if name == "policy" and pretrained else QUICK[name])
-        sections[name] = build(cls, values, name)
-    return PipelineConfig(name=recipe.get("name", "demo") + ("-quick" if quick else ""), **sections)
+    check_moved(recipe)
+    if quick:
+        pretrained = bool((recipe.get("policy") or {}).get("init"))
+        recipe = merged(merged(recipe, QUICK, 2), QUICK_PRETRAINED if pretrained else QUICK_SCRATCH, 2)
+    sections = {name: build(cls, recipe.get(name) or {}, name) for name, cls in STAGES.items()}
+    cfg = PipelineConfig(name=recipe.get("name", "demo") + ("-quick" if quick else ""), **sections)
+    check_recipes(cfg)
+    return cfg

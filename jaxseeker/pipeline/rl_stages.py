@@ -1,10 +1,10 @@
-"""The pipeline's RL stages, from the SFT policy: group-relative policy gradient (`rl.method: pg`, a `jaxseeker rl`
-recipe) or rejection-sampling fine-tuning (`rl.method: rft`: roll out the pool, keep the right episodes, fine-tune
-on them; later rounds `rl_round2` … start from the round before)."""
+"""The pipeline's RL stages, from the SFT policy: group-relative policy gradient (`rl.method: pg`, the `jaxseeker rl`
+recipe of the rl section) or rejection-sampling fine-tuning (`rl.method: rft`: roll out the pool, keep the right
+episodes, fine-tune on them with the `jaxseeker sft` recipe of the rft section; later rounds `rl_round2` … start from
+the round before). Each writes the recipe it trains with as `recipe.yaml` in its directory."""
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from pathlib import Path
 
@@ -15,7 +15,8 @@ from jaxseeker.pipeline.context import PipelineRun, rollout_config
 from jaxseeker.pipeline.data_stages import write_jsonl
 from jaxseeker.pipeline.eval_stages import policy_engine
 from jaxseeker.pipeline.questions import fresh_questions, read_jsonl, read_splits
-from jaxseeker.pipeline.train_stages import sft_recipe, sft_summary, start_from
+from jaxseeker.pipeline.recipes import rl_config, rl_recipe, sft_config, stage_seed, write_recipe
+from jaxseeker.pipeline.train_stages import sft_summary, stage_recipe, start_from
 from jaxseeker.train.average import average_hf
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.rejection import kept_trajectories, rejected_trajectories, rft_counts
@@ -48,21 +49,25 @@ def write_pool(run: PipelineRun, out: Path) -> list[Path]:
 
 
 def rft_stage(run: PipelineRun, start: Path, round_: int, pool: list[Path], out: Path) -> dict:
-    """RL by rejection-sampling fine-tuning, round `round_` from the policy under `start`: roll out the pool, keep
-    the right episodes, fine-tune that policy on them (and, with `rft_unlikelihood`, away from the loops of the
-    malformed turns); with `rft_seeds` > 1, the policy is the weight mean of that many fine-tunes (a model soup)."""
-    r, p = run.cfg.rl, run.cfg.policy
+    """RL by rejection-sampling fine-tuning, round `round_` from the policy under `start`: roll out the pool
+    (`rl.rl.group_size` rollouts a question at `rl.sampling.temperature`), keep the right episodes, fine-tune that
+    policy on them with the rft section's recipe (with `rft.data.unlikelihood_weight`, away from the loops of the
+    malformed turns too); with `rl.rft_seeds` > 1, the policy is the weight mean of that many fine-tunes (a model
+    soup)."""
+    r = run.cfg.rl
+    rollouts, sampling = rl_config(run.cfg)
     questions = [q for path in pool for q in load_questions(path)]  # ids for rows without one
-    engine = policy_engine(
-        run, start / "hf", SamplingConfig(temperature=r.temperature, top_p=run.cfg.eval.top_p, seed=r.seed + round_ - 1)
+    sampling = SamplingConfig(
+        temperature=sampling.temperature, top_p=run.cfg.eval.top_p, seed=rollouts.seed + round_ - 1
     )
+    engine = policy_engine(run, start / "hf", sampling)
     run_eval(
         engine,
         run.tokenizer,
         run.registry,
         questions,
         out / "rollouts",
-        k=r.group_size,
+        k=rollouts.group_size,
         config=rollout_config(run.cfg),
         progress=run.progress,
     )
@@ -75,36 +80,25 @@ def rft_stage(run: PipelineRun, start: Path, round_: int, pool: list[Path], out:
         )
     write_jsonl(out / "trajectories.jsonl", kept)
     run.runner.log(f"[{out.name}] rft keeps {len(kept)} right episodes of {len(records)}")
-    rejected = rejected_trajectories(records) if r.rft_unlikelihood else []
+    unlikelihood = sft_config(run.cfg, "rft")[0].unlikelihood_weight
+    rejected = rejected_trajectories(records) if unlikelihood else []
     if rejected:
         write_jsonl(out / "rejected.jsonl", rejected)
         run.runner.log(f"[{out.name}] rft makes the loops of {len(rejected)} episodes' malformed turns unlikely")
-    seq_len = run.cfg.eval.max_context  # rows hold every episode whole
+    train_files = (out / "trajectories.jsonl",) + ((out / "rejected.jsonl",) if rejected else ())
 
-    def recipe(fine_tune: Path, seed: int) -> dict:
-        return sft_recipe(
-            run,
-            fine_tune,
-            start_from(run, start / "hf"),
-            seq_len=seq_len,
-            batch_size=max(1, p.batch_size * p.seq_len // seq_len),
-            steps=r.steps,
-            lr=r.lr,
-            min_lr=r.lr,
-            warmup_steps=max(1, r.steps // 30),
-            seed=seed,
-            train_files=(out / "trajectories.jsonl",) + ((out / "rejected.jsonl",) if rejected else ()),
-            unlikelihood=r.rft_unlikelihood if rejected else 0.0,
-        )
+    def recipe(fine_tune: Path, member: int) -> dict:
+        seed = stage_seed(run.cfg, "rft", round_, member)
+        return stage_recipe(run, "rft", fine_tune, start_from(run, start / "hf"), seed=seed, train_files=train_files)
 
     counts = {"rft": rft_counts(records, kept, rejected)}
     if r.rft_seeds == 1:
-        return sft_summary(run, out, recipe(out, 1 + round_), "eval.max_context") | counts
+        return sft_summary(run, out, recipe(out, 0), "rft.data.seq_len") | counts
     # A model soup: fine-tune 1 runs in `out` itself, fine-tune k >= 2 under seeds/k, each on its own data order;
     # fine-tune k's export is seeds/k/hf and the policy, out/hf, is their weight mean.
     seeds = [out / "seeds" / str(k) for k in range(1, r.rft_seeds + 1)]
     summaries = [
-        sft_summary(run, fine_tune, recipe(fine_tune, 1 + round_ + 10 * k), "eval.max_context", hf=seed / "hf")
+        sft_summary(run, fine_tune, recipe(fine_tune, k), "rft.data.seq_len", hf=seed / "hf")
         for k, (fine_tune, seed) in enumerate(zip([out] + seeds[1:], seeds))
     ]
     average_hf([seed / "hf" for seed in seeds], out / "hf")
@@ -113,60 +107,15 @@ def rft_stage(run: PipelineRun, start: Path, round_: int, pool: list[Path], out:
 
 
 def pg_stage(run: PipelineRun, start: Path, out: Path) -> dict:
-    """Group-relative policy gradient from the policy under `start` (a `jaxseeker rl` recipe, packed rows)."""
-    cfg, r = run.cfg, run.cfg.rl
-    rc = rollout_config(cfg)
-    tools = cfg.tools.config()
-    recipe = {
-        "name": f"{cfg.name}-rl",
-        "model": start_from(run, start / "hf"),
-        "optimizer": {
-            "lr": r.lr,
-            "min_lr": r.lr,
-            "warmup_steps": 0,
-            "weight_decay": 0.0,
-            "clip_norm": 1.0,
-            "eps": r.adam_eps,
-        },
-        "rl": {
-            "questions": [str(path) for path in write_pool(run, out)],
-            "steps": r.steps,
-            "batch_questions": r.questions_per_step,
-            "group_size": r.group_size,
-            "selection": r.selection,
-            "dupo_filter_rollouts": r.group_size,
-            "chunk_size": 256,
-            "pack": True,
-            "seed": r.seed,
-            "epochs": r.epochs,
-            "checkpoint_every": max(1, r.steps // 2),
-            "out_dir": str(out),
-            "kl_coef": r.kl_coef,
-            "advantage": r.advantage,
-            # DAPO / DUPO keep the groups whose answers are neither all right nor all wrong; the evidence reward's
-            # partial credit makes a group of wrong answers informative too
-            "filter_metric": "reward" if r.reward == "evidence" else "correct",
-            "objective_kwargs": {"negative_weight": r.negative_weight},
-        },
-        "rollout": {
-            "max_context_tokens": rc.max_context_tokens,
-            "max_tokens_per_turn": rc.max_tokens_per_turn,
-            "answer_reserve_tokens": rc.answer_reserve_tokens,
-            "max_tool_calls": rc.max_tool_calls,
-            "date": rc.date,
-            "prompt": rc.prompt,
-        },
-        "engine": {"min_window": 512},
-        "sampling": {"temperature": r.temperature},
-        "tools": {
-            "enabled": list(tools.enabled),
-            "top_k": tools.top_k,
-            "visit": dataclasses.asdict(tools.visit),
-            "title_first": tools.title_first,
-        },
-        "world": cfg.world.spec(),
-        "reward": {"fn": r.reward, "judge": "em"},
-    }
+    """Group-relative policy gradient from the policy under `start`: the rl section's `jaxseeker rl` recipe."""
+    recipe = rl_recipe(
+        run.cfg,
+        name=f"{run.cfg.name}-rl",
+        model=start_from(run, start / "hf"),
+        questions=write_pool(run, out),
+        out_dir=out,
+    )
+    write_recipe(out, recipe)
     summary = run_rl(recipe, resume=True, progress=run.progress)
     export_hf(out, out / "hf")
     return {k: summary.get(k) for k in ("first_reward", "final_reward", "final_accuracy", "mean_step_s", "questions")}

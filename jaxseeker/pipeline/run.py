@@ -17,8 +17,8 @@ from typing import Any
 from jaxseeker import model
 from jaxseeker.data import load_tokenizer
 from jaxseeker.eval.report import compare_results
-from jaxseeker.pipeline import data_stages, eval_stages, rl_stages, train_stages
-from jaxseeker.pipeline.config import PipelineConfig
+from jaxseeker.pipeline import data_stages, eval_stages, recipes, rl_stages, train_stages
+from jaxseeker.pipeline.config import RL_RECIPE_SECTIONS, PipelineConfig
 from jaxseeker.pipeline.context import PipelineRun
 from jaxseeker.pipeline.report import write_pipeline_report
 from jaxseeker.pipeline.stages import StageRunner, StopAfter, fingerprint
@@ -85,14 +85,15 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
         _stage(run, report, "tokenizer", start_key, data_stages.tokenizer_stage)
         run.tokenizer = load_tokenizer(root / "tokenizer")
         if p.copy_warmup_steps:
+            data, optimizer, _ = recipes.sft_config(cfg, "sft")  # the warm-up's learning rate and rows are the SFT's
             start_key = fingerprint(
                 start_key,
                 train_stages.scratch_shape(cfg),
                 p.copy_warmup_steps,
                 p.copy_warmup_target_loss,
                 p.copy_warmup_layers,
-                p.lr,
-                p.copy_warmup_rows or p.batch_size,
+                optimizer.lr,
+                p.copy_warmup_rows or data.batch_size,
                 p.copy_warmup_digit_rate,
                 p.copy_warmup_gap,
             )
@@ -108,12 +109,12 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
             run.init_dir,
             resumable=True,
         )
-    later = ("extend_steps", "extend_seq_len", "copy_warmup_rows")  # the extension's own key; the warm-up's
-    sft_key = fingerprint(start_key, expert_key, {k: v for k, v in dataclasses.asdict(p).items() if k not in later})
+    policy = {k: v for k, v in dataclasses.asdict(p).items() if k != "copy_warmup_rows"}  # the warm-up's own key
+    sft_key = fingerprint(start_key, expert_key, policy, recipes.stage_sections(cfg, "sft"))
     _stage(run, report, "sft", sft_key, train_stages.sft_stage, resumable=True)
     policy_dir, policy_key = root / "sft", sft_key
-    if p.extend_steps:
-        policy_key = fingerprint(sft_key, p.extend_steps, p.extend_seq_len)
+    if cfg.extend.given():
+        policy_key = fingerprint(sft_key, recipes.stage_sections(cfg, "extend"))
         _stage(run, report, "extend", policy_key, train_stages.extend_stage, resumable=True)
         policy_dir = root / "extend"
     _stage(
@@ -130,9 +131,13 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
             root / "eval_base" / "results.jsonl", root / "eval_sft" / "results.jsonl", cfg.eval.k
         )
     r = cfg.rl
-    rl_key = fingerprint(
-        policy_key, {k: v for k, v in dataclasses.asdict(r).items() if k != "rft_rounds"}, cfg.eval.limits()
-    )
+    pool = {k: v for k, v in dataclasses.asdict(r).items() if k not in (*RL_RECIPE_SECTIONS, "rft_rounds")}
+    if r.method == "rft":  # the rollouts' group size, seed and temperature, and the fine-tune's recipe
+        rollouts, sampling = recipes.rl_config(cfg)
+        reads = [rollouts.group_size, rollouts.seed, sampling.temperature, recipes.stage_sections(cfg, "rft")]
+    else:
+        reads = [r.recipe_sections()]
+    rl_key = fingerprint(policy_key, pool, *reads, cfg.eval.limits())
     if r.method == "rft":
         _stage(run, report, "rl", rl_key, _first_rft_round, policy_dir, resumable=True)
     else:

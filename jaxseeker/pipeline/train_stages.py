@@ -1,5 +1,6 @@
-"""The pipeline's supervised stages: a from-scratch policy's copy warm-up (`warmup`), SFT on the expert
-trajectories (`sft`) and the optional context extension (`extend`), each a `jaxseeker sft` recipe."""
+"""The pipeline's supervised stages: a from-scratch policy's copy warm-up (`warmup`), then SFT on the expert
+trajectories (`sft`) and the optional context extension (`extend`), two `jaxseeker sft` recipes
+(`pipeline.recipes`), each written to its directory as `recipe.yaml`."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker import model
+from jaxseeker.data import DataConfig
 from jaxseeker.data.copies import digit_ids, ordinary_ids
 from jaxseeker.pipeline.config import PipelineConfig
 from jaxseeker.pipeline.context import PipelineRun
 from jaxseeker.pipeline.questions import write_name_pool
+from jaxseeker.pipeline.recipes import sft_config, sft_recipe, stage_seed, write_recipe
 from jaxseeker.train.copy_warmup import run_copy_warmup
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.sft import run_sft
@@ -50,60 +53,37 @@ def names_file(run: PipelineRun) -> str:
     return str(run.root / "sft" / "name_pool.tsv") if run.cfg.policy.permute_names else ""
 
 
-def sft_recipe(
+def stage_recipe(
     run: PipelineRun,
+    stage: str,
     out: Path,
     start: dict,
     *,
-    seq_len: int,
-    batch_size: int,
-    steps: int,
-    lr: float,
-    min_lr: float,
-    warmup_steps: int,
-    seed: int,
+    seed: int | None = None,
     train_files: tuple[Path, ...] = (),
-    unlikelihood: float = 0.0,
 ) -> dict:
-    """A `jaxseeker sft` recipe over `train_files` (default the expert trajectories) with the policy section's
-    data choices (`unlikelihood`: `data.unlikelihood_weight`, for rejected turns)."""
-    p = run.cfg.policy
+    """The `jaxseeker sft` recipe of `stage` (sft | extend | rft) training `start` into `out` on `train_files`
+    (default the expert trajectories) with the policy's tokenizer; written as `out/recipe.yaml`."""
     tokenizer = run.init_dir if run.init_dir is not None else run.root / "tokenizer"
-    return {
-        "name": "-".join((run.cfg.name, *out.relative_to(run.root).parts)),  # e.g. demo-sft, demo-rl-seeds-2
-        "model": start,
-        "data": {
-            "seq_len": seq_len,
-            "batch_size": batch_size,
-            "seed": seed,
-            "num_threads": 0,
-            "packing_bins": 64,
-            "context_weight": p.context_weight,
-            "permute_digits": p.permute_digits,
-            "name_pool": names_file(run),
-            "copy_rate": p.copy_replay,
-            "copy_digit_rate": p.copy_warmup_digit_rate,
-            "copy_gap": p.copy_warmup_gap,
-        }
-        | ({"unlikelihood_weight": unlikelihood} if unlikelihood else {}),
-        "optimizer": {"lr": lr, "min_lr": min_lr, "warmup_steps": warmup_steps, "weight_decay": 0.01},
-        "train": {
-            "train_files": [str(f) for f in train_files or (run.root / "expert" / "trajectories.jsonl",)],
-            "tokenizer": str(tokenizer),
-            "steps": steps,
-            "log_every": max(1, steps // 50),
-            "checkpoint_every": max(1, steps // 4),
-            "eval_fraction": 0.05,
-            "out_dir": str(out),
-            "chunk_size": 256,
-        },
-    }
+    recipe = sft_recipe(
+        run.cfg,
+        stage,
+        name="-".join((run.cfg.name, *out.relative_to(run.root).parts)),  # e.g. demo-sft, demo-rl-seeds-2
+        model=start,
+        train_files=train_files or (run.root / "expert" / "trajectories.jsonl",),
+        tokenizer=tokenizer,
+        out_dir=out,
+        name_pool=names_file(run),
+        seed=seed,
+    )
+    write_recipe(out, recipe)
+    return recipe
 
 
 def sft_summary(run: PipelineRun, out: Path, recipe: dict, key: str, hf: Path | None = None) -> dict:
     """Train `recipe` (resuming), export it under `hf` (default `out/hf`), and say how many trajectory draws its
     rows (the config's `key`) cut."""
-    seq_len = recipe["data"]["seq_len"]
+    seq_len = recipe.get("data", {}).get("seq_len", DataConfig.seq_len)
     summary = run_sft(recipe, resume=True, progress=run.progress)
     export_hf(out, hf or out / "hf")
     if summary["truncated"]:
@@ -119,8 +99,10 @@ def sft_summary(run: PipelineRun, out: Path, recipe: dict, key: str, hf: Path | 
 
 def warmup_stage(run: PipelineRun, out: Path) -> dict:
     """Copies of random token runs from random init (`train.copy_warmup`): forms the copying heads a small
-    from-scratch policy then uses in SFT; with `copy_warmup_layers`, in a shallower model grown to full depth."""
+    from-scratch policy then uses in SFT; with `copy_warmup_layers`, in a shallower model grown to full depth. Its
+    learning rate is the SFT's, its rows `copy_warmup_rows` or the SFT's."""
     p = run.cfg.policy
+    data, optimizer, _ = sft_config(run.cfg, "sft")
     policy = model.ModelConfig(**scratch_shape(run.cfg))
     shallow = dataclasses.replace(policy, num_layers=p.copy_warmup_layers or p.num_layers)
     return run_copy_warmup(
@@ -128,8 +110,8 @@ def warmup_stage(run: PipelineRun, out: Path) -> dict:
         ordinary_ids(run.tokenizer),
         out / "hf",
         steps=p.copy_warmup_steps,
-        lr=p.lr,
-        rows=p.copy_warmup_rows or p.batch_size,
+        lr=optimizer.lr,
+        rows=p.copy_warmup_rows or data.batch_size,
         target_loss=p.copy_warmup_target_loss,
         grow_to=policy if shallow != policy else None,
         progress=run.progress,
@@ -147,38 +129,15 @@ def sft_stage(run: PipelineRun, out: Path) -> dict:
     start = run.init_dir if run.init_dir is not None else (run.root / "warmup" / "hf" if p.copy_warmup_steps else None)
     if p.permute_names:
         write_name_pool(run.world, [qa_dir / "test.jsonl", qa_dir / "rl.jsonl"], out / "name_pool.tsv")
-    recipe = sft_recipe(
-        run,
-        out,
-        start_from(run, start),
-        seq_len=p.seq_len,
-        batch_size=p.batch_size,
-        steps=p.steps,
-        lr=p.lr,
-        min_lr=p.lr / 10,
-        warmup_steps=max(1, p.steps // 20),
-        seed=0,
-    )
-    return sft_summary(run, out, recipe, "policy.seq_len")
+    recipe = stage_recipe(run, "sft", out, start_from(run, start))
+    return sft_summary(run, out, recipe, "sft.data.seq_len")
 
 
 def extend_stage(run: PipelineRun, out: Path) -> dict:
-    """Context extension: SFT rows of policy.seq_len cut the longest trajectories, so the policy never trains the
-    positions its rollouts reach nor the ends of those episodes. More steps from the SFT policy, on rows as long as
-    the rollouts' context (as many tokens a step), at the SFT's final learning rate and on a new draw order."""
-    p = run.cfg.policy
-    extend_len = p.extend_seq_len or run.cfg.eval.max_context
-    rows = max(1, p.batch_size * p.seq_len // extend_len)
-    recipe = sft_recipe(
-        run,
-        out,
-        start_from(run, run.root / "sft" / "hf"),
-        seq_len=extend_len,
-        batch_size=rows,
-        steps=p.extend_steps,
-        lr=p.lr / 10,
-        min_lr=p.lr / 10,
-        warmup_steps=max(1, p.extend_steps // 30),
-        seed=1,
+    """Context extension: SFT rows of sft.data.seq_len cut the longest trajectories, so the policy never trains the
+    positions its rollouts reach nor the ends of those episodes. More steps from the SFT policy with the extend
+    section's keys laid on the sft's (longer rows, their own learning rate), on a new draw order."""
+    recipe = stage_recipe(
+        run, "extend", out, start_from(run, run.root / "sft" / "hf"), seed=stage_seed(run.cfg, "extend")
     )
-    return sft_summary(run, out, recipe, "policy.extend_seq_len")
+    return sft_summary(run, out, recipe, "extend.data.seq_len")

@@ -33,7 +33,7 @@ SHAPE_FIELDS = (
     "num_kv_heads",
     "head_dim",
 )
-PIPELINE_SECTIONS = ("policy", "qa", "expert", "eval")  # `world` is also an RL section
+PIPELINE_SECTIONS = ("policy", "qa", "expert", "eval", "sft", "extend", "rft")  # `world`, `rl`: RL ones too
 
 
 @dataclasses.dataclass
@@ -214,13 +214,15 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
     return out
 
 
-def pipeline_stages(recipe: Mapping[str, Any]) -> tuple[model.ModelConfig, list[StageShape]]:
-    """The SFT and RL stages `jaxseeker pipeline` builds from its recipe (see `pipeline.run.run_pipeline`)."""
+def pipeline_stages(recipe: Mapping[str, Any], notes: list[str]) -> tuple[model.ModelConfig, list[StageShape]]:
+    """The training stages `jaxseeker pipeline` runs from its recipe (`pipeline.recipes`): sft, extend, and rl (its
+    `jaxseeker rl` recipe, or with rl.method rft the rft section's `jaxseeker sft` recipe)."""
     from jaxseeker.pipeline.config import pipeline_config
+    from jaxseeker.pipeline.recipes import stand_in_recipes
 
     try:
         cfg = pipeline_config(dict(recipe))
-        p, r = cfg.policy, cfg.rl
+        p = cfg.policy
         if p.init:  # a pretrained policy: its config, read without loading (or importing) the weights
             policy = model_config({"hf_path": p.init}, [])
         else:
@@ -237,21 +239,11 @@ def pipeline_stages(recipe: Mapping[str, Any]) -> tuple[model.ModelConfig, list[
             )
     except (ValueError, model.ConfigError) as e:
         raise RecipeError(f"pipeline recipe: {e}") from None
-    episodes, context = r.questions_per_step * r.group_size, cfg.eval.max_context
-    return policy, [
-        StageShape("sft", "sft", rows=p.batch_size, seq=p.seq_len, chunk_size=256),
-        StageShape(
-            "rl",
-            "rl",
-            rows=episodes,
-            seq=context,
-            chunk_size=256,
-            resident_rows=episodes,
-            slots=episodes,
-            cache_len=context,
-            rollout_tokens=episodes * context,
-        ),
-    ]
+    recipes = stand_in_recipes(cfg)
+    rl, rft = recipes.pop("rl"), recipes.pop("rft", None)
+    rl_shapes = rl_stages(rl, notes) if rft is None else [dataclasses.replace(s, name="rl") for s in sft_stages(rft)]
+    stages = [dataclasses.replace(s, name=name) for name, r in recipes.items() for s in sft_stages(r)]
+    return policy, stages + rl_shapes
 
 
 def recipe_stages(recipe: Mapping[str, Any]) -> RecipePlan:
@@ -259,7 +251,7 @@ def recipe_stages(recipe: Mapping[str, Any]) -> RecipePlan:
     kind, notes = recipe_kind(recipe), []
     name = str(recipe.get("name", "recipe"))
     if kind == "pipeline":
-        cfg, stages = pipeline_stages(recipe)
+        cfg, stages = pipeline_stages(recipe, notes)
         return RecipePlan(name, kind, cfg, MeshConfig(), make_rules(), stages, notes)
     mesh, rules = mesh_and_rules(recipe)
     stages = sft_stages(recipe) if kind == "sft" else rl_stages(recipe, notes)

@@ -8,6 +8,7 @@ import pytest
 from jaxseeker import model
 from jaxseeker.data import train_tokenizer
 from jaxseeker.pipeline import pipeline_config, run_pipeline
+from jaxseeker.train.recipe import RecipeError
 from jaxseeker.world import build_world
 
 WORLD = {"source": "synthetic", "size": 600}
@@ -32,7 +33,8 @@ def run(pretrained, tmp_path_factory):
         "world": WORLD,
         "qa": {"recipes": {"e2hqa": 60}, "n_test": 4, "n_rl": 4},
         "expert": {"tries": 1},
-        "policy": {"init": str(pretrained), "steps": 2, "seq_len": 4096, "batch_size": 1},
+        "policy": {"init": str(pretrained)},
+        "sft": {"data": {"seq_len": 4096, "batch_size": 1}, "optimizer": {"warmup_steps": 1}, "train": {"steps": 2}},
         # the tokenizer knows only the pages: tool calls and thoughts take many tokens
         "eval": {
             "slots": 4,
@@ -41,7 +43,7 @@ def run(pretrained, tmp_path_factory):
             "max_tokens_per_turn": 256,
             "fresh_questions": 2,
         },
-        "rl": {"steps": 1, "group_size": 2, "questions_per_step": 2},
+        "rl": {"rl": {"steps": 1, "group_size": 2, "batch_questions": 2}},
     }
     cfg = pipeline_config(recipe)
     root = tmp_path_factory.mktemp("run")
@@ -92,5 +94,7 @@ def test_the_report_sets_sft_against_the_zero_shot_policy(run):
 
 
 def test_a_warm_up_makes_no_sense_for_a_pretrained_policy():
-    with pytest.raises(Exception, match="policy.copy_warmup_steps and policy.copy_replay train a from-scratch"):
+    with pytest.raises(RecipeError, match="policy.copy_warmup_steps trains a from-scratch policy's copying heads"):
         pipeline_config({"policy": {"init": "smollm2-135m-instruct", "copy_warmup_steps": 10}})
+    with pytest.raises(RecipeError, match=r"sft.data.copy_rate \(0.5\) replays a from-scratch policy's copy warm-up"):
+        pipeline_config({"policy": {"init": "smollm2-135m-instruct"}, "sft": {"data": {"copy_rate": 0.5}}})

@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from jaxseeker.cli import main
 from jaxseeker.pipeline import pipeline_config, run_pipeline
 from jaxseeker.pipeline.plots import PLOTS, rl_metrics, write_plots
 from jaxseeker.pipeline.report import markdown, rl_stages
 from jaxseeker.pipeline.split import split_questions
 from jaxseeker.train.metrics import read_metrics
-from jaxseeker.train.recipe import RecipeError
+from jaxseeker.train.plan_recipe import recipe_stages
+from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.world import build_world
 
 
@@ -78,12 +80,18 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     searched = sum(any(f'"query": ["{name}"]' in call for name in pool) for call in first_calls)
     assert searched > 0.5 * len(first_calls)
     recipe = json.loads(next((tmp_path / "sft" / "checkpoints").glob("*/config/metadata")).read_text())
+    assert read_recipe(tmp_path / "sft" / "recipe.yaml") == recipe  # the stage wrote the recipe it ran
     assert (recipe["data"]["copy_rate"], recipe["data"]["copy_gap"]) == (0.5, 16)  # copy replay, shaped as the warm-up
+    assert recipe["train"]["steps"] == cfg.sft.train["steps"] == 12 and "lr" not in recipe["optimizer"]  # the default
     rl_recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
-    assert rl_recipe["optimizer"]["eps"] == cfg.rl.adam_eps == 1e-4 and rl_recipe["rl"]["pack"]  # packed RL rows
-    assert rl_recipe["rl"]["epochs"] == cfg.rl.epochs == 2
-    assert rl_recipe["rl"]["kl_coef"] == cfg.rl.kl_coef == 0.01  # a KL penalty to the SFT policy
-    assert rl_recipe["rl"]["advantage"] == cfg.rl.advantage == "grpo"
+    assert read_recipe(tmp_path / "rl" / "recipe.yaml") == rl_recipe
+    assert recipe_stages(rl_recipe).kind == "rl"  # it validates as `jaxseeker rl --config` reads it
+    assert rl_recipe["optimizer"] == cfg.rl.optimizer == {"eps": 1e-4} and rl_recipe["rl"]["pack"]  # packed RL rows
+    assert rl_recipe["rl"]["epochs"] == cfg.rl.rl["epochs"] == 2
+    assert rl_recipe["rl"]["kl_coef"] == cfg.rl.rl["kl_coef"] == 0.01  # a KL penalty to the SFT policy
+    assert "advantage" not in rl_recipe["rl"]  # not set: the RL recipe's default (grpo)
+    assert rl_recipe["rollout"]["max_context_tokens"] == cfg.eval.max_context  # the eval's limits
+    assert rl_recipe["world"] == cfg.world.spec() and rl_recipe["tools"]["enabled"] == ["search", "visit"]
     train = (tmp_path / "qa" / "train.jsonl").read_text().splitlines()
     drawn = (tmp_path / "rl" / "train_questions.jsonl").read_text().splitlines()
     assert len(drawn) == cfg.rl.train_questions == 4 and set(drawn) <= set(train)  # RL pool: RL split + these
@@ -103,9 +111,10 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     assert not any(set(r["meta"]["entities"]) & (seen | pool_entities) for r in held_out)  # apart from RL's pool too
     exported = json.loads((tmp_path / "rl" / "hf" / "config.json").read_text())
     assert exported["rope_theta"] == cfg.policy.rope_theta == 10_000.0  # the policy's shape reaches the export
-    assert report["extend"]["seq_len"] == cfg.policy.extend_seq_len == 4096  # context extension after the SFT
+    assert report["extend"]["seq_len"] == cfg.extend.data["seq_len"] == 4096  # context extension after the SFT
     extended = json.loads(next((tmp_path / "extend" / "checkpoints").glob("*/config/metadata")).read_text())
     assert extended["model"]["hf_path"] == str(upstream / "sft" / "hf") and extended["data"]["batch_size"] == 1
+    assert (extended["data"]["copy_rate"], extended["data"]["seed"]) == (0.5, 1)  # the SFT's keys; its own order
     assert rl_recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf")  # RL (and the evals) start from it
     held_out_n = cfg.qa.n_test + cfg.eval.fresh_questions  # every eval asks the test split and the fresh set
     assert report["eval_sft"]["questions"] == held_out_n
@@ -140,7 +149,9 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in markdown
     again = run_pipeline(cfg, tmp_path, progress=False)
     assert set(again["reused_stages"]) >= {"qa", "tokenizer", "expert", "warmup", "sft", "extend", "eval_sft"}
-    same_rows = dataclasses.replace(cfg, policy=dataclasses.replace(cfg.policy, copy_warmup_rows=cfg.policy.batch_size))
+    same_rows = dataclasses.replace(
+        cfg, policy=dataclasses.replace(cfg.policy, copy_warmup_rows=cfg.sft.data["batch_size"])
+    )
     assert set(run_pipeline(same_rows, tmp_path, progress=False)["reused_stages"]) >= {"warmup", "sft", "rl", "eval_rl"}
     sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9, k=2, slots=4))
     # The evals depend on their sampling, k and slots; RL, the stage after the SFT's evals, does not.
@@ -148,10 +159,22 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     assert set(resampled["reused_stages"]) == {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "rl"}
     rounds = [json.loads(line)["round"] for line in (tmp_path / "eval_sft" / "results.jsonl").read_text().splitlines()]
     assert sorted(rounds) == sorted([0, 1] * held_out_n)  # k sampled rounds of every held-out question
-    rloo = dataclasses.replace(cfg, rl=dataclasses.replace(cfg.rl, advantage="rloo"))  # another advantage: RL anew
+    rloo = dataclasses.replace(cfg, rl=dataclasses.replace(cfg.rl, rl={**cfg.rl.rl, "advantage": "rloo"}))  # RL anew
     assert "rl" not in run_pipeline(rloo, tmp_path, progress=False, until="rl")["reused_stages"]
     rl_recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
     assert rl_recipe["rl"]["advantage"] == "rloo"
+
+
+def test_a_stage_recipe_runs_alone(before_rl, tmp_path, capsys):
+    """`runs/X/sft/recipe.yaml` is a whole `jaxseeker sft` recipe: it trains with nothing of the pipeline."""
+    root, _ = before_rl
+    path = root / "sft" / "recipe.yaml"
+    assert recipe_stages(read_recipe(path)).kind == "sft"
+    out = tmp_path / "alone"
+    assert main(["sft", "--config", str(path), "--set", f"train.out_dir={out}", "--set", "train.steps=2"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 2 and summary["final_loss"] > 0 and summary["trained_tokens"] > 0
+    assert read_recipe(root / "extend" / "recipe.yaml")["train"]["steps"] == 2  # the extension's is one too
 
 
 def test_an_eval_stage_stopped_part_way_goes_on_from_its_results(before_rl, tmp_path, capsys):
@@ -195,11 +218,16 @@ def stand_in_for_the_expert(rollouts, expert, round_):
 
 def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(before_rl, tmp_path):
     cfg = pipeline_config(
-        {"name": "t", "rl": {"method": "rft", "rft_rounds": 2, "rft_unlikelihood": 0.5, "rft_seeds": 2}}, quick=True
+        {
+            "name": "t",
+            "rl": {"method": "rft", "rft_rounds": 2, "rft_seeds": 2},
+            "rft": {"data": {"unlikelihood_weight": 0.5}},
+        },
+        quick=True,
     )
     go_on_from(before_rl, tmp_path)  # the RL keys are not the upstream stages' inputs
     pool = cfg.qa.n_rl + cfg.rl.train_questions + cfg.rl.fresh_questions
-    episodes = pool * cfg.rl.group_size
+    episodes = pool * cfg.rl.rl["group_size"]
     with pytest.raises(
         RuntimeError, match=f"round 1\\): none of the {episodes} rollouts of {pool} questions was right"
     ):
@@ -223,8 +251,10 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(b
         str(tmp_path / "rl" / name) for name in ("trajectories.jsonl", "rejected.jsonl")
     ]
     assert recipe["data"]["unlikelihood_weight"] == 0.5
-    assert recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf") and recipe["train"]["steps"] == cfg.rl.steps
-    assert recipe["data"]["seq_len"] == cfg.eval.max_context and recipe["optimizer"]["lr"] == cfg.rl.lr
+    assert recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf") and recipe["train"]["steps"] == 2
+    assert recipe["data"]["seq_len"] == cfg.rft.data["seq_len"] == cfg.eval.max_context  # rows hold whole episodes
+    assert recipe["data"]["copy_rate"] == cfg.sft.data["copy_rate"]  # the rest of the fine-tune is the SFT's recipe
+    assert read_recipe(tmp_path / "rl" / "recipe.yaml") == recipe
     # rft_seeds 2: a second fine-tune on its own data order under seeds/2; the policy is the two's weight mean.
     second_seed = json.loads(
         next((tmp_path / "rl" / "seeds" / "2" / "checkpoints").glob("*/config/metadata")).read_text()
@@ -329,31 +359,12 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"policy": {"copy_warmup_digit_rate": 1.5}})
     with pytest.raises(RecipeError, match="policy.copy_warmup_gap must be >= 0, got -1"):
         pipeline_config({"policy": {"copy_warmup_gap": -1}})
-    with pytest.raises(RecipeError, match="policy.extend_steps and policy.extend_seq_len must be >= 0, got 3 and -1"):
-        pipeline_config({"policy": {"extend_steps": 3, "extend_seq_len": -1}})
     with pytest.raises(RecipeError, match="policy.copy_warmup_rows must be >= 0, got -4"):
         pipeline_config({"policy": {"copy_warmup_rows": -4}})
-    with pytest.raises(RecipeError, match=r"policy.copy_replay must lie in \[0, 1\), got 1.0"):
-        pipeline_config({"policy": {"copy_replay": 1.0}})
     with pytest.raises(RecipeError, match="rl.train_questions must be >= 0, got -2"):
         pipeline_config({"rl": {"train_questions": -2}})
     with pytest.raises(RecipeError, match="rl.fresh_questions must be >= 0, got -1"):
         pipeline_config({"rl": {"fresh_questions": -1}})
-    with pytest.raises(RecipeError, match="rl.negative_weight must be >= 0, got -0.5"):
-        pipeline_config({"rl": {"negative_weight": -0.5}})
-    with pytest.raises(RecipeError, match="rl.kl_coef must be >= 0, got -1"):
-        pipeline_config({"rl": {"kl_coef": -1}})
-    with pytest.raises(
-        RecipeError,
-        match=r"rl.reward must be one of \['evidence', 'webdancer', 'webexplorer', 'websailor', 'webseer'\]",
-    ):
-        pipeline_config({"rl": {"reward": "accuracy"}})
-    with pytest.raises(RecipeError, match="rl.advantage: unknown advantage 'gae'; known names: dr_grpo, grpo, rloo"):
-        pipeline_config({"rl": {"advantage": "gae"}})
-    with pytest.raises(RecipeError, match="rl.epochs must be >= 1, got 0"):
-        pipeline_config({"rl": {"epochs": 0}})
-    with pytest.raises(RecipeError, match="rl.adam_eps must be > 0, got 0.0"):
-        pipeline_config({"rl": {"adam_eps": 0.0}})
     with pytest.raises(RecipeError, match=r"rl.method must be one of \['pg', 'rft'\], got 'ppo'"):
         pipeline_config({"rl": {"method": "ppo"}})
     with pytest.raises(RecipeError, match="rl.rft_per_question must be >= 1, got 0"):
@@ -363,10 +374,6 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
     ):
         pipeline_config({"rl": {"rft_rounds": 2}})
     assert pipeline_config({"rl": {"method": "rft", "rft_rounds": 3}}).rl.stages() == ("rl", "rl_round2", "rl_round3")
-    with pytest.raises(
-        RecipeError, match="rl.rft_unlikelihood must be >= 0, and above 0 only with rl.method rft; got 1.0"
-    ):
-        pipeline_config({"rl": {"rft_unlikelihood": 1.0}})
     with pytest.raises(
         RecipeError, match="rl.rft_seeds must be >= 1, and above 1 only with rl.method rft; got 4 with 'pg'"
     ):

@@ -36,7 +36,8 @@ from jaxseeker.train.plan import (
 )
 from jaxseeker.train.plan_command import make_plan
 from jaxseeker.train.plan_flops import step_flops
-from jaxseeker.train.recipe import RecipeError
+from jaxseeker.train.plan_recipe import recipe_kind
+from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.train.sft import TrainConfig
 from jaxseeker.train.sft_step import make_sft_step, sft_loss
 from jaxseeker.train.state import abstract_train_state
@@ -341,9 +342,7 @@ def test_the_8b_grpo_128k_stage_fits_the_slices_its_config_names(chip, mesh, cap
 
 
 RL_CONFIGS = sorted(
-    p
-    for p in (Path(jaxseeker.__file__).parent / "configs").glob("*.yaml")
-    if re.search(r"^rl:\s*$", p.read_text(), re.M)
+    p for p in (Path(jaxseeker.__file__).parent / "configs").glob("*.yaml") if recipe_kind(read_recipe(p)) == "rl"
 )  # RL recipes, not pipelines
 
 

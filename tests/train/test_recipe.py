@@ -10,11 +10,12 @@ from jaxseeker.train.recipe import RecipeError, build, load_yaml, read_recipe
 
 def test_exponent_floats_are_floats_in_files_and_overrides(tmp_path):
     path = tmp_path / "run.yaml"
-    path.write_text("optimizer: {lr: 3e-4, min_lr: 1.0e-5, warmup_steps: 10}\nrl: {temperature: .5}\n")
-    recipe = read_recipe(path, ["optimizer.lr=5e-4", "rl.lr=2E-4", "rl.method=rft"])
+    path.write_text("optimizer: {lr: 3e-4, min_lr: 1.0e-5, warmup_steps: 10}\nrl: {sampling: {temperature: .5}}\n")
+    recipe = read_recipe(path, ["optimizer.lr=5e-4", "rl.optimizer.lr=2E-4", "rl.method=rft"])
     assert recipe["optimizer"] == {"lr": 5e-4, "min_lr": 1e-5, "warmup_steps": 10}
-    assert recipe["rl"] == {"temperature": 0.5, "lr": 2e-4, "method": "rft"} and recipe["name"] == "run"
-    assert pipeline_config({"rl": recipe["rl"]}).rl.lr == 2e-4  # reaches the stage as a number
+    assert recipe["rl"] == {"sampling": {"temperature": 0.5}, "optimizer": {"lr": 2e-4}, "method": "rft"}
+    assert recipe["name"] == "run"
+    assert pipeline_config({"rl": recipe["rl"]}).rl.optimizer["lr"] == 2e-4  # reaches the stage as a number
     assert [load_yaml(t) for t in ("1e-4", "-2e+3", "7", "e5", "1e", "1.5.2")] == [
         1e-4,
         -2000.0,
@@ -35,15 +36,17 @@ def test_a_malformed_override_names_itself(tmp_path):
 
 
 def test_a_value_of_the_wrong_type_names_its_key():
-    with pytest.raises(RecipeError, match=r"^policy\.steps: expected int, got 'three' \(str\)$"):
-        pipeline_config({"policy": {"steps": "three"}})
+    with pytest.raises(RecipeError, match=r"^policy\.num_layers: expected int, got 'three' \(str\)$"):
+        pipeline_config({"policy": {"num_layers": "three"}})
     with pytest.raises(RecipeError, match=r"^policy\.permute_names: expected bool, got 'yes' \(str\)$"):
         pipeline_config({"policy": {"permute_names": "yes"}})
-    with pytest.raises(RecipeError, match=r"^rl\.lr: expected float, got True \(bool\)$"):
-        pipeline_config({"rl": {"lr": True}})
-    with pytest.raises(RecipeError, match=r"^policy\.steps must be >= 1, got -3$"):  # the key is named once
-        pipeline_config({"policy": {"steps": -3}})
-    assert pipeline_config({"policy": {"lr": 3}}).policy.lr == 3  # an int where a float is due is a number too
+    with pytest.raises(RecipeError, match=r"^sft\.train\.steps: expected int, got 'three' \(str\)$"):
+        pipeline_config({"sft": {"train": {"steps": "three"}}})
+    with pytest.raises(RecipeError, match=r"^rl\.optimizer\.lr: expected float, got True \(bool\)$"):
+        pipeline_config({"rl": {"optimizer": {"lr": True}}})
+    with pytest.raises(RecipeError, match=r"^policy\.num_layers must be >= 1, got -3$"):  # the key is named once
+        pipeline_config({"policy": {"num_layers": -3}})
+    assert pipeline_config({"sft": {"optimizer": {"lr": 3}}}).sft.optimizer["lr"] == 3  # an int is a number too
 
 
 @dataclasses.dataclass(frozen=True)
