@@ -53,7 +53,7 @@ def _hf_model(shape: BenchShape):
     return transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
 
 
-def _hf_pretrained(model_dir: Path):
+def hf_pretrained(model_dir: Path):
     """The HF model in `model_dir` in float32 (eager attention, eval mode)."""
     import torch
     import transformers
@@ -118,7 +118,7 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
     from jaxseeker import model
 
     if model_dir is not None:
-        hf = _hf_pretrained(model_dir)
+        hf = hf_pretrained(model_dir)
         cfg, params = model.load_hf(model_dir)
     else:
         hf = _hf_model(shape)
@@ -163,7 +163,8 @@ def format_table(shape: BenchShape, result: dict) -> str:
         (
             f"greedy generation, batch {shape.batch}, prompt {shape.prompt_len}, +{shape.new_tokens} tokens, f32, "
             f"{result['params_M']:.1f}M params ({result['model']}: hidden {result['hidden_size']}, "
-            f"{result['num_layers']} layers, vocab {result['vocab_size']}), steps/call {shape.steps_per_call}, torch threads {result['torch_threads']}"
+            f"{result['num_layers']} layers, vocab {result['vocab_size']}), steps/call {shape.steps_per_call}, "
+            f"torch threads {result['torch_threads']}"
         ),
         f"{'best of ' + str(len(result['hf_runs_s'])):<22}{'seconds':>10}{'tokens/s':>12}",
         f"{'HF generate (torch)':<22}{result['hf_s']:>10.2f}{result['hf_tok_s']:>12.0f}",
