@@ -379,7 +379,11 @@ def add_bench_parser(bench_subparsers: Any) -> None:
         example="eval.max_tokens_per_turn=256",
     )
     add_world(real, extra=" (default: the recipe's)")
-    real.add_argument("--questions", help='JSONL of {"question": …, "answer": …} (default: synthesised from the world)')
+    real.add_argument(
+        "--questions",
+        metavar="FILE",
+        help='JSONL of {"question": …, "answer": …} (default: synthesised from the world)',
+    )
     real.add_argument("--repeats", type=at_least(1), default=1, help="timed runs of each side; the median counts")
     real.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     p.add_argument("--no-progress", action="store_true")
