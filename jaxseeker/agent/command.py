@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
 from jaxseeker import model
-from jaxseeker.agent.episode import numbered_questions, write_episodes
+from jaxseeker.agent.episode import as_question, numbered_questions, write_episodes
 from jaxseeker.agent.loop import RolloutConfig, RolloutResult, RolloutStats, rollout
 from jaxseeker.agent.prompts import Renderer, engine_stops
 from jaxseeker.agent.submit import (
@@ -22,7 +23,7 @@ from jaxseeker.agent.submit import (
     require_answers,
 )
 from jaxseeker.argtypes import at_least
-from jaxseeker.cli_args import MODEL_FORMS, add_k, add_max_context, add_mesh, add_world
+from jaxseeker.cli_args import MODEL_FORMS, add_config, add_k, add_max_context, add_mesh, add_world
 from jaxseeker.cli_parser import rename
 from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.rewards import exact_match
@@ -231,6 +232,11 @@ def bench_rollout_len(tool_calls: int, think_tokens: float) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    if args.model is not None:
+        return _bench_model(args)
+    args.episodes = args.episodes or 64
+    args.tool_calls = args.tool_calls or 4
+    args.max_context = args.max_context or 2048
     needed = bench_rollout_len(args.tool_calls, args.think_tokens)
     if needed > args.max_context:
         raise SystemExit(
@@ -257,6 +263,42 @@ def _bench(args: argparse.Namespace) -> int:
         f"{stats.idle_fraction:.1%} (goal <= 10%), host {1 - (stats.step_s + stats.idle_s) / stats.wall_s:.1%}; "
         f"{stats.sampled_tokens} tokens, {stats.tokens_per_s:.0f} tokens/s"
     )
+    return 0
+
+
+def _bench_model(args: argparse.Namespace) -> int:
+    """`bench rollout --model`: the recipe's eval rollouts (world, tools, limits, prompt; questions synthesised by
+    its QA stage unless --questions) on jaxseeker's Engine and on HF `generate`; prints the table (or JSON)."""
+    import json
+
+    from jaxseeker.agent.rollout_bench import compare_rollouts, format_comparison
+    from jaxseeker.pipeline import pipeline_config
+    from jaxseeker.pipeline.context import rollout_config
+    from jaxseeker.pipeline.questions import fresh_questions
+    from jaxseeker.tools import build_registry
+    from jaxseeker.train.recipe import read_recipe
+
+    episodes = args.episodes or 16
+    model_dir = model.resolve_model(args.model)  # a registered name or a GGUF file: its imported HF directory
+    recipe = pipeline_config(read_recipe(args.config, args.set))
+    questions = None if args.questions is None else [q for _, q in numbered_questions(args.questions)][:episodes]
+    world = open_world(args.world or recipe.world.spec())
+    if questions is None:
+        questions = [as_question(q) for q in fresh_questions(world, recipe.qa, episodes, [], progress=False)]
+    limits = {"max_context_tokens": args.max_context, "max_tool_calls": args.tool_calls}
+    config = dataclasses.replace(rollout_config(recipe), **{k: v for k, v in limits.items() if v is not None})
+    result = compare_rollouts(
+        model_dir,
+        build_registry(recipe.tools.config(), corpus=world.corpus),
+        questions,
+        config,
+        slots=args.slots,
+        steps_per_call=args.steps_per_call,
+        min_window=args.min_window,
+        repeats=args.repeats,
+        progress=not args.no_progress,
+    )
+    print(json.dumps(result) if args.json else format_comparison(result))
     return 0
 
 
@@ -302,16 +344,47 @@ def add_parser(subparsers: Any) -> None:
 
 
 def add_bench_parser(bench_subparsers: Any) -> None:
-    """Add `bench rollout`: the engine's idle fraction with tools that take 200 ms (goal <= 10%)."""
-    p = bench_subparsers.add_parser("rollout", help="rollout-loop utilisation with slow tools")
+    """Add `bench rollout`: the engine's idle fraction with tools that take 200 ms (goal <= 10%), or with `--model`
+    a real model's greedy episodes on jaxseeker's Engine against HF `generate`."""
+    p = bench_subparsers.add_parser(
+        "rollout", help="rollout-loop utilisation with slow tools; with --model, a real model against HF generate"
+    )
+    p.add_argument(
+        "--model",
+        "--hf-path",
+        dest="model",
+        metavar="MODEL",
+        help=f"{MODEL_FORMS}: its greedy ReAct episodes with the recipe's tools and limits on jaxseeker's Engine "
+        "and on transformers' generate (default: the utilisation benchmark's scripted tiny model)",
+    )
     p.add_argument("--slots", type=at_least(1), default=16)
-    p.add_argument("--episodes", type=at_least(1), default=64)
-    p.add_argument("--tool-calls", type=at_least(1), default=4, help="tool calls per episode")
+    p.add_argument("--episodes", type=at_least(1), help="default 64; with --model 16 (one per question)")
+    p.add_argument(
+        "--tool-calls",
+        type=at_least(1),
+        help="tool calls per episode (default 4); with --model the most an episode may make (default: the recipe's)",
+    )
     p.add_argument("--tool-latency", type=at_least(0.0, float), default=0.2, help="seconds per tool call")
     p.add_argument("--think-tokens", type=at_least(1.0, float), default=32.0, help="mean thought tokens per turn")
     p.add_argument("--steps-per-call", type=at_least(1), default=8)
-    add_max_context(p, default=2048)
+    add_max_context(p, help="context tokens of an episode (default 2048; with --model the recipe's eval.max_context)")
     rename(p, "--max-len", "--max-context")
     p.add_argument("--min-window", type=at_least(1), default=256, help=WINDOW_HELP)
+    real = p.add_argument_group("with --model")
+    add_config(
+        real,
+        required=False,
+        default="demo",
+        what="pipeline recipe whose world, tools, eval limits, prompt and QA stage the episodes take (default demo)",
+        example="eval.max_tokens_per_turn=256",
+    )
+    add_world(real, extra=" (default: the recipe's)")
+    real.add_argument(
+        "--questions",
+        metavar="FILE",
+        help='JSONL of {"question": …, "answer": …} (default: synthesised from the world)',
+    )
+    real.add_argument("--repeats", type=at_least(1), default=1, help="timed runs of each side; the median counts")
+    real.add_argument("--json", action="store_true", help="print one JSON line instead of the table")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_bench)

@@ -2,12 +2,14 @@
 
 from .engine import Engine, Event
 from .generate import GenerationResult, generate
+from .hf_engine import HFEngine
 from .sampling import SamplingConfig, sample
 
 __all__ = [
     "Engine",
     "Event",
     "GenerationResult",
+    "HFEngine",
     "SamplingConfig",
     "generate",
     "sample",

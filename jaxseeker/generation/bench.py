@@ -53,7 +53,7 @@ def _hf_model(shape: BenchShape):
     return transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
 
 
-def _hf_pretrained(model_dir: Path):
+def hf_pretrained(model_dir: Path):
     """The HF model in `model_dir` in float32 (eager attention, eval mode)."""
     import torch
     import transformers
@@ -118,7 +118,7 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
     from jaxseeker import model
 
     if model_dir is not None:
-        hf = _hf_pretrained(model_dir)
+        hf = hf_pretrained(model_dir)
         cfg, params = model.load_hf(model_dir)
     else:
         hf = _hf_model(shape)

@@ -1,0 +1,167 @@
+"""`jaxseeker bench rollout --model`: greedy ReAct episodes of a real model on jaxseeker's Engine against the same
+loop on transformers' `generate` (`generation.hf_engine.HFEngine`), with the same weights, tools and questions,
+in one run.
+
+Both sides run `agent.loop.rollout` with one tool registry; only the engine differs. The engine's first rollout
+compiles its shapes and is timed apart (`first_s`); then each side rolls out the same episodes `repeats` times, in
+turn, and the median wall time of each counts (the machine may be shared). The episodes of the last run are
+compared token for token: greedy decoding on both sides gives the same episodes but where float differences flip
+an argmax.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jaxseeker.agent.episode import Episode, Question
+from jaxseeker.agent.loop import RolloutConfig, RolloutResult, rollout
+from jaxseeker.agent.prompts import engine_stops
+from jaxseeker.rewards import exact_match
+from jaxseeker.rewards.judges import gold_answers
+from jaxseeker.tools import ToolRegistry
+
+SIDES = ("jaxseeker", "hf")
+SIDE_NAMES = {"jaxseeker": "jaxseeker Engine", "hf": "HF generate (torch)"}
+
+
+def correct(episode: Episode) -> bool:
+    """The episode's prediction matches its question's answer (exact match after normalisation)."""
+    return episode.prediction is not None and exact_match(episode.prediction, gold_answers(episode.answer))
+
+
+def side_summary(runs: Sequence[RolloutResult]) -> dict[str, Any]:
+    """A side's figures: median wall seconds over `runs`, and the tokens, terminations and pass@1 of the last."""
+    last = runs[-1]
+    wall = statistics.median(r.stats.wall_s for r in runs)
+    episodes = last.episodes
+    sampled = last.stats.sampled_tokens
+    return {
+        "wall_s": wall,
+        "runs_s": [r.stats.wall_s for r in runs],
+        "episodes": len(episodes),
+        "sampled_tokens": sampled,
+        "tokens_per_s": sampled / wall if wall > 0 else 0.0,
+        "context_tokens": sum(len(e.token_ids) for e in episodes),
+        "tool_calls": last.stats.tool_calls,
+        "terminations": last.stats.terminations,
+        "pass_at_1": sum(correct(e) for e in episodes) / len(episodes) if episodes else 0.0,
+    }
+
+
+def agreement(ours: Sequence[Episode], theirs: Sequence[Episode]) -> dict[str, Any]:
+    """How many episodes (paired by question and sample) have the same tokens on both sides, and the largest
+    log-prob difference over those."""
+    same = [(a, b) for a, b in zip(ours, theirs, strict=True) if a.token_ids == b.token_ids]
+    gaps = [abs(p - q) for a, b in same for p, q in zip(a.logprobs, b.logprobs, strict=True)]
+    return {"identical_episodes": len(same), "max_logprob_diff": max(gaps, default=0.0)}
+
+
+def compare_rollouts(
+    model_dir: str | Path,
+    registry: ToolRegistry,
+    questions: Sequence[Question],
+    config: RolloutConfig,
+    *,
+    slots: int = 16,
+    steps_per_call: int = 8,
+    min_window: int = 256,
+    repeats: int = 1,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Greedy episodes of the model in `model_dir` (an HF directory) over `questions` with `registry`'s tools,
+    limited by `config`, on jaxseeker's Engine (`slots` rows, float32) and on HF `generate` (one request at a time,
+    float32, torch on the CPU); each side's figures (`side_summary`), their ratios and their agreement."""
+    import torch
+
+    from jaxseeker import model
+    from jaxseeker.agent.command import make_engine
+    from jaxseeker.data.tokenizer import load_tokenizer
+    from jaxseeker.generation import SamplingConfig
+    from jaxseeker.generation.bench import hf_pretrained
+    from jaxseeker.generation.hf_engine import HFEngine
+
+    tokenizer = load_tokenizer(model_dir)
+    cfg, params = model.load_hf(model_dir)
+    max_len = config.max_context_tokens
+    engines = {
+        "jaxseeker": make_engine(
+            params,
+            cfg,
+            tokenizer,
+            slots=slots,
+            max_len=max_len,
+            sampling=SamplingConfig(temperature=0.0),
+            steps_per_call=steps_per_call,
+            min_window=min_window,
+            dtype="float32",
+        ),
+        "hf": HFEngine(hf_pretrained(model_dir), tokenizer, slots=slots, max_len=max_len, **_stops(tokenizer)),
+    }
+
+    def run(side: str) -> RolloutResult:
+        return rollout(engines[side], tokenizer, registry, questions, config, progress=progress)
+
+    start = time.perf_counter()
+    run("jaxseeker")  # compiles the engine's prefill and decode shapes
+    first_s = time.perf_counter() - start
+    runs: dict[str, list[RolloutResult]] = {side: [] for side in SIDES}
+    for _ in range(max(repeats, 1)):
+        for side in SIDES:
+            runs[side].append(run(side))
+    sides = {side: side_summary(runs[side]) for side in SIDES}
+    ours, theirs = sides["jaxseeker"], sides["hf"]
+    return {
+        "model": str(model_dir),
+        "params_M": model.count_params(cfg) / 1e6,
+        "torch_threads": torch.get_num_threads(),
+        "questions": len(questions),
+        "slots": slots,
+        "repeats": max(repeats, 1),
+        "max_context": max_len,
+        "max_tokens_per_turn": config.max_tokens_per_turn,
+        "max_tool_calls": config.max_tool_calls,
+        "sides": sides,
+        "ours_compile_s": first_s - ours["runs_s"][0],
+        "speedup": theirs["wall_s"] / ours["wall_s"] if ours["wall_s"] > 0 else 0.0,
+        **agreement(runs["jaxseeker"][-1].episodes, runs["hf"][-1].episodes),
+    }
+
+
+def _stops(tokenizer: Any) -> dict[str, Any]:
+    """The loop's EOS ids and stop strings (`prompts.engine_stops`) as HFEngine's keywords."""
+    eos_ids, stop_strings = engine_stops(tokenizer)
+    return {"eos_ids": eos_ids, "stop_strings": stop_strings}
+
+
+def format_comparison(result: dict[str, Any]) -> str:
+    """The comparison as a small text table."""
+    runs = result["repeats"]
+    lines = [
+        (
+            f"greedy ReAct rollouts, {result['questions']} questions, {result['slots']} slots, context "
+            f"{result['max_context']}, {result['max_tokens_per_turn']} tokens a turn, {result['max_tool_calls']} tool "
+            f"calls, f32, {result['params_M']:.1f}M params ({result['model']}), torch threads {result['torch_threads']}"
+        ),
+        f"{'median of ' + str(runs) if runs > 1 else 'one run':<22}{'seconds':>9}{'episodes':>10}{'sampled':>9}"
+        f"{'tokens/s':>10}{'context':>9}{'tool calls':>12}{'pass@1':>8}",
+    ]
+    for side in SIDES:
+        s = result["sides"][side]
+        lines.append(
+            f"{SIDE_NAMES[side]:<22}{s['wall_s']:>9.1f}{s['episodes']:>10}{s['sampled_tokens']:>9}"
+            f"{s['tokens_per_s']:>10.1f}{s['context_tokens']:>9}{s['tool_calls']:>12}{s['pass_at_1']:>8.1%}"
+        )
+    episodes = result["sides"]["jaxseeker"]["episodes"]
+    lines += [
+        f"speedup jaxseeker / HF (wall): {result['speedup']:.2f}x",
+        f"our compile (first run only, excluded above): {result['ours_compile_s']:.1f} s",
+        (
+            f"episodes with identical greedy tokens: {result['identical_episodes']}/{episodes} "
+            f"(largest log-prob difference over those: {result['max_logprob_diff']:.1e})"
+        ),
+    ]
+    return "\n".join(lines)
