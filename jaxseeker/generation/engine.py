@@ -337,9 +337,9 @@ class Engine:
         """Move the rows with a budget to the front (their cache rows and `budget` swapped with idle ones) and return
         how many rows the decode call runs: the smallest rows bucket that holds them; every slot with a mesh (the
         rows are split over its devices)."""
-        running = np.flatnonzero(budget)
         if self._mesh is not None:
             return self.slots
+        running = np.flatnonzero(budget)
         n = next(b for b in self._decode_rows if b >= len(running))
         idle = (row for row in range(n) if budget[row] == 0)
         for row in running[running >= n]:
