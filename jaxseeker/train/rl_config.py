@@ -4,13 +4,17 @@ requires of the `optimizer` and `sampling` sections."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Any
+
+import jax
+import jax.numpy as jnp
 
 from jaxseeker import losses
 from jaxseeker.agent import RolloutConfig
 from jaxseeker.generation import SamplingConfig
-from jaxseeker.losses.registry import packs_exactly
+from jaxseeker.losses.registry import packs_exactly, takes_segment_ids
 from jaxseeker.train import selection as sel
 from jaxseeker.train.optimizer import OptimizerConfig
 from jaxseeker.train.recipe import RecipeError, build, check_kwargs
@@ -90,6 +94,8 @@ class RLConfig:
             )
         try:
             losses.check_aggregation(*losses.objective_aggregation(objective, self.objective_kwargs))
+            if self.objective in losses.POLICY_OBJECTIVES:  # a user's objective may expect other shapes
+                _trace_objective(objective, self.objective_kwargs)
         except ValueError as e:
             raise ValueError(f"rl.objective_kwargs: {e}") from None
         check_kwargs(losses.get_advantage(self.advantage), self.advantage_kwargs, "rl.advantage_kwargs")
@@ -212,3 +218,14 @@ def context_stages(rl: RLConfig, rollout_cfg: RolloutConfig) -> list[ContextStag
 def stage_at(stages: list[ContextStage], step: int) -> ContextStage:
     """The stage in force at RL step `step`."""
     return [s for s in stages if s.step <= step][-1]
+
+
+def _trace_objective(objective, kwargs: Mapping[str, Any]) -> None:
+    """Trace a built-in `objective` with `kwargs` on one row of two tokens (shapes only, nothing computed), so that
+    its own checks of its hyper-parameters (`negative_weight >= 0`, `0 <= eps_low < 1` …) fail when the recipe is read,
+    not at the first update."""
+    row = jax.ShapeDtypeStruct((1, 2), jnp.float32)  # [batch, seq]
+    extra = {"segment_ids": jax.ShapeDtypeStruct((1, 2), jnp.int32)} if takes_segment_ids(objective) else {}
+    jax.eval_shape(
+        functools.partial(objective, **kwargs), row, row, jax.ShapeDtypeStruct((1,), jnp.float32), row, **extra
+    )

@@ -108,3 +108,16 @@ def test_truncated_sampling_is_refused_since_old_log_probs_are_untruncated(sampl
 def test_segment_ids_come_from_the_batch_not_the_recipe():
     with pytest.raises(ValueError, match="rl.objective_kwargs.segment_ids: the RL step passes the batch's"):
         RLConfig(objective="packing_objectives:gspo", objective_kwargs={"segment_ids": [1, 1, 2]})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"negative_weight": -0.5}, "negative_weight must be >= 0, got -0.5"),
+        ({"eps_low": 1.2}, "need 0 <= eps_low < 1"),
+        ({"clip_c": 0.5}, "clip_c must be > 1"),
+    ],
+)
+def test_the_objectives_own_checks_run_when_the_recipe_is_read(kwargs, message):
+    with pytest.raises(ValueError, match=f"rl.objective_kwargs: {message}"):
+        RLConfig(objective_kwargs=kwargs)
