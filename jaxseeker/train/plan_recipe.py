@@ -219,24 +219,14 @@ def pipeline_stages(recipe: Mapping[str, Any], notes: list[str]) -> tuple[model.
     `jaxseeker rl` recipe, or with rl.method rft the rft section's `jaxseeker sft` recipe)."""
     from jaxseeker.pipeline.config import pipeline_config
     from jaxseeker.pipeline.recipes import stand_in_recipes
+    from jaxseeker.pipeline.train_stages import scratch_shape
 
     try:
         cfg = pipeline_config(dict(recipe))
-        p = cfg.policy
-        if p.init:  # a pretrained policy: its config, read without loading (or importing) the weights
-            policy = model_config({"hf_path": p.init}, [])
-        else:
-            policy = model.ModelConfig(
-                model_type="qwen3",
-                vocab_size=p.vocab_size,
-                hidden_size=p.hidden_size,
-                num_layers=p.num_layers,
-                num_heads=p.num_heads,
-                num_kv_heads=p.num_kv_heads,
-                head_dim=p.head_dim,
-                intermediate_size=p.intermediate_size,
-                max_position_embeddings=4096,
-            )
+        # the model section the stages train (`train_stages.start_from`): a pretrained policy's config read without
+        # loading (or importing) the weights, or the from-scratch shape; blocked attention either way
+        init = cfg.policy.init
+        policy = model_config({"hf_path": init, "attention_impl": "blocked"} if init else scratch_shape(cfg), [])
     except (ValueError, model.ConfigError) as e:
         raise RecipeError(f"pipeline recipe: {e}") from None
     recipes = stand_in_recipes(cfg)

@@ -24,6 +24,7 @@ from jaxseeker.parallel import (
     make_mesh,
     tree_shardings,
 )
+from jaxseeker.pipeline import pipeline_config
 from jaxseeker.train.chips import CHIPS, USABLE_HBM
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.plan import (
@@ -36,7 +37,7 @@ from jaxseeker.train.plan import (
 )
 from jaxseeker.train.plan_command import make_plan
 from jaxseeker.train.plan_flops import step_flops
-from jaxseeker.train.plan_recipe import recipe_kind
+from jaxseeker.train.plan_recipe import recipe_kind, recipe_stages
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.train.sft import TrainConfig
 from jaxseeker.train.sft_step import make_sft_step, sft_loss
@@ -356,3 +357,14 @@ def test_every_rl_config_fits_the_slice_its_comment_names_with_the_engine(path, 
     for stage in plan["stages"]:
         assert stage["engine"] and stage["memory"]["engine_weights"] > 0, stage["stage"]
         assert stage["fits"], (stage["stage"], stage["over"], {k: v for k, v in stage["memory"].items() if v})
+
+
+@pytest.mark.parametrize("config", ["demo", "demo_focus"])
+def test_a_pipelines_plan_is_of_the_model_its_stages_train(config):
+    """The pipeline's stages train with blocked attention and the policy section's shape (RoPE base included), and
+    the plan of a pipeline recipe says so."""
+    recipe = read_recipe(config, [])
+    plan = recipe_stages(recipe)
+    assert plan.cfg.attention_impl == "blocked"
+    if config == "demo_focus":
+        assert plan.cfg.rope_theta == pipeline_config(recipe).policy.rope_theta == 10_000.0
