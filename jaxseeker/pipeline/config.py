@@ -8,6 +8,7 @@ from typing import Any
 
 from jaxseeker.agent.prompts import PROMPT_STYLES
 from jaxseeker.data.tokenizer import SPLITS
+from jaxseeker.pipeline.quick import quick_recipe
 from jaxseeker.tools import ToolsConfig, VisitOptions
 from jaxseeker.train.recipe import build, check_sections
 
@@ -349,85 +350,6 @@ STAGES = {
     "rft": SFTSections,
 }
 
-# `--quick`: the same pipeline on a tiny world and model, for the tests (≤ 2 minutes); laid key by key over the
-# recipe's, with QUICK_SCRATCH for a policy from scratch or QUICK_PRETRAINED for a pretrained one.
-QUICK = {
-    "world": {"source": "synthetic", "size": 600, "countries": ()},
-    "qa": {"recipes": (("e2hqa", 120), ("sailorfog", 20)), "n_test": 8, "n_rl": 8},  # pairs: replace, not merge
-    "expert": {"tries": 1, "slip_rate": 0.2},
-    "eval": {
-        "k": 1,
-        "slots": 8,
-        "max_context": 6144,
-        "max_tool_calls": 12,
-        "max_tokens_per_turn": 192,
-        "fresh_questions": 4,
-    },
-    "rl": {
-        "train_questions": 4,
-        "fresh_questions": 4,
-        "rl": {
-            "steps": 2,
-            "group_size": 2,
-            "batch_questions": 4,
-            "dupo_filter_rollouts": 2,
-            "epochs": 2,
-            "kl_coef": 0.01,
-            "chunk_size": 256,
-            "pack": True,
-        },
-        "optimizer": {"eps": 1e-4},
-    },
-    "rft": {"data": {"seq_len": 6144, "batch_size": 1}, "train": {"steps": 2}},
-}
-QUICK_SCRATCH = {
-    "policy": {
-        "vocab_size": 1024,
-        "hidden_size": 64,
-        "num_layers": 2,
-        "num_heads": 2,
-        "num_kv_heads": 1,
-        "head_dim": 32,
-        "intermediate_size": 128,
-        "rope_theta": 10_000.0,
-        "copy_warmup_steps": 4,
-        "copy_warmup_target_loss": 1.0,
-        "copy_warmup_layers": 1,
-        "copy_warmup_digit_rate": 0.5,
-        "copy_warmup_gap": 16,
-        "permute_names": True,
-        "drop_thousands_separators": True,
-    },
-    "sft": {
-        "data": {"seq_len": 2048, "batch_size": 2, "permute_digits": True, "copy_rate": 0.5, "copy_gap": 16},
-        "optimizer": {"warmup_steps": 1},
-        "train": {"steps": 12, "chunk_size": 256},
-    },
-    "extend": {
-        "data": {"seq_len": 4096, "batch_size": 1},
-        "optimizer": {"lr": 2.5e-4, "min_lr": 2.5e-4, "warmup_steps": 1},
-        "train": {"steps": 2},
-    },
-}
-# a pretrained policy: its own shape and tokenizer, a few short SFT steps
-QUICK_PRETRAINED = {
-    "sft": {
-        "data": {"seq_len": 2048, "batch_size": 1},
-        "optimizer": {"lr": 1.0e-4, "min_lr": 1.0e-5, "warmup_steps": 1},
-        "train": {"steps": 4},
-    }
-}
-
-
-def merged(base: Mapping[str, Any], over: Mapping[str, Any], depth: int = 1) -> dict[str, Any]:
-    """`base` with `over` laid on it key by key: a mapping in both merges in turn, `depth` levels down; anything
-    else in `over` replaces."""
-    out = dict(base)
-    for key, value in over.items():
-        both = depth > 0 and isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
-        out[key] = merged(out[key], value, depth - 1) if both else value
-    return out
-
 
 def pipeline_config(recipe: dict[str, Any], *, quick: bool = False) -> PipelineConfig:
     """A PipelineConfig from a recipe mapping: unknown sections and keys are errors naming them (a key that moved
@@ -438,8 +360,7 @@ def pipeline_config(recipe: dict[str, Any], *, quick: bool = False) -> PipelineC
     check_sections(recipe, ("name", *STAGES), "pipeline recipe")
     check_moved(recipe)
     if quick:
-        pretrained = bool((recipe.get("policy") or {}).get("init"))
-        recipe = merged(merged(recipe, QUICK, 2), QUICK_PRETRAINED if pretrained else QUICK_SCRATCH, 2)
+        recipe = quick_recipe(recipe)
     sections = {name: build(cls, recipe.get(name) or {}, name) for name, cls in STAGES.items()}
     cfg = PipelineConfig(name=recipe.get("name", "demo") + ("-quick" if quick else ""), **sections)
     check_recipes(cfg)

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from jaxseeker.pipeline.config import PipelineConfig, merged
+from jaxseeker.pipeline.config import PipelineConfig
 from jaxseeker.pipeline.context import rollout_config
-from jaxseeker.train.recipe import RecipeError
+from jaxseeker.train.recipe import RecipeError, merged
 
 # Keys the pipeline sets in the recipes it builds; a section that sets one is an error.
 SFT_PIPELINE_KEYS = {"train": ("train_files", "tokenizer", "out_dir", "checkpoint_dir"), "data": ("name_pool",)}

@@ -159,3 +159,13 @@ def check_kwargs(fn: Callable, kwargs: Mapping[str, Any], where: str) -> None:
     unknown = sorted(set(kwargs) - set(known))
     if unknown:
         raise RecipeError(f"{where}: unknown keys {unknown}{did_you_mean(unknown, known)}; {fn.__name__} takes {known}")
+
+
+def merged(base: Mapping[str, Any], over: Mapping[str, Any], depth: int = 1) -> dict[str, Any]:
+    """`base` with `over` laid on it key by key: a mapping in both merges in turn, `depth` levels down; anything
+    else in `over` replaces."""
+    out = dict(base)
+    for key, value in over.items():
+        both = depth > 0 and isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
+        out[key] = merged(out[key], value, depth - 1) if both else value
+    return out
