@@ -2,32 +2,19 @@
 compiled decode step gathers no weight, in or out of its loop), the cache sharded from creation, the weights handed
 over from the trainer's fsdp shards on device, and per-device memory as `plan` counts it."""
 
-import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
+from worker_support import run_worker
 
 SLOTS_PER_REPLICA, TENSOR = 4, 2  # the worker's 16 slots over 4 replicas of 2 devices
 
 
 @pytest.fixture(scope="module")
 def report() -> dict:
-    worker = Path(__file__).with_name("engine_layout_worker.py")
-    proc = subprocess.run(
-        [sys.executable, str(worker)],
-        env=fake_cpu_devices_env(8),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]), stderr=proc.stderr)
+    result, stderr = run_worker(Path(__file__).with_name("engine_layout_worker.py"), 8)
+    return dict(result, stderr=stderr)
 
 
 def test_the_engine_decodes_as_one_device_does(report):

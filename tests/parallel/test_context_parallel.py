@@ -5,14 +5,10 @@ engine decodes with its KV cache split over the context axis. Why a subprocess: 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
+from worker_support import run_worker
 
 WORKER = Path(__file__).with_name("context_parallel_worker.py")
 # float32 throughout; the meshes add the same terms in other orders (differences seen: ≤ 3e-6 on log-probs of
@@ -23,17 +19,7 @@ MESHES = ["context4_ring", "context4_all_gather", "tensor2_context4_ring", "data
 
 def run_part(part: str) -> dict:
     """The worker's JSON for one part, from a new interpreter that sees 8 CPU devices."""
-    proc = subprocess.run(
-        [sys.executable, str(WORKER), part],
-        env=fake_cpu_devices_env(8),
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"{WORKER.name} {part} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_worker(WORKER, 8, part, timeout=1200)[0]
 
 
 @pytest.fixture(scope="module")

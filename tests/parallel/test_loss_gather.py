@@ -3,29 +3,15 @@ fake CPU devices, fsdp = 8: the `[embed, vocab]` weight is split by `embed`). Le
 the whole weight inside the chunk loop three times (forward, recompute, backward), re-run on every chunk;
 `train.sft_step.loss_unembed` lays it out whole before the loop."""
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
+from worker_support import run_worker
 
 
 @pytest.fixture(scope="module")
 def report() -> dict:
-    worker = Path(__file__).with_name("loss_gather_worker.py")
-    proc = subprocess.run(
-        [sys.executable, str(worker)],
-        env=fake_cpu_devices_env(8),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_worker(Path(__file__).with_name("loss_gather_worker.py"), 8)[0]
 
 
 @pytest.mark.parametrize("case", ["sft_tied", "sft_untied", "rl_untied", "rl_logprobs_untied"])

@@ -4,17 +4,14 @@ communication; the SFT step of an `attention_impl: splash` model runs splash tha
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from jax.sharding import AbstractMesh, PartitionSpec
+from worker_support import run_worker
 
 from jaxseeker.parallel import MESH_AXES, make_rules
-from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
 from jaxseeker.parallel.sharded_attention import attention_specs
 
 WORKER = Path(__file__).with_name("sharded_attention_worker.py")
@@ -25,13 +22,7 @@ DEVICE_BLOCK = 1 * 2 * 128 * 16  # the splash SFT / RL cases: q of 1 row, 2 head
 @pytest.fixture(scope="module")
 def report() -> dict:
     """The worker's JSON, run in a new interpreter that sees 8 CPU devices."""
-    env = fake_cpu_devices_env(8)
-    proc = subprocess.run(
-        [sys.executable, str(WORKER)], env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"{WORKER.name} failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_worker(WORKER, 8)[0]
 
 
 @pytest.mark.parametrize("case", ["data2_fsdp2_tensor2", "fsdp8", "tensor4_kv2", "context_mesh"])
