@@ -16,7 +16,7 @@ from jaxseeker.pipeline.data_stages import write_jsonl
 from jaxseeker.pipeline.eval_stages import policy_engine
 from jaxseeker.pipeline.questions import fresh_questions, read_jsonl, read_splits
 from jaxseeker.pipeline.recipes import rl_config, rl_recipe, sft_config, stage_seed, write_recipe
-from jaxseeker.pipeline.train_stages import sft_summary, stage_recipe, start_from
+from jaxseeker.pipeline.train_stages import model_section, sft_summary, stage_recipe
 from jaxseeker.train.average import average_hf
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.rejection import kept_trajectories, rejected_trajectories, rft_counts
@@ -88,8 +88,8 @@ def rft_stage(run: PipelineRun, start: Path, round_: int, pool: list[Path], out:
     train_files = (out / "trajectories.jsonl",) + ((out / "rejected.jsonl",) if rejected else ())
 
     def recipe(fine_tune: Path, member: int) -> dict:
-        seed = stage_seed(run.cfg, "rft", round_, member)
-        return stage_recipe(run, "rft", fine_tune, start_from(run, start / "hf"), seed=seed, train_files=train_files)
+        seed, model = stage_seed(run.cfg, "rft", round_, member), model_section(run.cfg, start / "hf")
+        return stage_recipe(run, "rft", fine_tune, model, seed=seed, train_files=train_files)
 
     counts = {"rft": rft_counts(records, kept, rejected)}
     if r.rft_seeds == 1:
@@ -111,7 +111,7 @@ def pg_stage(run: PipelineRun, start: Path, out: Path) -> dict:
     recipe = rl_recipe(
         run.cfg,
         name=f"{run.cfg.name}-rl",
-        model=start_from(run, start / "hf"),
+        model=model_section(run.cfg, start / "hf"),
         questions=write_pool(run, out),
         out_dir=out,
     )

@@ -39,13 +39,14 @@ def scratch_shape(cfg: PipelineConfig) -> dict[str, Any]:
     }
 
 
-def start_from(run: PipelineRun, hf_dir: Path | None) -> dict[str, Any]:
-    """A recipe's `model` section: the HF checkpoint under `hf_dir` (the policy's LoRA adapters on it, when the
-    policy section asks for them), or the from-scratch shape when `hf_dir` is None."""
-    if hf_dir is None:
-        return scratch_shape(run.cfg)
-    lora = dict(run.cfg.policy.lora)
-    return {"hf_path": str(hf_dir), "attention_impl": "blocked"} | ({"lora": lora} if lora.get("rank") else {})
+def model_section(cfg: PipelineConfig, hf_path: str | Path | None) -> dict[str, Any]:
+    """A stage recipe's `model` section: the checkpoint `hf_path` (an HF directory, a GGUF file or a registered name;
+    the policy's LoRA adapters on it when the policy section asks for them), or the from-scratch shape when None;
+    blocked attention either way."""
+    if hf_path is None:
+        return scratch_shape(cfg)
+    lora = dict(cfg.policy.lora)
+    return {"hf_path": str(hf_path), "attention_impl": "blocked"} | ({"lora": lora} if lora.get("rank") else {})
 
 
 def names_file(run: PipelineRun) -> str:
@@ -129,7 +130,7 @@ def sft_stage(run: PipelineRun, out: Path) -> dict:
     start = run.init_dir if run.init_dir is not None else (run.root / "warmup" / "hf" if p.copy_warmup_steps else None)
     if p.permute_names:
         write_name_pool(run.world, [qa_dir / "test.jsonl", qa_dir / "rl.jsonl"], out / "name_pool.tsv")
-    recipe = stage_recipe(run, "sft", out, start_from(run, start))
+    recipe = stage_recipe(run, "sft", out, model_section(run.cfg, start))
     return sft_summary(run, out, recipe, "sft.data.seq_len")
 
 
@@ -138,6 +139,6 @@ def extend_stage(run: PipelineRun, out: Path) -> dict:
     positions its rollouts reach nor the ends of those episodes. More steps from the SFT policy with the extend
     section's keys laid on the sft's (longer rows, their own learning rate), on a new draw order."""
     recipe = stage_recipe(
-        run, "extend", out, start_from(run, run.root / "sft" / "hf"), seed=stage_seed(run.cfg, "extend")
+        run, "extend", out, model_section(run.cfg, run.root / "sft" / "hf"), seed=stage_seed(run.cfg, "extend")
     )
     return sft_summary(run, out, recipe, "extend.data.seq_len")

@@ -219,14 +219,13 @@ def pipeline_stages(recipe: Mapping[str, Any], notes: list[str]) -> tuple[model.
     `jaxseeker rl` recipe, or with rl.method rft the rft section's `jaxseeker sft` recipe)."""
     from jaxseeker.pipeline.config import pipeline_config
     from jaxseeker.pipeline.recipes import stand_in_recipes
-    from jaxseeker.pipeline.train_stages import scratch_shape
+    from jaxseeker.pipeline.train_stages import model_section
 
     try:
         cfg = pipeline_config(dict(recipe))
-        # the model section the stages train (`train_stages.start_from`): a pretrained policy's config read without
-        # loading (or importing) the weights, or the from-scratch shape; blocked attention either way
-        init = cfg.policy.init
-        policy = model_config({"hf_path": init, "attention_impl": "blocked"} if init else scratch_shape(cfg), [])
+        # the model section the stages train: a pretrained policy's config read without loading (or importing) the
+        # weights, or the from-scratch shape
+        policy = model_config(model_section(cfg, cfg.policy.init or None), [])
     except (ValueError, model.ConfigError) as e:
         raise RecipeError(f"pipeline recipe: {e}") from None
     recipes = stand_in_recipes(cfg)
