@@ -24,7 +24,10 @@ from jaxseeker.generation.sampling import SamplingConfig, request_hash
 from jaxseeker.model import ModelConfig
 
 GREEDY = SamplingConfig()
-DECODE_ROWS_STEP = 4  # decode rows buckets: slots, slots / 4, slots / 16 … (each one compiled program per window)
+# Decode rows buckets: slots, slots / 4, slots / 16 … 2 (each one compiled program per window). Not 1: for a batch of
+# one, XLA:CPU drops the batch axis of the attention dots and copies every layer's cache on each step, so one row
+# decodes about a fifth slower than two (docs/results.md).
+DECODE_ROWS_STEP = 4
 
 
 @dataclasses.dataclass
@@ -69,7 +72,7 @@ class Engine:
     length is the attention window: the smallest `min_window · 2^k` (capped at max_len) that covers every context
     the engine holds; it grows when a call needs more and shrinks to half when the contexts fall below 3/8 of it,
     so short contexts do not pay attention over a long cache. A decode call runs the rows that decode, moved to the
-    front, in the smallest of `slots`, `slots / 4`, `slots / 16` … rows that holds them (without a mesh), so a few
+    front, in the smallest of `slots`, `slots / 4`, `slots / 16` … 2 rows that holds them (without a mesh), so a few
     late requests do not pay attention over every row. Compiled shapes: decode once per (rows bucket, cache length);
     prefill once per (rows bucket, cache length).
 
@@ -140,7 +143,7 @@ class Engine:
         self.set_params(params)
         self._slots: list[_Slot | None] = [None] * slots
         self._index: dict[str, int] = {}
-        self._decode_rows = sorted({max(slots // DECODE_ROWS_STEP**i, 1) for i in range(slots.bit_length())})
+        self._decode_rows = sorted({max(slots // DECODE_ROWS_STEP**i, min(2, slots)) for i in range(slots.bit_length())})
 
     # ---- requests -------------------------------------------------------------------------------------------
 

@@ -132,7 +132,8 @@ def test_attention_window_buckets_give_the_same_tokens(tiny):
 
 def test_a_few_late_requests_decode_in_the_front_rows_alone(tiny, monkeypatch):
     """8 slots: short requests end early, the long ones left in rows 5 and 7 move to the front and decode in calls
-    of 2 rows, then the last one alone (buckets 8, 2, 1), with the tokens an argmax loop gives."""
+    of 2 rows, the last one too (buckets 8, 2: one row decodes no faster than two), with the tokens an argmax loop
+    gives."""
     _, params = tiny
     prompts = random_prompts([4, 6, 3, 5, 7, 2, 8, 3], seed=12)
     budgets = [3, 3, 3, 3, 3, 20, 3, 24]
@@ -150,7 +151,7 @@ def test_a_few_late_requests_decode_in_the_front_rows_alone(tiny, monkeypatch):
     events = _run(engine)
     for i, (prompt, budget) in enumerate(zip(prompts, budgets)):
         assert events[f"r{i}"].tokens == reference_greedy(params, [prompt], budget)[0]
-    assert rows_per_call[0] == 8 and set(rows_per_call[1:]) == {2, 1} and rows_per_call[-1] == 1
+    assert rows_per_call[0] == 8 and set(rows_per_call[1:]) == {2}
 
 
 def test_set_params_swaps_weights(tiny):
