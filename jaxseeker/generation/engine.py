@@ -143,7 +143,8 @@ class Engine:
         self.set_params(params)
         self._slots: list[_Slot | None] = [None] * slots
         self._index: dict[str, int] = {}
-        self._decode_rows = sorted({max(slots // DECODE_ROWS_STEP**i, min(2, slots)) for i in range(slots.bit_length())})
+        least = min(2, slots)
+        self._decode_rows = sorted({max(slots // DECODE_ROWS_STEP**i, least) for i in range(slots.bit_length())})
 
     # ---- requests -------------------------------------------------------------------------------------------
 

@@ -183,7 +183,8 @@ def run_bench(
 ) -> dict:
     """Time one RL step of the toy with a `search` tool (after a warm-up step that compiles); prints a table.
     pack: the update packs several episodes per row (`rl.pack`) instead of one per row."""
-    from jaxseeker.train.rl import QuestionSampler, dupo_pool, prepare, run_step
+    from jaxseeker.train.rl import QuestionSampler, prepare, run_step
+    from jaxseeker.train.rl_collect import dupo_pool
 
     with tempfile.TemporaryDirectory() as tmp:
         heads = max(hidden // 64, 1)

@@ -11,8 +11,9 @@ import pytest
 from jaxseeker.agent import ScriptedEngine, prompts
 from jaxseeker.data import load_tokenizer
 from jaxseeker.train.recipe import read_recipe
-from jaxseeker.train.rl import collect, dupo_pool, prepare, stage_rollout_config
+from jaxseeker.train.rl import prepare
 from jaxseeker.train.rl_bench import write_toy
+from jaxseeker.train.rl_collect import collect, dupo_pool, stage_rollout_config
 from jaxseeker.train.rl_scoring import QuestionSampler
 
 CONFIG = Path(__file__).parents[2] / "configs" / "rl_tiny.yaml"
