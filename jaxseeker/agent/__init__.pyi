@@ -12,9 +12,10 @@ from .episode import (
     rendering_matches,
     write_episodes,
 )
-from .loop import RolloutConfig, RolloutResult, RolloutStats, rollout, run_episodes
+from .loop import rollout, run_episodes
 from .parser import ToolCall, ToolCallError, parse_answer, parse_tool_calls, split_think
 from .prompts import FINAL_ANSWER_REQUEST, Renderer, format_observation, initial_messages, system_prompt
+from .rollout_types import RolloutConfig, RolloutResult, RolloutStats
 from .scripted import ScriptedEngine, bigram_params, tool_calling_model, tool_calling_params
 
 __all__ = [

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from jaxseeker import model
 from jaxseeker.agent.episode import as_question, numbered_questions, write_episodes
-from jaxseeker.agent.loop import RolloutConfig, RolloutResult, RolloutStats, rollout
+from jaxseeker.agent.loop import rollout
 from jaxseeker.agent.prompts import Renderer, engine_stops
+from jaxseeker.agent.rollout_types import RolloutConfig, RolloutResult, RolloutStats
 from jaxseeker.agent.submit import (
     SUBMIT_F1,
     SUBMIT_HELP,

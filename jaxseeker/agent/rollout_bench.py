@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.agent.episode import Episode, Question
-from jaxseeker.agent.loop import RolloutConfig, RolloutResult, rollout
+from jaxseeker.agent.loop import rollout
 from jaxseeker.agent.prompts import engine_stops
+from jaxseeker.agent.rollout_types import RolloutConfig, RolloutResult
 from jaxseeker.rewards import exact_match
 from jaxseeker.rewards.judges import gold_answers
 from jaxseeker.tools import ToolRegistry

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.agent.episode import Question, numbered_questions
-from jaxseeker.agent.loop import RolloutConfig
 from jaxseeker.agent.prompts import system_prompt
+from jaxseeker.agent.rollout_types import RolloutConfig
 from jaxseeker.argtypes import at_least
 from jaxseeker.cli_args import MODEL_FORMS, add_llm, add_max_context, add_world
 from jaxseeker.cli_parser import rename

@@ -23,9 +23,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from jaxseeker.agent.episode import Episode, Question
-from jaxseeker.agent.loop import RolloutConfig, run_episodes
+from jaxseeker.agent.loop import run_episodes
 from jaxseeker.agent.parser import ToolCall, parse_answer, parse_tool_calls
 from jaxseeker.agent.prompts import format_observation
+from jaxseeker.agent.rollout_types import RolloutConfig
 from jaxseeker.synthesis import reader
 from jaxseeker.synthesis.expert import ExpertConfig, ExpertRun, judge_page
 from jaxseeker.synthesis.filters import (

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.agent.episode import Episode, Question
-from jaxseeker.agent.loop import RegistrySource, RolloutConfig, run_episodes
+from jaxseeker.agent.loop import RegistrySource, run_episodes
+from jaxseeker.agent.rollout_types import RolloutConfig
 from jaxseeker.errors import InputError
 from jaxseeker.jsonl import json_lines
 from jaxseeker.synthesis.filters import Stage, run_funnel
