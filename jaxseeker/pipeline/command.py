@@ -1,4 +1,4 @@
-"""`jaxseeker pipeline [--config demo] [--quick]`."""
+"""`jaxseeker pipeline [--config demo] [--quick] [--until STAGE] [--dry-run]`."""
 
 from __future__ import annotations
 
@@ -18,6 +18,11 @@ def _pipeline(args: argparse.Namespace) -> int:
             f"jaxseeker pipeline: --until {args.until!r} is not a stage of {args.config}; one of "
             f"{', '.join(cfg.stages())}"
         )
+    if args.dry_run:
+        plan = run_pipeline(cfg, args.out, until=args.until, dry_run=True)
+        print(f"would run: {', '.join(plan['stages_to_run']) or 'nothing'}")
+        print(f"reused: {', '.join(plan['reused_stages']) or 'nothing'}")
+        return 0
     report = run_pipeline(cfg, args.out, progress=not args.no_progress, until=args.until)
     print("\n" + markdown(report))
     return 0
@@ -34,6 +39,9 @@ def add_parser(subparsers) -> None:
         default=None,
         metavar="STAGE",
         help="stop after this stage (qa, expert, …, eval_sft, rl, eval_rl); a later run resumes from it",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="run nothing: list the stages a run would reuse and those it would run"
     )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_pipeline)

@@ -1,5 +1,5 @@
 """What every stage of one pipeline run shares: the config, the run directory, the world and its tools, the
-stage runner, and each finished stage's fingerprint (the next stages' keys are built from them)."""
+stage runner, the policy's tokenizer."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from jaxseeker.pipeline.stages import StageRunner
 
 @dataclasses.dataclass
 class PipelineRun:
-    """One run of `jaxseeker pipeline` under `root` (stages add their fingerprints to `keys` as they go)."""
+    """One run of `jaxseeker pipeline` under `root`."""
 
     cfg: PipelineConfig
     root: Path
@@ -22,7 +22,6 @@ class PipelineRun:
     progress: bool
     world: Any
     registry: Any
-    keys: dict[str, str] = dataclasses.field(default_factory=dict)
     tokenizer: Any = None  # the policy's, once its stage has run (or the pretrained model's)
     init_dir: Path | None = None  # the pretrained policy's HF directory (policy.init), None from scratch
 

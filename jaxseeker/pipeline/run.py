@@ -27,14 +27,25 @@ from jaxseeker.world import build_world
 
 
 def run_pipeline(
-    cfg: PipelineConfig, root: str | Path | None = None, *, progress: bool = True, until: str | None = None
+    cfg: PipelineConfig,
+    root: str | Path | None = None,
+    *,
+    progress: bool = True,
+    until: str | None = None,
+    dry_run: bool = False,
 ) -> dict:
     """Run (or resume) every stage, or those up to `until`; returns the report dict (also `report.json` and
-    `report.md`)."""
+    `report.md`). With `dry_run`, runs and writes nothing: returns which stages would be reused and which run."""
     if until is not None and until not in cfg.stages():
         raise ValueError(f"until: {until!r} is not a stage of this config; one of {list(cfg.stages())}")
     root = Path(root or f"runs/{cfg.name}")
-    runner = StageRunner(root, until=None if until == cfg.stages()[-1] else until)  # the last: the whole run
+    runner = StageRunner(root, until=None if until == cfg.stages()[-1] else until, dry_run=dry_run)  # last: all
+    if dry_run:
+        try:
+            _run_stages(PipelineRun(cfg, root, runner, progress, world=None, registry=None), {})
+        except StopAfter:
+            pass
+        return {"name": cfg.name, "reused_stages": runner.reused, "stages_to_run": runner.to_run}
     report: dict[str, Any] = {"name": cfg.name, "config": dataclasses.asdict(cfg)}
     world = build_world(
         cfg.world.source, size=cfg.world.size, seed=cfg.world.seed, countries=cfg.world.countries or None
@@ -49,20 +60,20 @@ def run_pipeline(
         _run_stages(run, report)
     except StopAfter as stop:
         report[stop.stage] = stop.metrics
+    _compare_evals(root, report, cfg.eval.k)
     report["stage_wall_s"] = runner.timings
     report["reused_stages"] = runner.reused
     return write_pipeline_report(root, report)
 
 
 def _stage(run: PipelineRun, report: dict, name: str, key: str, fn, *args, resumable: bool = False) -> None:
-    """Run (or reuse) stage `name` with fingerprint `key`; its metrics go into `report`, its key into `run.keys`."""
-    run.keys[name] = key
+    """Run (or reuse) stage `name` with fingerprint `key`; its metrics go into `report`."""
     report[name] = run.runner.run(name, key, functools.partial(fn, run, *args), resumable=resumable)
 
 
 def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
     """The stages in order, each reused when its fingerprint is done."""
-    cfg, root, keys = run.cfg, run.root, run.keys
+    cfg, root = run.cfg, run.root
     p = cfg.policy
     qa_key = fingerprint(fingerprint(dataclasses.asdict(cfg.world)), dataclasses.asdict(cfg.qa))
     _stage(run, report, "qa", qa_key, data_stages.qa_stage)
@@ -71,7 +82,7 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
         _stage(run, report, "qa_fresh", fresh_key, data_stages.qa_fresh_stage)
     if p.init:  # a pretrained policy brings its tokenizer and chat template
         run.init_dir = model.resolve_model(p.init)
-        run.tokenizer = load_tokenizer(run.init_dir)
+        run.tokenizer = None if run.runner.dry_run else load_tokenizer(run.init_dir)
         policy_key = fingerprint(str(run.init_dir))
     else:
         policy_key = fingerprint(p.vocab_size)
@@ -83,7 +94,7 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
         separators = ["drop_thousands_separators"] if p.drop_thousands_separators else []
         start_key = fingerprint(expert_key, p.vocab_size, p.tokenizer_split, *separators)
         _stage(run, report, "tokenizer", start_key, data_stages.tokenizer_stage)
-        run.tokenizer = load_tokenizer(root / "tokenizer")
+        run.tokenizer = None if run.runner.dry_run else load_tokenizer(root / "tokenizer")
         if p.copy_warmup_steps:
             data, optimizer, _ = recipes.sft_config(cfg, "sft")  # the warm-up's learning rate and rows are the SFT's
             start_key = fingerprint(
@@ -126,10 +137,6 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
         policy_dir / "hf",
         resumable=True,
     )
-    if "eval_base" in keys:
-        report["sft_change"] = compare_results(
-            root / "eval_base" / "results.jsonl", root / "eval_sft" / "results.jsonl", cfg.eval.k
-        )
     r = cfg.rl
     pool = {k: v for k, v in dataclasses.asdict(r).items() if k not in (*RL_RECIPE_SECTIONS, "rft_rounds")}
     if r.method == "rft":  # the rollouts' group size, seed and temperature, and the fine-tune's recipe
@@ -158,9 +165,14 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
         )
         rl_dir = root / name
     _stage(run, report, "eval_rl", fingerprint(rl_key, eval_key), eval_stages.eval_stage, rl_dir / "hf", resumable=True)
-    report["rl_change"] = compare_results(
-        root / "eval_sft" / "results.jsonl", root / "eval_rl" / "results.jsonl", cfg.eval.k
-    )
+
+
+def _compare_evals(root: Path, report: dict[str, Any], k: int) -> None:
+    """Each policy against the one before it, question by question, where both evals ran (a run stopped after
+    `eval_sft` still reports SFT against the zero-shot policy)."""
+    for name, before, after in (("sft_change", "eval_base", "eval_sft"), ("rl_change", "eval_sft", "eval_rl")):
+        if before in report and after in report:
+            report[name] = compare_results(root / before / "results.jsonl", root / after / "results.jsonl", k)
 
 
 def _first_rft_round(run: PipelineRun, start: Path, out: Path) -> dict:

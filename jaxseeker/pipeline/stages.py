@@ -27,15 +27,26 @@ class StopAfter(Exception):
 
 class StageRunner:
     """Runs stages under `root/<stage>/`, skipping those whose `done.json` holds the same fingerprint; with
-    `until`, raises `StopAfter` once that stage is done."""
+    `until`, raises `StopAfter` once that stage is done. With `dry_run` it runs nothing and writes nothing: it
+    records which stages a run would reuse (`reused`) and which it would run or resume (`to_run`)."""
 
-    def __init__(self, root: str | Path, *, log: Callable[[str], None] = print, until: str | None = None):
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        log: Callable[[str], None] = print,
+        until: str | None = None,
+        dry_run: bool = False,
+    ):
         self.root = Path(root)
         self.until = until
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.dry_run = dry_run
+        if not dry_run:
+            self.root.mkdir(parents=True, exist_ok=True)
         self.log = log
         self.timings: dict[str, float] = {}
         self.reused: list[str] = []
+        self.to_run: list[str] = []
 
     def run(self, name: str, key: str, fn: Callable[[Path], dict], *, resumable: bool = False) -> dict:
         """`fn(out_dir) -> metrics` unless a finished run with fingerprint `key` is there; returns the metrics
@@ -51,6 +62,10 @@ class StageRunner:
             self.timings[name] = done.get("wall_s", 0.0)
             return self._stop_after(name, done["metrics"])
         resume = resumable and "metrics" not in done and _read_marker(started).get("key") == key  # killed part-way
+        if self.dry_run:
+            self.log(f"[{name}] would {'resume' if resume else 'run'}")
+            self.to_run.append(name)
+            return self._stop_after(name, {})
         if out.exists() and not resume:
             shutil.rmtree(out)
         out.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ def pretrained(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def run(pretrained, tmp_path_factory):
-    """The whole pipeline from that model, with one short step of policy-gradient RL."""
+    """The pipeline from that model up to the eval after SFT (RL from there is the quick pipeline's)."""
     recipe = {
         "name": "p",
         "world": WORLD,
@@ -43,11 +43,10 @@ def run(pretrained, tmp_path_factory):
             "max_tokens_per_turn": 256,
             "fresh_questions": 2,
         },
-        "rl": {"rl": {"steps": 1, "group_size": 2, "batch_questions": 2}},
     }
     cfg = pipeline_config(recipe)
     root = tmp_path_factory.mktemp("run")
-    return cfg, root, run_pipeline(cfg, root, progress=False)
+    return cfg, root, run_pipeline(cfg, root, progress=False, until="eval_sft")
 
 
 def test_a_pretrained_policy_brings_its_tokenizer_and_is_measured_before_sft(pretrained, run):
@@ -91,6 +90,7 @@ def test_the_report_sets_sft_against_the_zero_shot_policy(run):
     md = (root / "report.md").read_text()
     assert "| zero-shot |" in md and "| after SFT |" in md
     assert "SFT (against the zero-shot policy) changed" in md
+    assert "rl_change" not in report and not (root / "rl").exists()  # the run stopped after eval_sft
 
 
 def test_a_warm_up_makes_no_sense_for_a_pretrained_policy():

@@ -153,16 +153,28 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
         cfg, policy=dataclasses.replace(cfg.policy, copy_warmup_rows=cfg.sft.data["batch_size"])
     )
     assert set(run_pipeline(same_rows, tmp_path, progress=False)["reused_stages"]) >= {"warmup", "sft", "rl", "eval_rl"}
+    rloo = dataclasses.replace(cfg, rl=dataclasses.replace(cfg.rl, rl={**cfg.rl.rl, "advantage": "rloo"}))
+    done = (tmp_path / "rl" / "done.json").read_text()
+    planned = run_pipeline(rloo, tmp_path, dry_run=True)  # another advantage: RL and the eval after it run anew
+    assert planned["stages_to_run"] == ["rl", "eval_rl"] and len(planned["reused_stages"]) == len(cfg.stages()) - 2
+    assert run_pipeline(rloo, tmp_path, dry_run=True, until="rl")["stages_to_run"] == ["rl"]
+    assert (tmp_path / "rl" / "done.json").read_text() == done  # a dry run touches nothing
     sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9, k=2, slots=4))
     # The evals depend on their sampling, k and slots; RL, the stage after the SFT's evals, does not.
+    assert run_pipeline(sampled, tmp_path, dry_run=True)["stages_to_run"] == ["eval_sft", "eval_rl"]
     resampled = run_pipeline(sampled, tmp_path, progress=False, until="rl")
     assert set(resampled["reused_stages"]) == {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "rl"}
     rounds = [json.loads(line)["round"] for line in (tmp_path / "eval_sft" / "results.jsonl").read_text().splitlines()]
     assert sorted(rounds) == sorted([0, 1] * held_out_n)  # k sampled rounds of every held-out question
-    rloo = dataclasses.replace(cfg, rl=dataclasses.replace(cfg.rl, rl={**cfg.rl.rl, "advantage": "rloo"}))  # RL anew
-    assert "rl" not in run_pipeline(rloo, tmp_path, progress=False, until="rl")["reused_stages"]
-    rl_recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
-    assert rl_recipe["rl"]["advantage"] == "rloo"
+
+
+def test_a_dry_run_lists_the_stages_it_would_run_and_writes_nothing(tmp_path, capsys):
+    recipe, out = tmp_path / "t.yaml", tmp_path / "run"
+    recipe.write_text("name: t\n")
+    assert main(["pipeline", "--config", str(recipe), "--quick", "--out", str(out), "--dry-run"]) == 0
+    stages = ", ".join(pipeline_config({"name": "t"}, quick=True).stages())
+    assert capsys.readouterr().out.splitlines()[-2:] == [f"would run: {stages}", "reused: nothing"]
+    assert not out.exists()
 
 
 def test_a_stage_recipe_runs_alone(before_rl, tmp_path, capsys):
