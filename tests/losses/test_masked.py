@@ -53,5 +53,5 @@ def test_segment_mean_gradient_reaches_only_the_kept_tokens_of_each_segment():
     segment_ids = jnp.array([[1, 1, 2, 2]])
     x = jnp.array([[1.0, 2.0, jnp.inf, 4.0]])  # an observation's garbage under the mask
     weights = jnp.array([[10.0, 100.0, 0.0, 0.0]])  # segment 1 counts ×10, segment 2 ×100
-    grad = jax.grad(lambda x: jnp.sum(weights * segment_mean(x, mask, segment_ids)))(x)
+    grad = jax.jit(jax.grad(lambda x: jnp.sum(weights * segment_mean(x, mask, segment_ids))))(x)
     np.testing.assert_allclose(grad, [[5.0, 5.0, 0.0, 100.0]])

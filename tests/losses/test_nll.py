@@ -31,7 +31,7 @@ def test_masked_nll_matches_hand_computed_numpy():
     logits = np.array([[[2.0, 0.0, -1.0], [0.5, 0.5, 0.5], [-1.0, 3.0, 0.0]]], dtype=np.float32)  # [1, 3, 3]
     targets = np.array([[0, 2, 2]])
     mask = np.array([[1, 0, 1]])  # the middle token is an observation
-    loss, aux = masked_nll(jnp.asarray(logits), jnp.asarray(targets), jnp.asarray(mask))
+    loss, aux = jax.jit(masked_nll)(jnp.asarray(logits), jnp.asarray(targets), jnp.asarray(mask))
     logp = _log_softmax(logits)
     expected = -(logp[0, 0, 0] + logp[0, 2, 2]) / 2
     np.testing.assert_allclose(loss, expected, rtol=1e-6)
@@ -44,30 +44,34 @@ def test_negative_weights_are_the_unlikelihood_loss():
     logits = np.array([[[2.0, 0.0, -1.0], [0.5, 0.5, 0.5], [-1.0, 3.0, 0.0]]], dtype=np.float32)  # [1, 3, 3]
     targets = np.array([[0, 2, 1]])
     weights = np.array([[1.0, 0.0, -0.5]])  # the last token is a repeat the policy should not write
-    loss, aux = masked_nll(jnp.asarray(logits), jnp.asarray(targets), jnp.asarray(weights))
+    loss, aux = jax.jit(masked_nll)(jnp.asarray(logits), jnp.asarray(targets), jnp.asarray(weights))
     p = np.exp(_log_softmax(logits))
     expected = (-np.log(p[0, 0, 0]) - 0.5 * np.log(1 - p[0, 2, 1])) / 1.5
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
     assert float(aux["n_tokens"]) == 1.5 and float(aux["accuracy"]) == 1.0  # accuracy over liked tokens only
     np.testing.assert_allclose(aux["rejected_p"], p[0, 2, 1], rtol=1e-6)
-    grad = jax.grad(lambda z: masked_nll(z, jnp.asarray(targets), jnp.asarray(weights))[0])(jnp.asarray(logits))
+    grad = jax.jit(jax.grad(lambda z: masked_nll(z, jnp.asarray(targets), jnp.asarray(weights))[0]))(
+        jnp.asarray(logits)
+    )
     assert grad[0, 2, 1] > 0  # descending the loss lowers the rejected token's logit
 
 
 def test_unlikelihood_stays_finite_and_pushes_when_the_rejected_token_is_near_certain():
+    @jax.jit
     def loss(z):
         return masked_nll(z, jnp.array([[0]]), jnp.array([[-1.0]]))[0]
 
+    grad = jax.jit(jax.grad(loss))
     near = jnp.array([[[9.0, 0.0]]])  # 1 - p(target 0) = 1.2e-4
     np.testing.assert_allclose(loss(near), -np.log(1e-6 + 1 / (1 + np.exp(9.0))), rtol=1e-3)
-    assert jax.grad(loss)(near)[0, 0, 0] > 0.5  # the exact gradient on the logit is p
+    assert grad(near)[0, 0, 0] > 0.5  # the exact gradient on the logit is p
     certain = jnp.array([[[60.0, 0.0]]])  # p rounds to 1 in float32: the loss is capped, nothing is nan
-    assert np.isfinite(loss(certain)) and np.all(np.isfinite(jax.grad(loss)(certain)))
+    assert np.isfinite(loss(certain)) and np.all(np.isfinite(grad(certain)))
 
 
 def test_masked_nll_upcasts_bf16_logits():
     logits = jnp.array([[[10.0, 0.0]]], dtype=jnp.bfloat16)
-    loss, _ = masked_nll(logits, jnp.array([[1]]), jnp.array([[1]]))
+    loss, _ = jax.jit(masked_nll)(logits, jnp.array([[1]]), jnp.array([[1]]))
     assert loss.dtype == jnp.float32
     np.testing.assert_allclose(loss, 10.0 + np.log1p(np.exp(-10.0)), rtol=1e-6)
 
@@ -128,8 +132,10 @@ def test_untrained_positions_never_reach_the_unembedding():
 
 def test_a_batch_without_trained_tokens_has_zero_loss_and_gradients():
     hidden, unembed, targets, mask = _problem(seed=6)
-    loss, grads = jax.value_and_grad(
-        lambda h, w: chunked_masked_nll(h, w, targets, np.zeros_like(mask), chunk_size=4)[0], argnums=(0, 1)
+    loss, grads = jax.jit(
+        jax.value_and_grad(
+            lambda h, w: chunked_masked_nll(h, w, targets, np.zeros_like(mask), chunk_size=4)[0], argnums=(0, 1)
+        )
     )(hidden, unembed)
     assert float(loss) == 0.0
     assert all(float(jnp.abs(g).max()) == 0.0 for g in grads)
@@ -138,7 +144,7 @@ def test_a_batch_without_trained_tokens_has_zero_loss_and_gradients():
 def test_chunked_nll_applies_the_soft_cap():
     hidden, unembed, targets, mask = _problem(seed=1)
     logits = np.einsum("bse,ev->bsv", 5.0 * hidden, unembed)
-    expected, _ = masked_nll(jnp.asarray(3.0 * np.tanh(logits / 3.0)), targets, mask)
+    expected, _ = jax.jit(masked_nll)(jnp.asarray(3.0 * np.tanh(logits / 3.0)), targets, mask)
     loss, _ = jax.jit(chunked_masked_nll, static_argnames=("chunk_size", "soft_cap"))(
         5.0 * hidden, unembed, targets, mask, chunk_size=3, soft_cap=3.0
     )
@@ -171,8 +177,8 @@ def test_token_logprobs_and_entropy_match_full_logits_at_a_temperature():
     logp, entropy = jax.jit(token_logprobs_and_entropy, static_argnames=static)(
         hidden, unembed, targets, chunk_size=3, temperature=0.7
     )
-    np.testing.assert_allclose(logp, logprobs_from_logits(logits, targets), atol=1e-5)
-    np.testing.assert_allclose(entropy, token_entropy(logits), atol=1e-5)
+    np.testing.assert_allclose(logp, jax.jit(logprobs_from_logits)(logits, targets), atol=1e-5)
+    np.testing.assert_allclose(entropy, jax.jit(token_entropy)(logits), atol=1e-5)
     only_logp = jax.jit(token_logprobs, static_argnames=static)(hidden, unembed, targets, chunk_size=3, temperature=0.7)
     np.testing.assert_allclose(only_logp, logp, atol=1e-6)
     assert logp.shape == targets.shape
@@ -227,7 +233,9 @@ def test_float_mask_weights_tokens_in_both_nll_paths():
     logits = np.einsum("bse,ev->bsv", hidden, unembed)
     logp = np.take_along_axis(jax.nn.log_softmax(logits, axis=-1), targets[..., None], axis=-1)[..., 0]
     expected = -(weights * logp).sum() / weights.sum()
-    dense, aux = masked_nll(logits, targets, weights)
-    chunked, _ = chunked_masked_nll(hidden, unembed, targets, weights, chunk_size=4)
+    dense, aux = jax.jit(masked_nll)(logits, targets, weights)
+    chunked, _ = jax.jit(chunked_masked_nll, static_argnames="chunk_size")(
+        hidden, unembed, targets, weights, chunk_size=4
+    )
     np.testing.assert_allclose([dense, chunked], [expected, expected], rtol=1e-5)
     np.testing.assert_allclose(aux["n_tokens"], weights.sum(), rtol=1e-6)

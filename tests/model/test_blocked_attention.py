@@ -45,7 +45,9 @@ def test_values_and_gradients_match_dense_attention(block):
     dense = jax.jit(lambda q, k, v: dot_attention(q, k, v, mask))
     blocked = jax.jit(lambda q, k, v: blocked_attention(q, k, v, coords, block=block))
     np.testing.assert_allclose(np.asarray(blocked(q, k, v))[real], np.asarray(dense(q, k, v))[real], atol=1e-5)
-    grads = [jax.grad(lambda *a, f=f: jnp.sum(f(*a) * cot), argnums=(0, 1, 2))(q, k, v) for f in (dense, blocked)]
+    grads = [
+        jax.jit(jax.grad(lambda *a, f=f: jnp.sum(f(*a) * cot), argnums=(0, 1, 2)))(q, k, v) for f in (dense, blocked)
+    ]
     assert float(jnp.abs(grads[0][1]).max()) > 0.1, "a vanishing key gradient would make the comparison vacuous"
     for want, got in zip(*grads):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
@@ -77,7 +79,7 @@ def scattered_problem():
 
 def test_any_coordinates_and_unequal_lengths_match_dense_attention():
     q, k, v, qc, kc = scattered_problem()
-    dense = dense_from_coords(q, k, v, qc, kc)
+    dense = jax.jit(dense_from_coords)(q, k, v, qc, kc)
     mask = (qc.segment[:, :, None] == kc.segment[:, None, :]) & (kc.segment[:, None, :] != 0)
     seen = np.asarray((mask & (kc.index[:, None, :] <= qc.index[:, :, None])).any(-1))
     assert not seen[:, 5].any() and seen.sum() > 10
@@ -86,7 +88,7 @@ def test_any_coordinates_and_unequal_lengths_match_dense_attention():
     np.testing.assert_allclose(np.asarray(blocked(q, k, v))[seen], np.asarray(dense)[seen], atol=1e-5)
     assert float(jnp.abs(blocked(q, k, v)[:, 5]).max()) == 0.0
     grads = [
-        jax.grad(lambda *a, f=f: jnp.sum(f(*a) * cot), argnums=(0, 1, 2))(q, k, v)
+        jax.jit(jax.grad(lambda *a, f=f: jnp.sum(f(*a) * cot), argnums=(0, 1, 2)))(q, k, v)
         for f in (lambda q, k, v: dense_from_coords(q, k, v, qc, kc), blocked)
     ]
     for want, got in zip(*grads):
@@ -97,38 +99,30 @@ def test_partial_results_over_key_chunks_merge_into_the_whole():
     """What ring attention does across devices: attend to each chunk of keys, merge by log-sum-exp; the backward
     halves, given the whole output and log-sum-exp, add up to the gradients."""
     q, k, v, coords, mask, cot, real = problem(seed=5)
+    forward = jax.jit(lambda q, k, v, qc, kc: blocked_forward(q, k, v, qc, kc, block=8))
+    backward = jax.jit(lambda *args: blocked_backward(*args, block=8))
     chunks = [slice(0, 16), slice(16, 30), slice(30, SEQ)]
     out, lse = None, None
     for c in chunks:
         kc = Coords(coords.index[:, c], coords.segment[:, c])
-        o, part_lse = blocked_forward(q, k[:, c], v[:, c], coords, kc, block=8)
+        o, part_lse = forward(q, k[:, c], v[:, c], coords, kc)
         out, lse = (o, part_lse) if out is None else merge_partials(out, lse, o, part_lse)
-    whole, whole_lse = blocked_forward(q, k, v, coords, coords, block=8)
+    whole, whole_lse = forward(q, k, v, coords, coords)
     np.testing.assert_allclose(np.asarray(out)[real], np.asarray(whole)[real], atol=1e-5)
     np.testing.assert_allclose(np.asarray(lse)[real], np.asarray(whole_lse)[real], atol=1e-5)
     shares = [
-        blocked_backward(
-            q,
-            k[:, c],
-            v[:, c],
-            coords,
-            Coords(coords.index[:, c], coords.segment[:, c]),
-            whole,
-            whole_lse,
-            cot,
-            block=8,
-        )
+        backward(q, k[:, c], v[:, c], coords, Coords(coords.index[:, c], coords.segment[:, c]), whole, whole_lse, cot)
         for c in chunks
     ]
     dq, dk = sum(dq for dq, _, _ in shares), jnp.concatenate([dk for _, dk, _ in shares], axis=1)
-    want = jax.grad(lambda q, k: jnp.sum(dot_attention(q, k, v, mask) * cot), argnums=(0, 1))(q, k)
+    want = jax.jit(jax.grad(lambda q, k: jnp.sum(dot_attention(q, k, v, mask) * cot), argnums=(0, 1)))(q, k)
     np.testing.assert_allclose(np.asarray(dq), np.asarray(want[0]), atol=1e-5)
     np.testing.assert_allclose(np.asarray(dk), np.asarray(want[1]), atol=1e-5)
 
 
 def test_a_query_sees_only_its_segment_and_padding_queries_get_zeros():
     q, k, v, coords, _, _, _ = problem(seed=1)
-    out = blocked_attention(q, k, v, coords, block=8)
+    out = jax.jit(lambda q, k, v: blocked_attention(q, k, v, coords, block=8))(q, k, v)
     group = HEADS // KV_HEADS
     # the one-token document at row 1, position 20 attends only to itself
     np.testing.assert_allclose(out[1, 20], np.repeat(v[1, 20], group, axis=0), atol=1e-6)
@@ -140,9 +134,10 @@ def test_tiles_outside_the_mask_are_never_computed():
     # NaN values in row 0's first tile (positions 0-7, document 1): a dense product would spread them to
     # every query of the row (0 · NaN = NaN); queries 16-36 (document 2) must never touch that tile
     poisoned = v.at[0, :8].set(jnp.nan)
-    assert np.isnan(np.asarray(dot_attention(q, k, poisoned, mask)[0, 16:37])).all()
-    out = blocked_attention(q, k, poisoned, coords, block=8)
-    ref = dot_attention(q, k, v, mask)
+    dense = jax.jit(dot_attention)
+    assert np.isnan(np.asarray(dense(q, k, poisoned, mask)[0, 16:37])).all()
+    out = jax.jit(lambda q, k, v: blocked_attention(q, k, v, coords, block=8))(q, k, poisoned)
+    ref = dense(q, k, v, mask)
     np.testing.assert_allclose(np.asarray(out[0, 16:37]), np.asarray(ref[0, 16:37]), atol=1e-5)
 
 

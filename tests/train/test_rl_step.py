@@ -169,8 +169,8 @@ def test_kl_and_entropy_terms_are_reduced_with_the_objectives_aggregation(agg):
     rows = _episodes(np.random.default_rng(3))
     base = RLStepConfig(chunk_size=16, temperature=0.8, objective_kwargs={"agg": agg})
     terms = dataclasses.replace(base, kl_coef=0.1, entropy_coef=0.05)
-    plain, _ = rl_loss(params, rows, CFG, step_cfg=base)
-    shaped, aux = rl_loss(params, rows, CFG, step_cfg=terms)
+    plain, _ = jax.jit(lambda p: rl_loss(p, rows, CFG, step_cfg=base))(params)
+    shaped, aux = jax.jit(lambda p: rl_loss(p, rows, CFG, step_cfg=terms))(params)
     logp, entropy = _numpy_terms(params, rows, 0.8)
     d = rows["ref_logp"].astype(np.float64) - logp
     kl = _numpy_aggregate(np.exp(d) - 1 - d, rows["loss_mask"], agg)
@@ -188,8 +188,8 @@ def test_kl_and_entropy_terms_are_reduced_with_the_objectives_aggregation(agg):
 
     bonus_only = dataclasses.replace(base, entropy_coef=0.05)
     no_advantage = {**rows, "advantages": np.zeros_like(rows["advantages"])}  # the policy term is 0, so is its gradient
-    chunked = jax.grad(lambda p: rl_loss(p, no_advantage, CFG, step_cfg=bonus_only)[0])(params)
-    reference = jax.tree.map(lambda g: -0.05 * g, jax.grad(full_entropy)(params))
+    chunked = jax.jit(jax.grad(lambda p: rl_loss(p, no_advantage, CFG, step_cfg=bonus_only)[0]))(params)
+    reference = jax.tree.map(lambda g: -0.05 * g, jax.jit(jax.grad(full_entropy))(params))
     assert_gradients_close(chunked, reference, n_terms=rows["tokens"].size * CFG.vocab_size)
 
 
@@ -210,7 +210,8 @@ def test_accumulated_micro_batches_weighed_by_their_counts_give_the_whole_batch_
     assert [int(p["loss_mask"].sum()) for p in parts] == [15, 2]
     for rows in (whole, *parts):
         rows["ref_logp"] = np.where(rows["loss_mask"] != 0, rows["old_logp"] - 0.2, 0.0).astype(np.float32)
-    counts = [float(losses.aggregation_count(p["loss_mask"], agg, p["segment_ids"])) for p in parts]
+    count = jax.jit(losses.aggregation_count, static_argnums=1)
+    counts = [float(count(p["loss_mask"], agg, p["segment_ids"])) for p in parts]
     scales = loss_scales(counts, 2)
     accumulated = jax.tree.map(
         lambda a, b: (a + b) / 2, *[grad(params, {**p, "loss_scale": np.float32(s)}) for p, s in zip(parts, scales)]
