@@ -81,7 +81,8 @@ class StageRunner:
 
     def _stop_after(self, name: str, metrics: dict) -> dict:
         if name == self.until:
-            self.log(f"[{name}] stopping here (until {name}); a later run without it goes on from here")
+            if not self.dry_run:
+                self.log(f"[{name}] stopping here (until {name}); a later run without it goes on from here")
             raise StopAfter(name, metrics)
         return metrics
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from jaxseeker.pipeline.stages import StageRunner, fingerprint
+from jaxseeker.pipeline.stages import StageRunner, StopAfter, fingerprint
 
 
 def _stage(calls):
@@ -23,6 +23,23 @@ def test_a_finished_stage_is_reused_only_for_the_same_inputs(tmp_path):
     assert runner.run("sft", key, _stage(calls)) == {"n": 1} and runner.reused == ["sft"]
     assert runner.run("sft", fingerprint({"steps": 4}), _stage(calls)) == {"n": 2}
     assert calls[1] == ["started.json"]  # the old output was wiped
+
+
+def test_a_dry_run_names_what_would_be_reused_run_or_resumed_and_touches_nothing(tmp_path):
+    calls, key = [], fingerprint({"steps": 3})
+    StageRunner(tmp_path, log=lambda _: None).run("qa", key, _stage(calls))
+    (tmp_path / "sft").mkdir()
+    (tmp_path / "sft" / "started.json").write_text(json.dumps({"key": key}))  # killed part-way
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    lines = []
+    dry = StageRunner(tmp_path, log=lines.append, until="sft", dry_run=True)
+    assert dry.run("qa", key, _stage(calls)) == {"n": 1}  # a reused stage's metrics, as a real run reads them
+    with pytest.raises(StopAfter):
+        dry.run("sft", key, _stage(calls), resumable=True)
+    assert (dry.reused, dry.to_run, len(calls)) == (["qa"], ["sft"], 1)  # nothing ran
+    assert lines[-1] == "[sft] would resume" and sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    StageRunner(tmp_path / "elsewhere", dry_run=True)
+    assert not (tmp_path / "elsewhere").exists()  # no run directory either
 
 
 def test_an_unfinished_resumable_stage_continues_only_with_the_inputs_it_started_with(tmp_path):
