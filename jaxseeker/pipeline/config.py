@@ -257,6 +257,9 @@ class RLStage:
     train_questions: int = 0  # also this many of the SFT's training questions (a seeded sample) in the RL pool
     fresh_questions: int = 0  # also this many new questions (the QA recipes, other seeds) apart from every split
     rft_per_question: int = 2  # rft: at most this many distinct right episodes of a question are kept
+    # rft: also this many of the expert's SFT trajectories (a seeded sample) in the fine-tune data, so it keeps the
+    # SFT's mix of one- and multi-hop episodes (the right rollouts are mostly one-hop); 0: the rollouts alone
+    rft_replay: int = 0
     rft_rounds: int = 1  # rft: rounds of roll out → keep → fine-tune, each from the last round's policy
     # rft: fine-tunes on the kept episodes, each on its own data order, whose weight mean is the policy
     # (`train.average`, a model soup); 1: one fine-tune
@@ -284,6 +287,11 @@ class RLStage:
                 raise ValueError(
                     f"rl.{name} must be >= 1, and above 1 only with rl.method rft; got {value} with {self.method!r}"
                 )
+        if self.rft_replay < 0 or (self.rft_replay and self.method != "rft"):
+            raise ValueError(
+                f"rl.rft_replay must be >= 0, and above 0 only with rl.method rft; got {self.rft_replay} "
+                f"with {self.method!r}"
+            )
         if self.train_questions < 0:
             raise ValueError(f"rl.train_questions must be >= 0, got {self.train_questions}")
         if self.fresh_questions < 0:

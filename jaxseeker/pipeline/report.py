@@ -64,6 +64,7 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
                     if rft.get("rejected")
                     else ""
                 )
+                + (f", with {rft['replayed']} expert trajectories replayed" if rft.get("replayed") else "")
                 + (
                     f"; the policy is the weight mean of {report[stage]['seeds']} fine-tunes on their own data orders"
                     if report[stage].get("seeds", 1) > 1

@@ -86,12 +86,15 @@ def rft_stage(run: PipelineRun, start: Path, round_: int, pool: list[Path], out:
         write_jsonl(out / "rejected.jsonl", rejected)
         run.runner.log(f"[{out.name}] rft makes the loops of {len(rejected)} episodes' malformed turns unlikely")
     train_files = (out / "trajectories.jsonl",) + ((out / "rejected.jsonl",) if rejected else ())
+    replay = replay_trajectories(run, round_, out) if r.rft_replay else []
+    if replay:
+        train_files += (out / "replay.jsonl",)
 
     def recipe(fine_tune: Path, member: int) -> dict:
         seed, model = stage_seed(run.cfg, "rft", round_, member), model_section(run.cfg, start / "hf")
         return stage_recipe(run, "rft", fine_tune, model, seed=seed, train_files=train_files)
 
-    counts = {"rft": rft_counts(records, kept, rejected)}
+    counts = {"rft": rft_counts(records, kept, rejected) | {"replayed": len(replay)}}
     if r.rft_seeds == 1:
         return sft_summary(run, out, recipe(out, 0), "rft.data.seq_len") | counts
     # A model soup: fine-tune 1 runs in `out` itself, fine-tune k >= 2 under seeds/k, each on its own data order;
@@ -104,6 +107,16 @@ def rft_stage(run: PipelineRun, start: Path, round_: int, pool: list[Path], out:
     average_hf([seed / "hf" for seed in seeds], out / "hf")
     run.runner.log(f"[{out.name}] the policy is the weight mean of {len(seeds)} fine-tunes (seeds/*/hf)")
     return summaries[0] | counts | {"seeds": len(seeds), "seed_final_losses": [s["final_loss"] for s in summaries]}
+
+
+def replay_trajectories(run: PipelineRun, round_: int, out: Path) -> list[dict]:
+    """`rl.rft_replay` of the expert's SFT trajectories, a sample seeded by the round, written to `out/replay.jsonl`."""
+    expert = read_jsonl(run.root / "expert" / "trajectories.jsonl")
+    seed = stage_seed(run.cfg, "rft", round_)
+    replay = random.Random(seed).sample(expert, min(run.cfg.rl.rft_replay, len(expert)))
+    write_jsonl(out / "replay.jsonl", replay)
+    run.runner.log(f"[{out.name}] rft replays {len(replay)} of the expert's {len(expert)} SFT trajectories")
+    return replay
 
 
 def pg_stage(run: PipelineRun, start: Path, out: Path) -> dict:

@@ -232,7 +232,7 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(b
     cfg = pipeline_config(
         {
             "name": "t",
-            "rl": {"method": "rft", "rft_rounds": 2, "rft_seeds": 2},
+            "rl": {"method": "rft", "rft_rounds": 2, "rft_seeds": 2, "rft_replay": 3},
             "rft": {"data": {"unlikelihood_weight": 0.5}},
         },
         quick=True,
@@ -258,9 +258,12 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(b
     # The other rollouts' malformed turns (the quick policy breaks the format) are trained to be unlikely.
     rejected = [json.loads(line) for line in (tmp_path / "rl" / "rejected.jsonl").open()]
     assert rejected and all(-1 in [m.get("weight") for m in t["messages"]] for t in rejected)
+    # Three of the expert's SFT trajectories are replayed with them, a sample seeded by the round.
+    replay = [json.loads(line) for line in (tmp_path / "rl" / "replay.jsonl").open()]
+    assert len(replay) == 3 and all(expert[t["question"]] == t for t in replay)
     recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
     assert recipe["train"]["train_files"] == [
-        str(tmp_path / "rl" / name) for name in ("trajectories.jsonl", "rejected.jsonl")
+        str(tmp_path / "rl" / name) for name in ("trajectories.jsonl", "rejected.jsonl", "replay.jsonl")
     ]
     assert recipe["data"]["unlikelihood_weight"] == 0.5
     assert recipe["model"]["hf_path"] == str(tmp_path / "extend" / "hf") and recipe["train"]["steps"] == 2
@@ -289,9 +292,12 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(b
         assert (rft["episodes"], rft["questions"]) == (episodes, pool)
         assert rft["right"] == rft["kept"] == rft["kept_questions"] == len(stood_in)
     assert report["rl"]["rft"]["rejected"] == len(rejected) and report["rl"]["rft"]["rejected_turns"] >= len(rejected)
+    assert report["rl"]["rft"]["replayed"] == report["rl_round2"]["rft"]["replayed"] == 3
     recipe = json.loads(next((tmp_path / "rl_round2" / "checkpoints").glob("*/config/metadata")).read_text())
     assert recipe["model"]["hf_path"] == str(tmp_path / "rl" / "hf") and recipe["data"]["seed"] == 3
     assert recipe["train"]["train_files"][0] == str(tmp_path / "rl_round2" / "trajectories.jsonl")
+    second_replay = [json.loads(line) for line in (tmp_path / "rl_round2" / "replay.jsonl").open()]
+    assert len(second_replay) == 3 and second_replay != replay  # round 2 draws its own sample
     assert (tmp_path / "rl_round2" / "hf" / "config.json").exists()
     rollouts = [json.loads(line) for line in (tmp_path / "eval_rl" / "results.jsonl").read_text().splitlines()]
     assert len(rollouts) == cfg.eval.k * report["eval_rl"]["questions"]  # k rounds a question
@@ -299,7 +305,7 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(b
     assert "plots/rft_loss.png" in report["plots"] and "plots/rl_curves.png" not in report["plots"]
     md = (tmp_path / "report.md").read_text()
     assert f"RL by rejection-sampling fine-tuning: {len(right)} of {episodes} rollouts right" in md
-    assert f"malformed turns of {len(rejected)} episodes made unlikely" in md
+    assert f"malformed turns of {len(rejected)} episodes made unlikely, with 3 expert trajectories replayed" in md
     assert report["rl"]["seeds"] == 2 and len(report["rl"]["seed_final_losses"]) == 2
     assert md.count("the policy is the weight mean of 2 fine-tunes on their own data orders") == 2  # both rounds
     assert f"fine-tuning, round 2 (from round 1's policy): {len(second)} of {episodes} rollouts right" in md
@@ -390,6 +396,10 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         RecipeError, match="rl.rft_seeds must be >= 1, and above 1 only with rl.method rft; got 4 with 'pg'"
     ):
         pipeline_config({"rl": {"rft_seeds": 4}})
+    with pytest.raises(
+        RecipeError, match="rl.rft_replay must be >= 0, and above 0 only with rl.method rft; got 8 with 'pg'"
+    ):
+        pipeline_config({"rl": {"rft_replay": 8}})
 
 
 def test_the_tools_section_sets_every_rollouts_search_and_visit():
