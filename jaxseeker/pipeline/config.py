@@ -106,6 +106,9 @@ class PolicyStage:
     # LoRA adapters for every fine-tune of the policy (`model.lora` of the SFT recipes: rank, alpha, targets);
     # empty or rank 0: full fine-tuning
     lora: tuple[tuple[str, Any], ...] = ()
+    # SFT fine-tunes, fine-tune k on its own data order (the SFT's data seed + k), whose weight mean is the SFT policy
+    # (`train.average`, a model soup, as `rl.rft_seeds`); 1: one fine-tune
+    sft_seeds: int = 1
     vocab_size: int = 4096  # from scratch: the tokenizer's vocabulary (trained on the run's text)
     hidden_size: int = 256  # from scratch: the model's shape
     num_layers: int = 4  # from scratch
@@ -137,6 +140,7 @@ class PolicyStage:
                 f"({self.init!r}) is pretrained: set it to 0"
             )
         for name in (
+            "sft_seeds",
             "vocab_size",
             "hidden_size",
             "num_layers",

@@ -43,7 +43,14 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
         + ".",
         f"Expert trajectories kept: {report.get('expert', {}).get('trajectories')}.",
         f"SFT: final loss {_loss(report.get('sft', {}).get('final_loss'))}, "
-        f"eval loss {_loss(report.get('sft', {}).get('eval_loss'))}" + _truncated(report.get("sft", {})) + ".",
+        f"eval loss {_loss(report.get('sft', {}).get('eval_loss'))}"
+        + _truncated(report.get("sft", {}))
+        + (
+            f"; the policy is the weight mean of {report['sft']['seeds']} fine-tunes on their own data orders"
+            if report.get("sft", {}).get("seeds", 1) > 1
+            else ""
+        )
+        + ".",
     ]
     if "extend" in report:
         e = report["extend"]

@@ -15,6 +15,7 @@ from jaxseeker.pipeline.config import PipelineConfig
 from jaxseeker.pipeline.context import PipelineRun
 from jaxseeker.pipeline.questions import write_name_pool
 from jaxseeker.pipeline.recipes import sft_config, sft_recipe, stage_seed, write_recipe
+from jaxseeker.train.average import average_hf
 from jaxseeker.train.copy_warmup import run_copy_warmup
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.sft import run_sft
@@ -125,13 +126,26 @@ def warmup_stage(run: PipelineRun, out: Path) -> dict:
 
 
 def sft_stage(run: PipelineRun, out: Path) -> dict:
-    """SFT on the expert trajectories, from the pretrained policy, the warm-up's model or random weights."""
+    """SFT on the expert trajectories, from the pretrained policy, the warm-up's model or random weights; with
+    `policy.sft_seeds` > 1, the policy is the weight mean of that many fine-tunes on their own data orders."""
     p, qa_dir = run.cfg.policy, run.qa_dir
     start = run.init_dir if run.init_dir is not None else (run.root / "warmup" / "hf" if p.copy_warmup_steps else None)
     if p.permute_names:
         write_name_pool(run.world, [qa_dir / "test.jsonl", qa_dir / "rl.jsonl"], out / "name_pool.tsv")
     recipe = stage_recipe(run, "sft", out, model_section(run.cfg, start))
-    return sft_summary(run, out, recipe, "sft.data.seq_len")
+    if p.sft_seeds == 1:
+        return sft_summary(run, out, recipe, "sft.data.seq_len")
+    # A model soup: fine-tune 1 runs in `out` itself, fine-tune k >= 2 under seeds/k on data seed the SFT's + k - 1;
+    # fine-tune k's export is seeds/k/hf and the policy, out/hf, is their weight mean.
+    seeds = [out / "seeds" / str(k) for k in range(1, p.sft_seeds + 1)]
+    base = sft_config(run.cfg, "sft")[0].seed
+    summaries = [sft_summary(run, out, recipe, "sft.data.seq_len", hf=seeds[0] / "hf")]
+    for k, fine_tune in enumerate(seeds[1:], start=1):
+        member = stage_recipe(run, "sft", fine_tune, model_section(run.cfg, start), seed=base + k)
+        summaries.append(sft_summary(run, fine_tune, member, "sft.data.seq_len", hf=fine_tune / "hf"))
+    average_hf([seed / "hf" for seed in seeds], out / "hf")
+    run.runner.log(f"[{out.name}] the policy is the weight mean of {len(seeds)} fine-tunes (seeds/*/hf)")
+    return summaries[0] | {"seeds": len(seeds), "seed_final_losses": [s["final_loss"] for s in summaries]}
 
 
 def extend_stage(run: PipelineRun, out: Path) -> dict:

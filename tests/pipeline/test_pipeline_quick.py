@@ -311,6 +311,32 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(b
     assert f"fine-tuning, round 2 (from round 1's policy): {len(second)} of {episodes} rollouts right" in md
 
 
+def test_sft_seeds_make_the_sft_policy_the_weight_mean_of_fine_tunes_on_their_own_data_orders(before_rl, tmp_path):
+    cfg = pipeline_config({"name": "t", "policy": {"sft_seeds": 2}}, quick=True)
+    cfg = dataclasses.replace(cfg, sft=dataclasses.replace(cfg.sft, train={**cfg.sft.train, "steps": 2}))  # 2 a member
+    go_on_from(before_rl, tmp_path)
+    report = run_pipeline(cfg, tmp_path, progress=False, until="sft")
+    assert "sft" not in report["reused_stages"]
+    assert report["sft"]["seeds"] == 2 and len(report["sft"]["seed_final_losses"]) == 2
+    first, second = (
+        json.loads(next((tmp_path / "sft" / path / "checkpoints").glob("*/config/metadata")).read_text())
+        for path in (".", "seeds/2")
+    )
+    assert (first["name"], second["name"]) == (f"{cfg.name}-sft", f"{cfg.name}-sft-seeds-2")
+    assert second["data"]["seed"] == first["data"].get("seed", 0) + 1  # its own data order
+    assert second["train"]["train_files"] == first["train"]["train_files"]
+    one, two, mean = (
+        load_file(tmp_path / "sft" / path / "model.safetensors") for path in ("seeds/1/hf", "seeds/2/hf", "hf")
+    )
+    assert not np.allclose(one["model.norm.weight"], two["model.norm.weight"])
+    for key in one:
+        np.testing.assert_allclose(mean[key], (one[key] + two[key]) / 2, atol=1e-6)
+    md = (tmp_path / "report.md").read_text()
+    assert "; the policy is the weight mean of 2 fine-tunes on their own data orders." in md
+    with pytest.raises(RecipeError, match="policy.sft_seeds must be >= 1, got 0"):
+        pipeline_config({"policy": {"sft_seeds": 0}})
+
+
 def test_the_report_says_how_many_trajectory_draws_sft_cut():
     report = {"name": "x", "sft": {"final_loss": 0.4, "eval_loss": 0.3, "truncated": 650, "seq_len": 1024}}
     assert "eval loss 0.3000; 650 trajectory draws cut at 1024 tokens (their ends never trained)." in markdown(report)
