@@ -23,10 +23,12 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import jax
 import numpy as np
+from jax._src import distributed
 from jax.experimental import multihost_utils
 
 from jaxseeker import model
@@ -62,11 +64,18 @@ def keep_runs(prepare):
 
 
 def sigterm_at(run_step, at: int):
-    """`rl.run_step` that sends this process SIGTERM as step `at` starts (process 1 only)."""
+    """`rl.run_step` that sends this process SIGTERM as step `at` starts (process 1 only), then waits until the
+    coordination service holds the preemption notice and every process's step count (the keys of TSL's
+    PreemptionSyncManager): the sync point is then the step that follows, however late the notifier thread runs,
+    since the other process cannot finish this step without this one."""
 
     def step(run, state, index):
         if index == at and jax.process_index() == 1:
             os.kill(os.getpid(), signal.SIGTERM)
+            client = distributed.global_state.client
+            client.blocking_key_value_get("RECEIVED_PREEMPTION_NOTICE", 120_000)
+            while len(client.key_value_dir_get("PREEMPTION_CURRENT_COUNTER/")) < jax.process_count():
+                time.sleep(0.01)
         return run_step(run, state, index)
 
     return step
