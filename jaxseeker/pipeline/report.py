@@ -17,6 +17,12 @@ def _loss(x: float | None) -> str:
     return "—" if x is None else f"{x:.4f}"
 
 
+def _soup(stage: dict[str, Any]) -> str:
+    """What a training stage's summary says of its model soup (`seeds` fine-tunes), for its report line."""
+    n = stage.get("seeds", 1)
+    return f"; the policy is the weight mean of {n} fine-tunes on their own data orders" if n > 1 else ""
+
+
 def _truncated(sft: dict[str, Any]) -> str:
     """The SFT line's note on trajectory draws cut at the policy's seq_len (their ends never trained), if any."""
     if not sft.get("truncated"):
@@ -45,11 +51,7 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
         f"SFT: final loss {_loss(report.get('sft', {}).get('final_loss'))}, "
         f"eval loss {_loss(report.get('sft', {}).get('eval_loss'))}"
         + _truncated(report.get("sft", {}))
-        + (
-            f"; the policy is the weight mean of {report['sft']['seeds']} fine-tunes on their own data orders"
-            if report.get("sft", {}).get("seeds", 1) > 1
-            else ""
-        )
+        + _soup(report.get("sft", {}))
         + ".",
     ]
     if "extend" in report:
@@ -72,11 +74,7 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
                     else ""
                 )
                 + (f", with {rft['replayed']} expert trajectories replayed" if rft.get("replayed") else "")
-                + (
-                    f"; the policy is the weight mean of {report[stage]['seeds']} fine-tunes on their own data orders"
-                    if report[stage].get("seeds", 1) > 1
-                    else ""
-                )
+                + _soup(report[stage])
                 + f"; final loss {_loss(report[stage].get('final_loss'))}, "
                 f"eval loss {_loss(report[stage].get('eval_loss'))}."
             )

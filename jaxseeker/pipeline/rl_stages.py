@@ -16,8 +16,7 @@ from jaxseeker.pipeline.data_stages import write_jsonl
 from jaxseeker.pipeline.eval_stages import policy_engine
 from jaxseeker.pipeline.questions import fresh_questions, read_jsonl, read_splits
 from jaxseeker.pipeline.recipes import rl_config, rl_recipe, sft_config, stage_seed, write_recipe
-from jaxseeker.pipeline.train_stages import model_section, sft_summary, stage_recipe
-from jaxseeker.train.average import average_hf
+from jaxseeker.pipeline.train_stages import model_section, soup_summary, stage_recipe
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.rejection import kept_trajectories, rejected_trajectories, rft_counts
 from jaxseeker.train.rl import run_rl
@@ -95,18 +94,7 @@ def rft_stage(run: PipelineRun, start: Path, round_: int, pool: list[Path], out:
         return stage_recipe(run, "rft", fine_tune, model, seed=seed, train_files=train_files)
 
     counts = {"rft": rft_counts(records, kept, rejected) | {"replayed": len(replay)}}
-    if r.rft_seeds == 1:
-        return sft_summary(run, out, recipe(out, 0), "rft.data.seq_len") | counts
-    # A model soup: fine-tune 1 runs in `out` itself, fine-tune k >= 2 under seeds/k, each on its own data order;
-    # fine-tune k's export is seeds/k/hf and the policy, out/hf, is their weight mean.
-    seeds = [out / "seeds" / str(k) for k in range(1, r.rft_seeds + 1)]
-    summaries = [
-        sft_summary(run, fine_tune, recipe(fine_tune, k), "rft.data.seq_len", hf=seed / "hf")
-        for k, (fine_tune, seed) in enumerate(zip([out] + seeds[1:], seeds))
-    ]
-    average_hf([seed / "hf" for seed in seeds], out / "hf")
-    run.runner.log(f"[{out.name}] the policy is the weight mean of {len(seeds)} fine-tunes (seeds/*/hf)")
-    return summaries[0] | counts | {"seeds": len(seeds), "seed_final_losses": [s["final_loss"] for s in summaries]}
+    return soup_summary(run, out, recipe, r.rft_seeds, "rft.data.seq_len") | counts
 
 
 def replay_trajectories(run: PipelineRun, round_: int, out: Path) -> list[dict]:

@@ -5,6 +5,7 @@ trajectories (`sft`) and the optional context extension (`extend`), two `jaxseek
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -132,20 +133,29 @@ def sft_stage(run: PipelineRun, out: Path) -> dict:
     start = run.init_dir if run.init_dir is not None else (run.root / "warmup" / "hf" if p.copy_warmup_steps else None)
     if p.permute_names:
         write_name_pool(run.world, [qa_dir / "test.jsonl", qa_dir / "rl.jsonl"], out / "name_pool.tsv")
-    recipe = stage_recipe(run, "sft", out, model_section(run.cfg, start))
-    if p.sft_seeds == 1:
-        return sft_summary(run, out, recipe, "sft.data.seq_len")
-    # A model soup: fine-tune 1 runs in `out` itself, fine-tune k >= 2 under seeds/k on data seed the SFT's + k - 1;
-    # fine-tune k's export is seeds/k/hf and the policy, out/hf, is their weight mean.
-    seeds = [out / "seeds" / str(k) for k in range(1, p.sft_seeds + 1)]
     base = sft_config(run.cfg, "sft")[0].seed
-    summaries = [sft_summary(run, out, recipe, "sft.data.seq_len", hf=seeds[0] / "hf")]
-    for k, fine_tune in enumerate(seeds[1:], start=1):
-        member = stage_recipe(run, "sft", fine_tune, model_section(run.cfg, start), seed=base + k)
-        summaries.append(sft_summary(run, fine_tune, member, "sft.data.seq_len", hf=fine_tune / "hf"))
+
+    def recipe(fine_tune: Path, member: int) -> dict:  # member k >= 1 on data seed the SFT's + k
+        seed = None if member == 0 else base + member
+        return stage_recipe(run, "sft", fine_tune, model_section(run.cfg, start), seed=seed)
+
+    return soup_summary(run, out, recipe, p.sft_seeds, "sft.data.seq_len")
+
+
+def soup_summary(run: PipelineRun, out: Path, recipe: Callable[[Path, int], dict], n: int, key: str) -> dict:
+    """Train `n` fine-tunes, `recipe(directory, member)` each, and make `out/hf` their weight mean (a model soup;
+    `train.average`): fine-tune 1 runs in `out` itself, fine-tune k >= 2 under seeds/k, and fine-tune k's export is
+    seeds/k/hf. One fine-tune exports to `out/hf` itself."""
+    if n == 1:
+        return sft_summary(run, out, recipe(out, 0), key)
+    seeds = [out / "seeds" / str(k) for k in range(1, n + 1)]
+    summaries = [
+        sft_summary(run, fine_tune, recipe(fine_tune, k), key, hf=seed / "hf")
+        for k, (fine_tune, seed) in enumerate(zip([out] + seeds[1:], seeds))
+    ]
     average_hf([seed / "hf" for seed in seeds], out / "hf")
-    run.runner.log(f"[{out.name}] the policy is the weight mean of {len(seeds)} fine-tunes (seeds/*/hf)")
-    return summaries[0] | {"seeds": len(seeds), "seed_final_losses": [s["final_loss"] for s in summaries]}
+    run.runner.log(f"[{out.name}] the policy is the weight mean of {n} fine-tunes (seeds/*/hf)")
+    return summaries[0] | {"seeds": n, "seed_final_losses": [s["final_loss"] for s in summaries]}
 
 
 def extend_stage(run: PipelineRun, out: Path) -> dict:
