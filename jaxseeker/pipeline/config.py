@@ -62,6 +62,7 @@ class ExpertStage:
     detour_rate: float = 0.2  # a descriptive first search, or a wrong page opened and rejected
     snippet_rate: float = 0.0  # answer from a search snippet that shows the answer, without visiting the page
     slip_rate: float = 0.0  # a search that miscopies the name (out of the loss), then the recovery
+    hop_snippets: bool = False  # snippet_rate covers hops: a link read from a snippet, a next page's shown hit
     seed: int = 0  # the expert's randomness
 
 

@@ -79,7 +79,9 @@ def expert_stage(run: PipelineRun, out: Path) -> dict:
     tools = cfg.tools.config()
     teacher = ExpertTeacher(
         run.world,
-        ExpertConfig(detour_rate=e.detour_rate, snippet_rate=e.snippet_rate, slip_rate=e.slip_rate),
+        ExpertConfig(
+            detour_rate=e.detour_rate, snippet_rate=e.snippet_rate, slip_rate=e.slip_rate, hop_snippets=e.hop_snippets
+        ),
         title_first=tools.title_first,
     )
     records, stats = synthesize(

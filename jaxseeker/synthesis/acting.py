@@ -107,10 +107,16 @@ class Actor:
             hit = next((h for r in results for h in r.hits if h.title == name), None)
             if hit is None:
                 return None
-        if enough is not None and self.snippet_rate and enough(hit.snippet) and self.rng.random() < self.snippet_rate:
-            return reader.SeenPage(hit.title, hit.url, hit.snippet, {})
+        if (page := self.from_snippet(hit, enough)) is not None:
+            return page
         pages = yield from self.visit(thoughts.open_hit(self.rng, name, hit.rank, goal), [hit.url], goal)
         return next((p for p in pages if p.title == name), None)
+
+    def from_snippet(self, hit: reader.SeenHit, enough: Callable[[str], bool] | None) -> reader.SeenPage | None:
+        """At `snippet_rate`, the hit's snippet standing in for its page when `enough(snippet)`; else None."""
+        if enough is None or not self.snippet_rate or not enough(hit.snippet) or self.rng.random() >= self.snippet_rate:
+            return None
+        return reader.SeenPage(hit.title, hit.url, hit.snippet, {})
 
     def slip(self, name: str, thought: str) -> Turns:
         """At `slip_rate`: the small policy's commonest mistake and its recovery. The thought names `name`, the query

@@ -9,6 +9,9 @@ filter). It checks candidates against the question's clues — one at a time or 
 visit — and makes realistic detours at `detour_rate`: a descriptive first search that finds nothing
 useful, and a wrong candidate opened and rejected for a clue its page contradicts. At `slip_rate` it searches a
 lookalike name, then recovers (`Actor.slip`; that turn gets `"weight": 0`, so SFT does not train the mistake).
+At `snippet_rate` it answers from a search snippet that shows the answer; with `hop_snippets` it also reads a
+link from a snippet, and the next page's answer from that page's hit in the same results, so a two-hop question
+can end after one search.
 
 In submit mode (WebSeer self-reflection) it proposes answers with `answer_submit`, on purpose a
 wrong one first when `wrong_first`, reads the verifier's verdict, reflects, and ends with the
@@ -83,6 +86,7 @@ class ExpertConfig:
     max_checks: int = 40  # candidate pages checked for one count before giving up
     snippet_rate: float = 0.0  # answer from a search snippet that already shows the answer, without a visit
     slip_rate: float = 0.0  # a search that miscopies the name (untrained), then the recovery (`Actor.slip`)
+    hop_snippets: bool = False  # snippet_rate covers hops too: a link read from a snippet, a next page's listed hit
 
     def __post_init__(self) -> None:
         for name in ("detour_rate", "empty_share", "link_rate", "batch_rate", "snippet_rate", "slip_rate"):
@@ -217,7 +221,7 @@ class ExpertRun(Actor):
                 self.goal(hops, 0, anchor),
                 lead,
                 noun=self.noun(start),
-                enough=None if hops else self.shows_answer(anchor),
+                enough=self.shows_hop(anchor, hops[0]) if hops else self.shows_answer(anchor),
             )
             if page is None:
                 return (yield from self.give_up(f"a page about {anchor}"))
@@ -239,6 +243,13 @@ class ExpertRun(Actor):
         if attr is None:
             return None
         return lambda text: reader.attribute(text, name, attr)[0] is not None
+
+    def shows_hop(self, name: str, hop: Hop) -> Callable[[str], bool] | None:
+        """With `hop_snippets`, a test that a text about `name` names the hop's one destination (else None)."""
+        if not self.cfg.hop_snippets:
+            return None
+        truth = self.name(hop.dst)
+        return lambda text: reader.related(text, name, hop.rel, hop.forward)[:2] == ([truth], 0)
 
     def goal(self, hops: Sequence[Hop], k: int, here: str) -> str:
         """The visit goal at hop `k` (past the last hop: the answer attribute's)."""
@@ -320,12 +331,12 @@ class ExpertRun(Actor):
                     lead = yield from self.propose(thoughts.guess(self.rng, wrong), wrong)
                     lead = join(lead, f"Read {here}'s page again.", thoughts.quote(self.rng, here, said[0]))
                 return None, (yield from self.finish(join(lead, f"The answer is {truth}."), truth)), ""
+            enough = self.shows_answer(truth) if last else self.shows_hop(truth, hops[k + 1])
+            hit = self.hits.get(truth) if self.cfg.hop_snippets and truth not in self.pages else None
+            if hit is not None and (seen := self.from_snippet(hit, enough)) is not None:
+                return seen, truth, join(lead, thoughts.listed_hit(self.rng, truth, hit.rank))
             next_page = yield from self.open(
-                truth,
-                self.goal(hops, k + 1, truth),
-                lead,
-                noun=self.noun(hop.dst),
-                enough=self.shows_answer(truth) if last else None,
+                truth, self.goal(hops, k + 1, truth), lead, noun=self.noun(hop.dst), enough=enough
             )
             if next_page is None:
                 return (yield from self.give_up(f"the page of {truth}"))

@@ -160,6 +160,11 @@ def open_link(rng: random.Random, name: str, goal: str) -> str:
     )
 
 
+def listed_hit(rng: random.Random, name: str, rank: int) -> str:
+    """The next page is a search hit already shown."""
+    return pick(rng, ("{n} is result [{r}].", "Result [{r}] is {n}.", "[{r}] shows {n}."), n=name, r=rank)
+
+
 def quote(rng: random.Random, owner: str, sentence: str) -> str:
     """What a page says, quoted."""
     return pick(

@@ -154,6 +154,38 @@ def test_expert_answers_from_a_snippet_that_shows_the_answer(traj_world, traj_re
         assert quoted in observations  # the final thought quotes the snippet it answered from
 
 
+def test_hop_snippets_read_a_link_from_a_snippet_and_the_answer_from_a_hit_shown_beside_it(
+    traj_world, traj_registry, traj_tokenizer
+):
+    two_hop = [
+        as_question(r.to_json())
+        for r in e2hqa.synthesize(traj_world, 30, seed=3, config=e2hqa.E2HQAConfig(min_rounds=1, max_rounds=1)).records
+    ]
+
+    def solve(hop_snippets: bool) -> list[dict]:
+        config = ExpertConfig(detour_rate=0.0, snippet_rate=1.0, hop_snippets=hop_snippets)
+        teacher = ExpertTeacher(traj_world, config)
+        records, _ = synthesize(
+            teacher, traj_tokenizer, traj_registry, two_hop, webdancer_funnel(), tries=1, config=LOOP, progress=False
+        )
+        assert len(records) >= 0.9 * len(two_hop)
+        return records
+
+    def calls(record: dict) -> list[dict]:
+        return [c for m in record["messages"] if m["role"] == "assistant" for c in _calls(m)]
+
+    assert all(len(calls(r)) >= 2 for r in solve(False))  # without: the first hop's page is always opened
+    one_search = [r for r in solve(True) if [c["name"] for c in calls(r)] == ["search"]]
+    assert one_search  # the link and the answer both read from the first search's results
+    for r in one_search:
+        assert exact_match(r["prediction"], r["answer"])
+        observation = r["messages"][3]["content"]
+        link, answer = re.findall(r"“(.*?)”", r["messages"][-1]["content"])
+        assert link in observation and answer in observation
+        hit = re.search(r"\[(\d)\]", r["messages"][-1]["content"]).group(1)
+        assert f"[{hit}] {answer.split(' ')[0]}" in observation  # the hit it points at holds the answer
+
+
 def test_slips_show_a_miscopied_search_out_of_the_loss_then_the_right_one(
     traj_world, traj_registry, traj_tokenizer, traj_questions
 ):
