@@ -63,7 +63,16 @@ class ExpertStage:
     snippet_rate: float = 0.0  # answer from a search snippet that shows the answer, without visiting the page
     slip_rate: float = 0.0  # a search that miscopies the name (out of the loss), then the recovery
     hop_snippets: bool = False  # snippet_rate covers hops: a link read from a snippet, a next page's shown hit
+    restate_goal: bool = False  # the answer thought first says what is asked (`the population of X`), then quotes
     seed: int = 0  # the expert's randomness
+
+    def key(self) -> dict[str, Any]:
+        """The section as stage fingerprints take it: the switches only when set, so runs from before them keep
+        their stages."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in _EXPERT_SWITCHES or v}
+
+
+_EXPERT_SWITCHES = ("hop_snippets", "restate_goal")
 
 
 @dataclasses.dataclass(frozen=True)

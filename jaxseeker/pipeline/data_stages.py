@@ -80,7 +80,11 @@ def expert_stage(run: PipelineRun, out: Path) -> dict:
     teacher = ExpertTeacher(
         run.world,
         ExpertConfig(
-            detour_rate=e.detour_rate, snippet_rate=e.snippet_rate, slip_rate=e.slip_rate, hop_snippets=e.hop_snippets
+            detour_rate=e.detour_rate,
+            snippet_rate=e.snippet_rate,
+            slip_rate=e.slip_rate,
+            hop_snippets=e.hop_snippets,
+            restate_goal=e.restate_goal,
         ),
         title_first=tools.title_first,
     )

@@ -86,7 +86,7 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
         policy_key = fingerprint(str(run.init_dir))
     else:
         policy_key = fingerprint(p.vocab_size)
-    expert_key = fingerprint(qa_key, dataclasses.asdict(cfg.expert), cfg.tools.key(), cfg.eval.limits(), policy_key)
+    expert_key = fingerprint(qa_key, cfg.expert.key(), cfg.tools.key(), cfg.eval.limits(), policy_key)
     _stage(run, report, "expert", expert_key, data_stages.expert_stage)
     if p.init:
         start_key = policy_key

@@ -87,6 +87,7 @@ class ExpertConfig:
     snippet_rate: float = 0.0  # answer from a search snippet that already shows the answer, without a visit
     slip_rate: float = 0.0  # a search that miscopies the name (untrained), then the recovery (`Actor.slip`)
     hop_snippets: bool = False  # snippet_rate covers hops too: a link read from a snippet, a next page's listed hit
+    restate_goal: bool = False  # the answer thought first says what is asked (`the population of X`), then quotes
 
     def __post_init__(self) -> None:
         for name in ("detour_rate", "empty_share", "link_rate", "batch_rate", "snippet_rate", "slip_rate"):
@@ -447,6 +448,8 @@ class ExpertRun(Actor):
         if value is None:
             return (yield from self.give_up(f"the {attr.replace('_', ' ')} of {here}"))
         answer = reader.answer_value(value, attr)
+        if self.cfg.restate_goal:
+            lead = join(lead, thoughts.asked(self.rng, answer_goal(attr, here)))
         wrong = self.misread(page.text, here, attr, answer) if self.submit and self.wrong_first else None
         if wrong is not None:
             lead = yield from self.propose(join(lead, f"The page gives {wrong}, I think."), wrong)

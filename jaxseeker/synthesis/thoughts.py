@@ -293,6 +293,11 @@ def confirmed(rng: random.Random, name: str, evidence: str) -> str:
     return pick(rng, ("{n} fits the clues.", "So it is {n}."), n=name)
 
 
+def asked(rng: random.Random, goal: str) -> str:
+    """What the question asks, said before the sentence that answers it."""
+    return pick(rng, ("The question asks {g}.", "Wanted: {g}.", "I am asked {g}."), g=goal)
+
+
 def answer_from(rng: random.Random, evidence: str, answer: str) -> str:
     """The final thought: where the answer was read."""
     return pick(

@@ -428,6 +428,13 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
         pipeline_config({"rl": {"rft_replay": 8}})
 
 
+def test_the_expert_switches_enter_the_expert_fingerprint_only_when_set():
+    plain = pipeline_config({}).expert.key()
+    assert "hop_snippets" not in plain and "restate_goal" not in plain  # old runs keep their expert stage
+    switched = pipeline_config({"expert": {"hop_snippets": True, "restate_goal": True}}).expert.key()
+    assert switched == {**plain, "hop_snippets": True, "restate_goal": True}
+
+
 def test_the_tools_section_sets_every_rollouts_search_and_visit():
     tools = pipeline_config({"tools": {"goal_passages": 2, "max_links": 0}}).tools.config()
     assert tools.enabled == ("search", "visit") and tools.top_k == 3

@@ -186,6 +186,32 @@ def test_hop_snippets_read_a_link_from_a_snippet_and_the_answer_from_a_hit_shown
         assert f"[{hit}] {answer.split(' ')[0]}" in observation  # the hit it points at holds the answer
 
 
+def test_restate_goal_says_what_is_asked_before_quoting_the_sentence_that_answers_it(
+    traj_world, traj_registry, traj_tokenizer
+):
+    one_hop = [
+        as_question(r.to_json())
+        for r in e2hqa.synthesize(traj_world, 20, seed=4, config=e2hqa.E2HQAConfig(min_rounds=0, max_rounds=0)).records
+    ]
+    asked = re.compile(r"<think>(?:The question asks|Wanted:|I am asked) (.+?)\. .*?“(.+?)”", re.DOTALL)
+    for restate in (False, True):
+        teacher = ExpertTeacher(traj_world, ExpertConfig(detour_rate=0.0, snippet_rate=0.5, restate_goal=restate))
+        records, _ = synthesize(
+            teacher, traj_tokenizer, traj_registry, one_hop, webdancer_funnel(), tries=1, config=LOOP, progress=False
+        )
+        assert len(records) >= 0.9 * len(one_hop)
+        finals = [asked.match(r["messages"][-1]["content"]) for r in records]
+        if not restate:
+            assert not any(finals)
+            continue
+        assert all(finals)
+        for record, final in zip(records, finals, strict=True):
+            goal, quoted = final.groups()
+            subject = next(t for t in quoted.split(" ") if t[:1].isupper())
+            assert subject in goal  # the goal names the page the quote comes from
+            assert record["prediction"] in quoted.replace(",", "")
+
+
 def test_slips_show_a_miscopied_search_out_of_the_loss_then_the_right_one(
     traj_world, traj_registry, traj_tokenizer, traj_questions
 ):
