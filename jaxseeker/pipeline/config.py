@@ -9,6 +9,7 @@ from typing import Any
 from jaxseeker.agent.prompts import PROMPT_STYLES
 from jaxseeker.data.tokenizer import SPLITS
 from jaxseeker.pipeline.quick import quick_recipe
+from jaxseeker.synthesis.expert import ExpertConfig
 from jaxseeker.tools import ToolsConfig, VisitOptions
 from jaxseeker.train.recipe import build, check_sections
 
@@ -66,13 +67,16 @@ class ExpertStage:
     restate_goal: bool = False  # the answer thought first says what is asked (`the population of X`), then quotes
     seed: int = 0  # the expert's randomness
 
+    def config(self) -> ExpertConfig:
+        """The ExpertConfig of these settings (the others keep ExpertConfig's defaults)."""
+        fields = {f.name for f in dataclasses.fields(ExpertConfig)}
+        return ExpertConfig(**{k: v for k, v in dataclasses.asdict(self).items() if k in fields})
+
     def key(self) -> dict[str, Any]:
         """The section as stage fingerprints take it: the switches only when set, so runs from before them keep
         their stages."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in _EXPERT_SWITCHES or v}
-
-
-_EXPERT_SWITCHES = ("hop_snippets", "restate_goal")
+        switches = ("hop_snippets", "restate_goal")
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in switches or v}
 
 
 @dataclasses.dataclass(frozen=True)

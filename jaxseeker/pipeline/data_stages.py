@@ -12,7 +12,6 @@ from jaxseeker.pipeline.context import PipelineRun, questions_of, rollout_config
 from jaxseeker.pipeline.questions import SPLITS, draft, fresh_questions, read_jsonl, read_splits
 from jaxseeker.pipeline.split import split_questions
 from jaxseeker.synthesis import filters
-from jaxseeker.synthesis.expert import ExpertConfig
 from jaxseeker.synthesis.teachers import ExpertTeacher
 from jaxseeker.synthesis.trajectories import synthesize, write_records
 
@@ -79,13 +78,7 @@ def expert_stage(run: PipelineRun, out: Path) -> dict:
     tools = cfg.tools.config()
     teacher = ExpertTeacher(
         run.world,
-        ExpertConfig(
-            detour_rate=e.detour_rate,
-            snippet_rate=e.snippet_rate,
-            slip_rate=e.slip_rate,
-            hop_snippets=e.hop_snippets,
-            restate_goal=e.restate_goal,
-        ),
+        e.config(),
         title_first=tools.title_first,
     )
     records, stats = synthesize(
