@@ -24,6 +24,7 @@ class BenchShape:
     intermediate_size: int = 1408
     vocab_size: int = 16000
     batch: int = 16
+    group_size: int = 1  # rows a prompt (an RL step's group of rollouts): batch / group_size distinct prompts
     prompt_len: int = 64
     new_tokens: int = 128
     steps_per_call: int = 16
@@ -79,8 +80,11 @@ def _hf_generate(hf, prompts: np.ndarray, new_tokens: int) -> np.ndarray:
     return out[:, prompts.shape[1] :].numpy()
 
 
-def _engine_generate(params, cfg, prompts: np.ndarray, new_tokens: int, steps_per_call: int) -> np.ndarray:
-    """Greedy generation of every prompt at once on a fresh engine (cache exactly prompt + new tokens)."""
+def _engine_generate(
+    params, cfg, prompts: np.ndarray, new_tokens: int, steps_per_call: int, share_prefix: int = 16
+) -> np.ndarray:
+    """Greedy generation of every prompt at once on a fresh engine (cache exactly prompt + new tokens); rows with
+    the same prompt copy it from the first one's cache row unless `share_prefix` is 0."""
     from jaxseeker.generation.engine import Engine
 
     engine = Engine(
@@ -90,6 +94,7 @@ def _engine_generate(params, cfg, prompts: np.ndarray, new_tokens: int, steps_pe
         max_len=prompts.shape[1] + new_tokens,
         steps_per_call=steps_per_call,
         prefill_chunk=prompts.shape[1],
+        share_prefix=share_prefix,
     )
     for i, prompt in enumerate(prompts):
         engine.submit(str(i), prompt.tolist(), max_new_tokens=new_tokens)
@@ -111,7 +116,8 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
 
     After a warm-up of each (ours compiles there), the two run `repeats` times in turn and the best time of
     each counts (the machine may be shared). Returns tokens/s of both, their ratio, our compile overhead and
-    the fraction of rows whose greedy tokens agree exactly.
+    the fraction of rows whose greedy tokens agree exactly. With `group_size` > 1 our engine also runs without
+    sharing the group's prompt (`unshared_s`), so the copy's gain is measured in the same run.
     """
     import torch
 
@@ -125,18 +131,27 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
         with tempfile.TemporaryDirectory() as tmp:
             hf.save_pretrained(tmp)
             cfg, params = model.load_hf(tmp)
-    prompts = np.random.default_rng(shape.seed).integers(1, cfg.vocab_size, (shape.batch, shape.prompt_len))
+    distinct = np.random.default_rng(shape.seed).integers(
+        1, cfg.vocab_size, (shape.batch // shape.group_size, shape.prompt_len)
+    )
+    prompts = np.repeat(distinct, shape.group_size, axis=0)  # [batch, prompt_len], a group's rows side by side
     n = shape.new_tokens
+    grouped = shape.group_size > 1
     _hf_generate(hf, prompts, 4)
     first_s, _ = _timed(_engine_generate, params, cfg, prompts, n, shape.steps_per_call)
-    hf_times, our_times = [], []
+    if grouped:
+        _engine_generate(params, cfg, prompts, n, shape.steps_per_call, 0)  # compiles its prefill shape
+    hf_times, our_times, unshared_times = [], [], []
     for _ in range(max(shape.repeats, 1)):
         hf_s, hf_tokens = _timed(_hf_generate, hf, prompts, n)
         ours_s, our_tokens = _timed(_engine_generate, params, cfg, prompts, n, shape.steps_per_call)
         hf_times.append(hf_s)
         our_times.append(ours_s)
+        if grouped:
+            unshared_times.append(_timed(_engine_generate, params, cfg, prompts, n, shape.steps_per_call, 0)[0])
     hf_s, ours_s = min(hf_times), min(our_times)
     generated = shape.batch * n
+    shared = {"unshared_s": min(unshared_times), "unshared_runs_s": unshared_times} if grouped else {}
     return {
         "model": str(model_dir) if model_dir is not None else "random",
         "hidden_size": cfg.hidden_size,
@@ -154,14 +169,17 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
         "hf_runs_s": hf_times,
         "ours_runs_s": our_times,
         "rows_equal": float(np.mean(np.all(hf_tokens == our_tokens, axis=1))),
+        **shared,
     }
 
 
 def format_table(shape: BenchShape, result: dict) -> str:
     """The benchmark result as a small text table."""
+    gen = result["generated_tokens"]
     lines = [
         (
-            f"greedy generation, batch {shape.batch}, prompt {shape.prompt_len}, +{shape.new_tokens} tokens, f32, "
+            f"greedy generation, batch {shape.batch} ({shape.group_size} a prompt), prompt {shape.prompt_len}, "
+            f"+{shape.new_tokens} tokens, f32, "
             f"{result['params_M']:.1f}M params ({result['model']}: hidden {result['hidden_size']}, "
             f"{result['num_layers']} layers, vocab {result['vocab_size']}), steps/call {shape.steps_per_call}, "
             f"torch threads {result['torch_threads']}"
@@ -169,6 +187,11 @@ def format_table(shape: BenchShape, result: dict) -> str:
         f"{'best of ' + str(len(result['hf_runs_s'])):<22}{'seconds':>10}{'tokens/s':>12}",
         f"{'HF generate (torch)':<22}{result['hf_s']:>10.2f}{result['hf_tok_s']:>12.0f}",
         f"{'jaxseeker Engine':<22}{result['ours_s']:>10.2f}{result['ours_tok_s']:>12.0f}",
+        *(
+            [f"{'Engine, no sharing':<22}{result['unshared_s']:>10.2f}{gen / result['unshared_s']:>12.0f}"]
+            if "unshared_s" in result
+            else []
+        ),
         f"speedup ours / HF: {result['speedup']:.2f}x",
         f"our compile (first call only, excluded above): {result['ours_compile_s']:.1f} s",
         f"rows with identical greedy tokens: {result['rows_equal']:.0%}",

@@ -6,6 +6,10 @@ next decode step. So a prompt of n tokens prefills n - 1 of them, a stop inside 
 by moving the slot's end (the host owns every row's end and passes it to each call), and `extend` prefills
 the stop token followed by the observation.
 
+A request whose prompt begins with tokens another held request's prompt begins with (a question's group of
+rollouts, one system prompt for every episode) copies their keys and values from that request's cache row once
+they are written, instead of computing them again; it prefills the rest of its prompt only.
+
 A request may bring its own `SamplingConfig` (`submit(..., sampling=)`, as a server's clients do): a decode
 call with such a request samples every row with its own temperature / top-p / top-k / seed (traced, so no
 recompile per value). `peek` shows a turn in progress, for streaming.
@@ -63,6 +67,8 @@ class _Slot:
     sampling: SamplingConfig | None = None  # the request's own (else the engine's)
     tokens: list[int] = dataclasses.field(default_factory=list)  # sampled this turn
     logprobs: list[float] = dataclasses.field(default_factory=list)
+    prompt: tuple[int, ...] = ()  # the request's prompt (cache slot i holds prompt[i] once written)
+    share: tuple[_Slot, int] | None = None  # (the slot whose cache row holds this prompt's first n tokens, n)
 
 
 class Engine:
@@ -73,8 +79,11 @@ class Engine:
     the engine holds; it grows when a call needs more and shrinks to half when the contexts fall below 3/8 of it,
     so short contexts do not pay attention over a long cache. A decode call runs the rows that decode, moved to the
     front, in the smallest of `slots`, `slots / 4`, `slots / 16` … 2 rows that holds them (without a mesh), so a few
-    late requests do not pay attention over every row. Compiled shapes: decode once per (rows bucket, cache length);
-    prefill once per (rows bucket, cache length).
+    late requests do not pay attention over every row. A request whose prompt shares at least `share_prefix` leading
+    tokens with another held request's prompt copies them from that row (0: never share), waiting for them to be
+    written where that spares it a prefill chunk; `prefilled_tokens` and `shared_tokens` count the context tokens
+    written by prefill calls and those copied from another row. Compiled shapes: decode once per (rows bucket, cache
+    length); prefill once per (rows bucket, cache length).
 
     The engine's weights and cache are in `dtype` (default: the model's compute dtype, which the forward casts every
     weight to anyway), whatever the dtype of the params given. With a `mesh`, they are placed on it by their logical
@@ -105,6 +114,7 @@ class Engine:
         dtype: str | None = None,
         handoff_mesh=None,
         stacked_prefill: bool = True,
+        share_prefix: int = 16,
     ):
         for name, value, low in (
             ("slots", slots, 1),
@@ -112,6 +122,7 @@ class Engine:
             ("steps_per_call", steps_per_call, 1),
             ("prefill_chunk", prefill_chunk, 1),
             ("min_window", min_window, 1),
+            ("share_prefix", share_prefix, 0),
         ):
             if value < low:
                 raise ValueError(f"Engine: {name} must be >= {low}, got {value}")
@@ -122,7 +133,8 @@ class Engine:
         self.cfg, self.sampling = cfg, sampling
         self.slots, self.max_len = slots, max_len
         self.steps_per_call, self.prefill_chunk = steps_per_call, min(prefill_chunk, max_len)
-        self.min_window = min_window
+        self.min_window, self.share_prefix = min_window, share_prefix
+        self.prefilled_tokens = self.shared_tokens = 0
         self.eos_ids = frozenset(int(t) for t in eos_ids)
         self.stop_strings = tuple(stop_strings)
         self._decode_text = decode
@@ -180,15 +192,37 @@ class Engine:
             )
         prompt = [int(t) for t in prompt]
         row = self._slots.index(None)
-        self._slots[row] = _Slot(
+        slot = _Slot(
             request_id,
             0 if sampling is not None else request_hash(request_id),
             prompt[:-1],
             prompt[-1],
             max_new_tokens,
             sampling=sampling,
+            prompt=tuple(prompt),
         )
+        slot.share = self._donor(slot.prompt)
+        self._slots[row] = slot
         self._index[request_id] = row
+
+    def _donor(self, prompt: tuple[int, ...]) -> tuple[_Slot, int] | None:
+        """(the held slot whose prompt shares the most leading tokens with `prompt`, how many of them may be copied:
+        never the prompts' last tokens, which are not in the cache before decoding), or None: under `share_prefix`
+        tokens, or not written yet while waiting for them would not spare this prompt a prefill chunk."""
+        if not self.share_prefix:
+            return None
+        best, most = None, self.share_prefix - 1
+        for other in self._slots:
+            if other is not None:
+                n = min(_common_prefix(prompt, other.prompt), len(prompt) - 1, len(other.prompt) - 1)
+                if n > most:
+                    best, most = other, n
+        if best is None:
+            return None
+        own, chunk = len(prompt) - 1, self.prefill_chunk
+        if best.end < most and -(-(own - most) // chunk) == -(-own // chunk):
+            return None
+        return best, most
 
     def extend(self, request_id: str, tokens: list[int], *, max_new_tokens: int) -> None:
         """Append `tokens` (an observation) to a paused request's context and resume decoding."""
@@ -301,11 +335,28 @@ class Engine:
     def _ends(self) -> np.ndarray:
         return np.array([0 if s is None else s.end for s in self._slots], np.int32)
 
+    def _copy_shared(self) -> None:
+        """Copy every shared prefix whose tokens its donor has written into the waiting slot's row; a request whose
+        donor left first prefills its whole prompt."""
+        for row, slot in enumerate(self._slots):
+            if slot is None or slot.share is None:
+                continue
+            donor, n = slot.share
+            src = next((r for r, s in enumerate(self._slots) if s is donor), None)
+            if src is None or (donor.end < n and not donor.prefill and donor.share is None):
+                slot.share = None
+            elif donor.end >= n:
+                self._cache = layout.copy_row(self._cache, np.int32(src), np.int32(row))
+                slot.end, slot.prefill, slot.share = n, slot.prefill[n:], None
+                self.shared_tokens += n
+
     def _prefill_all(self) -> None:
-        """Write all queued context tokens, one chunk per row per device call (rows padded to a power of 2)."""
+        """Copy the shared prefixes that are ready, then write all other queued context tokens, one chunk per row
+        per device call (rows padded to a power of 2), until none is left."""
         chunk = self.prefill_chunk
         while True:
-            rows = [r for r, s in enumerate(self._slots) if s is not None and s.prefill]
+            self._copy_shared()
+            rows = [r for r, s in enumerate(self._slots) if s is not None and s.prefill and s.share is None]
             if not rows:
                 return
             n = min(1 << (len(rows) - 1).bit_length(), self.slots)
@@ -319,11 +370,12 @@ class Engine:
             segments = np.zeros((n, chunk), np.int32)
             for i, row in enumerate(rows):
                 slot = self._slots[row]
-                if slot is None or not slot.prefill:
+                if slot is None or not slot.prefill or slot.share is not None:
                     continue
                 take, slot.prefill = slot.prefill[:chunk], slot.prefill[chunk:]
                 tokens[i, : len(take)], segments[i, : len(take)] = take, 1
                 slot.end += len(take)
+                self.prefilled_tokens += len(take)
                 need = max(need, slot.end)
             self._fit(need)
             self._cache = steps.prefill(
@@ -441,6 +493,13 @@ def _generation_rules():
     from jaxseeker.parallel import GENERATION_RULES
 
     return GENERATION_RULES
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens `a` and `b` share."""
+    n = min(len(a), len(b))
+    differ = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(differ[0]) if differ.size else n
 
 
 def _check_budget(caller: str, request_id: str, max_new_tokens: int) -> None:

@@ -131,6 +131,14 @@ def swap_rows(cache: LayerCache, a: jax.Array, b: jax.Array) -> LayerCache:
     return jax.tree.map(swap, cache)
 
 
+@functools.partial(jax.jit, donate_argnums=0)
+def copy_row(cache: LayerCache, src: jax.Array, dst: jax.Array) -> LayerCache:
+    """`cache` with row `dst` a copy of row `src`: the engine shares a prompt prefix this way, then moves `dst`'s end
+    to the prefix's length (a query never attends past its own position, so the slots copied beyond it are written
+    over before they are read)."""
+    return jax.tree.map(lambda x: x.at[dst].set(x[src]), cache)
+
+
 def param_shardings(cfg: ModelConfig, mesh, rules=None) -> dict:
     """NamedShardings of `engine_params(…, cfg)` on `mesh` by their logical axes (`rules`, default
     `parallel.GENERATION_RULES`)."""

@@ -43,6 +43,18 @@ def test_bench_generate_command_reports_both_rates(capsys):
     assert result["rows_equal"] == 1.0
 
 
+def test_bench_generate_times_a_group_of_rollouts_with_and_without_sharing_their_prompt(capsys):
+    """Two prompts of 24 tokens, two rows each (an RL step's groups): the engine runs once copying each group's
+    prompt from its first row and once prefilling every row, with the same tokens as HF."""
+    args = build_parser().parse_args(
+        ["bench", "generate", *TINY, "--batch", "4", "--group-size", "2", "--prompt-len", "24"]
+    )
+    assert args.func(args) == 0
+    table = capsys.readouterr().out
+    assert "batch 4 (2 a prompt), prompt 24" in table
+    assert "Engine, no sharing" in table and "rows with identical greedy tokens: 100%" in table
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -70,6 +82,7 @@ def test_bench_generate_flags_out_of_range_are_usage_errors(argv, message, capsy
     "argv, message",
     [
         (["--num-heads", "6", "--num-kv-heads", "4"], "--num-heads (6) must be a multiple of --num-kv-heads (4)"),
+        (["--batch", "6", "--group-size", "4"], "--batch 6 is not a multiple of --group-size 4"),
         (
             ["--hidden-size", "24", "--num-heads", "8"],
             "the head size, rotated in halves by RoPE) must be even and >= 2, got 24 // 8 = 3",

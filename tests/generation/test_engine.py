@@ -154,6 +154,63 @@ def test_a_few_late_requests_decode_in_the_front_rows_alone(tiny, monkeypatch):
     assert rows_per_call[0] == 8 and set(rows_per_call[1:]) == {2}
 
 
+def _recorded_prefill(monkeypatch) -> list[tuple[int, int]]:
+    """The `[rows, chunk]` shape of every prefill call the engine makes from now on."""
+    shapes = []
+    prefill = device_steps.prefill
+
+    def recorded(params, cache, rows, tokens, *args, **kw):
+        shapes.append(tokens.shape)
+        return prefill(params, cache, rows, tokens, *args, **kw)
+
+    monkeypatch.setattr(device_steps, "prefill", recorded)
+    return shapes
+
+
+def test_a_shared_prompt_prefix_is_copied_from_the_row_that_wrote_it(tiny, monkeypatch):
+    """A question's group of rollouts and a common system prompt: four prompts open with the same 20 tokens, two of
+    them are the same prompt. The two distinct ones prefill together; the group's second rollout and the last prompt
+    wait for the rows that hold all they share but their last token and copy it: nothing of theirs is left to
+    prefill. A prompt that shares only the 20 system tokens does not wait for them (its tail needs a chunk anyway)
+    but copies them once written. Every request samples what an argmax loop over its whole prompt samples."""
+    _, params = tiny
+    system, question, other, late = random_prompts([20, 9, 14, 3], seed=13)
+    prompts = [system + question, system + other, system + question, system + other[:5]]
+    shapes = _recorded_prefill(monkeypatch)
+    engine = _engine(tiny, slots=4, prefill_chunk=64)
+    for i, prompt in enumerate(prompts):
+        engine.submit(str(i), prompt, max_new_tokens=6)
+    out = _run(engine)
+    assert [out[str(i)].tokens for i in range(4)] == reference_greedy(params, prompts, 6)
+    assert (engine.shared_tokens, shapes) == (28 + 24, [(2, 64)])
+    engine.release("3")
+    engine.submit("4", system + late, max_new_tokens=6)
+    out |= _run(engine)
+    assert out["4"].tokens == reference_greedy(params, [system + late], 6)[0]
+    assert engine.shared_tokens == 28 + 24 + 20
+    assert engine.prefilled_tokens == sum(len(p) - 1 for p in [*prompts, system + late]) - engine.shared_tokens
+
+    engine = _engine(tiny, slots=4, prefill_chunk=64, share_prefix=0)
+    for i, prompt in enumerate(prompts):
+        engine.submit(str(i), prompt, max_new_tokens=6)
+    assert {k: e.tokens for k, e in _run(engine).items()} == {k: out[k].tokens for k in "0123"}
+    assert engine.shared_tokens == 0
+
+
+def test_a_request_whose_donor_leaves_first_prefills_its_whole_prompt(tiny):
+    _, params = tiny
+    system, question, other = random_prompts([20, 4, 6], seed=14)
+    engine = _engine(tiny, sampling=SAMPLED)
+    engine.submit("donor", system + question, max_new_tokens=3)
+    engine.submit("waits", system + other, max_new_tokens=5)
+    engine.release("donor")  # before any step: nothing of its prompt was written
+    (event,) = _run(engine).values()
+    assert engine.shared_tokens == 0 and engine.prefilled_tokens == len(system + other) - 1
+    alone = _engine(tiny, sampling=SAMPLED)
+    alone.submit("waits", system + other, max_new_tokens=5)
+    assert event.tokens == _run(alone)["waits"].tokens  # sampling is keyed by the request, not by its row
+
+
 def test_set_params_swaps_weights(tiny):
     cfg, _ = tiny
     other = numpy_params(cfg, seed=1)
