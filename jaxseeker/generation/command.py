@@ -14,7 +14,8 @@ LOWEST = {"vocab_size": 2, "seed": 0}
 
 
 def _check_shape(shape: BenchShape) -> None:
-    """SystemExit naming the flags when the heads of `shape` make no model (what the parser cannot check alone)."""
+    """SystemExit naming the flags when the heads of `shape` make no model or its batch does not split into groups
+    (what the parser cannot check alone)."""
     problem = head_flags_problem(shape.hidden_size, shape.num_heads, shape.num_kv_heads)
     if not problem and shape.batch % shape.group_size:
         problem = f"--batch {shape.batch} is not a multiple of --group-size {shape.group_size}"
