@@ -1,4 +1,5 @@
-"""The engine on a (data 2 × tensor 2) mesh of fake CPU devices against unsharded greedy decoding.
+"""The engine on a (data 2 × tensor 2) mesh of fake CPU devices against unsharded greedy decoding, once with two
+prompts and once with one prompt's group of two rollouts (the second row copies the first's prompt).
 
 Run by `test_sharded_engine.py` in a subprocess whose `XLA_FLAGS` asks for 4 host devices (the flag must
 be set before JAX starts). Prints one JSON line: the cache's PartitionSpecs and whether the tokens agree.
@@ -26,7 +27,10 @@ def main() -> None:
     engine = Engine(sharded, CFG, slots=2, max_len=64, steps_per_call=4, prefill_chunk=8, mesh=mesh)
     prompts = random_prompts([5, 9], seed=1)
     tokens = engine_tokens(engine, prompts, 10)
-    cache = engine._cache
+    group = random_prompts([24], seed=2) * 2  # one prompt, two rollouts: the second copies it across the data axis
+    grouped = Engine(sharded, CFG, slots=2, max_len=64, steps_per_call=4, prefill_chunk=8, mesh=mesh)
+    group_tokens = engine_tokens(grouped, group, 10)
+    cache = grouped._cache
     print(
         json.dumps(
             {
@@ -34,6 +38,8 @@ def main() -> None:
                 "k_spec": str(cache.k[0].sharding.spec),  # str of a PartitionSpec: P(...)
                 "end_spec": str(cache.end.sharding.spec),
                 "equal": tokens == reference_greedy(params, prompts, 10),
+                "group_equal": group_tokens == reference_greedy(params, group, 10),
+                "shared_tokens": grouped.shared_tokens,
             }
         )
     )

@@ -11,3 +11,4 @@ def test_engine_on_a_data_by_tensor_mesh_matches_one_device():
     assert report["k_spec"] == "P('data', 'tensor')"  # one layer's [batch, kv_heads, seq, head_dim]
     assert report["end_spec"] == "P('data',)"
     assert report["equal"]
+    assert report["group_equal"] and report["shared_tokens"] == 23  # the copied cache keeps its sharding (above)
