@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from jaxseeker.generation import handoff, layout, steps
+from jaxseeker.generation import handoff, layout, prefix, steps
 from jaxseeker.generation.sampling import SamplingConfig, request_hash
 from jaxseeker.model import ModelConfig
 
@@ -206,23 +206,12 @@ class Engine:
         self._index[request_id] = row
 
     def _donor(self, prompt: tuple[int, ...]) -> tuple[_Slot, int] | None:
-        """(the held slot whose prompt shares the most leading tokens with `prompt`, how many of them may be copied:
-        never the prompts' last tokens, which are not in the cache before decoding), or None: under `share_prefix`
-        tokens, or not written yet while waiting for them would not spare this prompt a prefill chunk."""
-        if not self.share_prefix:
-            return None
-        best, most = None, self.share_prefix - 1
-        for other in self._slots:
-            if other is not None:
-                n = min(_common_prefix(prompt, other.prompt), len(prompt) - 1, len(other.prompt) - 1)
-                if n > most:
-                    best, most = other, n
-        if best is None:
-            return None
-        own, chunk = len(prompt) - 1, self.prefill_chunk
-        if best.end < most and -(-(own - most) // chunk) == -(-own // chunk):
-            return None
-        return best, most
+        """(the held slot this prompt copies its leading tokens from, how many) or None (`prefix.pick_donor`)."""
+        held = [s for s in self._slots if s is not None]
+        pick = prefix.pick_donor(
+            prompt, [(s.prompt, s.end) for s in held], least=self.share_prefix, chunk=self.prefill_chunk
+        )
+        return None if pick is None else (held[pick[0]], pick[1])
 
     def extend(self, request_id: str, tokens: list[int], *, max_new_tokens: int) -> None:
         """Append `tokens` (an observation) to a paused request's context and resume decoding."""
@@ -493,13 +482,6 @@ def _generation_rules():
     from jaxseeker.parallel import GENERATION_RULES
 
     return GENERATION_RULES
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens `a` and `b` share."""
-    n = min(len(a), len(b))
-    differ = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
-    return int(differ[0]) if differ.size else n
 
 
 def _check_budget(caller: str, request_id: str, max_new_tokens: int) -> None:
