@@ -325,14 +325,15 @@ class Engine:
         return np.array([0 if s is None else s.end for s in self._slots], np.int32)
 
     def _copy_shared(self) -> None:
-        """Copy every shared prefix whose tokens its donor has written into the waiting slot's row; a request whose
-        donor left first prefills its whole prompt."""
+        """Copy every shared prefix whose tokens its donor has written into the waiting slot's row (a donor writes
+        them before its prompt's end, so every wait ends); a request whose donor left first prefills its whole
+        prompt."""
         for row, slot in enumerate(self._slots):
             if slot is None or slot.share is None:
                 continue
             donor, n = slot.share
             src = next((r for r, s in enumerate(self._slots) if s is donor), None)
-            if src is None or (donor.end < n and not donor.prefill and donor.share is None):
+            if src is None:
                 slot.share = None
             elif donor.end >= n:
                 self._cache = layout.copy_row(self._cache, np.int32(src), np.int32(row))
