@@ -4,7 +4,9 @@ What a run sees: a read-only view of the Python installation it runs (its prefix
 scratch directory (its working directory, also /tmp), a fresh /proc that shows only its own processes, /dev with
 null, zero, full, random and urandom, no network but a loopback of its own, an environment of a few fixed variables
 and nothing of the host's; it runs as uid 1000 without capabilities and cannot create further user namespaces.
-When its first process ends, or on a timeout, the kernel kills everything left in its PID namespace.
+When its first process ends, or on a timeout, the kernel kills everything left in its PID namespace. A run is
+bounded as a whole, not only per process, by `sandbox_bounds` (a cgroup per run where one can be made, and
+oom_score_adj 1000), and a back-end is used only once `sandbox_probe` has seen it isolate.
 
 Two back-ends build the same sandbox: bubblewrap (`bwrap`, the tool Flatpak uses) when it works here, else the
 `unshare(2)` launcher of `sandbox_init.py`. Both add the seccomp filter of `seccomp.py` for the holes namespaces

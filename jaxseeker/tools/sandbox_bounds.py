@@ -27,12 +27,14 @@ import logging
 import os
 import signal
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 OOM_SCORE_ADJ = 1000
+REMOVE_S = 10.0  # how long a run's last processes may take to exit before its cgroup is left behind
 CAP_SYS_RESOURCE = 24
 SHIM = ("/bin/sh", "-c", 'kill -STOP $$ && exec "$@"', "sandbox")  # stop, wait to be bounded, then exec argv
 _CONTROLLERS = ("memory", "pids")
@@ -71,23 +73,30 @@ class RunCgroup:
         )
 
     def remove(self) -> None:
-        """Remove the run's directories (every process of the run has ended by now)."""
+        """Kill whatever of the run is left in it (a child of isolation "none" that left its process group; a process
+        of a sandbox still exiting) and remove its directories."""
+        deadline = time.monotonic() + REMOVE_S
         for path in self.dirs:
+            while (pids := (path / "cgroup.procs").read_text().split()) and time.monotonic() < deadline:
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(pid), signal.SIGKILL)
+                time.sleep(0.01)  # the kernel empties the cgroup once they have exited
             try:
                 path.rmdir()
             except OSError as exc:
                 log.warning("could not remove the python run's cgroup %s: %s", path, exc)
 
 
-def _mounts() -> list[tuple[str, str, set[str]]]:
-    """(mount point, file system type, super options) of every cgroup file system, from /proc/self/mountinfo."""
+def _mounts() -> list[tuple[str, str, str, set[str]]]:
+    """(mount point, root within the file system, type, super options) of every cgroup file system mounted."""
     found = []
     with open("/proc/self/mountinfo") as f:
         for line in f:
             fields = line.split()
-            fstype, options = fields[fields.index("-") + 1], fields[fields.index("-") + 3]
-            if fstype in ("cgroup", "cgroup2"):
-                found.append((fields[4], fstype, set(options.split(","))))
+            dash = fields.index("-")
+            if fields[dash + 1] in ("cgroup", "cgroup2"):
+                found.append((fields[4], fields[3], fields[dash + 1], set(fields[dash + 3].split(","))))
     return found
 
 
@@ -102,18 +111,28 @@ def _own_cgroups() -> dict[str, str]:
     return paths
 
 
-def _limit_v2(base: Path) -> Path:
-    enabled = set((base / "cgroup.subtree_control").read_text().split())
+def cgroup_directory(point: str, root: str, path: str) -> Path | None:
+    """Where cgroup `path` is under a mount of the hierarchy's `root` at `point` (None: outside that mount)."""
+    root = root.rstrip("/")
+    if path != root and not path.startswith(root + "/"):
+        return None
+    return Path(point + path[len(root) :])
+
+
+def v2_parent(own: Path, point: str) -> Path:
+    """Where a run's cgroup goes on cgroup v2: below this process's own cgroup when that is the root (the only one
+    that may hold processes and enable controllers for children), else beside it, in its parent, which must enable
+    memory and pids for its children and be writable (root, or a delegated subtree such as systemd's
+    user@.service)."""
+    parent = own if own == Path(point) else own.parent
+    enabled = set((parent / "cgroup.subtree_control").read_text().split())
     if not enabled >= set(_CONTROLLERS):
-        available = set((base / "cgroup.controllers").read_text().split())
-        if not available >= set(_CONTROLLERS):
-            raise OSError(errno.ENOENT, f"{base} offers controllers {sorted(available)}, not memory and pids")
-        (base / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in _CONTROLLERS))
-    return base
+        raise OSError(errno.ENOENT, f"{parent} enables {sorted(enabled)} for its children, not memory and pids")
+    return parent
 
 
-def _make_v2(base: Path, name: str, memory_bytes: int, pids: int) -> RunCgroup:
-    path = _limit_v2(base) / name
+def _make_v2(parent: Path, name: str, memory_bytes: int, pids: int) -> RunCgroup:
+    path = parent / name
     path.mkdir()
     try:
         (path / "memory.max").write_text(str(memory_bytes))
@@ -146,27 +165,25 @@ def _make_v1(bases: dict[str, Path], name: str, memory_bytes: int, pids: int) ->
 
 
 def make_cgroup(memory_bytes: int, pids: int) -> tuple[RunCgroup | None, str]:
-    """A new cgroup for one run below this process's own, bounding its memory and processes; (None, why) when this
-    process may not make one (no delegated cgroup v2, no writable memory and pids hierarchies of cgroup v1)."""
+    """A new cgroup for one run, bounding its memory and processes (cgroup v2: see `v2_parent`; v1: below this
+    process's own); (None, why) when this process may make none."""
     name = f"jaxseeker-python-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     own = _own_cgroups()
     mounts = _mounts()
     reasons = []
-    for point, fstype, _ in mounts:
-        if fstype == "cgroup2" and "" in own:
-            base = Path(point + own[""])
+    for point, root, fstype, _ in mounts:
+        base = cgroup_directory(point, root, own[""]) if fstype == "cgroup2" and "" in own else None
+        if base is not None:
             try:
-                return _make_v2(base, name, memory_bytes, pids), ""
+                return _make_v2(v2_parent(base, point), name, memory_bytes, pids), ""
             except OSError as exc:
                 reasons.append(f"cgroup v2 at {base}: {exc.strerror or exc}")
-    v1 = {
-        c: Path(point + own[c])
-        for point, fstype, opts in mounts
-        for c in _CONTROLLERS
-        if fstype == "cgroup"
-        if c in opts and c in own
-    }
-    if set(v1) == set(_CONTROLLERS):
+    v1 = {}
+    for point, root, fstype, options in mounts:
+        for controller in _CONTROLLERS:
+            if fstype == "cgroup" and controller in options and controller in own:
+                v1[controller] = cgroup_directory(point, root, own[controller])
+    if all(v1.get(controller) for controller in _CONTROLLERS):
         try:
             return _make_v1(v1, name, memory_bytes, pids), ""
         except OSError as exc:

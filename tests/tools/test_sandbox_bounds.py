@@ -184,3 +184,23 @@ def test_the_run_is_the_oom_killers_first_choice(box):
     ]
     assert ("oom_score_adj 1000 (its floor)" if floor else "oom_score_adj 1000") in outcome.bounds
     assert Path("/proc/self/oom_score_adj").read_text() == caller_before
+
+
+def test_where_a_runs_cgroup_goes(tmp_path):
+    """Placement only (the kernel's enforcement is what the attacks above check): on cgroup v2 a run's cgroup goes
+    below the root, else beside the caller's cgroup in a parent that enables memory and pids; a cgroup path outside
+    a mount's root has no directory under it. A directory tree stands in for the cgroup2 mount."""
+    (tmp_path / "cgroup.subtree_control").write_text("cpu memory pids\n")
+    (tmp_path / "service").mkdir()
+    (tmp_path / "service" / "cgroup.subtree_control").write_text("\n")
+    (tmp_path / "user").mkdir()
+    (tmp_path / "user" / "cgroup.subtree_control").write_text("cpu\n")
+    (tmp_path / "user" / "app").mkdir()
+    point = str(tmp_path)
+    assert sandbox_bounds.v2_parent(tmp_path, point) == tmp_path
+    assert sandbox_bounds.v2_parent(tmp_path / "service", point) == tmp_path
+    with pytest.raises(OSError, match=r"user enables \['cpu'\] for its children, not memory and pids"):
+        sandbox_bounds.v2_parent(tmp_path / "user" / "app", point)
+    assert sandbox_bounds.cgroup_directory(point, "/", "/user/app") == tmp_path / "user" / "app"
+    assert sandbox_bounds.cgroup_directory(point, "/user", "/user/app") == tmp_path / "app"
+    assert sandbox_bounds.cgroup_directory(point, "/user", "/username") is None
