@@ -7,9 +7,11 @@ killer then acts inside the run's cgroup, never on the host.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -98,6 +100,36 @@ def test_processes_are_bounded_for_the_run_even_without_isolation():
     started, error = text.splitlines()[1].split()
     # the shell that starts the run execs the code's interpreter: 1 task of the 12 is the code, 11 may be its children
     assert (int(started), int(error)) == (8 + SANDBOX_PROCESSES - 1, errno.EAGAIN), text
+
+
+def test_nothing_of_an_unisolated_run_outlives_it():
+    """Isolation "none": a child that leaves the run's session (setsid) escapes the kill of its process group, but not
+    its cgroup, which is emptied before it is removed."""
+    token = f"jaxseeker-escapee-{uuid.uuid4().hex}"
+    code = (
+        "import os, sys\n"
+        "started_r, started_w = os.pipe()\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    waiter = 'import os, sys, time; os.write(int(sys.argv[1]), b\"x\"); time.sleep(60)'\n"
+        "    os.set_inheritable(started_w, True)\n"
+        f"    os.execv(sys.executable, [sys.executable, '-c', waiter, str(started_w), {token!r}])\n"
+        "print(os.read(started_r, 1))"
+    )
+    text, outcome = execute(code, PythonConfig(isolation="none"), sandbox.Sandbox("none", sys.executable))
+    _cgroup_or_skip(outcome)
+    assert text == "stdout:\nb'x'"
+    assert _survivors(token) == []
+
+
+def _survivors(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if token.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+    return found
 
 
 def test_sysv_ipc_is_refused(box):
