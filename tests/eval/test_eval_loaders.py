@@ -327,12 +327,12 @@ DEEP = "[" * 100_000 + "]" * 100_000
         (
             "deep.jsonl",
             '{"question": "q", "answer": "a"}\n{"question": "q2", "answer": ' + DEEP + "}\n",
-            "deep.jsonl:2: invalid JSON: arrays or objects nested too deeply",
+            "deep.jsonl:2: invalid JSON: arrays or objects nested deeper than 100",
         ),
         (
             "deep.json",
             '[{"question": "q", "answer": "a"},\n\n{"question": "q2", "answer": ' + DEEP + "}]",
-            "deep.json:3: invalid JSON: arrays or objects nested too deeply",
+            "deep.json:3: invalid JSON: arrays or objects nested deeper than 100",
         ),
         (
             "int.jsonl",
@@ -366,5 +366,5 @@ def test_json_the_parser_cannot_take_or_the_eval_could_not_write_is_a_load_error
 def test_brackets_inside_strings_do_not_count_as_nesting(tmp_path):
     first = '{"question": "a \\\\\\" ' + "[" * 600 + '", "answer": "b"}'  # an escaped quote, then brackets
     (tmp_path / "q.json").write_text(f'[{first},\n\n{{"question": "q", "answer": {DEEP}}}]')
-    with pytest.raises(LoadError, match=r"q.json:3: invalid JSON: arrays or objects nested too deeply"):
+    with pytest.raises(LoadError, match=r"q.json:3: invalid JSON: arrays or objects nested deeper than 100"):
         load_questions(tmp_path / "q.json")
