@@ -7,7 +7,8 @@ through `json_values`, which holds these bounds (docs/security.md, "Loaders"):
 - arrays and objects nested deeper than `MAX_DEPTH` are refused where they are read, not later by a RecursionError
   in the code that walks them;
 - `NaN`, `Infinity` and numbers that overflow a float (`1e400`) are refused: they are not JSON (RFC 8259), and
-  an answer or a reward that is not a finite number poisons every mean taken over it;
+  an answer or a reward that is not a finite number poisons every mean taken over it (`allow_nan=True` reads
+  them, for files jaxseeker writes itself where they mean something: a diverged run's `metrics.jsonl`);
 - a value quoted in an error message is cut to `QUOTE_CHARS` characters (`quote`), so one bad value does not make
   an error of megabytes.
 """
@@ -53,6 +54,7 @@ def _finite_float(text: str) -> float:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+_NAN_DECODER = json.JSONDecoder()  # Python's reading: NaN, Infinity and -Infinity are floats
 _WHITESPACE = json.decoder.WHITESPACE  # the JSON whitespace json.loads skips: space, tab, CR, LF
 
 
@@ -69,12 +71,12 @@ def _deeper_than(value: Any, max_depth: int) -> bool:
     return False
 
 
-def decode_value(text: str, start: int = 0, *, max_depth: int = MAX_DEPTH) -> tuple[Any, int]:
+def decode_value(text: str, start: int = 0, *, max_depth: int = MAX_DEPTH, allow_nan: bool = False) -> tuple[Any, int]:
     """The JSON value that starts at `text[start:]` (after whitespace) and the index just after it; raises
-    `JsonError` with a one-line reason for a malformed, non-finite or too deeply nested value."""
+    `JsonError` with a one-line reason for a malformed, too deeply nested or (unless `allow_nan`) non-finite value."""
     start = _WHITESPACE.match(text, start).end()
     try:
-        value, end = _DECODER.raw_decode(text, start)
+        value, end = (_NAN_DECODER if allow_nan else _DECODER).raw_decode(text, start)
     except json.JSONDecodeError as e:
         raise JsonError(f"invalid JSON: {e.msg} (column {e.colno})", e.pos) from None
     except RecursionError:
@@ -90,9 +92,9 @@ def decode_value(text: str, start: int = 0, *, max_depth: int = MAX_DEPTH) -> tu
     return value, end
 
 
-def loads(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
+def loads(text: str, *, max_depth: int = MAX_DEPTH, allow_nan: bool = False) -> Any:
     """`json.loads` with the bounds of this module: raises `JsonError` with a one-line reason."""
-    value, end = decode_value(text, max_depth=max_depth)
+    value, end = decode_value(text, max_depth=max_depth, allow_nan=allow_nan)
     end = _WHITESPACE.match(text, end).end()
     if end != len(text):
         extra = json.JSONDecodeError("Extra data", text, end)  # for its column
@@ -129,7 +131,7 @@ def _over_long(f: Any, head: bytes) -> int:
 
 
 def json_values(
-    path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, max_depth: int = MAX_DEPTH
+    path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, max_depth: int = MAX_DEPTH, allow_nan: bool = False
 ) -> Iterator[tuple[int, Any, str | None]]:
     """(line number, value, None) for every non-blank line of a JSONL file, or (line number, None, reason) for one
     that is not UTF-8, not JSON, too long or too deep. Lines end at ``\\n`` only (``\\r`` is JSON whitespace); a
@@ -154,17 +156,19 @@ def json_values(
             if not line.strip():
                 continue
             try:
-                yield line_no, loads(line, max_depth=max_depth), None
+                yield line_no, loads(line, max_depth=max_depth, allow_nan=allow_nan), None
             except JsonError as e:
                 yield line_no, None, str(e)
 
 
 def json_lines(
-    path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, max_depth: int = MAX_DEPTH
+    path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, max_depth: int = MAX_DEPTH, allow_nan: bool = False
 ) -> Iterator[tuple[int, Any]]:
     """(line number, parsed object) for every non-blank line of a JSONL file; a line that `json_values` refuses
     raises ``InputError`` naming FILE:LINE."""
-    for line_no, obj, reason in json_values(path, max_line_bytes=max_line_bytes, max_depth=max_depth):
+    for line_no, obj, reason in json_values(
+        path, max_line_bytes=max_line_bytes, max_depth=max_depth, allow_nan=allow_nan
+    ):
         if reason is not None:
             raise InputError(f"{path}:{line_no}: {reason}")
         yield line_no, obj
