@@ -126,7 +126,7 @@ def _dot_segment(path: str) -> bool:
     return any(part.lower().replace("%2e", ".") in (".", "..") for part in path.split("/"))
 
 
-def exact_request(client: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Request:
+def _exact_request(client: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Request:
     """The request `client` would send for `url`, refused (InvalidURL) unless it asks for exactly the path and query
     written in `url`: the client resolves dot segments ("/a/../b" is sent as "/b"), a server decodes "%2e%2e" into
     them, and either would reach another path than the one checked."""
@@ -152,7 +152,7 @@ def _attempt(
     client: httpx.Client, method: str, url: str, config: HttpConfig, **kwargs: Any
 ) -> tuple[int, bytes, bool, httpx.Headers]:
     deadline = time.monotonic() + config.timeout_s
-    request = exact_request(client, method, url, timeout=config.timeout_s, **kwargs)
+    request = _exact_request(client, method, url, timeout=config.timeout_s, **kwargs)
     origin, hops = _origin(request.url), 0
     while True:
         response = client.send(request, stream=True, follow_redirects=False)
