@@ -18,6 +18,7 @@ from jaxseeker.pipeline.questions import fresh_questions, read_jsonl, read_split
 from jaxseeker.pipeline.recipes import rl_config, rl_recipe, sft_config, stage_seed, write_recipe
 from jaxseeker.pipeline.train_stages import model_section, soup_summary, stage_recipe
 from jaxseeker.train.export import export_hf
+from jaxseeker.train.plan_fit import planned_recipe
 from jaxseeker.train.rejection import kept_trajectories, rejected_trajectories, rft_counts
 from jaxseeker.train.rl import run_rl
 
@@ -116,6 +117,7 @@ def pg_stage(run: PipelineRun, start: Path, out: Path) -> dict:
         questions=write_pool(run, out),
         out_dir=out,
     )
+    recipe = planned_recipe(recipe)  # the remat and micro-batch tokens that fit this machine, written down
     write_recipe(out, recipe)
     summary = run_rl(recipe, resume=True, progress=run.progress)
     export_hf(out, out / "hf")

@@ -1,13 +1,13 @@
 """The group-relative RL loop behind `jaxseeker rl`: rollouts → rewards → selection → old log-probs → updates.
 
-Each RL step: take `batch_questions` questions from the sampler → `group_size` rollouts each on the
-generation engine (`rl_collect.py`) with the current params (`engine.set_params`, no copy) and the recipe's tools →
-score every episode (format check, judge, recipe reward, overlong punishment) → selection (grpo / dapo / dupo on
-correctness or reward, see `selection.py`) → the update (`rl_update.py`: old and reference log-probs of all
-mini-batches with the training forward → KL-shaped rewards → group advantages → importance weights → `epochs`
-passes of `mini_batches` optimizer steps) → metrics (JSONL, TensorBoard, progress bar) → checkpoint (train state,
-question sampler, the adaptive KL coefficient). WebExplorer's progressive context is a list of stages
-`{step, max_context, max_turns}`: from RL step `step` on, episodes get `max_context` tokens and at
+Each RL step: take `batch_questions` questions from the sampler → `group_size` rollouts each on the generation
+engine (`rl_collect.py`) with the current params (`engine.set_params`, no copy) and the recipe's tools → score every
+episode (format check, judge, recipe reward, overlong punishment) → selection (grpo / dapo / dupo on correctness or
+reward, see `selection.py`) → the update (`rl_update.py`: KL-shaped rewards → group advantages → the episodes that
+can change the policy → old log-probs (the engine's, or recomputed) → importance weights → `epochs` passes of
+`mini_batches` optimizer steps, each in micro-batches of `rl.update_tokens`) → metrics (JSONL, TensorBoard, progress
+bar) → checkpoint (train state, question sampler, the adaptive KL coefficient). WebExplorer's progressive context is
+a list of stages `{step, max_context, max_turns}`: from RL step `step` on, episodes get `max_context` tokens and at
 most `max_turns` tool calls.
 
 The engine has a layout of its own (`generation.Engine`, `parallel.GENERATION_RULES`): replicas of
@@ -59,6 +59,7 @@ from jaxseeker.train.interrupt import Interrupted, stop_requests
 from jaxseeker.train.lora import merge_fn
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
+from jaxseeker.train.plan_fit import planned_recipe
 from jaxseeker.train.policy import build_policy
 from jaxseeker.train.recipe import RecipeError, build, check_sections
 from jaxseeker.train.rl_collect import collect, dupo_pool, rollout_engine, stage_rollout_config
@@ -144,9 +145,12 @@ def _tools(recipe: dict) -> tuple[ToolRegistry, bool]:
 def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     """Build mesh, model, state, engine, tools, judge and sampler; restore on `resume`.
 
-    `engine`: an engine to roll out with instead of the recipe's (e.g. a `ScriptedEngine` in tests).
+    `engine`: an engine to roll out with instead of the recipe's (e.g. a `ScriptedEngine` in tests). The update is
+    planned on this process's devices first (`plan_fit.planned_recipe`: remat and micro-batch tokens that fit, written
+    into the run's recipe), and a recipe whose plan does not fit is refused before anything is loaded.
     """
     check_sections(recipe, SECTIONS, "recipe")
+    recipe = planned_recipe(recipe)
     rl = build(RLConfig, recipe.get("rl"), "rl")
     if not rl.questions:
         raise RecipeError('rl.questions: give at least one JSONL file of {"question", "answer"}')
