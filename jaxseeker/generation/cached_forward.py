@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxseeker.generation.layout import LayerCache
+from jaxseeker.generation.ragged_attention import ragged_attention
 from jaxseeker.model import ModelConfig, unembed
 from jaxseeker.model.layers import (
     attention_mask,
@@ -111,6 +112,67 @@ def cached_forward(
         return None, cache
     x = rms_norm(x, params["final_norm"], cfg.rms_norm_eps)
     out = jnp.einsum("bse,ev->bsv", x, unembed(params, cfg).astype(x.dtype), preferred_element_type=jnp.float32)
+    return out, cache
+
+
+def _write_rows(cache: jax.Array, new: jax.Array, rows: jax.Array, positions: jax.Array, *, transposed: bool):
+    """`new` `[n, kv_heads, head_dim]` written into cache slots `rows` `[n]` at `positions` `[n]` (past the end:
+    dropped) of `cache` `[slots, kv_heads, head_dim, length]` (`transposed`) or `[slots, kv_heads, length,
+    head_dim]`."""
+    new = new.astype(cache.dtype)
+    if transposed:
+        return cache.at[rows, :, :, positions].set(new, mode="drop")
+    return cache.at[rows, :, positions, :].set(new, mode="drop")
+
+
+def decode_forward(
+    params: dict,
+    tokens: jax.Array,
+    active: jax.Array,
+    rows: jax.Array | None,
+    cache: LayerCache,
+    cfg: ModelConfig,
+    *,
+    block: int,
+    tile: int,
+) -> tuple[jax.Array, LayerCache]:
+    """One decode step of cache slots `rows` `[n]` (distinct; None: every slot in order): each row's token `tokens`
+    `[n]` is written at the slot's end where `active` `[n]` (an inactive row writes nothing and keeps its end) and
+    attends to its own slot's keys up to it, read by `ragged_attention` (blocks of `block` positions, tiles of `tile`
+    rows: the caller orders the rows by length). `params` in the engine's layout. Returns (logits `[n, vocab]` f32,
+    cache)."""
+    length = cache.length
+    ends = cache.end if rows is None else cache.end[rows]  # [n]
+    write = jnp.where(active, ends, length)  # [n]: positions past the cache are dropped
+    limit = jnp.where(active, ends + 1, 0)  # [n]: an inactive row reads nothing
+    x = params["embed"].astype(jnp.dtype(cfg.compute_dtype))[tokens][:, None]  # [n, 1, embed]
+    rope = rope_tables(ends[:, None], cfg)
+    new_k, new_v = [], []
+    for p, k_cache, v_cache, moe in zip(params["layers"], cache.k, cache.v, cfg.is_moe_layer, strict=True):
+        h = rms_norm(x, p["attn_norm"], cfg.rms_norm_eps)
+        q, k, v = project_qkv(p, h, *rope, cfg)  # q [n, 1, heads, head_dim], k/v [n, 1, kv_heads, head_dim]
+        if rows is None:
+            k_cache = _write(k_cache, k, write[:, None], transposed=True)
+            v_cache = _write(v_cache, v, write[:, None], transposed=False)
+        else:
+            k_cache = _write_rows(k_cache, k[:, 0], rows, write, transposed=True)
+            v_cache = _write_rows(v_cache, v[:, 0], rows, write, transposed=False)
+        attn = ragged_attention(q, k_cache, v_cache, ends[:, None], limit, rows, block=block, tile=tile)
+        x = x + output_projection(p, attn, cfg)
+        h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)
+        x = x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg))
+        new_k.append(k_cache)
+        new_v.append(v_cache)
+    moved = active.astype(jnp.int32)
+    if rows is None:
+        segments = jax.vmap(lambda row, at: row.at[at].set(1, mode="drop"))(cache.segment_ids, write)
+        end = cache.end + moved
+    else:
+        segments = cache.segment_ids.at[rows, write].set(1, mode="drop")
+        end = cache.end.at[rows].add(moved)
+    cache = LayerCache(k=tuple(new_k), v=tuple(new_v), segment_ids=segments, end=end)
+    x = rms_norm(x[:, 0], params["final_norm"], cfg.rms_norm_eps)
+    out = jnp.einsum("be,ev->bv", x, unembed(params, cfg).astype(x.dtype), preferred_element_type=jnp.float32)
     return out, cache
 
 

@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from jaxseeker.generation import SamplingConfig
-from jaxseeker.generation.sampling import request_hash
+from jaxseeker.generation.keys import request_hash
 from jaxseeker.serve import protocol
 from jaxseeker.serve.protocol import APIError, Params, Usage
 from jaxseeker.serve.scheduler import (
