@@ -399,6 +399,7 @@ class Engine:
                 segments,
                 ends,
                 cfg=self.cfg,
+                block=self._block,
                 sharding=self._cache_sharding(self._cache.length),
             )
 

@@ -8,7 +8,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxseeker.generation.cached_forward import cached_forward, decode_forward, prefill_forward
+from jaxseeker.generation.cached_forward import decode_forward, prefill_forward, unrolled_prefill
 from jaxseeker.generation.layout import LayerCache
 from jaxseeker.generation.sampling import SamplingConfig, row_keys, sample, sample_rows
 from jaxseeker.model import ModelConfig
@@ -20,15 +20,15 @@ def _constrain(cache: LayerCache, sharding: LayerCache | None) -> LayerCache:
 
 
 def _forward(
-    params: dict, tokens: jnp.ndarray, segment_ids: jnp.ndarray, cache: LayerCache, cfg: ModelConfig
+    params: dict, tokens: jnp.ndarray, segment_ids: jnp.ndarray, cache: LayerCache, cfg: ModelConfig, block: int
 ) -> LayerCache:
     """The prefill forward for either layout of the weights: scanned over stacked `blocks`, unrolled over `layers`."""
     if "layers" in params:
-        return cached_forward(params, tokens, segment_ids, cache, cfg, logits=False)[1]
-    return prefill_forward(params, tokens, segment_ids, cache, cfg)
+        return unrolled_prefill(params, tokens, segment_ids, cache, cfg, block=block)
+    return prefill_forward(params, tokens, segment_ids, cache, cfg, block=block)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "sharding"), donate_argnames="cache")
+@functools.partial(jax.jit, static_argnames=("cfg", "block", "sharding"), donate_argnames="cache")
 def prefill(
     params: dict,
     cache: LayerCache,
@@ -38,6 +38,7 @@ def prefill(
     ends: jnp.ndarray,
     *,
     cfg: ModelConfig,
+    block: int,
     sharding: LayerCache | None = None,
 ) -> LayerCache:
     """Write `tokens` `[n, chunk]` into cache rows `rows` `[n]` (distinct) at each row's end; `params` stacked as
@@ -47,19 +48,20 @@ def prefill(
     segment_ids `[n, chunk]`: 1 on real tokens, 0 on right padding (written invisible; `end` advances by the
     real count). ends `[slots]` sets every row's end first (the host owns the ends, so rolling back is free).
     When n equals the number of slots, `rows` must be `arange(slots)` and no gather/scatter is done; otherwise
-    the rows are gathered, extended and scattered back (cost ∝ n, not slots). No logits are computed.
+    the rows are gathered, extended and scattered back (cost ∝ n, not slots). No logits are computed. Attention reads
+    each row's keys up to its own end in blocks of `block` (a divisor of `cache.length`).
     Every written row's end + chunk must fit in `cache.length`.
     """
     cache = cache.replace(end=ends)
     if rows.shape[0] == ends.shape[0]:
-        return _constrain(_forward(params, tokens, segment_ids, cache, cfg), sharding)
+        return _constrain(_forward(params, tokens, segment_ids, cache, cfg, block), sharding)
     sub = LayerCache(
         k=tuple(k[rows] for k in cache.k),  # [n, kv_heads, head_dim, length] per layer
         v=tuple(v[rows] for v in cache.v),
         segment_ids=cache.segment_ids[rows],  # [n, length]
         end=cache.end[rows],
     )
-    sub = _forward(params, tokens, segment_ids, sub, cfg)
+    sub = _forward(params, tokens, segment_ids, sub, cfg, block)
     cache = LayerCache(
         k=tuple(k.at[rows].set(s) for k, s in zip(cache.k, sub.k)),
         v=tuple(v.at[rows].set(s) for v, s in zip(cache.v, sub.v)),

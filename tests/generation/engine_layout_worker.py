@@ -64,6 +64,7 @@ def prefill_program(engine: Engine, rows: int):
         tokens,
         np.zeros(engine.slots, np.int32),
         cfg=engine.cfg,
+        block=engine._block,
         sharding=engine._cache_sharding(engine._cache.length),
     ).compile()
 
