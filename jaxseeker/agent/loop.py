@@ -43,6 +43,7 @@ from jaxseeker.agent.episode import Episode, Question, Submission, ToolCallRecor
 from jaxseeker.agent.parser import ToolCall, ToolCallError, parse_answer, parse_tool_calls
 from jaxseeker.agent.prompts import Renderer
 from jaxseeker.agent.rollout_types import RolloutConfig, RolloutResult, RolloutStats
+from jaxseeker.generation.keys import episode_key
 from jaxseeker.tools.base import ToolRegistry, ToolResult
 
 RegistrySource = ToolRegistry | Callable[[Question], ToolRegistry]
@@ -125,7 +126,8 @@ class _Loop:
             return
         budget = min(self.config.max_tokens_per_turn, room - self.config.answer_reserve_tokens)
         self.runs[run.rid] = run
-        self.engine.submit(run.rid, prompt, max_new_tokens=budget if budget >= 1 else room)
+        key = episode_key(question.meta.get("id", question.question), sample)
+        self.engine.submit(run.rid, prompt, max_new_tokens=budget if budget >= 1 else room, key=key)
         run.sent = len(run.ids)
         self.decoding.add(run.rid)
 
@@ -356,9 +358,10 @@ def rollout(
     `engine` follows the `jaxseeker.generation.Engine` interface (and has `max_len`); `registry` is a
     ToolRegistry shared by all episodes, or a function Question → ToolRegistry (e.g. one with an
     `answer_submit` tool whose feedback knows that question's answer). Question i is group `first_group + i`
-    (episodes' `group`, engine request ids "group:sample", which key sampling): a share samples as in the whole.
-    `groups` gives each question its group instead (a rerun of some questions of a batch samples them as the whole
-    batch did). `on_episode` is called with each episode as it finishes (e.g. to save it before the others end).
+    (episodes' `group`, engine request ids "group:sample"); `groups` gives each question its group instead. An
+    episode's sampling is keyed by its question (its `id`, else its text) and sample index (`episode_key`), with the
+    engine's seed: it draws the same tokens whatever batch, order or slot it runs in. `on_episode` is called with
+    each episode as it finishes (e.g. to save it before the others end).
     """
     if n_per_question < 1:
         raise ValueError(f"n_per_question must be >= 1, got {n_per_question}")

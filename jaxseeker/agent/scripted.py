@@ -107,8 +107,9 @@ class ScriptedEngine:
         """Slots not held by a request (active or paused)."""
         return self.slots - len(self._requests)
 
-    def submit(self, request_id: str, prompt: list[int], *, max_new_tokens: int) -> None:
-        """Start a request in a free slot (ValueError when none is free or the id is in use)."""
+    def submit(self, request_id: str, prompt: list[int], *, max_new_tokens: int, key: int | None = None) -> None:
+        """Start a request in a free slot (ValueError when none is free or the id is in use); `key` (the episode's
+        random stream) is unused: the replies are scripted."""
         if self.free_slots() < 1:
             raise ValueError(f"submit {request_id!r}: no free slot (all {self.slots} in use)")
         if request_id in self._requests:

@@ -105,6 +105,13 @@ def _engine_generate(
     return np.array([out[str(i)] for i in range(prompts.shape[0])])
 
 
+def compiled_programs() -> int:
+    """Programs the engine's device steps have compiled in this process (decode and prefill shapes)."""
+    from jaxseeker.generation import steps
+
+    return steps.decode._cache_size() + steps.prefill._cache_size()
+
+
 def _timed(fn, *args) -> tuple[float, np.ndarray]:
     start = time.perf_counter()
     result = fn(*args)
@@ -115,13 +122,16 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
     """Time HF `generate` and our engine on identical weights (random of `shape`, or `model_dir`'s) and prompts.
 
     After a warm-up of each (ours compiles there), the two run `repeats` times in turn and the best time of
-    each counts (the machine may be shared). Returns tokens/s of both, their ratio, our compile overhead and
-    the fraction of rows whose greedy tokens agree exactly. With `group_size` > 1 our engine also runs without
-    sharing the group's prompt (`unshared_s`), so the copy's gain is measured in the same run.
+    each counts (the machine may be shared). Returns tokens/s of both, their ratio, our compile overhead, the
+    fraction of rows whose greedy tokens agree exactly, and the workload's roofline (`generation.roofline`, the
+    machine's ceilings measured before and after the timed runs, the best kept) with each side's fraction of it.
+    With `group_size` > 1 our engine also runs without sharing the group's prompt (`unshared_s`), so the copy's gain
+    is measured in the same run.
     """
     import torch
 
     from jaxseeker import model
+    from jaxseeker.generation import roofline
 
     if model_dir is not None:
         hf = hf_pretrained(model_dir)
@@ -138,6 +148,7 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
     n = shape.new_tokens
     grouped = shape.group_size > 1
     _hf_generate(hf, prompts, 4)
+    ceilings = [roofline.measure()]
     first_s, _ = _timed(_engine_generate, params, cfg, prompts, n, shape.steps_per_call)
     if grouped:
         _engine_generate(params, cfg, prompts, n, shape.steps_per_call, 0)  # compiles its prefill shape
@@ -150,6 +161,12 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
         if grouped:
             unshared_times.append(_timed(_engine_generate, params, cfg, prompts, n, shape.steps_per_call, 0)[0])
     hf_s, ours_s = min(hf_times), min(our_times)
+    ceilings.append(roofline.measure())
+    flops_s, bytes_s = (max(c[i] for c in ceilings) for i in (0, 1))  # the machine's best, measured in this run
+    work = roofline.generate_workload(
+        cfg, rows=shape.batch, prompt_len=shape.prompt_len, new_tokens=n, distinct_prompts=len(distinct)
+    )
+    roof_s = work.seconds(flops_s, bytes_s)
     generated = shape.batch * n
     shared = {"unshared_s": min(unshared_times), "unshared_runs_s": unshared_times} if grouped else {}
     return {
@@ -169,6 +186,12 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
         "hf_runs_s": hf_times,
         "ours_runs_s": our_times,
         "rows_equal": float(np.mean(np.all(hf_tokens == our_tokens, axis=1))),
+        "matmul_gflop_s": flops_s / 1e9,
+        "bandwidth_gb_s": bytes_s / 1e9,
+        "roofline_s": roof_s,
+        "ours_of_roofline": roof_s / ours_s,
+        "hf_of_roofline": roof_s / hf_s,
+        "compiled_programs": compiled_programs(),
         **shared,
     }
 
@@ -192,7 +215,12 @@ def format_table(shape: BenchShape, result: dict) -> str:
             if "unshared_s" in result
             else []
         ),
-        f"speedup ours / HF: {result['speedup']:.2f}x",
+        f"{'roofline':<22}{result['roofline_s']:>10.2f}{gen / result['roofline_s']:>12.0f}",
+        f"speedup ours / HF: {result['speedup']:.2f}x (the roofline is {result['hf_s'] / result['roofline_s']:.2f}x)",
+        f"fraction of the roofline: ours {result['ours_of_roofline']:.0%}, HF {result['hf_of_roofline']:.0%} "
+        f"(FLOPs at {result['matmul_gflop_s']:.0f} GFLOP/s + weights and KV read at {result['bandwidth_gb_s']:.1f} "
+        "GB/s, both measured in this run)",
+        f"engine programs compiled: {result['compiled_programs']}",
         f"our compile (first call only, excluded above): {result['ours_compile_s']:.1f} s",
         f"rows with identical greedy tokens: {result['rows_equal']:.0%}",
     ]

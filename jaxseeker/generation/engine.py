@@ -24,10 +24,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxseeker.generation import handoff, layout, prefix, steps
-from jaxseeker.generation.sampling import SamplingConfig, request_hash
+from jaxseeker.generation.keys import request_hash
+from jaxseeker.generation.sampling import SamplingConfig
 from jaxseeker.model import ModelConfig
 
 GREEDY = SamplingConfig()
+# Decode attention reads each row's keys in blocks of ATTENTION_BLOCK positions (the default), tiles of DECODE_TILE rows
+# at a time (`ragged_attention`): the rows of a call are ordered by length, so a tile reads about its rows' contexts.
+ATTENTION_BLOCK = 128
+DECODE_TILE = 4
 # Decode rows buckets: slots, slots / 4, slots / 16 … 2 (each one compiled program per window). Not 1: for a batch of
 # one, XLA:CPU drops the batch axis of the attention dots and copies every layer's cache on each step, so one row
 # decodes about a fifth slower than two (docs/results.md).
@@ -57,7 +62,7 @@ class _Slot:
     """Host state of one occupied slot."""
 
     request_id: str
-    request: int  # stable hash of request_id, keys the PRNG
+    request: int  # the request's random stream (its key), keys the PRNG
     prefill: list[int]  # context tokens still to write into the cache
     last: int  # newest context token, not yet in the cache (next decode input)
     max_new: int  # token budget of the current turn
@@ -75,12 +80,13 @@ class Engine:
     """Continuous-batching sampler over `slots` rows of `max_len` tokens (see the module docstring).
 
     Weights and cache are held in the engine's own layout (`generation.layout`: one array per layer). The cache's
-    length is the attention window: the smallest `min_window · 2^k` (capped at max_len) that covers every context
-    the engine holds; it grows when a call needs more and shrinks to half when the contexts fall below 3/8 of it,
-    so short contexts do not pay attention over a long cache. A decode call runs the rows that decode, moved to the
-    front, in the smallest of `slots`, `slots / 4`, `slots / 16` … 2 rows that holds them (without a mesh), so a few
-    late requests do not pay attention over every row. A request whose prompt shares at least `share_prefix` leading
-    tokens with another held request's prompt copies them from that row (0: never share), waiting for them to be
+    length is the smallest `min_window · 2^k` (capped at max_len, in whole attention blocks) that covers every context
+    the engine holds; it grows when a call needs more and shrinks to half when the contexts fall below 3/8 of it. A
+    decode call runs the rows that decode, longest first, in the smallest of `slots`, `slots / 4`, `slots / 16` … 2
+    rows that holds them (without a mesh; no row is moved), and its attention reads each row's keys only up to that
+    row's own end (`ragged_attention`), so short contexts and idle rows do not pay for the longest one. A request
+    whose prompt shares at least `share_prefix` leading tokens with another held request's prompt copies them from
+    that row (0: never share), waiting for them to be
     written where that spares it a prefill chunk; `prefilled_tokens` and `shared_tokens` count the context tokens
     written by prefill calls and those copied from another row. Compiled shapes: decode once per (rows bucket, cache
     length); prefill once per (rows bucket, cache length).
@@ -92,7 +98,8 @@ class Engine:
     `handoff_mesh`: the mesh new params are resharded onto before this process takes its part (a multi-host RL run:
     every process's engine mesh side by side, `parallel.replica_meshes`; default: `mesh`). `stacked_prefill`: keep a
     stacked copy of the weights for the scanned prefill (`cached_forward.prefill_forward`: compiles faster, at twice
-    the weights' memory); False prefills over the per-layer weights, unrolled.
+    the weights' memory); False prefills over the per-layer weights, unrolled. `attention_block`: the positions decode
+    attention reads at a time (at most the power of two that covers max_len).
     """
 
     def __init__(
@@ -115,6 +122,7 @@ class Engine:
         handoff_mesh=None,
         stacked_prefill: bool = True,
         share_prefix: int = 16,
+        attention_block: int = ATTENTION_BLOCK,
     ):
         for name, value, low in (
             ("slots", slots, 1),
@@ -123,6 +131,7 @@ class Engine:
             ("prefill_chunk", prefill_chunk, 1),
             ("min_window", min_window, 1),
             ("share_prefix", share_prefix, 0),
+            ("attention_block", attention_block, 1),
         ):
             if value < low:
                 raise ValueError(f"Engine: {name} must be >= {low}, got {value}")
@@ -134,6 +143,7 @@ class Engine:
         self.slots, self.max_len = slots, max_len
         self.steps_per_call, self.prefill_chunk = steps_per_call, min(prefill_chunk, max_len)
         self.min_window, self.share_prefix = min_window, share_prefix
+        self._block = min(attention_block, 1 << (max_len - 1).bit_length())
         self.prefilled_tokens = self.shared_tokens = 0
         self.eos_ids = frozenset(int(t) for t in eos_ids)
         self.stop_strings = tuple(stop_strings)
@@ -156,7 +166,7 @@ class Engine:
         self._slots: list[_Slot | None] = [None] * slots
         self._index: dict[str, int] = {}
         least = min(2, slots)
-        self._decode_rows = sorted({max(slots // DECODE_ROWS_STEP**i, least) for i in range(slots.bit_length())})
+        self._decode_buckets = sorted({max(slots // DECODE_ROWS_STEP**i, least) for i in range(slots.bit_length())})
 
     # ---- requests -------------------------------------------------------------------------------------------
 
@@ -169,13 +179,22 @@ class Engine:
         return any(s is not None and s.running for s in self._slots)
 
     def submit(
-        self, request_id: str, prompt: list[int], *, max_new_tokens: int, sampling: SamplingConfig | None = None
+        self,
+        request_id: str,
+        prompt: list[int],
+        *,
+        max_new_tokens: int,
+        sampling: SamplingConfig | None = None,
+        key: int | None = None,
     ) -> None:
         """Start a request in a free slot (ValueError when none is free, the id is taken or the prompt
         does not fit in max_len).
 
+        key: the request's random stream (`sampling.episode_key(question id, sample index)`, in [0, 2**31)): its
+        token i is drawn with the PRNG key (seed, key, i), whatever slot, batch or order it runs in. Default: a hash
+        of request_id, or 0 with its own `sampling`.
         sampling: the request's own temperature / top-p / top-k / seed instead of the engine's; its PRNG keys
-        are then (sampling.seed, token index), so a seed draws the same tokens whatever the id or slot.
+        are then (sampling.seed, key, token index), so a seed draws the same tokens whatever the id or slot.
         """
         if request_id in self._index:
             raise ValueError(f"Engine.submit: request {request_id!r} already holds a slot")
@@ -186,6 +205,8 @@ class Engine:
                 f"Engine.submit: prompt of {request_id!r} has {len(prompt)} tokens; needs 1..{self.max_len}"
             )
         _check_budget("submit", request_id, max_new_tokens)
+        if key is not None and not 0 <= key < 2**31:
+            raise ValueError(f"Engine.submit: key of {request_id!r} must be in [0, 2**31), got {key}")
         if sampling is not None and not 0 <= sampling.seed < 2**31:
             raise ValueError(
                 f"Engine.submit: sampling.seed of {request_id!r} must be in [0, 2**31), got {sampling.seed}"
@@ -194,7 +215,7 @@ class Engine:
         row = self._slots.index(None)
         slot = _Slot(
             request_id,
-            0 if sampling is not None else request_hash(request_id),
+            key if key is not None else 0 if sampling is not None else request_hash(request_id),
             prompt[:-1],
             prompt[-1],
             max_new_tokens,
@@ -309,11 +330,13 @@ class Engine:
         return events
 
     def _window(self, need: int) -> int:
-        """The attention window covering `need` cache slots: min_window · 2^k, capped at max_len."""
+        """The cache length covering `need` slots: min_window · 2^k, capped at max_len, rounded up to whole attention
+        blocks."""
         window = self.min_window
         while window < need:
             window *= 2
-        return min(window, self.max_len)
+        window = min(window, self.max_len)
+        return -(-window // self._block) * self._block
 
     def _room(self, slot: _Slot) -> int:
         return self.max_len - (slot.end + 1)
@@ -376,65 +399,63 @@ class Engine:
                 segments,
                 ends,
                 cfg=self.cfg,
+                block=self._block,
                 sharding=self._cache_sharding(self._cache.length),
             )
 
-    def _front(self, budget: np.ndarray) -> int:
-        """Move the rows with a budget to the front (their cache rows and `budget` swapped with idle ones) and return
-        how many rows the decode call runs: the smallest rows bucket that holds them; every slot with a mesh (the
-        rows are split over its devices)."""
+    def _decode_rows(self, budget: np.ndarray) -> np.ndarray | None:
+        """The slots a decode call runs, in its order: those with a budget, longest context first (so a tile of
+        rows attends over similar lengths), then idle ones up to the smallest rows bucket that holds them; None
+        (every slot in order) with a mesh (the rows are split over its devices)."""
         if self._mesh is not None:
-            return self.slots
-        running = np.flatnonzero(budget)
-        n = next(b for b in self._decode_rows if b >= len(running))
-        idle = (row for row in range(n) if budget[row] == 0)
-        for row in running[running >= n]:
-            dst = next(idle)
-            self._cache = layout.swap_rows(self._cache, np.int32(row), np.int32(dst))
-            self._slots[row], self._slots[dst] = self._slots[dst], self._slots[row]
-            for r in (row, dst):
-                if self._slots[r] is not None:
-                    self._index[self._slots[r].request_id] = r
-            budget[[row, dst]] = budget[[dst, row]]
-        return n
+            return None
+        running = sorted(np.flatnonzero(budget), key=lambda r: -self._slots[r].end)
+        n = next(b for b in self._decode_buckets if b >= len(running))
+        idle = [r for r in range(self.slots) if budget[r] == 0][: n - len(running)]
+        return np.asarray(running + idle, np.int32)
 
     def _decode(self, budget: np.ndarray) -> list[Event]:
-        """One multi-step decode call over the front rows, then the host-side stop checks and rollbacks."""
-        n = self._front(budget)
-        live = [(row, s) for row, s in enumerate(self._slots[:n]) if budget[row] > 0]
+        """One multi-step decode call over the running rows, then the host-side stop checks and rollbacks."""
+        rows = self._decode_rows(budget)
+        order = np.arange(self.slots, dtype=np.int32) if rows is None else rows
+        n = len(order)
+        live = [(i, self._slots[row]) for i, row in enumerate(order) if budget[row] > 0]
         last = np.zeros(n, np.int32)
         request = np.zeros(n, np.int32)
         count = np.zeros(n, np.int32)
-        for row, slot in live:
-            last[row], request[row], count[row] = slot.last, slot.request, slot.sampled
+        for i, slot in live:
+            last[i], request[i], count[i] = slot.last, slot.request, slot.sampled
         ends = self._ends()
         self._fit(int(np.max(np.where(budget > 0, ends + budget, 0))))
-        seed, rows, sampling = np.int32(self.sampling.seed), None, self.sampling.static
+        seed, per_row, sampling = np.int32(self.sampling.seed), None, self.sampling.static
         if any(slot.sampling is not None for _, slot in live):
-            seed, rows, sampling = *self._row_sampling(live, n), None
+            seed, per_row, sampling = *self._row_sampling(live, n), None
         self._cache, out_tok, out_lp = steps.decode(
             self._params,
             self._cache,
+            rows,
             last,
-            ends[:n],
-            budget[:n],
+            ends,
+            budget[order],
             request,
             count,
             seed,
-            rows,
+            per_row,
             cfg=self.cfg,
             sampling=sampling,
             steps=self.steps_per_call,
+            block=self._block,
+            tile=n if rows is None else DECODE_TILE,
             sharding=self._cache_sharding(self._cache.length),
         )
         out_tok, out_lp = np.asarray(out_tok), np.asarray(out_lp)  # [n, steps]
         events = []
-        for row, slot in live:
-            new = out_tok[row, : budget[row]].tolist()
+        for i, slot in live:
+            new = out_tok[i, : budget[order[i]]].tolist()
             cut, reason, stop = self._find_stop(slot.tokens, new)
             kept = new[:cut]
             slot.tokens += kept
-            slot.logprobs += out_lp[row, :cut].tolist()
+            slot.logprobs += out_lp[i, :cut].tolist()
             slot.sampled += cut
             slot.end += cut  # the previous `last` and all kept tokens but the newest are now in the cache
             slot.last = kept[-1]
@@ -445,7 +466,8 @@ class Engine:
         return events
 
     def _row_sampling(self, live: list[tuple[int, _Slot]], n: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-        """Per-row seeds and (temperature, top_p, top_k) `[n]` when some live request has its own sampling."""
+        """Per-row seeds and (temperature, top_p, top_k) `[n]` (by a call's row index) when some live request has its
+        own sampling."""
         seed = np.zeros(n, np.int32)
         temperature = np.zeros(n, np.float32)
         top_p = np.ones(n, np.float32)

@@ -80,8 +80,11 @@ class HFEngine:
         """True when some request waits for its turn (not paused)."""
         return any(r.running for r in self._requests.values())
 
-    def submit(self, request_id: str, prompt: list[int], *, max_new_tokens: int, sampling: Any = None) -> None:
-        """Start a request (ValueError when no slot is free, the id is taken or the prompt does not fit)."""
+    def submit(
+        self, request_id: str, prompt: list[int], *, max_new_tokens: int, sampling: Any = None, key: int | None = None
+    ) -> None:
+        """Start a request (ValueError when no slot is free, the id is taken or the prompt does not fit); `key` (a
+        random stream) is unused: decoding is greedy."""
         if sampling is not None:
             raise ValueError(f"HFEngine.submit: {request_id!r}: only greedy decoding (no per-request sampling)")
         if request_id in self._requests:

@@ -9,8 +9,8 @@ slot it attends to once. The price is a longer compile, once per cache length.
 Keys are stored transposed, their positions last (`[batch, kv_heads, head_dim, length]`), values as
 `[batch, kv_heads, length, head_dim]`: both attention products are then plain matmuls
 (`model.layers.grouped_attention`).
-The cache's length is the attention window: the engine grows and shrinks it in buckets (`resize`) to cover the
-longest context it holds, so attention never reads more than it needs and never slices.
+The engine grows and shrinks the cache's length in buckets (`resize`) to cover the longest context it holds; decode
+attention reads each row only up to its own end (`generation.ragged_attention`).
 """
 
 from __future__ import annotations
@@ -118,17 +118,6 @@ def resize(cache: LayerCache, *, length: int, sharding: LayerCache | None = None
         end=cache.end,
     )
     return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
-
-
-@functools.partial(jax.jit, donate_argnums=0)
-def swap_rows(cache: LayerCache, a: jax.Array, b: jax.Array) -> LayerCache:
-    """`cache` with rows `a` and `b` exchanged (the engine moves the rows it decodes to the front)."""
-
-    def swap(x: jax.Array) -> jax.Array:
-        row_a, row_b = x[a], x[b]
-        return x.at[a].set(row_b).at[b].set(row_a)
-
-    return jax.tree.map(swap, cache)
 
 
 @functools.partial(jax.jit, donate_argnums=0)

@@ -8,7 +8,6 @@ trainer recomputes, not under the truncated sampling distribution.
 from __future__ import annotations
 
 import dataclasses
-import zlib
 
 import jax
 import jax.numpy as jnp
@@ -42,11 +41,6 @@ class SamplingConfig:
     def greedy(self) -> bool:
         """True when tokens are the argmax (temperature 0)."""
         return self.temperature == 0.0
-
-
-def request_hash(request_id: str) -> int:
-    """A stable 31-bit number for a request id (CRC32), mixed into its PRNG keys."""
-    return zlib.crc32(request_id.encode("utf-8")) & 0x7FFFFFFF
 
 
 def row_keys(seed: int | jnp.ndarray, request: jnp.ndarray, step: jnp.ndarray) -> jax.Array:

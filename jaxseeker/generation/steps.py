@@ -1,5 +1,5 @@
 """The two compiled device steps of the engine: chunked prefill into some cache rows, and several decode
-steps over all rows in one call. Both donate the cache and compile once per shape."""
+steps over some rows in one call. Both donate the cache and compile once per shape."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxseeker.generation.cached_forward import cached_forward, prefill_forward
+from jaxseeker.generation.cached_forward import decode_forward, prefill_forward, unrolled_prefill
 from jaxseeker.generation.layout import LayerCache
 from jaxseeker.generation.sampling import SamplingConfig, row_keys, sample, sample_rows
 from jaxseeker.model import ModelConfig
@@ -20,15 +20,15 @@ def _constrain(cache: LayerCache, sharding: LayerCache | None) -> LayerCache:
 
 
 def _forward(
-    params: dict, tokens: jnp.ndarray, segment_ids: jnp.ndarray, cache: LayerCache, cfg: ModelConfig
+    params: dict, tokens: jnp.ndarray, segment_ids: jnp.ndarray, cache: LayerCache, cfg: ModelConfig, block: int
 ) -> LayerCache:
     """The prefill forward for either layout of the weights: scanned over stacked `blocks`, unrolled over `layers`."""
     if "layers" in params:
-        return cached_forward(params, tokens, segment_ids, cache, cfg, logits=False)[1]
-    return prefill_forward(params, tokens, segment_ids, cache, cfg)
+        return unrolled_prefill(params, tokens, segment_ids, cache, cfg, block=block)
+    return prefill_forward(params, tokens, segment_ids, cache, cfg, block=block)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "sharding"), donate_argnames="cache")
+@functools.partial(jax.jit, static_argnames=("cfg", "block", "sharding"), donate_argnames="cache")
 def prefill(
     params: dict,
     cache: LayerCache,
@@ -38,6 +38,7 @@ def prefill(
     ends: jnp.ndarray,
     *,
     cfg: ModelConfig,
+    block: int,
     sharding: LayerCache | None = None,
 ) -> LayerCache:
     """Write `tokens` `[n, chunk]` into cache rows `rows` `[n]` (distinct) at each row's end; `params` stacked as
@@ -47,19 +48,20 @@ def prefill(
     segment_ids `[n, chunk]`: 1 on real tokens, 0 on right padding (written invisible; `end` advances by the
     real count). ends `[slots]` sets every row's end first (the host owns the ends, so rolling back is free).
     When n equals the number of slots, `rows` must be `arange(slots)` and no gather/scatter is done; otherwise
-    the rows are gathered, extended and scattered back (cost ∝ n, not slots). No logits are computed.
+    the rows are gathered, extended and scattered back (cost ∝ n, not slots). No logits are computed. Attention reads
+    each row's keys up to its own end in blocks of `block` (a divisor of `cache.length`).
     Every written row's end + chunk must fit in `cache.length`.
     """
     cache = cache.replace(end=ends)
     if rows.shape[0] == ends.shape[0]:
-        return _constrain(_forward(params, tokens, segment_ids, cache, cfg), sharding)
+        return _constrain(_forward(params, tokens, segment_ids, cache, cfg, block), sharding)
     sub = LayerCache(
         k=tuple(k[rows] for k in cache.k),  # [n, kv_heads, head_dim, length] per layer
         v=tuple(v[rows] for v in cache.v),
         segment_ids=cache.segment_ids[rows],  # [n, length]
         end=cache.end[rows],
     )
-    sub = _forward(params, tokens, segment_ids, sub, cfg)
+    sub = _forward(params, tokens, segment_ids, sub, cfg, block)
     cache = LayerCache(
         k=tuple(k.at[rows].set(s) for k, s in zip(cache.k, sub.k)),
         v=tuple(v.at[rows].set(s) for v, s in zip(cache.v, sub.v)),
@@ -69,60 +71,56 @@ def prefill(
     return _constrain(cache, sharding)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "sampling", "steps", "sharding"), donate_argnames="cache")
+@functools.partial(
+    jax.jit, static_argnames=("cfg", "sampling", "steps", "sharding", "block", "tile"), donate_argnames="cache"
+)
 def decode(
     params: dict,
     cache: LayerCache,
+    rows: jnp.ndarray | None,
     tokens: jnp.ndarray,
     ends: jnp.ndarray,
     budget: jnp.ndarray,
     request: jnp.ndarray,
     count: jnp.ndarray,
     seed: jnp.ndarray,
-    rows: tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray] | None = None,
+    row_sampling: tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray] | None = None,
     *,
     cfg: ModelConfig,
     sampling: SamplingConfig | None,
     steps: int,
+    block: int,
+    tile: int,
     sharding: LayerCache | None = None,
 ) -> tuple[LayerCache, jnp.ndarray, jnp.ndarray]:
-    """`steps` decode steps over the first `n` rows of the cache (n = len(tokens), at most its rows) → (cache,
-    tokens `[n, steps]`, log-probs `[n, steps]`). Attention reads every slot of a decoded row, so decoding the
-    rows that hold running requests, moved to the front (`Engine`), is what keeps a few late requests cheap; the
-    other rows are copied out and back untouched.
+    """`steps` decode steps over the cache slots `rows` `[n]` (distinct; None: every slot in order) → (cache, tokens
+    `[n, steps]`, log-probs `[n, steps]`). Attention reads each row's own keys only (`ragged_attention`, blocks of
+    `block`, tiles of `tile` rows: order the rows by length); the slots not in `rows` are not touched.
 
     tokens `[n]`: each row's newest context token, not yet in the cache; a step writes it at the row's
-    end and samples the next one from its logits. ends `[n]`: the rows' ends. budget `[n]`: how many steps each
-    row takes (0 = idle); a row past its budget writes nothing visible, keeps its end and its input token.
+    end and samples the next one from its logits. ends `[slots]`: every slot's end. budget `[n]`: how many steps each
+    row takes (0 = idle); a row past its budget writes nothing, keeps its end and its input token.
     request `[n]` and count `[n]` (tokens this request has sampled before) key the PRNG per (seed, request,
     step); the seed is a traced scalar (`sampling.seed` is ignored, so new seeds do not recompile).
-    Per-row sampling: `sampling=None`, `rows` = (temperature, top_p, top_k), each `[n]` and traced, and
+    Per-row sampling: `sampling=None`, `row_sampling` = (temperature, top_p, top_k), each `[n]` and traced, and
     `seed` may be one per row `[n]`.
     Outputs past a row's budget are meaningless. Every running row's end + budget must fit in `cache.length`.
     """
-    slots = tokens.shape[0]
-    whole, cache = cache, _first_rows(cache, slots).replace(end=ends)
+    n = tokens.shape[0]
+    cache = cache.replace(end=ends)
 
     def body(i, carry):
         cache, tok, out_tok, out_lp = carry
-        active = i < budget  # [slots]
-        segment_ids = active[:, None].astype(jnp.int32)  # [slots, 1]
-        logits, cache = cached_forward(params, tok[:, None], segment_ids, cache, cfg)
+        active = i < budget  # [n]
+        logits, cache = decode_forward(params, tok, active, rows, cache, cfg, block=block, tile=tile)
         if sampling is None:
-            new, lp = sample_rows(logits[:, 0], row_keys(seed, request, count + i), *rows)  # [slots], [slots]
+            new, lp = sample_rows(logits, row_keys(seed, request, count + i), *row_sampling)  # [n], [n]
         else:
             keys = None if sampling.greedy else row_keys(seed, request, count + i)
-            new, lp = sample(logits[:, 0], keys, sampling)  # [slots], [slots]
+            new, lp = sample(logits, keys, sampling)  # [n], [n]
         tok = jnp.where(active, new, tok)
         return cache, tok, out_tok.at[:, i].set(new), out_lp.at[:, i].set(lp)
 
-    init = (cache, tokens, jnp.zeros((slots, steps), jnp.int32), jnp.zeros((slots, steps), jnp.float32))
+    init = (cache, tokens, jnp.zeros((n, steps), jnp.int32), jnp.zeros((n, steps), jnp.float32))
     cache, _, out_tok, out_lp = jax.lax.fori_loop(0, steps, body, init)
-    if slots < whole.end.shape[0]:
-        cache = jax.tree.map(lambda w, c: jax.lax.dynamic_update_slice_in_dim(w, c, 0, axis=0), whole, cache)
     return _constrain(cache, sharding), out_tok, out_lp
-
-
-def _first_rows(cache: LayerCache, n: int) -> LayerCache:
-    """The first `n` rows of `cache` (all of it when it has n)."""
-    return cache if n == cache.end.shape[0] else jax.tree.map(lambda x: x[:n], cache)

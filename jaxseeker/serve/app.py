@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from jaxseeker.generation import SamplingConfig
-from jaxseeker.generation.sampling import request_hash
+from jaxseeker.generation.keys import request_hash
 from jaxseeker.serve import protocol
 from jaxseeker.serve.bound import PromptBound, prompt_bound
 from jaxseeker.serve.checks import check_auth, check_model, check_size, read_body

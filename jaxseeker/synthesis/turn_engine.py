@@ -84,8 +84,9 @@ class TurnEngine:
         """Slots not held by a request."""
         return self.slots - len(self._requests)
 
-    def submit(self, request_id: str, prompt: list[int], *, max_new_tokens: int) -> None:
-        """Start a request: decode the prompt and ask the teacher for the first turn."""
+    def submit(self, request_id: str, prompt: list[int], *, max_new_tokens: int, key: int | None = None) -> None:
+        """Start a request: decode the prompt and ask the teacher for the first turn (`key`, the episode's random
+        stream, is unused: the teacher samples on its side)."""
         if self.free_slots() < 1:
             raise ValueError(f"submit {request_id!r}: no free slot (all {self.slots} in use)")
         if request_id in self._requests:

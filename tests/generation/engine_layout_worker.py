@@ -36,6 +36,7 @@ def decode_program(engine: Engine):
     return steps.decode.lower(
         engine._params,
         engine._cache,
+        None,  # every slot in order, as a sharded engine decodes
         zeros,
         zeros,
         zeros + STEPS,
@@ -46,6 +47,8 @@ def decode_program(engine: Engine):
         cfg=engine.cfg,
         sampling=SAMPLING.static,
         steps=STEPS,
+        block=engine._block,
+        tile=engine.slots,
         sharding=engine._cache_sharding(engine._cache.length),
     ).compile()
 
@@ -61,6 +64,7 @@ def prefill_program(engine: Engine, rows: int):
         tokens,
         np.zeros(engine.slots, np.int32),
         cfg=engine.cfg,
+        block=engine._block,
         sharding=engine._cache_sharding(engine._cache.length),
     ).compile()
 

@@ -41,6 +41,9 @@ def test_bench_generate_command_reports_both_rates(capsys):
     assert result["hf_tok_s"] > 0 and result["ours_tok_s"] > 0
     assert abs(result["speedup"] - result["ours_tok_s"] / result["hf_tok_s"]) < 1e-9
     assert result["rows_equal"] == 1.0
+    assert result["roofline_s"] > 0 and result["matmul_gflop_s"] > 0 and result["bandwidth_gb_s"] > 0
+    assert abs(result["ours_of_roofline"] - result["roofline_s"] / result["ours_s"]) < 1e-9
+    assert result["compiled_programs"] >= 2  # a prefill and a decode shape at least
 
 
 def test_bench_generate_times_a_group_of_rollouts_with_and_without_sharing_their_prompt(capsys):

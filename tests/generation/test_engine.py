@@ -10,6 +10,7 @@ import pytest
 
 from jaxseeker.generation import Engine, SamplingConfig, generate
 from jaxseeker.generation import steps as device_steps
+from jaxseeker.generation.keys import episode_key
 
 from .reference import numpy_params, random_prompts, reference_greedy, reference_logits
 
@@ -121,6 +122,30 @@ def test_samples_do_not_depend_on_the_slot(tiny):
     assert runs[0]["x"] != runs[0]["y"]
 
 
+def test_an_episode_key_draws_the_same_tokens_in_any_order_slot_count_or_request_id(tiny):
+    """Three sampled episodes keyed by (question id, sample index): submitted in another order, under other request
+    ids, on 3 slots or 2 (the third then waits for a free slot), each draws the same tokens; another key does not."""
+    prompts = dict(zip("abc", random_prompts([5, 9, 3], seed=16)))
+    keys = {q: episode_key(f"question-{q}", 1) for q in prompts}
+
+    def run(order: str, slots: int, prefix: str) -> dict:
+        engine, queue, out = _engine(tiny, slots=slots, sampling=SAMPLED), list(order), {}
+        while queue or engine.has_work():
+            while queue and engine.free_slots():
+                q = queue.pop(0)
+                engine.submit(prefix + q, prompts[q], max_new_tokens=10, key=keys[q])
+            for event in engine.step():
+                out[event.request_id[-1]] = event.tokens
+                engine.release(event.request_id)
+        return out
+
+    first = run("abc", 3, "x")
+    assert run("cba", 2, "y") == first
+    assert len({tuple(t) for t in first.values()}) == 3
+    keys["a"] = episode_key("question-a", 2)
+    assert run("abc", 3, "x")["a"] != first["a"]
+
+
 def test_attention_window_buckets_give_the_same_tokens(tiny):
     _, params = tiny
     prompt = random_prompts([10], seed=8)[0]
@@ -130,19 +155,18 @@ def test_attention_window_buckets_give_the_same_tokens(tiny):
     assert event.tokens == reference_greedy(params, [prompt], 40)[0]
 
 
-def test_a_few_late_requests_decode_in_the_front_rows_alone(tiny, monkeypatch):
-    """8 slots: short requests end early, the long ones left in rows 5 and 7 move to the front and decode in calls
-    of 2 rows, the last one too (buckets 8, 2: one row decodes no faster than two), with the tokens an argmax loop
-    gives."""
+def test_a_few_late_requests_decode_in_calls_of_few_rows(tiny, monkeypatch):
+    """8 slots: short requests end early, the long ones left in rows 5 and 7 decode in calls of 2 rows, the last one
+    too (buckets 8, 2: one row decodes no faster than two), with the tokens an argmax loop gives."""
     _, params = tiny
     prompts = random_prompts([4, 6, 3, 5, 7, 2, 8, 3], seed=12)
     budgets = [3, 3, 3, 3, 3, 20, 3, 24]
     rows_per_call = []
     decode = device_steps.decode
 
-    def counted(params, cache, tokens, *args, **kw):
+    def counted(params, cache, rows, tokens, *args, **kw):
         rows_per_call.append(len(tokens))
-        return decode(params, cache, tokens, *args, **kw)
+        return decode(params, cache, rows, tokens, *args, **kw)
 
     monkeypatch.setattr(device_steps, "decode", counted)
     engine = _engine(tiny, slots=8)
@@ -152,6 +176,20 @@ def test_a_few_late_requests_decode_in_the_front_rows_alone(tiny, monkeypatch):
     for i, (prompt, budget) in enumerate(zip(prompts, budgets)):
         assert events[f"r{i}"].tokens == reference_greedy(params, [prompt], budget)[0]
     assert rows_per_call[0] == 8 and set(rows_per_call[1:]) == {2}
+
+
+def test_rows_of_very_different_lengths_decode_together(tiny):
+    """Contexts of 3 to 55 tokens in one decode call, read in attention blocks of 8 by tiles of 4 rows (short rows
+    share a tile with a long one as the long ones end): every row samples what an argmax loop samples."""
+    _, params = tiny
+    prompts = random_prompts([55, 3, 40, 6, 21, 2], seed=15)
+    budgets = [6, 30, 9, 24, 12, 40]
+    engine = _engine(tiny, slots=6, attention_block=8)
+    for i, (prompt, budget) in enumerate(zip(prompts, budgets)):
+        engine.submit(f"r{i}", prompt, max_new_tokens=budget)
+    events = _run(engine)
+    for i, (prompt, budget) in enumerate(zip(prompts, budgets)):
+        assert events[f"r{i}"].tokens == reference_greedy(params, [prompt], budget)[0]
 
 
 def _recorded_prefill(monkeypatch) -> list[tuple[int, int]]:

@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from jaxseeker.generation import SamplingConfig
-from jaxseeker.generation.sampling import request_hash, row_keys, sample, truncate
+from jaxseeker.generation.keys import request_hash
+from jaxseeker.generation.sampling import row_keys, sample, truncate
 
 LOGITS = np.log(np.array([0.30, 0.20, 0.15, 0.12, 0.10, 0.08, 0.05]))  # probabilities at temperature 1
 N = 10_000

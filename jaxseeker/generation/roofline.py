@@ -1,0 +1,74 @@
+"""The roofline of a generation workload: the least time this machine could take, from what the work must compute and
+read, so that a benchmark's wall reads as a fraction of what the hardware allows.
+
+A workload is its FLOPs (every prefilled and decoded token through the model, attention over each token's own causal
+context) and the bytes a decode step must read (every weight once per step, each row's cached keys and values up to
+its own context). Its roofline is FLOPs at the measured matmul ceiling plus bytes at the measured memory bandwidth
+(`measure`): prefill is bound by the first, decode mostly by the second.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import jax
+import jax.numpy as jnp
+
+from jaxseeker.model import ModelConfig
+from jaxseeker.model.flops import BYTES, active_params, kv_cache_bytes, matmul_ceiling
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """What a generation run must compute and read: FLOPs of prefill and decode, bytes of weights and KV read."""
+
+    prefill_flops: float
+    decode_flops: float
+    weight_bytes: float
+    kv_bytes: float
+
+    def seconds(self, flops_per_s: float, bytes_per_s: float) -> float:
+        """The roofline: FLOPs at `flops_per_s` plus bytes at `bytes_per_s`."""
+        flops, read = self.prefill_flops + self.decode_flops, self.weight_bytes + self.kv_bytes
+        return flops / flops_per_s + read / bytes_per_s
+
+
+def _attention_flops(cfg: ModelConfig, contexts: float) -> float:
+    """Scores and values of queries attending `contexts` keys in all (summed over the queries)."""
+    return 4 * cfg.num_layers * cfg.num_heads * cfg.head_dim * contexts
+
+
+def generate_workload(
+    cfg: ModelConfig, *, rows: int, prompt_len: int, new_tokens: int, distinct_prompts: int, dtype: str = "float32"
+) -> Workload:
+    """The work of greedy generation of `new_tokens` tokens for `rows` rows of `prompt_len`-token prompts, of which
+    `distinct_prompts` differ (a group's copies are prefilled once): every prompt token but the last prefilled (no
+    logits), then one decode step per new token, all rows together, each row attending its own context."""
+    per_token = 2 * active_params(cfg)  # with the output projection
+    logits = 2 * cfg.hidden_size * cfg.vocab_size
+    n = prompt_len - 1  # prefilled tokens a prompt; the last is the first decode step's input
+    prefill = distinct_prompts * (n * (per_token - logits) + _attention_flops(cfg, n * (n + 1) / 2))
+    contexts = sum(prompt_len + i for i in range(new_tokens))  # a row's keys summed over its decode steps
+    decode = rows * (new_tokens * per_token + _attention_flops(cfg, contexts))
+    weights = new_tokens * active_params(cfg) * BYTES[dtype]
+    return Workload(prefill, decode, weights, rows * kv_cache_bytes(cfg, contexts, dtype))
+
+
+def memory_bandwidth(nbytes: int = 1 << 28, repeats: int = 5) -> float:
+    """Measured read bandwidth of the default device in bytes/s: a jitted sum over `nbytes` of float32 (compile
+    excluded), the rate a decode step streams weights and cache at."""
+    x = jnp.ones((nbytes // 4,), jnp.float32)
+    f = jax.jit(jnp.sum)
+    f(x).block_until_ready()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        r = f(x)
+    r.block_until_ready()
+    return nbytes * repeats / (time.perf_counter() - start)
+
+
+def measure() -> tuple[float, float]:
+    """(matmul FLOP/s, memory bytes/s) of this machine, measured now (`model.flops.matmul_ceiling`,
+    `memory_bandwidth`): measure in the run a wall is compared against, as the machine may be shared."""
+    return matmul_ceiling(), memory_bandwidth()
