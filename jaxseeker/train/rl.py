@@ -56,7 +56,7 @@ from jaxseeker.tools import (
 from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.export import write_run_files
 from jaxseeker.train.interrupt import Interrupted, stop_requests
-from jaxseeker.train.lora import merge_fn
+from jaxseeker.train.lora import lora_from_recipe, merge_fn
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.policy import build_policy
@@ -156,7 +156,8 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     check_rl_sampling(sampling)
     engine_cfg = build(EngineConfig, recipe.get("engine"), "engine")
     reward = build(RewardConfig, recipe.get("reward"), "reward")
-    opt_cfg = rl_optimizer_config(rl, recipe.get("optimizer"))
+    lora = lora_from_recipe(recipe.get("model")) is not None
+    opt_cfg = rl_optimizer_config(rl, recipe.get("optimizer"), lora=lora)
     try:
         step_cfg = RLStepConfig(
             objective=rl.objective,

@@ -18,6 +18,8 @@ from jaxseeker.train.plan_recipe import recipe_stages
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.world import build_world
 
+RFT_LR = {"optimizer": {"lr": 1e-5, "min_lr": 1e-5}}  # rft must set its own learning rate
+
 
 @pytest.fixture(scope="module")
 def before_rl(tmp_path_factory):
@@ -412,12 +414,13 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
     with pytest.raises(RecipeError, match=r"rl.method must be one of \['pg', 'rft'\], got 'ppo'"):
         pipeline_config({"rl": {"method": "ppo"}})
     with pytest.raises(RecipeError, match="rl.rft_per_question must be >= 1, got 0"):
-        pipeline_config({"rl": {"method": "rft", "rft_per_question": 0}})
+        pipeline_config({"rl": {"method": "rft", "rft_per_question": 0}, "rft": RFT_LR})
     with pytest.raises(
         RecipeError, match="rl.rft_rounds must be >= 1, and above 1 only with rl.method rft; got 2 with 'pg'"
     ):
         pipeline_config({"rl": {"rft_rounds": 2}})
-    assert pipeline_config({"rl": {"method": "rft", "rft_rounds": 3}}).rl.stages() == ("rl", "rl_round2", "rl_round3")
+    rounds = pipeline_config({"rl": {"method": "rft", "rft_rounds": 3}, "rft": RFT_LR})
+    assert rounds.rl.stages() == ("rl", "rl_round2", "rl_round3")
     with pytest.raises(
         RecipeError, match="rl.rft_seeds must be >= 1, and above 1 only with rl.method rft; got 4 with 'pg'"
     ):
