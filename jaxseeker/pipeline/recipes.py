@@ -232,7 +232,8 @@ def stand_in_recipes(cfg: PipelineConfig) -> dict[str, dict[str, Any]]:
         stage: sft_recipe(cfg, stage, train_files=["trajectories.jsonl"], tokenizer="policy", **where)
         for stage in stages
     }
-    return out | {"rl": rl_recipe(cfg, questions=["questions.jsonl"], **where)}
+    rl_where = where | {"model": where["model"] | cfg.rl.model_keys()}  # the RL stage's own adapters, if any
+    return out | {"rl": rl_recipe(cfg, questions=["questions.jsonl"], **rl_where)}
 
 
 def _as_stage(stage: str, check: Any, *args: Any) -> Any:

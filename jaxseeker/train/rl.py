@@ -241,6 +241,7 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
     """One RL step (module docstring); returns the new state, the step's metrics and all its episodes."""
     t0 = time.perf_counter()
     stage = stage_at(run.stages, step)
+    pool_pass = run.sampler.epoch + 1  # the pass over the question pool this step's questions start in
     groups, scores, selection, times = collect(run, step, stage_rollout_config(run, stage))
     episodes = [e for group in groups for e in group]
     metrics = score_metrics(episodes, [s for group in scores for s in group])
@@ -253,6 +254,7 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
         unsolved_groups=int((~correct.any(axis=1)).sum()),
         max_context=stage.max_context,
         max_turns=stage.max_turns,
+        pool_pass=pool_pass,
     )
     if selection.empty:
         metrics["skipped_update"] = 1.0
