@@ -155,6 +155,19 @@ def _chunked_target_stats(
     return unchunk(logp), unchunk(correct), unchunk(entropy)
 
 
+def _trained_first(
+    hidden: jax.Array, targets: jax.Array, loss_mask: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Each row's trained positions moved to its front (a stable sort on the mask along `seq`): (hidden
+    `[batch, seq, embed]`, targets `[batch, seq]`, the sort order `[batch, seq]`, the longest row's trained count).
+    Rows are never mixed, so a batch split across devices stays split (a sort over the whole batch would gather it
+    onto every device)."""
+    order = jnp.argsort(loss_mask == 0, axis=1, stable=True)  # [batch, seq] each row's trained positions first
+    kept_hidden = jnp.take_along_axis(hidden, order[..., None], axis=1)  # [batch, seq, embed]
+    kept_targets = jnp.take_along_axis(targets, order, axis=1)  # [batch, seq]
+    return kept_hidden, kept_targets, order, jnp.max(jnp.sum(loss_mask != 0, axis=1))
+
+
 def chunked_masked_nll(
     hidden: jax.Array,
     unembed: jax.Array,
@@ -171,9 +184,8 @@ def chunked_masked_nll(
     sort on the mask, along `seq`), the rows are split into chunks of `chunk_size` positions, each
     chunk's logits `[batch, chunk, vocab]` are built, reduced to per-token log-probs and dropped
     (`jax.checkpoint` recomputes them in the backward pass), and chunks past the longest row's
-    trained count are skipped. In packed agent trajectories most tokens are observations, so this
-    skips most of the `[embed, vocab]` work. Rows are never mixed, so a batch split across devices
-    stays split (a sort over the whole batch would gather it onto every device).
+    trained count are skipped (`_trained_first`). In packed agent trajectories most tokens are observations, so
+    this skips most of the `[embed, vocab]` work.
 
     Args:
       hidden: `[batch, seq, embed]` final hidden states. unembed: `[embed, vocab]`.
@@ -185,9 +197,7 @@ def chunked_masked_nll(
         raise ValueError(f"hidden has shape {tuple(hidden.shape)}, expected [batch, seq, embed]")
     _check_token_shapes(hidden.shape[:2], loss_mask=loss_mask, targets=targets)
     hidden, targets, loss_mask = jnp.asarray(hidden), jnp.asarray(targets), jnp.asarray(loss_mask)
-    order = jnp.argsort(loss_mask == 0, axis=1, stable=True)  # [batch, seq] each row's trained positions first
-    kept_hidden = jnp.take_along_axis(hidden, order[..., None], axis=1)  # [batch, seq, embed]
-    kept_targets = jnp.take_along_axis(targets, order, axis=1)  # [batch, seq]
+    kept_hidden, kept_targets, order, n_valid = _trained_first(hidden, targets, loss_mask)
     kept_mask = jnp.take_along_axis(loss_mask, order, axis=1)  # [batch, seq]
     logp, correct, _ = _chunked_target_stats(
         kept_hidden,
@@ -197,9 +207,41 @@ def chunked_masked_nll(
         soft_cap=soft_cap,
         temperature=1.0,
         with_entropy=False,
-        n_valid=jnp.max(jnp.sum(loss_mask != 0, axis=1)),
+        n_valid=n_valid,
     )
     return _nll_from_stats(logp, correct, kept_mask)
+
+
+def _masked_token_stats(
+    hidden: jax.Array,
+    unembed: jax.Array,
+    targets: jax.Array,
+    loss_mask: jax.Array | None,
+    *,
+    chunk_size: int,
+    soft_cap: float | None,
+    temperature: float,
+    with_entropy: bool,
+) -> tuple[jax.Array, jax.Array | None]:
+    """(log-probs, entropy or None) `[batch, seq]` of `_chunked_target_stats`; with `loss_mask`, built only at the
+    trained positions (sorted to the front of each row, chunks past the longest row's count skipped, forward and
+    backward) and put back in place, 0 at every other position."""
+    kwargs = dict(chunk_size=chunk_size, soft_cap=soft_cap, temperature=temperature, with_entropy=with_entropy)
+    if loss_mask is None:
+        logp, _, entropy = _chunked_target_stats(hidden, unembed, targets, **kwargs)
+        return logp, entropy
+    if hidden.ndim != 3:
+        raise ValueError(f"hidden has shape {tuple(hidden.shape)}, expected [batch, seq, embed]")
+    _check_token_shapes(hidden.shape[:2], loss_mask=loss_mask, targets=targets)
+    kept_hidden, kept_targets, order, n_valid = _trained_first(hidden, targets, jnp.asarray(loss_mask))
+    logp, _, entropy = _chunked_target_stats(kept_hidden, unembed, kept_targets, n_valid=n_valid, **kwargs)
+    back = jnp.argsort(order, axis=1)  # [batch, seq] the inverse permutation: sorted slot of each position
+    trained = jnp.asarray(loss_mask) != 0  # [batch, seq]
+
+    def unsort(x: jax.Array | None) -> jax.Array | None:
+        return None if x is None else jnp.where(trained, jnp.take_along_axis(x, back, axis=1), 0.0)
+
+    return unsort(logp), unsort(entropy)
 
 
 def token_logprobs(
@@ -210,16 +252,20 @@ def token_logprobs(
     chunk_size: int = 512,
     soft_cap: float | None = None,
     temperature: float = 1.0,
+    loss_mask: jax.Array | None = None,
 ) -> jax.Array:
     """log pi(y_t | context) per position, `[batch, seq]` float32, computed in sequence chunks.
 
     logits = softcap(h @ W) / temperature (use the sampling temperature so old and new log-probs
-    of RL match the distribution the rollouts were drawn from).
+    of RL match the distribution the rollouts were drawn from). With `loss_mask` (`[batch, seq]`, non-zero =
+    trained) logits are built only where it is non-zero, as `chunked_masked_nll` builds them; the other positions
+    are 0 and get no gradient.
     """
-    logp, _, _ = _chunked_target_stats(
+    logp, _ = _masked_token_stats(
         hidden,
         unembed,
         targets,
+        loss_mask,
         chunk_size=chunk_size,
         soft_cap=soft_cap,
         temperature=temperature,
@@ -236,15 +282,17 @@ def token_logprobs_and_entropy(
     chunk_size: int = 512,
     soft_cap: float | None = None,
     temperature: float = 1.0,
+    loss_mask: jax.Array | None = None,
 ) -> tuple[jax.Array, jax.Array]:
-    """`token_logprobs` plus the policy entropy H_t = -sum_v p_v log p_v per position, both `[batch, seq]`."""
-    logp, _, entropy = _chunked_target_stats(
+    """`token_logprobs` plus the policy entropy H_t = -sum_v p_v log p_v per position, both `[batch, seq]` (with
+    `loss_mask`, built at its trained positions only, 0 elsewhere)."""
+    return _masked_token_stats(
         hidden,
         unembed,
         targets,
+        loss_mask,
         chunk_size=chunk_size,
         soft_cap=soft_cap,
         temperature=temperature,
         with_entropy=True,
     )
-    return logp, entropy

@@ -5,6 +5,7 @@ One stage is an SFT step or an RL step at one context stage (`StageShape`). Its 
   params       f32 master weights, sharded exactly as the rules shard them (`model.param_axes`)
   optimizer    Adam's two f32 moments (+ an f32 gradient accumulator when grad_accum > 1)
   grads        f32 gradients
+  grad_sum     RL: the f32 sum of the micro-batches' gradients (`rl_step.accumulated_update`)
   compute      the compute-dtype (bf16) copy of the params and its gradients during the pass (0 in f32)
   reference    the frozen reference policy of a KL term (an f32 copy of the params)
   activations  what the backward pass keeps of the forward pass, all layers: the scan carry (remat
@@ -18,11 +19,12 @@ One stage is an SFT step or an RL step at one context stage (`StageShape`). Its 
 and of an RL stage's rollout engine, in its own layout (`train.plan_rollout`): engine_weights, kv_cache, rollout
 (its largest call) and handoff (the hand-off's temporaries).
 
-SFT: peak = params + optimizer + reference + batch + max(train, update), with train = grads + compute +
-activations + max(layer, logits), update = grads + Adam's temporaries. RL has three phases, the engine being
-dropped during the update: rollout_phase = params + optimizer + reference + engine_weights + kv_cache + rollout;
-update_phase = params + optimizer + reference + batch + max(train, update); handoff_phase = params + optimizer +
-reference + engine_weights + handoff; peak = the largest.
+SFT: peak = params + optimizer + reference + batch + max(train, update), with train = grads (+ grad_sum) + compute
++ activations + max(layer, logits), update = grads + Adam's temporaries. An RL stage's update runs micro-batches of
+`rows` rows (with `choose`, `plan_fit.choose_update` picks its remat and rows to fit). RL has three phases, the
+engine being dropped during the update: rollout_phase = params + optimizer + reference + engine_weights + kv_cache
++ rollout; update_phase = params + optimizer + reference + batch + max(train, update); handoff_phase = params +
+optimizer + reference + engine_weights + handoff; peak = the largest.
 Activation rows are divided by the mesh axes of the `batch` rule, heads / kv_heads / mlp / vocab by
 theirs (with the rules' divisibility fallback), the sequence inside a layer by those of `seq` (the context
 axis) and the residual stream between layers by those of `residual_seq` (context and tensor: sequence
@@ -76,12 +78,14 @@ PHASES = ("rollout", "update", "handoff")  # an RL step's phases (`memory_plan`)
 class StageShape:
     """What one step of a stage puts on the devices (built from a recipe by `plan_recipe.recipe_stages`).
 
-    rows × seq: the rows of one optimizer micro-step. updates: micro-steps per step (RL: mini_batches ×
-    epochs). resident_rows: input rows held during the update (RL: the whole step). The rollout engine
-    (`train.rl_config.EngineConfig`; none when slots and groups are 0): `slots` over the slice (0: each host's
-    share of the step's `groups` × `group_size` episodes), `cache_len` tokens each, replicas of `engine_tensor`
-    chips (0: a host's), weights and cache in `engine_dtype` (None: the compute dtype), a stacked copy of the
-    weights with `stacked_prefill`; rollout_tokens: tokens through it per step.
+    rows × seq: the rows of one forward/backward pass (RL: a micro-batch). updates: optimizer micro-steps per step
+    (RL: mini_batches × epochs), each of ⌈mini_batch_rows / rows⌉ passes (RL: `mini_batch_rows` = a mini-batch's
+    episodes, one row each at most). resident_rows: input rows held during the update (RL: the whole step).
+    remat: the update's (None: the model's). choose: what `plan_fit.choose_update` picks ("remat", "rows").
+    The rollout engine (`train.rl_config.EngineConfig`; none when slots and groups are 0): `slots` over the
+    slice (0: each host's share of the step's `groups` × `group_size` episodes), `cache_len` tokens each,
+    replicas of `engine_tensor` chips (0: a host's), weights and cache in `engine_dtype` (None: the compute
+    dtype), a stacked copy of the weights with `stacked_prefill`; rollout_tokens: tokens through it per step.
     """
 
     name: str
@@ -102,6 +106,10 @@ class StageShape:
     engine_tensor: int = 0
     engine_dtype: str | None = None
     stacked_prefill: bool = True
+    mini_batch_rows: int = 0
+    recompute: bool = True  # RL: a forward recomputes the old log-probs (else the engine's are used)
+    remat: str | None = None
+    choose: tuple[str, ...] = ()
 
     @property
     def rolls_out(self) -> bool:
@@ -286,6 +294,7 @@ def memory_plan(
 ) -> dict[str, float]:
     """Bytes per device of every component (module docstring), the phases of an RL stage and the `peak`;
     `per_host`: chips a host drives (the rollout engine's replicas stay within one)."""
+    cfg = dataclasses.replace(cfg, remat=stage.remat) if stage.remat else cfg
     n = param_elements(cfg, rules, mesh)
     f32 = 4 * n
     cb = BYTES[cfg.compute_dtype]
@@ -296,6 +305,7 @@ def memory_plan(
         "params": f32,
         "optimizer": 2 * f32 + (f32 if stage.grad_accum > 1 else 0),
         "grads": f32,
+        "grad_sum": f32 if stage.kind == "rl" else 0,
         "compute": 2 * cb * n if cb < 4 else 0,  # the cast copy and its gradients, alive during the pass
         "reference": f32 if stage.reference else 0,
         "activations": acts["activations"],
@@ -314,7 +324,7 @@ def memory_plan(
     mem = {k: float(v) for k, v in mem.items()}
     trainer = mem["params"] + mem["optimizer"] + mem["reference"]
     grads_in_pass = mem["grads"] if cb == 4 else 0.0  # in bf16 the pass makes bf16 grads (in `compute`)
-    train = grads_in_pass + mem["compute"] + mem["activations"] + max(mem["layer"], mem["logits"])
+    train = grads_in_pass + mem["grad_sum"] + mem["compute"] + mem["activations"] + max(mem["layer"], mem["logits"])
     update = mem["grads"] + _UPDATE * f32
     mem["update_phase"] = trainer + mem["batch"] + max(train, update)
     mem["rollout_phase"] = trainer + mem["engine_weights"] + mem["kv_cache"] + mem["rollout"]
@@ -329,10 +339,13 @@ def memory_plan(
 
 def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Mapping[str, int], chip: Chip) -> dict:
     """Memory, FLOPs and ideal time (at the chips' bf16 peak) of one stage on one mesh; `fits` when the peak
-    is within `USABLE_HBM` of the chip's memory; `engine`: the rollout engine's layout (None without one)."""
+    is within `USABLE_HBM` of the chip's memory; `engine`: the rollout engine's layout (None without one). An RL
+    stage with `choose` gets the remat and rows that fit the chip (`plan_fit.choose_update`)."""
+    from jaxseeker.train.plan_fit import choose_update
     from jaxseeker.train.plan_rollout import engine_summary
 
     mesh = abstract_mesh(mesh_sizes)
+    stage = choose_update(cfg, stage, rules, mesh, USABLE_HBM * chip.hbm_bytes, chip.per_host)
     chips = math.prod(dict(mesh.shape).values())
     memory = memory_plan(cfg, stage, rules, mesh, chip.per_host)
     flops = step_flops(cfg, stage)
@@ -343,6 +356,8 @@ def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Ma
         "mesh": dict(mesh.shape),
         "chips": chips,
         "rows_per_device": local.rows,
+        "remat": stage.remat or cfg.remat,
+        "update_tokens": stage.rows * stage.seq,
         "seq": stage.seq,
         "seq_per_device": local.seq,
         "attention": attention_kernel(cfg, local.seq_shards),
@@ -393,15 +408,26 @@ def suggest_mesh(
     chips up to `max_chips` (doubling); None when nothing fits. A mesh with a context axis is tried with the
     model's `context_attention`, then with the other one. Returns {"mesh", "chips", "peak_bytes",
     "context_attention"}."""
+    from jaxseeker.train.plan_fit import choose_update
+
+    budget = USABLE_HBM * chip.hbm_bytes
     others = [a for a in CONTEXT_ATTENTIONS if a != cfg.context_attention]
     n = chips
     while n <= max_chips:
         for sizes in _meshes(n, max_tensor, cfg.num_experts):
             for attention in [cfg.context_attention] + (others if sizes["context"] > 1 else []):
                 trial = dataclasses.replace(cfg, context_attention=attention)
+                mesh = abstract_mesh(sizes)
                 try:
                     peak = max(
-                        memory_plan(trial, s, rules, abstract_mesh(sizes), chip.per_host)["peak"] for s in stages
+                        memory_plan(
+                            trial,
+                            choose_update(trial, s, rules, mesh, budget, chip.per_host),
+                            rules,
+                            mesh,
+                            chip.per_host,
+                        )["peak"]
+                        for s in stages
                     )
                 except ValueError:  # the engine's tensor size does not divide this slice's hosts
                     continue

@@ -18,6 +18,7 @@ ROWS = (
     "params",
     "optimizer",
     "grads",
+    "grad_sum",
     "compute",
     "reference",
     "activations",
@@ -143,6 +144,7 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     lines.append(f"{'GiB per device':<16}" + "".join(f"{s['stage']:>{width + 2}}" for s in stages))
     rows = [
         ("rows × seq", [f"{s['rows_per_device']} × {s['seq_per_device']}" for s in stages]),
+        ("remat", [s["remat"] for s in stages]),
         ("attention", [s["attention"] for s in stages]),
     ]
     engines = any(s["engine"] for s in stages)

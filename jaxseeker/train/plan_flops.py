@@ -26,21 +26,24 @@ def step_flops(cfg: ModelConfig, stage: StageShape) -> dict[str, float]:
     """FLOPs of one step: `model` (top-k experts, no recompute: what MFU counts) and `device` (what the
     implementation runs: every expert, plus the forward recompute of remat), split by phase for RL."""
 
+    remat = stage.remat or cfg.remat
+    passes = -(-stage.mini_batch_rows // stage.rows) if stage.mini_batch_rows else 1  # of one optimizer update
+
     def train(rows: int, seq: int, all_experts: bool, recompute: bool) -> float:
         fwd = forward_flops_per_token(cfg, seq / 2, all_experts=all_experts) * rows * seq
         attention = 4 * cfg.num_layers * cfg.num_heads * cfg.head_dim * seq / 2 * rows * seq
-        extra = {"full": fwd, "dots": attention, "none": 0.0}[cfg.remat] if recompute else 0.0
+        extra = {"full": fwd, "dots": attention, "none": 0.0}[remat] if recompute else 0.0
         return 3 * fwd + extra
 
     out = {}
     for kind, dense in (("model", False), ("device", True)):
-        update = train(stage.rows, stage.seq, dense, kind == "device") * stage.updates
+        update = train(stage.rows, stage.seq, dense, kind == "device") * stage.updates * passes
         if stage.kind == "sft":
             out[kind] = update
             continue
         fwd = forward_flops_per_token(cfg, stage.seq / 2, all_experts=dense)
         rows = stage.resident_rows or stage.rows
-        logprobs = (1 + stage.reference) * fwd * rows * stage.seq
+        logprobs = (stage.recompute + stage.reference) * fwd * rows * stage.seq
         rollout = forward_flops_per_token(cfg, stage.cache_len / 2, all_experts=dense) * stage.rollout_tokens
         out[kind] = rollout + logprobs + update
         out[f"{kind}_rollout"], out[f"{kind}_logprobs"], out[f"{kind}_update"] = rollout, logprobs, update

@@ -188,6 +188,10 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
     cache_len = engine.max_len or max(s.max_context for s in stages)
     if rl.selection == "dapo":
         notes.append(f"DAPO may roll out up to {rl.dapo_max_rounds} more rounds per step; FLOPs count one")
+    per_mini_batch = episodes // rl.mini_batches  # rows of a mini-batch at most: one episode each
+    choose = tuple(
+        k for k, given in (("remat", "remat" in (recipe.get("model") or {})), ("rows", rl.update_tokens)) if not given
+    )
     out = []
     for s in stages:
         name = "rl" if len(stages) == 1 else f"rl {s.max_context // 1024}K (step {s.step}+)"
@@ -195,7 +199,7 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
             StageShape(
                 name,
                 "rl",
-                rows=episodes // rl.mini_batches,
+                rows=min(per_mini_batch, max(1, rl.update_tokens // s.max_context)) if rl.update_tokens else 1,
                 seq=s.max_context,
                 chunk_size=rl.chunk_size,
                 updates=rl.mini_batches * rl.epochs,
@@ -209,6 +213,9 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
                 engine_tensor=engine.tensor,
                 engine_dtype=engine.dtype,
                 stacked_prefill=engine.stacked_prefill,
+                mini_batch_rows=per_mini_batch,
+                recompute=rl.recompute_old_logp,
+                choose=choose,
             )
         )
     return out

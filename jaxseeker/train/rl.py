@@ -59,6 +59,7 @@ from jaxseeker.train.interrupt import Interrupted, stop_requests
 from jaxseeker.train.lora import lora_from_recipe, merge_fn
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
+from jaxseeker.train.plan_fit import planned_recipe
 from jaxseeker.train.policy import build_policy
 from jaxseeker.train.recipe import RecipeError, build, check_sections
 from jaxseeker.train.rl_collect import collect, dupo_pool, rollout_engine, stage_rollout_config
@@ -144,9 +145,12 @@ def _tools(recipe: dict) -> tuple[ToolRegistry, bool]:
 def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     """Build mesh, model, state, engine, tools, judge and sampler; restore on `resume`.
 
-    `engine`: an engine to roll out with instead of the recipe's (e.g. a `ScriptedEngine` in tests).
+    `engine`: an engine to roll out with instead of the recipe's (e.g. a `ScriptedEngine` in tests). The update is
+    planned on this process's devices first (`plan_fit.planned_recipe`: remat and micro-batch tokens that fit, written
+    into the run's recipe), and a recipe whose plan does not fit is refused before anything is loaded.
     """
     check_sections(recipe, SECTIONS, "recipe")
+    recipe = planned_recipe(recipe)
     rl = build(RLConfig, recipe.get("rl"), "rl")
     if not rl.questions:
         raise RecipeError('rl.questions: give at least one JSONL file of {"question", "answer"}')

@@ -68,7 +68,9 @@ class RLConfig:
     tis_cap: float | None = None  # truncated importance sampling: weigh tokens by min(π_old / π_sampler, tis_cap)
     overlong_filter: bool = False  # episodes cut by the context or tool-call limit train on no token
     chunk_size: int = 512  # positions whose logits the loss builds at once
-    pack: bool = False  # several episodes per update row: objectives that take segment_ids or are token_level
+    pack: bool | None = None  # several episodes per update row; None: where the objective allows it (rl_objectives.md)
+    update_tokens: int = 0  # tokens of one forward/backward of the update (rows × row length); 0: planned to fit
+    recompute_old_logp: bool | None = None  # old log-probs from a training forward; None: only for TIS / KL reward
     context_stages: tuple[Mapping[str, int], ...] = ()  # [{step, max_context, max_turns}]; () = the rollout section
     seed: int = 0  # the question sampler's and the rollouts' randomness
     out_dir: str | None = None  # default: runs/<recipe name>
@@ -85,6 +87,17 @@ class RLConfig:
         check_kwargs(objective, self.objective_kwargs, "rl.objective_kwargs")
         if "segment_ids" in self.objective_kwargs:
             raise ValueError("rl.objective_kwargs.segment_ids: the RL step passes the batch's segment ids; remove it")
+        if self.pack is None:
+            object.__setattr__(self, "pack", packs_exactly(objective))
+        if self.recompute_old_logp is None:
+            object.__setattr__(self, "recompute_old_logp", self.tis_cap is not None or self.kl_reward_coef > 0)
+        elif not self.recompute_old_logp and (self.tis_cap is not None or self.kl_reward_coef > 0):
+            raise ValueError(
+                "rl.recompute_old_logp: false, but rl.tis_cap / rl.kl_reward_coef compare the trainer's old "
+                "log-probs with the engine's (or the reference's): set it to true or leave it out"
+            )
+        if self.update_tokens < 0:
+            raise ValueError(f"update_tokens must be >= 0 (0: planned to fit the machine), got {self.update_tokens}")
         if self.pack and not packs_exactly(objective):
             raise ValueError(
                 f"rl.objective {self.objective!r} takes no `segment_ids`: with rl.pack: true a row holds several "

@@ -10,13 +10,17 @@ segment; an objective that declares a `segment_ids` keyword gets the batch's, so
   old_logp (log-probs of the sampling policy, recomputed with the training forward),
   advantages (the episode's advantage on every token), `ref_logp` when a KL term is in the loss, and on the host
   only `episode` (1 + the episode's index in the lists given, 0 = padding);
-and the update's batch also holds the scalar `loss_scale` (the weight of this mini-batch in its optimizer update
-under gradient accumulation; 1 when absent).
+and the update's batch also holds `loss_scale` (the weight of each micro-batch's loss in its optimizer update; 1
+when absent). One optimizer update takes `[micro, rows, seq]` (or one `[rows, seq]` micro-batch): the gradients of
+the micro-batches are summed in a scan, one forward and backward of `[rows, seq]` at a time, and a micro-batch
+without a trained token is skipped (`accumulated_update`), so the update's memory is that of one micro-batch
+whatever the mini-batch holds.
 The log-probs of the update and of the old-log-prob pass come from the same forward
-(`model.hidden_states` + chunked `losses.token_logprobs`) at the sampling temperature, so the
-ratio is exactly 1 on the first mini-batch of a step. `make_rl_step` compiles both, sharded (splash
-attention blockwise over the mesh, see `sft_step.mesh_attention_kernel`), and keeps them for later runs of
-the same shapes in the process (one compile per shape, not per run).
+(`model.hidden_states` + chunked `losses.token_logprobs`, logits built at trained positions only) at the sampling
+temperature, so a recomputed old log-prob makes the ratio exactly 1 on the first mini-batch of a step.
+`make_rl_step` compiles both, sharded (splash attention blockwise over the mesh, see
+`sft_step.mesh_attention_kernel`), and keeps them for later runs of the same shapes in the process (one compile
+per shape, not per run).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from jax.sharding import Mesh, NamedSharding
 
 from jaxseeker import losses, model
@@ -40,7 +45,7 @@ from jaxseeker.parallel.context_layout import balanced_rows, context_layout, fro
 from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint, replicated
 from jaxseeker.parallel.sharded_attention import Attention
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
-from jaxseeker.train.sft_step import loss_unembed, make_sft_step, mesh_attention_kernel, policy_params, with_base
+from jaxseeker.train.sft_step import loss_unembed, mesh_attention_kernel, mesh_loss, policy_params, with_base
 from jaxseeker.train.state import TrainState, abstract_train_state, cast_floating
 
 Batch = Mapping[str, jax.Array]
@@ -90,12 +95,16 @@ def episode_rows(
     logprobs: Sequence[Sequence[float]],
     advantages: Sequence[float],
     seq_len: int,
+    *,
+    extra: Mapping[str, Sequence[Sequence[float]]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Padded rows (see the module docstring, `episode` included) of episodes given as token ids, loss masks and
     sampling log-probs.
 
-    `old_logp` holds the sampling log-probs (the engine's); the trainer usually overwrites it with
-    `RLStep.logprobs`. An episode longer than `seq_len + 1` tokens is cut only if no sampled token is lost.
+    `old_logp` holds the sampling log-probs (the engine's) or the trainer's recomputed ones. `extra`: more
+    per-token float arrays aligned with the token ids (e.g. a reference policy's log-probs), laid out as
+    `old_logp` under their own keys. An episode longer than `seq_len + 1` tokens is cut only if no sampled token
+    is lost.
     """
     n = len(token_ids)
     if not (len(loss_masks) == len(logprobs) == len(advantages) == n):
@@ -103,9 +112,10 @@ def episode_rows(
             f"episode_rows: {n} token lists but {len(loss_masks)} masks, {len(logprobs)} log-prob lists "
             f"and {len(advantages)} advantages"
         )
+    extra = dict(extra or {})
     rows = {
-        k: np.zeros((n, seq_len), np.float32 if k in ("old_logp", "advantages") else np.int32)
-        for k in ROW_KEYS + ("episode",)
+        k: np.zeros((n, seq_len), np.float32 if k in ("old_logp", "advantages", *extra) else np.int32)
+        for k in ROW_KEYS + ("episode", *extra)
     }
     for i, (ids, mask, lp, adv) in enumerate(zip(token_ids, loss_masks, logprobs, advantages)):
         ids, mask, lp = np.asarray(ids, np.int32), np.asarray(mask, np.int32), np.asarray(lp, np.float32)
@@ -124,6 +134,8 @@ def episode_rows(
         rows["positions"][i, :length] = np.arange(length)
         rows["advantages"][i, :length] = adv
         rows["episode"][i, :length] = i + 1
+        for k, values in extra.items():
+            rows[k][i, :length] = np.asarray(values[i], np.float32)[1 : length + 1]
     return rows
 
 
@@ -135,6 +147,7 @@ def packed_episode_rows(
     seq_len: int,
     *,
     row_multiple: int = 1,
+    extra: Mapping[str, Sequence[Sequence[float]]] | None = None,
 ) -> dict[str, np.ndarray]:
     """The rows of `episode_rows` with several episodes per row: `[rows, seq_len]`, rows a multiple of `row_multiple`.
 
@@ -147,7 +160,7 @@ def packed_episode_rows(
     """
     if row_multiple < 1:
         raise ValueError(f"row_multiple must be >= 1, got {row_multiple}")
-    single = episode_rows(token_ids, loss_masks, logprobs, advantages, seq_len)  # validated, shifted, cut
+    single = episode_rows(token_ids, loss_masks, logprobs, advantages, seq_len, extra=extra)  # validated, shifted, cut
     lengths = single["segment_ids"].sum(axis=1)  # [episodes]
     bins: list[list[int]] = []  # episode indices per row
     used: list[int] = []  # tokens per row
@@ -183,7 +196,8 @@ def policy_logprobs(
     attention_kernel: Attention | None = None,
     constrain: Constrain | None = None,
 ) -> tuple[jax.Array, jax.Array | None]:
-    """(log π(target) `[batch, seq]`, entropy `[batch, seq]` or None) with the training forward, chunked over seq.
+    """(log π(target) `[batch, seq]`, entropy `[batch, seq]` or None) with the training forward, chunked over seq,
+    built at the batch's `loss_mask` positions only (0 elsewhere).
     attention_kernel, constrain: passed to `model.hidden_states` (None: the model's `attention_impl`; XLA's
     activation layout)."""
     hidden = model.hidden_states(
@@ -196,11 +210,10 @@ def policy_logprobs(
         constrain=constrain,
     )  # [batch, seq, embed]
     w = loss_unembed(params, cfg, hidden.dtype, constrain)  # [embed, vocab]
+    kwargs = dict(chunk_size=chunk_size, temperature=temperature, loss_mask=batch["loss_mask"])
     if entropy:
-        return losses.token_logprobs_and_entropy(
-            hidden, w, batch["targets"], chunk_size=chunk_size, temperature=temperature
-        )
-    return losses.token_logprobs(hidden, w, batch["targets"], chunk_size=chunk_size, temperature=temperature), None
+        return losses.token_logprobs_and_entropy(hidden, w, batch["targets"], **kwargs)
+    return losses.token_logprobs(hidden, w, batch["targets"], **kwargs), None
 
 
 def rl_loss(
@@ -255,14 +268,68 @@ def rl_loss(
     return loss, aux
 
 
-class RLStep(NamedTuple):
-    """The compiled pieces of an RL step for one `[rows, seq]` shape (with LoRA each takes the frozen base params as a
-    third argument until `with_base` binds them)."""
+def accumulated_update(
+    state: TrainState,
+    batch: Batch,
+    base: Any = None,
+    *,
+    model_cfg: model.ModelConfig,
+    optimizer: Any,
+    loss_fn: Callable,
+    learning_rate: Callable[[jax.Array], jax.Array] | None = None,
+    compute_dtype: Any = None,
+    lora: LoraConfig | None = None,
+) -> tuple[TrainState, dict[str, jax.Array]]:
+    """One optimizer update from the summed gradients of the micro-batches of `batch` (leaves `[micro, rows, seq]`,
+    `loss_scale` `[micro]`), un-jitted: a scan computes one micro-batch's loss and gradients at a time (a micro-batch
+    without a trained token is skipped by a `lax.cond`), so activations are held for one micro-batch only. Each
+    micro-batch's loss carries its `loss_scale`, so the sum is the mini-batch's loss (`rl_update`).
 
-    update: Callable[[TrainState, Batch], tuple[TrainState, dict]]  # donates the state; batch: rows + loss_scale
+    Metrics: loss (the sum), n_tokens, grad_norm (before clipping), lr, and the loss's scalar aux averaged over the
+    micro-batches weighted by their trained tokens (those named `*_max`: the largest)."""
+
+    def compute_loss(trainable: Any, micro: Batch) -> tuple[jax.Array, dict]:
+        return loss_fn(cast_floating(policy_params(trainable, base, lora), compute_dtype), micro, model_cfg)
+
+    def run(micro: Batch) -> tuple[Any, jax.Array, dict]:
+        (loss, aux), grads = jax.value_and_grad(compute_loss, has_aux=True)(state.params, micro)
+        return grads, loss, {k: v.astype(jnp.float32) for k, v in aux.items() if jnp.ndim(v) == 0}
+
+    first = jax.tree.map(lambda x: x[0], batch)
+    shapes = jax.eval_shape(run, first)
+
+    def skip(micro: Batch) -> tuple[Any, jax.Array, dict]:
+        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+    def body(carry: tuple, micro: Batch) -> tuple[tuple, None]:
+        acc, loss_sum, aux_sum, n_sum = carry
+        n = jnp.sum(micro["loss_mask"] != 0).astype(jnp.float32)
+        grads, loss, aux = jax.lax.cond(n > 0, run, skip, micro)
+        acc = jax.tree.map(jnp.add, acc, grads)
+        aux_sum = {k: jnp.maximum(aux_sum[k], v) if k.endswith("_max") else aux_sum[k] + n * v for k, v in aux.items()}
+        return (acc, loss_sum + loss, aux_sum, n_sum + n), None
+
+    zeros = skip(first)
+    (grads, loss, aux_sum, n_tokens), _ = jax.lax.scan(body, (zeros[0], zeros[1], zeros[2], jnp.float32(0.0)), batch)
+    updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    metrics = {k: v if k.endswith("_max") else v / jnp.maximum(n_tokens, 1.0) for k, v in aux_sum.items()}
+    metrics.update(loss=loss, n_tokens=n_tokens.astype(jnp.int32), grad_norm=optax.tree.norm(grads))
+    if learning_rate is not None:
+        metrics["lr"] = jnp.asarray(learning_rate(state.step), jnp.float32)
+    return state.replace(step=state.step + 1, params=params, opt_state=opt_state), metrics
+
+
+class RLStep(NamedTuple):
+    """The compiled pieces of an RL step for one `[rows, seq]` micro-batch shape (with LoRA each takes the frozen base
+    params as a third argument until `with_base` binds them)."""
+
+    # donates the state; batch: `[micro, rows, seq]` rows (or one `[rows, seq]` micro-batch) + loss_scale
+    update: Callable[[TrainState, Batch], tuple[TrainState, dict]]
     logprobs: Callable[[Any, Batch], jax.Array]  # (params, batch) -> [rows, seq] log-probs, 0 off the mask
     state_shardings: TrainState
-    batch_sharding: NamedSharding
+    batch_sharding: NamedSharding  # of a [rows, seq] micro-batch
+    micro_sharding: NamedSharding  # of [micro, rows, seq] micro-batches
 
     def with_base(self, base: Any) -> RLStep:
         """A LoRA step's `update(state, batch)` and `logprobs(adapters, batch)` over the frozen `base`; the step itself
@@ -284,7 +351,8 @@ def make_rl_step(
     compute_dtype: Any = "model",
     lora: LoraConfig | None = None,
 ) -> RLStep:
-    """The jitted, sharded update (`sft_update` with `rl_loss`) and old-log-prob pass for `[rows, seq]` batches.
+    """The jitted, sharded update (`accumulated_update` of `rl_loss` over `[micro, rows, seq]` micro-batches) and
+    old-log-prob pass for `[rows, seq]` batches.
 
     The optimizer is `make_optimizer(opt_cfg)`; the state must have been built with the same config
     (its shardings follow the rules). With `lora` the state's params are the adapters and both pieces take the
@@ -309,30 +377,40 @@ def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_item
     abstract = abstract_train_state(init, axes, optimizer, mesh, rules)
     shardings = jax.tree.map(lambda x: x.sharding, abstract)
     bsh = batch_sharding(mesh, (rows, seq), rules)
-    loss_fn = functools.partial(rl_loss, step_cfg=step_cfg, objective=objective)
+    loss_fn = mesh_loss(functools.partial(rl_loss, step_cfg=step_cfg, objective=objective), cfg, mesh, rules)
     keys = ROW_KEYS + (("ref_logp",) if step_cfg.kl_coef > 0 else ())
     scalar = replicated(mesh)
-    compiled = make_sft_step(
-        cfg,
-        optimizer,
-        loss_fn,
-        mesh=mesh,
-        state_shardings=shardings,
-        batch_sharding={**{k: bsh for k in keys}, "loss_scale": scalar},
-        rules=rules,
+    dtype = cfg.compute_dtype if compute_dtype == "model" else compute_dtype
+    step = functools.partial(
+        accumulated_update,
+        model_cfg=cfg,
+        optimizer=optimizer,
+        loss_fn=loss_fn,
         learning_rate=functools.partial(learning_rate_at, opt_cfg),
-        compute_dtype=compute_dtype,
+        compute_dtype=dtype,
         lora=lora,
-        base_shardings=base_shardings,
     )
+    micro_sharding = NamedSharding(mesh, jax.sharding.PartitionSpec(None, *bsh.spec))  # [micro, rows, seq]
+    compiled = {}  # by the batch's rank: [rows, seq] (one micro-batch) or [micro, rows, seq]
+    for rank, (rows_sh, scale_sh) in {2: (bsh, scalar), 3: (micro_sharding, scalar)}.items():
+
+        def one(state: TrainState, batch: Batch, *base: Any, _rank: int = rank) -> tuple[TrainState, dict]:
+            if _rank == 2:
+                batch = jax.tree.map(lambda x: x[None], batch)  # one micro-batch
+            return step(state, batch, *base)
+
+        batch_sh = {**{k: rows_sh for k in keys}, "loss_scale": scale_sh}
+        in_sh = (shardings, batch_sh) + (() if lora is None else (base_shardings,))
+        compiled[rank] = jax.jit(one, in_shardings=in_sh, out_shardings=(shardings, scalar), donate_argnums=0)
 
     def update(state: TrainState, batch: Batch, *base: Any) -> tuple[TrainState, dict]:
-        """The compiled step on the keys it reads (the host's `episode` is dropped), `loss_scale` 1 if absent; with
-        LoRA, `base` is the frozen base params."""
-        scale = batch["loss_scale"] if "loss_scale" in batch else global_array(np.float32(1.0), scalar)
-        return compiled(state, {**{k: batch[k] for k in keys}, "loss_scale": scale}, *base)
+        """The compiled step on the keys it reads (the host's `episode` is dropped), `loss_scale` 1 per micro-batch
+        if absent; with LoRA, `base` is the frozen base params."""
+        rank = jnp.ndim(batch["tokens"])
+        ones = np.ones((batch["tokens"].shape[0],) if rank == 3 else (), np.float32)
+        scale = batch["loss_scale"] if "loss_scale" in batch else global_array(ones, scalar)
+        return compiled[rank](state, {**{k: batch[k] for k in keys}, "loss_scale": scale}, *base)
 
-    dtype = cfg.compute_dtype if compute_dtype == "model" else compute_dtype
     kernel = mesh_attention_kernel(cfg, mesh, rules)
     constrain = activation_constraint(mesh, rules) if mesh.size > 1 else None
     layout = context_layout(mesh, rules, seq)  # rows in the balanced order where the mesh splits the sequence
@@ -352,4 +430,4 @@ def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_item
 
     in_shardings = (shardings.params, bsh) if lora is None else (shardings.params, bsh, base_shardings)
     logprob_fn = jax.jit(logprobs, in_shardings=in_shardings, out_shardings=bsh)
-    return RLStep(update, logprob_fn, shardings, bsh)
+    return RLStep(update, logprob_fn, shardings, bsh, micro_sharding)

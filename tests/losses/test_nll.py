@@ -239,3 +239,61 @@ def test_float_mask_weights_tokens_in_both_nll_paths():
     )
     np.testing.assert_allclose([dense, chunked], [expected, expected], rtol=1e-5)
     np.testing.assert_allclose(aux["n_tokens"], weights.sum(), rtol=1e-6)
+
+
+EPS32 = 2.0**-24  # float32's unit roundoff
+
+
+@pytest.mark.parametrize("entropy", [False, True])
+def test_token_logprobs_at_trained_positions_equal_the_dense_ones_in_value_and_gradient(entropy):
+    """Built at the trained positions only (sorted first, chunks past the longest row's count skipped), the
+    log-probs and entropies there, and the gradient of any masked sum of them, are the dense path's; elsewhere 0.
+    Tolerance: a logit is a float32 dot product of `embed` terms, so two evaluation orders differ by at most
+    embed · 2^-24 · Σ_e |h_e w_e|, and a log-prob (logit − logsumexp over the vocabulary, at most vocab more
+    rounded terms) by twice that plus vocab · 2^-24."""
+    hidden, unembed, targets, mask = _problem(seed=7, batch=3, seq=13)
+    mask[2] = 0  # a row without any trained token
+    weights = np.random.default_rng(8).normal(size=mask.shape).astype(np.float32)  # [batch, seq]
+    fn = token_logprobs_and_entropy if entropy else token_logprobs
+
+    def stats(h, w, m):
+        out = fn(h, w, targets, chunk_size=4, temperature=0.7, loss_mask=m)
+        return out if entropy else (out, out)
+
+    def weighted(h, w, m):
+        logp, ent = stats(h, w, m)
+        return jnp.sum(jnp.where(mask != 0, weights * (logp + ent), 0.0))  # a masked loss of both
+
+    dense = jax.jit(lambda h, w: stats(h, w, None))(hidden, unembed)
+    sparse = jax.jit(lambda h, w: stats(h, w, mask))(hidden, unembed)
+    embed, vocab = unembed.shape
+    scale = np.abs(np.einsum("bse,ev->bsv", np.abs(hidden), np.abs(unembed))).max() / 0.7
+    tol = 2 * embed * EPS32 * scale + vocab * EPS32
+    for d, s in zip(dense, sparse):
+        d, s = np.asarray(d), np.asarray(s)
+        np.testing.assert_allclose(s[mask != 0], d[mask != 0], rtol=0, atol=2 * tol)
+        assert (s[mask == 0] == 0).all()
+    grad_sparse = jax.jit(jax.grad(lambda h, w: weighted(h, w, mask), argnums=(0, 1)))(hidden, unembed)
+    grad_dense = jax.jit(jax.grad(lambda h, w: weighted(h, w, None), argnums=(0, 1)))(hidden, unembed)
+    n_terms = mask.size * vocab  # the positions and vocabulary entries a gradient element sums over
+    for a, b in zip(grad_sparse, grad_dense):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        np.testing.assert_allclose(a, b, rtol=0, atol=n_terms * EPS32 * np.abs(b).max())
+
+
+def test_token_logprobs_never_build_logits_at_untrained_positions():
+    """NaN hidden states at every untrained position reach neither the log-probs nor the unembedding's gradient:
+    their logits are never built (two trained tokens per row, chunks of 2: one chunk, the rest skipped)."""
+    hidden, unembed, targets, _ = _problem(seed=5, batch=2, seq=8)
+    mask = np.zeros((2, 8), np.float32)
+    mask[0, [1, 6]], mask[1, [0, 7]] = 1, 1
+    poisoned = np.where(mask[..., None] > 0, hidden, np.nan).astype(np.float32)
+
+    def loss(h, w):
+        return jnp.sum(token_logprobs(h, w, targets, chunk_size=2, loss_mask=mask))
+
+    value, g_unembed = jax.jit(jax.value_and_grad(loss, argnums=1))(poisoned, unembed)
+    clean_value, clean_grad = jax.jit(jax.value_and_grad(loss, argnums=1))(hidden, unembed)
+    assert np.isfinite(value) and np.isfinite(np.asarray(g_unembed)).all()
+    np.testing.assert_allclose(value, clean_value, rtol=1e-6)
+    np.testing.assert_allclose(g_unembed, clean_grad, rtol=1e-6, atol=1e-7)

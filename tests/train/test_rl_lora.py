@@ -19,7 +19,12 @@ from jaxseeker.train.rl import run_rl
 from jaxseeker.train.rl_bench import write_toy
 
 CONFIG = Path(__file__).parents[2] / "configs" / "rl_tiny.yaml"
-LORA = ["model.lora={rank: 4, alpha: 8, targets: [q, v, up, down]}", "rl.steps=3", "rl.checkpoint_every=1"]
+LORA = [
+    "model.lora={rank: 4, alpha: 8, targets: [q, v, up, down]}",
+    "rl.steps=3",
+    "rl.checkpoint_every=1",
+    "rl.recompute_old_logp=true",  # logs the engine's log-probs against the training forward's
+]
 
 
 def _recipe(paths: dict, out: Path, *extra: str) -> dict:

@@ -33,7 +33,6 @@ DETERMINISTIC = (
     "ratio_max",
     "clip_frac_low",
     "clip_frac_high",
-    "logp_mismatch",
 )
 
 
