@@ -150,14 +150,16 @@ RL_OPTIMIZER_DEFAULTS = {
     "full": {"lr": 1e-6, "min_lr": 1e-6, "weight_decay": 0.0},
     "lora": {"lr": 1e-5, "min_lr": 1e-5, "weight_decay": 0.0},
 }
-RL_WARMUP_FRACTION = 0.1  # of the run's optimizer updates, at least one
+# of the run's optimizer updates, rounded down: the first update of a warm-up has lr 0, which a run of a few updates
+# cannot spare
+RL_WARMUP_FRACTION = 0.1
 
 
 def rl_optimizer_config(rl: RLConfig, section: Mapping[str, Any] | None, *, lora: bool = False) -> OptimizerConfig:
     """The `optimizer` section for RL over `RL_OPTIMIZER_DEFAULTS[lora or full]` and a warm-up over the first tenth
-    of a schedule as long as the run's optimizer updates, rl.steps · rl.mini_batches · rl.epochs / grad_accum (each
-    update accumulates `grad_accum` mini-batches, which must divide `rl.mini_batches` so that an update never spans
-    two passes over a step's episodes). `min_lr` follows a given `lr` (constant) unless set."""
+    (rounded down) of a schedule as long as the run's optimizer updates, rl.steps · rl.mini_batches · rl.epochs /
+    grad_accum (each update accumulates `grad_accum` mini-batches, which must divide `rl.mini_batches` so that an
+    update never spans two passes over a step's episodes). `min_lr` follows a given `lr` (constant) unless set."""
     section = dict(section or {})
     accum = section.get("grad_accum", 1)
     if isinstance(accum, int) and accum >= 1 and rl.mini_batches % accum:
@@ -169,7 +171,7 @@ def rl_optimizer_config(rl: RLConfig, section: Mapping[str, Any] | None, *, lora
     defaults = dict(RL_OPTIMIZER_DEFAULTS["lora" if lora else "full"])
     if "lr" in section:
         defaults["min_lr"] = section["lr"]
-    warmup = max(1, math.ceil(RL_WARMUP_FRACTION * section.get("total_steps", updates)))
+    warmup = math.floor(RL_WARMUP_FRACTION * section.get("total_steps", updates))  # 0 under 10 updates
     return build(OptimizerConfig, {"total_steps": updates, "warmup_steps": warmup, **defaults, **section}, "optimizer")
 
 

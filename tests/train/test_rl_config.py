@@ -107,7 +107,8 @@ def test_rl_optimizer_defaults_are_the_literatures_by_what_trains():
         assert (cfg.lr, cfg.min_lr, cfg.weight_decay, cfg.warmup_steps, cfg.total_steps) == (lr, lr, 0.0, 6, 60)
         schedule = lr_schedule(cfg)
         assert [float(schedule(n)) for n in (0, 3, 6, 30, 59)] == pytest.approx([0.0, lr / 2, lr, lr, lr])
-    assert rl_optimizer_config(RLConfig(steps=4), None).warmup_steps == 1  # at least one update
+    assert rl_optimizer_config(RLConfig(steps=9), None).warmup_steps == 0  # its first update would have lr 0
+    assert rl_optimizer_config(RLConfig(steps=19), None).warmup_steps == 1
     given = rl_optimizer_config(rl, {"lr": 3e-6, "warmup_steps": 0})
     assert (given.lr, given.min_lr, given.warmup_steps, given.weight_decay) == (3e-6, 3e-6, 0, 0.0)
     decayed = rl_optimizer_config(rl, {"lr": 3e-6, "min_lr": 1e-7, "weight_decay": 0.01}, lora=True)
