@@ -19,6 +19,7 @@ from jaxseeker.pipeline.recipes import rl_config, rl_recipe, sft_config, stage_s
 from jaxseeker.pipeline.train_stages import model_section, soup_summary, stage_recipe
 from jaxseeker.train.average import wise_ft
 from jaxseeker.train.export import export_hf
+from jaxseeker.train.plan_fit import planned_recipe
 from jaxseeker.train.rejection import kept_trajectories, rejected_trajectories, rft_counts
 from jaxseeker.train.rl import run_rl
 
@@ -123,6 +124,7 @@ def pg_stage(run: PipelineRun, start: Path, out: Path) -> dict:
         questions=write_pool(run, out),
         out_dir=out,
     )
+    recipe = planned_recipe(recipe)  # the remat and micro-batch tokens that fit this machine, written down
     write_recipe(out, recipe)
     summary = run_rl(recipe, resume=True, progress=run.progress)
     export_hf(out, out / "hf")

@@ -93,24 +93,31 @@ def planned_recipe(recipe: Mapping[str, Any], budget: float | None = None, where
     mesh = abstract_mesh(resolve_mesh(mesh_cfg, jax.device_count(), notes))
     chosen = [choose_update(cfg, s, rules, mesh, budget, min(jax.local_device_count(), 8)) for s in stages]
     remat = max((s.remat or cfg.remat for s in chosen), key=REMATS.index)
-    tokens = min(s.rows * s.seq for s in chosen)
-    for s in chosen:
-        s = dataclasses.replace(s, remat=remat, rows=max(s.rows, tokens // s.seq))
+    rl = build_rl(recipe)
+    tokens = rl.update_tokens or min(s.rows * s.seq for s in chosen)
+    for s in chosen:  # the rows `rl_update.update` runs: update_tokens // seq, at least 1, at most a mini-batch's
+        s = dataclasses.replace(s, remat=remat, rows=min(s.mini_batch_rows, max(1, tokens // s.seq)))
         memory = memory_plan(cfg, s, rules, mesh, min(jax.local_device_count(), 8))
         over = [p for p in PHASES if memory[f"{p}_phase"] > budget]
         if over:
-            phases = ", ".join(f"{p} {memory[f'{p}_phase'] / GiB:.2f} GiB" for p in over)
+            phases = ", ".join(f"{p} {_size(memory[f'{p}_phase'])}" for p in over)
+            keys = [f"rl.update_tokens: {s.seq} (one row a pass)"] * (s.rows > 1)
+            keys += ["model.remat: full"] * (remat != "full")
+            keys += ["a shorter rl.context_stages max_context", "fewer engine.slots or rl.batch_questions"]
             raise RecipeError(
                 f"rl: the plan of stage {s.name!r} ({s.rows} × {s.seq} tokens per pass, remat {remat}) does not "
-                f"fit {where}: {phases} over {budget / GiB:.2f} GiB per device. Set rl.update_tokens lower (one "
-                f"row: {s.seq}), model.remat: full, a shorter rl.context_stages max_context, fewer engine.slots "
-                "or rl.batch_questions, or run on a larger mesh (`jaxseeker plan --config …` suggests one)"
+                f"fit {where}: {phases} over {_size(budget)} per device. Set {', '.join(keys)}, or run on a "
+                "larger mesh (`jaxseeker plan --config …` suggests one)"
             )
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in recipe.items()}
-    rl = build_rl(recipe)
     out["model"] = {**(recipe.get("model") or {}), "remat": remat}
     out["rl"] = {**(recipe.get("rl") or {}), "update_tokens": tokens, "pack": rl.pack}
     return out
+
+
+def _size(n: float) -> str:
+    """Bytes as GiB, or MiB below a tenth of one."""
+    return f"{n / GiB:.2f} GiB" if n >= GiB / 10 else f"{n / 2**20:.1f} MiB"
 
 
 def build_rl(recipe: Mapping[str, Any]) -> Any:

@@ -1,13 +1,13 @@
 """The group-relative RL loop behind `jaxseeker rl`: rollouts → rewards → selection → old log-probs → updates.
 
-Each RL step: take `batch_questions` questions from the sampler → `group_size` rollouts each on the
-generation engine (`rl_collect.py`) with the current params (`engine.set_params`, no copy) and the recipe's tools →
-score every episode (format check, judge, recipe reward, overlong punishment) → selection (grpo / dapo / dupo on
-correctness or reward, see `selection.py`) → the update (`rl_update.py`: old and reference log-probs of all
-mini-batches with the training forward → KL-shaped rewards → group advantages → importance weights → `epochs`
-passes of `mini_batches` optimizer steps) → metrics (JSONL, TensorBoard, progress bar) → checkpoint (train state,
-question sampler, the adaptive KL coefficient). WebExplorer's progressive context is a list of stages
-`{step, max_context, max_turns}`: from RL step `step` on, episodes get `max_context` tokens and at
+Each RL step: take `batch_questions` questions from the sampler → `group_size` rollouts each on the generation
+engine (`rl_collect.py`) with the current params (`engine.set_params`, no copy) and the recipe's tools → score every
+episode (format check, judge, recipe reward, overlong punishment) → selection (grpo / dapo / dupo on correctness or
+reward, see `selection.py`) → the update (`rl_update.py`: KL-shaped rewards → group advantages → the episodes that
+can change the policy → old log-probs (the engine's, or recomputed) → importance weights → `epochs` passes of
+`mini_batches` optimizer steps, each in micro-batches of `rl.update_tokens`) → metrics (JSONL, TensorBoard, progress
+bar) → checkpoint (train state, question sampler, the adaptive KL coefficient). WebExplorer's progressive context is
+a list of stages `{step, max_context, max_turns}`: from RL step `step` on, episodes get `max_context` tokens and at
 most `max_turns` tool calls.
 
 The engine has a layout of its own (`generation.Engine`, `parallel.GENERATION_RULES`): replicas of

@@ -68,9 +68,9 @@ class RLConfig:
     tis_cap: float | None = None  # truncated importance sampling: weigh tokens by min(π_old / π_sampler, tis_cap)
     overlong_filter: bool = False  # episodes cut by the context or tool-call limit train on no token
     chunk_size: int = 512  # positions whose logits the loss builds at once
-    pack: bool | None = None  # several episodes per update row; None: where the objective allows it (rl_objectives.md)
+    pack: bool | None = None  # several episodes per update row; null: where the objective allows it (rl_objectives.md)
     update_tokens: int = 0  # tokens of one forward/backward of the update (rows × row length); 0: planned to fit
-    recompute_old_logp: bool | None = None  # old log-probs from a training forward; None: only for TIS / KL reward
+    recompute_old_logp: bool | None = None  # old log-probs from a training forward; null: only for TIS / KL reward
     context_stages: tuple[Mapping[str, int], ...] = ()  # [{step, max_context, max_turns}]; () = the rollout section
     seed: int = 0  # the question sampler's and the rollouts' randomness
     out_dir: str | None = None  # default: runs/<recipe name>

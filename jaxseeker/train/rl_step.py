@@ -7,7 +7,7 @@ segment; an objective that declares a `segment_ids` keyword gets the batch's, so
 (`losses.policy_loss`'s seq-mean aggregations, a user's GSPO) reduce per episode, not per row (see
 `losses.registry`). The rows' keys are `[batch, seq]`:
   tokens, targets, loss_mask, segment_ids (1, 2, … per episode, 0 = padding), positions,
-  old_logp (log-probs of the sampling policy, recomputed with the training forward),
+  old_logp (log-probs of the sampling policy: the engine's, or recomputed with the training forward),
   advantages (the episode's advantage on every token), `ref_logp` when a KL term is in the loss, and on the host
   only `episode` (1 + the episode's index in the lists given, 0 = padding);
 and the update's batch also holds `loss_scale` (the weight of each micro-batch's loss in its optimizer update; 1

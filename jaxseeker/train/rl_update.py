@@ -136,7 +136,7 @@ def update(run: Any, state: Any, episodes: list[Episode], rewards: np.ndarray, m
     parts = mini_batch_parts(run, n, step)
     shards = batch_shards(run.mesh, run.rules)
     largest = max(len(p) for p in parts)  # rows of a mini-batch at most: one episode each
-    micro_rows = max(1, rl.update_tokens // seq) if rl.update_tokens else largest
+    micro_rows = min(largest, max(1, rl.update_tokens // seq)) if rl.update_tokens else largest
     micro_rows = -(-micro_rows // shards) * shards
     n_micro = -(-largest // micro_rows)
     fns = make_rl_step(

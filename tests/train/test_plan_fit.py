@@ -103,9 +103,13 @@ def test_the_demos_policy_gradient_update_fits_12_gib_with_the_defaults():
 def test_a_recipe_that_cannot_fit_is_refused_naming_the_keys_to_set():
     recipe = read_recipe("rl_tiny", ["rl.update_tokens=2048", "model.remat=none"])
     planned = planned_recipe(recipe, budget=CHIPS["v5p"].hbm_bytes, where="a v5p")
-    assert planned["model"]["remat"] == "none" and planned["rl"]["update_tokens"] == 12 * 160  # 12 rows of 160
+    assert planned["model"]["remat"] == "none" and planned["rl"]["update_tokens"] == 2048  # as given: 12 rows of 160
+    assert (
+        planned_recipe(planned, budget=CHIPS["v5p"].hbm_bytes) == planned
+    )  # planning a planned recipe changes nothing
     assert planned["rl"]["pack"] is True  # the default objective packs exactly
-    with pytest.raises(RecipeError, match=r"does not fit 1 MiB.*rl.update_tokens lower.*model.remat: full"):
+    keys = r"rl.update_tokens: 160 \(one row a pass\), model.remat: full"
+    with pytest.raises(RecipeError, match=rf"does not fit 1 MiB: .*update 48.5 MiB.*{keys}"):
         planned_recipe(recipe, budget=2**20, where="1 MiB")
     chosen = planned_recipe(read_recipe("rl_tiny", []), budget=CHIPS["v5p"].hbm_bytes)
     assert chosen["model"]["remat"] == "none" and chosen["rl"]["update_tokens"] == (UPDATE_TOKENS // 160) * 160
