@@ -144,6 +144,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
         "plots/sft_loss.png",
         "plots/extend_loss.png",
         "plots/rl_curves.png",
+        "plots/rl_groups.png",
         "plots/tool_calls_sft.png",
         "plots/tool_calls_rl.png",
     }
