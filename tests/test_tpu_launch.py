@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ sys.path.insert(0, str(TPU.parent))
 
 import supervise  # noqa: E402
 from supervise import DONE, FAIL, GIVE_UP, RECREATE, WAIT, job_status, next_action, slice_state  # noqa: E402
+from test_tpu_scripts import WHERE, dry_run, remote  # noqa: E402
 
 CONFIG = "configs/webexplorer_qwen3-8b_sft.yaml"  # fsdp = 32: a v5p-64 slice
 
@@ -107,8 +109,8 @@ elif any(a.startswith("--command=") and "jaxseeker-exit=" in a for a in args):
 '''
 
 
-def launch_with_fake_gcloud(tmp_path: Path, waits: list, states: list[str], argv: tuple[str, ...] = ()):
-    """Run `tpu.py launch` (no --dry-run) against the fake gcloud; return (process, the gcloud calls)."""
+def fake_gcloud(tmp_path: Path, waits: list, states: list[str]) -> tuple[Path, dict[str, str]]:
+    """The fake gcloud's directory, scripted with `waits` and `states`, and an environment with it first on PATH."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     gcloud = bin_dir / "gcloud"
@@ -116,12 +118,17 @@ def launch_with_fake_gcloud(tmp_path: Path, waits: list, states: list[str], argv
     gcloud.chmod(0o755)
     (bin_dir / "waits.json").write_text(json.dumps(waits))
     (bin_dir / "states.json").write_text(json.dumps(states))
+    return bin_dir, dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT))
+
+
+def launch_with_fake_gcloud(tmp_path: Path, waits: list, states: list[str], argv: tuple[str, ...] = ()):
+    """Run `tpu.py launch` (no --dry-run) against the fake gcloud; return (process, the gcloud calls)."""
+    bin_dir, env = fake_gcloud(tmp_path, waits, states)
     repo = tmp_path / "repo"  # the checkout setup packs: a recipe and a pyproject, no more
     (repo / "configs").mkdir(parents=True)
     shutil.copy(ROOT / CONFIG, repo / CONFIG)
     (repo / "pyproject.toml").write_text("")
     name = f"wex-{tmp_path.name}"
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT))
     try:
         proc = subprocess.run(
             [sys.executable, str(TPU), "launch", name, "--zone", "z", "--accelerator", "v5p-64", "--spot",
@@ -193,3 +200,81 @@ def test_a_job_that_fails_on_a_healthy_slice_is_not_retried(tmp_path):
     proc, calls = launch_with_fake_gcloud(tmp_path, waits=[[1, "jaxseeker-exit=2\n"]], states=["ACTIVE"])
     assert proc.returncode == 2  # the job's own status
     assert verbs(calls) == ["start", "wait", "describe"]
+
+
+def test_a_run_whose_metrics_stop_advancing_is_reported_with_its_log_and_left_running(tmp_path):
+    hung = "jaxseeker-hang=45\nstep 120 loss 1.93\nall-reduce waiting on host 3\n"
+    proc, calls = launch_with_fake_gcloud(tmp_path, waits=[[0, hung]], states=[], argv=("--hang-minutes", "45"))
+    assert proc.returncode == 3
+    assert verbs(calls) == ["start", "wait"]  # no stop, no describe: the job goes on
+    assert "--hang-minutes" not in json.dumps(calls[0]) and "-mmin +45" in json.dumps(calls[1])
+    report = proc.stderr.strip().splitlines()
+    assert report[0].startswith("tpu.py launch: run r: no new step metrics for 45 minutes; the job is still running")
+    assert report[1:] == ["step 120 loss 1.93", "all-reduce waiting on host 3"]
+
+
+def create_with_fake_gcloud(tmp_path: Path, states: list[str], *argv: str) -> subprocess.CompletedProcess:
+    """Run `tpu.py create` (no --dry-run) against the fake gcloud whose describe answers `states`."""
+    _, env = fake_gcloud(tmp_path, [], states)
+    return subprocess.run(
+        [sys.executable, str(TPU), "create", "wex", "--zone", "z", "--accelerator", "v5p-64", "--poll", "0", *argv],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_a_failed_queued_resource_is_reported_with_its_state(tmp_path):
+    proc = create_with_fake_gcloud(tmp_path, ["WAITING_FOR_RESOURCES", "FAILED"])
+    assert proc.returncode == 1
+    assert "# state: WAITING_FOR_RESOURCES\n# state: FAILED\n" in proc.stdout
+    assert proc.stderr.strip() == (
+        "tpu.py create: queued resource wex is FAILED: it will not become ACTIVE; "
+        "details: gcloud compute tpus queued-resources describe wex --zone=z"
+    )
+
+
+def test_a_queued_resource_still_waiting_at_the_timeout_is_reported_not_crashed(tmp_path):
+    proc = create_with_fake_gcloud(tmp_path, ["WAITING_FOR_RESOURCES"], "--wait-timeout", "0")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith("tpu.py create: queued resource wex is still WAITING_FOR_RESOURCES after 0 s")
+    assert "no capacity granted yet" in line
+
+
+def test_an_active_queued_resource_ends_the_wait(tmp_path):
+    proc = create_with_fake_gcloud(tmp_path, ["PROVISIONING", "ACTIVE"])
+    assert proc.returncode == 0 and proc.stdout.endswith("# state: PROVISIONING\n# state: ACTIVE\n"), proc.stderr
+
+
+def wait_script(*argv: str) -> str:
+    """The wait script `tpu.py launch --dry-run` prints for run r1."""
+    command = ("--", "sft", "--config", CONFIG)
+    steps = dict(dry_run("launch", "wex", *WHERE, "--bucket", "gs://b", "--run", "r1", *argv, *command))
+    return remote(steps["wait for the job"])
+
+
+def worker_home(tmp_path: Path, metrics_age_s: float) -> dict[str, str]:
+    """A worker's home with run r1's log, a live pid (this test's) and metrics last written `metrics_age_s` ago."""
+    home = tmp_path / "home"
+    metrics = home / "jaxseeker" / "runs" / "r1" / "metrics.jsonl"
+    metrics.parent.mkdir(parents=True)
+    metrics.write_text('{"step": 10}\n')
+    os.utime(metrics, (time.time() - metrics_age_s,) * 2)
+    (home / "r1.log").write_text("".join(f"line {i}\n" for i in range(40)))
+    (home / "r1.pid").write_text(f"{os.getpid()}\n")
+    return dict(os.environ, HOME=str(home))
+
+
+def test_the_wait_script_reports_metrics_older_than_the_limit_with_the_logs_end(tmp_path):
+    env = worker_home(tmp_path, metrics_age_s=2 * 3600)
+    out = subprocess.run(["bash", "-c", wait_script("--hang-minutes", "90")], env=env, capture_output=True, text=True)
+    last = [f"line {i}" for i in range(10, 40)]  # the log's last 30 lines
+    assert out.returncode == 0 and out.stdout.splitlines() == ["jaxseeker-hang=90", *last]
+    assert supervise.hang_report(out.stdout) == (90.0, "\n".join(last))
+
+
+def test_the_wait_script_reports_the_exit_status_once_the_job_ended(tmp_path):
+    env = worker_home(tmp_path, metrics_age_s=2 * 3600)
+    (tmp_path / "home" / "r1.status").write_text("0\n")
+    out = subprocess.run(["bash", "-c", wait_script()], env=env, capture_output=True, text=True)
+    assert out.stdout == "jaxseeker-exit=0\n" and supervise.hang_report(out.stdout) is None
+    assert "find " not in wait_script("--hang-minutes", "0")  # 0 turns the check off

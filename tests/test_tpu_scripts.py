@@ -335,6 +335,8 @@ def test_logs_stop_ssh_and_delete():
 
 
 def test_gpu_check_dry_run_prints_every_stage():
+    import jax
+
     out = subprocess.run(
         ["bash", str(GPU_CHECK), "--dry-run"], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout
@@ -347,11 +349,21 @@ def test_gpu_check_dry_run_prints_every_stage():
         "sft data",
         "sft xla",
         "sft cudnn",
+        "rl toy",
+        "rl",
         "bench generate",
         "bench sft",
         "table",
     ]
-    assert "'jax[cuda12]'" in out and "--set model.attention_impl=cudnn --set model.compute_dtype=bfloat16" in out
+    assert f"'jax[cuda12]=={jax.__version__}'" in out  # the pin moves with the environment the tests run in
+    blocks = re.split(r"^# (.+)\n", out, flags=re.MULTILINE)  # [preamble, stage, its command, stage, …]
+    commands = dict(zip(blocks[1::2], (b.strip() for b in blocks[2::2])))
+    assert "--set model.attention_impl=cudnn --set model.compute_dtype=bfloat16" in out
+    for stage in ("sft xla", "sft cudnn", "rl"):  # every local GPU in one mesh
+        assert "--set mesh.fsdp=-1" in commands[stage], stage
+    rl = shlex.split(commands["rl"])
+    assert rl[1:4] == ["rl", "--config", "rl_tiny"] and "rl.questions=[runs/gpu_check/rl_toy/questions.jsonl]" in rl
+    assert "write_toy('runs/gpu_check/rl_toy')" in commands["rl toy"]
     no_install = subprocess.run(
         ["bash", str(GPU_CHECK), "--dry-run", "--no-install"], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout

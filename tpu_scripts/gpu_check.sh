@@ -5,15 +5,18 @@
 #   bash tpu_scripts/gpu_check.sh --no-install # reuse $VENV (a machine without internet access)
 #   bash tpu_scripts/gpu_check.sh --dry-run    # print each stage's command, run nothing
 #
-# Stages: install jax[cuda12] and the project → list devices → model parity tests (HF transformers, f32) →
-# attention implementations (reference vs jax_xla / cudnn / splash) → `jaxseeker pipeline --quick` for
-# trajectories → a short SFT twice, XLA attention in f32 and cuDNN flash attention in bf16 →
+# Stages: install jax[cuda12]==$JAX_VERSION and the project → list devices → model parity tests (HF transformers,
+# f32) → attention implementations (reference vs jax_xla / cudnn / splash interpreted) → `jaxseeker pipeline
+# --quick` for trajectories → a short SFT twice on every local GPU (mesh fsdp = all of them), XLA attention in f32
+# and cuDNN flash attention in bf16 → a short RL run on every local GPU (the toy colour task) →
 # `jaxseeker bench generate` → `jaxseeker bench sft` → the table. Logs go to $OUT (runs/gpu_check).
-# A stage that fails is marked FAIL in the table; the others still run.
+# A stage that fails is marked FAIL in the table; the others still run. JAX preallocates the share of GPU memory
+# the planner budgets (XLA_PYTHON_CLIENT_MEM_FRACTION, unless set).
 set -u
 cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv-gpu}
+JAX_VERSION=${JAX_VERSION:-0.10.2}  # the jax (and its CUDA plugin) the check installs: the version the tests pin
 OUT=${OUT:-runs/gpu_check}
 STAGE_TIMEOUT=${STAGE_TIMEOUT:-900}
 DRY_RUN=0
@@ -27,6 +30,14 @@ for arg in "$@"; do
 done
 PY="$VENV/bin/python"
 JS="$VENV/bin/jaxseeker"
+
+# JAX preallocates 75% of each GPU unless told otherwise; a plan fills up to USABLE_HBM of it (the planner's
+# budget, read from jaxseeker/train/chips.py). A fraction the user set stands.
+if [ -z "${XLA_PYTHON_CLIENT_MEM_FRACTION:-}${XLA_CLIENT_MEM_FRACTION:-}" ]; then
+  XLA_PYTHON_CLIENT_MEM_FRACTION=$(python3 -c 'import runpy; print(runpy.run_path("jaxseeker/train/chips.py")["USABLE_HBM"])')
+  export XLA_PYTHON_CLIENT_MEM_FRACTION
+fi
+[ -n "${XLA_PYTHON_CLIENT_MEM_FRACTION:-}" ] && echo "export XLA_PYTHON_CLIENT_MEM_FRACTION=$XLA_PYTHON_CLIENT_MEM_FRACTION"
 
 # stage NAME COMMAND: print the stage and its command; run it (unless --dry-run) with its output in $OUT/NAME.log.
 stage() {
@@ -45,13 +56,14 @@ stage() {
 
 [ "$DRY_RUN" = 1 ] || mkdir -p "$OUT"
 if [ "$INSTALL" = 1 ]; then
-  stage "install" "python3 -m venv $VENV && $PY -m pip install -q --upgrade pip && $PY -m pip install -q -e '.[test]' 'jax[cuda12]'"
+  stage "install" "python3 -m venv $VENV && $PY -m pip install -q --upgrade pip && $PY -m pip install -q -e '.[test]' 'jax[cuda12]==$JAX_VERSION'"
 fi
-stage "devices" "$PY -c 'import jax; print(jax.devices()); assert jax.default_backend() == \"gpu\", jax.default_backend()'"
+stage "devices" "$PY -c 'import jax; print(jax.device_count(), \"GPUs:\", jax.devices()); assert jax.default_backend() == \"gpu\", jax.default_backend()'"
 stage "parity" "$PY -m pytest tests/model/test_hf_parity.py -q -p no:cacheprovider"
 stage "attention" "$PY -m pytest tests/model/test_attention_impl.py -q -rs -p no:cacheprovider"
 
-# The short SFT: a tiny Qwen3 on the quick pipeline's expert trajectories, once per attention implementation.
+# The short SFT: a tiny Qwen3 on the quick pipeline's expert trajectories, once per attention implementation, its
+# weights and batch split over every local GPU (mesh fsdp = -1: all of them; 8 rows divide 1, 2, 4 or 8 GPUs).
 SFT_RECIPE="$OUT/sft.yaml"
 stage "sft data" "$JS pipeline --quick --out $OUT/pipeline --no-progress && cat > $SFT_RECIPE <<'EOF'
 name: gpu_check_sft
@@ -62,9 +74,14 @@ optimizer: {lr: 2.0e-3, min_lr: 2.0e-4, warmup_steps: 5}
 train: {train_files: [$OUT/pipeline/expert/trajectories.jsonl], tokenizer: $OUT/pipeline/tokenizer, steps: 60,
         log_every: 10, checkpoint_every: 1000, chunk_size: 512}
 EOF"
-stage "sft xla" "$JS sft --config $SFT_RECIPE --set train.out_dir=$OUT/sft_xla --set model.attention_impl=xla"
-stage "sft cudnn" "$JS sft --config $SFT_RECIPE --set train.out_dir=$OUT/sft_cudnn --set model.attention_impl=cudnn \
---set model.compute_dtype=bfloat16"
+stage "sft xla" "$JS sft --config $SFT_RECIPE --set mesh.fsdp=-1 --set train.out_dir=$OUT/sft_xla \
+--set model.attention_impl=xla"
+stage "sft cudnn" "$JS sft --config $SFT_RECIPE --set mesh.fsdp=-1 --set train.out_dir=$OUT/sft_cudnn \
+--set model.attention_impl=cudnn --set model.compute_dtype=bfloat16"
+# A short RL run (rollouts by the engine, the GRPO update) of the toy colour task on every local GPU.
+stage "rl toy" "$PY -c \"from jaxseeker.train.rl_bench import write_toy; write_toy('$OUT/rl_toy')\""
+stage "rl" "$JS rl --config rl_tiny --set mesh.fsdp=-1 --set model.hf_path=$OUT/rl_toy/policy \
+--set 'rl.questions=[$OUT/rl_toy/questions.jsonl]' --set rl.steps=2 --set rl.out_dir=$OUT/rl --no-progress"
 stage "bench generate" "$JS bench generate --json"
 stage "bench sft" "$JS bench sft"
 
@@ -99,6 +116,10 @@ for impl in ("xla", "cudnn"):
     else:
         detail = "no summary"
     rows.append((f"sft {impl}", status(f"sft {impl}"), detail))
+rl = out / "rl" / "summary.json"
+rl_detail = (lambda s: f"{s['steps']} steps, reward {s['first_reward']:.3f} -> {s['final_reward']:.3f}, "
+             f"{s['mean_step_s']:.1f} s/step (incl. compile)")(json.loads(rl.read_text())) if rl.exists() else "no summary"
+rows.append(("rl", status("rl"), rl_detail))
 gen = out / "bench_generate.log"
 gen_json = [l for l in gen.read_text().splitlines() if l.startswith("{")] if gen.exists() else []
 gen_detail = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"

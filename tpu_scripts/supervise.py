@@ -4,7 +4,8 @@ Pure functions, no gcloud: `tpu.py` runs the commands and feeds their output her
 the launcher can see: the workers report its exit status (a line `jaxseeker-exit=N` from each worker's wait
 script), the ssh session ends without one (the connection dropped, or the VMs went away), or the slice's state says
 it is gone (a spot slice preempted, a queued resource suspended or deleted). A job that failed on a healthy slice is
-a bug or a bad input: it is not retried.
+a bug or a bad input: it is not retried. A job whose step metrics stopped advancing (`jaxseeker-hang=N`: none for N
+minutes) is reported with the end of its log and left running.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 
 EXIT_MARKER = "jaxseeker-exit="
+HANG_MARKER = "jaxseeker-hang="  # a worker's wait script: the run's metrics stopped advancing (minutes), then its log
 HEALTHY = frozenset({"ACTIVE", "READY"})  # a queued resource's / a TPU VM's state while it runs
 # The slice (or its capacity) is gone: a new one must be created, the run resumed from its checkpoints.
 LOST = frozenset(
@@ -34,6 +36,16 @@ def job_status(ssh_returncode: int, stdout: str) -> int | None:
     if failed:
         return failed[0]
     return 0 if codes and ssh_returncode == 0 else None
+
+
+def hang_report(stdout: str) -> tuple[float, str] | None:
+    """(minutes, the log lines that follow) when a worker's wait script reported that the run's step metrics had
+    not advanced for that long; None otherwise."""
+    match = re.search(rf"^{HANG_MARKER}([\d.]+)\s*$", stdout, flags=re.MULTILINE)
+    if not match:
+        return None
+    log = stdout[match.end() :].split(EXIT_MARKER, 1)[0]
+    return float(match.group(1)), log.strip("\n")
 
 
 def slice_state(returncode: int, stdout: str, stderr: str) -> str:

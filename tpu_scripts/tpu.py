@@ -2,7 +2,9 @@
 """Create, set up, launch on, watch and delete a Cloud TPU VM or pod slice (v4, v5e, v5p, v6e) with gcloud.
 
     tpu.py create NAME --zone us-east5-a --accelerator v5p-64 [--spot]       # queued resource → ACTIVE
+    tpu.py create NAME --zone us-east5-a --project P --accelerator v5p-8 --data-disk 500GB   # one host + a disk
     tpu.py setup  NAME --zone us-east5-a [--hf-model Qwen/Qwen3-8B=checkpoints/Qwen3-8B] [--gcs-copy SRC=DEST]
+        [--mount-bucket gs://my-bucket/ckpt]                                 # gcsfuse at ~/jaxseeker/checkpoints
     tpu.py launch NAME --zone us-east5-a --accelerator v5p-64 --spot --bucket gs://my-bucket --run wex-sft \
         -- sft --config configs/x.yaml
     tpu.py logs   NAME --zone us-east5-a --run wex-sft
@@ -17,16 +19,15 @@ every command instead of running it.
 `launch` first checks the jaxseeker command here (jaxseeker's parser, the recipe, `jaxseeker plan` on the slice's
 chips: `launch_check.py`), then starts it and stays to watch it: when the slice is lost (spot preemption, a
 suspended or deleted queued resource) it recreates and sets up the slice with the create and setup flags it was
-given and relaunches the run with `--resume`, at most `--max-retries` times (`supervise.py` decides). The other
-commands use the standard library only; `launch` runs under the project's environment (it imports jaxseeker).
+given and relaunches the run with `--resume`, at most `--max-retries` times (`supervise.py` decides); a run whose
+step metrics stop advancing for `--hang-minutes` is reported with the end of its log. The gcloud commands of the
+slice are built in `slices.py`, the workers' scripts in `workers.py`. The other commands use the standard library
+only; `launch` runs under the project's environment (it imports jaxseeker).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import math
-import re
 import shlex
 import subprocess
 import sys
@@ -35,298 +36,31 @@ from pathlib import Path
 
 import supervise
 from launch_check import CheckError, check_command, format_plan, plan_verdict
-
-REPO = Path(__file__).resolve().parent.parent
-JAX_TPU = "jax[tpu]==0.10.2"  # the jax of the project's environment: the slices run what was tested here
-LOG_SYNC_S = 60  # seconds between copies of each worker's log to gs://BUCKET/RUN/logs/
-REMOTE_DIR = "jaxseeker"  # the project on each worker, relative to the home directory
-TARBALL = "jaxseeker-src.tar.gz"
-EXCLUDE = (".venv", ".git", "runs", "__pycache__", "*.egg-info", ".pytest_cache", "checkpoints")
-METADATA_GET = (
-    "curl -sf -H Metadata-Flavor:Google http://metadata.google.internal/computeMetadata/v1/instance/attributes"
+from slices import (
+    GENERATIONS,
+    SliceStuck,
+    UsageError,
+    create_steps,
+    data_disk_flag,
+    delete_steps,
+    shape_flags,
+    slice_chips,
+    state_command,
+    wait_active,
+)
+from workers import (
+    JAX_TPU,
+    launch_steps,
+    logs_steps,
+    run_paths,
+    setup_steps,
+    ssh_steps,
+    stop_steps,
+    wait_command,
 )
 
-
-@dataclasses.dataclass(frozen=True)
-class Generation:
-    """How gcloud names one TPU generation."""
-
-    accelerator_prefix: str  # accelerator types are PREFIX-N
-    type_flag: str  # --type with --topology
-    runtime_version: str  # the TPU VM image for JAX
-    topology_dims: int  # 3: a torus of AxBxC chips; 2: AxB
-
-
-GENERATIONS = {
-    "v4": Generation("v4", "v4", "tpu-ubuntu2204-base", 3),
-    "v5e": Generation("v5litepod", "v5litepod", "v2-alpha-tpuv5-lite", 2),
-    "v5p": Generation("v5p", "v5p", "v2-alpha-tpuv5", 3),
-    "v6e": Generation("v6e", "v6e", "v2-alpha-tpuv6e", 2),
-}
-RUN_SECTIONS = {"sft": "train", "rl": "rl"}  # jaxseeker commands whose recipe section takes out_dir / checkpoint_dir
-
-
-class UsageError(ValueError):
-    """A bad argument; the message names it."""
-
-
-def generation_of(accelerator: str) -> str:
-    """The generation key of an accelerator type such as v5p-64 or v5litepod-16."""
-    for key, gen in GENERATIONS.items():
-        if re.fullmatch(rf"{gen.accelerator_prefix}-\d+", accelerator):
-            return key
-    known = ", ".join(f"{g.accelerator_prefix}-N" for g in GENERATIONS.values())
-    raise UsageError(f"--accelerator {accelerator!r}: expected one of {known} (e.g. v5p-64)")
-
-
-def shape_flags(args: argparse.Namespace) -> list[str]:
-    """--accelerator-type, or --type and --topology (a chip torus such as 2x4x4) for the slice's shape."""
-    if bool(args.accelerator) == bool(args.topology):
-        raise UsageError("give either --accelerator (e.g. v5p-64) or --generation and --topology (e.g. v5p 2x4x4)")
-    if args.accelerator:
-        generation_of(args.accelerator)
-        return [f"--accelerator-type={args.accelerator}"]
-    gen = GENERATIONS[args.generation]
-    if not re.fullmatch(rf"\d+(x\d+){{{gen.topology_dims - 1}}}", args.topology):
-        raise UsageError(
-            f"--topology {args.topology!r}: {args.generation} slices are {gen.topology_dims}-D, "
-            f"e.g. {'x'.join(['2'] * gen.topology_dims)}"
-        )
-    return [f"--type={gen.type_flag}", f"--topology={args.topology}"]
-
-
-def runtime_version(args: argparse.Namespace) -> str:
-    """The TPU VM image: --runtime-version, or the JAX image of the slice's generation."""
-    if args.runtime_version:
-        return args.runtime_version
-    key = generation_of(args.accelerator) if args.accelerator else args.generation
-    return GENERATIONS[key].runtime_version
-
-
-def where(args: argparse.Namespace) -> list[str]:
-    """--zone and (when given) --project, on every gcloud command."""
-    return [f"--zone={args.zone}"] + ([f"--project={args.project}"] if args.project else [])
-
-
-def tpu_vm(args: argparse.Namespace, verb: str, *rest: str) -> list[str]:
-    """`gcloud compute tpus tpu-vm VERB NAME … --zone …` (scp names the TPU in its `NAME:PATH` argument)."""
-    name = [] if verb == "scp" else [args.name]
-    return ["gcloud", "compute", "tpus", "tpu-vm", verb, *name, *rest, *where(args)]
-
-
-def on_workers(args: argparse.Namespace, script: str, worker: str = "all") -> list[str]:
-    """Run the bash `script` on `worker` ("all" or an index) of the slice over ssh."""
-    return tpu_vm(args, "ssh", f"--worker={worker}", f"--command={script}")
-
-
-def create_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
-    """A queued resource (or, with --direct, a plain TPU VM create) of the requested shape."""
-    shape, version = shape_flags(args), runtime_version(args)
-    tier = ["--spot"] if args.spot else ["--reserved"] if args.reserved else []
-    if args.direct:
-        return [("create", tpu_vm(args, "create", *shape, f"--version={version}", *tier))]
-    create = [
-        "gcloud",
-        "compute",
-        "tpus",
-        "queued-resources",
-        "create",
-        args.name,
-        f"--node-id={args.name}",
-        *shape,
-        f"--runtime-version={version}",
-        *tier,
-        *where(args),
-    ]
-    steps = [("create", create)]
-    if not args.no_wait:
-        steps.append(("wait until ACTIVE", queued_state(args)))
-    return steps
-
-
-def queued_state(args: argparse.Namespace) -> list[str]:
-    """The command that prints the queued resource's state (WAITING_FOR_RESOURCES, …, ACTIVE)."""
-    return [
-        "gcloud",
-        "compute",
-        "tpus",
-        "queued-resources",
-        "describe",
-        args.name,
-        "--format=value(state.state)",
-        *where(args),
-    ]
-
-
-def setup_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
-    """Pack this checkout, copy it to every worker, install Python, jax[tpu] and the project, fetch data."""
-    local_tar = f"/tmp/{args.name}-{TARBALL}"
-    excludes = [f"--exclude={pattern}" for pattern in EXCLUDE]
-    install = " && ".join(
-        [
-            "set -e",
-            f"mkdir -p ~/{REMOTE_DIR}",
-            f"tar -xzf ~/{TARBALL} -C ~/{REMOTE_DIR}",
-            f"cd ~/{REMOTE_DIR}",
-            f"(command -v {args.python} || (sudo apt-get update -q && sudo apt-get install -y -q {args.python} "
-            f"{args.python}-venv))",
-            f"{args.python} -m venv .venv",
-            ".venv/bin/pip install -q --upgrade pip",
-            f'.venv/bin/pip install -q -e . "{args.jax_spec}" gcsfs',  # gcsfs: orbax / epath on gs://
-        ]
-    )
-    steps = [
-        ("pack", ["tar", "-czf", local_tar, *excludes, "-C", str(args.repo), "."]),
-        ("copy", tpu_vm(args, "scp", local_tar, f"{args.name}:{TARBALL}", "--worker=all")),
-        ("install", on_workers(args, install)),
-    ]
-    if args.env_file:
-        steps.append(
-            ("copy env file", tpu_vm(args, "scp", args.env_file, f"{args.name}:{REMOTE_DIR}/.env", "--worker=all"))
-        )
-    for item in args.gcs_copy:
-        src, dest = split_pair(item, "--gcs-copy", "gs://BUCKET/PATH=DEST")
-        if not src.startswith("gs://"):
-            raise UsageError(f"--gcs-copy {item!r}: the source must be a gs:// path")
-        steps.append(
-            (
-                f"fetch {src}",
-                on_workers(
-                    args,
-                    f"cd ~/{REMOTE_DIR} && mkdir -p {shlex.quote(dest)} && "
-                    f"gcloud storage cp -r {shlex.quote(src)} {shlex.quote(dest)}",
-                ),
-            )
-        )
-    for item in args.hf_model:
-        repo_id, dest = split_pair(item, "--hf-model", "ORG/NAME=DEST")
-        download = shlex.join([".venv/bin/hf", "download", repo_id, "--local-dir", dest])
-        steps.append((f"download {repo_id}", on_workers(args, f"cd ~/{REMOTE_DIR} && {with_env()}{download}")))
-    # process index, local devices, global devices, device kind: the global count proves the workers joined
-    check = "import jax; print(jax.process_index(), jax.local_device_count(), jax.device_count(), jax.devices()[0])"
-    steps.append(
-        ("check devices", on_workers(args, f'cd ~/{REMOTE_DIR} && {distributed_env()}.venv/bin/python -c "{check}"'))
-    )
-    return steps
-
-
-def split_pair(item: str, flag: str, form: str) -> tuple[str, str]:
-    """`A=B` → (A, B); anything else is an error that shows the expected form."""
-    left, sep, right = item.partition("=")
-    if not (sep and left and right):
-        raise UsageError(f"{flag} {item!r}: expected {form}")
-    return left, right
-
-
-def with_env() -> str:
-    """Shell prefix that exports the variables of the copied env file (keys stay off the command line)."""
-    return "if [ -f .env ]; then set -a; . ./.env; set +a; fi; "
-
-
-def distributed_env() -> str:
-    """Shell prefix that exports JAX_COORDINATOR_ADDRESS (worker 0, port 8476), JAX_NUM_PROCESSES and JAX_PROCESS_ID
-    from the TPU VM metadata, so `jaxseeker.parallel.maybe_initialize_distributed()` joins all workers."""
-    hosts = f'{METADATA_GET}/worker-network-endpoints | tr , "\\n" | rev | cut -d: -f1 | rev'  # the IP of name:id:IP
-    worker = f"{METADATA_GET}/agent-worker-number"
-    return (
-        f'hosts=$({hosts}); export JAX_COORDINATOR_ADDRESS=$(echo "$hosts" | head -n 1):8476 '
-        f'JAX_NUM_PROCESSES=$(echo "$hosts" | wc -l) JAX_PROCESS_ID=$({worker}); '
-    )
-
-
-def run_paths(args: argparse.Namespace) -> dict[str, str]:
-    """Where a run writes: the local out dir on each worker, the log, pid and exit status files, and the gs://
-    checkpoint, copy and log dirs."""
-    if not re.fullmatch(r"gs://[a-z0-9][-_.a-z0-9]*(/[^\s]*)?", args.bucket or ""):
-        raise UsageError(f"--bucket {args.bucket!r}: expected a gs:// path, e.g. gs://my-bucket/jaxseeker")
-    if not re.fullmatch(r"[A-Za-z0-9][-_.A-Za-z0-9]*", args.run):
-        raise UsageError(f"--run {args.run!r}: use letters, digits, '-', '_' and '.'")
-    root = f"{args.bucket.rstrip('/')}/{args.run}"
-    return {
-        "out_dir": f"runs/{args.run}",
-        "log": f"~/{args.run}.log",
-        "pid": f"~/{args.run}.pid",
-        "status": f"~/{args.run}.status",
-        "checkpoints": f"{root}/checkpoints",
-        "copy": f"{root}/out",
-        "logs": f"{root}/logs",
-    }
-
-
-def run_command(args: argparse.Namespace, paths: dict[str, str], resume: bool) -> list[str]:
-    """The jaxseeker command line the workers run: for `sft` and `rl` with the run's out and checkpoint dirs, and
-    with `--resume` when `resume` (a relaunch after the slice was lost)."""
-    command = list(args.command)
-    section = RUN_SECTIONS.get(command[0])
-    if section:
-        if resume and "--resume" not in command:
-            command.append("--resume")
-        command += [
-            "--set",
-            f"{section}.out_dir={paths['out_dir']}",
-            "--set",
-            f"{section}.checkpoint_dir={paths['checkpoints']}",
-        ]
-    return command
-
-
-def launch_steps(args: argparse.Namespace, resume: bool = False) -> list[tuple[str, list[str]]]:
-    """Start the same `jaxseeker …` command on every worker, detached, logging to ~/RUN.log, which each worker
-    copies to gs://BUCKET/RUN/logs/START/worker-N.log every LOG_SYNC_S seconds and when the command ends (START:
-    this launch's UTC time, so a relaunch keeps the earlier logs). At the end worker 0 copies the run's out dir
-    (metrics, plots, summary) to gs://BUCKET/RUN/out, then each worker writes the exit status to ~/RUN.status."""
-    if not args.command:
-        raise UsageError("launch: give the jaxseeker command after --, e.g. -- sft --config configs/x.yaml")
-    paths = run_paths(args)
-    log_copy = f"{paths['logs']}/{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}/worker-$JAX_PROCESS_ID.log"
-    sync = f"gcloud storage cp {paths['log']} {log_copy} > /dev/null 2>&1"
-    job = "".join(
-        [
-            f"cd ~/{REMOTE_DIR} && {with_env()}{distributed_env()}",
-            f"(while sleep {LOG_SYNC_S}; do {sync}; done) & syncer=$!; ",
-            shlex.join([".venv/bin/jaxseeker", *run_command(args, paths, resume)]),
-            f"; status=$?; kill $syncer 2> /dev/null; {sync}; ",
-            f'if [ "$JAX_PROCESS_ID" = 0 ]; then gcloud storage rsync -r {paths["out_dir"]} {paths["copy"]}; fi; ',
-            f"echo $status > {paths['status']}; exit $status",
-        ]
-    )
-    start = (
-        f"rm -f {paths['status']}; "
-        f"setsid nohup bash -c {shlex.quote(job)} > {paths['log']} 2>&1 < /dev/null & echo $! > {paths['pid']}"
-    )
-    return [("launch", on_workers(args, start))]
-
-
-def wait_command(args: argparse.Namespace) -> list[str]:
-    """ssh to every worker until the run's job ends there; each prints `jaxseeker-exit=N` (`killed` when its
-    processes are gone without a status)."""
-    paths = run_paths(args)
-    status = paths["status"]
-    script = (
-        f"while [ ! -f {status} ]; do kill -0 $(cat {paths['pid']} 2> /dev/null) 2> /dev/null || break; sleep 10; "
-        f"done; if [ -f {status} ]; then echo {supervise.EXIT_MARKER}$(cat {status}); "
-        f"else echo {supervise.EXIT_MARKER}killed; fi"
-    )
-    return on_workers(args, script)
-
-
-def state_command(args: argparse.Namespace) -> list[str]:
-    """The command that prints the slice's state: the queued resource's, or with --direct the TPU VM's."""
-    if args.direct:
-        return tpu_vm(args, "describe", "--format=value(state)")
-    return queued_state(args)
-
-
-def slice_chips(args: argparse.Namespace) -> tuple[str, int | None]:
-    """The chip kind and count of the slice's shape, for the plan (None: the recipe's mesh). v4 and v5p
-    accelerator types count TensorCores, two a chip; v5e and v6e count chips."""
-    if args.accelerator:
-        key = generation_of(args.accelerator)
-        cores = int(args.accelerator.rsplit("-", 1)[1])
-        return key, cores // 2 if key in ("v4", "v5p") else cores
-    if args.topology:
-        return args.generation, math.prod(int(n) for n in args.topology.split("x"))
-    return "v5p", None
+REPO = Path(__file__).resolve().parent.parent
+HUNG = 3  # launch's exit status when it reports a run whose metrics stopped advancing (the job goes on)
 
 
 def check_locally(args: argparse.Namespace) -> None:
@@ -353,15 +87,24 @@ def check_locally(args: argparse.Namespace) -> None:
 
 def supervise_launch(args: argparse.Namespace) -> int:
     """Launch the job and watch it to its end (`supervise.next_action` decides): done, failed, or the slice lost
-    and recreated, the run relaunched with --resume, at most --max-retries times. The exit status of the job, or 1
-    when it was given up on."""
+    and recreated, the run relaunched with --resume, at most --max-retries times. The exit status of the job, 1
+    when it was given up on, HUNG when its metrics stopped advancing."""
     can_recreate = bool(args.accelerator or args.topology)
     retries = checks = 0
-    execute(launch_steps(args), False, args.wait_timeout)
+    execute(launch_steps(args), False, args.wait_timeout, args.poll)
     while True:
         print(f"# waiting for the job (logs: {run_paths(args)['logs']}/)", flush=True)
         started = time.monotonic()
         wait = subprocess.run(wait_command(args), capture_output=True, text=True, check=False)
+        hang = supervise.hang_report(wait.stdout)
+        if hang is not None:
+            minutes, log = hang
+            print(
+                f"tpu.py launch: run {args.run}: no new step metrics for {minutes:g} minutes; the job is still running "
+                f"(tpu.py logs / stop {args.name} --run {args.run}); the end of its log:\n{log}",
+                file=sys.stderr,
+            )
+            return HUNG
         code = supervise.job_status(wait.returncode, wait.stdout)
         described = subprocess.run(state_command(args), capture_output=True, text=True, check=False)
         state = supervise.slice_state(described.returncode, described.stdout, described.stderr)
@@ -388,70 +131,26 @@ def supervise_launch(args: argparse.Namespace) -> int:
         for stage, cmd in delete_steps(args):
             print(f"# {stage}\n{shlex.join(cmd)}", flush=True)
             subprocess.run(cmd, check=False)  # gone already, or suspended: either way it must go
-        execute(create_steps(args) + setup_steps(args) + launch_steps(args, resume=True), False, args.wait_timeout)
+        steps = create_steps(args, disk_exists=True) + setup_steps(args) + launch_steps(args, resume=True)
+        execute(steps, False, args.wait_timeout, args.poll)
 
 
 def launch(args: argparse.Namespace) -> int:
     """`tpu.py launch`: the local check, then (detached, or under --dry-run, just) the start, else the start watched
     by `supervise_launch`."""
     launch_steps(args)  # its own flags first: a bad --bucket or --run fails before the check
+    data_disk_flag(args)  # and a disk the slice could not be recreated with
     check_locally(args)
     if args.detach or args.dry_run:
         steps = launch_steps(args)
         if not args.detach:
             steps += [("wait for the job", wait_command(args)), ("slice state", state_command(args))]
-        execute(steps, args.dry_run, args.wait_timeout)
+        execute(steps, args.dry_run, args.wait_timeout, args.poll)
         return 0
     return supervise_launch(args)
 
 
-def logs_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
-    """Stream (or, with --no-follow, print the end of) the run's log on one worker or all."""
-    log = f"~/{args.run}.log"
-    tail = f"tail -n {args.lines} {'-F ' if not args.no_follow else ''}{log}"
-    return [("logs", on_workers(args, tail, args.worker))]
-
-
-def stop_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
-    """Stop the run's process group on every worker (the pid file written by launch)."""
-    pid = f"~/{args.run}.pid"
-    return [("stop", on_workers(args, f"if [ -f {pid} ]; then kill -- -$(cat {pid}) || true; rm -f {pid}; fi"))]
-
-
-def ssh_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
-    """Run any shell command in the project directory of the chosen workers."""
-    command = list(args.command)
-    if not command:
-        raise UsageError("ssh: give the command after --, e.g. -- nvidia-smi")
-    return [("ssh", on_workers(args, f"cd ~/{REMOTE_DIR} && " + " ".join(command), args.worker))]
-
-
-def delete_steps(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
-    """Delete the queued resource and its VMs (or, with --direct, the TPU VM)."""
-    if args.direct:
-        return [("delete", tpu_vm(args, "delete", "--quiet"))]
-    return [
-        (
-            "delete",
-            ["gcloud", "compute", "tpus", "queued-resources", "delete", args.name, "--force", "--quiet", *where(args)],
-        )
-    ]
-
-
-def wait_active(cmd: list[str], timeout_s: float, poll_s: float = 30.0) -> None:
-    """Poll the queued resource until ACTIVE; FAILED / SUSPENDED or the timeout is an error."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        state = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
-        print(f"# state: {state}", flush=True)
-        if state == "ACTIVE":
-            return
-        if state in ("FAILED", "SUSPENDED") or time.monotonic() > deadline:
-            raise RuntimeError(f"queued resource is {state or 'unknown'}; see: {shlex.join(cmd[:-1])}")
-        time.sleep(poll_s)
-
-
-def execute(steps: list[tuple[str, list[str]]], dry_run: bool, wait_timeout_s: float) -> None:
+def execute(steps: list[tuple[str, list[str]]], dry_run: bool, wait_timeout_s: float, poll_s: float) -> None:
     """Print each stage and its command; run it unless `dry_run`."""
     for stage, cmd in steps:
         print(f"# {stage}", flush=True)
@@ -459,7 +158,7 @@ def execute(steps: list[tuple[str, list[str]]], dry_run: bool, wait_timeout_s: f
         if dry_run:
             continue
         if stage == "wait until ACTIVE":
-            wait_active(cmd, wait_timeout_s)
+            wait_active(cmd, wait_timeout_s, poll_s)
         else:
             subprocess.run(cmd, check=True)
 
@@ -484,6 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
     tier.add_argument("--reserved", action="store_true", help="use the project's reservation")
     shape.add_argument("--direct", action="store_true", help="`tpu-vm create` instead of a queued resource")
     shape.add_argument("--wait-timeout", type=float, default=6 * 3600, help="seconds to wait for ACTIVE")
+    shape.add_argument("--poll", type=float, default=60.0, help="seconds between looks at a slice's state")
+    shape.add_argument(
+        "--data-disk",
+        metavar="SIZE",
+        help="a persistent disk of SIZE (e.g. 500GB) attached read-write and mounted at ~/jaxseeker/checkpoints "
+        "(single-host slices; needs --project; kept by delete, reattached when launch recreates the slice)",
+    )
 
     install = argparse.ArgumentParser(add_help=False)  # setup's, and launch's to set a recreated slice up
     install.add_argument("--repo", type=Path, default=REPO, help="the checkout to copy (configs included)")
@@ -502,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="ORG/NAME=DEST",
         help="download an HF checkpoint on every worker, e.g. Qwen/Qwen3-8B=checkpoints/Qwen3-8B",
+    )
+    install.add_argument(
+        "--mount-bucket",
+        metavar="gs://BUCKET[/DIR]",
+        help="gcsfuse-mount the bucket at ~/jaxseeker/checkpoints on every worker (--hf-model downloads there, once)",
     )
     install.add_argument("--env-file", help="KEY=VALUE file (API keys, HF_TOKEN) copied to every worker, never printed")
 
@@ -522,7 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bucket", required=True, help="gs:// root for checkpoints, logs and the run's outputs")
     p.add_argument("--run", required=True, help="run name: runs/RUN on the workers, BUCKET/RUN on GCS")
     p.add_argument("--max-retries", type=int, default=3, help="times a lost slice is recreated and the run resumed")
-    p.add_argument("--poll", type=float, default=60.0, help="seconds between looks at a slice after a dropped session")
+    p.add_argument(
+        "--hang-minutes",
+        type=float,
+        default=60.0,
+        help="report the run (with the end of its log) when its metrics.jsonl has not grown for this long; 0: never",
+    )
     p.add_argument("--detach", action="store_true", help="start the job and return (no watching, no retries)")
     p.add_argument("--force", action="store_true", help="launch even when the plan says it does not fit")
     p.set_defaults(steps=None, no_wait=False)  # the jaxseeker arguments follow `--`
@@ -565,9 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.stage == "launch":
             return launch(args)
-        execute(args.steps(args), args.dry_run, getattr(args, "wait_timeout", 0.0))
+        execute(args.steps(args), args.dry_run, getattr(args, "wait_timeout", 0.0), getattr(args, "poll", 0.0))
     except UsageError as e:
         parser.error(str(e))
+    except SliceStuck as e:
+        print(f"tpu.py {args.stage}: {e}", file=sys.stderr)
+        return 1
     except CheckError as e:
         print(f"tpu.py launch: {e}", file=sys.stderr)
         return 2

@@ -192,7 +192,7 @@ class ScriptedEngine:
 
 
 def bigram_params(cfg: ModelConfig, transitions: Mapping[int, Mapping[int, float]], *, seed: int = 0) -> dict:
-    """Weights of a model whose next token depends only on the current one: P(b | a) = transitions[a][b].
+    """Weights of a model whose next token depends only on the current one: `P(b | a) = transitions[a][b]`.
 
     Every decoder block is zero (the residual stream is the token's embedding), each state token `a`
     gets its own embedding axis, and `lm_head` maps that axis to logits 30 + log P(b | a) (all other

@@ -20,8 +20,9 @@ from typing import Any
 
 import tensorflow_datasets as tfds
 
-from jaxseeker.data.records import BadLine, BadLineError, Trajectory, iter_jsonl
+from jaxseeker.data.records import MAX_MESSAGES, BadLine, BadLineError, Trajectory, iter_jsonl
 from jaxseeker.errors import InputError
+from jaxseeker.jsonl import MAX_LINE_BYTES
 
 DATASET_NAME = "jaxseeker_trajectories"
 VERSION = "1.0.0"
@@ -84,12 +85,15 @@ def build_arrayrecord(
     split: str = "train",
     skip_bad_lines: bool = False,
     num_shards: int | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_messages: int = MAX_MESSAGES,
 ) -> tuple[Path, list[BadLine]]:
-    """Writes JSONL trajectories as a tfds ArrayRecord dataset; returns its directory and the skipped bad lines."""
+    """Writes JSONL trajectories as a tfds ArrayRecord dataset; returns its directory and the skipped bad lines
+    (``records.iter_jsonl``'s, with its bounds on line size and messages)."""
     examples: list[dict[str, str]] = []
     bad: list[BadLine] = []
     for path in paths:
-        for item in iter_jsonl(path):
+        for item in iter_jsonl(path, max_line_bytes=max_line_bytes, max_messages=max_messages):
             if isinstance(item, BadLine):
                 bad.append(item)
             else:

@@ -9,7 +9,8 @@ import sys
 from tqdm import tqdm
 
 from jaxseeker.argtypes import at_least
-from jaxseeker.data.records import BadLineError, iter_jsonl
+from jaxseeker.data.records import MAX_MESSAGES, BadLineError, iter_jsonl
+from jaxseeker.jsonl import MAX_LINE_BYTES
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -18,7 +19,8 @@ def _inspect(args: argparse.Namespace) -> int:
     from jaxseeker.data.tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(args.tokenizer)
-    items = (item for path in args.files for item in iter_jsonl(path))
+    bounds = {"max_line_bytes": args.max_line_bytes, "max_messages": args.max_messages}
+    items = (item for path in args.files for item in iter_jsonl(path, **bounds))
     summary = inspect_items(tqdm(items, desc="inspect", unit=" lines", file=sys.stderr), tokenizer)
     print(json.dumps({"files": args.files, **summary}, indent=2, ensure_ascii=False))
     return 0
@@ -30,7 +32,13 @@ def _build(args: argparse.Namespace) -> int:
 
     try:
         dataset_dir, skipped = build_arrayrecord(
-            args.files, args.out, split=args.split, skip_bad_lines=args.skip_bad_lines, num_shards=args.num_shards
+            args.files,
+            args.out,
+            split=args.split,
+            skip_bad_lines=args.skip_bad_lines,
+            num_shards=args.num_shards,
+            max_line_bytes=args.max_line_bytes,
+            max_messages=args.max_messages,
         )
     except (BadLineError, FileExistsError) as e:  # bad lines, or --out already holds a dataset
         print(str(e), file=sys.stderr)
@@ -48,6 +56,24 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_bounds(parser: argparse.ArgumentParser) -> None:
+    """``--max-line-bytes`` and ``--max-messages``: the bounds past which a line is a bad line (docs/security.md)."""
+    parser.add_argument(
+        "--max-line-bytes",
+        type=at_least(1),
+        default=MAX_LINE_BYTES,
+        metavar="N",
+        help=f"a longer line is a bad line, never parsed (default: {MAX_LINE_BYTES:,})",
+    )
+    parser.add_argument(
+        "--max-messages",
+        type=at_least(1),
+        default=MAX_MESSAGES,
+        metavar="N",
+        help=f"a record of more messages is a bad line (default: {MAX_MESSAGES:,})",
+    )
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``data inspect`` and ``data build`` to the ``jaxseeker`` command line."""
     data = subparsers.add_parser("data", help="trajectory data: inspect JSONL, build ArrayRecord datasets")
@@ -56,6 +82,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     inspect = sub.add_parser("inspect", help="print a JSON summary of trajectory JSONL files")
     inspect.add_argument("files", nargs="+", metavar="FILE", help="JSONL trajectory files")
     inspect.add_argument("--tokenizer", required=True, metavar="DIR", help="tokenizer directory (HF format)")
+    _add_bounds(inspect)
     inspect.set_defaults(func=_inspect)
 
     build = sub.add_parser("build", help="write trajectory JSONL files as a tfds ArrayRecord dataset")
@@ -66,4 +93,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--num-shards", type=at_least(1), default=None, help="ArrayRecord shard files (default: by size)"
     )
     build.add_argument("--skip-bad-lines", action="store_true", help="skip malformed lines instead of failing")
+    _add_bounds(build)
     build.set_defaults(func=_build)

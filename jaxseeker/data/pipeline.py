@@ -29,9 +29,10 @@ from jaxseeker.data.chat import REJECTED, TRAINED, UNTRAINED, token_roles
 from jaxseeker.data.copies import copy_shape, copy_tokens, digit_ids, ordinary_ids
 from jaxseeker.data.counterfactual import NamePool, permute_digits, permute_names
 from jaxseeker.data.packing import OVER_LENGTH_POLICIES, ROW_KEYS, pack_rows, shift_example
-from jaxseeker.data.records import Message, Trajectory, normalize_messages, read_trajectories
+from jaxseeker.data.records import MAX_MESSAGES, Message, Trajectory, normalize_messages, read_trajectories
 from jaxseeker.data.unlikelihood import repeated_ngrams
 from jaxseeker.errors import InputError
+from jaxseeker.jsonl import MAX_LINE_BYTES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +48,8 @@ class DataConfig:
     skip_bad_lines: bool = False  # bad JSONL lines / untokenizable records fail the run; set: named on stderr, skipped
     packing_bins: int = 0  # rows the first-fit packer keeps open; 0: the rows per process
     num_threads: int = 2  # grain threads that read and tokenize
+    max_line_bytes: int = MAX_LINE_BYTES  # a longer JSONL line is a bad line, never parsed (docs/security.md)
+    max_messages: int = MAX_MESSAGES  # a record of more messages is a bad line (docs/security.md)
     # Loss weight of the tokens the agent did not write (system, question, observations): 0 is masked SFT.
     # A policy trained from scratch gets a language-modelling signal from them (observations repeat names and
     # numbers: copying practice); the loss mask is then float weights (1 on the agent's tokens).
@@ -76,7 +79,7 @@ class DataConfig:
     def __post_init__(self) -> None:
         if self.over_length not in OVER_LENGTH_POLICIES:
             raise ValueError(f"data.over_length={self.over_length!r}: allowed values are {list(OVER_LENGTH_POLICIES)}")
-        for key in ("seq_len", "batch_size"):
+        for key in ("seq_len", "batch_size", "max_line_bytes", "max_messages"):
             if getattr(self, key) < 1:
                 raise ValueError(f"data.{key}={getattr(self, key)} must be >= 1")
         if self.num_epochs is not None and self.num_epochs < 1:
@@ -112,9 +115,15 @@ class DataConfig:
         return cls(**values)
 
 
-def open_source(paths: str | Path | Sequence[str | Path], *, skip_bad_lines: bool = False) -> Sequence[Trajectory]:
-    """A random-access sequence of trajectories: JSONL files (read now) or one ArrayRecord dataset dir; raises
-    ``InputError`` when the paths hold no trajectory."""
+def open_source(
+    paths: str | Path | Sequence[str | Path],
+    *,
+    skip_bad_lines: bool = False,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_messages: int = MAX_MESSAGES,
+) -> Sequence[Trajectory]:
+    """A random-access sequence of trajectories: JSONL files (read now, within ``records.iter_jsonl``'s bounds) or
+    one ArrayRecord dataset dir; raises ``InputError`` when the paths hold no trajectory."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     dirs = [p for p in paths if is_arrayrecord_dir(p)]
@@ -123,7 +132,9 @@ def open_source(paths: str | Path | Sequence[str | Path], *, skip_bad_lines: boo
             raise InputError(f"give either one ArrayRecord dataset directory or JSONL files, got {list(paths)}")
         records: Sequence[Trajectory] = open_arrayrecord(dirs[0])
     else:
-        records = read_trajectories(paths, skip_bad_lines=skip_bad_lines)
+        records = read_trajectories(
+            paths, skip_bad_lines=skip_bad_lines, max_line_bytes=max_line_bytes, max_messages=max_messages
+        )
     if not len(records):
         raise InputError(f"no trajectories in {[str(p) for p in paths]}")
     return records

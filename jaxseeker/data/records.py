@@ -21,12 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.errors import InputError
-from jaxseeker.jsonl import json_values
+from jaxseeker.jsonl import MAX_LINE_BYTES, json_values, quote
 
 ROLES = ("system", "user", "assistant", "tool")
 TOOL_RESPONSE_OPEN = "<tool_response>"
 TOOL_RESPONSE_CLOSE = "</tool_response>"
 TOOL_CALL_OPEN = "<tool_call>"
+# Messages of one record: far above an agent trajectory (the longest recipe allows 100 turns, ~200 messages); a
+# conversation of this many tokenizes in about a second (`data.chat.assistant_spans` is linear in the turns).
+MAX_MESSAGES = 10_000
 
 Message = dict[
     str, Any
@@ -115,7 +118,7 @@ def _weight(message: Mapping[str, Any], role: str, where: str) -> dict[str, int]
     weight = message["weight"]
     if role != "assistant" or isinstance(weight, bool) or weight not in (-1, 0, 1):
         raise ValueError(
-            f"{where}: 'weight' must be 1, 0 or -1 on an assistant message, got {weight!r} on a {role} message"
+            f"{where}: 'weight' must be 1, 0 or -1 on an assistant message, got {quote(weight)} on a {role} message"
         )
     return {"weight": int(weight)} if weight != 1 else {}
 
@@ -146,7 +149,7 @@ def normalize_messages(messages: Sequence[Mapping[str, Any]], *, require_assista
             raise ValueError(f"{where}: expected an object with 'role' and 'content'")
         role = message.get("role")
         if role not in ROLES:
-            raise ValueError(f"{where}: role {role!r} is not one of {list(ROLES)}")
+            raise ValueError(f"{where}: role {quote(role)} is not one of {list(ROLES)}")
         if "content" not in message or message["content"] is None:
             raise ValueError(
                 f"{where}: missing 'content' (tool_calls fields are not read: "
@@ -184,8 +187,9 @@ def _side_to_messages(value: Any, role: str, key: str) -> list[Mapping[str, Any]
     raise ValueError(f"'{key}' must be a string or a list of messages, got {type(value).__name__}")
 
 
-def parse_record(obj: Any, source: str = "") -> Trajectory:
-    """Turns one decoded JSON value into a ``Trajectory``; raises ``ValueError`` saying what is wrong."""
+def parse_record(obj: Any, source: str = "", *, max_messages: int = MAX_MESSAGES) -> Trajectory:
+    """Turns one decoded JSON value into a ``Trajectory``; raises ``ValueError`` saying what is wrong (among them,
+    more than ``max_messages`` messages)."""
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     if "messages" in obj:
@@ -197,32 +201,43 @@ def parse_record(obj: Any, source: str = "") -> Trajectory:
         )
         meta = {k: v for k, v in obj.items() if k not in ("prompt", "completion")}
     else:
-        raise ValueError(f"expected key 'messages' or keys 'prompt' and 'completion', got keys {sorted(obj)}")
+        raise ValueError(f"expected key 'messages' or keys 'prompt' and 'completion', got keys {quote(sorted(obj))}")
+    if isinstance(messages, (list, tuple)) and len(messages) > max_messages:
+        raise ValueError(f"{len(messages):,} messages, over the limit of {max_messages:,} (max_messages)")
     return Trajectory(messages=tuple(normalize_messages(messages)), meta=meta, source=source)
 
 
-def iter_jsonl(path: str | Path) -> Iterator[Trajectory | BadLine]:
-    """Yields a ``Trajectory`` or a ``BadLine`` for every non-blank line of a JSONL file."""
+def iter_jsonl(
+    path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, max_messages: int = MAX_MESSAGES
+) -> Iterator[Trajectory | BadLine]:
+    """Yields a ``Trajectory`` or a ``BadLine`` for every non-blank line of a JSONL file; a line over
+    ``max_line_bytes`` or a record of more than ``max_messages`` messages is a ``BadLine``."""
     path_str = str(path)
-    for line_no, obj, reason in json_values(path):
+    for line_no, obj, reason in json_values(path, max_line_bytes=max_line_bytes):
         if reason is not None:
             yield BadLine(path_str, line_no, reason)
             continue
         try:
-            yield parse_record(obj, source=f"{path_str}:{line_no}")
+            yield parse_record(obj, source=f"{path_str}:{line_no}", max_messages=max_messages)
         except ValueError as e:
             yield BadLine(path_str, line_no, str(e))
 
 
-def read_trajectories(paths: str | Path | Sequence[str | Path], *, skip_bad_lines: bool = False) -> list[Trajectory]:
-    """Reads every record of one or more JSONL files; raises ``BadLineError`` (all bad lines) unless skipped, and
-    then says on stderr how many were skipped."""
+def read_trajectories(
+    paths: str | Path | Sequence[str | Path],
+    *,
+    skip_bad_lines: bool = False,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_messages: int = MAX_MESSAGES,
+) -> list[Trajectory]:
+    """Reads every record of one or more JSONL files (``iter_jsonl``'s bounds); raises ``BadLineError`` (all bad
+    lines) unless skipped, and then says on stderr how many were skipped."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     records: list[Trajectory] = []
     bad: list[BadLine] = []
     for path in paths:
-        for item in iter_jsonl(path):
+        for item in iter_jsonl(path, max_line_bytes=max_line_bytes, max_messages=max_messages):
             (bad if isinstance(item, BadLine) else records).append(item)
     if bad and not skip_bad_lines:
         raise BadLineError(bad)

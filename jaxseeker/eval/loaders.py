@@ -19,16 +19,17 @@ CSV, `item N` for a JSON array).
 from __future__ import annotations
 
 import base64
+import codecs
 import csv
 import hashlib
 import io
 import json
-import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from jaxseeker.errors import InputError
+from jaxseeker.jsonl import JsonError, decode_value, json_values, loads, quote
 
 QUESTION_KEYS = ("question", "query", "problem", "Question", "prompt")
 ANSWER_KEYS = ("answer", "Answer", "Final answer", "final_answer", "answers")
@@ -37,6 +38,8 @@ RENAMED_KEYS = {"Level": "level", "problem_topic": "topic"}
 
 BROWSECOMP_ENCRYPTED = ("problem", "answer")
 XBENCH_ENCRYPTED = ("prompt", "answer", "reference_steps")
+_WHITESPACE = json.decoder.WHITESPACE  # JSON's whitespace: space, tab, CR, LF
+MAX_FILE_BYTES = 256 << 20  # a CSV or JSON array file is read whole: far above any benchmark (GAIA's is < 1 MB)
 
 
 class LoadError(InputError):
@@ -49,10 +52,10 @@ def load_questions(path: str | Path) -> list[dict[str, Any]]:
     suffix = path.suffix.lower()
     if suffix == ".csv":
         rows = _csv_rows(path, _read_text(path))
+    elif suffix == ".json" and _starts_with_bracket(path):
+        rows = _json_array_rows(path, _read_text(path))
     elif suffix in (".jsonl", ".json"):
-        text = _read_text(path)
-        is_array = suffix == ".json" and text.lstrip().startswith("[")
-        rows = _json_array_rows(path, text) if is_array else _jsonl_rows(path, text)
+        rows = _jsonl_rows(path)
     else:
         raise LoadError(f"{path}: unsupported file type {suffix!r} (expected .jsonl, .json or .csv)")
     records: list[dict[str, Any]] = []
@@ -60,7 +63,7 @@ def load_questions(path: str | Path) -> list[dict[str, Any]]:
     for number, (where, row) in enumerate(rows, start=1):
         record = normalize_row(row, where=where, default_id=f"{path.stem}:{number}")
         if record["id"] in first_row_of:
-            raise LoadError(f"{where}: duplicate id {record['id']!r} (first at {first_row_of[record['id']]})")
+            raise LoadError(f"{where}: duplicate id {quote(record['id'])} (first at {first_row_of[record['id']]})")
         first_row_of[record["id"]] = where
         records.append(record)
     if not records:
@@ -75,7 +78,7 @@ def normalize_row(row: Mapping[str, Any], *, where: str, default_id: str) -> dic
         raise LoadError(f"{where}: no question field (expected one of {', '.join(QUESTION_KEYS)})")
     question = row[question_key]
     if not isinstance(question, str) or not question.strip():
-        raise LoadError(f"{where}: field {question_key!r} must be a non-empty string, got {question!r}")
+        raise LoadError(f"{where}: field {question_key!r} must be a non-empty string, got {quote(question)}")
     answer_key = _first_present(row, ANSWER_KEYS)
     if answer_key is None:
         raise LoadError(f"{where}: no answer field (expected one of {', '.join(ANSWER_KEYS)})")
@@ -120,7 +123,7 @@ def _acceptable_answers(value: Any, *, where: str) -> str | list[str]:
         return _answer_text(value, where=where)
     flat = [alias for item in value for alias in (item if isinstance(item, list) else [item])]
     if any(isinstance(alias, list) for alias in flat):
-        raise LoadError(f"{where}: answers nest at most two lists deep, got {value!r}")
+        raise LoadError(f"{where}: answers nest at most two lists deep, got {quote(value)}")
     answers = list(dict.fromkeys(_answer_text(alias, where=where) for alias in flat))
     if not answers:
         raise LoadError(f"{where}: empty answer list")
@@ -132,15 +135,22 @@ def _answer_text(value: Any, *, where: str) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):
-        raise LoadError(f"{where}: answer must be a string or a list of strings, got {value!r}")
+        raise LoadError(f"{where}: answer must be a string or a list of strings, got {quote(value)}")
     if not value.strip():
         raise LoadError(f"{where}: empty answer")
     return value.strip()
 
 
 def _read_text(path: Path) -> str:
-    """The file as text (UTF-8, a BOM dropped, line ends kept); unreadable or non-UTF-8 files raise `LoadError`."""
+    """The file as text (UTF-8, a BOM dropped, line ends kept), for the formats read whole (CSV, a JSON array);
+    unreadable, non-UTF-8 or files over `MAX_FILE_BYTES` raise `LoadError`."""
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise LoadError(
+                f"{path}: {size:,} bytes, over the limit of {MAX_FILE_BYTES:,} for a CSV or JSON array file "
+                "(write it as JSONL, one question a line)"
+            )
         data = path.read_bytes()
     except OSError as err:
         raise LoadError(f"{path}: cannot read ({err.strerror})") from err
@@ -151,100 +161,92 @@ def _read_text(path: Path) -> str:
         raise LoadError(f"{path}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x})") from err
 
 
+def _starts_with_bracket(path: Path) -> bool:
+    """Whether the file's first character other than a BOM or whitespace is `[` (a JSON array, not JSONL)."""
+    try:
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 16):
+                head = chunk.removeprefix(codecs.BOM_UTF8).lstrip()
+                if head:
+                    return head.startswith(b"[")
+    except OSError as err:
+        raise LoadError(f"{path}: cannot read ({err.strerror})") from err
+    return False
+
+
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Every object of a JSONL file, read as question files are; a bad line raises `LoadError` `FILE:LINE: …`."""
-    path = Path(path)
-    return [row for _, row in _jsonl_objects(path, _read_text(path))]
+    return [row for _, row in _jsonl_objects(Path(path))]
 
 
-def _jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line of `text`, read from `path`; lines end at line feeds only
-    (JSON strings may hold U+2028 or U+0085 unescaped, where `str.splitlines` would also cut)."""
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise LoadError(f"{path}:{number}: invalid JSON: {err.msg} at column {err.colno}") from err
-        except (ValueError, RecursionError) as err:  # an integer over 4300 digits, arrays nested too deeply
-            raise LoadError(f"{path}:{number}: {_beyond_limits(err)}") from None
-        if not isinstance(row, dict):
-            raise LoadError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-        _check_strings(row, f"{path}:{number}")
-        yield number, row
+def _jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line of a JSONL file, read by `jsonl.json_values` (its bounds on
+    line size, nesting and numbers); lines end at line feeds only (JSON strings may hold U+2028 unescaped)."""
+    try:
+        first = True
+        for number, row, reason in json_values(path):
+            if reason is not None:
+                if first and reason.startswith("invalid JSON") and _one_json_value(path):
+                    raise LoadError(
+                        f"{path}: one JSON value over several lines, not one question object a line "
+                        "(JSONL); a .json file may also be an array of question objects"
+                    )
+                raise LoadError(f"{path}:{number}: {reason}")
+            first = False
+            if not isinstance(row, dict):
+                raise LoadError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+            _check_strings(row, f"{path}:{number}")
+            yield number, row
+    except OSError as err:
+        raise LoadError(f"{path}: cannot read ({err.strerror})") from err
 
 
-def _jsonl_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(`FILE:LINE`, object) for every question line of a JSONL file; one JSON value over several lines is named."""
-    if "\n" in text.strip() and _one_json_value(text):  # then its first line is not JSON on its own
-        raise LoadError(
-            f"{path}: one JSON value over several lines, not one question object a line "
-            "(JSONL); a .json file may also be an array of question objects"
-        )
-    for number, row in _jsonl_objects(path, text):
+    for number, row in _jsonl_objects(path):
         yield f"{path}:{number}", row
 
 
-def _one_json_value(text: str) -> bool:
-    """Whether the whole text parses as a single JSON value."""
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+def _one_json_value(path: Path) -> bool:
+    """Whether the whole file (of at most `MAX_FILE_BYTES`) parses as a single JSON value over several lines."""
+    if path.stat().st_size > MAX_FILE_BYTES:
         return False
-    return True
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+        loads(text)
+    except (UnicodeDecodeError, JsonError):
+        return False
+    return "\n" in text.strip()
 
 
 def _json_array_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(`FILE:item N`, object) for every element of a JSON array file."""
-    try:
-        items = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise LoadError(f"{path}:{err.lineno}: invalid JSON: {err.msg} at column {err.colno}") from err
-    except (ValueError, RecursionError) as err:
-        raise LoadError(f"{path}:{_line_beyond_limits(text, err)}: {_beyond_limits(err)}") from None
-    for number, row in enumerate(items, start=1):
+    """(`FILE:item N`, object) for every element of a JSON array file, parsed one element at a time
+    (`jsonl.decode_value`), so that a refused element is named by the line it starts on."""
+
+    def line_of(pos: int | None) -> int:
+        return text.count("\n", 0, pos or 0) + 1
+
+    pos = _WHITESPACE.match(text, _WHITESPACE.match(text).end() + 1).end()  # past the `[` (`_starts_with_bracket`)
+    number = 0
+    while number or text[pos : pos + 1] != "]":  # `[]`, but not `[1,]`
+        number += 1
+        try:
+            row, pos = decode_value(text, pos)
+        except JsonError as err:
+            raise LoadError(f"{path}:{line_of(err.pos)}: {err}") from None
         where = f"{path}:item {number}"
         if not isinstance(row, dict):
             raise LoadError(f"{where}: expected a JSON object, got {type(row).__name__}")
         _check_strings(row, where)
         yield where, row
-
-
-_LONG_INTEGER = re.compile(r"\d{4301}")
-_MAX_DEPTH = 500  # far below where json's recursion fails, far above any question record
-
-
-def _beyond_limits(err: Exception) -> str:
-    """The reason a JSON text that parses by the grammar was refused: a huge integer or a too deep nesting."""
-    if isinstance(err, RecursionError):
-        return "invalid JSON: arrays or objects nested too deeply"
-    digits = re.search(r"has (\d+) digits", str(err))
-    return (
-        f"invalid JSON: an integer of {digits.group(1)} digits (at most 4300 are read)"
-        if digits
-        else f"invalid JSON: {err}"
-    )
-
-
-def _line_beyond_limits(text: str, err: Exception) -> int:
-    """The line of `text` where the integer too long or the nesting too deep (that `err` reports) starts."""
-    if not isinstance(err, RecursionError):
-        found = _LONG_INTEGER.search(text)
-        return text.count("\n", 0, found.start()) + 1 if found else 1
-    depth, in_string, escaped = 0, False, False
-    for i, char in enumerate(text):
-        if in_string:
-            escaped, in_string = (not escaped and char == "\\"), in_string and (escaped or char != '"')
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > _MAX_DEPTH:
-                return text.count("\n", 0, i) + 1
-        elif char in "]}":
-            depth -= 1
-    return 1
+        pos = _WHITESPACE.match(text, pos).end()
+        if text[pos : pos + 1] == "]":
+            break
+        if text[pos : pos + 1] != ",":
+            raise LoadError(f"{path}:{line_of(pos)}: invalid JSON: expected ',' or ']' after item {number}")
+        pos += 1
+    if text[_WHITESPACE.match(text, pos + 1).end() :]:
+        raise LoadError(f"{path}:{line_of(pos + 1)}: invalid JSON: more text after the array")
 
 
 def _check_strings(value: Any, where: str) -> None:
@@ -256,7 +258,7 @@ def _check_strings(value: Any, where: str) -> None:
         except UnicodeEncodeError as err:
             raise LoadError(
                 f"{where}: a lone surrogate \\u{ord(value[err.start]):04x} at character {err.start + 1} "
-                f"of the string starting {value[:40]!r}"
+                f"of the string starting {quote(value[:40])}"
             ) from None
     elif isinstance(value, dict):
         for key, item in value.items():
@@ -275,7 +277,7 @@ def _csv_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
         reader.fieldnames = header
         repeated = next((name for i, name in enumerate(header) if name in header[:i]), None)
         if repeated is not None:
-            raise LoadError(f"{path}:1: column {repeated!r} appears twice in the header")
+            raise LoadError(f"{path}:1: column {quote(repeated)} appears twice in the header")
         decrypt, fields = _csv_scheme(header)
         keyless = () if decrypt is not None else _csv_scheme([*header, "canary"])[1]  # had it a canary
         for row in reader:

@@ -1,5 +1,6 @@
 """Names `jaxseeker.model` exports, each imported from its module on first use (lazy_loader reads this stub)."""
 
+from .backend import check_attention_backend
 from .cache import KVCache, init_cache, reset_rows
 from .config import ConfigError, ModelConfig, from_hf_dict, load_config, to_hf_dict
 from .forward import decode, forward, hidden_states, segment_positions, unembed
@@ -19,6 +20,7 @@ __all__ = [
     "ModelConfig",
     "abstract_params",
     "attach_lora",
+    "check_attention_backend",
     "count_params",
     "decode",
     "forward",

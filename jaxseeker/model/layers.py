@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxseeker.model.backend import pallas_interpret
 from jaxseeker.model.blocked_attention import blocked_attention, row_coords
 from jaxseeker.model.config import ModelConfig
 from jaxseeker.model.rope import apply_rope
@@ -80,7 +81,7 @@ def grouped_attention(q: jnp.ndarray, k_t: jnp.ndarray, v: jnp.ndarray, mask: jn
 
 
 def splash_attention(q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, segment_ids: jnp.ndarray) -> jnp.ndarray:
-    """Causal attention within segments with the Pallas TPU splash kernel (interpreted, slowly, off TPU).
+    """Causal attention within segments with the Pallas TPU splash kernel (off TPU: `model.backend.pallas_interpret`).
 
     q `[batch, seq, heads, head_dim]`, k/v `[batch, seq, kv_heads, head_dim]`, segment_ids `[batch, seq]`
     → `[batch, seq, heads, head_dim]`. Query i sees key j ≤ i of the same segment; heads share kv heads
@@ -104,7 +105,7 @@ def splash_attention(q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, segment_ids
         block_sizes=sizes,
         head_shards=1,
         q_seq_shards=1,
-        interpret=jax.default_backend() != "tpu",
+        interpret=pallas_interpret(),  # off TPU: refused unless JAXSEEKER_INTERPRET_KERNELS=1
     )
 
     def one_row(qr, kr, vr, seg):  # qr [heads, seq, head_dim], kr/vr [kv_heads, seq, head_dim], seg [seq]

@@ -21,6 +21,7 @@ from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_ke
 from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_mask as splash_mask
 from jax.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec
 
+from jaxseeker.model.backend import pallas_interpret
 from jaxseeker.parallel.context_layout import ContextLayout, balanced_order
 
 
@@ -75,7 +76,7 @@ def splash_context_attention(
         block_sizes=sizes,
         head_shards=1,
         q_seq_shards=layout.shards,
-        interpret=jax.default_backend() != "tpu",
+        interpret=pallas_interpret(),  # off TPU: refused unless JAXSEEKER_INTERPRET_KERNELS=1
     )
     kernel_spec = kernel.manual_sharding_spec(NamedSharding(mesh, PartitionSpec(None, layout.axes)))
     natural = np.argsort(balanced_order(layout))  # layout position of each index of the row as written

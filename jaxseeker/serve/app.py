@@ -4,9 +4,11 @@ Routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1
 A handler renders and checks the prompt, submits one job (its `n` choices per prompt) and awaits its
 updates; with `stream` it answers server-sent events (`data: {chunk}` … `data: [DONE]`). A client that
 disconnects, streaming or not, cancels its job, which frees its slots. When an API key is set, /v1 routes
-need `Authorization: Bearer KEY`; /health never does. A POST body must be `application/json` (so that a web
-page cannot post to a local server without a CORS preflight) and at most `Served.max_body_bytes` long;
-prompts are rendered and tokenized on a thread of their own, so a long one does not stall other requests.
+need `Authorization: Bearer KEY`; /health never does. Every request must name this server in its Host header
+(`hosts.HostCheck`). A POST body must be `application/json` (so that a web page cannot post to a local server
+without a CORS preflight) and at most `Served.max_body_bytes` long; a prompt with more text than the context can
+hold (`bound.PromptBound`) is refused before it is tokenized; prompts are rendered and tokenized on a thread of
+their own, so a long one does not stall other requests.
 Every error, an unexpected one included, is answered in OpenAI's JSON shape.
 """
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hmac
+import functools
 import json
 import logging
 import secrets
@@ -26,6 +28,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -33,6 +36,9 @@ from starlette.routing import Route
 from jaxseeker.generation import SamplingConfig
 from jaxseeker.generation.sampling import request_hash
 from jaxseeker.serve import protocol
+from jaxseeker.serve.bound import PromptBound, prompt_bound
+from jaxseeker.serve.checks import check_auth, check_model, check_size, read_body
+from jaxseeker.serve.hosts import HostCheck
 from jaxseeker.serve.protocol import APIError, Params, Usage
 from jaxseeker.serve.scheduler import (
     Choice,
@@ -49,13 +55,15 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class Served:
-    """What the app serves: the scheduler, the tokenizer, the model's public name and context length."""
+    """What the app serves: the scheduler, the tokenizer, the model's public name and context length; the key
+    clients must send and the Host names they may use besides this machine's (`hosts.host_allowed`)."""
 
     scheduler: Scheduler
     tokenizer: Any
     model_name: str
     max_len: int
     api_key: str | None = dataclasses.field(default=None, repr=False)
+    allowed_hosts: tuple[str, ...] = ()
     # Prompts are rendered and tokenized off the event loop, one at a time: a fast tokenizer used from two threads
     # at once can fail ("Already borrowed") while one of them changes its truncation settings.
     tokenizing: ThreadPoolExecutor = dataclasses.field(
@@ -67,6 +75,11 @@ class Served:
         """The largest request body read (answered 413 beyond): 1 MiB plus 32 bytes per context token, far more
         than any prompt that fits the context needs."""
         return 2**20 + 32 * self.max_len
+
+    @functools.cached_property
+    def prompt_bound(self) -> PromptBound:
+        """The most prompt text that may fit the context (`bound.prompt_bound`), read from the tokenizer once."""
+        return prompt_bound(self.tokenizer, self.max_len)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text` (special tokens matched, none added)."""
@@ -90,54 +103,6 @@ def choice_seed(seed: int | None, index: int) -> int:
 
 def _error_response(error: APIError) -> JSONResponse:
     return JSONResponse(error.body(), status_code=error.status)
-
-
-def _check_auth(served: Served, request: Request) -> None:
-    if served.api_key is None:
-        return
-    given = request.headers.get("authorization", "")
-    scheme, _, key = given.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(key.strip().encode(), served.api_key.encode()):
-        raise APIError(401, "Incorrect or missing API key: send 'Authorization: Bearer <key>'.", code="invalid_api_key")
-
-
-def _check_model(served: Served, model: str) -> None:
-    if model != served.model_name:
-        raise APIError(
-            404,
-            f"The model {protocol.show(model)} does not exist; this server serves {served.model_name!r}.",
-            param="model",
-            code="model_not_found",
-        )
-
-
-async def _body(served: Served, request: Request) -> Any:
-    """The decoded JSON body: 415 unless it is application/json, 413 past `max_body_bytes`, 400 unless JSON."""
-    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-    if media_type != "application/json":
-        got = protocol.show(media_type) if media_type else "no Content-Type"
-        raise APIError(
-            415,
-            f"The request body must be JSON sent with 'Content-Type: application/json', got {got}.",
-            code="unsupported_media_type",
-        )
-    limit = served.max_body_bytes
-    too_large = APIError(
-        413,
-        f"The request body exceeds the {limit} bytes this server reads (its context is {served.max_len} tokens).",
-        code="request_too_large",
-    )
-    if int(request.headers.get("content-length") or 0) > limit:  # h11 has checked that it is a number
-        raise too_large
-    raw = bytearray()
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > limit:
-            raise too_large
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, an integer of > 4300 digits, too deep nesting
-        raise APIError(400, f"The request body is not valid JSON: {exc}") from None
 
 
 def _choices(served: Served, params: Params, prompts: list[list[int]], prompt_param: str) -> list[Choice]:
@@ -312,7 +277,7 @@ def _handler(served: Served, fn: Callable[[Served, Request], Any]) -> Callable[[
     async def handle(request: Request) -> Response:
         try:
             if request.url.path.startswith("/v1/"):
-                _check_auth(served, request)
+                check_auth(served, request)
             return await fn(served, request)
         except APIError as error:
             return _error_response(error)
@@ -328,10 +293,11 @@ async def _off_loop(served: Served, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 async def _chat(served: Served, request: Request) -> Response:
-    body = await _body(served, request)
+    body = await read_body(served, request)
     params = protocol.parse_params(body, chat=True)
-    _check_model(served, params.model)
+    check_model(served, params.model)
     messages = protocol.parse_messages(body)
+    await check_size(served, protocol.message_texts(messages), "messages")
     from jaxseeker.data.chat import render_generation_prompt
 
     try:
@@ -342,12 +308,16 @@ async def _chat(served: Served, request: Request) -> Response:
 
 
 async def _completions(served: Served, request: Request) -> Response:
-    body = await _body(served, request)
+    body = await read_body(served, request)
     params = protocol.parse_params(body, chat=False)
-    _check_model(served, params.model)
+    check_model(served, params.model)
     vocab = len(served.tokenizer)
+    given = protocol.parse_prompts(body)
+    for prompt in given:
+        if isinstance(prompt, str):
+            await check_size(served, [prompt], "prompt")
     prompts = []
-    for prompt in protocol.parse_prompts(body):
+    for prompt in given:
         ids = await _off_loop(served, served.encode, prompt) if isinstance(prompt, str) else prompt
         if any(not 0 <= t < vocab for t in ids):
             raise APIError(400, f"'prompt' has token ids outside [0, {vocab})", param="prompt")
@@ -370,7 +340,7 @@ async def _models(served: Served, request: Request) -> Response:
 
 
 async def _model(served: Served, request: Request) -> Response:
-    _check_model(served, request.path_params["model"])
+    check_model(served, request.path_params["model"])
     return JSONResponse(_model_card(served))
 
 
@@ -401,7 +371,8 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(served: Served) -> Starlette:
-    """The ASGI app of the OpenAI routes over `served`."""
+    """The ASGI app of the OpenAI routes over `served`, behind its Host check."""
+    served.prompt_bound  # noqa: B018 - read from the tokenizer now, not on the first request
     routes = [
         Route("/v1/chat/completions", _handler(served, _chat), methods=["POST"]),
         Route("/v1/completions", _handler(served, _completions), methods=["POST"]),
@@ -409,4 +380,8 @@ def create_app(served: Served) -> Starlette:
         Route("/v1/models/{model:path}", _handler(served, _model), methods=["GET"]),
         Route("/health", _handler(served, _health), methods=["GET"]),
     ]
-    return Starlette(routes=routes, exception_handlers={HTTPException: _http_error, Exception: _internal_error})
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(HostCheck, allowed=served.allowed_hosts)],
+        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
+    )

@@ -65,14 +65,32 @@ def engine_shape(args: argparse.Namespace, cfg: Any) -> EngineShape:
 
 def _serve(args: argparse.Namespace) -> int:
     from jaxseeker.serve.connections import ConnectionLimits
-    from jaxseeker.serve.server import build_served, load_policy, serve_forever
+    from jaxseeker.serve.server import build_served, host_address, load_policy, loopback, serve_forever
 
     api_key = os.environ.get(args.api_key_env) or None
+    if api_key is None and not loopback(args.host):
+        raise SystemExit(
+            f"jaxseeker serve: --host {args.host} is reachable from other machines, and anyone who reaches it could "
+            f"use the model: set ${args.api_key_env} (--api-key-env) to a key clients must send, or bind 127.0.0.1"
+        )
     cfg, params, tokenizer = load_policy(args.model, dtype=args.dtype, mesh=args.mesh)
     name = args.served_model_name or Path(args.model).resolve().name
     shape = engine_shape(args, cfg)
-    served = build_served(cfg, params, tokenizer, model_name=name, shape=shape, api_key=api_key, mesh=args.mesh)
-    limits = ConnectionLimits(header_timeout_s=args.header_timeout, max_connections=args.max_connections)
+    served = build_served(
+        cfg,
+        params,
+        tokenizer,
+        model_name=name,
+        shape=shape,
+        api_key=api_key,
+        allowed_hosts=(*args.allowed_host, *([] if host_address(args.host) else [args.host])),  # a name bound
+        mesh=args.mesh,
+    )
+    limits = ConnectionLimits(
+        header_timeout_s=args.header_timeout,
+        request_timeout_s=args.request_timeout,
+        max_connections=args.max_connections,
+    )
 
     def announce(url: str) -> None:
         print(
@@ -89,7 +107,11 @@ def add_parser(subparsers: Any) -> None:
     """Add `serve`: an OpenAI-compatible HTTP server (chat, completions, models, health) for a policy."""
     p = subparsers.add_parser("serve", help="serve a policy behind an OpenAI-compatible API")
     p.add_argument("--model", required=True, help=f"{MODEL_FORMS}, or a jaxseeker run directory")
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, this machine only)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default: %(default)s, this machine only); any other needs the key of --api-key-env",
+    )
     p.add_argument(
         "--port",
         type=at_least(0, high=65535),
@@ -101,7 +123,15 @@ def add_parser(subparsers: Any) -> None:
         "--api-key-env",
         default=API_KEY_ENV,
         help="environment variable holding the key clients must send as a Bearer token; unset or empty: "
-        "no key (default: %(default)s)",
+        "no key, allowed only on a loopback --host (default: %(default)s)",
+    )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name clients may send in the Host header besides localhost and this server's addresses (the "
+        "check that stops DNS rebinding); repeatable; '*': any",
     )
     p.add_argument("--dtype", choices=("float32", "bfloat16"), help="parameter dtype (default: the checkpoint's)")
     p.add_argument(
@@ -109,6 +139,12 @@ def add_parser(subparsers: Any) -> None:
         type=at_least(0.1, float),
         default=10.0,
         help="seconds a client has to send a request's headers, then its connection is closed",
+    )
+    p.add_argument(
+        "--request-timeout",
+        type=at_least(0.1, float),
+        default=30.0,
+        help="seconds a client has to send a whole request, headers and body, then it is answered 408 and closed",
     )
     p.add_argument(
         "--max-connections", type=at_least(1), default=256, help="open connections at most; one more is closed at once"

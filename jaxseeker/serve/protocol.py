@@ -212,6 +212,15 @@ def parse_messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def message_texts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The text of every message checked by `parse_messages`: its string content or its text parts."""
+    texts = []
+    for message in messages:
+        content = message.get("content")
+        texts.extend([content] if isinstance(content, str) else [p["text"] for p in content or []])
+    return texts
+
+
 def _check_content(content: Any, where: str) -> None:
     """A 400 naming `where` unless content is a string, a list of {"type": "text", "text": str} parts, or null
     (then rendering says what is missing)."""

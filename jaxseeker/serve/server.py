@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import ipaddress
 import logging
 import socket
 import threading
@@ -63,10 +64,12 @@ def build_served(
     shape: EngineShape = EngineShape(),
     eos: list[int] | None = None,
     api_key: str | None = None,
+    allowed_hosts: tuple[str, ...] = (),
     mesh: Mesh | None = None,
 ) -> Served:
     """An engine of `shape` over `params` (sharded over `mesh` by their logical axes, when given), its scheduler
-    thread started, bundled for `create_app`."""
+    thread started, bundled for `create_app` with the key clients must send and the Host names they may use besides
+    this machine's."""
     if shape.max_len > cfg.max_position_embeddings:
         raise ValueError(
             f"max_len={shape.max_len} exceeds the model's max_position_embeddings={cfg.max_position_embeddings}"
@@ -83,7 +86,7 @@ def build_served(
     )
     eos = eos_ids(tokenizer, cfg.eos_token_id) if eos is None else eos
     scheduler = Scheduler(engine, eos_ids=eos, max_queue=shape.max_queue)
-    return Served(scheduler.start(), tokenizer, model_name, shape.max_len, api_key)
+    return Served(scheduler.start(), tokenizer, model_name, shape.max_len, api_key, allowed_hosts)
 
 
 class Background:
@@ -136,6 +139,20 @@ class Background:
         self.close()
 
 
+def host_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """`host` (an address to bind) as an IP address; None for a name."""
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def loopback(host: str) -> bool:
+    """Whether `host` (an address to bind) reaches this machine only: `localhost` or a loopback address."""
+    address = host_address(host)
+    return host == "localhost" or (address is not None and address.is_loopback)
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A TCP socket bound to (host, port), IPv6 for a host with a colon; port 0: a free one the kernel picks (read
     it back with `getsockname`). OSError (e.g. the address is in use) as bind raises it."""
@@ -161,12 +178,8 @@ def serve_forever(
     listens, `on_listening` gets its base URL (with the port the kernel picked for port 0)."""
     import uvicorn
 
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning(
-            "serve: listening on %s, reachable from other machines%s",
-            host,
-            "" if served.api_key else " without an API key",
-        )
+    if not loopback(host):
+        log.warning("serve: listening on %s, reachable from other machines", host)
     try:
         sock = bind(host, port)
         with sock:

@@ -60,13 +60,17 @@ def url_host(url: str) -> str:
     return whatwg.strip("[]")
 
 
+def _check_scheme(url: str) -> None:
+    scheme = url.partition(":")[0].lower() if ":" in url else ""
+    if scheme not in ("http", "https"):
+        raise ToolError(f"refused {url!r}: scheme {scheme or '(none)'!r} is not http or https")
+
+
 def check_url(url: str, *, allow_private: bool = False) -> None:
     """ToolError unless `url` is http(s), parses to one host, and that host resolves only to public addresses (or
     `allow_private`)."""
     url = url.strip()
-    scheme = url.partition(":")[0].lower() if ":" in url else ""
-    if scheme not in ("http", "https"):
-        raise ToolError(f"refused {url!r}: scheme {scheme or '(none)'!r} is not http or https")
+    _check_scheme(url)
     host = url_host(url)
     if allow_private:
         return
@@ -84,6 +88,21 @@ def check_url(url: str, *, allow_private: bool = False) -> None:
     for ip in addresses:
         if refused_address(ip):
             raise ToolError(f"refused {url!r}: host {host!r} is not a public address ({ip})")
+
+
+def checked_url(url: str, *, allow_private: bool = False) -> str:
+    """`url` as the WHATWG standard writes it (dot segments resolved: "http://h/../../x" is "http://h/x", host lower
+    case, spaces percent-encoded), passed by `check_url`: the one URL to fetch. ToolError for a URL holding a
+    control character (the standard would drop a tab or newline unseen) or on which the parsers disagree."""
+    url = url.strip()
+    bad = next((c for c in url if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise ToolError(f"refused {url!r}: it holds the control character {bad!r}")
+    _check_scheme(url)
+    url_host(url)  # the browser's and urllib's readings of this spelling agree
+    href = ada_url.URL(url).href
+    check_url(href, allow_private=allow_private)
+    return href
 
 
 def redirect_guard(service_url: str, *, allow_private: bool = False) -> Callable[[httpx.Request], None]:

@@ -9,6 +9,7 @@ import threading
 import json_repair
 import Stemmer
 
+from jaxseeker.tools.keys import cut
 from jaxseeker.tools.llm_client import LLMClient, LLMError
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -49,10 +50,11 @@ class Extract:
 
 
 def truncate(text: str, max_chars: int) -> str:
-    """`text` cut to `max_chars` characters, with a marker saying how much was cut."""
+    """`text` cut to `max_chars` characters (keys redacted before the cut: `keys.cut`), with a marker saying how much
+    was cut."""
     if len(text) <= max_chars:
         return text
-    return text[:max_chars] + f"\n[… {len(text) - max_chars} more characters cut]"
+    return cut(text, max_chars) + f"\n[… {len(text) - max_chars} more characters cut]"
 
 
 def _content_words(text: str) -> set[str]:
@@ -139,6 +141,6 @@ def llm_extract(llm: LLMClient, content: str, goal: str, *, max_input_chars: int
     extract = parse_extract(reply)
     if extract is None:
         raise LLMError(
-            f"extractor reply from {llm.url} has no JSON evidence/summary: {reply[:120]!r}", url=llm.url, status=200
+            f"extractor reply from {llm.url} has no JSON evidence/summary: {cut(reply, 120)!r}", url=llm.url, status=200
         )
     return extract

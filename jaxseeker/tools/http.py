@@ -8,14 +8,18 @@ import email.utils
 import json
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
 
-from jaxseeker.tools.keys import redact
+from jaxseeker.tools.keys import cut, holds_key, redact
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+# Headers that carry a credential: dropped from a redirect to another origin, with any header holding a key read by
+# `keys.read_key` (whatever the service calls it).
+KEY_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,13 +49,11 @@ class HttpConfig:
             )
 
 
-def client(config: HttpConfig, guard: Callable[[httpx.Request], None] | None = None) -> httpx.Client:
-    """An httpx client that follows up to `config.max_redirects` redirects, calling `guard` (which raises to refuse)
-    on every request it sends, the redirect hops included."""
+def client(guard: Callable[[httpx.Request], None] | None = None) -> httpx.Client:
+    """An httpx client that calls `guard` (which raises to refuse) on every request it sends; `request` follows the
+    redirects itself (up to `HttpConfig.max_redirects`), so every hop, the first included, passes the guard."""
     hooks = {"request": [guard]} if guard is not None else {}
-    return httpx.Client(
-        follow_redirects=config.max_redirects > 0, max_redirects=config.max_redirects, event_hooks=hooks
-    )
+    return httpx.Client(follow_redirects=False, event_hooks=hooks)
 
 
 class HttpError(Exception):
@@ -80,7 +82,7 @@ class HttpReply:
         try:
             return json.loads(self.body)
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-            excerpt = self.text()[:120]
+            excerpt = cut(self.text(), 120)
             raise HttpError(
                 f"malformed JSON from {url} (HTTP {self.status}): {exc}; body starts {excerpt!r}",
                 url=url,
@@ -115,16 +117,55 @@ def _read_capped(response: httpx.Response, max_bytes: int, deadline: float, url:
     return b"".join(chunks), False
 
 
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
+
+
+def _dot_segment(path: str) -> bool:
+    """Whether `path` holds a "." or ".." segment, literal or percent-encoded (a WHATWG server decodes "%2e")."""
+    return any(part.lower().replace("%2e", ".") in (".", "..") for part in path.split("/"))
+
+
+def _exact_request(client: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Request:
+    """The request `client` would send for `url`, refused (InvalidURL) unless it asks for exactly the path and query
+    written in `url`: the client resolves dot segments ("/a/../b" is sent as "/b"), a server decodes "%2e%2e" into
+    them, and either would reach another path than the one checked."""
+    parts = urllib.parse.urlsplit(url)
+    written = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    request = client.build_request(method, url, **kwargs)
+    sent = request.url.raw_path.decode("ascii")
+    if _dot_segment(parts.path) or sent != written:
+        raise httpx.InvalidURL(f"the path {written!r} has a dot segment or is not sent as written ({sent!r})")
+    return request
+
+
+def _without_keys(hop: httpx.Request, origin: tuple[str, str, int | None]) -> httpx.Request:
+    """A redirect's request as httpx builds it, less every key header once it leaves `origin`, the first request's
+    scheme, host and port (httpx drops only Authorization, and keeps it from http to https)."""
+    if _origin(hop.url) != origin:
+        for name in [k for k, v in hop.headers.items() if k.lower() in KEY_HEADERS or holds_key(v)]:
+            del hop.headers[name]
+    return hop
+
+
 def _attempt(
     client: httpx.Client, method: str, url: str, config: HttpConfig, **kwargs: Any
 ) -> tuple[int, bytes, bool, httpx.Headers]:
     deadline = time.monotonic() + config.timeout_s
-    with client.stream(method, url, timeout=config.timeout_s, **kwargs) as response:
-        if not 200 <= response.status_code < 300:
-            body, _ = _read_capped(response, 2000, deadline, url)
-            return response.status_code, body, False, response.headers
-        body, truncated = _read_capped(response, config.max_bytes, deadline, url)
-        return response.status_code, body, truncated, response.headers
+    request = _exact_request(client, method, url, timeout=config.timeout_s, **kwargs)
+    origin, hops = _origin(request.url), 0
+    while True:
+        response = client.send(request, stream=True, follow_redirects=False)
+        try:
+            if response.next_request is None or config.max_redirects == 0:  # 0: the 3xx is the reply
+                limit = config.max_bytes if 200 <= response.status_code < 300 else 2000
+                body, truncated = _read_capped(response, limit, deadline, url)
+                return response.status_code, body, truncated, response.headers
+        finally:
+            response.close()
+        if hops == config.max_redirects:
+            raise httpx.TooManyRedirects(f"more than {config.max_redirects} redirects", request=request)
+        request, hops = _without_keys(response.next_request, origin), hops + 1
 
 
 def _attempt_by_deadline(
@@ -183,7 +224,7 @@ def request(
         else:
             if 200 <= status < 300:
                 return HttpReply(status, body, truncated)
-            excerpt = body.decode("utf-8", errors="replace")[:200]
+            excerpt = cut(body.decode("utf-8", errors="replace"), 200)
             problem = f"HTTP {status}: {excerpt!r}"
             if status not in RETRY_STATUSES:
                 break

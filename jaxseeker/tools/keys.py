@@ -18,6 +18,9 @@ from jaxseeker.errors import InputError
 _SEEN: set[str] = set()
 _LOCK = threading.Lock()
 REDACTED = "[redacted]"
+# A text cut just inside a key ends with the key's first characters: from this many on they are redacted too. Fewer
+# say next to nothing of a key, and redacting them would eat the last letters of ordinary text.
+MIN_FRAGMENT = 4
 
 
 class BadKey(InputError):
@@ -56,6 +59,32 @@ def redact(text: str) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text
+
+
+def cut(text: str, max_chars: int) -> str:
+    """The first `max_chars` characters of `text` with every key redacted: redacted before the cut (a key across the
+    cut would leave a piece that no longer matches it), a "[redacted]" across the cut kept whole, and a tail that
+    is the start of a key, from `MIN_FRAGMENT` characters on, redacted as well."""
+    text = redact(text)
+    marker = text.rfind(REDACTED, 0, max_chars + len(REDACTED) - 1)  # one that starts before the cut
+    end = marker + len(REDACTED) if marker >= 0 and marker + len(REDACTED) > max_chars else max_chars
+    text = text[:end]
+    with _LOCK:
+        secrets = list(_SEEN)
+    longest = 0
+    for secret in secrets:
+        for size in range(min(len(secret), len(text)), max(MIN_FRAGMENT, longest + 1) - 1, -1):
+            if text.endswith(secret[:size]):
+                longest = size
+                break
+    return text[: len(text) - longest] + REDACTED if longest else text
+
+
+def holds_key(text: str) -> bool:
+    """Whether `text` holds a key returned by `read_key`, in any of its spellings (e.g. a header's value)."""
+    with _LOCK:
+        secrets = list(_SEEN)
+    return any(secret in text for secret in secrets)
 
 
 def redact_value(value: Any) -> Any:

@@ -7,10 +7,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
-
 from jaxseeker.tools import http
-from jaxseeker.tools.keys import read_key, redact
+from jaxseeker.tools.keys import cut, read_key, redact
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +55,7 @@ class LLMClient:
     def __init__(self, config: LLMConfig):
         self.config = config
         read_key(config.api_key_env)  # now: a bad key fails at start-up, and `redact` knows it
-        self._http = httpx.Client(follow_redirects=False)
+        self._http = http.client()
         self._slots = threading.BoundedSemaphore(max(1, config.max_concurrency))
         self._http_config = http.HttpConfig(
             timeout_s=config.timeout_s,
@@ -65,6 +63,7 @@ class LLMClient:
             backoff_s=config.backoff_s,
             max_backoff_s=config.max_backoff_s,
             max_bytes=16_000_000,
+            max_redirects=0,  # a redirect is an error: the key goes to the configured server and nowhere else
         )
 
     def __repr__(self) -> str:
@@ -121,7 +120,7 @@ def _parse_chat(payload: Any, url: str, model: str) -> ChatResult:
             raise TypeError(f"content is {type(text).__name__}")
     except (KeyError, IndexError, TypeError):
         raise LLMError(
-            f"malformed chat completion from {url}: no choices[0].message.content text in {str(payload)[:200]!r}",
+            f"malformed chat completion from {url}: no choices[0].message.content text in {cut(str(payload), 200)!r}",
             url=url,
             status=200,
         ) from None

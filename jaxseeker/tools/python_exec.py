@@ -1,10 +1,12 @@
 """The `python` tool: run code in a sandbox (`sandbox.py`) with limits on time, CPU, memory, processes and files.
 
 The code arrives on standard input and is written to main.py in the run's scratch directory; a prelude sets
-RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_CORE and (in a sandbox, where it counts the run's processes only)
-RLIMIT_NPROC, then runs it. Isolation "none" runs the same prelude in a plain subprocess, which also replaces the
-`socket` functions that resolve or connect: that is no barrier (`_socket`, ctypes or a child process get through),
-so every such run logs a warning.
+RLIMIT_CPU, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_CORE, RLIMIT_NOFILE and (in a sandbox, where it counts the run's
+processes only) RLIMIT_NPROC, then runs it. These bound each process; the run as a whole is bounded by a cgroup
+where one can be made (`sandbox_bounds`: `memory_mb + scratch_mb + SANDBOX_MB` of memory, `processes +
+SANDBOX_PROCESSES` tasks), and always gets oom_score_adj 1000. Isolation "none" runs the same prelude in a plain
+subprocess, which also replaces the `socket` functions that resolve or connect: that is no barrier (`_socket`,
+ctypes or a child process get through), so every such run logs a warning.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ class PythonConfig:
 
     timeout_s: float = 10.0  # wall clock; the whole sandbox is killed after it
     cpu_s: int = 10  # RLIMIT_CPU (SIGXCPU, then SIGKILL one second later)
-    memory_mb: int = 1024  # RLIMIT_AS: allocations beyond it fail (MemoryError)
+    memory_mb: int = 1024  # RLIMIT_AS per process (MemoryError); the run's cgroup: this + scratch_mb + 64 MB in all
     file_mb: int = 16  # RLIMIT_FSIZE: the largest file the code may write, stdout and stderr included
     scratch_mb: int = 64  # the scratch directory's size (a tmpfs, in memory)
-    processes: int = 32  # RLIMIT_NPROC: processes and threads of the run at once
+    processes: int = 32  # RLIMIT_NPROC: processes and threads of the run at once (its cgroup: this + 4)
+    open_files: int = 64  # RLIMIT_NOFILE: descriptors open at once per process (pipes and sockets hold memory)
     output_chars: int = 8000  # stdout and stderr are each cut here in the observation
     max_code_chars: int = 100_000  # longer code is refused
     isolation: str = "auto"  # auto (bwrap, else unshare) | bwrap | unshare | none (no isolation: a warning per run)
@@ -74,6 +77,8 @@ for _name in ("connect", "connect_ex", "sendto", "sendmsg"):
 for _name in ("getaddrinfo", "gethostbyname", "gethostbyname_ex", "create_connection"):
     setattr(socket, _name, _no_network)
 """
+SANDBOX_MB = 64  # the back-end's own processes (bwrap, or the unshare launcher's three small Pythons)
+SANDBOX_PROCESSES = 4  # the back-end's processes, beside the code's
 _FENCE = re.compile(r"\A\s*```(?:python|py)?[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
 
 
@@ -85,6 +90,7 @@ def prelude(config: PythonConfig, isolated: bool) -> str:
         ("RLIMIT_AS", memory, memory),
         ("RLIMIT_FSIZE", fsize, fsize),
         ("RLIMIT_CORE", 0, 0),
+        ("RLIMIT_NOFILE", config.open_files, config.open_files),
     ]
     if isolated:  # outside a user namespace the limit would count every process of the user
         limits.append(("RLIMIT_NPROC", config.processes, config.processes))
@@ -105,7 +111,21 @@ def _read_output(path: Path, max_chars: int, *, tail: bool = False) -> str:
     return text[:max_chars] + f"\n[… output cut: {size} bytes in all]"
 
 
-def _status(returncode: int | None, timed_out: bool, config: PythonConfig, stderr: str, output_full: bool) -> str:
+def run_memory_mb(config: PythonConfig) -> int:
+    """The memory of a run as a whole (every process, its scratch files and the sandbox's own processes) when a
+    cgroup bounds it."""
+    return config.memory_mb + config.scratch_mb + SANDBOX_MB
+
+
+def _memory_note(outcome: sandbox.Outcome, config: PythonConfig) -> str:
+    if not outcome.oom_kills:
+        return ""
+    killed = f"{outcome.oom_kills} process{'es' if outcome.oom_kills > 1 else ''}"
+    return f"[{killed} of the run killed: together they reached the run's memory limit of {run_memory_mb(config)} MB]"
+
+
+def _status(outcome: sandbox.Outcome, config: PythonConfig, stderr: str, output_full: bool) -> str:
+    returncode, timed_out = outcome.returncode, outcome.timed_out
     if timed_out:
         return f"[killed: the wall-clock limit of {config.timeout_s:g} s was exceeded]"
     if returncode is not None and returncode < 0:
@@ -126,6 +146,14 @@ def _status(returncode: int | None, timed_out: bool, config: PythonConfig, stder
 def run_python(code: str, config: PythonConfig = PythonConfig(), box: sandbox.Sandbox | None = None) -> str:
     """Run `code` in a fresh sandbox (`box`, default: the one `config.isolation` resolves to); the observation:
     stdout, stderr and how the run ended."""
+    return execute(code, config, box)[0]
+
+
+def execute(
+    code: str, config: PythonConfig = PythonConfig(), box: sandbox.Sandbox | None = None
+) -> tuple[str, sandbox.Outcome]:
+    """`run_python`'s observation and the run's outcome, which names the bounds on the run as a whole that applied
+    (a cgroup's, or why there was none; oom_score_adj)."""
     fenced = _FENCE.match(code)
     if fenced:
         code = fenced.group(1)
@@ -149,6 +177,8 @@ def run_python(code: str, config: PythonConfig = PythonConfig(), box: sandbox.Sa
                 timeout_s=config.timeout_s,
                 scratch_mb=config.scratch_mb,
                 cwd=str(work),
+                memory_mb=run_memory_mb(config),
+                processes=config.processes + SANDBOX_PROCESSES,
             )
         stdout, stderr = _read_output(out, config.output_chars), _read_output(err, config.output_chars, tail=True)
         output_full = max(out.stat().st_size, err.stat().st_size) >= config.file_mb << 20
@@ -157,10 +187,8 @@ def run_python(code: str, config: PythonConfig = PythonConfig(), box: sandbox.Sa
         parts.append(f"stdout:\n{stdout.rstrip()}")
     if stderr:
         parts.append(f"stderr:\n{stderr.rstrip()}")
-    status = _status(outcome.returncode, outcome.timed_out, config, stderr, output_full)
-    if status:
-        parts.append(status)
-    return "\n".join(parts) if parts else "[no output: print() the values you want to see]"
+    parts += [note for note in (_memory_note(outcome, config), _status(outcome, config, stderr, output_full)) if note]
+    return ("\n".join(parts) if parts else "[no output: print() the values you want to see]"), outcome
 
 
 def describe(config: PythonConfig, box: sandbox.Sandbox) -> str:

@@ -4,7 +4,9 @@ What a run sees: a read-only view of the Python installation it runs (its prefix
 scratch directory (its working directory, also /tmp), a fresh /proc that shows only its own processes, /dev with
 null, zero, full, random and urandom, no network but a loopback of its own, an environment of a few fixed variables
 and nothing of the host's; it runs as uid 1000 without capabilities and cannot create further user namespaces.
-When its first process ends, or on a timeout, the kernel kills everything left in its PID namespace.
+When its first process ends, or on a timeout, the kernel kills everything left in its PID namespace. A run is
+bounded as a whole, not only per process, by `sandbox_bounds` (a cgroup per run where one can be made, and
+oom_score_adj 1000), and a back-end is used only once `sandbox_probe` has seen it isolate.
 
 Two back-ends build the same sandbox: bubblewrap (`bwrap`, the tool Flatpak uses) when it works here, else the
 `unshare(2)` launcher of `sandbox_init.py`. Both add the seccomp filter of `seccomp.py` for the holes namespaces
@@ -33,7 +35,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -41,8 +42,8 @@ from pathlib import Path
 from typing import IO
 
 from jaxseeker.errors import InputError
-from jaxseeker.tools import seccomp
-from jaxseeker.tools.sandbox_init import SANDBOX_ID, SETUP_FAILED
+from jaxseeker.tools import sandbox_bounds, seccomp
+from jaxseeker.tools.sandbox_init import SANDBOX_ID
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +75,13 @@ class Sandbox:
 
 @dataclasses.dataclass(frozen=True)
 class Outcome:
-    """How a run ended: the exit code (-N: killed by signal N) and whether the wall-clock limit ended it."""
+    """How a run ended: the exit code (-N: killed by signal N), whether the wall-clock limit ended it, the bounds on
+    the run as a whole that applied (`sandbox_bounds`) and how many of its processes reaching them killed."""
 
     returncode: int
     timed_out: bool
+    bounds: tuple[str, ...] = ()
+    oom_kills: int = 0
 
 
 @functools.cache
@@ -131,7 +135,7 @@ def environment(interpreter: str) -> dict[str, str]:
 def _bwrap_command(sandbox: Sandbox, argv: Sequence[str], scratch_mb: int, seccomp_fd: int, info_fd: int) -> list[str]:
     binds, links = layout(sandbox.interpreter)
     cmd = [
-        "bwrap",
+        shutil.which("bwrap") or "bwrap",  # the one `probe` tried, on this process's PATH
         "--unshare-all",
         "--unshare-user",
         "--disable-userns",
@@ -246,20 +250,44 @@ def run(
     timeout_s: float,
     scratch_mb: int = 64,
     cwd: str | None = None,
+    memory_mb: int = 0,
+    processes: int = 0,
 ) -> Outcome:
     """Run `argv` in the sandbox with these open files as its standard streams; after `timeout_s` the whole sandbox
-    is killed. When this returns, no process of the run is left. `cwd` is used by isolation "none" only."""
+    is killed. When this returns, no process of the run is left. `memory_mb` and `processes` (both > 0) bound the
+    run as a whole where a cgroup can be made (`sandbox_bounds`); `cwd` is used by isolation "none" only."""
+    cgroup, why = sandbox_bounds.make_cgroup(memory_mb << 20, processes) if memory_mb and processes else (None, "")
+    try:
+        outcome = _run(sandbox, argv, cgroup, stdin, stdout, stderr, timeout_s, scratch_mb, cwd)
+        oom_kills = cgroup.oom_kills() if cgroup is not None else 0
+    finally:
+        if cgroup is not None:
+            cgroup.remove()
+    no_cgroup = (f"no cgroup ({why})",) if why else ()
+    return dataclasses.replace(outcome, bounds=no_cgroup + outcome.bounds, oom_kills=oom_kills)
+
+
+def _run(
+    sandbox: Sandbox,
+    argv: Sequence[str],
+    cgroup: sandbox_bounds.RunCgroup | None,
+    stdin: IO[bytes],
+    stdout: IO[bytes],
+    stderr: IO[bytes],
+    timeout_s: float,
+    scratch_mb: int,
+    cwd: str | None,
+) -> Outcome:
+    streams = {"stdin": stdin, "stdout": stdout, "stderr": stderr, "start_new_session": True}
     if sandbox.backend == "none":
-        proc = subprocess.Popen(
-            argv,
+        started = sandbox_bounds.start(
+            list(argv),
+            cgroup,
             cwd=cwd,
             env=environment(sandbox.interpreter) | {"HOME": cwd or "/", "TMPDIR": cwd or "/tmp"},
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            start_new_session=True,
+            **streams,
         )
-        return _wait(proc, None, time.monotonic() + timeout_s, signal_codes=False)
+        return _wait(started, None, time.monotonic() + timeout_s, signal_codes=False)
     seccomp_r, seccomp_w = os.pipe()
     info_r, info_w = os.pipe()
     try:
@@ -272,21 +300,19 @@ def run(
             else {}
         )
         deadline = time.monotonic() + timeout_s
-        proc = subprocess.Popen(
+        started = sandbox_bounds.start(
             build(sandbox, argv, scratch_mb, seccomp_r, info_w),
+            cgroup,
             env={"PATH": "/usr/bin:/bin"},
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
             pass_fds=(seccomp_r, info_w),
-            start_new_session=True,
+            **streams,
             **as_nobody,
         )
         os.close(info_w)
         info_w = -1
         child = _read_child_pid(info_r, deadline)
-        pidfd = _pidfd_of_descendant(child, proc.pid) if child else None
-        return _wait(proc, pidfd, deadline, signal_codes=True)
+        pidfd = _pidfd_of_descendant(child, started.proc.pid) if child else None
+        return _wait(started, pidfd, deadline, signal_codes=True)
     finally:
         for fd in (seccomp_r, info_r, info_w):
             if fd >= 0:
@@ -294,12 +320,13 @@ def run(
                     os.close(fd)
 
 
-def _wait(proc: subprocess.Popen, pidfd: int | None, deadline: float, *, signal_codes: bool) -> Outcome:
+def _wait(started: sandbox_bounds.BoundedStart, pidfd: int | None, deadline: float, *, signal_codes: bool) -> Outcome:
     """Wait for the back-end until `deadline`, then kill the sandbox's first process (its PID namespace with it)
     and the back-end's process group; in "none", the process group is all there is to kill. The back-end is
     reaped last, so its group id cannot have been reused by then. With `signal_codes`, an exit code 128 + N reads
     as "killed by signal N", as both back-ends report it (and a shell does: code that exits with such a code itself
     is reported as killed)."""
+    proc = started.proc
     launcher = os.pidfd_open(proc.pid)
     try:
         timed_out = not select.select([launcher], [], [], max(0.0, deadline - time.monotonic()))[0]
@@ -315,7 +342,7 @@ def _wait(proc: subprocess.Popen, pidfd: int | None, deadline: float, *, signal_
             if fd is not None:
                 os.close(fd)
     code = proc.returncode
-    return Outcome(128 - code if signal_codes and code > 128 else code, timed_out)
+    return Outcome(128 - code if signal_codes and code > 128 else code, timed_out, started.bounds)
 
 
 _probed: dict[tuple[str, str, str | None], str | None] = {}
@@ -323,44 +350,15 @@ _probe_lock = threading.Lock()
 
 
 def probe(backend: str, interpreter: str) -> str | None:
-    """Why `backend` cannot isolate `interpreter` here (None: it can); tried once per process (and bwrap on PATH)."""
+    """Why `backend` cannot isolate `interpreter` here (None: `sandbox_probe` proved it does); tried once per
+    process (and bwrap on PATH)."""
     key = (backend, interpreter, shutil.which("bwrap"))
     with _probe_lock:
         if key not in _probed:
-            _probed[key] = _try(backend, interpreter)
+            from jaxseeker.tools import sandbox_probe  # it runs sandboxes: imported once this module is whole
+
+            _probed[key] = sandbox_probe.try_backend(backend, interpreter)
         return _probed[key]
-
-
-def _try(backend: str, interpreter: str) -> str | None:
-    if backend == "bwrap" and shutil.which("bwrap") is None:
-        return "bwrap is not installed"
-    if not seccomp.supported():
-        return f"no seccomp filter for this architecture ({os.uname().machine})"
-    try:
-        python_paths(interpreter)
-    except (OSError, subprocess.SubprocessError, ValueError, SyntaxError) as exc:
-        return f"cannot ask {interpreter} for its prefixes ({type(exc).__name__}: {exc})"
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, open(os.devnull, "rb") as null:
-        try:
-            outcome = run(
-                Sandbox(backend, interpreter),
-                [interpreter, "-I", "-c", "import os; print(os.getuid())"],
-                stdin=null,
-                stdout=out,
-                stderr=err,
-                timeout_s=60,
-            )
-        except OSError as exc:
-            return f"{type(exc).__name__}: {exc}"
-        out.seek(0)
-        err.seek(0)
-        printed, problem = out.read().decode(errors="replace").strip(), err.read().decode(errors="replace").strip()
-    if outcome.returncode == 0 and printed == str(SANDBOX_ID):
-        return None
-    if outcome.returncode == SETUP_FAILED or problem:
-        lines = problem.splitlines()
-        return lines[-1] if lines else f"exit code {outcome.returncode}"
-    return f"the probe printed {printed!r} with exit code {outcome.returncode}"
 
 
 def resolve(isolation: str, interpreter: str = "") -> Sandbox:

@@ -65,7 +65,7 @@ class SerperSearch:
         self.key_env = key_env
         read_key(key_env)  # now: a bad key fails at start-up, and `redact` knows it
         self.config = config
-        self._client = http.client(config, redirect_guard(self.url))
+        self._client = http.client(redirect_guard(self.url))
 
     def __repr__(self) -> str:
         return f"SerperSearch(url={self.url!r}, key_env={self.key_env!r})"

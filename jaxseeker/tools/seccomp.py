@@ -7,11 +7,15 @@ Namespaces do not cover three things a run could reach:
 - socket families outside the network namespace's reach: AF_VSOCK talks to the hypervisor host of a VM whatever
   the namespace, so `socket()` is allowed for AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK only (EAFNOSUPPORT else);
 - io_uring, which opens sockets without calling `socket()` (and is a frequent kernel attack surface): its three
-  calls fail with EPERM.
+  calls fail with EPERM;
+- memory that counts against no process's RLIMIT_AS: SysV shared memory, semaphore and message queue sets and
+  memfds live in the kernel until removed or closed, so `shmget`, `semget`, `msgget`, `memfd_create` and
+  `memfd_secret` fail with EPERM. Limits written in the run's own IPC namespace (kernel.shmmax, shmall, shmmni)
+  would not hold: the namespace's sysctls belong to the run's uid, which could raise them again.
 
 Every other call is allowed; calls of another architecture (32-bit `int 0x80`, x32) kill the process, so the numbers
 below cannot be bypassed. The filter is written here as classic BPF rather than through libseccomp: libseccomp's
-Python bindings are not on PyPI (Debian ships them for its own Python only), and the program is twenty instructions.
+Python bindings are not on PyPI (Debian ships them for its own Python only), and the program is 25 instructions.
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ _ARCHES = {
             "io_uring_setup": 425,
             "io_uring_enter": 426,
             "io_uring_register": 427,
+            "shmget": 29,
+            "semget": 64,
+            "msgget": 68,
+            "memfd_create": 319,
+            "memfd_secret": 447,
         },
     ),
     "aarch64": (
@@ -50,10 +59,19 @@ _ARCHES = {
             "io_uring_setup": 425,
             "io_uring_enter": 426,
             "io_uring_register": 427,
+            "shmget": 194,
+            "semget": 190,
+            "msgget": 186,
+            "memfd_create": 279,
+            "memfd_secret": 447,
         },
     ),
 }
-DENIED = ("add_key", "request_key", "keyctl", "io_uring_setup", "io_uring_enter", "io_uring_register")
+DENIED = (
+    *("add_key", "request_key", "keyctl"),
+    *("io_uring_setup", "io_uring_enter", "io_uring_register"),
+    *("shmget", "semget", "msgget", "memfd_create", "memfd_secret"),
+)
 SOCKET_FAMILIES = (1, 2, 10, 16)  # AF_UNIX, AF_INET, AF_INET6, AF_NETLINK
 
 

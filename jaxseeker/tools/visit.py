@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from jaxseeker.tools import http
-from jaxseeker.tools.address import check_url, redirect_guard
+from jaxseeker.tools.address import checked_url, redirect_guard
 from jaxseeker.tools.base import Tool, ToolError
 from jaxseeker.tools.extract import llm_extract, overlap_extract, truncate
 from jaxseeker.tools.keys import read_key
@@ -71,7 +72,7 @@ _JINA_TITLE = re.compile(r"\ATitle:\s*(.*)\n")
 
 
 class JinaReader:
-    """A Jina-compatible reader: GET {base_url}/{url} with an optional Bearer key → the page as text."""
+    """A Jina-compatible reader: GET {base_url}/{percent-encoded url} with an optional Bearer key → the page as text."""
 
     def __init__(
         self,
@@ -86,20 +87,24 @@ class JinaReader:
         read_key(key_env)  # now: a bad key fails at start-up, and `redact` knows it
         self.config = config
         self.allow_private = allow_private
-        self._client = http.client(config, redirect_guard(self.base_url, allow_private=allow_private))
+        self._client = http.client(redirect_guard(self.base_url, allow_private=allow_private))
 
     def __repr__(self) -> str:
         return f"JinaReader(base_url={self.base_url!r}, key_env={self.key_env!r}, allow_private={self.allow_private})"
 
     def read(self, url: str) -> Fetched:
-        """The page at `url` through the reader, its body cut at `config.max_bytes`; ToolError / HttpError on faults."""
-        url = url.strip()
-        check_url(url, allow_private=self.allow_private)
+        """The page at `url` through the reader, its body cut at `config.max_bytes`; ToolError / HttpError on faults.
+
+        The reader is sent the URL that was checked (`checked_url`), percent-encoded whole into one path segment: no
+        dot segment or "?" of the target can reach the reader's own paths ("{base}/../admin"), and the HTTP client
+        has nothing to normalise. A Jina reader decodes the segment back into the URL."""
+        url = checked_url(url, allow_private=self.allow_private)
         headers = {"X-Return-Format": "markdown"}
         key = read_key(self.key_env)
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        reply = http.request(self._client, "GET", f"{self.base_url}/{url}", self.config, headers=headers)
+        target = f"{self.base_url}/{urllib.parse.quote(url, safe='')}"
+        reply = http.request(self._client, "GET", target, self.config, headers=headers)
         text = reply.text()
         if not text.strip():
             raise ToolError(f"the reader returned an empty page for {url!r}")

@@ -67,7 +67,7 @@ def read_metrics(path: str | Path) -> list[dict]:
     path = Path(path)
     if not path.exists():
         return []
-    return [obj for _, obj in json_lines(path)]
+    return [obj for _, obj in json_lines(path, allow_nan=True)]  # a diverged step logs a NaN loss
 
 
 def plot_curves(rows: Sequence[Mapping], keys: Sequence[str], out_png: str | Path, title: str = "") -> Path | None:

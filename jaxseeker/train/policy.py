@@ -16,6 +16,7 @@ import optax
 from jaxseeker import model
 from jaxseeker.data import load_tokenizer
 from jaxseeker.errors import InputError
+from jaxseeker.model.backend import check_attention_backend
 from jaxseeker.parallel import MeshConfig, make_mesh, make_rules, maybe_initialize_distributed, param_shardings
 from jaxseeker.train.lora import lora_from_recipe
 from jaxseeker.train.recipe import RecipeError, build
@@ -72,6 +73,10 @@ def build_policy(
     mesh = make_mesh(build(MeshConfig, recipe.get("mesh"), "mesh"))
     rules = make_rules(recipe.get("rules"))
     lora = lora_from_recipe(recipe.get("model"))
+    try:  # before any weights load: splash off TPU, cudnn off GPU
+        check_attention_backend((recipe.get("model") or {}).get("attention_impl", "xla"))
+    except model.ConfigError as e:
+        raise RecipeError(f"model.{e}") from None
     cfg, params = model_from_recipe(  # a checkpoint loads each device's slice only, as the state will hold it
         recipe.get("model"), lambda c: param_shardings(c, mesh, rules)
     )

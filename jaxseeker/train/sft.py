@@ -121,9 +121,10 @@ def prepare(recipe: dict, *, resume: bool = False) -> SFTRun:
     policy = build_policy(recipe, optimizer, tokenizer=train.tokenizer, seed=train.seed, where="train.tokenizer")
     cfg, tokenizer, mesh, rules = policy.cfg, policy.tokenizer, policy.mesh, policy.rules
     state, shardings = policy.state, policy.shardings
-    records = open_source(list(train.train_files), skip_bad_lines=data.skip_bad_lines)
+    bounds = {"max_line_bytes": data.max_line_bytes, "max_messages": data.max_messages}
+    records = open_source(list(train.train_files), skip_bad_lines=data.skip_bad_lines, **bounds)
     if train.eval_files:
-        held_out = open_source(list(train.eval_files), skip_bad_lines=data.skip_bad_lines)
+        held_out = open_source(list(train.eval_files), skip_bad_lines=data.skip_bad_lines, **bounds)
     else:
         n_eval = int(len(records) * train.eval_fraction)
         records, held_out = records[: len(records) - n_eval], records[len(records) - n_eval :]

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.errors import InputError
+from jaxseeker.jsonl import json_values
 from jaxseeker.world.corpus import Page
 from jaxseeker.world.pages_index import IndexWriter
 from jaxseeker.world.pages_links import write_link_graph
@@ -56,23 +57,16 @@ def _check(obj: object) -> Page:
 
 
 def numbered_pages(path: str | Path) -> Iterator[tuple[int, Page | str]]:
-    """(line number, page) for each non-blank line of a JSONL file, or (line number, reason) for a bad one."""
-    with open(path, "rb") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                yield n, f"invalid JSON: {err.msg} (column {err.colno})"
-                continue
-            except UnicodeDecodeError as err:
-                yield n, f"not UTF-8: {err.reason} at byte {err.start}"
-                continue
-            try:
-                yield n, _check(obj)
-            except ValueError as err:
-                yield n, str(err)
+    """(line number, page) for each non-blank line of a JSONL file, or (line number, reason) for a bad one (read by
+    `jsonl.json_values`, with its bounds on line size and nesting)."""
+    for n, obj, reason in json_values(path):
+        if reason is not None:
+            yield n, reason
+            continue
+        try:
+            yield n, _check(obj)
+        except ValueError as err:
+            yield n, str(err)
 
 
 def read_pages_jsonl(path: str | Path) -> Iterator[Page]:

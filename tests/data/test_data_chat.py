@@ -130,3 +130,88 @@ def test_an_assistant_turn_with_weight_0_is_context_not_loss(tokenizer):
     runs = _runs(mask)
     assert len(runs) == 2 and runs == [r for i, r in enumerate(_runs(plain_mask)) if i != 1]
     assert mask.sum() == plain_mask.sum() - len(_encode(tokenizer, ASSISTANT_2)) - 1
+
+
+# ---- long conversations: the work is linear in the turns ------------------------------------------------------
+
+
+def _conversation(turns: int) -> list[dict]:
+    """A question, `turns` tool calls each answered by an observation, and a final answer."""
+    messages = [{"role": "user", "content": "Which city on the river was founded first?"}]
+    for i in range(turns):
+        messages.append({"role": "assistant", "content": f'<tool_call>{{"name": "search", "q": "{i}"}}</tool_call>'})
+        messages.append({"role": "user", "content": f"<tool_response>\nResult {i}: Lyon.\n</tool_response>"})
+    return messages + [{"role": "assistant", "content": "<answer>Lyon</answer>"}]
+
+
+def _count_rendered_messages(monkeypatch, tokenizer, budget: int) -> dict:
+    """Counts the messages every rendering (built-in chatml or the tokenizer's template) is given; a rendering past
+    `budget` messages in all fails at once, so a quadratic rendering fails fast instead of running for minutes."""
+    from jaxseeker.data import chat
+
+    counted = {"messages": 0}
+
+    def counting(render):
+        def counted_render(messages, *args, **kwargs):
+            counted["messages"] += len(messages)
+            assert counted["messages"] <= budget, f"rendered more than {budget} messages"
+            return render(messages, *args, **kwargs)
+
+        return counted_render
+
+    monkeypatch.setattr(chat, "_chatml", counting(chat._chatml))
+    monkeypatch.setattr(tokenizer, "apply_chat_template", counting(tokenizer.apply_chat_template))
+    return counted
+
+
+def test_4000_turns_render_each_message_a_few_times_not_once_per_turn(tokenizer, monkeypatch):
+    work = {}
+    for turns in (1000, 4000):
+        messages = _conversation(turns)
+        with monkeypatch.context() as patch:
+            counted = _count_rendered_messages(patch, tokenizer, budget=6 * len(messages))
+            ids, mask = tokenize_chat(messages, tokenizer)
+        work[turns] = counted["messages"]
+        assert len(_runs(mask)) == turns + 1  # every assistant turn is trained
+    # the full conversation, chatml, the first and the last turn's prefixes: 4 renderings of each message at most
+    # (once per turn it was 2 * turns renderings of ~turns messages each: 16 times the work for 4 times the turns)
+    assert work[4000] <= 4 * (2 * 4000 + 2)
+    assert work[4000] <= 4 * work[1000] + 8
+
+
+def _reference_spans(messages: list[dict], tokenizer) -> list[tuple[int, int]]:
+    """Each assistant turn's span by rendering its prefix, the definition (for messages without tool messages)."""
+    spans = []
+    for i, message in enumerate(messages):
+        if message["role"] == "assistant":
+            prompt = render_chat(messages[:i], tokenizer, add_generation_prompt=True)
+            upto = render_chat(messages[: i + 1], tokenizer)
+            spans.append((len(prompt), upto.rindex("<|im_end|>") + len("<|im_end|>")))
+    return spans
+
+
+def test_the_counted_spans_are_those_of_rendering_each_prefix(tokenizer):
+    from jaxseeker.data.chat import assistant_spans
+
+    for messages in (webdancer_messages(), webdancer_messages()[1:], _conversation(30)):
+        full, spans = assistant_spans(messages, tokenizer)
+        assert full == render_chat(messages, tokenizer)
+        assert [span[:2] for span in spans] == _reference_spans(messages, tokenizer)
+
+
+def test_a_template_that_is_not_chatml_is_checked_turn_by_turn():
+    from jaxseeker.data.chat import assistant_spans
+
+    blank_line_between = (  # not chatml: a blank line after every turn
+        "{%- for m in messages %}{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n\\n' }}"
+        "{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+    )
+    tok = train_tokenizer(sentences(50), 400, chat_template=blank_line_between)
+    messages = _conversation(3)
+    full, spans = assistant_spans(messages, tok)
+    assert [span[:2] for span in spans] == _reference_spans(messages, tok)
+    assert full.endswith("<answer>Lyon</answer><|im_end|>\n\n")
+    assert [full[start:end] for start, end, _ in spans][-2:] == [
+        '<tool_call>{"name": "search", "q": "2"}</tool_call><|im_end|>',
+        "<answer>Lyon</answer><|im_end|>",
+    ]

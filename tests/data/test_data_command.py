@@ -51,3 +51,20 @@ def test_build_num_shards_out_of_range_is_a_usage_error(shards, capsys):
     assert usage_error(["data", "build", "t.jsonl", "--out", "ds", "--num-shards", shards], capsys) == (
         f"jaxseeker data build: error: argument --num-shards: must be an integer >= 1, got {shards}"
     )
+
+
+def test_inspect_bounds_can_be_raised_or_lowered(write_jsonl, tokenizer_dirs, capsys):
+    path = write_jsonl("t.jsonl", make_records(2))
+    tokenizer = ["--tokenizer", str(tokenizer_dirs["chatml"])]
+    assert _run(["data", "inspect", path, *tokenizer, "--max-messages", "2", "--max-line-bytes", "100000"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["records"] == 0 and len(summary["bad_lines"]) == 2
+    assert (
+        summary["bad_lines"][0].startswith(f"{path}:1: ")
+        and "over the limit of 2 (max_messages)" in summary["bad_lines"][0]
+    )
+    assert _run(["data", "inspect", path, *tokenizer, "--max-line-bytes", "20"]) == 0
+    assert json.loads(capsys.readouterr().out)["bad_lines"][1].startswith(f"{path}:2: a line of ")
+    assert usage_error(["data", "inspect", path, *tokenizer, "--max-messages", "0"], capsys) == (
+        "jaxseeker data inspect: error: argument --max-messages: must be an integer >= 1, got 0"
+    )

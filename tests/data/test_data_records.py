@@ -1,9 +1,11 @@
 """Reading JSONL trajectories: both observation styles, prompt/completion, bad lines as FILE:LINE."""
 
+import json
+
 import pytest
 
 from jaxseeker.data import BadLineError, iter_jsonl, normalize_messages, parse_record, read_trajectories
-from jaxseeker.data.records import lone_surrogate
+from jaxseeker.data.records import MAX_MESSAGES, lone_surrogate
 from jaxseeker.errors import InputError
 from jaxseeker.jsonl import json_lines
 
@@ -143,7 +145,8 @@ def test_undecodable_lines_are_bad_lines_and_the_others_are_kept(tmp_path):
     ]
     reasons = [items[i].reason for i in (1, 3, 4, 5)]
     assert reasons[0] == "not UTF-8: byte 0xe9 at byte 47 of the line"
-    assert reasons[1].startswith("invalid JSON: Exceeds the limit") and reasons[2].startswith("invalid JSON: maximum")
+    assert reasons[1] == "invalid JSON: an integer of 5000 digits (at most 4300 are read)"
+    assert reasons[2] == "invalid JSON: arrays or objects nested deeper than 100"
     assert reasons[3].startswith("messages[0]: content holds a lone surrogate '\\ud800' at character 1")
     with pytest.raises(InputError, match=f"^{path}:2: not UTF-8"):
         list(json_lines(path))
@@ -170,3 +173,19 @@ def test_a_directory_or_unread_tool_calls_are_named(tmp_path, capsys):
     path.write_bytes(GOOD + b"\n[1]\n")
     assert len(read_trajectories(path, skip_bad_lines=True)) == 1
     assert capsys.readouterr().err == f"skipped 1 bad line(s), first: {path}:2: expected a JSON object, got list\n"
+
+
+@pytest.mark.parametrize("turns", [5_000, 100_000])
+def test_a_record_of_more_messages_than_the_limit_is_a_bad_line(tmp_path, turns):
+    messages = [{"role": "user", "content": "q"}]
+    messages += [
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "<tool_response>r</tool_response>"},
+    ] * turns
+    path = tmp_path / "long.jsonl"
+    path.write_text(json.dumps({"messages": messages + [{"role": "assistant", "content": "done"}]}) + "\n")
+    n = 2 * turns + 2
+    [item] = iter_jsonl(path)
+    assert str(item) == f"{path}:1: {n:,} messages, over the limit of {MAX_MESSAGES:,} (max_messages)"
+    [record] = iter_jsonl(path, max_messages=n)  # a user with longer trajectories raises the limit
+    assert len(record.messages) == n

@@ -327,12 +327,12 @@ DEEP = "[" * 100_000 + "]" * 100_000
         (
             "deep.jsonl",
             '{"question": "q", "answer": "a"}\n{"question": "q2", "answer": ' + DEEP + "}\n",
-            "deep.jsonl:2: invalid JSON: arrays or objects nested too deeply",
+            "deep.jsonl:2: invalid JSON: arrays or objects nested deeper than 100",
         ),
         (
             "deep.json",
             '[{"question": "q", "answer": "a"},\n\n{"question": "q2", "answer": ' + DEEP + "}]",
-            "deep.json:3: invalid JSON: arrays or objects nested too deeply",
+            "deep.json:3: invalid JSON: arrays or objects nested deeper than 100",
         ),
         (
             "int.jsonl",
@@ -366,5 +366,92 @@ def test_json_the_parser_cannot_take_or_the_eval_could_not_write_is_a_load_error
 def test_brackets_inside_strings_do_not_count_as_nesting(tmp_path):
     first = '{"question": "a \\\\\\" ' + "[" * 600 + '", "answer": "b"}'  # an escaped quote, then brackets
     (tmp_path / "q.json").write_text(f'[{first},\n\n{{"question": "q", "answer": {DEEP}}}]')
-    with pytest.raises(LoadError, match=r"q.json:3: invalid JSON: arrays or objects nested too deeply"):
+    with pytest.raises(LoadError, match=r"q.json:3: invalid JSON: arrays or objects nested deeper than 100"):
         load_questions(tmp_path / "q.json")
+
+
+# ---- attacks: a question file that would crash, stall or flood the eval ---------------------------------------
+
+
+def _caught(path):
+    """The one-line message of the `LoadError` that loading `path` raises."""
+    with pytest.raises(LoadError) as caught:
+        load_questions(path)
+    message = str(caught.value)
+    assert "\n" not in message and len(message) < len(str(path)) + 400
+    return message
+
+
+def test_a_field_nested_985_deep_is_refused_at_load_time_naming_file_and_line(tmp_path):
+    deep = "[" * 985 + '"a"' + "]" * 985
+    jsonl = write_lines(
+        tmp_path / "q.jsonl", ['{"question": "q", "answer": "a"}', f'{{"question": "q2", "answer": {deep}}}']
+    )
+    assert _caught(jsonl) == f"{jsonl}:2: invalid JSON: arrays or objects nested deeper than 100"
+    array = tmp_path / "q.json"
+    array.write_text(f'[\n{{"question": "q", "answer": "a"}},\n{{"question": "q2",\n "meta": {deep}}}\n]')
+    assert _caught(array) == f"{array}:3: invalid JSON: arrays or objects nested deeper than 100"
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_an_answer_that_is_not_a_finite_number_is_refused(tmp_path, number):
+    jsonl = write_lines(
+        tmp_path / "nan.jsonl", ['{"question": "q", "answer": 1.5}', f'{{"question": "r", "answer": {number}}}']
+    )
+    assert _caught(jsonl).startswith(f"{jsonl}:2: invalid JSON: ")
+    array = tmp_path / "nan.json"
+    array.write_text(f'[{{"question": "q", "answer": 2}},\n\n{{"question": "r", "answer": [{number}]}}]')
+    assert _caught(array).startswith(f"{array}:3: invalid JSON: ")
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        ({"question": "q", "answer": {"text": "x" * 15_000_000}}, "field 'answer': answer must be a string"),
+        ({"question": list(range(1_000_000)), "answer": "a"}, "field 'question' must be a non-empty string"),
+        ({"question": "q", "answer": [[["y" * 1_000_000] * 3]]}, "field 'answer': answers nest at most two lists"),
+    ],
+    ids=["15 MB answer", "a million-item question", "deep answer list"],
+)
+def test_an_error_quotes_at_most_a_few_hundred_characters_of_a_huge_value(tmp_path, row, reason):
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    assert _caught(path).startswith(f"{path}:1: {reason}")
+
+
+def test_a_line_over_the_limit_is_named_without_being_parsed(tmp_path):
+    path = tmp_path / "long.jsonl"
+    with path.open("w") as f:
+        f.write('{"question": "q", "answer": "a"}\n{"question": "' + "w" * (17 << 20) + '", "answer": "a"}\n')
+    size = len('{"question": "') + (17 << 20) + len('", "answer": "a"}')
+    assert _caught(path) == f"{path}:2: a line of {size:,} bytes, over the limit of 16,777,216 (max_line_bytes)"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "reason"),
+    [
+        ('[{"question": "q", "answer": "a"},\n]', 2, "invalid JSON: Expecting value (column 1)"),
+        ('[{"question": "q", "answer": "a"}\n{"question": "r"}]', 2, "invalid JSON: expected ',' or ']' after item 1"),
+        ('[{"question": "q", "answer": "a"}] []', 1, "invalid JSON: more text after the array"),
+    ],
+)
+def test_a_json_array_read_an_item_at_a_time_is_still_strict_json(tmp_path, text, line, reason):
+    path = tmp_path / "items.json"
+    path.write_text(text)
+    assert _caught(path) == f"{path}:{line}: {reason}"
+    path.write_text("\ufeff \n[ ]")
+    assert _caught(path) == f"{path}: no questions"
+
+
+def test_a_json_array_or_csv_file_over_the_limit_is_refused_before_it_is_read(tmp_path):
+    from jaxseeker.eval.loaders import MAX_FILE_BYTES
+
+    for name, head in (("big.json", b"["), ("big.csv", b"question,answer\n")):
+        path = tmp_path / name
+        with path.open("wb") as f:  # sparse: the size without the disk
+            f.write(head)
+            f.truncate(MAX_FILE_BYTES + 1)
+        assert _caught(path) == (
+            f"{path}: {MAX_FILE_BYTES + 1:,} bytes, over the limit of {MAX_FILE_BYTES:,} for a CSV or JSON array "
+            "file (write it as JSONL, one question a line)"
+        )

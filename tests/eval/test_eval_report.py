@@ -35,7 +35,7 @@ def test_read_results_reads_like_the_question_loader(tmp_path):
     path.write_bytes(b'\xef\xbb\xbf{"question_id": "A"}\n')  # a BOM is dropped
     assert ev.read_results(path) == [{"question_id": "A"}]
     path.write_bytes(b'{"question_id": "A"}\n{"prediction": "caf\xe9"}\n')
-    with pytest.raises(ev.LoadError, match=r"results\.jsonl:2: not UTF-8 text \(byte 0xe9\)"):
+    with pytest.raises(ev.LoadError, match=r"results\.jsonl:2: not UTF-8: byte 0xe9 at byte 20 of the line"):
         ev.read_results(path)
     with pytest.raises(ev.LoadError, match=r"missing\.jsonl: cannot read"):
         ev.read_results(tmp_path / "missing.jsonl")

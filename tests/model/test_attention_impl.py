@@ -29,6 +29,12 @@ def qkv(seed: int = 0) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     return tuple(jnp.asarray(x, jnp.float32) for x in (q, k, v))
 
 
+@pytest.fixture(autouse=True)
+def interpret_splash(monkeypatch):
+    """Splash off TPU runs the Pallas TPU kernel interpreted, which `model.backend` allows only on request."""
+    monkeypatch.setenv("JAXSEEKER_INTERPRET_KERNELS", "1")
+
+
 def run(impl: str, q, k, v, seg) -> jnp.ndarray:
     """`dot_attention` with the mask (and segment ids) the uncached forward pass builds."""
     mask = attention_mask(jnp.broadcast_to(jnp.arange(SEQ), (BATCH, SEQ)), seg, seg)  # [batch, q, k]

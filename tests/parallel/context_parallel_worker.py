@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import re
 import sys
 
@@ -43,6 +44,8 @@ from jaxseeker.train.plan_command import make_plan
 from jaxseeker.train.rl_step import RLStepConfig, make_rl_step, packed_episode_rows, rl_loss
 from jaxseeker.train.sft_step import make_sft_step, mesh_loss, sft_loss
 from jaxseeker.train.state import abstract_train_state, train_state_from_params
+
+os.environ["JAXSEEKER_INTERPRET_KERNELS"] = "1"  # the splash cases interpret the Pallas TPU kernel on CPU
 
 CFG = model.ModelConfig.tiny(vocab_size=128)  # 4 heads, 2 kv heads, head_dim 16, 2 layers, float32
 ROWS, SEQ = 4, 64  # 64 = 2 × 4 context shards × chunks of 8 tokens: the balanced order applies

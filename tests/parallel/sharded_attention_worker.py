@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import re
 
 import jax
@@ -33,6 +34,8 @@ from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.rl_step import ROW_KEYS, RLStepConfig, make_rl_step
 from jaxseeker.train.sft_step import make_sft_step
 from jaxseeker.train.state import abstract_train_state, train_state_from_params
+
+os.environ["JAXSEEKER_INTERPRET_KERNELS"] = "1"  # the splash cases interpret the Pallas TPU kernel on CPU
 
 # name: (mesh, batch, heads, kv_heads, whether the mesh is given as the context mesh instead of an argument)
 CASES = {

@@ -181,7 +181,7 @@ def test_a_client_that_leaves_while_sending_its_body_logs_no_error(server):
         earlier = set(server.state.tasks)
         with socket.create_connection((server.host, server.port)) as sock:
             sock.sendall(
-                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                 b'Content-Length: 100000\r\n\r\n{"model": '
             )
             [request] = _wait_for(lambda: set(server.state.tasks) - earlier)  # the app is reading the body

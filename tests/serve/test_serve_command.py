@@ -76,6 +76,7 @@ def test_bench_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
         (["--prefill-chunk", "0"], "--prefill-chunk: must be an integer >= 1, got 0"),
         (["--min-window", "-4"], "--min-window: must be an integer >= 1, got -4"),
         (["--max-queue", "0"], "--max-queue: must be an integer >= 1, got 0"),
+        (["--request-timeout", "0"], "--request-timeout: must be a number >= 0.1, got 0"),
     ],
 )
 def test_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):

@@ -1,12 +1,13 @@
-"""The server's connection limits, on uvicorn with a one-line ASGI app: a client that never finishes its request
-headers is disconnected, and connections beyond the cap are closed at once."""
+"""The server's connection limits, on uvicorn with one-line ASGI apps: a client that never finishes its request
+headers is disconnected, one whose body still drips in at the request deadline is answered 408 and disconnected,
+and connections beyond the cap are closed at once."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import uvicorn
@@ -21,14 +22,25 @@ async def hello(scope, receive, send):
     await send({"type": "http.response.body", "body": b"ok"})
 
 
+async def read_then_hello(scope, receive, send):
+    """Read the whole body, as the server's routes do, then answer "ok"."""
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        more = message.get("more_body", False)
+    await hello(scope, receive, send)
+
+
 @pytest.fixture
 def serve(request) -> Iterator:
     servers = []
 
-    def start(limits: ConnectionLimits) -> tuple[str, int]:
+    def start(limits: ConnectionLimits, app: Callable = hello) -> tuple[str, int]:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(hello, log_level="error", lifespan="off", **uvicorn_options(limits))
+        config = uvicorn.Config(app, log_level="error", lifespan="off", **uvicorn_options(limits))
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
@@ -88,6 +100,54 @@ def test_connections_beyond_the_cap_are_closed_at_once(serve):
     for _ in range(100):  # once the server has seen them close (a moment later), a new connection is served
         with connect(address) as again:
             again.sendall(REQUEST)
+            reply = again.recv(4096)
+        if reply:
+            break
+        time.sleep(0.05)
+    assert reply.startswith(b"HTTP/1.1 200 OK")
+
+
+def drip(conn: socket.socket, head: bytes) -> threading.Thread:
+    """Send `head`, then one body byte every 0.02 s until the server closes the connection (or 20 s pass): each
+    byte arrives long before any idle timeout, the body never ends."""
+
+    def run() -> None:
+        conn.sendall(head)
+        for _ in range(1000):
+            try:
+                conn.sendall(b"a")
+            except OSError:
+                return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def read_until_closed(conn: socket.socket) -> bytes:
+    data = b""
+    while chunk := conn.recv(4096):
+        data += chunk
+    return data
+
+
+def test_bodies_that_drip_in_are_answered_408_at_the_request_deadline_and_free_their_slots(serve):
+    limits = ConnectionLimits(header_timeout_s=60, request_timeout_s=0.5, max_connections=2)
+    address = serve(limits, read_then_hello)
+    head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+    first, second = connect(address), connect(address)  # every slot the server allows
+    with first, second:
+        threads = [drip(first, head), drip(second, head)]
+        replies = [read_until_closed(first), read_until_closed(second)]  # the 20 s socket timeout fails the test
+        for thread in threads:
+            thread.join(30)
+    for reply in replies:
+        assert reply.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
+        assert b'"code": "request_timeout"' in reply and b"within 0.5 s" in reply
+    for _ in range(100):  # once the server has seen them close (a moment later), a new client is served
+        with connect(address) as again:
+            again.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
             reply = again.recv(4096)
         if reply:
             break

@@ -45,7 +45,7 @@ def test_a_full_queue_answers_429_and_a_client_that_leaves_is_never_run(policy):
             body = json.dumps(ask).encode()
             leaving = socket.create_connection((server.host, server.port))  # leaves when the test says
             leaving.sendall(
-                f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY}\r\n"
+                f"POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {KEY}\r\n"
                 f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
                 + body
             )

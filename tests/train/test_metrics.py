@@ -84,3 +84,10 @@ def test_tensorboard_hides_the_points_logged_after_the_checkpoint_a_run_resumes_
 def test_a_line_separator_in_a_logged_string_does_not_end_its_row(tmp_path):
     (tmp_path / "metrics.jsonl").write_text('{"step": 1, "note": "a\u2028b"}\n', encoding="utf-8")
     assert read_metrics(tmp_path / "metrics.jsonl") == [{"step": 1, "note": "a\u2028b"}]
+
+
+def test_a_diverged_run_that_logged_a_nan_loss_is_read_back_and_resumed(tmp_path):
+    _log(tmp_path, range(1, 4), float("nan"))  # json.dumps writes NaN, which strict JSON readers refuse
+    _log(tmp_path, range(3, 5), 1.0, resumed_from=2)
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 3, 4] and rows[0]["loss"] != rows[0]["loss"] and rows[3]["loss"] == 1.0

@@ -45,3 +45,11 @@ def test_the_planner_reads_a_gguf_config_without_its_weights(tiny_gguf, tmp_path
     cfg = model_config({"hf_path": str(tiny_gguf), "remat": "full"}, notes := [])
     assert cfg == model.load_gguf_config(tiny_gguf, remat="full") and not notes
     assert not (tmp_path / "cache").exists()  # nothing imported
+
+
+@pytest.mark.skipif(jax.default_backend() == "tpu", reason="splash runs natively on TPU")
+def test_splash_off_tpu_is_refused_before_any_weights_load(monkeypatch):
+    monkeypatch.delenv("JAXSEEKER_INTERPRET_KERNELS", raising=False)
+    recipe = {"model": {"hf_path": "not-a-model", "attention_impl": "splash"}}  # never resolved: refused first
+    with pytest.raises(RecipeError, match=r"^model.attention_impl='splash' is the Pallas TPU kernel .*=cudnn \(GPU\)"):
+        build_policy(recipe, optax.sgd(0.1), tokenizer=None, seed=0, where="train.tokenizer")
