@@ -228,6 +228,10 @@ class EvalStage:
     # and from the RL pool (stage `qa_fresh`); each eval asks them after the test, and the report gives both sets
     fresh_questions: int = 0
     zero_shot: bool = True  # with policy.init: also evaluate the pretrained policy before SFT (`eval_base`)
+    # also sample this many rollouts a test question at sampled_temperature from the SFT and RL policies (stages
+    # `sample_sft`, `sample_rl`): sampled pass@1 and pass@k beside greedy, paired by question; 0: off
+    sampled_k: int = 0
+    sampled_temperature: float = 0.7  # the sampled evals' temperature
 
     def __post_init__(self):
         if self.prompt not in PROMPT_STYLES:
@@ -240,6 +244,11 @@ class EvalStage:
             raise ValueError(f"eval.k must be >= 1, got {self.k}")
         if self.fresh_questions < 0:
             raise ValueError(f"eval.fresh_questions must be >= 0, got {self.fresh_questions}")
+        if self.sampled_k < 0 or (self.sampled_k and not self.sampled_temperature > 0):
+            raise ValueError(
+                f"eval.sampled_k must be >= 0 and eval.sampled_temperature > 0 with it, got {self.sampled_k} and "
+                f"{self.sampled_temperature}"
+            )
         if self.k > 1 and self.temperature == 0:
             raise ValueError(
                 f"eval.k is {self.k} with eval.temperature 0: greedy decoding over the offline tools "
@@ -253,7 +262,8 @@ class EvalStage:
 
     def rollouts(self) -> dict[str, Any]:
         """What an eval's rollouts depend on: the section less which questions are asked and which policies."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("fresh_questions", "zero_shot")}
+        leave = ("fresh_questions", "zero_shot", "sampled_k", "sampled_temperature")
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in leave}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -282,8 +292,15 @@ class RLStage:
     # rft: fine-tunes on the kept episodes, each on its own data order, whose weight mean is the policy
     # (`train.average`, a model soup); 1: one fine-tune
     rft_seeds: int = 1
+    # WiSE-FT: also the weight mean (1 - average)·SFT + average·RL (stage `average`, evaluated as `eval_average`);
+    # null: none
+    average: float | None = None
+    # keys laid over the RL stage's `model` section (the policy's): `lora` (rank 0: full fine-tuning), `config`
+    model: Section = _section()
     rl: Section = _section()  # the recipe's `rl` section: steps, batch_questions, group_size, selection, objective
-    optimizer: Section = _section()  # the recipe's `optimizer` section (constant lr unless min_lr says otherwise)
+    # the recipe's `optimizer` section; keys not set take the RL defaults (lr 1e-6 full, 1e-5 LoRA, constant after
+    # a warm-up over a tenth of the updates, no weight decay), never the sft section's
+    optimizer: Section = _section()
     sampling: Section = _section()  # the recipe's `sampling` section: temperature
     engine: Section = _section()  # the recipe's `engine` section: the rollouts' generation engine
     reward: Section = _section()  # the recipe's `reward` section: fn, judge
@@ -312,6 +329,15 @@ class RLStage:
             )
         if self.train_questions < 0:
             raise ValueError(f"rl.train_questions must be >= 0, got {self.train_questions}")
+        if self.average is not None and not 0 < self.average < 1:
+            raise ValueError(
+                f"rl.average must lie in (0, 1) (the RL policy's share of the weight mean), got {self.average}"
+            )
+        if not isinstance(self.model, Mapping) or set(self.model) - {"lora", "config"}:
+            raise ValueError(
+                f"rl.model: only `lora` and `config` are the RL stage's own (the pipeline sets the rest), "
+                f"got {self.model!r}"
+            )
         if self.fresh_questions < 0:
             raise ValueError(f"rl.fresh_questions must be >= 0, got {self.fresh_questions}")
 
@@ -322,6 +348,10 @@ class RLStage:
     def stages(self) -> tuple[str, ...]:
         """The RL stages' directories under the run, in order: `rl`, then `rl_round2` … for later rft rounds."""
         return ("rl",) + tuple(f"rl_round{r}" for r in range(2, self.rft_rounds + 1))
+
+    def model_keys(self) -> dict[str, Any]:
+        """The `model` keys the RL stage lays over the policy's (`lora` as a plain mapping)."""
+        return {k: dict(v) if isinstance(v, Mapping) else v for k, v in self.model.items()}
 
 
 RL_RECIPE_SECTIONS = ("rl", "optimizer", "sampling", "engine", "reward", "mesh", "rules")
@@ -358,8 +388,12 @@ class PipelineConfig:
             + ("sft",)
             + ("extend",) * self.extend.given()
             + ("eval_sft",)
+            + ("sample_sft",) * bool(self.eval.sampled_k)
             + self.rl.stages()
             + ("eval_rl",)
+            + ("sample_rl",) * bool(self.eval.sampled_k)
+            + ("average", "eval_average") * (self.rl.average is not None)
+            + ("sample_average",) * bool(self.eval.sampled_k and self.rl.average is not None)
         )
 
 

@@ -61,5 +61,27 @@ def eval_stage(run: PipelineRun, model_dir: Path, out: Path) -> dict[str, Any]:
     }
 
 
+def sampled_stage(run: PipelineRun, model_dir: Path, out: Path) -> dict[str, Any]:
+    """Sample `eval.sampled_k` rollouts a test question at `eval.sampled_temperature` from the policy under
+    `model_dir` (seed 0 for every policy): sampled pass@1 and pass@k, what the policy can reach beyond its greedy
+    answer (pass@k minus greedy pass@1 is the room RL has to sharpen into)."""
+    e = run.cfg.eval
+    sampling = SamplingConfig(temperature=e.sampled_temperature, seed=0)
+    engine = policy_engine(run, model_dir, sampling)
+    summary = run_eval(
+        engine,
+        run.tokenizer,
+        run.registry,
+        read_jsonl(run.qa_dir / "test.jsonl"),
+        out,
+        k=e.sampled_k,
+        config=rollout_config(run.cfg),
+        progress=run.progress,
+    )
+    return {"k": e.sampled_k, "temperature": e.sampled_temperature} | {
+        key: summary[key] for key in ("pass_at_1", "pass_at_k", "invalid_rate", "questions")
+    }
+
+
 def _brief(summary: dict[str, Any]) -> dict[str, Any]:
     return {"pass_at_1": summary["pass_at_1"], "pass_at_k": summary["pass_at_k"], "questions": summary["questions"]}

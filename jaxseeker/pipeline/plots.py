@@ -15,6 +15,10 @@ PLOTS = (
     ("extend_loss.png", "context extension: SFT loss on rows of the rollouts' context, per step"),
     ("rl_curves.png", "RL reward, accuracy, evidence pages visited and tool calls per episode, per step"),
     (
+        "rl_groups.png",
+        "RL groups per step: informative (their rollouts disagree, so they train), all solved, all unsolved",
+    ),
+    (
         "rft_loss.png",
         "RL by rejection-sampling fine-tuning: SFT loss on the policy's own right episodes, per step "
         "(rounds end to end)",
@@ -54,6 +58,9 @@ def write_plots(root: str | Path, rl_stages: Sequence[str] = ("rl",)) -> list[tu
     if any("reward" in row for row in rl):
         drawn["rl_curves.png"] = plot_curves(
             rl, ["reward", "accuracy", "evidence", "tool_calls"], out / "rl_curves.png", title="RL"
+        )
+        drawn["rl_groups.png"] = plot_curves(
+            rl, ["informative_groups", "solved_groups", "unsolved_groups"], out / "rl_groups.png", title="RL groups"
         )
     else:  # rejection-sampling fine-tuning logs an SFT's loss, not rewards
         drawn["rft_loss.png"] = plot_curves(

@@ -60,6 +60,7 @@ QUICK_SCRATCH = {
         "optimizer": {"warmup_steps": 1},
         "train": {"steps": 12, "chunk_size": 256},
     },
+    "rft": {"optimizer": {"lr": 1.0e-3}},  # the rft fine-tune's own rate (a tiny model from scratch)
     "extend": {
         "data": {"seq_len": 4096, "batch_size": 1},
         "optimizer": {"lr": 2.5e-4, "min_lr": 2.5e-4, "warmup_steps": 1},
@@ -72,7 +73,8 @@ QUICK_PRETRAINED = {
         "data": {"seq_len": 2048, "batch_size": 1},
         "optimizer": {"lr": 1.0e-4, "min_lr": 1.0e-5, "warmup_steps": 1},
         "train": {"steps": 4},
-    }
+    },
+    "rft": {"optimizer": {"lr": 1.0e-5, "min_lr": 1.0e-5}},
 }
 
 

@@ -205,6 +205,22 @@ def check_recipes(cfg: PipelineConfig) -> None:
     checks = {"rl": lambda recipe: rl_stages(recipe, [])} | dict.fromkeys(SFT_STAGES, sft_stages)
     for stage, recipe in stand_in_recipes(cfg).items():
         _as_stage(stage, checks[stage], recipe)
+    check_rl_lr(cfg)
+
+
+def check_rl_lr(cfg: PipelineConfig) -> None:
+    """Refuse an RL fine-tune that would inherit the SFT learning rate. The rft stage's recipe is the sft section's
+    with the rft section laid on, so without `rft.optimizer.lr` it would train the policy on its own episodes at the
+    SFT's rate (1e-4 … 1e-3), which RL's few, self-generated episodes do not bear. The pg stage never inherits: its
+    optimizer is `rl.optimizer` over the RL defaults (`train.rl_config.RL_OPTIMIZER_DEFAULTS`)."""
+    if cfg.rl.method != "rft" or "lr" in cfg.rft.optimizer:
+        return
+    inherited = sft_config(cfg, "sft")[1].lr
+    raise RecipeError(
+        f"rft.optimizer.lr: not set, so the rft fine-tune would inherit the SFT learning rate "
+        f"(sft.optimizer.lr = {inherited:g}); RL fine-tunes a trained policy on its own episodes at about 1e-6 … 1e-5 "
+        "(full) or 1e-5 … 1e-4 (LoRA): set rft.optimizer.lr (and min_lr) for the RL stage"
+    )
 
 
 def stand_in_recipes(cfg: PipelineConfig) -> dict[str, dict[str, Any]]:
@@ -216,7 +232,8 @@ def stand_in_recipes(cfg: PipelineConfig) -> dict[str, dict[str, Any]]:
         stage: sft_recipe(cfg, stage, train_files=["trajectories.jsonl"], tokenizer="policy", **where)
         for stage in stages
     }
-    return out | {"rl": rl_recipe(cfg, questions=["questions.jsonl"], **where)}
+    rl_where = where | {"model": where["model"] | cfg.rl.model_keys()}  # the RL stage's own adapters, if any
+    return out | {"rl": rl_recipe(cfg, questions=["questions.jsonl"], **rl_where)}
 
 
 def _as_stage(stage: str, check: Any, *args: Any) -> Any:

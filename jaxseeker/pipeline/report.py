@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.pipeline.plots import write_plots
+from jaxseeker.train.metrics import read_metrics
 
 
 def _pct(x: float | None) -> str:
@@ -79,10 +80,17 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
                 f"eval loss {_loss(report[stage].get('eval_loss'))}."
             )
     lines.append("")
+    average = report.get("average") or {}
+    averaged = f"RL averaged with SFT ({1 - average.get('ratio', 0.5):g}·SFT + {average.get('ratio', 0.5):g}·RL)"
     rows = [
         (name, report[key])
-        for name, key in (("zero-shot", "eval_base"), ("after SFT", "eval_sft"), ("after RL", "eval_rl"))
-        if key in report
+        for name, key in (
+            ("zero-shot", "eval_base"),
+            ("after SFT", "eval_sft"),
+            ("after RL", "eval_rl"),
+            (averaged, "eval_average"),
+        )
+        if report.get(key)
     ]
     if rows:
         levels = sorted({lvl for _, r in rows for lvl in r.get("by_level", {})})
@@ -107,14 +115,19 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
             cells += [_pct(r.get("by_level", {}).get(lvl, {}).get("pass_at_1")) for lvl in levels]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         lines.append("")
+    lines += sampled_lines(report, averaged)
     for key, what in (
         ("sft_change", "SFT (against the zero-shot policy)"),
         ("rl_change", "RL (against the SFT policy)"),
+        ("average_change", f"{averaged} (against the SFT policy)"),
+        ("sampled_rl_change", "RL's sampled pass@1 (against the SFT policy's, the same test questions and samples)"),
+        ("sampled_average_change", f"{averaged}'s sampled pass@1 (against the SFT policy's)"),
     ):
         change = report.get(key)
         if change:
+            held_out = "test" if key.startswith("sampled") else "held-out"
             lines += [
-                f"{what} changed {change['gained'] + change['lost']} of {change['questions']} held-out "
+                f"{what} changed {change['gained'] + change['lost']} of {change['questions']} {held_out} "
                 f"questions: {change['gained']} gained, {change['lost']} lost (pass@1 "
                 f"{100 * change['delta_pass_at_1']:+.1f} points, 95% CI {100 * change['ci95'][0]:+.1f} to "
                 f"{100 * change['ci95'][1]:+.1f}; sign test p = {change['p_value']:.2g}, permutation p = "
@@ -131,11 +144,77 @@ def markdown(report: dict[str, Any], plots: list[tuple[str, str]] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sampled_lines(report: dict[str, Any], averaged: str) -> list[str]:
+    """The report's lines on what RL can learn and did: the RL pool's sampled accuracy at its first and last pass,
+    and each policy's sampled pass@1 and pass@k on the test questions beside its greedy pass@1 (pass@k minus greedy
+    is the sharpening room: what sampling finds that the greedy answer misses)."""
+    lines = []
+    pool = report.get("rl_pool")
+    if pool:
+        lines += [
+            f"RL pool, sampled accuracy: {_pct(pool['first_pass_accuracy'])} on the first pass over its questions, "
+            f"{_pct(pool['last_pass_accuracy'])} on the last (pass {pool['passes']}); "
+            f"{pool['informative_groups']:.1f} informative groups a step of {pool['groups']:.1f}.",
+            "",
+        ]
+    rows = [
+        (name, report[greedy], report[sampled])
+        for name, greedy, sampled in (
+            ("after SFT", "eval_sft", "sample_sft"),
+            ("after RL", "eval_rl", "sample_rl"),
+            (averaged, "eval_average", "sample_average"),
+        )
+        if report.get(greedy) and report.get(sampled)
+    ]
+    if rows:
+        s = rows[0][2]
+        lines += [
+            f"Sampled on the {s['questions']} test questions ({s['k']} samples each at temperature "
+            f"{s['temperature']:g}):",
+            "",
+            f"| policy | greedy pass@1 | sampled pass@1 | pass@{s['k']} | sharpening room (pass@{s['k']} − greedy) |",
+            "|---|---|---|---|---|",
+        ]
+        for name, greedy, sampled in rows:
+            g = greedy.get("by_set", {}).get("test", {}).get("pass_at_1", greedy.get("pass_at_1"))
+            room = None if g is None else sampled["pass_at_k"] - g
+            lines.append(
+                f"| {name} | {_pct(g)} | {_pct(sampled['pass_at_1'])} | {_pct(sampled['pass_at_k'])} | "
+                + ("—" if room is None else f"{100 * room:+.1f} points")
+                + " |"
+            )
+        lines.append("")
+    return lines
+
+
+def pool_accuracy(root: Path, stage: str = "rl") -> dict[str, Any] | None:
+    """The RL pool's sampled accuracy at the first and the last pass over its questions (each step's `accuracy`,
+    weighted by its groups, over the steps of that pass), and the mean informative groups a step; None without
+    policy-gradient metrics."""
+    rows = [r for r in read_metrics(root / stage / "metrics.jsonl") if "pool_pass" in r and "accuracy" in r]
+    if not rows:
+        return None
+    last = max(r["pool_pass"] for r in rows)
+
+    def accuracy(passed: int) -> float:
+        steps = [r for r in rows if r["pool_pass"] == passed]
+        return sum(r["accuracy"] * r.get("groups", 1) for r in steps) / sum(r.get("groups", 1) for r in steps)
+
+    return {
+        "first_pass_accuracy": accuracy(1),
+        "last_pass_accuracy": accuracy(last),
+        "passes": int(last),
+        "informative_groups": sum(r.get("informative_groups", 0) for r in rows) / len(rows),
+        "groups": sum(r.get("groups", 0) for r in rows) / len(rows),
+    }
+
+
 def write_pipeline_report(root: str | Path, report: dict[str, Any]) -> dict[str, Any]:
     """Write the PNGs under `plots/`, `report.json` and `report.md` of `root`; returns the report with its plots."""
     root = Path(root)
     plots = write_plots(root, rl_stages(report))
-    report = {**report, "plots": [f"plots/{name}" for name, _ in plots]}
+    pool = pool_accuracy(root) if "rl" in report else None
+    report = {**report, "plots": [f"plots/{name}" for name, _ in plots]} | ({"rl_pool": pool} if pool else {})
     (root / "report.json").write_text(json.dumps(report, indent=2, default=str))
     (root / "report.md").write_text(markdown(report, plots))
     return report

@@ -17,10 +17,17 @@ from jaxseeker.pipeline.eval_stages import policy_engine
 from jaxseeker.pipeline.questions import fresh_questions, read_jsonl, read_splits
 from jaxseeker.pipeline.recipes import rl_config, rl_recipe, sft_config, stage_seed, write_recipe
 from jaxseeker.pipeline.train_stages import model_section, soup_summary, stage_recipe
+from jaxseeker.train.average import wise_ft
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.plan_fit import planned_recipe
 from jaxseeker.train.rejection import kept_trajectories, rejected_trajectories, rft_counts
 from jaxseeker.train.rl import run_rl
+
+
+def rl_model_section(run: PipelineRun, hf: Path) -> dict:
+    """The RL stage's `model` section: the policy's (`model_section`) with `rl.model`'s keys laid on, so the RL stage
+    may train LoRA adapters (`rl.model.lora`) whatever the SFT stage trained, or fully (`rl.model.lora.rank: 0`)."""
+    return model_section(run.cfg, hf) | run.cfg.rl.model_keys()
 
 
 def pool_files(run: PipelineRun, out: Path) -> list[Path]:
@@ -91,7 +98,7 @@ def rft_stage(run: PipelineRun, start: Path, round_: int, pool: list[Path], out:
         train_files += (out / "replay.jsonl",)
 
     def recipe(fine_tune: Path, member: int) -> dict:
-        seed, model = stage_seed(run.cfg, "rft", round_, member), model_section(run.cfg, start / "hf")
+        seed, model = stage_seed(run.cfg, "rft", round_, member), rl_model_section(run, start / "hf")
         return stage_recipe(run, "rft", fine_tune, model, seed=seed, train_files=train_files)
 
     counts = {"rft": rft_counts(records, kept, rejected) | {"replayed": len(replay)}}
@@ -113,7 +120,7 @@ def pg_stage(run: PipelineRun, start: Path, out: Path) -> dict:
     recipe = rl_recipe(
         run.cfg,
         name=f"{run.cfg.name}-rl",
-        model=model_section(run.cfg, start / "hf"),
+        model=rl_model_section(run, start / "hf"),
         questions=write_pool(run, out),
         out_dir=out,
     )
@@ -122,3 +129,11 @@ def pg_stage(run: PipelineRun, start: Path, out: Path) -> dict:
     summary = run_rl(recipe, resume=True, progress=run.progress)
     export_hf(out, out / "hf")
     return {k: summary.get(k) for k in ("first_reward", "final_reward", "final_accuracy", "mean_step_s", "questions")}
+
+
+def average_stage(run: PipelineRun, start: Path, tuned: Path, out: Path) -> dict:
+    """WiSE-FT: `out/hf` is (1 - rl.average)·the policy under `start` + rl.average·the RL policy under `tuned`."""
+    ratio = run.cfg.rl.average
+    wise_ft(start / "hf", tuned / "hf", out / "hf", ratio)
+    run.runner.log(f"[{out.name}] the policy is {1 - ratio:g}·{start.name} + {ratio:g}·{tuned.name} (WiSE-FT)")
+    return {"ratio": ratio, "start": start.name, "tuned": tuned.name}

@@ -137,8 +137,19 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
         policy_dir / "hf",
         resumable=True,
     )
+    sampled_key = fingerprint(cfg.eval.rollouts(), cfg.eval.sampled_k, cfg.eval.sampled_temperature, qa_key)
+    if cfg.eval.sampled_k:
+        _stage(
+            run,
+            report,
+            "sample_sft",
+            fingerprint(policy_key, sampled_key),
+            eval_stages.sampled_stage,
+            policy_dir / "hf",
+            resumable=True,
+        )
     r = cfg.rl
-    pool = {k: v for k, v in dataclasses.asdict(r).items() if k not in (*RL_RECIPE_SECTIONS, "rft_rounds")}
+    pool = {k: v for k, v in dataclasses.asdict(r).items() if k not in (*RL_RECIPE_SECTIONS, "rft_rounds", "average")}
     if r.method == "rft":  # the rollouts' group size, seed and temperature, and the fine-tune's recipe
         rollouts, sampling = recipes.rl_config(cfg)
         reads = [rollouts.group_size, rollouts.seed, sampling.temperature, recipes.stage_sections(cfg, "rft")]
@@ -165,14 +176,32 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
         )
         rl_dir = root / name
     _stage(run, report, "eval_rl", fingerprint(rl_key, eval_key), eval_stages.eval_stage, rl_dir / "hf", resumable=True)
+    if cfg.eval.sampled_k:
+        key = fingerprint(rl_key, sampled_key)
+        _stage(run, report, "sample_rl", key, eval_stages.sampled_stage, rl_dir / "hf", resumable=True)
+    if r.average is not None:  # WiSE-FT: the RL policy's weight mean with its start
+        average_key = fingerprint(rl_key, r.average)
+        _stage(run, report, "average", average_key, rl_stages.average_stage, policy_dir, rl_dir)
+        average_dir = root / "average" / "hf"
+        key = fingerprint(average_key, eval_key)
+        _stage(run, report, "eval_average", key, eval_stages.eval_stage, average_dir, resumable=True)
+        if cfg.eval.sampled_k:
+            key = fingerprint(average_key, sampled_key)
+            _stage(run, report, "sample_average", key, eval_stages.sampled_stage, average_dir, resumable=True)
 
 
 def _compare_evals(root: Path, report: dict[str, Any], k: int) -> None:
     """Each policy against the one before it, question by question, where both evals ran (a run stopped after
     `eval_sft` still reports SFT against the zero-shot policy)."""
-    for name, before, after in (("sft_change", "eval_base", "eval_sft"), ("rl_change", "eval_sft", "eval_rl")):
-        if before in report and after in report:
-            report[name] = compare_results(root / before / "results.jsonl", root / after / "results.jsonl", k)
+    for name, before, after, rounds in (
+        ("sft_change", "eval_base", "eval_sft", k),
+        ("rl_change", "eval_sft", "eval_rl", k),
+        ("average_change", "eval_sft", "eval_average", k),
+        ("sampled_rl_change", "sample_sft", "sample_rl", None),  # every sample of a test question, paired
+        ("sampled_average_change", "sample_sft", "sample_average", None),
+    ):
+        if report.get(before) and report.get(after):
+            report[name] = compare_results(root / before / "results.jsonl", root / after / "results.jsonl", rounds)
 
 
 def _first_rft_round(run: PipelineRun, start: Path, out: Path) -> dict:

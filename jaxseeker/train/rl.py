@@ -56,7 +56,7 @@ from jaxseeker.tools import (
 from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.export import write_run_files
 from jaxseeker.train.interrupt import Interrupted, stop_requests
-from jaxseeker.train.lora import merge_fn
+from jaxseeker.train.lora import lora_from_recipe, merge_fn
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.plan_fit import planned_recipe
@@ -160,7 +160,8 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     check_rl_sampling(sampling)
     engine_cfg = build(EngineConfig, recipe.get("engine"), "engine")
     reward = build(RewardConfig, recipe.get("reward"), "reward")
-    opt_cfg = rl_optimizer_config(rl, recipe.get("optimizer"))
+    lora = lora_from_recipe(recipe.get("model")) is not None
+    opt_cfg = rl_optimizer_config(rl, recipe.get("optimizer"), lora=lora)
     try:
         step_cfg = RLStepConfig(
             objective=rl.objective,
@@ -244,6 +245,7 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
     """One RL step (module docstring); returns the new state, the step's metrics and all its episodes."""
     t0 = time.perf_counter()
     stage = stage_at(run.stages, step)
+    pool_pass = run.sampler.epoch + 1  # the pass over the question pool this step's questions start in
     groups, scores, selection, times = collect(run, step, stage_rollout_config(run, stage))
     episodes = [e for group in groups for e in group]
     metrics = score_metrics(episodes, [s for group in scores for s in group])
@@ -256,6 +258,7 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
         unsolved_groups=int((~correct.any(axis=1)).sum()),
         max_context=stage.max_context,
         max_turns=stage.max_turns,
+        pool_pass=pool_pass,
     )
     if selection.empty:
         metrics["skipped_update"] = 1.0

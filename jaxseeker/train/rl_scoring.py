@@ -30,9 +30,9 @@ class RewardConfig:
     judge: "em" (normalised exact match), "f1" (token F1 as a score) or "llm" (an OpenAI-compatible
     grader, `llm` = LLMConfig keys, `judge_style` browsecomp | gaia; parse failures count as wrong and
     are reported). submit_threshold: the F1 at which SRRL's `answer_submit` says "Correct!".
-    overlong_buffer > 0 adds DAPO's soft overlong punishment to whatever `fn` gives (`rewards.overlong_penalty`:
-    0 up to overlong_max_tokens - overlong_buffer tokens written by the policy, then down linearly to
-    -overlong_penalty at overlong_max_tokens).
+    overlong_buffer > 0 discounts whatever `fn` gives by DAPO's soft overlong punishment (`rewards.overlong_penalty`:
+    a factor 1 up to overlong_max_tokens - overlong_buffer tokens written by the policy, then down linearly to
+    1 - overlong_penalty at overlong_max_tokens).
     """
 
     fn: str = "webdancer"  # webdancer | websailor | webexplorer | webseer | evidence | package.module:function
@@ -117,8 +117,8 @@ class Scorer:
             evidence=rewards.evidence_recall(episode.tool_calls, episode.meta.get("meta", {}).get("urls", ())) or 0.0,
         )
         reward = float(self.reward_fn(outcome, **self.kwargs))
-        if self.config.overlong_buffer:
-            reward += rewards.overlong_penalty(
+        if self.config.overlong_buffer:  # a discount, so a wrong answer's 0 stays the group's least (rewards.gated)
+            reward *= 1.0 + rewards.overlong_penalty(
                 outcome.n_tokens,
                 max_tokens=self.config.overlong_max_tokens,
                 buffer=self.config.overlong_buffer,

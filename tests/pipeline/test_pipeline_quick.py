@@ -18,6 +18,8 @@ from jaxseeker.train.plan_recipe import recipe_stages
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.world import build_world
 
+RFT_LR = {"optimizer": {"lr": 1e-5, "min_lr": 1e-5}}  # rft must set its own learning rate
+
 
 @pytest.fixture(scope="module")
 def before_rl(tmp_path_factory):
@@ -142,6 +144,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
         "plots/sft_loss.png",
         "plots/extend_loss.png",
         "plots/rl_curves.png",
+        "plots/rl_groups.png",
         "plots/tool_calls_sft.png",
         "plots/tool_calls_rl.png",
     }
@@ -337,6 +340,61 @@ def test_sft_seeds_make_the_sft_policy_the_weight_mean_of_fine_tunes_on_their_ow
         pipeline_config({"policy": {"sft_seeds": 0}})
 
 
+def test_rl_adapters_the_wise_ft_average_and_what_rl_learns_are_reported(before_rl, tmp_path):
+    """RL trains LoRA adapters of its own (the SFT was full fine-tuning); the average is the float64 weight mean of
+    the SFT and RL policies; the report gives its row, the sampled evals beside greedy, the pool's accuracy at its
+    first and last pass, and the groups per step."""
+    recipe = {"name": "t", "rl": {"average": 0.25, "model": {"lora": {"rank": 4}}}, "eval": {"sampled_k": 2}}
+    cfg = pipeline_config(recipe, quick=True)
+    assert cfg.stages()[-8:] == (
+        "eval_sft",
+        "sample_sft",
+        "rl",
+        "eval_rl",
+        "sample_rl",
+        "average",
+        "eval_average",
+        "sample_average",
+    )
+    report = run_pipeline(cfg, go_on_from(before_rl, tmp_path), progress=False)
+    assert "eval_sft" in report["reused_stages"]  # the sampled evals are stages of their own
+    rl_recipe = read_recipe(tmp_path / "rl" / "recipe.yaml")
+    assert rl_recipe["model"]["lora"] == {"rank": 4} and not cfg.policy.lora
+    assert json.loads((tmp_path / "rl" / "lora.json").read_text())["rank"] == 4  # the RL run trained adapters
+    sft, rl, mean = (load_file(tmp_path / d / "hf" / "model.safetensors") for d in ("extend", "rl", "average"))
+    assert any(not np.array_equal(sft[key], rl[key]) for key in sft)  # the merged adapters moved the policy
+    for key in sft:
+        exact = 0.75 * sft[key].astype(np.float64) + 0.25 * rl[key].astype(np.float64)
+        np.testing.assert_array_equal(mean[key], exact.astype(mean[key].dtype), err_msg=key)
+    assert report["average"] == {"ratio": 0.25, "start": "extend", "tuned": "rl"}
+    questions = report["qa"]["test"]
+    for name in ("sample_sft", "sample_rl", "sample_average"):
+        sampled = report[name]
+        assert (sampled["k"], sampled["temperature"], sampled["questions"]) == (2, 0.7, questions)
+        assert 0 <= sampled["pass_at_1"] <= sampled["pass_at_k"] <= 1
+        rounds = [json.loads(line) for line in (tmp_path / name / "results.jsonl").open()]
+        assert len(rounds) == 2 * questions
+    change = report["sampled_rl_change"]
+    assert change["questions"] == questions and change["rollouts"] == [2, 2]  # paired by question, every sample
+    assert report["sampled_rl_change"]["delta_pass_at_1"] == pytest.approx(
+        report["sample_rl"]["pass_at_1"] - report["sample_sft"]["pass_at_1"]
+    )
+    assert report["average_change"]["questions"] == report["eval_sft"]["questions"]
+    rows = read_metrics(tmp_path / "rl" / "metrics.jsonl")
+    assert [r["pool_pass"] for r in rows] == [1, 1]  # 4 of the 16 pool questions a step: both in the first pass
+    pool = report["rl_pool"]
+    assert pool["passes"] == 1 and pool["groups"] == 4
+    mean = (rows[0]["accuracy"] + rows[1]["accuracy"]) / 2  # 4 groups each
+    assert pool["first_pass_accuracy"] == pool["last_pass_accuracy"] == pytest.approx(mean)
+    assert pool["informative_groups"] == pytest.approx(sum(r["informative_groups"] for r in rows) / 2)
+    text = (tmp_path / "report.md").read_text()
+    averaged = "RL averaged with SFT (0.75·SFT + 0.25·RL)"
+    assert f"| {averaged} | " in text and f"{averaged} (against the SFT policy) changed" in text
+    assert "| policy | greedy pass@1 | sampled pass@1 | pass@2 | sharpening room (pass@2 − greedy) |" in text
+    assert "RL's sampled pass@1 (against the SFT policy's, the same test questions and samples) changed" in text
+    assert "RL pool, sampled accuracy: " in text and "plots/rl_groups.png" in report["plots"]
+
+
 def test_the_report_says_how_many_trajectory_draws_sft_cut():
     report = {"name": "x", "sft": {"final_loss": 0.4, "eval_loss": 0.3, "truncated": 650, "seq_len": 1024}}
     assert "eval loss 0.3000; 650 trajectory draws cut at 1024 tokens (their ends never trained)." in markdown(report)
@@ -412,12 +470,13 @@ def test_recipe_sections_are_checked_and_the_world_spec_reopens_it():
     with pytest.raises(RecipeError, match=r"rl.method must be one of \['pg', 'rft'\], got 'ppo'"):
         pipeline_config({"rl": {"method": "ppo"}})
     with pytest.raises(RecipeError, match="rl.rft_per_question must be >= 1, got 0"):
-        pipeline_config({"rl": {"method": "rft", "rft_per_question": 0}})
+        pipeline_config({"rl": {"method": "rft", "rft_per_question": 0}, "rft": RFT_LR})
     with pytest.raises(
         RecipeError, match="rl.rft_rounds must be >= 1, and above 1 only with rl.method rft; got 2 with 'pg'"
     ):
         pipeline_config({"rl": {"rft_rounds": 2}})
-    assert pipeline_config({"rl": {"method": "rft", "rft_rounds": 3}}).rl.stages() == ("rl", "rl_round2", "rl_round3")
+    rounds = pipeline_config({"rl": {"method": "rft", "rft_rounds": 3}, "rft": RFT_LR})
+    assert rounds.rl.stages() == ("rl", "rl_round2", "rl_round3")
     with pytest.raises(
         RecipeError, match="rl.rft_seeds must be >= 1, and above 1 only with rl.method rft; got 4 with 'pg'"
     ):

@@ -16,6 +16,7 @@ from jaxseeker.pipeline.recipes import (
 )
 from jaxseeker.train.plan_recipe import rl_stages, sft_stages
 from jaxseeker.train.recipe import RecipeError, read_recipe, shipped_configs
+from jaxseeker.train.rl_config import RLConfig, rl_optimizer_config
 
 
 def test_a_key_left_out_takes_the_recipes_own_default():
@@ -73,6 +74,23 @@ def test_the_rl_stage_runs_the_rl_sections_with_the_pipelines_rollouts_tools_and
     assert recipe["optimizer"] == {"lr": 2e-4} and "sampling" not in recipe  # unset: the RL recipe's defaults
     assert (recipe["rollout"]["max_context_tokens"], recipe["rollout"]["max_tool_calls"]) == (3072, 5)
     assert (recipe["tools"]["top_k"], recipe["world"]) == (2, "synthetic:900:0")
+
+
+def test_an_rl_fine_tune_that_would_inherit_the_sft_lr_is_refused():
+    """rft's recipe is the sft section's with rft's laid on: without rft.optimizer.lr it would fine-tune at the SFT
+    rate. pg never inherits: with no rl.optimizer it gets the RL defaults, not the SFT's or OptimizerConfig's."""
+    sft = {"optimizer": {"lr": 3e-4, "min_lr": 3e-5}}
+    with pytest.raises(
+        RecipeError,
+        match=r"^rft.optimizer.lr: not set, so the rft fine-tune would inherit the SFT "
+        r"learning rate \(sft.optimizer.lr = 0.0003\)",
+    ):
+        pipeline_config({"sft": sft, "rl": {"method": "rft"}, "rft": {"train": {"steps": 40}}})
+    cfg = pipeline_config({"sft": sft, "rl": {"method": "rft"}, "rft": {"optimizer": {"lr": 1e-5, "min_lr": 1e-5}}})
+    assert sft_config(cfg, "rft")[1].lr == 1e-5
+    pg = stand_in_recipes(pipeline_config({"sft": sft}))["rl"]
+    assert "optimizer" not in pg  # nothing set: the RL recipe's defaults, not the SFT's
+    assert rl_optimizer_config(RLConfig(), pg.get("optimizer")).lr == 1e-6
 
 
 def test_an_old_key_names_where_it_lives_now():

@@ -3,20 +3,24 @@ import pytest
 from jaxseeker.rewards import EpisodeOutcome, get_reward_fn, length_penalty, overlong_penalty
 
 
-def test_webdancer_and_websailor_weight_format_and_answer():
+def test_webdancer_and_websailor_discount_right_answers_by_format():
     for name in ("webdancer", "websailor"):
         reward = get_reward_fn(name)
         assert reward(EpisodeOutcome(format_ok=True, correct=True)) == pytest.approx(1.0)
-        assert reward(EpisodeOutcome(format_ok=True, correct=False)) == pytest.approx(0.1)
+        assert reward(EpisodeOutcome(format_ok=True, correct=False)) == 0.0
+        assert reward(EpisodeOutcome(format_ok=False, correct=False)) == 0.0
         assert reward(EpisodeOutcome(format_ok=False, correct=True)) == pytest.approx(0.9)
-        assert reward(EpisodeOutcome(format_ok=True, correct=0.5)) == pytest.approx(0.55)
+        assert reward(EpisodeOutcome(format_ok=False, correct=0.5)) == pytest.approx(0.45)
 
 
-def test_webexplorer_adds_a_small_format_bonus_to_correctness():
+def test_webexplorer_discounts_a_right_answer_by_its_format_weight():
     reward = get_reward_fn("webexplorer")
-    assert reward(EpisodeOutcome(format_ok=True, correct=True)) == pytest.approx(1.2)
-    assert reward(EpisodeOutcome(format_ok=True, correct=False)) == pytest.approx(0.2)
-    assert reward(EpisodeOutcome(format_ok=False, correct=True), format_weight=0.5) == pytest.approx(1.0)
+    assert reward(EpisodeOutcome(format_ok=True, correct=True)) == pytest.approx(1.0)
+    assert reward(EpisodeOutcome(format_ok=False, correct=True)) == pytest.approx(0.8)
+    assert reward(EpisodeOutcome(format_ok=True, correct=False)) == 0.0
+    assert reward(EpisodeOutcome(format_ok=False, correct=True), format_weight=0.5) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="format_weight must lie in"):
+        reward(EpisodeOutcome(format_ok=True, correct=True), format_weight=1.5)
 
 
 def test_dapo_overlong_penalty_is_flat_then_linear_then_the_whole_penalty():
@@ -27,7 +31,7 @@ def test_dapo_overlong_penalty_is_flat_then_linear_then_the_whole_penalty():
     assert overlong_penalty(30000, max_tokens=20480, buffer=4096, penalty=0.5) == pytest.approx(-0.5)
     with pytest.raises(ValueError, match="need 0 < buffer < max_tokens"):
         overlong_penalty(10, max_tokens=100, buffer=100)
-    with pytest.raises(ValueError, match="penalty must be >= 0"):
+    with pytest.raises(ValueError, match=r"penalty must lie in \[0, 1\]"):
         overlong_penalty(10, max_tokens=100, buffer=10, penalty=-1.0)
 
 
@@ -47,8 +51,9 @@ def test_webseer_discounts_f1_by_submissions():
     first_try = EpisodeOutcome(format_ok=True, f1=1.0, n_tokens=800, n_submissions=1)
     assert reward(first_try, **hyper) == pytest.approx(0.8)
     third_try_long = EpisodeOutcome(format_ok=True, f1=0.5, n_tokens=2000, n_submissions=3)
-    assert reward(third_try_long, **hyper) == pytest.approx(-0.5 + 0.5 * 0.8**3)
-    assert reward(EpisodeOutcome(format_ok=False, f1=1.0, n_tokens=10), **hyper) == -1.0
+    assert reward(third_try_long, **hyper) == pytest.approx(0.5 * 0.8**3 * (1 - 0.5))
+    assert reward(EpisodeOutcome(format_ok=False, f1=1.0, n_tokens=10), **hyper) == 0.0
+    assert reward(EpisodeOutcome(format_ok=True, f1=0.0, n_tokens=2500), **hyper) == 0.0
 
 
 def test_unknown_reward_name_lists_the_known_ones():
@@ -64,10 +69,10 @@ def test_a_users_reward_is_named_by_module_path(tmp_path, monkeypatch):
         get_reward_fn("my_rewards:missing")
 
 
-def test_evidence_pays_for_the_chain_and_penalises_a_broken_format():
+def test_evidence_pays_for_the_chain_and_nothing_for_a_broken_format():
     reward = get_reward_fn("evidence")
     assert reward(EpisodeOutcome(format_ok=True, correct=True, evidence=1.0)) == pytest.approx(1.3)
     assert reward(EpisodeOutcome(format_ok=True, correct=False, evidence=0.5)) == pytest.approx(0.15)
     assert reward(EpisodeOutcome(format_ok=True, correct=False)) == 0.0
-    assert reward(EpisodeOutcome(format_ok=False, correct=True, evidence=1.0)) == -1.0
+    assert reward(EpisodeOutcome(format_ok=False, correct=True, evidence=1.0)) == 0.0
     assert reward(EpisodeOutcome(format_ok=True, correct=False, evidence=1.0), evidence_weight=0.5) == 0.5

@@ -8,7 +8,7 @@ import transformers
 from cli_support import usage_error
 
 from jaxseeker.cli import main
-from jaxseeker.train.average import average_hf, average_params
+from jaxseeker.train.average import average_hf, average_params, wise_ft
 
 
 def _qwen3(path, seed: int, hidden: int = 64):
@@ -100,3 +100,16 @@ def test_command_writes_the_average(tmp_path, capsys):
 )
 def test_average_and_export_numbers_out_of_range_are_usage_errors(argv, message, capsys):
     assert usage_error(argv, capsys) == f"jaxseeker {argv[0]}: error: argument {message}"
+
+
+def test_wise_ft_is_the_float64_weight_mean_rounded_once(tmp_path):
+    """(1 - 0.3)·start + 0.3·tuned, each weight the float64 mean rounded once to float32: exactly, not within a
+    tolerance (float32 accumulation rounds the products and the sum)."""
+    start, tuned = (_qwen3(tmp_path / name, seed) for seed, name in enumerate(["sft", "rl"]))
+    out = wise_ft(tmp_path / "sft", tmp_path / "rl", tmp_path / "wise", 0.3)
+    mean = _loaded(out)
+    for key in start:
+        exact = (0.7 * start[key].astype(np.float64) + 0.3 * tuned[key].astype(np.float64)).astype(np.float32)
+        np.testing.assert_array_equal(mean[key], exact, err_msg=key)
+    with pytest.raises(ValueError, match=r"ratio must lie in \(0, 1\)"):
+        wise_ft(tmp_path / "sft", tmp_path / "rl", tmp_path / "wise", 1.0)

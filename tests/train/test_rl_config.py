@@ -4,6 +4,7 @@ RL requires of the `optimizer` and `sampling` sections."""
 import pytest
 
 from jaxseeker.generation import SamplingConfig
+from jaxseeker.train.optimizer import lr_schedule
 from jaxseeker.train.recipe import RecipeError
 from jaxseeker.train.rl_config import RLConfig, check_rl_sampling, rl_optimizer_config
 
@@ -94,6 +95,24 @@ def test_the_schedule_counts_optimizer_updates_not_micro_batches():
     assert rl_optimizer_config(rl, {"total_steps": 7}).total_steps == 7  # the recipe's own value wins
     with pytest.raises(RecipeError, match="optimizer.grad_accum=3 must divide rl.mini_batches=4"):
         rl_optimizer_config(rl, {"grad_accum": 3})
+
+
+def test_rl_optimizer_defaults_are_the_literatures_by_what_trains():
+    """With no `optimizer` keys: full fine-tuning at a constant 1e-6, LoRA at 1e-5, no weight decay, a warm-up over
+    the first tenth of the updates; the schedule's lr at each update says so (the SFT defaults were 1e-3, decay 0.1,
+    no warm-up)."""
+    rl = RLConfig(steps=30, mini_batches=2)  # 60 updates
+    full, lora = rl_optimizer_config(rl, None), rl_optimizer_config(rl, {}, lora=True)
+    for cfg, lr in ((full, 1e-6), (lora, 1e-5)):
+        assert (cfg.lr, cfg.min_lr, cfg.weight_decay, cfg.warmup_steps, cfg.total_steps) == (lr, lr, 0.0, 6, 60)
+        schedule = lr_schedule(cfg)
+        assert [float(schedule(n)) for n in (0, 3, 6, 30, 59)] == pytest.approx([0.0, lr / 2, lr, lr, lr])
+    assert rl_optimizer_config(RLConfig(steps=9), None).warmup_steps == 0  # its first update would have lr 0
+    assert rl_optimizer_config(RLConfig(steps=19), None).warmup_steps == 1
+    given = rl_optimizer_config(rl, {"lr": 3e-6, "warmup_steps": 0})
+    assert (given.lr, given.min_lr, given.warmup_steps, given.weight_decay) == (3e-6, 3e-6, 0, 0.0)
+    decayed = rl_optimizer_config(rl, {"lr": 3e-6, "min_lr": 1e-7, "weight_decay": 0.01}, lora=True)
+    assert (decayed.lr, decayed.min_lr, decayed.weight_decay) == (3e-6, 1e-7, 0.01)
 
 
 @pytest.mark.parametrize(

@@ -92,18 +92,21 @@ def test_a_final_answer_after_submissions_counts_as_an_attempt():
 
 
 @pytest.mark.parametrize("fn", ["webdancer", "webexplorer", "evidence"])
-def test_dapo_soft_overlong_punishment_adds_to_every_recipe(fn):
-    """L_max = 100 policy tokens, L_cache = 40: no penalty up to 60, then linear down to -1 at 100, -1 beyond."""
+def test_dapo_soft_overlong_punishment_discounts_every_recipe(fn):
+    """L_max = 100 policy tokens, L_cache = 40: no discount up to 60, then a factor falling linearly to 0 at 100."""
     plain = Scorer(RewardConfig(fn=fn))
     shaped = Scorer(RewardConfig(fn=fn, overlong_buffer=40, overlong_max_tokens=100))
     for n_sampled, penalty in ((50, 0.0), (60, 0.0), (70, -0.25), (100, -1.0), (130, -1.0)):
         ep = episode("10945", [HUB], [ANSWER, HUB])
         ep.token_ids, ep.loss_mask, ep.logprobs = list(range(n_sampled)), [1] * n_sampled, [0.0] * n_sampled
-        assert shaped.score(ep).reward - plain.score(ep).reward == pytest.approx(penalty), n_sampled
+        assert shaped.score(ep).reward == pytest.approx(plain.score(ep).reward * (1 + penalty)), n_sampled
+        wrong = episode("5", [], [ANSWER, HUB])
+        wrong.token_ids, wrong.loss_mask = list(range(n_sampled)), [1] * n_sampled
+        assert shaped.score(wrong).reward == 0.0  # a wrong answer stays the least any rollout gets
     half = Scorer(RewardConfig(fn=fn, overlong_buffer=40, overlong_max_tokens=100, overlong_penalty=0.5))
     ep = episode("10945", [HUB], [ANSWER, HUB])
     ep.token_ids, ep.loss_mask, ep.logprobs = list(range(90)), [1] * 90, [0.0] * 90
-    assert half.score(ep).reward - plain.score(ep).reward == pytest.approx(-0.5 * 30 / 40)
+    assert half.score(ep).reward == pytest.approx(plain.score(ep).reward * (1 - 0.5 * 30 / 40))
     with pytest.raises(ValueError, match="overlong_buffer / overlong_max_tokens / overlong_penalty: need 0 < buffer"):
         RewardConfig(fn=fn, overlong_buffer=40)
 

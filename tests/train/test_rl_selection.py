@@ -58,11 +58,12 @@ def test_dupo_prefilter_drops_questions_solved_in_every_rollout():
 
 
 def webdancer_group(n_correct: int, n_format_failures: int, size: int = 16) -> list[Score]:
-    """A group of `size` scored episodes under WebDancer's 0.1·format + 0.9·answer."""
+    """A group of `size` scored episodes under the papers' additive 0.1·format + 0.9·answer (a user's reward: the
+    built-in `webdancer` discounts right answers instead, `rewards.gated`)."""
     outcomes = [
         rewards.EpisodeOutcome(format_ok=i >= n_format_failures, correct=i >= size - n_correct) for i in range(size)
     ]
-    return [Score(rewards.webdancer(o), o) for o in outcomes]
+    return [Score(0.1 * o.format_ok + 0.9 * o.correct, o) for o in outcomes]
 
 
 @pytest.mark.parametrize("mode", ["dapo", "dupo"])
