@@ -269,8 +269,22 @@ def test_a_misspelling_is_one_line_naming_the_closest_name(argv, message, capsys
 
 def test_a_misspelled_config_key_or_file_names_the_closest(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit, match=r"sft.train: unknown keys \['stepz'\] \(did you mean 'steps'\?\); known keys"):
+    with pytest.raises(SystemExit) as exit_:
         main(["plan", "--config", "demo", "--set", "sft.train.stepz=3"])
+    assert str(exit_.value.code).startswith(  # the override is to blame, not the recipe's file
+        "jaxseeker plan: --set sft.train.stepz: unknown keys ['stepz'] (did you mean 'steps'?); known keys: ["
+    )
+    with pytest.raises(SystemExit) as exit_:
+        main(["plan", "--config", "demo", "--set", "optimizer.lrr=1"])
+    assert str(exit_.value.code).startswith(
+        "jaxseeker plan: --set optimizer.lrr: unknown sections ['optimizer']; known: ['eval', 'expert', 'extend'"
+    )
+    with pytest.raises(SystemExit) as exit_:
+        main(["sft", "--config", "demo"])
+    assert str(exit_.value.code).startswith(
+        "jaxseeker sft: demo: a pipeline recipe, for `jaxseeker pipeline --config demo`; this command reads sft "
+        "recipes (shipped: "
+    ) and "sft_tiny" in str(exit_.value.code)
     with pytest.raises(
         SystemExit,
         match=r"^jaxseeker plan: configs/demo\.yaml: no such file \(did you mean the "

@@ -24,7 +24,7 @@ from jaxseeker.agent.submit import (
     require_answers,
 )
 from jaxseeker.argtypes import at_least
-from jaxseeker.cli_args import MODEL_FORMS, add_config, add_k, add_max_context, add_mesh, add_world
+from jaxseeker.cli_args import MODEL_FORMS, add_config, add_k, add_max_context, add_mesh, add_world, read_config
 from jaxseeker.cli_parser import rename
 from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.rewards import exact_match
@@ -277,11 +277,10 @@ def _bench_model(args: argparse.Namespace) -> int:
     from jaxseeker.pipeline.context import rollout_config
     from jaxseeker.pipeline.questions import fresh_questions
     from jaxseeker.tools import build_registry
-    from jaxseeker.train.recipe import read_recipe
 
     episodes = args.episodes or 16
     model_dir = model.resolve_model(args.model)  # a registered name or a GGUF file: its imported HF directory
-    recipe = pipeline_config(read_recipe(args.config, args.set))
+    recipe = pipeline_config(read_config(args, "pipeline"))
     questions = None if args.questions is None else [q for _, q in numbered_questions(args.questions)][:episodes]
     world = open_world(args.world or recipe.world.spec())
     if questions is None:
@@ -378,6 +377,7 @@ def add_bench_parser(bench_subparsers: Any) -> None:
         default="demo",
         what="pipeline recipe whose world, tools, eval limits, prompt and QA stage the episodes take (default demo)",
         example="eval.max_tokens_per_turn=256",
+        recipes=("demo", "demo_focus"),
     )
     add_world(real, extra=" (default: the recipe's)")
     real.add_argument(

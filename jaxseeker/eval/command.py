@@ -24,7 +24,16 @@ from jaxseeker.agent.submit import (
     episode_tools,
 )
 from jaxseeker.argtypes import at_least
-from jaxseeker.cli_args import MODEL_FORMS, add_config, add_k, add_llm, add_max_context, add_mesh, add_world
+from jaxseeker.cli_args import (
+    MODEL_FORMS,
+    add_config,
+    add_k,
+    add_llm,
+    add_max_context,
+    add_mesh,
+    add_world,
+    read_config,
+)
 from jaxseeker.cli_parser import rename
 from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
@@ -43,7 +52,6 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
     from jaxseeker.pipeline import pipeline_config
     from jaxseeker.pipeline.context import rollout_config
     from jaxseeker.tools import ToolsConfig
-    from jaxseeker.train.recipe import read_recipe
 
     if args.config is None:
         missing = [
@@ -78,7 +86,7 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
             "temperature": temperature,
             "top_p": top_p,
         }
-    cfg = pipeline_config(read_recipe(args.config, args.set))
+    cfg = pipeline_config(read_config(args, "pipeline"))
     root = Path("runs") / cfg.name
     model = args.model or "sft"
     stage = cfg.rl.stages()[-1] if model == "rl" else model  # the last rft round's policy
@@ -241,6 +249,7 @@ def add_parser(subparsers: Any) -> None:
         required=False,
         what="a pipeline recipe (its world, tools, limits and sampling, runs/<name>/ paths)",
         example="eval.k=8",
+        recipes=("demo", "demo_focus"),
     )
     p.add_argument(
         "--model", help=f"{MODEL_FORMS}; or with --config: sft | extend | rl (default sft; rl: the last rft round's)"

@@ -5,15 +5,14 @@ from __future__ import annotations
 import argparse
 
 from jaxseeker.argtypes import at_least
-from jaxseeker.cli_args import add_config
+from jaxseeker.cli_args import add_config, read_config
 from jaxseeker.cli_parser import rename
 
 
 def _sft(args: argparse.Namespace) -> int:
-    from jaxseeker.train.recipe import read_recipe
     from jaxseeker.train.sft import run_sft
 
-    summary = run_sft(read_recipe(args.config, args.set), resume=args.resume)
+    summary = run_sft(read_config(args, "sft"), resume=args.resume)
     from jaxseeker.parallel import is_main_process
 
     if not is_main_process():  # every host of a slice runs this; one summary is enough
@@ -47,7 +46,7 @@ def _average(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> None:
     """Add `sft`, `export-hf` and `average`."""
     sft = subparsers.add_parser("sft", help="supervised fine-tuning on trajectory JSONL")
-    add_config(sft, what="SFT recipe")
+    add_config(sft, what="SFT recipe", recipes=("sft_tiny", "webexplorer_qwen3-8b_sft"))
     sft.add_argument("--resume", action="store_true", help="continue from the latest checkpoint of the run")
     sft.set_defaults(func=_sft)
     export = subparsers.add_parser("export-hf", help="write a training checkpoint as an HF checkpoint")
