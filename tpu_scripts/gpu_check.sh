@@ -6,8 +6,8 @@
 #   bash tpu_scripts/gpu_check.sh --dry-run    # print each stage's command, run nothing
 #
 # Stages: install jax[cuda12] and the project → list devices → model parity tests (HF transformers, f32) →
-# attention implementations (reference vs jax_xla / cudnn / splash) → `jaxseeker pipeline --quick` for
-# trajectories → a short SFT twice, XLA attention in f32 and cuDNN flash attention in bf16 →
+# attention implementations (reference vs jax_xla / cudnn / splash) → `jaxseeker pipeline --quick` up to
+# its tokenizer for trajectories → a short SFT twice, XLA attention in f32 and cuDNN flash attention in bf16 →
 # `jaxseeker bench generate` → `jaxseeker bench sft` → the table. Logs go to $OUT (runs/gpu_check).
 # A stage that fails is marked FAIL in the table; the others still run.
 set -u
@@ -51,11 +51,12 @@ stage "devices" "$PY -c 'import jax; print(jax.devices()); assert jax.default_ba
 stage "parity" "$PY -m pytest tests/model/test_hf_parity.py -q -p no:cacheprovider"
 stage "attention" "$PY -m pytest tests/model/test_attention_impl.py -q -rs -p no:cacheprovider"
 
-# The short SFT: a tiny Qwen3 on the quick pipeline's expert trajectories, once per attention implementation.
+# The short SFT: a tiny Qwen3 on the quick pipeline's expert trajectories with its tokenizer (the stages up to
+# `tokenizer`; vocab_size is the quick policy's), once per attention implementation.
 SFT_RECIPE="$OUT/sft.yaml"
-stage "sft data" "$JS pipeline --quick --out $OUT/pipeline --no-progress && cat > $SFT_RECIPE <<'EOF'
+stage "sft data" "$JS pipeline --quick --until tokenizer --out $OUT/pipeline --no-progress && cat > $SFT_RECIPE <<'EOF'
 name: gpu_check_sft
-model: {model_type: qwen3, vocab_size: 1024, hidden_size: 256, intermediate_size: 704, num_layers: 4,
+model: {model_type: qwen3, vocab_size: 2048, hidden_size: 256, intermediate_size: 704, num_layers: 4,
         num_heads: 4, num_kv_heads: 2, head_dim: 64}
 data: {seq_len: 2048, batch_size: 8, seed: 0}
 optimizer: {lr: 2.0e-3, min_lr: 2.0e-4, warmup_steps: 5}
