@@ -11,7 +11,7 @@ import sys
 
 from jaxseeker import __version__
 from jaxseeker.cache_dir import cache_root
-from jaxseeker.cli_args import config_name, set_error
+from jaxseeker.cli_args import MODEL_FORMS, config_name, set_error
 from jaxseeker.cli_parser import Parser
 from jaxseeker.errors import InputError
 from jaxseeker.tools.http import HttpError
@@ -40,10 +40,11 @@ COMMAND_MODULES = (
 
 
 def _info(args: argparse.Namespace) -> int:
-    from jaxseeker.model import load_config
+    from jaxseeker.model import load_config, resolve_model
     from jaxseeker.model.flops import summary
 
-    info = summary(load_config(args.path), context=args.context)
+    path = args.path if args.path.endswith(".json") else resolve_model(args.path)  # a name or GGUF: imported once
+    info = summary(load_config(path), context=args.context)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -73,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"jaxseeker {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     info = sub.add_parser("info", help="architecture, parameters, FLOPs per token and memory of an HF checkpoint")
-    info.add_argument("path", help="HF model directory or config.json")
+    info.add_argument("path", metavar="MODEL", help=f"{MODEL_FORMS}, or a config.json")
     info.add_argument("--context", type=int, default=4096, help="attended context for the FLOPs figure")
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=_info)

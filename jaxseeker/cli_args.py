@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.argtypes import at_least
-from jaxseeker.errors import closest
+from jaxseeker.errors import InputError, closest
 from jaxseeker.parallel.mesh_config import MESH_HELP, MeshConfig, mesh_argument, parse_mesh
 from jaxseeker.train.recipe import CONFIGS_DIR, RecipeError, find_config
 from jaxseeker.world.build import SOURCES
@@ -174,6 +174,16 @@ def add_max_context(
 ) -> None:
     """`--max-context TOKENS`: the context length of an episode (the engine's `max_len`)."""
     p.add_argument("--max-context", dest=dest, type=CONTEXT, default=default, metavar="TOKENS", help=help)
+
+
+def model_context(tokens: int | None, limit: int, *, default: int, what: str = "--max-context") -> int:
+    """An episode's context: `tokens` when given, else `default` cut to the model's `limit` (its
+    max_position_embeddings); an InputError naming `what` (the flag or recipe key) when `tokens` is beyond it."""
+    if tokens is None:
+        return min(default, limit)
+    if tokens > limit:
+        raise InputError(f"{what} {tokens} exceeds the model's max_position_embeddings ({limit})")
+    return tokens
 
 
 def add_llm(p: Any, purpose: str) -> None:

@@ -2,6 +2,7 @@
 names still work, with a note), misspellings are answered with the closest name, and `info` reads a checkpoint."""
 
 import argparse
+import json
 from pathlib import Path
 
 import jax
@@ -303,7 +304,7 @@ def test_help_shows_defaults_but_not_empty_ones(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["rollout", "--help"])
     shown = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
-    assert "context tokens of an episode: prompt, turns and tool results (default: 32768)" in shown
+    assert "context tokens of an episode: prompt, turns and tool results (default 32768, or the model's" in shown
     assert "--tools TOOLS" in shown and "(default search,visit)" in shown  # the help's own words, not twice
     assert "--seed SEED default: 0" in shown  # a flag without help still shows its default
     assert "default: None" not in shown and "default: False" not in shown
@@ -361,3 +362,28 @@ def test_ctrl_c_ends_a_command_with_status_130_and_one_line(monkeypatch, capsys)
     monkeypatch.setattr(cli, "build_parser", lambda: parser)
     assert cli.main(["world", "info", "synthetic:200"]) == 130
     assert capsys.readouterr().err.strip() == "jaxseeker world: stopped by Ctrl-C"
+
+
+def test_a_model_is_read_by_registered_name_or_gguf_file_and_its_context_is_checked(tmp_path, monkeypatch, capsys):
+    from gguf_support import hf_config, hf_state, write_gguf
+
+    monkeypatch.setenv("JAXSEEKER_CACHE", str(tmp_path / "cache"))  # where a GGUF is imported, once
+    config = hf_config("llama")
+    gguf = write_gguf(tmp_path / "tiny-chat.gguf", hf_state(config), config)
+    assert main(["info", str(gguf), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert (info["hidden_size"], info["layers"]) == (config.hidden_size, config.num_hidden_layers)
+    trajectory = {"messages": [{"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "Hello."}]}
+    (tmp_path / "t.jsonl").write_text(json.dumps(trajectory) + "\n")
+    assert main(["data", "inspect", str(tmp_path / "t.jsonl"), "--tokenizer", str(gguf)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["records"] == 1 and 0 < summary["trained_tokens"] < summary["tokens"]
+    (tmp_path / "q.jsonl").write_text(json.dumps({"question": "Where?", "answer": "here"}) + "\n")
+    argv = ["rollout", "--model", str(gguf), "--questions", str(tmp_path / "q.jsonl"), "--world", "synthetic:50"]
+    limit = config.max_position_embeddings
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--out", str(tmp_path / "e.jsonl"), "--max-context", str(limit + 1)])
+    assert str(exit_.value.code) == (
+        f"jaxseeker rollout: --max-context {limit + 1} exceeds the model's max_position_embeddings ({limit})"
+    )
+    assert not (tmp_path / "e.jsonl").exists()

@@ -24,7 +24,16 @@ from jaxseeker.agent.submit import (
     require_answers,
 )
 from jaxseeker.argtypes import at_least
-from jaxseeker.cli_args import MODEL_FORMS, add_config, add_k, add_max_context, add_mesh, add_world, read_config
+from jaxseeker.cli_args import (
+    MODEL_FORMS,
+    add_config,
+    add_k,
+    add_max_context,
+    add_mesh,
+    add_world,
+    model_context,
+    read_config,
+)
 from jaxseeker.cli_parser import rename
 from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.rewards import exact_match
@@ -38,6 +47,9 @@ if TYPE_CHECKING:  # jax and transformers load inside the functions that run the
 
     from jaxseeker.generation import Engine, SamplingConfig
     from jaxseeker.parallel import Rules
+
+
+ROLLOUT_CONTEXT = 32768  # `rollout`'s context tokens of an episode when the model allows them
 
 
 def make_engine(
@@ -126,6 +138,7 @@ def _rollout(args: argparse.Namespace) -> int:
     model_dir = model.resolve_model(args.model)  # a registered name or a GGUF file: its imported HF directory
     tokenizer = load_tokenizer(model_dir)
     cfg, params = model.load_hf(model_dir)
+    args.max_context = model_context(args.max_context, cfg.max_position_embeddings, default=ROLLOUT_CONTEXT)
     registry = episode_tools(
         unsafe_python(ToolsConfig(enabled=args.tools), args.unsafe_python),
         corpus=_corpus(args),
@@ -326,7 +339,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--unsafe-python", action="store_true", help=UNSAFE_PYTHON_HELP)
     p.add_argument("--submit-threshold", type=SUBMIT_F1, default=SUBMIT_THRESHOLD, help=SUBMIT_HELP)
     p.add_argument("--slots", type=at_least(1), default=16, help="episodes decoded at once")
-    add_max_context(p, default=32768)
+    add_max_context(
+        p,
+        help=f"context tokens of an episode: prompt, turns and tool results (default {ROLLOUT_CONTEXT}, or the "
+        "model's max_position_embeddings when smaller)",
+    )
     p.add_argument("--max-turn-tokens", type=at_least(1), default=8192)
     p.add_argument("--max-tool-calls", type=at_least(1), default=100)
     p.add_argument(

@@ -9,6 +9,7 @@ import sys
 from tqdm import tqdm
 
 from jaxseeker.argtypes import at_least
+from jaxseeker.cli_args import MODEL_FORMS
 from jaxseeker.data.records import BadLineError, iter_jsonl
 
 
@@ -16,8 +17,9 @@ def _inspect(args: argparse.Namespace) -> int:
     """Prints the JSON summary of the files; bad lines are listed, never fatal."""
     from jaxseeker.data.inspect import inspect_items
     from jaxseeker.data.tokenizer import load_tokenizer
+    from jaxseeker.model import resolve_model
 
-    tokenizer = load_tokenizer(args.tokenizer)
+    tokenizer = load_tokenizer(resolve_model(args.tokenizer))  # a registered name or a GGUF file: its imported one
     items = (item for path in args.files for item in iter_jsonl(path))
     summary = inspect_items(tqdm(items, desc="inspect", unit=" lines", file=sys.stderr), tokenizer)
     print(json.dumps({"files": args.files, **summary}, indent=2, ensure_ascii=False))
@@ -55,7 +57,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     inspect = sub.add_parser("inspect", help="print a JSON summary of trajectory JSONL files")
     inspect.add_argument("files", nargs="+", metavar="FILE", help="JSONL trajectory files")
-    inspect.add_argument("--tokenizer", required=True, metavar="DIR", help="tokenizer directory (HF format)")
+    inspect.add_argument(
+        "--tokenizer",
+        required=True,
+        metavar="MODEL",
+        help="a tokenizer directory (HF format), or the tokenizer of a model: " + MODEL_FORMS,
+    )
     inspect.set_defaults(func=_inspect)
 
     build = sub.add_parser("build", help="write trajectory JSONL files as a tfds ArrayRecord dataset")

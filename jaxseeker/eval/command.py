@@ -32,6 +32,7 @@ from jaxseeker.cli_args import (
     add_max_context,
     add_mesh,
     add_world,
+    model_context,
     read_config,
 )
 from jaxseeker.cli_parser import rename
@@ -170,6 +171,10 @@ def _eval(args: argparse.Namespace) -> int:
     tokenizer = load_tokenizer(s["model"])
     on_mesh = None if args.mesh is None else functools.partial(param_shardings, mesh=args.mesh)
     cfg, params = model.load_hf(s["model"], shardings=on_mesh)  # with --mesh, each device reads its slice
+    tokens, limit = s["limits"].max_context_tokens, cfg.max_position_embeddings
+    what = "--max-context" if args.max_context is not None else "eval.max_context" if args.config else None
+    tokens = model_context(None if what is None else tokens, limit, default=tokens, what=what or "")
+    s["limits"] = dataclasses.replace(s["limits"], max_context_tokens=tokens)  # the default: at most the model's
     sampling = SamplingConfig(temperature=s["temperature"], top_p=s["top_p"], seed=args.seed)
     engine = make_engine(
         params,
