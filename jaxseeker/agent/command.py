@@ -34,7 +34,6 @@ from jaxseeker.cli_args import (
     model_context,
     read_config,
 )
-from jaxseeker.cli_parser import rename
 from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.rewards import exact_match
 from jaxseeker.rewards.judges import gold_answers
@@ -330,7 +329,6 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--model", required=True, help=MODEL_FORMS)
     p.add_argument("--questions", required=True, help='JSONL of {"question": …, "answer": …}')
     add_k(p, default=1)
-    rename(p, "--n", "--k")
     p.add_argument("--out", required=True, help="episodes JSONL to write")
     world = p.add_mutually_exclusive_group()
     world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")
@@ -385,7 +383,6 @@ def add_bench_parser(bench_subparsers: Any) -> None:
     p.add_argument("--think-tokens", type=at_least(1.0, float), default=32.0, help="mean thought tokens per turn")
     p.add_argument("--steps-per-call", type=at_least(1), default=8)
     add_max_context(p, help="context tokens of an episode (default 2048; with --model the recipe's eval.max_context)")
-    rename(p, "--max-len", "--max-context")
     p.add_argument("--min-window", type=at_least(1), default=256, help=WINDOW_HELP)
     real = p.add_argument_group("with --model")
     add_config(

@@ -35,7 +35,6 @@ from jaxseeker.cli_args import (
     model_context,
     read_config,
 )
-from jaxseeker.cli_parser import rename
 from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
 from jaxseeker.tools import UNSAFE_PYTHON_HELP, unsafe_python
@@ -295,8 +294,6 @@ def add_parser(subparsers: Any) -> None:
         help="--judge f1: token F1 that counts as correct",
     )
     add_llm(p, "the judge (--judge llm)")
-    for old in ("url", "model", "key-env"):
-        rename(p, f"--judge-{old}", f"--llm-{old}")
     p.add_argument("--judge-style", choices=("browsecomp", "gaia"), default="browsecomp")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_eval)

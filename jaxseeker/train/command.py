@@ -6,7 +6,6 @@ import argparse
 
 from jaxseeker.argtypes import at_least
 from jaxseeker.cli_args import add_config, read_config
-from jaxseeker.cli_parser import rename
 
 
 def _sft(args: argparse.Namespace) -> int:
@@ -56,7 +55,6 @@ def add_parser(subparsers) -> None:
         metavar="RUN",
         help="the run directory of `jaxseeker sft` or `rl` (or its checkpoints/ folder)",
     )
-    rename(export, "--checkpoint", "--model")
     export.add_argument("--out", required=True, help="HF directory to write")
     export.add_argument("--step", type=at_least(0), default=None, help="default: the latest")
     export.add_argument(
