@@ -11,7 +11,7 @@ from jaxseeker.cli_args import add_config, read_config
 def _sft(args: argparse.Namespace) -> int:
     from jaxseeker.train.sft import run_sft
 
-    summary = run_sft(read_config(args, "sft"), resume=args.resume)
+    summary = run_sft(read_config(args, "sft"), resume=args.resume, progress=not args.no_progress)
     from jaxseeker.parallel import is_main_process
 
     if not is_main_process():  # every host of a slice runs this; one summary is enough
@@ -47,6 +47,7 @@ def add_parser(subparsers) -> None:
     sft = subparsers.add_parser("sft", help="supervised fine-tuning on trajectory JSONL")
     add_config(sft, what="SFT recipe", recipes=("sft_tiny", "webexplorer_qwen3-8b_sft"))
     sft.add_argument("--resume", action="store_true", help="continue from the latest checkpoint of the run")
+    sft.add_argument("--no-progress", action="store_true")
     sft.set_defaults(func=_sft)
     export = subparsers.add_parser("export-hf", help="write a training checkpoint as an HF checkpoint")
     export.add_argument(

@@ -65,8 +65,10 @@ def _bench(args: argparse.Namespace) -> int:
 def add_bench_parser(bench_subparsers) -> None:
     """Add `bench rl`: time split of one RL step (rollout, judge, old log-probs, update) and device utilisation."""
     p = bench_subparsers.add_parser("rl", help="one RL step's time split and device utilisation (toy policy)")
-    p.add_argument("--hidden", type=at_least(MIN_HIDDEN), default=256, help="model width (4 layers of it by default)")
-    p.add_argument("--layers", type=at_least(1), default=4)
+    p.add_argument(
+        "--hidden-size", dest="hidden", type=at_least(MIN_HIDDEN), default=256, help="model width (as bench generate)"
+    )
+    p.add_argument("--num-layers", dest="layers", type=at_least(1), default=4)
     p.add_argument("--questions", type=at_least(1), default=4, help="questions per step")
     p.add_argument("--group-size", type=at_least(1), default=4)
     p.add_argument(

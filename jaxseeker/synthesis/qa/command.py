@@ -190,7 +190,9 @@ def add_parser(subparsers) -> None:
         )
         purpose = {"openseeker": "the solver and the writer", "webexplorer": "the explorer or the writer"}
         add_llm(p, purpose.get(recipe, "the writer"))
-        p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
+        p.add_argument(
+            "--no-solver", dest="no_solver_stats", action="store_true", help="skip the reference solver pass rate"
+        )
         p.add_argument(
             "--apart",
             nargs="+",
