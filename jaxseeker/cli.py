@@ -6,15 +6,17 @@ import argparse
 import importlib
 import json
 import os
+import shlex
 import sys
 
 from jaxseeker import __version__
 from jaxseeker.cache_dir import cache_root
+from jaxseeker.cli_args import MODEL_FORMS, config_name, set_error
 from jaxseeker.cli_parser import Parser
 from jaxseeker.errors import InputError
 from jaxseeker.tools.http import HttpError
 from jaxseeker.tools.llm_client import LLMError
-from jaxseeker.train.interrupt import Interrupted
+from jaxseeker.train.interrupt import Stopped, stop_signals
 from jaxseeker.train.recipe import RecipeError
 
 # Stage modules with an `add_parser(subparsers)` and/or an `add_bench_parser(bench_subparsers)`;
@@ -38,10 +40,11 @@ COMMAND_MODULES = (
 
 
 def _info(args: argparse.Namespace) -> int:
-    from jaxseeker.model import load_config
+    from jaxseeker.model import load_config, resolve_model
     from jaxseeker.model.flops import summary
 
-    info = summary(load_config(args.path), context=args.context)
+    path = args.path if args.path.endswith(".json") else resolve_model(args.path)  # a name or GGUF: imported once
+    info = summary(load_config(path), context=args.context)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -71,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"jaxseeker {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     info = sub.add_parser("info", help="architecture, parameters, FLOPs per token and memory of an HF checkpoint")
-    info.add_argument("path", help="HF model directory or config.json")
+    info.add_argument("path", metavar="MODEL", help=f"{MODEL_FORMS}, or a config.json")
     info.add_argument("--context", type=int, default=4096, help="attended context for the FLOPs figure")
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=_info)
@@ -103,22 +106,35 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update(preallocation_env())  # a GPU preallocates the memory the plan budgets, not JAX's 75%
     for key, value in compilation_cache().items():
         os.environ.setdefault(key, value)
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        with stop_signals():  # Ctrl-C or SIGTERM: a training loop stops after its step, anything else at once
+            return args.func(args)
     except (InputError, OSError, HttpError, LLMError) as err:  # bad input or a failed file / network operation,
         # not a bug: the message names the file, row, key or URL
         source = getattr(args, "config", None)
-        from_recipe = source and isinstance(err, RecipeError) and not str(err).startswith((str(source), "--set"))
-        where = f"{source}: " if from_recipe else ""
+        overridden = set_error(err, getattr(args, "set", ())) if isinstance(err, RecipeError) else None
+        if overridden is not None:  # a key of an override: the override, not the file, is to blame
+            raise SystemExit(f"jaxseeker {args.command}: {overridden}") from err
+        shown = source and config_name(source)
+        from_recipe = source and isinstance(err, RecipeError) and not str(err).startswith((str(source), shown, "--set"))
+        where = f"{shown}: " if from_recipe else ""
         raise SystemExit(f"jaxseeker {args.command}: {where}{err}") from err
-    except Interrupted as err:  # Ctrl-C or SIGTERM: the step in flight was finished and saved
-        again = "add --resume to go on from it" if hasattr(args, "resume") else "run the same command to go on from it"
-        print(f"jaxseeker {args.command}: {err}; {again}", file=sys.stderr)
+    except Stopped as err:  # what was saved stays: training resumes from its checkpoint, evals and synth from theirs
+        print(f"\njaxseeker {args.command}: {err}; to go on: {resume_command(args, argv)}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:  # Ctrl-C elsewhere: what was saved stays (evals and synth resume from it)
+    except KeyboardInterrupt:  # Ctrl-C outside the commands' block (e.g. while it closes)
         print(f"\njaxseeker {args.command}: stopped by Ctrl-C", file=sys.stderr)
         return 130
+
+
+def resume_command(args: argparse.Namespace, argv: list[str]) -> str:
+    """The command line that goes on from a stopped run: the same one, with `--resume` where the command has it."""
+    again = list(argv)
+    if hasattr(args, "resume") and "--resume" not in again:
+        again.append("--resume")
+    return shlex.join(["jaxseeker", *again])
 
 
 if __name__ == "__main__":

@@ -16,13 +16,15 @@ Each `add_*` adds its flags to a parser or an argument group. Old names stay acc
 from __future__ import annotations
 
 import argparse
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from jaxseeker.argtypes import at_least
-from jaxseeker.errors import closest
+from jaxseeker.errors import InputError, closest
 from jaxseeker.parallel.mesh_config import MESH_HELP, MeshConfig, mesh_argument, parse_mesh
-from jaxseeker.train.recipe import RecipeError, find_config
+from jaxseeker.train.recipe import CONFIGS_DIR, RecipeError, find_config
 from jaxseeker.world.build import SOURCES
 
 WORLD_HELP = (
@@ -42,6 +44,27 @@ def config_path(text: str) -> Path:
         return Path(text)
 
 
+def config_name(path: str | Path) -> str:
+    """How a message names a recipe: a shipped one by its name (`demo`), any other by its path as given."""
+    path = Path(path)
+    return path.stem if path.parent == CONFIGS_DIR else str(path)
+
+
+def set_error(err: RecipeError, overrides: Sequence[str]) -> str | None:
+    """`err` said of the `--set KEY=VALUE` override whose key it refuses (`--set optimizer.lrr: unknown keys ['lrr']
+    (did you mean 'lr'?); known keys: …`), or None when it refuses no key an override names."""
+    text = str(err)
+    found = re.search(r"unknown (?:keys|sections) \[([^\]]*)\]", text)
+    if found is None:
+        return None
+    unknown = {name.strip().strip("'\"") for name in found.group(1).split(",")}
+    for item in overrides:
+        key = item.partition("=")[0]
+        if unknown & set(key.split(".")):
+            return f"--set {key}: {text[found.start() :]}"
+    return None
+
+
 def add_config(
     p: Any,
     *,
@@ -49,15 +72,18 @@ def add_config(
     default: str | None = None,
     what: str = "recipe",
     example: str = "optimizer.lr=1e-4",
+    recipes: tuple[str, ...] = (),
 ) -> None:
-    """`--config RECIPE` (a YAML file or a shipped recipe's name) and `--set KEY=VALUE` overrides (repeatable)."""
+    """`--config RECIPE` (a YAML file or a shipped recipe's name) and `--set KEY=VALUE` overrides (repeatable);
+    `recipes` names shipped recipes the command runs (its help's examples, each run by the tests)."""
     p.add_argument(
         "--config",
         type=config_path,
         required=required,
         default=default,
         metavar="RECIPE",
-        help=f"{what}: a YAML file, or the name of one shipped in jaxseeker/configs (e.g. demo, rl_tiny)",
+        help=f"{what}: a YAML file, or the name of one shipped in jaxseeker/configs"
+        + (f" (e.g. {', '.join(recipes)})" if recipes else ""),
     )
     p.add_argument(
         "--set",
@@ -66,6 +92,28 @@ def add_config(
         metavar="KEY=VALUE",
         help=f"override a key of the recipe, e.g. {example} (repeatable)",
     )
+
+
+def read_config(args: argparse.Namespace, kind: str) -> dict:
+    """The recipe `--config` names with the `--set` overrides; one of another kind than `kind` (sft, rl, pipeline) is
+    an error naming the command that runs it."""
+    from jaxseeker.train.plan_recipe import recipe_kind
+    from jaxseeker.train.recipe import read_recipe, shipped_configs
+
+    recipe = read_recipe(args.config, args.set)
+    try:
+        found = recipe_kind(recipe)
+    except RecipeError:  # no section says: the command's own checks name what is missing
+        return recipe
+    if found != kind:
+        fits = [n for n in shipped_configs() if n.endswith(f"_{kind}") or n.startswith(f"{kind}_")]
+        shipped = f" (shipped: {', '.join(fits)})" if fits and kind != "pipeline" else ""
+        name = config_name(args.config)
+        raise RecipeError(
+            f"{name}: a {found} recipe, for `jaxseeker {found} --config {name}`; this command reads {kind} "
+            f"recipes{shipped}"
+        )
+    return recipe
 
 
 def world_spec(text: str) -> str:
@@ -126,6 +174,16 @@ def add_max_context(
 ) -> None:
     """`--max-context TOKENS`: the context length of an episode (the engine's `max_len`)."""
     p.add_argument("--max-context", dest=dest, type=CONTEXT, default=default, metavar="TOKENS", help=help)
+
+
+def model_context(tokens: int | None, limit: int, *, default: int, what: str = "--max-context") -> int:
+    """An episode's context: `tokens` when given, else `default` cut to the model's `limit` (its
+    max_position_embeddings); an InputError naming `what` (the flag or recipe key) when `tokens` is beyond it."""
+    if tokens is None:
+        return min(default, limit)
+    if tokens > limit:
+        raise InputError(f"{what} {tokens} exceeds the model's max_position_embeddings ({limit})")
+    return tokens
 
 
 def add_llm(p: Any, purpose: str) -> None:

@@ -1,5 +1,5 @@
 """The argument parser class of every `jaxseeker` command: defaults shown in `--help`, "did you mean" for a
-misspelled flag, command or choice, one-line usage errors, and old flag names kept as hidden aliases.
+misspelled flag, command or choice, and one-line usage errors.
 
 `cli.build_parser` makes the top-level parser a `Parser`; argparse makes each subparser of the same class, so every
 command gets this behaviour without asking for it. Python 3.14's `suggest_on_error` does part of this, but jaxseeker
@@ -9,10 +9,9 @@ runs on 3.11: the suggestions come from difflib (`errors.did_you_mean`).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from jaxseeker.errors import closest, did_you_mean
@@ -52,56 +51,13 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return super()._format_action(action)
 
 
-class _Renamed(argparse.Action):
-    """The hidden old name of a flag: stores into the new flag's `dest` and says on stderr that the name changed."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, *, new: str, **kwargs: Any):
-        super().__init__(option_strings, dest, **kwargs)
-        self.new = new
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        print(
-            f"{parser.prog}: {option_string} is now {self.new}; the old name is removed in the next release",
-            file=sys.stderr,
-        )
-        setattr(namespace, self.dest, values)
-
-
-def rename(parser: argparse.ArgumentParser, old: str, new: str) -> None:
-    """Accept `old` as a hidden alias of `parser`'s flag `new` (added before): same value, a note on stderr. In a
-    `Parser`, a required `new` is then checked after parsing (argparse would ask for `new` itself even when `old`
-    gave the value)."""
-    action = parser._option_string_actions[new]
-    parser.add_argument(
-        old,
-        dest=action.dest,
-        action=_Renamed,
-        new=new,
-        nargs=action.nargs,
-        type=action.type,
-        choices=action.choices,
-        metavar=action.metavar,
-        default=argparse.SUPPRESS,
-        help=argparse.SUPPRESS,
-    )
-    if action.required and isinstance(parser, Parser):
-        action.required = False
-        parser._renamed_required.append(action)
-
-
 class Parser(argparse.ArgumentParser):
     """`argparse.ArgumentParser` with `HelpFormatter` and "did you mean" in its errors."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)  # `--n` is no `--no-progress`: a flag is named in full
         super().__init__(*args, **kwargs)
-        self._renamed_required: list[argparse.Action] = []  # required flags with an old name: checked after parsing
 
     def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> argparse.Namespace:
         """Parse like argparse; arguments no command takes are refused by the innermost command, naming the
@@ -112,31 +68,7 @@ class Parser(argparse.ArgumentParser):
             flags = [a.split("=", 1)[0] for a in extras if a.startswith("-")]
             known = [s for a in command._actions if a.help != argparse.SUPPRESS for s in a.option_strings]
             command.error(f"unrecognized arguments: {' '.join(extras)}{did_you_mean(flags, known)}")
-        missing = [a.option_strings[0] for a in command._renamed_required if getattr(parsed, a.dest) is None]
-        if missing:
-            command.error(f"the following arguments are required: {', '.join(missing)}")
         return parsed
-
-    def format_usage(self) -> str:
-        """argparse's usage line, a renamed required flag shown as required."""
-        with self._required_shown():
-            return super().format_usage()
-
-    def format_help(self) -> str:
-        """argparse's help, a renamed required flag shown as required."""
-        with self._required_shown():
-            return super().format_help()
-
-    @contextlib.contextmanager
-    def _required_shown(self) -> Iterator[None]:
-        """The usage and help show a renamed required flag as required (it is checked after parsing)."""
-        for action in self._renamed_required:
-            action.required = True
-        try:
-            yield
-        finally:
-            for action in self._renamed_required:
-                action.required = False
 
     def _innermost(self, parsed: argparse.Namespace) -> Parser:
         """The (sub)parser of the command `parsed` names, e.g. `jaxseeker bench sft`'s."""

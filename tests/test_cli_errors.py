@@ -34,7 +34,7 @@ def test_a_failing_solver_server_is_one_line(tmp_path):
         f"{server.url}/v1",
         "--llm-model",
         "tiny",
-        "--no-solver-stats",
+        "--no-solver",
     ]
     try:
         with pytest.raises(SystemExit) as caught:

@@ -368,3 +368,21 @@ def test_gpu_check_dry_run_prints_every_stage():
         ["bash", str(GPU_CHECK), "--dry-run", "--no-install"], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout
     assert "# install" not in no_install and "# sft cudnn" in no_install
+
+
+def test_gpu_check_trains_on_what_its_pipeline_stage_writes(tmp_path):
+    """The "sft data" stage's pipeline writes the trajectories and the tokenizer its SFT recipe reads, and the
+    recipe's vocabulary is that tokenizer's."""
+    from jaxseeker.cli import main
+    from jaxseeker.data import load_tokenizer
+    from jaxseeker.train.recipe import load_yaml
+
+    env = {**os.environ, "OUT": str(tmp_path)}
+    out = subprocess.run(
+        ["bash", str(GPU_CHECK), "--dry-run"], capture_output=True, text=True, check=True, cwd=ROOT, env=env
+    ).stdout
+    command = next(line for line in out.splitlines() if "pipeline --quick" in line)
+    recipe = load_yaml(out.split("<<'EOF'\n", 1)[1].split("\nEOF", 1)[0])
+    assert main(shlex.split(command.split("&&")[0])[1:]) == 0  # after $VENV/bin/jaxseeker
+    assert all(Path(f).is_file() for f in recipe["train"]["train_files"])
+    assert len(load_tokenizer(recipe["train"]["tokenizer"])) == recipe["model"]["vocab_size"]

@@ -7,8 +7,8 @@
 #
 # Stages: install jax[cuda12]==$JAX_VERSION and the project → list devices → model parity tests (HF transformers,
 # f32) → attention implementations (reference vs jax_xla / cudnn / splash interpreted) → `jaxseeker pipeline
-# --quick` for trajectories → a short SFT twice on every local GPU (mesh fsdp = all of them), XLA attention in f32
-# and cuDNN flash attention in bf16 → a short RL run on every local GPU (the toy colour task) →
+# --quick` up to its tokenizer for trajectories → a short SFT twice on every local GPU (mesh fsdp = all of them),
+# XLA attention in f32 and cuDNN flash attention in bf16 → a short RL run on every local GPU (the toy colour task) →
 # `jaxseeker bench generate` → `jaxseeker bench sft` → the table. Logs go to $OUT (runs/gpu_check).
 # A stage that fails is marked FAIL in the table; the others still run. JAX preallocates the share of GPU memory
 # the planner budgets (XLA_PYTHON_CLIENT_MEM_FRACTION, unless set).
@@ -62,12 +62,13 @@ stage "devices" "$PY -c 'import jax; print(jax.device_count(), \"GPUs:\", jax.de
 stage "parity" "$PY -m pytest tests/model/test_hf_parity.py -q -p no:cacheprovider"
 stage "attention" "$PY -m pytest tests/model/test_attention_impl.py -q -rs -p no:cacheprovider"
 
-# The short SFT: a tiny Qwen3 on the quick pipeline's expert trajectories, once per attention implementation, its
-# weights and batch split over every local GPU (mesh fsdp = -1: all of them; 8 rows divide 1, 2, 4 or 8 GPUs).
+# The short SFT: a tiny Qwen3 on the quick pipeline's expert trajectories with its tokenizer (the stages up to
+# `tokenizer`; vocab_size is the quick policy's), once per attention implementation, its weights and batch split
+# over every local GPU (mesh fsdp = -1: all of them; 8 rows divide 1, 2, 4 or 8 GPUs).
 SFT_RECIPE="$OUT/sft.yaml"
-stage "sft data" "$JS pipeline --quick --out $OUT/pipeline --no-progress && cat > $SFT_RECIPE <<'EOF'
+stage "sft data" "$JS pipeline --quick --until tokenizer --out $OUT/pipeline --no-progress && cat > $SFT_RECIPE <<'EOF'
 name: gpu_check_sft
-model: {model_type: qwen3, vocab_size: 1024, hidden_size: 256, intermediate_size: 704, num_layers: 4,
+model: {model_type: qwen3, vocab_size: 2048, hidden_size: 256, intermediate_size: 704, num_layers: 4,
         num_heads: 4, num_kv_heads: 2, head_dim: 64}
 data: {seq_len: 2048, batch_size: 8, seed: 0}
 optimizer: {lr: 2.0e-3, min_lr: 2.0e-4, warmup_steps: 5}

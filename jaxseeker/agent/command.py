@@ -24,8 +24,16 @@ from jaxseeker.agent.submit import (
     require_answers,
 )
 from jaxseeker.argtypes import at_least
-from jaxseeker.cli_args import MODEL_FORMS, add_config, add_k, add_max_context, add_mesh, add_world
-from jaxseeker.cli_parser import rename
+from jaxseeker.cli_args import (
+    MODEL_FORMS,
+    add_config,
+    add_k,
+    add_max_context,
+    add_mesh,
+    add_world,
+    model_context,
+    read_config,
+)
 from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.rewards import exact_match
 from jaxseeker.rewards.judges import gold_answers
@@ -38,6 +46,9 @@ if TYPE_CHECKING:  # jax and transformers load inside the functions that run the
 
     from jaxseeker.generation import Engine, SamplingConfig
     from jaxseeker.parallel import Rules
+
+
+ROLLOUT_CONTEXT = 32768  # `rollout`'s context tokens of an episode when the model allows them
 
 
 def make_engine(
@@ -126,6 +137,7 @@ def _rollout(args: argparse.Namespace) -> int:
     model_dir = model.resolve_model(args.model)  # a registered name or a GGUF file: its imported HF directory
     tokenizer = load_tokenizer(model_dir)
     cfg, params = model.load_hf(model_dir)
+    args.max_context = model_context(args.max_context, cfg.max_position_embeddings, default=ROLLOUT_CONTEXT)
     registry = episode_tools(
         unsafe_python(ToolsConfig(enabled=args.tools), args.unsafe_python),
         corpus=_corpus(args),
@@ -277,11 +289,10 @@ def _bench_model(args: argparse.Namespace) -> int:
     from jaxseeker.pipeline.context import rollout_config
     from jaxseeker.pipeline.questions import fresh_questions
     from jaxseeker.tools import build_registry
-    from jaxseeker.train.recipe import read_recipe
 
     episodes = args.episodes or 16
     model_dir = model.resolve_model(args.model)  # a registered name or a GGUF file: its imported HF directory
-    recipe = pipeline_config(read_recipe(args.config, args.set))
+    recipe = pipeline_config(read_config(args, "pipeline"))
     questions = None if args.questions is None else [q for _, q in numbered_questions(args.questions)][:episodes]
     world = open_world(args.world or recipe.world.spec())
     if questions is None:
@@ -318,7 +329,6 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--model", required=True, help=MODEL_FORMS)
     p.add_argument("--questions", required=True, help='JSONL of {"question": …, "answer": …}')
     add_k(p, default=1)
-    rename(p, "--n", "--k")
     p.add_argument("--out", required=True, help="episodes JSONL to write")
     world = p.add_mutually_exclusive_group()
     world.add_argument("--corpus", help="pages JSONL of {url, title, text, links} for the local tools")
@@ -327,7 +337,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--unsafe-python", action="store_true", help=UNSAFE_PYTHON_HELP)
     p.add_argument("--submit-threshold", type=SUBMIT_F1, default=SUBMIT_THRESHOLD, help=SUBMIT_HELP)
     p.add_argument("--slots", type=at_least(1), default=16, help="episodes decoded at once")
-    add_max_context(p, default=32768)
+    add_max_context(
+        p,
+        help=f"context tokens of an episode: prompt, turns and tool results (default {ROLLOUT_CONTEXT}, or the "
+        "model's max_position_embeddings when smaller)",
+    )
     p.add_argument("--max-turn-tokens", type=at_least(1), default=8192)
     p.add_argument("--max-tool-calls", type=at_least(1), default=100)
     p.add_argument(
@@ -369,7 +383,6 @@ def add_bench_parser(bench_subparsers: Any) -> None:
     p.add_argument("--think-tokens", type=at_least(1.0, float), default=32.0, help="mean thought tokens per turn")
     p.add_argument("--steps-per-call", type=at_least(1), default=8)
     add_max_context(p, help="context tokens of an episode (default 2048; with --model the recipe's eval.max_context)")
-    rename(p, "--max-len", "--max-context")
     p.add_argument("--min-window", type=at_least(1), default=256, help=WINDOW_HELP)
     real = p.add_argument_group("with --model")
     add_config(
@@ -378,6 +391,7 @@ def add_bench_parser(bench_subparsers: Any) -> None:
         default="demo",
         what="pipeline recipe whose world, tools, eval limits, prompt and QA stage the episodes take (default demo)",
         example="eval.max_tokens_per_turn=256",
+        recipes=("demo", "demo_focus"),
     )
     add_world(real, extra=" (default: the recipe's)")
     real.add_argument(

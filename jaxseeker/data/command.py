@@ -9,6 +9,7 @@ import sys
 from tqdm import tqdm
 
 from jaxseeker.argtypes import at_least
+from jaxseeker.cli_args import MODEL_FORMS
 from jaxseeker.data.records import MAX_MESSAGES, BadLineError, iter_jsonl
 from jaxseeker.jsonl import MAX_LINE_BYTES
 
@@ -17,8 +18,9 @@ def _inspect(args: argparse.Namespace) -> int:
     """Prints the JSON summary of the files; bad lines are listed, never fatal."""
     from jaxseeker.data.inspect import inspect_items
     from jaxseeker.data.tokenizer import load_tokenizer
+    from jaxseeker.model import resolve_model
 
-    tokenizer = load_tokenizer(args.tokenizer)
+    tokenizer = load_tokenizer(resolve_model(args.tokenizer))  # a registered name or a GGUF file: its imported one
     bounds = {"max_line_bytes": args.max_line_bytes, "max_messages": args.max_messages}
     items = (item for path in args.files for item in iter_jsonl(path, **bounds))
     summary = inspect_items(tqdm(items, desc="inspect", unit=" lines", file=sys.stderr), tokenizer)
@@ -81,7 +83,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     inspect = sub.add_parser("inspect", help="print a JSON summary of trajectory JSONL files")
     inspect.add_argument("files", nargs="+", metavar="FILE", help="JSONL trajectory files")
-    inspect.add_argument("--tokenizer", required=True, metavar="DIR", help="tokenizer directory (HF format)")
+    inspect.add_argument(
+        "--tokenizer",
+        required=True,
+        metavar="MODEL",
+        help="a tokenizer directory (HF format), or the tokenizer of a model: " + MODEL_FORMS,
+    )
     _add_bounds(inspect)
     inspect.set_defaults(func=_inspect)
 

@@ -24,8 +24,17 @@ from jaxseeker.agent.submit import (
     episode_tools,
 )
 from jaxseeker.argtypes import at_least
-from jaxseeker.cli_args import MODEL_FORMS, add_config, add_k, add_llm, add_max_context, add_mesh, add_world
-from jaxseeker.cli_parser import rename
+from jaxseeker.cli_args import (
+    MODEL_FORMS,
+    add_config,
+    add_k,
+    add_llm,
+    add_max_context,
+    add_mesh,
+    add_world,
+    model_context,
+    read_config,
+)
 from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
 from jaxseeker.tools import UNSAFE_PYTHON_HELP, unsafe_python
@@ -43,7 +52,6 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
     from jaxseeker.pipeline import pipeline_config
     from jaxseeker.pipeline.context import rollout_config
     from jaxseeker.tools import ToolsConfig
-    from jaxseeker.train.recipe import read_recipe
 
     if args.config is None:
         missing = [
@@ -78,7 +86,7 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
             "temperature": temperature,
             "top_p": top_p,
         }
-    cfg = pipeline_config(read_recipe(args.config, args.set))
+    cfg = pipeline_config(read_config(args, "pipeline"))
     root = Path("runs") / cfg.name
     model = args.model or "sft"
     stage = cfg.rl.stages()[-1] if model == "rl" else model  # the last rft round's policy
@@ -162,6 +170,10 @@ def _eval(args: argparse.Namespace) -> int:
     tokenizer = load_tokenizer(s["model"])
     on_mesh = None if args.mesh is None else functools.partial(param_shardings, mesh=args.mesh)
     cfg, params = model.load_hf(s["model"], shardings=on_mesh)  # with --mesh, each device reads its slice
+    tokens, limit = s["limits"].max_context_tokens, cfg.max_position_embeddings
+    what = "--max-context" if args.max_context is not None else "eval.max_context" if args.config else None
+    tokens = model_context(None if what is None else tokens, limit, default=tokens, what=what or "")
+    s["limits"] = dataclasses.replace(s["limits"], max_context_tokens=tokens)  # the default: at most the model's
     sampling = SamplingConfig(temperature=s["temperature"], top_p=s["top_p"], seed=args.seed)
     engine = make_engine(
         params,
@@ -241,6 +253,7 @@ def add_parser(subparsers: Any) -> None:
         required=False,
         what="a pipeline recipe (its world, tools, limits and sampling, runs/<name>/ paths)",
         example="eval.k=8",
+        recipes=("demo", "demo_focus"),
     )
     p.add_argument(
         "--model", help=f"{MODEL_FORMS}; or with --config: sft | extend | rl (default sft; rl: the last rft round's)"
@@ -281,8 +294,6 @@ def add_parser(subparsers: Any) -> None:
         help="--judge f1: token F1 that counts as correct",
     )
     add_llm(p, "the judge (--judge llm)")
-    for old in ("url", "model", "key-env"):
-        rename(p, f"--judge-{old}", f"--llm-{old}")
     p.add_argument("--judge-style", choices=("browsecomp", "gaia"), default="browsecomp")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_eval)

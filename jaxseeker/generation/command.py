@@ -11,6 +11,7 @@ from jaxseeker.generation.bench import BenchShape, format_table, run_generate_be
 
 # Lower bounds of the BenchShape fields other than 1: prompts draw ids in [1, vocab_size); numpy seeds are >= 0.
 LOWEST = {"vocab_size": 2, "seed": 0}
+MODEL_FIELDS = ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size", "vocab_size")
 
 
 def _check_shape(shape: BenchShape) -> None:
@@ -33,7 +34,13 @@ def _bench_generate(args: argparse.Namespace) -> int:
 
         model_dir = resolve_model(args.model)  # a registered name or GGUF file is imported once into the cache
     result = run_generate_bench(shape, model_dir)
-    print(json.dumps({**dataclasses.asdict(shape), **result}) if args.json else format_table(shape, result))
+    row = dataclasses.asdict(shape)
+    if model_dir is not None:  # the model's shape, not the (unused) shape flags' defaults
+        from jaxseeker.model import load_config
+
+        cfg = load_config(model_dir)
+        row |= {name: getattr(cfg, name) for name in MODEL_FIELDS}
+    print(json.dumps({**row, **result}) if args.json else format_table(shape, result))
     return 0
 
 

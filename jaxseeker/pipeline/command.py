@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from jaxseeker.cli_args import add_config
+from jaxseeker.cli_args import add_config, read_config
 
 
 def _pipeline(args: argparse.Namespace) -> int:
     from jaxseeker.pipeline import pipeline_config, run_pipeline
     from jaxseeker.pipeline.report import markdown
-    from jaxseeker.train.recipe import read_recipe
 
-    cfg = pipeline_config(read_recipe(args.config, args.set), quick=args.quick)
+    cfg = pipeline_config(read_config(args, "pipeline"), quick=args.quick)
     if args.until is not None and args.until not in cfg.stages():
         raise SystemExit(
             f"jaxseeker pipeline: --until {args.until!r} is not a stage of {args.config}; one of "
@@ -31,7 +30,14 @@ def _pipeline(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> None:
     """Add `pipeline`."""
     p = subparsers.add_parser("pipeline", help="synthesise, cold-start, reinforce, measure, export (offline)")
-    add_config(p, required=False, default="demo", what="pipeline recipe", example="sft.train.steps=100")
+    add_config(
+        p,
+        required=False,
+        default="demo",
+        what="pipeline recipe",
+        example="sft.train.steps=100",
+        recipes=("demo", "demo_focus", "demo_copy"),
+    )
     p.add_argument("--quick", action="store_true", help="a tiny world and model (≤ 2 minutes)")
     p.add_argument("--out", default=None, help="default: runs/<name>")
     p.add_argument(

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.train.interrupt import Stopped, requested
+
 
 def fingerprint(*parts: Any) -> str:
     """A short hash of JSON-able inputs (a stage's config section and its upstream fingerprints)."""
@@ -27,7 +29,8 @@ class StopAfter(Exception):
 
 class StageRunner:
     """Runs stages under `root/<stage>/`, skipping those whose `done.json` holds the same fingerprint; with
-    `until`, raises `StopAfter` once that stage is done. With `dry_run` it runs nothing and writes nothing: it
+    `until`, raises `StopAfter` once that stage is done, and `Stopped` instead of starting a stage once a stop
+    signal was recorded (`train.interrupt.requested`). With `dry_run` it runs nothing and writes nothing: it
     records which stages a run would reuse (`reused`) and which it would run or resume (`to_run`)."""
 
     def __init__(
@@ -66,6 +69,9 @@ class StageRunner:
             self.log(f"[{name}] would {'resume' if resume else 'run'}")
             self.to_run.append(name)
             return self._stop_after(name, {})
+        stop = requested()  # a stop that came while a stage's loop ended anyway (in its last step)
+        if stop is not None:
+            raise Stopped(stop, f" before stage {name}; the stages before it are saved")
         if out.exists() and not resume:
             shutil.rmtree(out)
         out.mkdir(parents=True, exist_ok=True)

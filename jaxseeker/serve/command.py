@@ -10,7 +10,6 @@ from typing import Any
 
 from jaxseeker.argtypes import at_least, comma_list, head_flags_problem
 from jaxseeker.cli_args import MODEL_FORMS, add_max_context, add_mesh
-from jaxseeker.cli_parser import rename
 from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.serve.shape import EngineShape
 
@@ -36,7 +35,6 @@ def _add_shape_args(p: argparse.ArgumentParser, defaults: EngineShape) -> None:
                 help=f"context tokens of a slot, prompt + completion (default: "
                 f"{defaults.max_len}, or the model's max_position_embeddings when smaller)",
             )
-            rename(p, "--max-len", "--max-context")
         else:
             p.add_argument(
                 f"--{field.name.replace('_', '-')}",
@@ -190,7 +188,6 @@ def add_bench_parser(bench_subparsers: Any) -> None:
             )
         elif field.name == "max_len":
             add_max_context(p, dest="max_len", default=field.default, help="context tokens of a slot")
-            rename(p, "--max-len", "--max-context")
         else:
             p.add_argument(
                 f"--{field.name.replace('_', '-')}",

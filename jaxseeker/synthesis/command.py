@@ -20,7 +20,6 @@ from jaxseeker.agent.prompts import system_prompt
 from jaxseeker.agent.rollout_types import RolloutConfig
 from jaxseeker.argtypes import at_least
 from jaxseeker.cli_args import MODEL_FORMS, add_llm, add_max_context, add_world
-from jaxseeker.cli_parser import rename
 from jaxseeker.errors import InputError
 from jaxseeker.synthesis import filters, shortcot
 from jaxseeker.synthesis.expert import ExpertConfig
@@ -307,8 +306,6 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     p.add_argument("--tokenizer", default=None, help="tokenizer directory (default: the policy's, or a world BPE)")
     p.add_argument("--model", default=None, help=f"the policy teacher: {MODEL_FORMS}")
     add_llm(p, "the openai teacher, the llm judge, reviewer and summarizer, and the --short-cot rewriter")
-    rename(p, "--base-url", "--llm-url")
-    rename(p, "--api-key-env", "--llm-key-env")
     p.add_argument(
         "--temperature",
         type=at_least(0.0, float),

@@ -5,15 +5,13 @@ from __future__ import annotations
 import argparse
 
 from jaxseeker.argtypes import at_least
-from jaxseeker.cli_args import add_config
-from jaxseeker.cli_parser import rename
+from jaxseeker.cli_args import add_config, read_config
 
 
 def _sft(args: argparse.Namespace) -> int:
-    from jaxseeker.train.recipe import read_recipe
     from jaxseeker.train.sft import run_sft
 
-    summary = run_sft(read_recipe(args.config, args.set), resume=args.resume)
+    summary = run_sft(read_config(args, "sft"), resume=args.resume, progress=not args.no_progress)
     from jaxseeker.parallel import is_main_process
 
     if not is_main_process():  # every host of a slice runs this; one summary is enough
@@ -47,8 +45,9 @@ def _average(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> None:
     """Add `sft`, `export-hf` and `average`."""
     sft = subparsers.add_parser("sft", help="supervised fine-tuning on trajectory JSONL")
-    add_config(sft, what="SFT recipe")
+    add_config(sft, what="SFT recipe", recipes=("sft_tiny", "webexplorer_qwen3-8b_sft"))
     sft.add_argument("--resume", action="store_true", help="continue from the latest checkpoint of the run")
+    sft.add_argument("--no-progress", action="store_true")
     sft.set_defaults(func=_sft)
     export = subparsers.add_parser("export-hf", help="write a training checkpoint as an HF checkpoint")
     export.add_argument(
@@ -57,7 +56,6 @@ def add_parser(subparsers) -> None:
         metavar="RUN",
         help="the run directory of `jaxseeker sft` or `rl` (or its checkpoints/ folder)",
     )
-    rename(export, "--checkpoint", "--model")
     export.add_argument("--out", required=True, help="HF directory to write")
     export.add_argument("--step", type=at_least(0), default=None, help="default: the latest")
     export.add_argument(

@@ -200,7 +200,12 @@ def _plan(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> None:
     """Add `plan --config FILE [--mesh …] [--chip …] [--chips N] [--json]`."""
     p = subparsers.add_parser("plan", help="per-device memory, FLOPs and fit of a recipe's stages on a mesh")
-    add_config(p, what="SFT, RL or pipeline recipe", example="data.seq_len=8192")
+    add_config(
+        p,
+        what="SFT, RL or pipeline recipe",
+        example="data.seq_len=8192",
+        recipes=("webexplorer_qwen3-8b_sft", "rl_tiny", "demo"),
+    )
     add_mesh(p, devices=False)
     p.add_argument("--chip", default="v5p", choices=sorted(CHIPS))
     p.add_argument(

@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 
 from jaxseeker.argtypes import at_least
-from jaxseeker.cli_args import add_config
+from jaxseeker.cli_args import add_config, read_config
 
 # `bench rl`: the toy policy gives each of its 13 chain tokens an axis of the model (`agent.bigram_params`).
 MIN_HIDDEN = 14
 
 
 def _rl(args: argparse.Namespace) -> int:
-    from jaxseeker.train.recipe import read_recipe
     from jaxseeker.train.rl import run_rl
 
-    summary = run_rl(read_recipe(args.config, args.set), resume=args.resume, progress=not args.no_progress)
+    summary = run_rl(read_config(args, "rl"), resume=args.resume, progress=not args.no_progress)
     width = max(map(len, summary))
     print("\nRL summary")
     for key, value in summary.items():
@@ -26,7 +25,7 @@ def _rl(args: argparse.Namespace) -> int:
 def add_parser(subparsers) -> None:
     """Add `rl --config FILE [--set k=v …] [--resume]`."""
     p = subparsers.add_parser("rl", help="group-relative RL (GRPO / DAPO / DUPO / SRRL) from a recipe")
-    add_config(p, what="RL recipe", example="rl.steps=50")
+    add_config(p, what="RL recipe", example="rl.steps=50", recipes=("rl_tiny", "webexplorer_qwen3-8b_grpo"))
     p.add_argument("--resume", action="store_true", help="continue from the latest checkpoint of the run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_rl)
@@ -66,8 +65,10 @@ def _bench(args: argparse.Namespace) -> int:
 def add_bench_parser(bench_subparsers) -> None:
     """Add `bench rl`: time split of one RL step (rollout, judge, old log-probs, update) and device utilisation."""
     p = bench_subparsers.add_parser("rl", help="one RL step's time split and device utilisation (toy policy)")
-    p.add_argument("--hidden", type=at_least(MIN_HIDDEN), default=256, help="model width (4 layers of it by default)")
-    p.add_argument("--layers", type=at_least(1), default=4)
+    p.add_argument(
+        "--hidden-size", dest="hidden", type=at_least(MIN_HIDDEN), default=256, help="model width (as bench generate)"
+    )
+    p.add_argument("--num-layers", dest="layers", type=at_least(1), default=4)
     p.add_argument("--questions", type=at_least(1), default=4, help="questions per step")
     p.add_argument("--group-size", type=at_least(1), default=4)
     p.add_argument(

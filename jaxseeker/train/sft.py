@@ -224,29 +224,25 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
     main = is_main_process()
     writer = MetricsWriter(run.out_dir, enabled=main, resumed_from=run.start_step)
     state, t_start, tokens_seen, last = run.state, time.perf_counter(), 0, {}
-    bar = tqdm(
-        range(run.start_step, run.train.steps),
-        initial=run.start_step,
-        total=run.train.steps,
-        desc="sft",
-        disable=not (progress and main),
-    )
-    window_t, window_tokens = time.perf_counter(), []
+    bar = tqdm(initial=run.start_step, total=run.train.steps, desc="sft", disable=not (progress and main))
+    window_t, window_tokens = time.perf_counter(), 0
     over_length = np.zeros(2, np.int64)  # examples cut at / dropped for data.seq_len, this process's rows
     with stop_requests(enabled=process_info()["process_count"] == 1) as stop:
-        for step in bar:
+        for step in range(run.start_step, run.train.steps):
             batch = next(run.iterator)
             over_length += [int(np.sum(batch["num_truncated"])), int(np.sum(batch["num_dropped"]))]
             state, metrics = run.step_fn(state, place_on_mesh(batch, run.batch_sharding))
-            window_tokens.append(metrics["n_tokens"])  # trained tokens of the global batch, read at the next log
+            # Wait for the step before counting it: a step is done once computed, not once dispatched, so a stop
+            # waits for this step alone (dispatch would run ahead by many) and the throughput is of computed steps.
+            metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+            window_tokens += int(metrics["n_tokens"])  # trained tokens of the global batch
             done = step + 1
+            bar.update(1)
             if done % run.train.log_every == 0 or done == run.train.steps:
                 now = time.perf_counter()
-                window_tokens = sum(int(n) for n in jax.device_get(window_tokens))
-                last = {k: float(v) for k, v in jax.device_get(metrics).items()}
-                last["tokens_per_s"] = window_tokens / (now - window_t)
+                last = metrics | {"tokens_per_s": window_tokens / (now - window_t)}
                 tokens_seen += window_tokens
-                window_t, window_tokens = now, []
+                window_t, window_tokens = now, 0
                 writer.write(done, last)
                 bar.set_postfix(
                     loss=f"{last['loss']:.4f}", lr=f"{last.get('lr', 0):.2e}", tok_s=f"{last['tokens_per_s']:.0f}"
@@ -266,6 +262,7 @@ def run_sft(recipe: dict, *, resume: bool = False, progress: bool = True) -> dic
                 run.checkpointer.close()  # waits for the save
                 writer.close()
                 raise Interrupted(stop.signal_name or "SIGTERM", done, run.out_dir)
+    bar.close()
     run.checkpointer.close()
     if process_info()["process_count"] > 1:
         over_length = np.sum(multihost_utils.process_allgather(over_length), axis=0)

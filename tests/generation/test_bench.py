@@ -134,6 +134,8 @@ def test_bench_generate_runs_a_saved_checkpoint_on_both_sides(tmp_path, capsys):
     assert args.func(args) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (result["model"], result["vocab_size"], result["num_layers"]) == (str(tmp_path), 300, 2)
+    shape = ("hidden_size", "num_heads", "num_kv_heads", "intermediate_size")
+    assert tuple(result[k] for k in shape) == (32, 4, 2, 64)  # the model's, not the unused shape flags'
     assert result["rows_equal"] == 1.0  # the real checkpoint's greedy tokens, as transformers decodes them
 
 

@@ -11,21 +11,37 @@ from safetensors.numpy import load_file
 from jaxseeker.cli import main
 from jaxseeker.pipeline import pipeline_config, run_pipeline
 from jaxseeker.pipeline.plots import PLOTS, rl_metrics, write_plots
+from jaxseeker.pipeline.quick import quick_recipe
 from jaxseeker.pipeline.report import markdown, rl_stages
 from jaxseeker.pipeline.split import split_questions
 from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.plan_recipe import recipe_stages
-from jaxseeker.train.recipe import RecipeError, read_recipe
+from jaxseeker.train.recipe import RecipeError, merged, read_recipe
 from jaxseeker.world import build_world
 
 RFT_LR = {"optimizer": {"lr": 1e-5, "min_lr": 1e-5}}  # rft must set its own learning rate
+# Every stage a from-scratch policy can have (copy warm-up, context extension, fresh questions, RL pool), with the
+# levers the assertions check; `--quick` cuts each stage short.
+RECIPE = {
+    "name": "t",
+    "policy": {"copy_warmup_steps": 100, "permute_names": True, "drop_thousands_separators": True},
+    "eval": {"fresh_questions": 60},
+    "sft": {"data": {"permute_digits": True, "copy_rate": 0.5, "copy_gap": 16}},
+    "extend": {"train": {"steps": 300}},
+    "rl": {
+        "train_questions": 40,
+        "fresh_questions": 40,
+        "rl": {"epochs": 2, "kl_coef": 0.01, "pack": True},
+        "optimizer": {"eps": 1e-4},
+    },
+}
 
 
 @pytest.fixture(scope="module")
 def before_rl(tmp_path_factory):
     """A quick run stopped before RL (`until`), and its report so far: both tests go on from copies of it."""
     root = tmp_path_factory.mktemp("before_rl")
-    return root, run_pipeline(pipeline_config({"name": "t"}, quick=True), root, progress=False, until="eval_sft")
+    return root, run_pipeline(pipeline_config(RECIPE, quick=True), root, progress=False, until="eval_sft")
 
 
 def go_on_from(before_rl, tmp_path):
@@ -36,7 +52,7 @@ def go_on_from(before_rl, tmp_path):
 
 
 def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
-    cfg = pipeline_config({"name": "t"}, quick=True)
+    cfg = pipeline_config(RECIPE, quick=True)
     assert cfg.stages() == (
         "qa",
         "qa_fresh",
@@ -84,7 +100,7 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     recipe = json.loads(next((tmp_path / "sft" / "checkpoints").glob("*/config/metadata")).read_text())
     assert read_recipe(tmp_path / "sft" / "recipe.yaml") == recipe  # the stage wrote the recipe it ran
     assert (recipe["data"]["copy_rate"], recipe["data"]["copy_gap"]) == (0.5, 16)  # copy replay, shaped as the warm-up
-    assert recipe["train"]["steps"] == cfg.sft.train["steps"] == 12 and "lr" not in recipe["optimizer"]  # the default
+    assert recipe["train"]["steps"] == cfg.sft.train["steps"] == 4 and "lr" not in recipe["optimizer"]  # the default
     rl_recipe = json.loads(next((tmp_path / "rl" / "checkpoints").glob("*/config/metadata")).read_text())
     assert read_recipe(tmp_path / "rl" / "recipe.yaml") == rl_recipe
     assert recipe_stages(rl_recipe).kind == "rl"  # it validates as `jaxseeker rl --config` reads it
@@ -200,7 +216,7 @@ def test_an_eval_stage_stopped_part_way_goes_on_from_its_results(before_rl, tmp_
     (root / "eval_sft" / "done.json").unlink()
     results.write_text("".join(whole[:2]) + whole[2][:30])  # killed while writing the third record
     capsys.readouterr()
-    report = run_pipeline(pipeline_config({"name": "t"}, quick=True), root, progress=False, until="eval_sft")
+    report = run_pipeline(pipeline_config(RECIPE, quick=True), root, progress=False, until="eval_sft")
     assert "[eval_sft] resuming" in capsys.readouterr().out
     resumed = results.read_text().splitlines(keepends=True)
     assert resumed[:2] == whole[:2] and len(resumed) == len(whole)  # the two finished records stay, once each
@@ -214,7 +230,7 @@ def test_a_warmup_stage_stopped_part_way_goes_on_from_its_checkpoint(before_rl, 
     (root / "warmup" / "done.json").unlink()
     shutil.rmtree(root / "warmup" / "hf")  # stopped before the grown model was saved
     capsys.readouterr()
-    report = run_pipeline(pipeline_config({"name": "t"}, quick=True), root, progress=False, until="warmup")
+    report = run_pipeline(pipeline_config(RECIPE, quick=True), root, progress=False, until="warmup")
     assert "[warmup] resuming" in capsys.readouterr().out
     assert report["warmup"] == report_so_far["warmup"] | {"resumed_from": 4}  # its last checkpoint: all 4 steps
     again = load_file(root / "warmup" / "hf" / "model.safetensors")
@@ -232,21 +248,23 @@ def stand_in_for_the_expert(rollouts, expert, round_):
 
 
 def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(before_rl, tmp_path):
-    cfg = pipeline_config(
-        {
-            "name": "t",
-            "rl": {"method": "rft", "rft_rounds": 2, "rft_seeds": 2, "rft_replay": 3},
-            "rft": {"data": {"unlikelihood_weight": 0.5}},
+    rft = {  # laid over the quick recipe (`--quick` itself runs the policy gradient: its policy answers nothing)
+        "name": "t-quick",
+        "rl": {"method": "rft", "rft_rounds": 2, "rft_seeds": 2, "rft_replay": 3},
+        "rft": {
+            "data": {"unlikelihood_weight": 0.5, "seq_len": 4096, "batch_size": 1},
+            "train": {"steps": 2},
+            **RFT_LR,
         },
-        quick=True,
-    )
+    }
+    cfg = pipeline_config(merged(quick_recipe(RECIPE), rft, 1))
     go_on_from(before_rl, tmp_path)  # the RL keys are not the upstream stages' inputs
     pool = cfg.qa.n_rl + cfg.rl.train_questions + cfg.rl.fresh_questions
     episodes = pool * cfg.rl.rl["group_size"]
     with pytest.raises(
         RuntimeError, match=f"round 1\\): none of the {episodes} rollouts of {pool} questions was right"
     ):
-        run_pipeline(cfg, tmp_path, progress=False)  # the 12-step quick policy answers nothing
+        run_pipeline(cfg, tmp_path, progress=False)  # the 4-step quick policy answers nothing
     rollouts = tmp_path / "rl" / "rollouts" / "results.jsonl"
     assert {json.loads(line)["round"] for line in rollouts.open()} == {0, 1} and len(
         rollouts.read_text().splitlines()
@@ -315,7 +333,7 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(b
 
 
 def test_sft_seeds_make_the_sft_policy_the_weight_mean_of_fine_tunes_on_their_own_data_orders(before_rl, tmp_path):
-    cfg = pipeline_config({"name": "t", "policy": {"sft_seeds": 2}}, quick=True)
+    cfg = pipeline_config(merged(RECIPE, {"policy": {"sft_seeds": 2}}, 2), quick=True)
     cfg = dataclasses.replace(cfg, sft=dataclasses.replace(cfg.sft, train={**cfg.sft.train, "steps": 2}))  # 2 a member
     go_on_from(before_rl, tmp_path)
     report = run_pipeline(cfg, tmp_path, progress=False, until="sft")

@@ -1,10 +1,13 @@
 """Stage bookkeeping: reuse a finished stage with the same inputs, resume an unfinished one only with them."""
 
 import json
+import os
+import signal
 
 import pytest
 
 from jaxseeker.pipeline.stages import StageRunner, StopAfter, fingerprint
+from jaxseeker.train.interrupt import Stopped, stop_requests, stop_signals
 
 
 def _stage(calls):
@@ -77,3 +80,28 @@ def test_a_damaged_marker_means_not_done_and_a_killed_stage_still_resumes(tmp_pa
     (tmp_path / "qa" / "started.json").write_bytes(b"\xff")
     assert runner.run("qa", key, _stage(calls)) == {"n": 3} and calls[-1] == ["started.json"]
     assert not list(tmp_path.glob("*/*.tmp"))  # markers are written to a temporary file, then renamed
+
+
+def test_the_pipeline_starts_no_stage_once_a_stop_is_recorded(tmp_path):
+    ran = []
+
+    def stage(name):
+        def fn(out):
+            ran.append(name)
+            with stop_requests():  # a loop listens: the signal waits for its step
+                if name == "b":
+                    os.kill(os.getpid(), signal.SIGTERM)
+            return {"stage": name}
+
+        return fn
+
+    runner = StageRunner(tmp_path, log=lambda _: None)
+    with stop_signals():
+        runner.run("a", "1", stage("a"))
+        runner.run("b", "1", stage("b"))  # the signal comes during b's last step: b finishes and is saved
+        with pytest.raises(Stopped, match="^stopped by SIGTERM before stage c; the stages before it are saved$"):
+            runner.run("c", "1", stage("c"))
+    assert ran == ["a", "b"] and (tmp_path / "b" / "done.json").exists() and not (tmp_path / "c").exists()
+    again = StageRunner(tmp_path, log=lambda _: None)
+    assert [again.run(n, "1", stage(n)) for n in "abc"] == [{"stage": n} for n in "abc"]  # goes on from c
+    assert ran == ["a", "b", "c"] and again.reused == ["a", "b"]

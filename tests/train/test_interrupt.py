@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from jaxseeker.train.interrupt import Interrupted, stop_requests
+from jaxseeker.train.interrupt import Interrupted, Stopped, requested, stop_requests, stop_signals
 
 
 def test_the_first_signal_is_recorded_and_the_old_handlers_return():
@@ -42,3 +42,20 @@ def test_an_interrupted_run_names_its_step_and_the_shell_status():
     assert str(err) == "stopped by SIGTERM after step 40; its checkpoint is saved under runs/x"
     assert (err.exit_code, Interrupted("SIGINT", 1, ".").exit_code) == (143, 130)
     assert isinstance(err, KeyboardInterrupt)  # code that does not know it stops as on Ctrl-C
+
+
+def test_inside_a_command_a_signal_no_loop_listens_for_stops_at_once():
+    with pytest.raises(Stopped, match="^stopped by SIGTERM$") as stopped, stop_signals():
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert stopped.value.exit_code == 143 and requested() is None  # the block closed: nothing stays recorded
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_loop_inside_a_command_shares_its_request_and_it_stays_after_the_loop():
+    with stop_signals() as command:
+        with stop_requests() as loop:
+            os.kill(os.getpid(), signal.SIGTERM)  # during the loop's last step: it ends as it would have
+            assert loop is command and loop.signal_name == "SIGTERM"
+        assert requested() == "SIGTERM"  # the pipeline then starts no other stage
+        with pytest.raises(Stopped, match="^stopped by SIGINT$"):  # a second signal: at once
+            signal.raise_signal(signal.SIGINT)

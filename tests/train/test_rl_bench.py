@@ -22,9 +22,9 @@ def test_bench_rl_runs_one_row_per_episode_then_packed_rows_and_prints_both_tabl
     argv = [
         "bench",
         "rl",
-        "--hidden",
+        "--hidden-size",
         "16",
-        "--layers",
+        "--num-layers",
         "1",
         "--questions",
         "2",

@@ -286,8 +286,8 @@ def test_update_rows_fit_the_longest_episode_not_the_whole_context():
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--hidden", "13"], "--hidden: must be an integer >= 14, got 13"),
-        (["--layers", "0"], "--layers: must be an integer >= 1, got 0"),
+        (["--hidden-size", "13"], "--hidden-size: must be an integer >= 14, got 13"),
+        (["--num-layers", "0"], "--num-layers: must be an integer >= 1, got 0"),
         (["--questions", "0"], "--questions: must be an integer >= 1, got 0"),
         (["--group-size", "0"], "--group-size: must be an integer >= 1, got 0"),
         (["--mini-batches", "0"], "--mini-batches: must be an integer >= 1, got 0"),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import transformers
 import yaml
-from kill_support import finished, launch, paused, wait_until
+from kill_support import DEADLINE_S, finished, launch, paused, wait_until
 
 from jaxseeker.cli import main
 from jaxseeker.data import train_tokenizer
@@ -194,6 +194,27 @@ def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, tmp_pat
         assert loss == pytest.approx(want, abs=1e-6), step
 
 
+def test_sigterm_stops_after_the_step_in_flight_and_says_how_to_go_on(workspace, tmp_path):
+    _, path = workspace
+    out, log = tmp_path / "stopped", tmp_path / "stopped.log"
+    argv = _sft_argv(path, out)
+    stopped = launch(argv, log, pause_at=4)  # waits once step 4 is counted and logged
+    wait_until(paused(log).exists, stopped, log, "step 4")
+    os.kill(stopped.pid, signal.SIGTERM)  # to the process: whichever of its threads the kernel picks
+    assert stopped.wait(timeout=DEADLINE_S) == 143, log.read_text()[-4000:]  # the shell's status for SIGTERM
+    resume = " ".join(["jaxseeker", *argv, "--resume"])
+    assert (
+        f"jaxseeker sft: stopped by SIGTERM after step 4; its checkpoint is saved under {out}; to go on: {resume}"
+        in log.read_text()
+    )
+    # the step counted when the signal came is the one saved, and no later step was trained or logged
+    assert sorted(int(p.name) for p in (out / "checkpoints").iterdir()) == [4]  # saved every 5: this one forced
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl") if "loss" in r] == [1, 2, 3, 4]
+    resumed = launch([*argv, "--resume"], tmp_path / "resumed.log")
+    assert re.search(r"resumed_from +4\n", finished(resumed, tmp_path / "resumed.log"))
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl") if "loss" in r] == list(range(1, 13))
+
+
 def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_losses(
     workspace, tmp_path, capsys, monkeypatch
 ):
@@ -212,7 +233,7 @@ def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_lo
     err = capsys.readouterr().err
     assert (
         f"jaxseeker sft: stopped by SIGINT after step 3; its checkpoint is saved under {tmp_path / 'stopped'}; "
-        "add --resume to go on from it" in err
+        f"to go on: jaxseeker {' '.join(argv)} --resume" in err
     )
     assert sorted(int(p.name) for p in (tmp_path / "stopped" / "checkpoints").iterdir()) == [3]  # saved every 5
     monkeypatch.undo()

@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 from jaxseeker.argtypes import at_least
 from jaxseeker.cli_args import add_llm, add_world
-from jaxseeker.cli_parser import rename
 from jaxseeker.errors import InputError
 from jaxseeker.synthesis.qa.apart import synthesize_apart
 from jaxseeker.synthesis.qa.driver import SynthResult
@@ -191,9 +190,9 @@ def add_parser(subparsers) -> None:
         )
         purpose = {"openseeker": "the solver and the writer", "webexplorer": "the explorer or the writer"}
         add_llm(p, purpose.get(recipe, "the writer"))
-        rename(p, "--base-url", "--llm-url")
-        rename(p, "--model", "--llm-model")
-        p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
+        p.add_argument(
+            "--no-solver", dest="no_solver_stats", action="store_true", help="skip the reference solver pass rate"
+        )
         p.add_argument(
             "--apart",
             nargs="+",

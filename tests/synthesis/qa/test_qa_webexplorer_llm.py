@@ -286,7 +286,7 @@ def test_the_rule_explorer_writes_what_it_wrote_before(tmp_path):
         "6",
         "--seed",
         "2",
-        "--no-solver-stats",
+        "--no-solver",
     ]
     cli([*common, "--out", str(tmp_path / "cli.jsonl")])
     world = open_world(WORLD, cache_dir=tmp_path / "cache")

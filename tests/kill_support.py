@@ -3,8 +3,11 @@ with the run's log instead of running on quietly.
 
 Killing a run "once step N is logged" by polling races the run's later steps: a fast run can be past its
 checkpoint, or finished, before the signal lands. A run started by `launch(…, pause_at=N)` creates its flag file
-right after writing step N's first metrics row and then sleeps until it is killed (its checkpoint threads go on),
-so the kill lands exactly there. Run as a script: `python kill_support.py STEP FLAG_FILE ARGS…`.
+right after writing step N's first metrics row and then waits until it is killed, or until a stop signal is
+recorded (then it goes on, and the loop acts on the signal as after any step): the signal lands exactly there.
+The wait wakes every few milliseconds to look, so it does not matter which of the process's threads the kernel
+hands a process-directed signal to (a sleeping main thread is woken only by a signal delivered to it).
+Run as a script: `python kill_support.py STEP FLAG_FILE ARGS…`.
 """
 
 from __future__ import annotations
@@ -57,7 +60,9 @@ def finished(proc: subprocess.Popen, log: Path) -> str:
 
 
 def _pause_after(step: int, flag: Path) -> None:
-    """Make `MetricsWriter.write` create `flag` and sleep for ever once it has written a row of `step`."""
+    """Make `MetricsWriter.write` create `flag` and wait, once it has written a row of `step`, until the process is
+    killed or a stop signal is recorded."""
+    from jaxseeker.train.interrupt import requested
     from jaxseeker.train.metrics import MetricsWriter
 
     write = MetricsWriter.write
@@ -66,8 +71,8 @@ def _pause_after(step: int, flag: Path) -> None:
         write(self, at, metrics, prefix)
         if at == step:
             flag.touch()
-            while True:
-                time.sleep(3600)
+            while requested() is None:
+                time.sleep(0.01)
 
     MetricsWriter.write = write_then_pause
 
