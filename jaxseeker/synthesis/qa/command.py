@@ -13,6 +13,7 @@ from jaxseeker.cli_args import add_llm, add_world
 from jaxseeker.cli_parser import rename
 from jaxseeker.errors import InputError
 from jaxseeker.synthesis.qa.apart import synthesize_apart
+from jaxseeker.synthesis.qa.artefacts import DEFAULT_LIMITS, artefact_summary, check_limits, count_artefacts
 from jaxseeker.synthesis.qa.driver import SynthResult
 from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
 from jaxseeker.synthesis.qa.recipes import RECIPES, get_recipe
@@ -139,7 +140,40 @@ def _stats(args: argparse.Namespace) -> int:
         solver = None if args.no_solver else reference_solver(world)
     print(summary(compute_stats(records, solver)))
     print(style_summary(style_figures(records, world, solver)))
-    return 0
+    return _artefacts(records, world, args.limits)
+
+
+def read_limits(path: str | None) -> dict[str, float]:
+    """The artefact limits of a YAML file (`key: share`, see `artefacts.LIMIT_KEYS`), `DEFAULT_LIMITS` for `default`,
+    none without a path."""
+    if path is None:
+        return {}
+    if path == "default":
+        return dict(DEFAULT_LIMITS)
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            found = yaml.safe_load(f) or {}
+    except OSError as err:
+        raise InputError(f"--limits {path}: {err.strerror}") from None
+    if not isinstance(found, dict) or not all(isinstance(v, (int, float)) for v in found.values()):
+        raise InputError(f"--limits {path}: expected a mapping of artefact to a share in [0, 1]")
+    return {str(k): float(v) for k, v in found.items()}
+
+
+def _artefacts(records, world, limits_path: str | None) -> int:
+    """Print the artefact counts; 1 when a share is past its limit (each one named), else 0."""
+    limits = read_limits(limits_path)
+    counts = count_artefacts(records, world)
+    print(artefact_summary(counts))
+    try:
+        failed = check_limits(counts, limits)
+    except ValueError as err:
+        raise InputError(f"--limits {limits_path}: {err}") from None
+    for line in failed:
+        print(f"  past its limit: {line}")
+    return 1 if failed else 0
 
 
 def add_parser(subparsers) -> None:
@@ -219,6 +253,12 @@ def add_parser(subparsers) -> None:
         "reference solver's pass rate",
     )
     s.add_argument("--no-solver", action="store_true", help="with --world: skip the reference solver")
+    s.add_argument(
+        "--limits",
+        default=None,
+        help="YAML of the largest share of questions per artefact (first_letter: 0.1, …) and min_described, "
+        "min_entity_answers, or `default` for the built-in ones; the command fails past one",
+    )
     s.add_argument("--cache-dir", default=None, help="world cache directory")
     s.set_defaults(func=_stats)
     add_synth_subcommands(sub)
