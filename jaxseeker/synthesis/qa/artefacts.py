@@ -20,85 +20,15 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 
-from jaxseeker.synthesis.qa.checks import answer_part
+from jaxseeker.synthesis.qa.checks import answer_part, found_by_one_search
 from jaxseeker.synthesis.qa.record import Draft, QARecord
+from jaxseeker.synthesis.qa.textcheck import TEXT_ARTEFACTS, text_artefacts
 from jaxseeker.world import DateIn, LabelIs, NameInitial, NumberIn, Query, Var, World
 from jaxseeker.world.schema import TYPES
 
-TEXT_ARTEFACTS = ("repeated_name", "disambiguator", "imperative", "stacked_relative")
 ARTEFACTS = ("first_letter", "droppable", "one_search", *TEXT_ARTEFACTS)
-SEARCH_K = 5  # results of the one search (the search tool's default top_k)
-
-_IMPERATIVE = (
-    "name",
-    "identify",
-    "find",
-    "tell",
-    "give",
-    "count",
-    "guess",
-    "determine",
-    "please",
-    "consider",
-    "picture",
-    "imagine",
-    "think",
-    "take",
-    "suppose",
-    "list",
-    "state",
-)
-_SENTENCES = re.compile(r"(?<=[.?!])\s+(?=[A-Z“\"])")
-# two verb groups back to back: the inner relative clause's verb, then the outer's (`… was born was born`)
-_STACKED = re.compile(
-    r"\b(?:who|that|which|where|whose|whom)\b[^,.;?:]*?\b(?:was|were|is|are|died|lived|played|born)\b[^,.;?:]*?"
-    r"\b(?:born|founded|built|located|died|played|lies|lived|opened|based)\s+(?:was|were|is|are|died|played|lived)\b"
-)
-_CAPITALISED = re.compile(r"(?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|del|la|le|the|upon|on)?\s*[A-Z][\w'’.-]*)*")
-
-
-def imperative(text: str) -> bool:
-    """True when a sentence of `text` opens with a command (`Name …`, `Think of …`, `Please …`)."""
-    for sentence in _SENTENCES.split(text.strip()):
-        first = sentence.lstrip("“\"'(").split(" ", 1)[0].strip(",:").lower()
-        if first in _IMPERATIVE:
-            return True
-    return False
-
-
-def disambiguator(text: str) -> bool:
-    """True when `text` holds a parenthesised qualifier (`Richmond (Kentucky, US)`, `Swank Airport (Clarksburg)`)."""
-    return re.search(r"\w \([^)]+\)", text) is not None
-
-
-def stacked_relative(text: str) -> bool:
-    """True when a relative clause nests another whose verb closes just before its own (`where a player who died in
-    X was born`)."""
-    return _STACKED.search(text) is not None
-
-
-def repeated_name(text: str, times: int = 3) -> bool:
-    """True when a capitalised name (a run of capitalised words, not a sentence's first word alone) occurs `times`
-    times or more."""
-    counts: collections.Counter[str] = collections.Counter()
-    for sentence in _SENTENCES.split(text):
-        for m in _CAPITALISED.finditer(sentence):
-            name = m.group(0).strip().rstrip(".’'-")
-            if m.start() == 0 and " " not in name:
-                continue  # `Which`, `The`: a sentence's first word
-            counts[name] += 1
-    return any(k >= times for k in counts.values())
-
-
-def found_by_one_search(world: World, text: str, entity_id: str, k: int = SEARCH_K) -> bool:
-    """True when one BM25 search of `text` (the world's corpus, as the local search tool) lists the entity's page
-    among its top `k`."""
-    url = world.url(entity_id)
-    return any(h.url == url for h in world.corpus.search(text, k=k))
-
 
 def _clue(var: Var, p: object) -> bool:
     """True for a predicate that is a clue of its own (a value, an initial, a label other than the kind noun)."""
@@ -167,10 +97,8 @@ def answer_kind(world: World | None, q: Query, record: QARecord) -> str:
 def question_artefacts(record: QARecord, world: World | None = None, *, solve: bool = True) -> set[str]:
     """The artefacts of one question (the module docstring): the text ones always; with its structured query
     `first_letter`; with a world `droppable` and, when `solve`, `one_search`."""
-    text, found = record.question, set()
-    for name in TEXT_ARTEFACTS:
-        if globals()[name](text):
-            found.add(name)
+    text = record.question
+    found = set(text_artefacts(text))
     if "query" not in record.meta:
         return found
     q = Query.from_json(record.meta["query"])

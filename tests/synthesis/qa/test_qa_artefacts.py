@@ -5,17 +5,14 @@ import json
 import pytest
 
 from jaxseeker.cli import main
+from jaxseeker.synthesis.qa.textcheck import disambiguator, imperative, repeated_name, stacked_relative
 from jaxseeker.synthesis.qa.artefacts import (
     ArtefactCounts,
     check_limits,
     count_artefacts,
-    disambiguator,
     droppable_clues,
     entity_ways,
     found_by_one_search,
-    imperative,
-    repeated_name,
-    stacked_relative,
 )
 from jaxseeker.synthesis.qa.record import QARecord
 from jaxseeker.world import Edge, Entity, Is, LabelIs, NameInitial, NumberIn, Query, Relation, Var, World
