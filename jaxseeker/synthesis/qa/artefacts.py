@@ -30,6 +30,7 @@ from jaxseeker.world.schema import TYPES
 
 ARTEFACTS = ("first_letter", "droppable", "one_search", *TEXT_ARTEFACTS)
 
+
 def _clue(var: Var, p: object) -> bool:
     """True for a predicate that is a clue of its own (a value, an initial, a label other than the kind noun)."""
     if isinstance(p, (DateIn, NumberIn, NameInitial)):

@@ -55,7 +55,7 @@ def descriptions(d: Draft, world: World, i: int, rng: random.Random) -> list[tup
         deep += [(Var(var.type, base), Var(ne.type, kind_preds(ne) + (p,)), n) for p in values]
     options = own + deep
     rng.shuffle(options)
-    pairs = [(Var(var.type, a.preds + b.preds[-1:]), None, None) for a, b in zip(own, own[1:])]
+    pairs = [(Var(var.type, a[0].preds + b[0].preds[-1:]), None, None) for a, b in zip(own, own[1:])]
     named = [(Var(var.type, base), Var(world.entity(n.id).type, (Is(n.id),)), n) for n in links]
     return options[:MAX_OPTIONS] + pairs[:2] + named[:2]  # two own values, then a named neighbour, last
 

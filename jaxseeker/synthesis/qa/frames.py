@@ -144,9 +144,7 @@ def _introduce(ph: Phraser, i: int, clues: list[Clue]) -> str:
     return f"{capitalise(subject)} {join(ph.vps(i, rest))}."
 
 
-def entity_question(
-    world: World, q: Query, rng: random.Random, *, lenient: bool = False, natural: bool = False
-) -> str:
+def entity_question(world: World, q: Query, rng: random.Random, *, lenient: bool = False, natural: bool = False) -> str:
     """A question whose answer is the target entity, in one of the frames above."""
     ph = Phraser(world, q, rng, lenient=lenient, natural=natural)
     if rng.random() < P_LEAD_OTHER:
@@ -283,9 +281,7 @@ def attribute_question(
     return capitalise(rng.choice(options).format(x=described))
 
 
-def count_question(
-    world: World, q: Query, rng: random.Random, *, lenient: bool = False, natural: bool = False
-) -> str:
+def count_question(world: World, q: Query, rng: random.Random, *, lenient: bool = False, natural: bool = False) -> str:
     """`How many airports serving X are there?` and its variants."""
     ph = Phraser(world, q, rng, lenient=lenient, natural=natural)
     if rng.random() < 0.3:

@@ -68,8 +68,6 @@ def repeated_name(text: str, times: int = 3) -> bool:
     return any(k >= times for k in counts.values())
 
 
-
-
 def text_artefacts(text: str) -> list[str]:
     """The text artefacts of `text` (`TEXT_ARTEFACTS`, in that order)."""
     tests = (repeated_name, disambiguator, imperative, stacked_relative)

@@ -5,7 +5,6 @@ import json
 import pytest
 
 from jaxseeker.cli import main
-from jaxseeker.synthesis.qa.textcheck import disambiguator, imperative, repeated_name, stacked_relative
 from jaxseeker.synthesis.qa.artefacts import (
     ArtefactCounts,
     check_limits,
@@ -15,6 +14,7 @@ from jaxseeker.synthesis.qa.artefacts import (
     found_by_one_search,
 )
 from jaxseeker.synthesis.qa.record import QARecord
+from jaxseeker.synthesis.qa.textcheck import disambiguator, imperative, repeated_name, stacked_relative
 from jaxseeker.world import Edge, Entity, Is, LabelIs, NameInitial, NumberIn, Query, Relation, Var, World
 
 
