@@ -123,13 +123,13 @@ class ArtefactCounts:
     answers: dict[str, int]
 
     def share(self, key: str) -> float:
-        """The share of questions with artefact `key`, of non-answer entities said so (`described`, `named`,
-        `first_letter`), or of answers of a kind (`entity_answers`)."""
-        if key in self.entities or key in ("described", "named"):
-            return self.entities.get(key, 0) / max(1, sum(self.entities.values()))
+        """The share of questions with artefact `key`, of answers that are entities (`entity_answers`), or of
+        non-answer entities said so (`described`, `named`)."""
+        if key in ARTEFACTS:
+            return self.artefacts.get(key, 0) / max(1, self.n)
         if key == "entity_answers":
             return self.answers.get("entity", 0) / max(1, self.n)
-        return self.artefacts.get(key, 0) / max(1, self.n)
+        return self.entities.get(key, 0) / max(1, sum(self.entities.values()))
 
 
 def count_artefacts(records: Sequence[QARecord], world: World | None = None, *, solve: bool = True) -> ArtefactCounts:

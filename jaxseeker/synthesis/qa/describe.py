@@ -4,9 +4,9 @@
 entity's own facts: one vague value of its own (`a city of tens of thousands`), or a neighbour that is itself said by
 one vague value (`the birthplace of a player who debuted in the 1910s`: two levels). A description is kept when the
 question stays unique and one search of its words does not list the entity's page; of those, one that singles the
-entity out in the whole world on its own comes first. Only when no description keeps the question unique does the
-entity get a first-letter hint (`hide_name`, counted in the record's obfuscations as `name`), and when that fails
-too it keeps its name.
+entity out in the whole world on its own comes first. When no description keeps the question unique the entity keeps
+its name; only when the name must go (one search of the question finds the answer) does it get a first-letter hint
+(`hide_name`, counted in the record's obfuscations as `name`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.render import render_question
 from jaxseeker.world import Edge, Is, NameInitial, Neighbour, Query, Var, World
 
-MAX_OPTIONS = 12  # descriptions tried per entity
+REGIONS = ("subdivision", "region")  # a named region narrows a described place without naming it
+MAX_OPTIONS = 12  # descriptions of one kind tried per entity
+ALONE_TRIES = 3  # fitting descriptions tried for one that singles the entity out on its own (a costly match each)
 
 
 def _own_values(world: World, entity_id: str, skip: set[str], rng: random.Random) -> list:
@@ -39,8 +41,8 @@ def _own_values(world: World, entity_id: str, skip: set[str], rng: random.Random
 
 def descriptions(d: Draft, world: World, i: int, rng: random.Random) -> list[tuple[Var, Var | None, Neighbour | None]]:
     """Ways to say variable `i` without its name: (its new variable, a described neighbour's variable or None, the
-    neighbour link), one-level and two-level ones interleaved at random, then two own values, then a named
-    neighbour (`the birthplace of Hank Mason`)."""
+    neighbour link), one-level and two-level ones interleaved at random, then a named neighbour (`the birthplace of
+    Hank Mason`), then two facts: two own values, or an own value and a described or named neighbour."""
     e = world.entity(d.binding[i])
     var = d.query.vars[i]
     keep = tuple(p for p in var.preds if not isinstance(p, (Is, NameInitial)))
@@ -55,9 +57,14 @@ def descriptions(d: Draft, world: World, i: int, rng: random.Random) -> list[tup
         deep += [(Var(var.type, base), Var(ne.type, kind_preds(ne) + (p,)), n) for p in values]
     options = own + deep
     rng.shuffle(options)
-    pairs = [(Var(var.type, a[0].preds + b[0].preds[-1:]), None, None) for a, b in zip(own, own[1:])]
-    named = [(Var(var.type, base), Var(world.entity(n.id).type, (Is(n.id),)), n) for n in links]
-    return options[:MAX_OPTIONS] + pairs[:2] + named[:2]  # two own values, then a named neighbour, last
+    regions = [n for n in world.neighbours(e.id) if n.direction == "out" and n.id not in d.binding]
+    regions = [n for n in regions if world.entity(n.id).type in REGIONS][:1]  # `a city in Minnesota of …`
+    named = [(Var(var.type, base), Var(world.entity(n.id).type, (Is(n.id),)), n) for n in links + regions]
+    # then more facts at once: two own values, an own value with a described or a named neighbour
+    more = [(Var(var.type, a[0].preds + b[0].preds[-1:]), None, None) for a, b in zip(own, own[1:])]
+    for extra in own[:2]:
+        more += [(Var(var.type, v.preds + extra[0].preds[-1:]), o, n) for v, o, n in deep[:3] + named[-2:]]
+    return options[:MAX_OPTIONS] + named[:1] + more[:MAX_OPTIONS]
 
 
 def with_description(d: Draft, i: int, var: Var, other: Var | None, link: Neighbour | None) -> Draft:
@@ -89,9 +96,9 @@ def searchable(world: World, entity_id: str, var: Var, other: Var | None, link: 
     return found_by_one_search(world, render_question(world, q, natural=True), entity_id)
 
 
-def describe_entity(d: Draft, world: World, rng: random.Random, i: int) -> Draft:
-    """Variable `i` described (see the module docstring); hinted by a first letter when no description keeps the
-    answer unique; unchanged when neither does."""
+def describe_entity(d: Draft, world: World, rng: random.Random, i: int, *, hint: bool = False) -> Draft:
+    """Variable `i` described (see the module docstring); unchanged (named) when no description keeps the answer
+    unique, or with `hint` (the name must go: one search of it finds the answer) hinted by a first letter."""
     options = descriptions(d, world, i, rng)
     fits = []
     for option in options:
@@ -100,7 +107,11 @@ def describe_entity(d: Draft, world: World, rng: random.Random, i: int) -> Draft
             if alone(world, d.binding[i], *option):
                 return new
             fits.append(new)
+            if len(fits) == ALONE_TRIES:
+                break
     if fits:
         return fits[0]
+    if not hint:
+        return d
     hinted = hide_name(d, world, rng, i)
     return hinted if hinted is not None and unique(world, hinted.query, hinted.truth) else d

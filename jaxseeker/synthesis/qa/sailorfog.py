@@ -16,7 +16,7 @@ from jaxseeker.synthesis.qa.checks import found_by_one_search, hops, obfuscation
 from jaxseeker.synthesis.qa.clues import select
 from jaxseeker.synthesis.qa.describe import describe_entity
 from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
-from jaxseeker.synthesis.qa.obfuscate import add_attribute, blur_one_value, hide_name, is_unique, tighten
+from jaxseeker.synthesis.qa.obfuscate import add_attribute, blur_one_value, hide_name, tighten
 from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.render import render_question
 from jaxseeker.world import Edge, Is, Query, Relation, Var, World
@@ -162,7 +162,8 @@ def propose_natural(world: World, rng: random.Random, cfg: SailorFogConfig) -> D
             d = describe_entity(d, world, rng, i)
     if rng.random() < cfg.p_attribute:
         d = add_attribute(d, world, rng, d.query.target, blur=True) or d
-    if not is_unique(d, world):
+    d = tighten(d, world, rng)
+    if d is None:
         return None
     d = simplify(select(d, world, rng, cut=True))
     for _ in range(2):
@@ -173,7 +174,7 @@ def propose_natural(world: World, rng: random.Random, cfg: SailorFogConfig) -> D
         named = [i for i, v in enumerate(d.query.vars) if v.anchor() is not None and i != d.query.target]
         if not named:
             return None
-        deeper = describe_entity(d, world, rng, rng.choice(named))
+        deeper = describe_entity(d, world, rng, rng.choice(named), hint=True)
         if deeper is d:
             return None
         d = simplify(select(deeper, world, rng, cut=True))

@@ -66,8 +66,10 @@ def test_without_a_value_of_its_own_the_city_is_the_birthplace_of_a_player_who_d
     assert "Waco" not in text and "1910s" in text
 
 
-def test_a_first_letter_only_when_nothing_else_describes_the_city():
-    d = describe_entity(airport_of_waco(), towns(population=False, players=False), random.Random(0), 1)
+def test_a_first_letter_only_when_nothing_else_describes_the_city_and_its_name_must_go():
+    w = towns(population=False, players=False)
+    assert describe_entity(airport_of_waco(), w, random.Random(0), 1) == airport_of_waco()
+    d = describe_entity(airport_of_waco(), w, random.Random(0), 1, hint=True)
     assert d.query.vars[1] == Var("city", (NameInitial("first", "W"),))
 
 
