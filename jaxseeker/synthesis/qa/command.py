@@ -15,13 +15,11 @@ from jaxseeker.errors import InputError
 from jaxseeker.synthesis.qa.apart import synthesize_apart
 from jaxseeker.synthesis.qa.artefacts import DEFAULT_LIMITS, artefact_summary, check_limits, count_artefacts
 from jaxseeker.synthesis.qa.driver import SynthResult
-from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
-from jaxseeker.synthesis.qa.recipes import RECIPES, get_recipe
+from jaxseeker.synthesis.qa.recipes import RECIPE_CONFIGS, RECIPES, get_recipe
 from jaxseeker.synthesis.qa.record import read_jsonl, write_jsonl
 from jaxseeker.synthesis.qa.solvers import PromptSolver, chat_completion, reference_solver
 from jaxseeker.synthesis.qa.stats import compute_stats, summary
 from jaxseeker.synthesis.qa.style import style_figures, style_summary
-from jaxseeker.synthesis.qa.webexplorer import WebExplorerConfig
 from jaxseeker.world import open_world
 from jaxseeker.world.store import check_output
 
@@ -64,10 +62,13 @@ def _recipe(args: argparse.Namespace, world) -> Callable[..., SynthResult]:
     options = _solver_options(args, world)
     if args.writer == "openai":
         options["writer"] = _llm_writer(args, world)
+    fields: dict = {"natural": False} if args.plain else {}
     if getattr(args, "rounds", None) is not None:
-        options["config"] = E2HQAConfig(min_rounds=args.rounds[0], max_rounds=args.rounds[1])
+        fields.update(min_rounds=args.rounds[0], max_rounds=args.rounds[1])
     if getattr(args, "evolve_rounds", None) is not None:
-        options["config"] = WebExplorerConfig(rounds=args.evolve_rounds)
+        fields["rounds"] = args.evolve_rounds
+    if fields:
+        options["config"] = RECIPE_CONFIGS[args.recipe](**fields)
     return functools.partial(get_recipe(args.recipe), **options)
 
 
@@ -228,6 +229,12 @@ def add_parser(subparsers) -> None:
         rename(p, "--base-url", "--llm-url")
         rename(p, "--model", "--llm-model")
         p.add_argument("--no-solver-stats", action="store_true", help="skip the reference solver pass rate")
+        p.add_argument(
+            "--plain",
+            action="store_true",
+            help="the recipe's earlier questions (its config's natural: false): names and first letters, every "
+            "clue the draft gave, commands among the frames",
+        )
         p.add_argument(
             "--apart",
             nargs="+",
