@@ -45,6 +45,9 @@ class QAStage:
     n_rl: int = 120  # questions of the RL split
     seed: int = 0  # the QA synthesis seed
     e2hqa_rounds: tuple[int, int] = (1, 3)  # E2HQA rounds of description (0: the one-hop question itself)
+    # the recipes' natural questions (`jaxseeker synth`'s default): entities described, clues the others imply
+    # dropped, E2HQA entity answers, none solved by one search; false keeps the questions of earlier runs
+    natural: bool = False
 
     def __post_init__(self):
         if isinstance(self.recipes, dict):
@@ -53,6 +56,11 @@ class QAStage:
         if not 0 <= lo <= hi:
             raise ValueError(f"qa.e2hqa_rounds must be [min, max] with 0 <= min <= max, got {list(self.e2hqa_rounds)}")
         object.__setattr__(self, "e2hqa_rounds", (int(lo), int(hi)))
+
+    def key(self) -> dict[str, Any]:
+        """The section as stage fingerprints take it: `natural` only when set, so runs from before it keep their
+        stages."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "natural" or v}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ from jaxseeker.synthesis.qa import get_recipe
 from jaxseeker.synthesis.qa.apart import synthesize_apart
 from jaxseeker.synthesis.qa.driver import SynthResult
 from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
+from jaxseeker.synthesis.qa.recipes import RECIPE_CONFIGS
 from jaxseeker.world import World
 
 SPLITS = ("train", "rl", "test")
@@ -35,10 +36,13 @@ def write_name_pool(world: World, held_out: list[Path], path: Path) -> str:
 
 
 def draft(world: World, qa: QAStage, recipe: str, n: int, seed: int, progress: bool) -> SynthResult:
-    """`n` questions of one of the QA stage's recipes (E2HQA with the stage's rounds)."""
-    rounds = E2HQAConfig(min_rounds=qa.e2hqa_rounds[0], max_rounds=qa.e2hqa_rounds[1])
-    options = {"config": rounds} if recipe == "e2hqa" else {}
-    return get_recipe(recipe)(world, n, seed=seed, progress=progress, **options)
+    """`n` questions of one of the QA stage's recipes (E2HQA with the stage's rounds), natural or not as the stage
+    says."""
+    if recipe == "e2hqa":
+        config = E2HQAConfig(min_rounds=qa.e2hqa_rounds[0], max_rounds=qa.e2hqa_rounds[1], natural=qa.natural)
+    else:
+        config = RECIPE_CONFIGS[recipe](natural=qa.natural)
+    return get_recipe(recipe)(world, n, seed=seed, progress=progress, config=config)
 
 
 def fresh_questions(

@@ -75,7 +75,7 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
     """The stages in order, each reused when its fingerprint is done."""
     cfg, root = run.cfg, run.root
     p = cfg.policy
-    qa_key = fingerprint(fingerprint(dataclasses.asdict(cfg.world)), dataclasses.asdict(cfg.qa))
+    qa_key = fingerprint(fingerprint(dataclasses.asdict(cfg.world)), cfg.qa.key())
     _stage(run, report, "qa", qa_key, data_stages.qa_stage)
     fresh_key = fingerprint(qa_key, cfg.eval.fresh_questions, cfg.rl.fresh_questions)
     if cfg.eval.fresh_questions:

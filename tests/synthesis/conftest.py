@@ -8,6 +8,7 @@ from traj_support import DATE
 from jaxseeker.agent import as_question, system_prompt
 from jaxseeker.data import train_tokenizer
 from jaxseeker.synthesis.qa import get_recipe
+from jaxseeker.synthesis.qa.recipes import RECIPE_CONFIGS
 from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.world import World, synthetic_world
 
@@ -33,8 +34,9 @@ def traj_tokenizer(traj_world, traj_registry):
 
 @pytest.fixture(scope="session")
 def traj_questions(traj_world):
-    """QA records of four recipes as rollout Questions (meta holds tag, level and the evidence)."""
+    """QA records of four recipes as rollout Questions (meta holds tag, level and the evidence): the recipes'
+    earlier questions (`natural: false`, what the pipeline makes unless `qa.natural` is set)."""
     records = []
     for recipe, n in (("e2hqa", 30), ("crawlqa", 30), ("sailorfog", 25), ("webexplorer", 25)):
-        records += get_recipe(recipe)(traj_world, n, seed=1).records
+        records += get_recipe(recipe)(traj_world, n, seed=1, config=RECIPE_CONFIGS[recipe](natural=False)).records
     return [as_question(r.to_json()) for r in records]

@@ -96,7 +96,9 @@ def test_expert_fails_when_the_tools_do_not_show_the_fact(traj_world, traj_token
 
 
 def test_with_title_first_search_the_expert_finds_a_page_that_longer_pages_bury(traj_world, traj_tokenizer):
-    one_hop = e2hqa.E2HQAConfig(min_rounds=0, max_rounds=0)  # "What is the … of NAME?": NAME's page holds the answer
+    one_hop = e2hqa.E2HQAConfig(
+        min_rounds=0, max_rounds=0, natural=False
+    )  # "What is the … of NAME?": NAME's page holds the answer
     question = as_question(e2hqa.synthesize(traj_world, 1, seed=5, config=one_hop).records[0].to_json())
     anchor = traj_world.entity(question.meta["meta"]["answer_id"]).name
     decoys = [
@@ -134,7 +136,9 @@ def test_detours_show_recovery_and_rejected_candidates(traj_world, traj_registry
 def test_expert_answers_from_a_snippet_that_shows_the_answer(traj_world, traj_registry, traj_tokenizer):
     one_hop = [
         as_question(r.to_json())
-        for r in e2hqa.synthesize(traj_world, 20, seed=2, config=e2hqa.E2HQAConfig(min_rounds=0, max_rounds=0)).records
+        for r in e2hqa.synthesize(
+            traj_world, 20, seed=2, config=e2hqa.E2HQAConfig(min_rounds=0, max_rounds=0, natural=False)
+        ).records
     ]
     always = ExpertTeacher(traj_world, ExpertConfig(detour_rate=0.0, snippet_rate=1.0))
     records, _ = synthesize(
@@ -159,7 +163,9 @@ def test_hop_snippets_read_a_link_from_a_snippet_and_the_answer_from_a_hit_shown
 ):
     two_hop = [
         as_question(r.to_json())
-        for r in e2hqa.synthesize(traj_world, 30, seed=3, config=e2hqa.E2HQAConfig(min_rounds=1, max_rounds=1)).records
+        for r in e2hqa.synthesize(
+            traj_world, 30, seed=3, config=e2hqa.E2HQAConfig(min_rounds=1, max_rounds=1, natural=False)
+        ).records
     ]
 
     def solve(hop_snippets: bool) -> list[dict]:
@@ -191,7 +197,9 @@ def test_restate_goal_says_what_is_asked_before_quoting_the_sentence_that_answer
 ):
     one_hop = [
         as_question(r.to_json())
-        for r in e2hqa.synthesize(traj_world, 20, seed=4, config=e2hqa.E2HQAConfig(min_rounds=0, max_rounds=0)).records
+        for r in e2hqa.synthesize(
+            traj_world, 20, seed=4, config=e2hqa.E2HQAConfig(min_rounds=0, max_rounds=0, natural=False)
+        ).records
     ]
     asked = re.compile(r"<think>(?:The question asks|Wanted:|I am asked) (.+?)\. .*?“(.+?)”", re.DOTALL)
     for restate in (False, True):

@@ -12,6 +12,7 @@ from jaxseeker.synthesis.qa.record import Draft, QARecord
 from jaxseeker.synthesis.qa.render import answer_text, render_question, sayable
 from jaxseeker.world import DateIn, Edge, Entity, Is, NameInitial, NumberIn, Query, Var, World
 
+SEARCH_K = 5  # results of the one search (the search tool's default top_k)
 _PUNCT = str.maketrans({c: " " for c in string.punctuation + "“”‘’"})
 
 
@@ -60,6 +61,13 @@ def answer_part(
         target=new[q.target],
     )
     return dataclasses.replace(d, query=query, binding=tuple(d.binding[i] for i in keep))
+
+
+def found_by_one_search(world: World, text: str, entity_id: str, k: int = SEARCH_K) -> bool:
+    """True when one BM25 search of `text` (the world's corpus, as the local search tool) lists the entity's page
+    among its top `k`."""
+    url = world.url(entity_id)
+    return any(h.url == url for h in world.corpus.search(text, k=k))
 
 
 def obfuscations_of(q: Query, history: Sequence[str]) -> list[str]:
@@ -193,7 +201,7 @@ def finalize(world: World, d: Draft, leak: LeakCheck, dedup: Dedup) -> tuple[QAR
 
     Reasons: truth_fails (a bug), not_unique, shortcut (the answer's own attributes single it out,
     so the relations are moot), unsayable (a cycle would point back at one of two same-noun variables), leak,
-    duplicate."""
+    duplicate; for a natural draft also one_search (one search of the question's words lists the answer's page)."""
     d = simplify(d)
     q = d.query
     obfuscations = obfuscations_of(q, d.obfuscations)
@@ -207,9 +215,11 @@ def finalize(world: World, d: Draft, leak: LeakCheck, dedup: Dedup) -> tuple[QAR
     if d.question is None and not sayable(world, q):
         return None, "unsayable"
     answer = answer_text(world, q, d.truth)
-    question = d.question or render_question(world, q, d.style)
+    question = d.question or render_question(world, q, d.style, natural=d.natural)
     if leak(answer, question):
         return None, "leak"
+    if d.natural and not q.count and found_by_one_search(world, question, d.truth):
+        return None, "one_search"
     signature = (answer, q.answer_attr, q.count, tuple(sorted(map(tuple, evidence_edges(d)))))
     if not dedup.add(question, signature):
         return None, "duplicate"

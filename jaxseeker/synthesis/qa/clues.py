@@ -37,6 +37,7 @@ from jaxseeker.world import DateIn, Edge, Is, LabelIs, NameInitial, Neighbour, N
 from jaxseeker.world.entities import date_parts
 
 DATE_ORDER = ("century", "century-part", "decade", "decade-part", "year", "month", "day")  # vaguest first
+CYCLE_FIRST = 1000  # a natural draft tries its cycle edges first (implied containment is the commonest padding)
 VACUOUS = 0.9  # a range that most entities of the type satisfy says next to nothing (`less than 2 metres tall`)
 
 
@@ -112,7 +113,7 @@ def describe_hidden(d: Draft, world: World, rng: random.Random) -> Draft:
             found = next(
                 (
                     q
-                    for option in _vague_options(_exact_of(e, attr), world, e.id, rng)
+                    for option in vague_options(exact_of(e, attr), world, e.id, rng)
                     if unique(world, q := d.query.with_var(i, Var(var.type, rest + (option,))), d.truth)
                 ),
                 None,
@@ -159,7 +160,10 @@ def shape(d: Draft) -> Shape:
 
 def keeps(start: Shape, d: Draft) -> bool:
     """True when an edit leaves the draft at least as hard as it started (level, and hops up to two) and leaves it
-    a handle if it had one: clue selection shortens a question, it never turns it into another kind."""
+    a handle if it had one: clue selection shortens a question, it never turns it into another kind. A natural
+    draft keeps nothing: a clue the others imply is no hop and no handle, whatever shape it gave."""
+    if d.natural:
+        return True
     level, n_hops, has_handle = shape(d)
     return level >= start[0] and n_hops >= min(start[1], 2) and (has_handle or not start[2])
 
@@ -183,7 +187,8 @@ def _said(d: Draft) -> int:
 
 def removals(d: Draft, cut: bool) -> list[tuple[int, tuple, Draft]]:
     """(words saved, a key that names the removal across drafts, the draft without it): each predicate, and with
-    `cut` each branch of clues (an edge and all it alone joins to the answer); none that leaves a bare leaf."""
+    `cut` each branch of clues (an edge and all it alone joins to the answer); none that leaves a bare leaf. A natural
+    draft also drops an edge that joins nothing new (a cycle's: `in a country that contains that same city`), first."""
     q, found = d.query, []
     for i, v in enumerate(q.vars):
         for p in v.preds:
@@ -195,8 +200,9 @@ def removals(d: Draft, cut: bool) -> list[tuple[int, tuple, Draft]]:
     for k, e in enumerate(q.edges if cut else ()):
         new = without_edge(d, k)
         gone = len(q.vars) - len(new.query.vars)
-        if gone and not any(bare(new.query, j) for j in range(len(new.query.vars))):  # a cycle's edge cuts nothing
-            found.append((4 * gone + _said(d) - _said(new), (d.binding[e.src], e.rel, d.binding[e.dst]), new))
+        if (gone or d.natural) and not any(bare(new.query, j) for j in range(len(new.query.vars))):
+            saved = 4 * gone + _said(d) - _said(new) if gone else CYCLE_FIRST  # a cycle's edge cuts nothing
+            found.append((saved, (d.binding[e.src], e.rel, d.binding[e.dst]), new))
     return found
 
 
@@ -253,11 +259,13 @@ def said_exact(p: DateIn | NumberIn) -> bool:
     return reads_exact(say_quantity(p, forms.word, forms.symbol, scale=forms.scale))
 
 
-def _vague_options(p: DateIn | NumberIn, world: World, entity_id: str, rng: random.Random) -> list:
+def vague_options(p: DateIn | NumberIn, world: World, entity_id: str, rng: random.Random) -> list:
+    """`value_options` without the ones that read as an exact figure."""
     return [o for o in value_options(p, world, entity_id, rng) if not said_exact(o)]
 
 
-def _exact_of(e, attr: str) -> DateIn | NumberIn:
+def exact_of(e, attr: str) -> DateIn | NumberIn:
+    """The exact predicate of one attribute of entity `e` (a date at the grain it is known to)."""
     if attr in e.dates:
         return date_pred(attr, e.dates[attr], date_precision(attr))
     return number_pred(attr, e.numbers[attr], "exact")
@@ -290,7 +298,7 @@ def extra_facts(d: Draft, world: World, i: int, rng: random.Random) -> list[list
         free = [a for a in sorted(list(e.dates) + list(e.numbers)) if a not in have and a != asked]
         rng.shuffle(free)
         for attr in free:
-            options = _vague_options(_exact_of(e, attr), world, e.id, rng)
+            options = vague_options(exact_of(e, attr), world, e.id, rng)
             if options:
                 facts.append([functools.partial(_with_pred, j=j, p=o) for o in options])
     for n in least_shared(world, d.binding[i], set(d.binding), 2, rng):
@@ -305,7 +313,7 @@ def trade_exact(d: Draft, world: World, rng: random.Random, start: Shape | None 
     start = start or shape(d)
     for i in range(len(d.query.vars)):
         for p in [p for p in d.query.vars[i].preds if isinstance(p, (DateIn, NumberIn)) and said_exact(p)]:
-            vaguer = _vague_options(p, world, d.binding[i], rng)
+            vaguer = vague_options(p, world, d.binding[i], rng)
             if not vaguer:
                 continue
 
@@ -331,7 +339,8 @@ def trade_exact(d: Draft, world: World, rng: random.Random, start: Shape | None 
 
 def ensure_handle(d: Draft, world: World, rng: random.Random) -> Draft:
     """A draft without a handle (`handle`) gets one: a date of an unnamed variable said to its decade, sharpened
-    from a vaguer one or added (a sharper true clue keeps the answer unique); unchanged when no variable has a date."""
+    from a vaguer one or added (a sharper true clue keeps the answer unique); unchanged when no variable has a date.
+    A natural draft only sharpens (an added date would be a clue the others imply)."""
     if handle(d.query):
         return d
     spots = [(i, p) for i, v in enumerate(d.query.vars) for p in v.preds if isinstance(p, DateIn)]
@@ -342,7 +351,7 @@ def ensure_handle(d: Draft, world: World, rng: random.Random) -> Draft:
         return dataclasses.replace(
             d, query=d.query.with_var(i, Var(var.type, tuple(decade if x == p else x for x in var.preds)))
         )
-    unnamed = [i for i, v in enumerate(d.query.vars) if v.anchor() is None]
+    unnamed = [i for i, v in enumerate(d.query.vars) if v.anchor() is None and not d.natural]
     rng.shuffle(unnamed)
     for i in unnamed:
         e = world.entity(d.binding[i])
@@ -357,6 +366,7 @@ def select(d: Draft, world: World, rng: random.Random, *, cut: bool = False) -> 
     a count question is returned as it is (its filter sets the count)."""
     if d.query.count:
         return d
+    cut = cut or d.natural
     start = shape(d)
     d = describe_hidden(with_kinds(d, world), world, rng)
     d = blur_values(prune(d, world, rng, cut=cut, start=start), world, rng, start)

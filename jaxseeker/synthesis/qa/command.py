@@ -12,14 +12,13 @@ from jaxseeker.argtypes import at_least
 from jaxseeker.cli_args import add_llm, add_world
 from jaxseeker.errors import InputError
 from jaxseeker.synthesis.qa.apart import synthesize_apart
+from jaxseeker.synthesis.qa.artefacts import DEFAULT_LIMITS, artefact_summary, check_limits, count_artefacts
 from jaxseeker.synthesis.qa.driver import SynthResult
-from jaxseeker.synthesis.qa.e2hqa import E2HQAConfig
-from jaxseeker.synthesis.qa.recipes import RECIPES, get_recipe
+from jaxseeker.synthesis.qa.recipes import RECIPE_CONFIGS, RECIPES, get_recipe
 from jaxseeker.synthesis.qa.record import read_jsonl, write_jsonl
 from jaxseeker.synthesis.qa.solvers import PromptSolver, chat_completion, reference_solver
 from jaxseeker.synthesis.qa.stats import compute_stats, summary
 from jaxseeker.synthesis.qa.style import style_figures, style_summary
-from jaxseeker.synthesis.qa.webexplorer import WebExplorerConfig
 from jaxseeker.world import open_world
 from jaxseeker.world.store import check_output
 
@@ -62,10 +61,13 @@ def _recipe(args: argparse.Namespace, world) -> Callable[..., SynthResult]:
     options = _solver_options(args, world)
     if args.writer == "openai":
         options["writer"] = _llm_writer(args, world)
+    fields: dict = {"natural": False} if args.plain else {}
     if getattr(args, "rounds", None) is not None:
-        options["config"] = E2HQAConfig(min_rounds=args.rounds[0], max_rounds=args.rounds[1])
+        fields.update(min_rounds=args.rounds[0], max_rounds=args.rounds[1])
     if getattr(args, "evolve_rounds", None) is not None:
-        options["config"] = WebExplorerConfig(rounds=args.evolve_rounds)
+        fields["rounds"] = args.evolve_rounds
+    if fields:
+        options["config"] = RECIPE_CONFIGS[args.recipe](**fields)
     return functools.partial(get_recipe(args.recipe), **options)
 
 
@@ -138,7 +140,40 @@ def _stats(args: argparse.Namespace) -> int:
         solver = None if args.no_solver else reference_solver(world)
     print(summary(compute_stats(records, solver)))
     print(style_summary(style_figures(records, world, solver)))
-    return 0
+    return _artefacts(records, world, args.limits)
+
+
+def read_limits(path: str | None) -> dict[str, float]:
+    """The artefact limits of a YAML file (`key: share`, see `artefacts.LIMIT_KEYS`), `DEFAULT_LIMITS` for `default`,
+    none without a path."""
+    if path is None:
+        return {}
+    if path == "default":
+        return dict(DEFAULT_LIMITS)
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            found = yaml.safe_load(f) or {}
+    except OSError as err:
+        raise InputError(f"--limits {path}: {err.strerror}") from None
+    if not isinstance(found, dict) or not all(isinstance(v, (int, float)) for v in found.values()):
+        raise InputError(f"--limits {path}: expected a mapping of artefact to a share in [0, 1]")
+    return {str(k): float(v) for k, v in found.items()}
+
+
+def _artefacts(records, world, limits_path: str | None) -> int:
+    """Print the artefact counts; 1 when a share is past its limit (each one named), else 0."""
+    limits = read_limits(limits_path)
+    counts = count_artefacts(records, world)
+    print(artefact_summary(counts))
+    try:
+        failed = check_limits(counts, limits)
+    except ValueError as err:
+        raise InputError(f"--limits {limits_path}: {err}") from None
+    for line in failed:
+        print(f"  past its limit: {line}")
+    return 1 if failed else 0
 
 
 def add_parser(subparsers) -> None:
@@ -194,6 +229,12 @@ def add_parser(subparsers) -> None:
             "--no-solver", dest="no_solver_stats", action="store_true", help="skip the reference solver pass rate"
         )
         p.add_argument(
+            "--plain",
+            action="store_true",
+            help="the recipe's earlier questions (its config's natural: false): names and first letters, every "
+            "clue the draft gave, commands among the frames",
+        )
+        p.add_argument(
             "--apart",
             nargs="+",
             metavar="QA_JSONL",
@@ -218,6 +259,12 @@ def add_parser(subparsers) -> None:
         "reference solver's pass rate",
     )
     s.add_argument("--no-solver", action="store_true", help="with --world: skip the reference solver")
+    s.add_argument(
+        "--limits",
+        default=None,
+        help="YAML of the largest share of questions per artefact (first_letter: 0.1, …) and min_described, "
+        "min_entity_answers, or `default` for the built-in ones; the command fails past one",
+    )
     s.add_argument("--cache-dir", default=None, help="world cache directory")
     s.set_defaults(func=_stats)
     add_synth_subcommands(sub)

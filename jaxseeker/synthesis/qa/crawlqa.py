@@ -32,6 +32,7 @@ class CrawlQAConfig:
     max_clicks: int = 4
     root_share: float = 0.1
     kinds: tuple[str, ...] = KINDS
+    natural: bool = True  # only informative clues, natural text, none solved by one search (`clues`, `render`)
 
 
 @functools.lru_cache(maxsize=8)
@@ -143,7 +144,7 @@ def propose(world: World, rng: random.Random, cfg: CrawlQAConfig = CrawlQAConfig
         raise ValueError(f"unknown CrawlQA kind {kind!r}; known: {KINDS}")
     if d is None:
         return None
-    d = select(d, world, rng)
+    d = select(dataclasses.replace(d, natural=cfg.natural), world, rng)
     return dataclasses.replace(d, meta={"kind": kind, "clicks": [world.url(i) for i in path]})
 
 

@@ -28,9 +28,14 @@ def short(n: str) -> str:
     return n.split()[-1]
 
 
-def _ask_entity(rng: random.Random, n: str, person: bool, that: str = "that") -> str:
-    """The closing question of a description: `Which city is it?`, `Who is that player?` ..."""
+def _ask_entity(rng: random.Random, n: str, person: bool, that: str = "that", natural: bool = False) -> str:
+    """The closing question of a description: `Which city is it?`, `Who is that player?` ... (natural: a question
+    that says the answer's noun)."""
     n = short(n)
+    if natural:
+        if person:
+            return f"Who is {that} {n}?"
+        return rng.choice((f"Which {n} is it?", f"What is {that} {n} called?", f"What is the name of {that} {n}?"))
     if person:
         return rng.choice((f"Who is {that} {n}?", "Who is it?", f"Name {that} {n}."))
     return rng.choice(
@@ -51,14 +56,17 @@ def _lead_other(ph: Phraser, rng: random.Random, ask: Callable[[str], str] | Non
     q, t = ph.q, ph.q.target
     if not ph.unique_noun[t]:
         return None
+    natural = ph.natural
     near = sorted({e.dst if e.src == t else e.src for e in q.edges if t in (e.src, e.dst)} - {t})
+    if natural:  # a scene led by another unnamed entity asks about a noun the reader has not met
+        near = [i for i in near if ph.named(i)]
     if not near:
         return None
-    lead = Phraser(ph.world, q, rng, root=rng.choice(near), lenient=ph.lenient)
+    lead = Phraser(ph.world, q, rng, root=rng.choice(near), lenient=ph.lenient, natural=ph.natural)
     root = lead.root
     clues = lead.clues(root)
     n, person = noun(q.vars[t]), q.vars[t].type == "person"
-    closing = ask(n) if ask is not None else _ask_entity(rng, n, person)
+    closing = ask(n) if ask is not None else _ask_entity(rng, n, person, natural=natural)
     if lead.named(root):
         return f"{lead.name(root)} {join(lead.vps(root, clues))}. {closing}"
     return f"{_introduce(lead, root, clues)} {closing}"
@@ -109,6 +117,9 @@ def _introduce(ph: Phraser, i: int, clues: list[Clue]) -> str:
             if opening is not None:
                 rest = clues[:k] + clues[k + 1 :]
                 return f"{opening}, {indefinite(n)} {join(ph.vps(i, rest))}."
+    if way <= 3 and ph.natural:
+        start = rng.choice(("There is", "We know of", "Somewhere there is", "Here is", "There exists"))
+        return f"{start} {indefinite(n)} {rel} {join(ph.vps(i, clues))}."
     if way <= 3:
         start = rng.choice(
             (
@@ -133,9 +144,9 @@ def _introduce(ph: Phraser, i: int, clues: list[Clue]) -> str:
     return f"{capitalise(subject)} {join(ph.vps(i, rest))}."
 
 
-def entity_question(world: World, q: Query, rng: random.Random, *, lenient: bool = False) -> str:
+def entity_question(world: World, q: Query, rng: random.Random, *, lenient: bool = False, natural: bool = False) -> str:
     """A question whose answer is the target entity, in one of the frames above."""
-    ph = Phraser(world, q, rng, lenient=lenient)
+    ph = Phraser(world, q, rng, lenient=lenient, natural=natural)
     if rng.random() < P_LEAD_OTHER:
         found = _lead_other(ph, rng)
         if found is not None:
@@ -156,7 +167,7 @@ def entity_question(world: World, q: Query, rng: random.Random, *, lenient: bool
         for f in (
             lambda: f"Which {n} {vps()}?",
             lambda: f"What {n} {vps()}?",
-            lambda: f"The {n} I have in mind {vps()}. {_ask_entity(rng, n, person, 'this')}",
+            lambda: f"The {n} I have in mind {vps()}. {_ask_entity(rng, n, person, 'this', ph.natural)}",
             lambda: _opening(ph, clues, "lead"),
             lambda: _split(ph, clues),
             lambda: _from_name(ph, "which"),
@@ -176,10 +187,10 @@ def entity_question(world: World, q: Query, rng: random.Random, *, lenient: bool
             lambda: f"Please name the {n} {rel} {vps()}.",
             lambda: f"Which is the {n} {rel} {vps()}?",
             lambda: f"Guess the {n}: it {vps()}." if not person else f"Guess the {n}: this person {vps()}.",
-            lambda: f"My question is about {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this')}",
+            lambda: f"My question is about {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this', ph.natural)}",
             lambda: f"What do we call the {n} {rel} {vps()}?" if not person else None,
-            lambda: f"I am looking for {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this')}",
-            lambda: f"There is {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this')}",
+            lambda: f"I am looking for {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this', ph.natural)}",
+            lambda: f"There is {ph.np(t, clues=clues)}. {_ask_entity(rng, n, person, 'this', ph.natural)}",
             lambda: _opening(ph, clues, "among"),
         )
     ]
@@ -239,13 +250,15 @@ def _split(ph: Phraser, clues: list[Clue]) -> str | None:
     for g in groups[1:]:
         again = rng.choice((f"This {short(n)}", f"The same {short(n)}") + (("It",) if not person else ()))
         sentences.append(f"{again} {also(join(ph.vps(t, g)))}.")
-    return " ".join(sentences + [_ask_entity(rng, n, person, "this")])
+    return " ".join(sentences + [_ask_entity(rng, n, person, "this", ph.natural)])
 
 
-def attribute_question(world: World, q: Query, rng: random.Random, *, lenient: bool = False) -> str:
+def attribute_question(
+    world: World, q: Query, rng: random.Random, *, lenient: bool = False, natural: bool = False
+) -> str:
     """A question for an attribute of the target: `In what year was X born?`, `Give the birth year of …`, `A
     player was born in … . In what year did this player …?`"""
-    ph = Phraser(world, q, rng, lenient=lenient)
+    ph = Phraser(world, q, rng, lenient=lenient, natural=natural)
     t = q.target
     options = asks(q.answer_attr)
     if ph.named(t):
@@ -268,9 +281,9 @@ def attribute_question(world: World, q: Query, rng: random.Random, *, lenient: b
     return capitalise(rng.choice(options).format(x=described))
 
 
-def count_question(world: World, q: Query, rng: random.Random, *, lenient: bool = False) -> str:
+def count_question(world: World, q: Query, rng: random.Random, *, lenient: bool = False, natural: bool = False) -> str:
     """`How many airports serving X are there?` and its variants."""
-    ph = Phraser(world, q, rng, lenient=lenient)
+    ph = Phraser(world, q, rng, lenient=lenient, natural=natural)
     if rng.random() < 0.3:
         found = _from_name(ph, "how many", plural_=True)
         if found is not None:

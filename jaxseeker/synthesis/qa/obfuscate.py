@@ -123,7 +123,8 @@ def name_hint(e: Entity) -> tuple:
     return tuple(preds)
 
 
-def _kind_preds(e: Entity) -> tuple:
+def kind_preds(e: Entity) -> tuple:
+    """The entity's kind label as a predicate (its noun: `baseball player`), when its type has one."""
     spec = TYPES.get(e.type)
     if spec and spec.kind_label and spec.kind_label in e.labels:
         return (LabelIs(spec.kind_label, e.labels[spec.kind_label]),)
@@ -207,7 +208,7 @@ def describe(d: Draft, world: World, rng: random.Random, i: int | None = None, k
         if len(picked) < k and n.id not in {p.id for p in picked}:
             picked.append(n)
     var = d.query.vars[i]
-    q = d.query.with_var(i, Var(var.type, tuple(p for p in var.preds if not isinstance(p, Is)) + _kind_preds(e)))
+    q = d.query.with_var(i, Var(var.type, tuple(p for p in var.preds if not isinstance(p, Is)) + kind_preds(e)))
     binding = d.binding
     for n in picked:
         j = len(q.vars)

@@ -29,6 +29,7 @@ class OpenSeekerConfig:
     k: int = 3
     p_obfuscate: float = 0.8
     p_describe: float = 0.5
+    natural: bool = True  # only informative clues, natural text, none solved by one search (`clues`, `render`)
 
 
 def entity_subgraph(world: World, seed: str, neighbours: list[str]) -> list[str]:
@@ -52,7 +53,7 @@ def propose(world: World, rng: random.Random, cfg: OpenSeekerConfig = OpenSeeker
         link = next(x for x in world.neighbours(seed) if x.id == n)
         edges.append(Edge(0, link.rel, j) if link.direction == "out" else Edge(j, link.rel, 0))
     vars_ = (Var(world.entity(seed).type),) + tuple(Var(world.entity(n).type, (Is(n),)) for n in picked)
-    d = Draft(Query(vars_, tuple(edges)), (seed, *picked), "openseeker")
+    d = Draft(Query(vars_, tuple(edges)), (seed, *picked), "openseeker", natural=cfg.natural)
     for j in range(1, cfg.k + 1):
         if rng.random() < cfg.p_obfuscate:
             edit = describe if rng.random() < cfg.p_describe else hide_name

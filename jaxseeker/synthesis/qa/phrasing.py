@@ -18,6 +18,7 @@ import functools
 import random
 
 from jaxseeker.synthesis.qa.lexicon import attribute_forms, relation_forms
+from jaxseeker.synthesis.qa.naming import spoken_name
 from jaxseeker.synthesis.qa.values import date_variants, say_quantity
 from jaxseeker.world import DateIn, Edge, LabelIs, NameInitial, NumberIn, Query, Var, World
 from jaxseeker.world.phrases import indefinite
@@ -119,8 +120,17 @@ class Phraser:
     """The grammar of one query laid out from `root` (see the module docstring); `lenient` says an ambiguous
     cycle reference as `that same city` instead of raising `Unsayable`."""
 
-    def __init__(self, world: World, q: Query, rng: random.Random, root: int | None = None, *, lenient: bool = False):
-        self.world, self.q, self.rng, self.lenient = world, q, rng, lenient
+    def __init__(
+        self,
+        world: World,
+        q: Query,
+        rng: random.Random,
+        root: int | None = None,
+        *,
+        lenient: bool = False,
+        natural: bool = False,
+    ):
+        self.world, self.q, self.rng, self.lenient, self.natural = world, q, rng, lenient, natural
         self.root = q.target if root is None else root
         self.children: dict[int, list[tuple[Edge, int]]] = {i: [] for i in range(len(q.vars))}
         self.back: dict[int, list[tuple[Edge, int]]] = {i: [] for i in range(len(q.vars))}
@@ -160,7 +170,9 @@ class Phraser:
         return self.q.vars[i].anchor() is not None
 
     def name(self, i: int) -> str:
-        """The name of a named variable."""
+        """The name of a named variable (natural: as a sentence says it, `naming.spoken_name`)."""
+        if self.natural:
+            return spoken_name(self.world, self.q.vars[i].anchor())
         return self.world.entity(self.q.vars[i].anchor()).name
 
     def clues(self, i: int, skip: int | None = None) -> list[Clue]:
@@ -241,6 +253,8 @@ class Phraser:
         if c.edge is None or c.back or c.edge.src == i or not RELATIONS[c.edge.rel].functional:
             return None
         options = relation_forms(c.edge.rel, False).the
+        if self.natural and not self.named(c.other):
+            options = tuple(o for o in options if o.endswith("{x}"))  # `the birthplace of …`, no relative around it
         if not options:
             return None
         return self.rng.choice(options).format(x=self.np(c.other, compact=True), n=noun(self.q.vars[i]))

@@ -13,6 +13,16 @@ RECIPES = {
 }
 
 
+# each recipe's config class (a frozen dataclass with a `natural` switch, see each module)
+RECIPE_CONFIGS = {
+    "sailorfog": sailorfog.SailorFogConfig,
+    "e2hqa": e2hqa.E2HQAConfig,
+    "crawlqa": crawlqa.CrawlQAConfig,
+    "openseeker": openseeker.OpenSeekerConfig,
+    "webexplorer": webexplorer.WebExplorerConfig,
+}
+
+
 def get_recipe(name: str):
     """The `synthesize` function of recipe `name`; an unknown name lists the known ones."""
     try:

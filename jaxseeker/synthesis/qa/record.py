@@ -38,6 +38,7 @@ class Draft:
     obfuscations: tuple[str, ...] = ()
     question: str | None = None
     style: int = 0
+    natural: bool = False  # described entities, only informative clues, natural text (`clues`, `render`)
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property

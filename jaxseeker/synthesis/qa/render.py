@@ -13,7 +13,8 @@ import json
 import random
 
 from jaxseeker.synthesis.qa.frames import attribute_question, count_question, entity_question
-from jaxseeker.synthesis.qa.phrasing import Phraser, Unsayable, join, kind_key, noun, plural, pronoun
+from jaxseeker.synthesis.qa.phrasing import Phraser, Unsayable, capitalise, join, kind_key, noun, plural, pronoun
+from jaxseeker.synthesis.qa.textcheck import text_artefacts
 from jaxseeker.synthesis.qa.values import say_date_range, say_number_range
 from jaxseeker.world import DateIn, LabelIs, NameInitial, NumberIn, Query, Var, World
 from jaxseeker.world.entities import date_parts
@@ -53,21 +54,37 @@ def pred_phrase(var: Var, p) -> str | None:
     return None
 
 
-def _rng(q: Query, style: int) -> random.Random:
+NATURAL_TRIES = 12  # phrasings a natural question may draw before one without a text artefact
+
+
+def _rng(q: Query, style: int | str) -> random.Random:
     return random.Random(f"{json.dumps(q.to_json(), sort_keys=True)}/{style}")
 
 
-def render_question(world: World, q: Query, style: int = 0) -> str:
+def render_question(world: World, q: Query, style: int | str = 0, *, natural: bool = False) -> str:
     """The question for `q`: one phrasing among many (`style` draws another), every constraint said once, no
-    placeholder letters. A cycle whose reference would be ambiguous is said as `that same …` (see `sayable`)."""
+    placeholder letters. A cycle whose reference would be ambiguous is said as `that same …` (see `sayable`).
+    `natural`: names as a sentence says them, questions rather than commands, the answer's noun in the closing
+    question, and the first of `NATURAL_TRIES` phrasings with no text artefact (`textcheck`), else the last."""
+    if not natural:
+        return _render(world, q, style, natural=False)
+    text = ""
+    for k in range(NATURAL_TRIES):
+        text = capitalise(_render(world, q, f"{style}/{k}" if k else style, natural=True))
+        if not text_artefacts(text):
+            break
+    return text
+
+
+def _render(world: World, q: Query, style: int | str, *, natural: bool) -> str:
     for lenient in (False, True):
         rng = _rng(q, style)
         try:
             if q.count:
-                return count_question(world, q, rng, lenient=lenient)
+                return count_question(world, q, rng, lenient=lenient, natural=natural)
             if q.answer_attr is not None:
-                return attribute_question(world, q, rng, lenient=lenient)
-            return entity_question(world, q, rng, lenient=lenient)
+                return attribute_question(world, q, rng, lenient=lenient, natural=natural)
+            return entity_question(world, q, rng, lenient=lenient, natural=natural)
         except Unsayable:
             continue
     raise AssertionError("a lenient phrasing never raises Unsayable")

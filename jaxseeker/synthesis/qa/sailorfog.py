@@ -12,11 +12,13 @@ import dataclasses
 import functools
 import random
 
-from jaxseeker.synthesis.qa.checks import obfuscations_of, simplify
+from jaxseeker.synthesis.qa.checks import found_by_one_search, hops, obfuscations_of, simplify
 from jaxseeker.synthesis.qa.clues import select
+from jaxseeker.synthesis.qa.describe import describe_entity
 from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
 from jaxseeker.synthesis.qa.obfuscate import add_attribute, blur_one_value, hide_name, tighten
 from jaxseeker.synthesis.qa.record import Draft
+from jaxseeker.synthesis.qa.render import render_question
 from jaxseeker.world import Edge, Is, Query, Relation, Var, World
 
 
@@ -35,6 +37,8 @@ class SailorFogConfig:
     hub_degree: int = 100
     p_hide: float = 0.7
     p_attribute: float = 0.6
+    natural: bool = True  # entities described, clues the others imply dropped, text as a writer's (`propose_natural`)
+    p_describe: float = 0.9  # natural: the share of the other entities described rather than named
 
 
 @functools.lru_cache(maxsize=8)
@@ -99,8 +103,9 @@ def random_walk(
     return nodes, edges
 
 
-def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogConfig()) -> Draft | None:
-    """One SailorFog draft (unique, obfuscated), or None when this walk gives none (or no entity has two links)."""
+def walk_draft(world: World, rng: random.Random, cfg: SailorFogConfig) -> Draft | None:
+    """The walk's subgraph as a unique draft with every entity named but the answer, or None (no rare entity, or a
+    walk too short)."""
     rare = rare_entities(world, cfg.rare_quantile)
     if not rare:
         return None
@@ -110,9 +115,23 @@ def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogCo
         return None
     index = {n: k for k, n in enumerate(nodes)}
     target = index[seed] if rng.random() < 0.5 else rng.randrange(len(nodes))
+    if cfg.natural and world.degree(nodes[target]) > cfg.hub_degree:  # a hub's answer follows from any of its parts
+        target = index[seed]
     vars_ = tuple(Var(world.entity(n).type, () if k == target else (Is(n),)) for k, n in enumerate(nodes))
     q = Query(vars_, tuple(Edge(index[r.src], r.rel, index[r.dst]) for r in sorted(edges)), target=target)
-    d = Draft(q, tuple(nodes), "sailorfog", meta={"topology": topology(nodes, edges), "seed_id": seed})
+    meta = {"topology": topology(nodes, edges), "seed_id": seed}
+    return Draft(q, tuple(nodes), "sailorfog", meta=meta, natural=cfg.natural)
+
+
+def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogConfig()) -> Draft | None:
+    """One SailorFog draft (unique, obfuscated), or None when this walk gives none (or no entity has two links)."""
+    if cfg.natural:
+        return propose_natural(world, rng, cfg)
+    d = walk_draft(world, rng, cfg)
+    if d is None:
+        return None
+    target = d.query.target
+    nodes = d.binding
     for i in range(len(nodes)):
         if i != target and rng.random() < cfg.p_hide:
             d = hide_name(d, world, rng, i) or d
@@ -127,6 +146,39 @@ def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogCo
         return None
     d = select(d, world, rng, cut=True)
     return d if obfuscations_of(simplify(d).query, ()) else None
+
+
+def propose_natural(world: World, rng: random.Random, cfg: SailorFogConfig) -> Draft | None:
+    """A SailorFog draft whose other entities are described by their own facts (`describe.describe_entity`), with
+    only the clues the others do not imply (`clues.select` of a natural draft), at least two hops, and not solved by
+    one search of its own words: a named entity left is described to deepen it, else the draft is dropped (None)."""
+    d = walk_draft(world, rng, cfg)
+    if d is None:
+        return None
+    others = [i for i in range(len(d.query.vars)) if i != d.query.target]
+    rng.shuffle(others)
+    for i in others:
+        if rng.random() < cfg.p_describe:
+            d = describe_entity(d, world, rng, i)
+    if rng.random() < cfg.p_attribute:
+        d = add_attribute(d, world, rng, d.query.target, blur=True) or d
+    d = tighten(d, world, rng)
+    if d is None:
+        return None
+    d = simplify(select(d, world, rng, cut=True))
+    for _ in range(2):
+        if hops(d.query) < 2:
+            return None
+        if not found_by_one_search(world, render_question(world, d.query, d.style, natural=True), d.truth):
+            return d
+        named = [i for i, v in enumerate(d.query.vars) if v.anchor() is not None and i != d.query.target]
+        if not named:
+            return None
+        deeper = describe_entity(d, world, rng, rng.choice(named), hint=True)
+        if deeper is d:
+            return None
+        d = simplify(select(deeper, world, rng, cut=True))
+    return None
 
 
 def synthesize(

@@ -31,6 +31,7 @@ class WebExplorerConfig:
     steps: int = 4
     facts: int = 3
     rounds: int = 5
+    natural: bool = True  # only informative clues, natural text, none solved by one search (`clues`, `render`)
 
 
 def explore(world: World, rng: random.Random, steps: int) -> tuple[list[str], list[Edge], list[str]]:
@@ -59,7 +60,7 @@ def first_question(world: World, rng: random.Random, cfg: WebExplorerConfig) -> 
     if not edges:
         return None
     vars_ = (Var(world.entity(seen[0]).type),) + tuple(Var(world.entity(i).type, (Is(i),)) for i in seen[1:])
-    d = Draft(Query(vars_, tuple(edges)), tuple(seen), "webexplorer", meta={"opened": opened})
+    d = Draft(Query(vars_, tuple(edges)), tuple(seen), "webexplorer", meta={"opened": opened}, natural=cfg.natural)
     for _ in range(cfg.facts):
         d = add_attribute(d, world, rng, 0, blur=False) or d
     return d if is_unique(d, world) else None

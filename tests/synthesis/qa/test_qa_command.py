@@ -161,3 +161,18 @@ def test_only_openseeker_takes_a_solver(tmp_path, capsys):
     out = str(tmp_path / "q.jsonl")
     with pytest.raises(SystemExit, match=r"^jaxseeker synth: --solver openai needs --llm-model"):
         main(["synth", "openseeker", "--solver", "openai", "--out", out, "--cache-dir", str(tmp_path / "cache")])
+
+
+def test_synth_plain_writes_the_earlier_questions_and_the_default_the_natural_ones(tmp_path):
+    from jaxseeker.synthesis.qa import e2hqa
+    from jaxseeker.world import open_world
+
+    common = ["--world", "synthetic:400:2", "--cache-dir", str(tmp_path / "cache"), "--no-solver-stats", "--n", "8"]
+    for flags, name in ((["--plain"], "plain.jsonl"), ([], "natural.jsonl")):
+        args = parse(["synth", "e2hqa", *common, "--rounds", "0", "1", *flags, "--out", str(tmp_path / name)])
+        assert args.func(args) == 0
+    world = open_world("synthetic:400:2", cache_dir=tmp_path / "cache")
+    for natural, name in ((False, "plain.jsonl"), (True, "natural.jsonl")):
+        config = e2hqa.E2HQAConfig(min_rounds=0, max_rounds=1, natural=natural)
+        expected = [r.to_json() for r in e2hqa.synthesize(world, 8, config=config).records]
+        assert [r.to_json() for r in read_jsonl(tmp_path / name)] == expected

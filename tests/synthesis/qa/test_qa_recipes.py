@@ -11,6 +11,7 @@ import pytest
 
 from jaxseeker.synthesis.qa import RECIPES, RuleSolver, e2hqa, get_recipe
 from jaxseeker.synthesis.qa.checks import normalize
+from jaxseeker.synthesis.qa.recipes import RECIPE_CONFIGS
 from jaxseeker.synthesis.qa.render import render_question
 from jaxseeker.world import Entity, Query, Relation, World
 from jaxseeker.world.entities import date_parts
@@ -21,7 +22,29 @@ N = 12
 
 @pytest.fixture(scope="module")
 def results(world):
+    """The earlier questions (`natural=False`, what the pipeline makes unless `qa.natural` is set)."""
+    return {
+        name: synthesize(world, N, seed=3, config=RECIPE_CONFIGS[name](natural=False))
+        for name, synthesize in RECIPES.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def natural_results(world):
+    """Each recipe's default: natural questions."""
     return {name: synthesize(world, N, seed=3) for name, synthesize in RECIPES.items()}
+
+
+def test_natural_questions_are_unique_and_none_is_found_by_one_search_of_its_words(world, natural_results):
+    for name, result in natural_results.items():
+        assert len(result.records) == N, (name, result.dropped)
+        for r in result.records:
+            q = Query.from_json(r.meta["query"])
+            if not q.count:
+                assert world.match(q, limit=2) == [r.meta["answer_id"]]
+                assert r.meta["answer_id"] not in {
+                    world.entity_at(h.url).id for h in world.corpus.search(r.question, k=5) if world.entity_at(h.url)
+                }
 
 
 def brute_force(world: World, q: Query) -> set[str]:
@@ -89,11 +112,11 @@ def test_shared_guarantees(world, results, name):
 
 
 @pytest.mark.parametrize("name", sorted(RECIPES))
-def test_deterministic_for_a_seed(world, results, name):
+def test_deterministic_for_a_seed(world, natural_results, name):
     again = get_recipe(name)(world, N, seed=3)
-    assert [r.to_json() for r in again.records] == [r.to_json() for r in results[name].records]
+    assert [r.to_json() for r in again.records] == [r.to_json() for r in natural_results[name].records]
     other = get_recipe(name)(world, N, seed=4)
-    assert [r.question for r in other.records] != [r.question for r in results[name].records]
+    assert [r.question for r in other.records] != [r.question for r in natural_results[name].records]
 
 
 def test_sailorfog_is_obfuscated_and_mostly_coupled(results):
@@ -153,7 +176,9 @@ def test_rendered_question_is_the_record_text_for_default_style(world, results):
 
 
 def test_e2hqa_with_zero_rounds_keeps_one_hop_questions(world):
-    records = e2hqa.synthesize(world, 30, seed=4, config=e2hqa.E2HQAConfig(min_rounds=0, max_rounds=1)).records
+    records = e2hqa.synthesize(
+        world, 30, seed=4, config=e2hqa.E2HQAConfig(min_rounds=0, max_rounds=1, natural=False)
+    ).records
     levels = collections.Counter(r.level for r in records)
     assert levels[1] >= 5 and set(levels) <= {1, 2}
     for r in records:

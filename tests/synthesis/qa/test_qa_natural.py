@@ -1,0 +1,130 @@
+"""Natural questions on hand-built worlds: entities described by their own facts, implied clues dropped, names as a
+writer says them, E2HQA entity answers; and the pipeline's default keeps the earlier questions."""
+
+import dataclasses
+import random
+
+from jaxseeker.pipeline.config import QAStage
+from jaxseeker.synthesis.qa.clues import prune
+from jaxseeker.synthesis.qa.describe import describe_entity
+from jaxseeker.synthesis.qa.e2hqa import entity_start
+from jaxseeker.synthesis.qa.naming import spoken_name
+from jaxseeker.synthesis.qa.record import Draft
+from jaxseeker.synthesis.qa.render import render_question
+from jaxseeker.synthesis.qa.textcheck import imperative
+from jaxseeker.world import DateIn, Edge, Entity, Is, LabelIs, NameInitial, NumberIn, Query, Relation, Var, World
+
+PLAYER = {"occupation": "baseball player"}
+
+
+def towns(population: bool = True, players: bool = True) -> World:
+    """Waco (138,000 people when `population`) and 30 towns of about a thousand in the United States, an airport
+    each; with `players`, Al Ford (debut 1912) born in Waco and six born in towns (debuts 1930 … 1980)."""
+    entities = [Entity("k", "country", "United States")]
+    entities.append(Entity("w", "city", "Waco (Texas, US)", numbers={"population": 138_000} if population else {}))
+    entities += [
+        Entity(f"f{i}", "city", f"Town{chr(65 + i % 20)}{i}", numbers={"population": 1000 + i}) for i in range(30)
+    ]
+    entities.append(Entity("a", "airport", "Waco Regional Airport", numbers={"elevation_m": 180}))
+    entities += [Entity(f"b{i}", "airport", f"Field {i}", numbers={"elevation_m": 10 + i}) for i in range(30)]
+    rels = [Relation("w", "located_in", "k"), Relation("a", "serves", "w"), Relation("a", "airport_in", "k")]
+    rels += [Relation(f"f{i}", "located_in", "k") for i in range(30)]
+    rels += [Relation(f"b{i}", "serves", f"f{i}") for i in range(30)]
+    rels += [Relation(f"b{i}", "airport_in", "k") for i in range(30)]
+    if players:
+        entities.append(Entity("p", "person", "Al Ford", dates={"debut": "1912-05-01"}, labels=PLAYER))
+        rels.append(Relation("p", "born_in", "w"))
+        entities += [
+            Entity(f"q{i}", "person", f"Bo Gray{i}", dates={"debut": f"{1930 + 10 * i}-05-01"}, labels=PLAYER)
+            for i in range(6)
+        ]
+        rels += [Relation(f"q{i}", "born_in", f"f{i}") for i in range(6)]
+    return World(entities, rels)
+
+
+def airport_of_waco(natural: bool = True) -> Draft:
+    q = Query((Var("airport"), Var("city", (Is("w"),))), (Edge(0, "serves", 1),))
+    return Draft(q, ("a", "w"), "t", natural=natural)
+
+
+def test_a_city_is_described_by_its_own_population_when_that_singles_it_out():
+    d = describe_entity(airport_of_waco(), towns(), random.Random(0), 1)
+    assert d.query.vars[1] == Var("city", (NumberIn("population", 100_000, 1_000_000, "magnitude"),))
+    assert d.obfuscations == ("describe",)
+
+
+def test_without_a_value_of_its_own_the_city_is_the_birthplace_of_a_player_who_debuted_in_the_1910s():
+    d = describe_entity(airport_of_waco(), towns(population=False), random.Random(0), 1)
+    assert d.query.vars[1:] == (
+        Var("city"),
+        Var(
+            "person", (LabelIs("occupation", "baseball player"), DateIn("debut", "1910-01-01", "1919-12-31", "decade"))
+        ),
+    )
+    assert d.query.edges[1] == Edge(2, "born_in", 1) and d.binding == ("a", "w", "p")
+    text = render_question(towns(population=False), d.query, natural=True)
+    assert "Waco" not in text and "1910s" in text
+
+
+def test_a_first_letter_only_when_nothing_else_describes_the_city_and_its_name_must_go():
+    w = towns(population=False, players=False)
+    assert describe_entity(airport_of_waco(), w, random.Random(0), 1) == airport_of_waco()
+    d = describe_entity(airport_of_waco(), w, random.Random(0), 1, hint=True)
+    assert d.query.vars[1] == Var("city", (NameInitial("first", "W"),))
+
+
+def test_a_natural_draft_drops_the_country_the_city_implies_and_the_earlier_one_keeps_it():
+    w = towns()
+    q = Query(
+        (
+            Var("airport"),
+            Var("city", (NumberIn("population", 100_000, 1_000_000, "magnitude"),)),
+            Var("country", (Is("k"),)),
+        ),
+        (Edge(0, "serves", 1), Edge(1, "located_in", 2), Edge(0, "airport_in", 2)),
+    )
+    natural = prune(Draft(q, ("a", "w", "k"), "t", natural=True), w, random.Random(0), cut=True)
+    assert natural.query.edges == (Edge(0, "serves", 1),) and natural.binding == ("a", "w")
+    earlier = prune(Draft(q, ("a", "w", "k"), "t"), w, random.Random(0), cut=True)
+    assert len(earlier.query.edges) == 3  # a cycle's edge joins nothing new: the earlier selection never drops it
+
+
+def test_names_as_a_writer_says_them():
+    w = World(
+        [
+            Entity("k", "country", "United States"),
+            Entity("f", "country", "France"),
+            Entity("r1", "city", "Richmond (Kentucky, US)"),
+            Entity("r2", "city", "Richmond (Virginia, US)"),
+            Entity("o", "city", "Oulu (Finland)"),
+        ],
+        [],
+    )
+    assert [spoken_name(w, i) for i in ("k", "f", "r1", "o")] == [
+        "the United States",
+        "France",
+        "Richmond, Kentucky",
+        "Oulu",
+    ]
+    q = Query((Var("city"), Var("country", (Is("k"),))), (Edge(0, "located_in", 1),))
+    for style in range(6):
+        text = render_question(w, q, style, natural=True)
+        assert "the United States" in text.replace("The United", "the United") and not imperative(text), text
+        assert " United States" not in text.replace("he United States", "")
+
+
+def test_an_e2hqa_entity_question_starts_from_a_neighbour_that_fixes_the_answer():
+    w = towns()
+    starts = [d for s in range(40) if (d := entity_start(w, random.Random(s), hub_degree=100)) is not None]
+    assert starts
+    for d in starts:
+        (e,) = d.query.edges
+        assert d.query.target == 0 and d.query.vars[1] == Var(w.entity(d.binding[1]).type, (Is(d.binding[1]),))
+        assert w.match(d.query) == [d.binding[0]]  # the named neighbour fixes the answer
+        assert d.binding[0] != "k"  # the country has 62 links: no hub answers
+
+
+def test_the_pipeline_keeps_the_earlier_questions_and_their_fingerprint_unless_qa_natural_is_set():
+    stage = QAStage(recipes={"e2hqa": 3000}, e2hqa_rounds=(0, 1))
+    assert stage.key() == {k: v for k, v in dataclasses.asdict(stage).items() if k != "natural"}
+    assert dataclasses.replace(stage, natural=True).key()["natural"] is True
