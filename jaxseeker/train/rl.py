@@ -45,7 +45,7 @@ from jaxseeker.agent import (
     write_episodes,
 )
 from jaxseeker.generation import SamplingConfig
-from jaxseeker.parallel import is_main_process, process_info
+from jaxseeker.parallel import is_main_process, maybe_initialize_distributed, process_info
 from jaxseeker.rewards import submit_feedback
 from jaxseeker.tools import (
     ToolRegistry,
@@ -150,6 +150,7 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     into the run's recipe), and a recipe whose plan does not fit is refused before anything is loaded.
     """
     check_sections(recipe, SECTIONS, "recipe")
+    maybe_initialize_distributed()  # before the planner reads the devices: a multi-host job joins its runtime first
     recipe = planned_recipe(recipe)
     rl = build(RLConfig, recipe.get("rl"), "rl")
     if not rl.questions:
