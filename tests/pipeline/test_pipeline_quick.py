@@ -362,7 +362,11 @@ def test_rl_adapters_the_wise_ft_average_and_what_rl_learns_are_reported(before_
     """RL trains LoRA adapters of its own (the SFT was full fine-tuning); the average is the float64 weight mean of
     the SFT and RL policies; the report gives its row, the sampled evals beside greedy, the pool's accuracy at its
     first and last pass, and the groups per step."""
-    recipe = {"name": "t", "rl": {"average": 0.25, "model": {"lora": {"rank": 4}}}, "eval": {"sampled_k": 2}}
+    recipe = {  # the run before RL's recipe, with RL adapters, the average and sampled evals added
+        **RECIPE,
+        "rl": {**RECIPE["rl"], "average": 0.25, "model": {"lora": {"rank": 4}}},
+        "eval": {**RECIPE["eval"], "sampled_k": 2},
+    }
     cfg = pipeline_config(recipe, quick=True)
     assert cfg.stages()[-8:] == (
         "eval_sft",

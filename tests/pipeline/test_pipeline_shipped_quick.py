@@ -15,7 +15,7 @@ PIPELINES = [name for name in shipped_configs() if recipe_kind(read_recipe(name)
 
 
 def test_the_shipped_pipeline_recipes_are_the_demos():
-    assert PIPELINES == ["demo", "demo_copy", "demo_focus"]
+    assert PIPELINES == ["demo", "demo_copy", "demo_focus", "demo_rl"]
 
 
 @pytest.mark.parametrize("name", PIPELINES)

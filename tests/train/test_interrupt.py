@@ -9,6 +9,14 @@ import pytest
 from jaxseeker.train.interrupt import Interrupted, Stopped, requested, stop_requests, stop_signals
 
 
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Ctrl-C as a plain `python` process has it (a pytest-xdist worker ignores SIGINT), restored afterwards."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def test_the_first_signal_is_recorded_and_the_old_handlers_return():
     before = signal.getsignal(signal.SIGTERM)
     with stop_requests() as stop:

@@ -15,7 +15,8 @@ def test_exponent_floats_are_floats_in_files_and_overrides(tmp_path):
     assert recipe["optimizer"] == {"lr": 5e-4, "min_lr": 1e-5, "warmup_steps": 10}
     assert recipe["rl"] == {"sampling": {"temperature": 0.5}, "optimizer": {"lr": 2e-4}, "method": "rft"}
     assert recipe["name"] == "run"
-    assert pipeline_config({"rl": recipe["rl"]}).rl.optimizer["lr"] == 2e-4  # reaches the stage as a number
+    rft = {"optimizer": {"lr": 1e-5}}  # rft sets its own learning rate
+    assert pipeline_config({"rl": recipe["rl"], "rft": rft}).rl.optimizer["lr"] == 2e-4  # reaches the stage as a number
     assert [load_yaml(t) for t in ("1e-4", "-2e+3", "7", "e5", "1e", "1.5.2")] == [
         1e-4,
         -2000.0,

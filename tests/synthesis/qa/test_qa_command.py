@@ -43,7 +43,7 @@ def test_synth_writes_questions_summary_and_plots(tmp_path, capsys):
 
 def test_synth_apart_writes_questions_on_entities_the_files_never_use(tmp_path, capsys):
     first, fresh = tmp_path / "train.jsonl", tmp_path / "test2.jsonl"
-    common = ["--world", "synthetic:400:2", "--cache-dir", str(tmp_path / "cache"), "--no-solver-stats"]
+    common = ["--world", "synthetic:400:2", "--cache-dir", str(tmp_path / "cache"), "--no-solver"]
     args = parse(["synth", "e2hqa", *common, "--n", "40", "--rounds", "0", "1", "--out", str(first)])
     assert args.func(args) == 0
     args = parse(
@@ -108,7 +108,7 @@ def test_bad_counts_paths_and_apart_files_end_the_command_in_one_line(tmp_path, 
         "synthetic:200:0",
         "--cache-dir",
         str(tmp_path / "cache"),
-        "--no-solver-stats",
+        "--no-solver",
         "--n",
         "2",
         "--out",
@@ -167,7 +167,7 @@ def test_synth_plain_writes_the_earlier_questions_and_the_default_the_natural_on
     from jaxseeker.synthesis.qa import e2hqa
     from jaxseeker.world import open_world
 
-    common = ["--world", "synthetic:400:2", "--cache-dir", str(tmp_path / "cache"), "--no-solver-stats", "--n", "8"]
+    common = ["--world", "synthetic:400:2", "--cache-dir", str(tmp_path / "cache"), "--no-solver", "--n", "8"]
     for flags, name in ((["--plain"], "plain.jsonl"), ([], "natural.jsonl")):
         args = parse(["synth", "e2hqa", *common, "--rounds", "0", "1", *flags, "--out", str(tmp_path / name)])
         assert args.func(args) == 0

@@ -77,7 +77,7 @@ def test_synth_stats_prints_the_figures_of_a_file(tmp_path, capsys):
 
 def test_synth_stats_with_the_world_of_a_recipe(tmp_path, capsys):
     common = ["--world", "synthetic:300:5", "--cache-dir", str(tmp_path / "cache")]
-    assert main(["synth", "crawlqa", *common, "--n", "4", "--out", str(tmp_path / "q.jsonl"), "--no-solver-stats"]) == 0
+    assert main(["synth", "crawlqa", *common, "--n", "4", "--out", str(tmp_path / "q.jsonl"), "--no-solver"]) == 0
     capsys.readouterr()
     assert main(["synth", "stats", str(tmp_path / "q.jsonl"), *common]) == 0
     out = capsys.readouterr().out

@@ -214,7 +214,7 @@ def test_the_command_writes_checked_questions_counts_drops_and_never_the_key(ser
         str(tmp_path / "cache"),
         "--n",
         "3",
-        "--no-solver-stats",
+        "--no-solver",
         "--out",
         str(out),
     ]
