@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 import hashlib
 import json
+import resource
 import shutil
 import time
 from collections.abc import Callable
@@ -17,6 +21,26 @@ def fingerprint(*parts: Any) -> str:
     """A short hash of JSON-able inputs (a stage's config section and its upstream fingerprints)."""
     raw = json.dumps(parts, sort_keys=True, default=str).encode()
     return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def peak_rss_gib() -> float:
+    """The process's peak resident memory so far in GiB (Linux reports `ru_maxrss` in KiB): each stage's marker
+    records it, so a run's peak can be set against `jaxseeker plan`'s."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
+
+
+def release_memory() -> None:
+    """Give back what a finished stage held before the next one starts: unreachable arrays, the compiled programs
+    (a later stage compiles or loads its own from the persistent cache) and, under glibc, the freed heap, which
+    otherwise stays resident and stacks one stage's peak on the next."""
+    import jax  # here: the stage bookkeeping itself runs without JAX (`--dry-run`)
+
+    gc.collect()
+    jax.clear_caches()
+    libc = ctypes.util.find_library("c")
+    trim = getattr(ctypes.CDLL(libc), "malloc_trim", None) if libc else None
+    if trim is not None:
+        trim(0)
 
 
 class StopAfter(Exception):
@@ -81,7 +105,8 @@ class StageRunner:
         metrics = fn(out)
         wall = round(time.perf_counter() - t, 2)
         self.timings[name] = wall
-        _write_marker(marker, {"key": key, "metrics": metrics, "wall_s": wall})
+        _write_marker(marker, {"key": key, "metrics": metrics, "wall_s": wall, "peak_rss_gib": peak_rss_gib()})
+        release_memory()
         self.log(f"[{name}] done in {wall:.1f} s")
         return self._stop_after(name, metrics)
 

@@ -28,6 +28,18 @@ def test_a_finished_stage_is_reused_only_for_the_same_inputs(tmp_path):
     assert calls[1] == ["started.json"]  # the old output was wiped
 
 
+def test_a_stage_marker_records_the_process_peak_resident_memory(tmp_path):
+    import numpy as np
+
+    def big(out):
+        block = np.ones(64 * 2**20 // 8)  # 64 MiB, touched: resident
+        return {"sum": float(block.sum())}
+
+    StageRunner(tmp_path, log=lambda _: None).run("eval", fingerprint({}), big)
+    done = json.loads((tmp_path / "eval" / "done.json").read_text())
+    assert done["peak_rss_gib"] >= 64 / 1024  # the peak so far holds the stage's 64 MiB block
+
+
 def test_a_dry_run_names_what_would_be_reused_run_or_resumed_and_touches_nothing(tmp_path):
     calls, key = [], fingerprint({"steps": 3})
     StageRunner(tmp_path, log=lambda _: None).run("qa", key, _stage(calls))
