@@ -119,8 +119,8 @@ def run_eval(
     path = out / "results.jsonl"
     if path.exists() and (cut := drop_torn_tail(path)):
         print(f"{path}: cut the unfinished last line ({cut} bytes) an interrupted run left", file=sys.stderr)
-    done = Counter(qid for qid, _ in _records_by_round(path))
-    places = [n for n, q in enumerate(questions) if done[str(q["id"])] < k]
+    done = _keep_whole_questions(path, k)
+    places = [n for n, q in enumerate(questions) if str(q["id"]) not in done]
     if places:
         items = [
             as_question(
@@ -149,6 +149,20 @@ def run_eval(
     wanted = {str(q["id"]) for q in questions}
     records = [r for (qid, round_), r in _records_by_round(path).items() if qid in wanted and round_ < k]
     return write_report(records, k, out / "report")
+
+
+def _keep_whole_questions(path: Path, k: int) -> set[str]:
+    """The ids of the questions whose k rounds `path` holds; the records of any other question (one a stopped run
+    left part-way, rolled out again whole on resume) are dropped from the file, so it never holds a round twice."""
+    records = _records_by_round(path)
+    rounds = Counter(qid for qid, round_ in records if round_ < k)
+    whole = {qid for qid, n in rounds.items() if n >= k}
+    kept = [r for (qid, _), r in records.items() if qid in whole]
+    if path.exists() and len(kept) < sum(1 for line in path.open(encoding="utf-8") if line.strip()):
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
+        tmp.replace(path)
+    return whole
 
 
 def _records_by_round(path: Path) -> dict[tuple[str, int], dict]:
