@@ -158,10 +158,11 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
     from jaxseeker.tools.llm_client import LLMConfig
     from jaxseeker.tools.python_exec import PythonConfig
     from jaxseeker.tools.visit import VisitOptions
-    from jaxseeker.train import rl_config, sft
     from jaxseeker.train.optimizer import OptimizerConfig
     from jaxseeker.train.recipe import read_recipe, shipped_configs
-    from jaxseeker.train.rl_scoring import RewardConfig
+    from jaxseeker.train.rl import config as rl_config
+    from jaxseeker.train.rl.scoring import RewardConfig
+    from jaxseeker.train.sft import loop as sft
 
     name = (
         "name",

@@ -97,7 +97,7 @@ def add_config(
 def read_config(args: argparse.Namespace, kind: str) -> dict:
     """The recipe `--config` names with the `--set` overrides; one of another kind than `kind` (sft, rl, pipeline) is
     an error naming the command that runs it."""
-    from jaxseeker.train.plan_recipe import recipe_kind
+    from jaxseeker.planning.recipe import recipe_kind
     from jaxseeker.train.recipe import read_recipe, shipped_configs
 
     recipe = read_recipe(args.config, args.set)

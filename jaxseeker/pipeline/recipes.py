@@ -83,7 +83,7 @@ def sft_config(cfg: PipelineConfig, stage: str) -> tuple[Any, Any, Any]:
     from jaxseeker.data import DataConfig
     from jaxseeker.train.optimizer import OptimizerConfig
     from jaxseeker.train.recipe import build
-    from jaxseeker.train.sft import TrainConfig
+    from jaxseeker.train.sft.loop import TrainConfig
 
     sections = stage_sections(cfg, stage)
     train = build(TrainConfig, sections["train"], "train")
@@ -96,7 +96,7 @@ def rl_config(cfg: PipelineConfig) -> tuple[Any, Any]:
     temperature 1.0): the rft rollouts read their group_size, seed and temperature."""
     from jaxseeker.generation import SamplingConfig
     from jaxseeker.train.recipe import build
-    from jaxseeker.train.rl_config import RLConfig
+    from jaxseeker.train.rl.config import RLConfig
 
     sampling = build(SamplingConfig, {"temperature": 1.0, **cfg.rl.sampling}, "rl.sampling")
     return build(RLConfig, cfg.rl.rl, "rl.rl"), sampling
@@ -188,7 +188,7 @@ def _check_pipeline_keys(stage: str, sections: Mapping[str, Mapping], reserved: 
 def check_recipes(cfg: PipelineConfig) -> None:
     """Raise on a training stage's recipe that `jaxseeker sft` / `jaxseeker rl` would refuse (the error names the
     stage's section and key), or on a key of the pipeline's in a recipe section."""
-    from jaxseeker.train.plan_recipe import rl_stages, sft_stages
+    from jaxseeker.planning.recipe import rl_stages, sft_stages
 
     for stage in SFT_STAGES:
         sections = dataclasses.asdict(getattr(cfg, stage))
@@ -212,7 +212,7 @@ def check_rl_lr(cfg: PipelineConfig) -> None:
     """Refuse an RL fine-tune that would inherit the SFT learning rate. The rft stage's recipe is the sft section's
     with the rft section laid on, so without `rft.optimizer.lr` it would train the policy on its own episodes at the
     SFT's rate (1e-4 … 1e-3), which RL's few, self-generated episodes do not bear. The pg stage never inherits: its
-    optimizer is `rl.optimizer` over the RL defaults (`train.rl_config.RL_OPTIMIZER_DEFAULTS`)."""
+    optimizer is `rl.optimizer` over the RL defaults (`train.rl.config.RL_OPTIMIZER_DEFAULTS`)."""
     if cfg.rl.method != "rft" or "lr" in cfg.rft.optimizer:
         return
     inherited = sft_config(cfg, "sft")[1].lr
