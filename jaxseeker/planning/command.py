@@ -1,18 +1,28 @@
-"""`jaxseeker plan`: per-device memory, FLOPs and fit of every stage of a recipe on a mesh of chips."""
+"""`jaxseeker plan`: per-device memory, FLOPs and fit of every stage of a recipe on a mesh of chips.
+
+`make_plan` reads an SFT, RL or pipeline recipe (`recipe_stages`; a pipeline's stages are those of the recipes it
+trains, `pipeline_stages`), so, like every command, this module sits above the offline pipeline; the planner below
+it (`memory`, `rollout`, `fit`, `recipe`) plans one SFT or RL recipe, and the training loops use it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from jaxseeker import model
 from jaxseeker.argtypes import at_least
 from jaxseeker.cli_args import add_config, add_mesh
-from jaxseeker.parallel.mesh_config import MESH_AXES, MeshConfig
 from jaxseeker.planning.chips import CHIPS, USABLE_HBM, GiB
-from jaxseeker.train.recipe import RecipeError
+from jaxseeker.train.recipe import RecipeError, recipe_kind
+
+if TYPE_CHECKING:  # jax loads inside the functions that plan, so `jaxseeker --help` stays quick
+    from jaxseeker.parallel import MeshConfig, Rules
+    from jaxseeker.planning.memory import StageShape
 
 ROWS = (
     "params",
@@ -33,16 +43,55 @@ ROWS = (
 PHASE_ROWS = (("rollout_phase", "rollout phase"), ("update_phase", "update phase"), ("handoff_phase", "hand-off"))
 
 
-def resolve_mesh(mesh: MeshConfig, chips: int | None, notes: list[str]) -> dict[str, int]:
-    """Concrete axis sizes: a -1 axis takes `chips` (1 when not given, noted); with no -1, `chips` must match."""
-    sizes = mesh.sizes()
-    if -1 in sizes and chips is None:
-        notes.append("the mesh has a -1 axis and --chips was not given: planned on 1 chip")
-    n = chips if chips is not None else (1 if -1 in sizes else math.prod(sizes))
+@dataclasses.dataclass
+class RecipePlan:
+    """What `recipe_stages` reads from a recipe."""
+
+    name: str
+    kind: str  # "sft" | "rl" | "pipeline"
+    cfg: model.ModelConfig
+    mesh: MeshConfig
+    rules: Rules
+    stages: list[StageShape]
+    notes: list[str]
+
+
+def pipeline_stages(recipe: Mapping[str, Any], notes: list[str]) -> tuple[model.ModelConfig, list[StageShape]]:
+    """The training stages `jaxseeker pipeline` runs from its recipe (`pipeline.recipes`): sft, extend, and rl (its
+    `jaxseeker rl` recipe, or with rl.method rft the rft section's `jaxseeker sft` recipe)."""
+    from jaxseeker.pipeline import pipeline_config
+    from jaxseeker.pipeline.recipes import stand_in_recipes
+    from jaxseeker.pipeline.train_stages import model_section
+    from jaxseeker.planning.recipe import model_config, rl_stages, sft_stages
+
     try:
-        return dict(zip(MESH_AXES, mesh.resolve(n)))
-    except ValueError as e:
-        raise RecipeError(f"mesh: {e}") from None
+        cfg = pipeline_config(dict(recipe))
+        # the model section the stages train: a pretrained policy's config read without loading (or importing) the
+        # weights, or the from-scratch shape
+        policy = model_config(model_section(cfg, cfg.policy.init or None), [])
+    except (ValueError, model.ConfigError) as e:
+        raise RecipeError(f"pipeline recipe: {e}") from None
+    recipes = stand_in_recipes(cfg)
+    rl, rft = recipes.pop("rl"), recipes.pop("rft", None)
+    rl_shapes = rl_stages(rl, notes) if rft is None else [dataclasses.replace(s, name="rl") for s in sft_stages(rft)]
+    stages = [dataclasses.replace(s, name=name) for name, r in recipes.items() for s in sft_stages(r)]
+    return policy, stages + rl_shapes
+
+
+def recipe_stages(recipe: Mapping[str, Any]) -> RecipePlan:
+    """Validate `recipe` (SFT, RL or pipeline) and return its model, mesh, rules and stages."""
+    from jaxseeker.parallel import MeshConfig, make_rules
+    from jaxseeker.planning.recipe import mesh_and_rules, model_config, rl_stages, sft_stages
+
+    kind, notes = recipe_kind(recipe), []
+    name = str(recipe.get("name", "recipe"))
+    if kind == "pipeline":
+        cfg, stages = pipeline_stages(recipe, notes)
+        return RecipePlan(name, kind, cfg, MeshConfig(), make_rules(), stages, notes)
+    mesh, rules = mesh_and_rules(recipe)
+    stages = sft_stages(recipe) if kind == "sft" else rl_stages(recipe, notes)
+    cfg = model_config(recipe.get("model"), notes)
+    return RecipePlan(name, kind, cfg, mesh, rules, stages, notes)
 
 
 def make_plan(
@@ -51,8 +100,8 @@ def make_plan(
     """The plan of every stage of `recipe` (validated first) on `mesh` (default: the recipe's) of `chip`s, and
     a suggested mesh when some stage does not fit. JSON-serialisable."""
     from jaxseeker.model import count_params
-    from jaxseeker.planning.memory import FLASH_IMPLS, plan_stage, suggest_mesh
-    from jaxseeker.planning.recipe import recipe_stages
+    from jaxseeker.planning.fit import plan_stage, resolve_mesh, suggest_mesh
+    from jaxseeker.planning.memory import FLASH_IMPLS
 
     if chip not in CHIPS:
         raise RecipeError(f"--chip {chip!r}: known chips {sorted(CHIPS)}")

@@ -5,7 +5,7 @@ One stage is an SFT step or an RL step at one context stage (`StageShape`). Its 
   params       f32 master weights, sharded exactly as the rules shard them (`model.param_axes`)
   optimizer    Adam's two f32 moments (+ an f32 gradient accumulator when grad_accum > 1)
   grads        f32 gradients
-  grad_sum     RL: the f32 sum of the micro-batches' gradients (`rl_step.accumulated_update`)
+  grad_sum     RL: the f32 sum of the micro-batches' gradients (`train.rl.step.accumulated_update`)
   compute      the compute-dtype (bf16) copy of the params and its gradients during the pass (0 in f32)
   reference    the frozen reference policy of a KL term (an f32 copy of the params)
   activations  what the backward pass keeps of the forward pass, all layers: the scan carry (remat
@@ -21,7 +21,7 @@ and of an RL stage's rollout engine, in its own layout (`planning.rollout`): eng
 
 SFT: peak = params + optimizer + reference + batch + max(train, update), with train = grads (+ grad_sum) + compute
 + activations + max(layer, logits), update = grads + Adam's temporaries. An RL stage's update runs micro-batches of
-`rows` rows (with `choose`, `plan_fit.choose_update` picks its remat and rows to fit). RL has three phases, the
+`rows` rows (with `choose`, `fit.choose_update` picks its remat and rows to fit). RL has three phases, the
 engine being dropped during the update: rollout_phase = params + optimizer + reference + engine_weights + kv_cache
 + rollout; update_phase = params + optimizer + reference + batch + max(train, update); handoff_phase = params +
 optimizer + reference + engine_weights + handoff; peak = the largest.
@@ -49,12 +49,10 @@ from collections.abc import Mapping
 
 from jax.sharding import AbstractMesh
 
-from jaxseeker.model.config import CONTEXT_ATTENTIONS, ModelConfig
+from jaxseeker.model.config import ModelConfig
 from jaxseeker.model.params import param_axes, param_shapes
 from jaxseeker.parallel.mesh_config import MESH_AXES
 from jaxseeker.parallel.rules import Rules, logical_to_spec
-from jaxseeker.planning.chips import USABLE_HBM, Chip
-from jaxseeker.planning.flops import step_flops
 
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # Attention kernels that hold no [q, k] array (training forward only; "blocked" keeps one tile per head, see
@@ -76,12 +74,12 @@ PHASES = ("rollout", "update", "handoff")  # an RL step's phases (`memory_plan`)
 
 @dataclasses.dataclass(frozen=True)
 class StageShape:
-    """What one step of a stage puts on the devices (built from a recipe by `plan_recipe.recipe_stages`).
+    """What one step of a stage puts on the devices (built from a recipe by `command.recipe_stages`).
 
     rows × seq: the rows of one forward/backward pass (RL: a micro-batch). updates: optimizer micro-steps per step
     (RL: mini_batches × epochs), each of ⌈mini_batch_rows / rows⌉ passes (RL: `mini_batch_rows` = a mini-batch's
     episodes, one row each at most). resident_rows: input rows held during the update (RL: the whole step).
-    remat: the update's (None: the model's). choose: what `plan_fit.choose_update` picks ("remat", "rows").
+    remat: the update's (None: the model's). choose: what `fit.choose_update` picks ("remat", "rows").
     The rollout engine (`train.rl.config.EngineConfig`; none when slots and groups are 0): `slots` over the
     slice (0: each host's share of the step's `groups` × `group_size` episodes), `cache_len` tokens each,
     replicas of `engine_tensor` chips (0: a host's), weights and cache in `engine_dtype` (None: the compute
@@ -287,151 +285,3 @@ def logits_bytes(cfg: ModelConfig, rows: int, seq: int, chunk: int, rules: Rules
     if sizes["fsdp"] > 1:
         gathered = 2 * local.vocab * cfg.hidden_size * BYTES[cfg.compute_dtype]
     return _LOGITS * local.rows * min(chunk, seq) * local.vocab * 4 + gathered
-
-
-def memory_plan(
-    cfg: ModelConfig, stage: StageShape, rules: Rules, mesh: AbstractMesh, per_host: int = 4
-) -> dict[str, float]:
-    """Bytes per device of every component (module docstring), the phases of an RL stage and the `peak`;
-    `per_host`: chips a host drives (the rollout engine's replicas stay within one)."""
-    cfg = dataclasses.replace(cfg, remat=stage.remat) if stage.remat else cfg
-    n = param_elements(cfg, rules, mesh)
-    f32 = 4 * n
-    cb = BYTES[cfg.compute_dtype]
-    acts = activation_bytes(cfg, stage.rows, stage.seq, rules, mesh)
-    rows_in = _local_sizes(cfg, stage.resident_rows or stage.rows, rules, dict(mesh.shape), stage.seq)
-    keys = 5 if stage.kind == "sft" else 7 + stage.reference  # int32 / f32 [rows, seq] arrays (rl_step.ROW_KEYS)
-    mem = {
-        "params": f32,
-        "optimizer": 2 * f32 + (f32 if stage.grad_accum > 1 else 0),
-        "grads": f32,
-        "grad_sum": f32 if stage.kind == "rl" else 0,
-        "compute": 2 * cb * n if cb < 4 else 0,  # the cast copy and its gradients, alive during the pass
-        "reference": f32 if stage.reference else 0,
-        "activations": acts["activations"],
-        "layer": acts["layer"],
-        "logits": logits_bytes(cfg, stage.rows, stage.seq, stage.chunk_size, rules, mesh),
-        "batch": rows_in.rows * rows_in.seq * keys * 4,
-        "engine_weights": 0,
-        "kv_cache": 0,
-        "rollout": 0,
-        "handoff": 0,
-    }
-    if stage.rolls_out:
-        from jaxseeker.planning.rollout import engine_memory
-
-        mem.update(engine_memory(cfg, stage, math.prod(dict(mesh.shape).values()), per_host, n))
-    mem = {k: float(v) for k, v in mem.items()}
-    trainer = mem["params"] + mem["optimizer"] + mem["reference"]
-    grads_in_pass = mem["grads"] if cb == 4 else 0.0  # in bf16 the pass makes bf16 grads (in `compute`)
-    train = grads_in_pass + mem["grad_sum"] + mem["compute"] + mem["activations"] + max(mem["layer"], mem["logits"])
-    update = mem["grads"] + _UPDATE * f32
-    mem["update_phase"] = trainer + mem["batch"] + max(train, update)
-    mem["rollout_phase"] = trainer + mem["engine_weights"] + mem["kv_cache"] + mem["rollout"]
-    mem["handoff_phase"] = trainer + mem["engine_weights"] + mem["handoff"]
-    mem["peak"] = max(
-        mem["update_phase"],
-        mem["rollout_phase"] if stage.rolls_out else 0.0,
-        mem["handoff_phase"] if stage.rolls_out else 0.0,
-    )
-    return mem
-
-
-def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Mapping[str, int], chip: Chip) -> dict:
-    """Memory, FLOPs and ideal time (at the chips' bf16 peak) of one stage on one mesh; `fits` when the peak
-    is within `USABLE_HBM` of the chip's memory; `engine`: the rollout engine's layout (None without one). An RL
-    stage with `choose` gets the remat and rows that fit the chip (`plan_fit.choose_update`)."""
-    from jaxseeker.planning.fit import choose_update
-    from jaxseeker.planning.rollout import engine_summary
-
-    mesh = abstract_mesh(mesh_sizes)
-    stage = choose_update(cfg, stage, rules, mesh, USABLE_HBM * chip.hbm_bytes, chip.per_host)
-    chips = math.prod(dict(mesh.shape).values())
-    memory = memory_plan(cfg, stage, rules, mesh, chip.per_host)
-    flops = step_flops(cfg, stage)
-    local = _local_sizes(cfg, stage.rows, rules, dict(mesh.shape), stage.seq)
-    return {
-        "stage": stage.name,
-        "kind": stage.kind,
-        "mesh": dict(mesh.shape),
-        "chips": chips,
-        "rows_per_device": local.rows,
-        "remat": stage.remat or cfg.remat,
-        "update_tokens": stage.rows * stage.seq,
-        "seq": stage.seq,
-        "seq_per_device": local.seq,
-        "attention": attention_kernel(cfg, local.seq_shards),
-        "engine": engine_summary(cfg, stage, dict(mesh.shape), chip.per_host),
-        "memory": memory,
-        "hbm_bytes": chip.hbm_bytes,
-        "fits": memory["peak"] <= USABLE_HBM * chip.hbm_bytes,
-        "over": [p for p in PHASES if memory[f"{p}_phase"] > USABLE_HBM * chip.hbm_bytes],
-        "flops": flops,
-        "ideal_step_s": flops["device"] / (chips * chip.peak_flops),
-    }
-
-
-def _meshes(chips: int, max_tensor: int, experts: int) -> list[dict[str, int]]:
-    """Meshes of `chips` devices with data = 1, ordered by preference: least tensor, then least context, then
-    least expert parallelism (fsdp takes the rest). Context parallelism comes before tensor parallelism: once
-    the rows are one per device it is what shrinks a long row, and it moves a layer's keys and values (a
-    fraction of its width under GQA) where tensor parallelism moves the whole residual stream four times."""
-    out = []
-    for tensor in (t for t in (1, 2, 4, 8, 16) if t <= max_tensor and chips % t == 0):
-        for context in (c for c in (1, 2, 4, 8, 16, 32) if chips % (tensor * c) == 0):
-            for expert in (
-                e for e in (1, 2, 4, 8, 16, 32, 64, 128) if e <= max(experts, 1) and chips % (tensor * context * e) == 0
-            ):
-                out.append(
-                    {
-                        "data": 1,
-                        "fsdp": chips // (tensor * context * expert),
-                        "tensor": tensor,
-                        "expert": expert,
-                        "context": context,
-                    }
-                )
-    return out
-
-
-def suggest_mesh(
-    cfg: ModelConfig,
-    stages: list[StageShape],
-    rules: Rules,
-    chip: Chip,
-    chips: int,
-    *,
-    max_chips: int = 8192,
-    max_tensor: int = 8,
-) -> dict | None:
-    """The preferred mesh on which every stage fits, on `chips` chips or (when none does) on the fewest
-    chips up to `max_chips` (doubling); None when nothing fits. A mesh with a context axis is tried with the
-    model's `context_attention`, then with the other one. Returns {"mesh", "chips", "peak_bytes",
-    "context_attention"}."""
-    from jaxseeker.planning.fit import choose_update
-
-    budget = USABLE_HBM * chip.hbm_bytes
-    others = [a for a in CONTEXT_ATTENTIONS if a != cfg.context_attention]
-    n = chips
-    while n <= max_chips:
-        for sizes in _meshes(n, max_tensor, cfg.num_experts):
-            for attention in [cfg.context_attention] + (others if sizes["context"] > 1 else []):
-                trial = dataclasses.replace(cfg, context_attention=attention)
-                mesh = abstract_mesh(sizes)
-                try:
-                    peak = max(
-                        memory_plan(
-                            trial,
-                            choose_update(trial, s, rules, mesh, budget, chip.per_host),
-                            rules,
-                            mesh,
-                            chip.per_host,
-                        )["peak"]
-                        for s in stages
-                    )
-                except ValueError:  # the engine's tensor size does not divide this slice's hosts
-                    continue
-                if peak <= USABLE_HBM * chip.hbm_bytes:
-                    return {"mesh": sizes, "chips": n, "peak_bytes": peak, "context_attention": attention}
-        n *= 2
-    return None

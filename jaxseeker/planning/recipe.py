@@ -1,4 +1,5 @@
-"""A recipe's model, mesh and stages for `jaxseeker plan`, validated as `jaxseeker sft` / `rl` / `pipeline` would.
+"""An SFT or RL recipe's model, mesh and stages for the planner, validated as `jaxseeker sft` / `rl` would (a pipeline
+recipe's stages are those of the recipes it trains: `command.pipeline_stages`).
 
 Every section goes through the same builders the loops use (`TrainConfig`, `DataConfig`, `RLConfig`,
 `RolloutConfig`, `RewardConfig`, `ToolsConfig`, …), so a recipe that plans is one whose keys the loop
@@ -33,33 +34,6 @@ SHAPE_FIELDS = (
     "num_kv_heads",
     "head_dim",
 )
-PIPELINE_SECTIONS = ("policy", "qa", "expert", "eval", "sft", "extend", "rft")  # `world`, `rl`: RL ones too
-
-
-@dataclasses.dataclass
-class RecipePlan:
-    """What `recipe_stages` reads from a recipe."""
-
-    name: str
-    kind: str  # "sft" | "rl" | "pipeline"
-    cfg: model.ModelConfig
-    mesh: MeshConfig
-    rules: Rules
-    stages: list[StageShape]
-    notes: list[str]
-
-
-def recipe_kind(recipe: Mapping[str, Any]) -> str:
-    """ "pipeline" (`jaxseeker pipeline`), "rl" (`jaxseeker rl`) or "sft" (`jaxseeker sft`), by the sections."""
-    if any(s in recipe for s in PIPELINE_SECTIONS):
-        return "pipeline"
-    if "rl" in recipe:
-        return "rl"
-    if "train" in recipe or "data" in recipe:
-        return "sft"
-    raise RecipeError(
-        f"recipe: no `train` / `data` (SFT), `rl` (RL) or `policy` (pipeline) section; sections: {sorted(recipe)}"
-    )
 
 
 def model_config(section: Mapping[str, Any] | None, notes: list[str]) -> model.ModelConfig:
@@ -219,37 +193,3 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
             )
         )
     return out
-
-
-def pipeline_stages(recipe: Mapping[str, Any], notes: list[str]) -> tuple[model.ModelConfig, list[StageShape]]:
-    """The training stages `jaxseeker pipeline` runs from its recipe (`pipeline.recipes`): sft, extend, and rl (its
-    `jaxseeker rl` recipe, or with rl.method rft the rft section's `jaxseeker sft` recipe)."""
-    from jaxseeker.pipeline.config import pipeline_config
-    from jaxseeker.pipeline.recipes import stand_in_recipes
-    from jaxseeker.pipeline.train_stages import model_section
-
-    try:
-        cfg = pipeline_config(dict(recipe))
-        # the model section the stages train: a pretrained policy's config read without loading (or importing) the
-        # weights, or the from-scratch shape
-        policy = model_config(model_section(cfg, cfg.policy.init or None), [])
-    except (ValueError, model.ConfigError) as e:
-        raise RecipeError(f"pipeline recipe: {e}") from None
-    recipes = stand_in_recipes(cfg)
-    rl, rft = recipes.pop("rl"), recipes.pop("rft", None)
-    rl_shapes = rl_stages(rl, notes) if rft is None else [dataclasses.replace(s, name="rl") for s in sft_stages(rft)]
-    stages = [dataclasses.replace(s, name=name) for name, r in recipes.items() for s in sft_stages(r)]
-    return policy, stages + rl_shapes
-
-
-def recipe_stages(recipe: Mapping[str, Any]) -> RecipePlan:
-    """Validate `recipe` (SFT, RL or pipeline) and return its model, mesh, rules and stages."""
-    kind, notes = recipe_kind(recipe), []
-    name = str(recipe.get("name", "recipe"))
-    if kind == "pipeline":
-        cfg, stages = pipeline_stages(recipe, notes)
-        return RecipePlan(name, kind, cfg, MeshConfig(), make_rules(), stages, notes)
-    mesh, rules = mesh_and_rules(recipe)
-    stages = sft_stages(recipe) if kind == "sft" else rl_stages(recipe, notes)
-    cfg = model_config(recipe.get("model"), notes)
-    return RecipePlan(name, kind, cfg, mesh, rules, stages, notes)

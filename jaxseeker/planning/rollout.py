@@ -15,7 +15,7 @@ reads) and decodes its share of the slots. So per chip:
                   engine's dtype, and the weights split over every chip on their way to the replicas
                   (`generation.handoff`: each replica then gathers its copy)
 
-The engine is dropped while the update runs, so an RL stage has three phases (`plan.memory_plan`): rollouts
+The engine is dropped while the update runs, so an RL stage has three phases (`fit.memory_plan`): rollouts
 (trainer state + engine), the update (trainer state + activations), the hand-off (trainer state + the new engine
 weights). The working-set coefficients are those of `compiled.memory_analysis()` on XLA:CPU (the decode step in
 tests/generation/test_engine_layout.py is within 10% of this plan).
@@ -45,7 +45,7 @@ class EngineLayout:
 
 
 def engine_layout(cfg: ModelConfig, stage, chips: int, per_host: int) -> EngineLayout:
-    """The engine's replicas and slots for `stage` (a `plan.StageShape`) on `chips` chips, `per_host` to a host
+    """The engine's replicas and slots for `stage` (a `memory.StageShape`) on `chips` chips, `per_host` to a host
     (fewer on a slice smaller than a host). ValueError when `engine.tensor` does not divide a host's chips."""
     local = min(per_host, chips)
     tensor = stage.engine_tensor or local

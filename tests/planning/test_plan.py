@@ -26,19 +26,12 @@ from jaxseeker.parallel import (
 )
 from jaxseeker.pipeline import pipeline_config
 from jaxseeker.planning.chips import CHIPS, USABLE_HBM
-from jaxseeker.planning.command import make_plan
+from jaxseeker.planning.command import make_plan, recipe_stages
+from jaxseeker.planning.fit import memory_plan, plan_stage, suggest_mesh
 from jaxseeker.planning.flops import step_flops
-from jaxseeker.planning.memory import (
-    StageShape,
-    abstract_mesh,
-    memory_plan,
-    param_elements,
-    plan_stage,
-    suggest_mesh,
-)
-from jaxseeker.planning.recipe import recipe_kind, recipe_stages
+from jaxseeker.planning.memory import StageShape, abstract_mesh, param_elements
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
-from jaxseeker.train.recipe import RecipeError, read_recipe
+from jaxseeker.train.recipe import RecipeError, read_recipe, recipe_kind
 from jaxseeker.train.sft.loop import TrainConfig
 from jaxseeker.train.sft.step import make_sft_step, sft_loss
 from jaxseeker.train.state import abstract_train_state

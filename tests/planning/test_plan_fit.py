@@ -13,8 +13,8 @@ from jaxseeker import model
 from jaxseeker.parallel import DEFAULT_RULES, MeshConfig, batch_sharding, make_mesh
 from jaxseeker.planning.chips import CHIPS, GiB
 from jaxseeker.planning.command import make_plan
-from jaxseeker.planning.fit import UPDATE_TOKENS, choose_update, planned_recipe
-from jaxseeker.planning.memory import StageShape, abstract_mesh, memory_plan
+from jaxseeker.planning.fit import UPDATE_TOKENS, choose_update, memory_plan, planned_recipe
+from jaxseeker.planning.memory import StageShape, abstract_mesh
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.train.rl.step import ROW_KEYS, RLStepConfig, accumulated_update, rl_loss
@@ -39,7 +39,7 @@ ROWS, SEQ, MICRO, CHUNK = 2, 320, 3, 128  # a micro-batch of 2 rows of 320 token
 
 
 def compiled_update_bytes(cfg: model.ModelConfig) -> int:
-    """Peak device bytes XLA assigns to the real RL update of `MICRO` micro-batches, built as `rl_step.make_rl_step`
+    """Peak device bytes XLA assigns to the real RL update of `MICRO` micro-batches, built as `rl.step.make_rl_step`
     builds it: arguments + outputs − the donated state they alias + temporaries (`compiled.memory_analysis()`)."""
     opt = make_optimizer(OptimizerConfig(total_steps=4, warmup_steps=0))
     mesh = make_mesh(MeshConfig(fsdp=1), jax.devices()[:1])
