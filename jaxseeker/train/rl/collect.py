@@ -12,7 +12,7 @@ import numpy as np
 
 from jaxseeker import model
 from jaxseeker.agent import Episode, RolloutConfig
-from jaxseeker.agent.command import make_engine
+from jaxseeker.agent.engine import make_engine
 from jaxseeker.generation import SamplingConfig
 from jaxseeker.parallel import GENERATION_RULES, is_main_process, replica_meshes
 from jaxseeker.train.recipe import RecipeError
@@ -69,7 +69,7 @@ def roll_out(
     run: RLRun, question_ids: list[int], config: RolloutConfig, n: int, seed: int
 ) -> tuple[list[list[Episode]], list[list[Score]], dict[str, float]]:
     """`n` scored episodes of each question with the current params, grouped by question: (groups, scores,
-    timings). Split over the processes, gathered on every one (`rl_rollout.shared_rollout`)."""
+    timings). Split over the processes, gathered on every one (`rollout.shared_rollout`)."""
     if hasattr(run.engine, "sampling"):
         run.engine.sampling = dataclasses.replace(run.sampling, seed=seed)
     questions = [run.questions[i] for i in question_ids]
