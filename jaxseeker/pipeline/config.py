@@ -8,10 +8,8 @@ from typing import Any
 
 from jaxseeker.agent.prompts import PROMPT_STYLES
 from jaxseeker.data.tokenizer import SPLITS
-from jaxseeker.pipeline.quick import quick_recipe
 from jaxseeker.synthesis.expert import ExpertConfig
 from jaxseeker.tools import ToolsConfig, VisitOptions
-from jaxseeker.train.recipe import build, check_sections
 
 RL_METHODS = ("pg", "rft")  # policy gradient (`train.rl`); rejection-sampling fine-tuning (`train.rl.rejection`)
 
@@ -417,19 +415,3 @@ STAGES = {
     "rl": RLStage,
     "rft": SFTSections,
 }
-
-
-def pipeline_config(recipe: dict[str, Any], *, quick: bool = False) -> PipelineConfig:
-    """A PipelineConfig from a recipe mapping: unknown sections and keys are errors naming them (a key that moved
-    into a recipe section names where it went), and every training stage's recipe is checked as `jaxseeker sft` /
-    `jaxseeker rl` would check it."""
-    from jaxseeker.pipeline.recipes import check_moved, check_recipes
-
-    check_sections(recipe, ("name", *STAGES), "pipeline recipe")
-    check_moved(recipe)
-    if quick:
-        recipe = quick_recipe(recipe)
-    sections = {name: build(cls, recipe.get(name) or {}, name) for name, cls in STAGES.items()}
-    cfg = PipelineConfig(name=recipe.get("name", "demo") + ("-quick" if quick else ""), **sections)
-    check_recipes(cfg)
-    return cfg

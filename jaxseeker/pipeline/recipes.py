@@ -3,7 +3,7 @@ sections (`extend` and `rft` the `sft` section's with their own keys laid on), t
 `jaxseeker rl` recipe's: a key means what it means in the recipe, and a key not set takes the recipe's own default.
 The pipeline adds what only it knows (the policy, the paths, the eval section's rollout limits, the tools and world);
 each stage writes the recipe it ran as `recipe.yaml`, which `jaxseeker sft --config` / `jaxseeker rl --config` runs
-alone."""
+alone. `pipeline_config` reads a pipeline recipe and checks every stage's recipe before anything runs."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from typing import Any
 
 import yaml
 
-from jaxseeker.pipeline.config import PipelineConfig
+from jaxseeker.pipeline.config import STAGES, PipelineConfig
 from jaxseeker.pipeline.context import rollout_config
-from jaxseeker.train.recipe import RecipeError, merged
+from jaxseeker.pipeline.quick import quick_recipe
+from jaxseeker.train.recipe import RecipeError, build, check_sections, merged
 
 # Keys the pipeline sets in the recipes it builds; a section that sets one is an error.
 SFT_PIPELINE_KEYS = {"train": ("train_files", "tokenizer", "out_dir", "checkpoint_dir"), "data": ("name_pool",)}
@@ -56,6 +57,20 @@ MOVED = {
         "rft_unlikelihood": "rft.data.unlikelihood_weight",
     },
 }
+
+
+def pipeline_config(recipe: dict[str, Any], *, quick: bool = False) -> PipelineConfig:
+    """A PipelineConfig from a recipe mapping: unknown sections and keys are errors naming them (a key that moved
+    into a recipe section names where it went), and every training stage's recipe is checked as `jaxseeker sft` /
+    `jaxseeker rl` would check it."""
+    check_sections(recipe, ("name", *STAGES), "pipeline recipe")
+    check_moved(recipe)
+    if quick:
+        recipe = quick_recipe(recipe)
+    sections = {name: build(cls, recipe.get(name) or {}, name) for name, cls in STAGES.items()}
+    cfg = PipelineConfig(name=recipe.get("name", "demo") + ("-quick" if quick else ""), **sections)
+    check_recipes(cfg)
+    return cfg
 
 
 def check_moved(recipe: Mapping[str, Any]) -> None:
