@@ -211,7 +211,7 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
                 "defaults": {
                     "total_steps": "SFT: `train.steps`; RL: rl.steps · rl.mini_batches · rl.epochs / grad_accum",
                     "warmup_steps": "SFT `20`; RL a tenth of total_steps, rounded down",
-                    "lr": "SFT `0.001`; RL `1e-06`, with `model.lora` `1e-05` (`rl_config.RL_OPTIMIZER_DEFAULTS`)",
+                    "lr": "SFT `0.001`; RL `1e-06`, with `model.lora` `1e-05` (`rl.config.RL_OPTIMIZER_DEFAULTS`)",
                     "min_lr": "SFT `1e-05`; RL the lr (constant after the warm-up)",
                     "weight_decay": "SFT `0.1`; RL `0.0`",
                 }

@@ -3,7 +3,7 @@
 Run by `test_context_parallel.py` in a subprocess whose `XLA_FLAGS` asks for 8 host devices (the flag must be
 set before JAX starts). Argument: the part to run.
 
-  steps   the SFT loss and gradients (`sft_step.mesh_loss`, what the step differentiates) and one SFT step, and
+  steps   the SFT loss and gradients (`train.sft.step.mesh_loss`, what the step differentiates) and one SFT step, and
           the RL loss and gradients, one RL update and the old-log-prob pass (`make_rl_step`), of packed rows on
           meshes with context = 4 (ring and all-gather attention) and of the blocked kernel on a mesh without
           one, against `attention_impl: xla` on one device.

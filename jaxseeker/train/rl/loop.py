@@ -1,9 +1,9 @@
 """The group-relative RL loop behind `jaxseeker rl`: rollouts → rewards → selection → old log-probs → updates.
 
 Each RL step: take `batch_questions` questions from the sampler → `group_size` rollouts each on the generation
-engine (`rl_collect.py`) with the current params (`engine.set_params`, no copy) and the recipe's tools → score every
+engine (`collect.py`) with the current params (`engine.set_params`, no copy) and the recipe's tools → score every
 episode (format check, judge, recipe reward, overlong punishment) → selection (grpo / dapo / dupo on correctness or
-reward, see `selection.py`) → the update (`rl_update.py`: KL-shaped rewards → group advantages → the episodes that
+reward, see `selection.py`) → the update (`update.py`: KL-shaped rewards → group advantages → the episodes that
 can change the policy → old log-probs (the engine's, or recomputed) → importance weights → `epochs` passes of
 `mini_batches` optimizer steps, each in micro-batches of `rl.update_tokens`) → metrics (JSONL, TensorBoard, progress
 bar) → checkpoint (train state, question sampler, the adaptive KL coefficient). WebExplorer's progressive context is
@@ -18,7 +18,7 @@ onto the replicas (`generation.handoff`), with no host copy.
 
 Multi-host (`jax.distributed`): every process takes the same questions from its sampler, rolls out and
 scores its share of the groups on its own engine (the replicas on its own devices, which run out of step with the
-other processes') and receives everyone's (`rl_rollout.py`); selection, advantages, metrics and the update
+other processes') and receives everyone's (`rollout.py`); selection, advantages, metrics and the update
 rows are then the same on every process, and the update runs on the global mesh. The groups and their sampling do
 not depend on the process count. Process 0 alone writes metrics, episodes, reports and plots; checkpoints are
 collective, with each process's sampler state.
@@ -146,7 +146,7 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     """Build mesh, model, state, engine, tools, judge and sampler; restore on `resume`.
 
     `engine`: an engine to roll out with instead of the recipe's (e.g. a `ScriptedEngine` in tests). The update is
-    planned on this process's devices first (`plan_fit.planned_recipe`: remat and micro-batch tokens that fit, written
+    planned on this process's devices first (`fit.planned_recipe`: remat and micro-batch tokens that fit, written
     into the run's recipe), and a recipe whose plan does not fit is refused before anything is loaded.
     """
     check_sections(recipe, SECTIONS, "recipe")

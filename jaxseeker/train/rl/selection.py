@@ -37,7 +37,7 @@ def _grouped(rewards: np.ndarray) -> np.ndarray:
 
 
 def filter_signal(scores: Sequence[Sequence[Any]], metric: str) -> np.ndarray:
-    """`[n_groups, G]` float64 of the scored groups (`rl_scoring.Score`s): each verdict (`metric` "correct";
+    """`[n_groups, G]` float64 of the scored groups (`scoring.Score`s): each verdict (`metric` "correct";
     True = 1) or reward ("reward"), what decides whether a group is informative."""
     if metric not in FILTER_METRICS:
         raise ValueError(f"filter_metric {metric!r} is not one of {list(FILTER_METRICS)}")

@@ -19,7 +19,7 @@ The log-probs of the update and of the old-log-prob pass come from the same forw
 (`model.hidden_states` + chunked `losses.token_logprobs`, logits built at trained positions only) at the sampling
 temperature, so a recomputed old log-prob makes the ratio exactly 1 on the first mini-batch of a step.
 `make_rl_step` compiles both, sharded (splash attention blockwise over the mesh, see
-`sft_step.mesh_attention_kernel`), and keeps them for later runs of the same shapes in the process (one compile
+`sft.step.mesh_attention_kernel`), and keeps them for later runs of the same shapes in the process (one compile
 per shape, not per run).
 """
 

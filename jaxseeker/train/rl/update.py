@@ -15,8 +15,8 @@ What enters the update, and why each choice is exact:
 - The mini-batches are a seeded split of all the step's episodes, as if none were dropped; each mini-batch's
   remaining episodes fill rows as long as the step's longest episode rounded up to `ROW_BUCKET` tokens (at most the
   stage's context), one episode per row, or with `rl.pack` the whole context filled with as many episodes as fit
-  (`rl_step.packed_episode_rows`). The rows go through the update `update_tokens // row length` at a time (one
-  compiled shape), their gradients summed into one optimizer step (`rl_step.accumulated_update`).
+  (`step.packed_episode_rows`). The rows go through the update `update_tokens // row length` at a time (one
+  compiled shape), their gradients summed into one optimizer step (`train.rl.step.accumulated_update`).
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ class TrainConfig:
 
 def resolve_loss(name: str, chunk_size: int) -> LossFn:
     """The loss function a recipe names, "sft_loss" or "package.module:function" taking `(params, batch, cfg)`
-    (`sft_step.LossFn`), with `chunk_size` bound when the function takes that keyword."""
+    (`step.LossFn`), with `chunk_size` bound when the function takes that keyword."""
     try:
         fn = resolve_function(name, {"sft_loss": sft_loss}, "loss")
     except ValueError as e:

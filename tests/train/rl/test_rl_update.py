@@ -56,7 +56,7 @@ def sampled():
 
 
 def _run(**rl):
-    """What `rl_update.update` reads of a run, on one CPU device."""
+    """What `train.rl.update.update` reads of a run, on one CPU device."""
     config = RLConfig(batch_questions=2, group_size=4, **rl)
     step_cfg = RLStepConfig(
         objective_kwargs=dict(config.objective_kwargs), temperature=TEMPERATURE, chunk_size=8, kl_coef=config.kl_coef
