@@ -283,7 +283,7 @@ def accumulated_update(
     """One optimizer update from the summed gradients of the micro-batches of `batch` (leaves `[micro, rows, seq]`,
     `loss_scale` `[micro]`), un-jitted: a scan computes one micro-batch's loss and gradients at a time (a micro-batch
     without a trained token is skipped by a `lax.cond`), so activations are held for one micro-batch only. Each
-    micro-batch's loss carries its `loss_scale`, so the sum is the mini-batch's loss (`rl_update`).
+    micro-batch's loss carries its `loss_scale`, so the sum is the mini-batch's loss (`rl.update`).
 
     Metrics: loss (the sum), n_tokens, grad_norm (before clipping), lr, and the loss's scalar aux averaged over the
     micro-batches weighted by their trained tokens (those named `*_max`: the largest)."""
