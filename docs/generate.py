@@ -158,10 +158,11 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
     from jaxseeker.tools.llm_client import LLMConfig
     from jaxseeker.tools.python_exec import PythonConfig
     from jaxseeker.tools.visit import VisitOptions
-    from jaxseeker.train import rl_config, sft
     from jaxseeker.train.optimizer import OptimizerConfig
     from jaxseeker.train.recipe import read_recipe, shipped_configs
-    from jaxseeker.train.rl_scoring import RewardConfig
+    from jaxseeker.train.rl import config as rl_config
+    from jaxseeker.train.rl.scoring import RewardConfig
+    from jaxseeker.train.sft import loop as sft
 
     name = (
         "name",
@@ -210,7 +211,7 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
                 "defaults": {
                     "total_steps": "SFT: `train.steps`; RL: rl.steps · rl.mini_batches · rl.epochs / grad_accum",
                     "warmup_steps": "SFT `20`; RL a tenth of total_steps, rounded down",
-                    "lr": "SFT `0.001`; RL `1e-06`, with `model.lora` `1e-05` (`rl_config.RL_OPTIMIZER_DEFAULTS`)",
+                    "lr": "SFT `0.001`; RL `1e-06`, with `model.lora` `1e-05` (`rl.config.RL_OPTIMIZER_DEFAULTS`)",
                     "min_lr": "SFT `1e-05`; RL the lr (constant after the warm-up)",
                     "weight_decay": "SFT `0.1`; RL `0.0`",
                 }

@@ -29,8 +29,8 @@ COMMAND_MODULES = (
     "jaxseeker.world.pages_bench",
     "jaxseeker.synthesis.qa.command",
     "jaxseeker.train.command",
-    "jaxseeker.train.rl_command",
-    "jaxseeker.train.plan_command",
+    "jaxseeker.train.rl.command",
+    "jaxseeker.planning.command",
     "jaxseeker.agent.command",
     "jaxseeker.eval.command",
     "jaxseeker.pipeline.command",
@@ -100,7 +100,7 @@ def compilation_cache() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `jaxseeker` console script."""
     from jaxseeker.parallel.cpu_devices import size_cpu_thread_pool
-    from jaxseeker.train.preallocation import preallocation_env
+    from jaxseeker.planning.preallocation import preallocation_env
 
     os.environ.update(size_cpu_thread_pool())  # before JAX starts: fake CPU devices must not deadlock
     os.environ.update(preallocation_env())  # a GPU preallocates the memory the plan budgets, not JAX's 75%

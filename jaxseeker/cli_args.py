@@ -19,13 +19,16 @@ import argparse
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxseeker.argtypes import at_least
 from jaxseeker.errors import InputError, closest
-from jaxseeker.parallel.mesh_config import MESH_HELP, MeshConfig, mesh_argument, parse_mesh
+from jaxseeker.parallel.mesh_config import MeshConfig, parse_mesh
 from jaxseeker.train.recipe import CONFIGS_DIR, RecipeError, find_config
 from jaxseeker.world.build import SOURCES
+
+if TYPE_CHECKING:
+    from jax.sharding import Mesh
 
 WORLD_HELP = (
     "a saved world directory (`jaxseeker world build --out`), or synthetic[:SIZE[:SEED]], "
@@ -97,8 +100,7 @@ def add_config(
 def read_config(args: argparse.Namespace, kind: str) -> dict:
     """The recipe `--config` names with the `--set` overrides; one of another kind than `kind` (sft, rl, pipeline) is
     an error naming the command that runs it."""
-    from jaxseeker.train.plan_recipe import recipe_kind
-    from jaxseeker.train.recipe import read_recipe, shipped_configs
+    from jaxseeker.train.recipe import read_recipe, recipe_kind, shipped_configs
 
     recipe = read_recipe(args.config, args.set)
     try:
@@ -135,6 +137,23 @@ def add_world(p: Any, *, required: bool = False, default: str | None = None, ext
     p.add_argument(
         "--world", type=world_spec, required=required, default=default, metavar="WORLD", help=WORLD_HELP + extra
     )
+
+
+MESH_HELP = (
+    "shard the model and the KV cache over all devices, e.g. tensor=8 (axes data, fsdp, tensor, expert, "
+    "context; fsdp takes the devices the others leave; default: one device)"
+)
+
+
+def mesh_argument(text: str) -> Mesh:
+    """`parse_mesh` as an argparse `type=`, laid over this process's devices (`make_mesh`): a bad mesh, or one the
+    devices do not fill, is a usage error that quotes it."""
+    from jaxseeker.parallel.mesh import make_mesh
+
+    try:
+        return make_mesh(parse_mesh(text))
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e) if str(e).startswith(repr(text)) else f"{text!r}: {e}") from None
 
 
 def mesh_config(text: str) -> MeshConfig:

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from jaxseeker.tools.sandbox import Sandbox, SandboxUnavailable, resolve
+from jaxseeker.tools.sandbox import Sandbox, SandboxUnavailable
+from jaxseeker.tools.sandbox_probe import resolve
 
 REQUIRE_ISOLATION = bool(os.environ.get("CI") or os.environ.get("JAXSEEKER_REQUIRE_SANDBOX"))
 

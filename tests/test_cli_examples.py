@@ -10,8 +10,7 @@ import shlex
 import pytest
 
 from jaxseeker.cli import build_parser, main
-from jaxseeker.train.plan_recipe import recipe_kind
-from jaxseeker.train.recipe import read_recipe, shipped_configs
+from jaxseeker.train.recipe import read_recipe, recipe_kind, shipped_configs
 
 KIND = {"sft": "sft", "rl": "rl", "pipeline": "pipeline", "eval": "pipeline", "bench rollout": "pipeline", "plan": None}
 

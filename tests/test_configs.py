@@ -47,8 +47,8 @@ def test_the_shipped_recipes_are_the_repository_configs():
 
 def test_rl_tiny_states_the_shape_of_the_toy_policy_it_trains(tmp_path):
     from jaxseeker.model import load_config
-    from jaxseeker.train.plan_recipe import SHAPE_FIELDS
-    from jaxseeker.train.rl_bench import write_toy
+    from jaxseeker.planning.recipe import SHAPE_FIELDS
+    from jaxseeker.train.rl.bench import write_toy
 
     toy = load_config(write_toy(tmp_path)["policy"])
     stated = recipe("rl_tiny")["model"]

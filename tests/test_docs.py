@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from jaxseeker.cli import build_parser
-from jaxseeker.cli_args import mesh_config
-from jaxseeker.parallel.mesh_config import mesh_argument
+from jaxseeker.cli_args import mesh_argument, mesh_config
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]

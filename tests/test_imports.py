@@ -16,6 +16,7 @@ STAGES = [
     "synthesis",
     "data",
     "train",
+    "planning",
     "eval",
     "pipeline",
     "serve",

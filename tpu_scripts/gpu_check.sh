@@ -32,9 +32,9 @@ PY="$VENV/bin/python"
 JS="$VENV/bin/jaxseeker"
 
 # JAX preallocates 75% of each GPU unless told otherwise; a plan fills up to USABLE_HBM of it (the planner's
-# budget, read from jaxseeker/train/chips.py). A fraction the user set stands.
+# budget, read from jaxseeker/planning/chips.py). A fraction the user set stands.
 if [ -z "${XLA_PYTHON_CLIENT_MEM_FRACTION:-}${XLA_CLIENT_MEM_FRACTION:-}" ]; then
-  XLA_PYTHON_CLIENT_MEM_FRACTION=$(python3 -c 'import runpy; print(runpy.run_path("jaxseeker/train/chips.py")["USABLE_HBM"])')
+  XLA_PYTHON_CLIENT_MEM_FRACTION=$(python3 -c 'import runpy; print(runpy.run_path("jaxseeker/planning/chips.py")["USABLE_HBM"])')
   export XLA_PYTHON_CLIENT_MEM_FRACTION
 fi
 [ -n "${XLA_PYTHON_CLIENT_MEM_FRACTION:-}" ] && echo "export XLA_PYTHON_CLIENT_MEM_FRACTION=$XLA_PYTHON_CLIENT_MEM_FRACTION"
@@ -80,7 +80,7 @@ stage "sft xla" "$JS sft --config $SFT_RECIPE --set mesh.fsdp=-1 --set train.out
 stage "sft cudnn" "$JS sft --config $SFT_RECIPE --set mesh.fsdp=-1 --set train.out_dir=$OUT/sft_cudnn \
 --set model.attention_impl=cudnn --set model.compute_dtype=bfloat16"
 # A short RL run (rollouts by the engine, the GRPO update) of the toy colour task on every local GPU.
-stage "rl toy" "$PY -c \"from jaxseeker.train.rl_bench import write_toy; write_toy('$OUT/rl_toy')\""
+stage "rl toy" "$PY -c \"from jaxseeker.train.rl.bench import write_toy; write_toy('$OUT/rl_toy')\""
 stage "rl" "$JS rl --config rl_tiny --set mesh.fsdp=-1 --set model.hf_path=$OUT/rl_toy/policy \
 --set 'rl.questions=[$OUT/rl_toy/questions.jsonl]' --set rl.steps=2 --set rl.out_dir=$OUT/rl --no-progress"
 stage "bench generate" "$JS bench generate --json"

@@ -40,7 +40,7 @@ def check_command(command: list[str], *, repo: Path, chip: str, chips: int | Non
     if str(repo) not in sys.path:
         sys.path.insert(0, str(repo))
     try:
-        from jaxseeker.train.plan_command import make_plan
+        from jaxseeker.planning.command import make_plan
         from jaxseeker.train.recipe import RecipeError, read_recipe
     except ImportError as e:
         raise CheckError(
@@ -81,6 +81,6 @@ def plan_verdict(plan: dict) -> str | None:
 
 def format_plan(plan: dict) -> str:
     """The plan's table as `jaxseeker plan` prints it."""
-    from jaxseeker.train.plan_command import format_plan as table
+    from jaxseeker.planning.command import format_plan as table
 
     return table(plan)

@@ -6,14 +6,14 @@ import argparse
 import collections
 import dataclasses
 import statistics
-import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from jaxseeker import model
+from jaxseeker.agent.engine import make_engine
 from jaxseeker.agent.episode import as_question, numbered_questions, write_episodes
 from jaxseeker.agent.loop import rollout
-from jaxseeker.agent.prompts import Renderer, engine_stops
-from jaxseeker.agent.rollout_types import RolloutConfig, RolloutResult, RolloutStats
+from jaxseeker.agent.rollout_bench import bench_rollout, bench_rollout_len, compare_rollouts, format_comparison
+from jaxseeker.agent.rollout_types import RolloutConfig, RolloutResult
 from jaxseeker.agent.submit import (
     SUBMIT_F1,
     SUBMIT_HELP,
@@ -38,55 +38,10 @@ from jaxseeker.parallel.mesh_config import mesh_text
 from jaxseeker.rewards import exact_match
 from jaxseeker.rewards.judges import gold_answers
 from jaxseeker.rewards.srrl import SUBMIT_THRESHOLD
-from jaxseeker.tools import UNSAFE_PYTHON_HELP, Tool, ToolRegistry, ToolsConfig, unsafe_python
+from jaxseeker.tools import UNSAFE_PYTHON_HELP, ToolsConfig, unsafe_python
 from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
-if TYPE_CHECKING:  # jax and transformers load inside the functions that run them, so `jaxseeker --help` is quick
-    from jax.sharding import Mesh
-
-    from jaxseeker.generation import Engine, SamplingConfig
-    from jaxseeker.parallel import Rules
-
-
 ROLLOUT_CONTEXT = 32768  # `rollout`'s context tokens of an episode when the model allows them
-
-
-def make_engine(
-    params: Any,
-    cfg: model.ModelConfig,
-    tokenizer: Any,
-    *,
-    slots: int,
-    max_len: int,
-    sampling: SamplingConfig,
-    steps_per_call: int = 8,
-    min_window: int = 256,
-    mesh: Mesh | None = None,
-    rules: Rules | None = None,
-    **layout: Any,
-) -> Engine:
-    """A generation Engine that stops turns the way the rollout loop expects (`engine_stops`); with `mesh`, the
-    params and the cache are sharded over it by their logical axes (`rules`, default `parallel.GENERATION_RULES`).
-    `layout`: the Engine's `dtype`, `handoff_mesh` and `stacked_prefill`."""
-    from jaxseeker.generation import Engine
-
-    eos_ids, stop_strings = engine_stops(tokenizer)
-    renderer = Renderer(tokenizer)
-    return Engine(
-        params,
-        cfg,
-        slots=slots,
-        max_len=max_len,
-        sampling=sampling,
-        eos_ids=eos_ids,
-        stop_strings=stop_strings,
-        decode=renderer.decode,
-        steps_per_call=steps_per_call,
-        min_window=min(min_window, max_len),
-        mesh=mesh,
-        rules=rules,
-        **layout,
-    )
 
 
 def summarize(result: RolloutResult) -> str:
@@ -172,78 +127,6 @@ def _rollout(args: argparse.Namespace) -> int:
     return 0
 
 
-def sleep_tool(latency_s: float) -> Tool:
-    """A tool that waits `latency_s` seconds (a stand-in for a web call) and says so."""
-
-    def fn(args: dict[str, Any]) -> str:
-        time.sleep(latency_s)
-        return f"slept {latency_s:.3f}s"
-
-    return Tool("sleep", "Wait a moment.", {"type": "object", "properties": {}}, fn)
-
-
-BENCH_CALL = '{"name": "sleep", "arguments": {}}'
-
-
-def bench_rollout(
-    *,
-    slots: int = 16,
-    episodes: int = 64,
-    tool_calls: int = 4,
-    tool_latency_s: float = 0.2,
-    think_tokens: float = 32.0,
-    steps_per_call: int = 8,
-    max_len: int = 2048,
-    min_window: int = 256,
-    seed: int = 0,
-    progress: bool = False,
-) -> RolloutStats:
-    """Rollout-loop utilisation: a tiny model that calls a `tool_latency_s` tool every turn, `tool_calls` per episode.
-
-    The model (`tool_calling_model`) thinks for a random number of tokens (mean `think_tokens`, at
-    most 8× that per turn) and then calls the sleep tool, on the real Engine; each episode ends after
-    `tool_calls` calls ("max_tool_calls"). A warm-up rollout compiles the engine first; the stats
-    are those of the second rollout.
-    """
-    from jaxseeker.agent.scripted import tool_calling_model
-    from jaxseeker.generation import SamplingConfig
-
-    tokenizer, cfg, params = tool_calling_model(BENCH_CALL, mean_think_tokens=think_tokens, seed=seed)
-    registry = ToolRegistry([sleep_tool(tool_latency_s)])
-    turn = int(8 * think_tokens) + 8
-    needed = bench_rollout_len(tool_calls, think_tokens)
-    if needed > max_len:
-        raise ValueError(
-            f"bench rollout: max_len={max_len} is too small for {tool_calls} calls of "
-            f"{think_tokens:g}-token thoughts (needs about {needed})"
-        )
-    config = RolloutConfig(
-        max_tool_calls=tool_calls,
-        max_tokens_per_turn=turn,
-        max_context_tokens=max_len,
-        answer_reserve_tokens=0,
-        tool_workers=max(slots, 1),
-    )
-    engine = make_engine(
-        params,
-        cfg,
-        tokenizer,
-        slots=slots,
-        max_len=max_len,
-        sampling=SamplingConfig(temperature=1.0, seed=seed),
-        steps_per_call=steps_per_call,
-        min_window=min_window,
-    )
-    questions = [f"question {i}" for i in range(episodes)]
-    rollout(engine, tokenizer, registry, questions[: min(slots, episodes)], config, progress=False)
-    return rollout(engine, tokenizer, registry, questions, config, progress=progress).stats
-
-
-def bench_rollout_len(tool_calls: int, think_tokens: float) -> int:
-    """About the context tokens a `bench_rollout` episode needs: the prompt, then each turn and observation."""
-    return 200 + (tool_calls + 1) * (int(8 * think_tokens) + 8 + 40)
-
-
 def _bench(args: argparse.Namespace) -> int:
     if args.model is not None:
         return _bench_model(args)
@@ -284,7 +167,6 @@ def _bench_model(args: argparse.Namespace) -> int:
     its QA stage unless --questions) on jaxseeker's Engine and on HF `generate`; prints the table (or JSON)."""
     import json
 
-    from jaxseeker.agent.rollout_bench import compare_rollouts, format_comparison
     from jaxseeker.pipeline import pipeline_config
     from jaxseeker.pipeline.context import rollout_config
     from jaxseeker.pipeline.questions import fresh_questions

@@ -1,6 +1,7 @@
-"""`jaxseeker bench rollout --model`: greedy ReAct episodes of a real model on jaxseeker's Engine against the same
-loop on transformers' `generate` (`generation.hf_engine.HFEngine`), with the same weights, tools and questions,
-in one run.
+"""The rollout benches. `jaxseeker bench rollout` (`bench_rollout`): the loop's utilisation, a tiny model calling a
+tool that sleeps. `jaxseeker bench rollout --model` (`compare_rollouts`): greedy ReAct episodes of a real model on
+jaxseeker's Engine against the same loop on transformers' `generate` (`generation.hf_engine.HFEngine`), with the same
+weights, tools and questions, in one run.
 
 Both sides run `agent.loop.rollout` with one tool registry; only the engine differs. The engine's first rollout
 compiles its shapes and is timed apart (`first_s`); then each side rolls out the same episodes `repeats` times, in
@@ -17,13 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.agent.engine import make_engine
 from jaxseeker.agent.episode import Episode, Question
 from jaxseeker.agent.loop import rollout
 from jaxseeker.agent.prompts import engine_stops
-from jaxseeker.agent.rollout_types import RolloutConfig, RolloutResult
+from jaxseeker.agent.rollout_types import RolloutConfig, RolloutResult, RolloutStats
 from jaxseeker.rewards import exact_match
 from jaxseeker.rewards.judges import gold_answers
-from jaxseeker.tools import ToolRegistry
+from jaxseeker.tools import Tool, ToolRegistry
 
 SIDES = ("jaxseeker", "hf")
 SIDE_NAMES = {"jaxseeker": "jaxseeker Engine", "hf": "HF generate (torch)"}
@@ -79,7 +81,6 @@ def compare_rollouts(
     import torch
 
     from jaxseeker import model
-    from jaxseeker.agent.command import make_engine
     from jaxseeker.data.tokenizer import load_tokenizer
     from jaxseeker.generation import SamplingConfig
     from jaxseeker.generation.bench import hf_pretrained
@@ -166,3 +167,75 @@ def format_comparison(result: dict[str, Any]) -> str:
         ),
     ]
     return "\n".join(lines)
+
+
+def sleep_tool(latency_s: float) -> Tool:
+    """A tool that waits `latency_s` seconds (a stand-in for a web call) and says so."""
+
+    def fn(args: dict[str, Any]) -> str:
+        time.sleep(latency_s)
+        return f"slept {latency_s:.3f}s"
+
+    return Tool("sleep", "Wait a moment.", {"type": "object", "properties": {}}, fn)
+
+
+BENCH_CALL = '{"name": "sleep", "arguments": {}}'
+
+
+def bench_rollout(
+    *,
+    slots: int = 16,
+    episodes: int = 64,
+    tool_calls: int = 4,
+    tool_latency_s: float = 0.2,
+    think_tokens: float = 32.0,
+    steps_per_call: int = 8,
+    max_len: int = 2048,
+    min_window: int = 256,
+    seed: int = 0,
+    progress: bool = False,
+) -> RolloutStats:
+    """Rollout-loop utilisation: a tiny model that calls a `tool_latency_s` tool every turn, `tool_calls` per episode.
+
+    The model (`tool_calling_model`) thinks for a random number of tokens (mean `think_tokens`, at
+    most 8× that per turn) and then calls the sleep tool, on the real Engine; each episode ends after
+    `tool_calls` calls ("max_tool_calls"). A warm-up rollout compiles the engine first; the stats
+    are those of the second rollout.
+    """
+    from jaxseeker.agent.scripted import tool_calling_model
+    from jaxseeker.generation import SamplingConfig
+
+    tokenizer, cfg, params = tool_calling_model(BENCH_CALL, mean_think_tokens=think_tokens, seed=seed)
+    registry = ToolRegistry([sleep_tool(tool_latency_s)])
+    turn = int(8 * think_tokens) + 8
+    needed = bench_rollout_len(tool_calls, think_tokens)
+    if needed > max_len:
+        raise ValueError(
+            f"bench rollout: max_len={max_len} is too small for {tool_calls} calls of "
+            f"{think_tokens:g}-token thoughts (needs about {needed})"
+        )
+    config = RolloutConfig(
+        max_tool_calls=tool_calls,
+        max_tokens_per_turn=turn,
+        max_context_tokens=max_len,
+        answer_reserve_tokens=0,
+        tool_workers=max(slots, 1),
+    )
+    engine = make_engine(
+        params,
+        cfg,
+        tokenizer,
+        slots=slots,
+        max_len=max_len,
+        sampling=SamplingConfig(temperature=1.0, seed=seed),
+        steps_per_call=steps_per_call,
+        min_window=min_window,
+    )
+    questions = [f"question {i}" for i in range(episodes)]
+    rollout(engine, tokenizer, registry, questions[: min(slots, episodes)], config, progress=False)
+    return rollout(engine, tokenizer, registry, questions, config, progress=progress).stats
+
+
+def bench_rollout_len(tool_calls: int, think_tokens: float) -> int:
+    """About the context tokens a `bench_rollout` episode needs: the prompt, then each turn and observation."""
+    return 200 + (tool_calls + 1) * (int(8 * think_tokens) + 8 + 40)

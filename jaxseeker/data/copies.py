@@ -2,7 +2,7 @@
 
 The only way to predict the second run is to find the current token earlier and emit the one after it: the copying
 (induction) heads an agent needs to carry a name from the question into its search, or a number from a page into
-its answer. `train.copy_warmup` trains a fresh model on rows of nothing else; `DataConfig.copy_rate` mixes the same
+its answer. `train.sft.copy_warmup` trains a fresh model on rows of nothing else; `DataConfig.copy_rate` mixes the same
 examples into agent SFT, where 1,200 updates on trajectories alone wear the warmed-up copying down
 (docs/results.md).
 """

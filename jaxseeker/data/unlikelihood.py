@@ -3,7 +3,7 @@
 Sequence-level unlikelihood training (Welleck et al., "Neural Text Generation with Unlikelihood Training",
 arXiv 1908.04319) fine-tunes a model on its own degenerate continuations with the loss -log(1 - p(y_t)) on
 every token that completes an n-gram already seen earlier in the continuation. Here the continuations are
-the policy's turns that broke the episode format (`train.rejection.rejected_trajectories`): a small policy
+the policy's turns that broke the episode format (`train.rl.rejection.rejected_trajectories`): a small policy
 sampled at temperature loops ("Airport Airport Airport …") until the per-turn limit cuts it. Only the
 repeats are penalised, so the turn's well-formed start is left alone. Welleck penalises an n-gram's second
 occurrence; a copying policy writes a name two or three times in a good turn ("X's page says: “X was born …”"

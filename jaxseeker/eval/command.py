@@ -148,7 +148,7 @@ def _judge(args: argparse.Namespace):
 
 def _eval(args: argparse.Namespace) -> int:
     from jaxseeker import model
-    from jaxseeker.agent.command import make_engine
+    from jaxseeker.agent.engine import make_engine
     from jaxseeker.data.tokenizer import load_tokenizer
     from jaxseeker.eval.loaders import load_questions
     from jaxseeker.eval.report import change_line, compare_results, summary_table

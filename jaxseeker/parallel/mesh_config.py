@@ -1,4 +1,4 @@
-"""The mesh as a config: axis sizes, the `data=1,fsdp=-1,…` text form and the command-line flag built on it.
+"""The mesh as a config: axis sizes and the `data=1,fsdp=-1,…` text form (`cli_args` builds `--mesh` on it).
 
 Nothing here imports jax, so commands can declare `--mesh` without starting it; `make_mesh` (in `parallel.mesh`)
 lays a `MeshConfig` over devices.
@@ -6,7 +6,6 @@ lays a `MeshConfig` over devices.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 from typing import TYPE_CHECKING
@@ -87,23 +86,6 @@ def parse_mesh(text: str) -> MeshConfig:
         return MeshConfig(**values)
     except ValueError as e:
         raise ValueError(f"{text!r}: {e}") from None
-
-
-MESH_HELP = (
-    "shard the model and the KV cache over all devices, e.g. tensor=8 (axes data, fsdp, tensor, expert, "
-    "context; fsdp takes the devices the others leave; default: one device)"
-)
-
-
-def mesh_argument(text: str) -> Mesh:
-    """`parse_mesh` as an argparse `type=`, laid over this process's devices (`make_mesh`): a bad mesh, or one the
-    devices do not fill, is a usage error that quotes it."""
-    from jaxseeker.parallel.mesh import make_mesh
-
-    try:
-        return make_mesh(parse_mesh(text))
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e) if str(e).startswith(repr(text)) else f"{text!r}: {e}") from None
 
 
 def mesh_text(mesh: Mesh | None) -> str:

@@ -1,6 +1,7 @@
 """Names `jaxseeker.pipeline` exports, each imported from its module on first use (lazy_loader reads this stub)."""
 
-from .config import PipelineConfig, pipeline_config
+from .config import PipelineConfig
+from .recipes import pipeline_config
 from .run import run_pipeline
 
 __all__ = [

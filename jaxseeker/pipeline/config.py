@@ -8,12 +8,10 @@ from typing import Any
 
 from jaxseeker.agent.prompts import PROMPT_STYLES
 from jaxseeker.data.tokenizer import SPLITS
-from jaxseeker.pipeline.quick import quick_recipe
 from jaxseeker.synthesis.expert import ExpertConfig
 from jaxseeker.tools import ToolsConfig, VisitOptions
-from jaxseeker.train.recipe import build, check_sections
 
-RL_METHODS = ("pg", "rft")  # policy gradient (`jaxseeker.train.rl`); rejection-sampling fine-tuning (`train.rejection`)
+RL_METHODS = ("pg", "rft")  # policy gradient (`train.rl`); rejection-sampling fine-tuning (`train.rl.rejection`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,10 +142,10 @@ class PolicyStage:
     # every SFT draw renames the entities a trajectory searches for from the world's non-test names (the SFT
     # recipes' data.name_pool, written by the pipeline)
     permute_names: bool = False
-    copy_warmup_steps: int = 0  # copy-task steps from random init before the agent SFT (train.copy_warmup); 0: none
+    copy_warmup_steps: int = 0  # copy-task steps from random init before the agent SFT (train.sft.copy_warmup); 0: none
     copy_warmup_target_loss: float = 0.0  # the warm-up stops early once its 50-step mean copy loss is below this
     copy_warmup_layers: int = 0  # warm up this many layers, then stack zero-output layers up to num_layers; 0: all
-    copy_warmup_digit_rate: float = 0.0  # fraction of number-like copy runs (train.copy_warmup.copy_batch)
+    copy_warmup_digit_rate: float = 0.0  # fraction of number-like copy runs (train.sft.copy_warmup.copy_batch)
     copy_warmup_gap: int = 0  # up to this many filler tokens between a copy run and its copy
     # rows of the warm-up's batches (its learning rate is sft.optimizer.lr); 0: sft.data.batch_size (fewer rows may
     # not form the heads)
@@ -283,7 +281,7 @@ class RLStage:
     pipeline sets `name`, `model`, `rollout` (the eval section's limits), `tools`, `world`, `rl.questions` and
     `rl.out_dir` (the stage's directory, its checkpoints under it).
 
-    `method: rft`, rejection-sampling fine-tuning (`jaxseeker.train.rejection`), rolls out every pool question
+    `method: rft`, rejection-sampling fine-tuning (`jaxseeker.train.rl.rejection`), rolls out every pool question
     `rl.group_size` times at `sampling.temperature` (seeded by `rl.seed`), keeps the right episodes and fine-tunes
     on them with the `rft` section's SFT recipe; the other sub-sections are unused. `rft_rounds` > 1 iterates (expert
     iteration): round r rolls out round r-1's policy and fine-tunes that policy further (STaR and ReST-EM fine-tune
@@ -417,19 +415,3 @@ STAGES = {
     "rl": RLStage,
     "rft": SFTSections,
 }
-
-
-def pipeline_config(recipe: dict[str, Any], *, quick: bool = False) -> PipelineConfig:
-    """A PipelineConfig from a recipe mapping: unknown sections and keys are errors naming them (a key that moved
-    into a recipe section names where it went), and every training stage's recipe is checked as `jaxseeker sft` /
-    `jaxseeker rl` would check it."""
-    from jaxseeker.pipeline.recipes import check_moved, check_recipes
-
-    check_sections(recipe, ("name", *STAGES), "pipeline recipe")
-    check_moved(recipe)
-    if quick:
-        recipe = quick_recipe(recipe)
-    sections = {name: build(cls, recipe.get(name) or {}, name) for name, cls in STAGES.items()}
-    cfg = PipelineConfig(name=recipe.get("name", "demo") + ("-quick" if quick else ""), **sections)
-    check_recipes(cfg)
-    return cfg

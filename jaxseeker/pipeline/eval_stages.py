@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker import model
-from jaxseeker.agent.command import make_engine
+from jaxseeker.agent.engine import make_engine
 from jaxseeker.eval.metrics import summarize
 from jaxseeker.eval.report import read_results
 from jaxseeker.eval.runner import run_eval

@@ -3,7 +3,7 @@ sections (`extend` and `rft` the `sft` section's with their own keys laid on), t
 `jaxseeker rl` recipe's: a key means what it means in the recipe, and a key not set takes the recipe's own default.
 The pipeline adds what only it knows (the policy, the paths, the eval section's rollout limits, the tools and world);
 each stage writes the recipe it ran as `recipe.yaml`, which `jaxseeker sft --config` / `jaxseeker rl --config` runs
-alone."""
+alone. `pipeline_config` reads a pipeline recipe and checks every stage's recipe before anything runs."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from typing import Any
 
 import yaml
 
-from jaxseeker.pipeline.config import PipelineConfig
+from jaxseeker.pipeline.config import STAGES, PipelineConfig
 from jaxseeker.pipeline.context import rollout_config
-from jaxseeker.train.recipe import RecipeError, merged
+from jaxseeker.pipeline.quick import quick_recipe
+from jaxseeker.train.recipe import RecipeError, build, check_sections, merged
 
 # Keys the pipeline sets in the recipes it builds; a section that sets one is an error.
 SFT_PIPELINE_KEYS = {"train": ("train_files", "tokenizer", "out_dir", "checkpoint_dir"), "data": ("name_pool",)}
@@ -58,6 +59,20 @@ MOVED = {
 }
 
 
+def pipeline_config(recipe: dict[str, Any], *, quick: bool = False) -> PipelineConfig:
+    """A PipelineConfig from a recipe mapping: unknown sections and keys are errors naming them (a key that moved
+    into a recipe section names where it went), and every training stage's recipe is checked as `jaxseeker sft` /
+    `jaxseeker rl` would check it."""
+    check_sections(recipe, ("name", *STAGES), "pipeline recipe")
+    check_moved(recipe)
+    if quick:
+        recipe = quick_recipe(recipe)
+    sections = {name: build(cls, recipe.get(name) or {}, name) for name, cls in STAGES.items()}
+    cfg = PipelineConfig(name=recipe.get("name", "demo") + ("-quick" if quick else ""), **sections)
+    check_recipes(cfg)
+    return cfg
+
+
 def check_moved(recipe: Mapping[str, Any]) -> None:
     """Raise, naming the new place, when `recipe` sets a key of the pipeline's own schema that is a recipe key."""
     for section, moved in MOVED.items():
@@ -83,7 +98,7 @@ def sft_config(cfg: PipelineConfig, stage: str) -> tuple[Any, Any, Any]:
     from jaxseeker.data import DataConfig
     from jaxseeker.train.optimizer import OptimizerConfig
     from jaxseeker.train.recipe import build
-    from jaxseeker.train.sft import TrainConfig
+    from jaxseeker.train.sft.loop import TrainConfig
 
     sections = stage_sections(cfg, stage)
     train = build(TrainConfig, sections["train"], "train")
@@ -96,7 +111,7 @@ def rl_config(cfg: PipelineConfig) -> tuple[Any, Any]:
     temperature 1.0): the rft rollouts read their group_size, seed and temperature."""
     from jaxseeker.generation import SamplingConfig
     from jaxseeker.train.recipe import build
-    from jaxseeker.train.rl_config import RLConfig
+    from jaxseeker.train.rl.config import RLConfig
 
     sampling = build(SamplingConfig, {"temperature": 1.0, **cfg.rl.sampling}, "rl.sampling")
     return build(RLConfig, cfg.rl.rl, "rl.rl"), sampling
@@ -188,7 +203,7 @@ def _check_pipeline_keys(stage: str, sections: Mapping[str, Mapping], reserved: 
 def check_recipes(cfg: PipelineConfig) -> None:
     """Raise on a training stage's recipe that `jaxseeker sft` / `jaxseeker rl` would refuse (the error names the
     stage's section and key), or on a key of the pipeline's in a recipe section."""
-    from jaxseeker.train.plan_recipe import rl_stages, sft_stages
+    from jaxseeker.planning.recipe import rl_stages, sft_stages
 
     for stage in SFT_STAGES:
         sections = dataclasses.asdict(getattr(cfg, stage))
@@ -212,7 +227,7 @@ def check_rl_lr(cfg: PipelineConfig) -> None:
     """Refuse an RL fine-tune that would inherit the SFT learning rate. The rft stage's recipe is the sft section's
     with the rft section laid on, so without `rft.optimizer.lr` it would train the policy on its own episodes at the
     SFT's rate (1e-4 … 1e-3), which RL's few, self-generated episodes do not bear. The pg stage never inherits: its
-    optimizer is `rl.optimizer` over the RL defaults (`train.rl_config.RL_OPTIMIZER_DEFAULTS`)."""
+    optimizer is `rl.optimizer` over the RL defaults (`train.rl.config.RL_OPTIMIZER_DEFAULTS`)."""
     if cfg.rl.method != "rft" or "lr" in cfg.rft.optimizer:
         return
     inherited = sft_config(cfg, "sft")[1].lr

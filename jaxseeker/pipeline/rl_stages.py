@@ -17,11 +17,11 @@ from jaxseeker.pipeline.eval_stages import policy_engine
 from jaxseeker.pipeline.questions import fresh_questions, read_jsonl, read_splits
 from jaxseeker.pipeline.recipes import rl_config, rl_recipe, sft_config, stage_seed, write_recipe
 from jaxseeker.pipeline.train_stages import model_section, soup_summary, stage_recipe
+from jaxseeker.planning.fit import planned_recipe
 from jaxseeker.train.average import wise_ft
 from jaxseeker.train.export import export_hf
-from jaxseeker.train.plan_fit import planned_recipe
-from jaxseeker.train.rejection import kept_trajectories, rejected_trajectories, rft_counts
-from jaxseeker.train.rl import run_rl
+from jaxseeker.train.rl.loop import run_rl
+from jaxseeker.train.rl.rejection import kept_trajectories, rejected_trajectories, rft_counts
 
 
 def rl_model_section(run: PipelineRun, hf: Path) -> dict:

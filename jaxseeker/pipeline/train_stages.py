@@ -17,9 +17,9 @@ from jaxseeker.pipeline.context import PipelineRun
 from jaxseeker.pipeline.questions import write_name_pool
 from jaxseeker.pipeline.recipes import sft_config, sft_recipe, stage_seed, write_recipe
 from jaxseeker.train.average import average_hf
-from jaxseeker.train.copy_warmup import run_copy_warmup
 from jaxseeker.train.export import export_hf
-from jaxseeker.train.sft import run_sft
+from jaxseeker.train.sft.copy_warmup import run_copy_warmup
+from jaxseeker.train.sft.loop import run_sft
 
 
 def scratch_shape(cfg: PipelineConfig) -> dict[str, Any]:
@@ -101,7 +101,7 @@ def sft_summary(run: PipelineRun, out: Path, recipe: dict, key: str, hf: Path | 
 
 
 def warmup_stage(run: PipelineRun, out: Path) -> dict:
-    """Copies of random token runs from random init (`train.copy_warmup`): forms the copying heads a small
+    """Copies of random token runs from random init (`train.sft.copy_warmup`): forms the copying heads a small
     from-scratch policy then uses in SFT; with `copy_warmup_layers`, in a shallower model grown to full depth. Its
     learning rate is the SFT's, its rows `copy_warmup_rows` or the SFT's."""
     p = run.cfg.policy

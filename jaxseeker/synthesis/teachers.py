@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
-from jaxseeker.agent.command import make_engine
+from jaxseeker.agent.engine import make_engine
 from jaxseeker.agent.episode import Episode, Question
 from jaxseeker.data.chat import IM_END
 from jaxseeker.generation import SamplingConfig

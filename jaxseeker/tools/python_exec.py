@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from jaxseeker.tools import sandbox
+from jaxseeker.tools import sandbox, sandbox_probe
 from jaxseeker.tools.base import Tool, ToolError
 
 PYTHON_PARAMETERS = {
@@ -159,7 +159,7 @@ def execute(
         code = fenced.group(1)
     if len(code) > config.max_code_chars:
         raise ToolError(f"code has {len(code)} characters; the limit is {config.max_code_chars}")
-    box = box or sandbox.resolve(config.isolation, config.interpreter)
+    box = box or sandbox_probe.resolve(config.isolation, config.interpreter)
     if box.backend == "none":
         sandbox.warn_unisolated()
     argv = [box.interpreter, "-I", "-c", prelude(config, isolated=box.backend != "none")]
@@ -211,7 +211,7 @@ def describe(config: PythonConfig, box: sandbox.Sandbox) -> str:
 def python_tool(config: PythonConfig = PythonConfig()) -> Tool:
     """The `python` tool: `code` → stdout / stderr of a sandboxed run; SandboxUnavailable (one line: why, and how to
     install bubblewrap) when `config.isolation` cannot be had here."""
-    box = sandbox.resolve(config.isolation, config.interpreter)
+    box = sandbox_probe.resolve(config.isolation, config.interpreter)
 
     def fn(args: dict[str, Any]) -> str:
         return run_python(args["code"], config, box)

@@ -35,7 +35,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -343,41 +342,6 @@ def _wait(started: sandbox_bounds.BoundedStart, pidfd: int | None, deadline: flo
                 os.close(fd)
     code = proc.returncode
     return Outcome(128 - code if signal_codes and code > 128 else code, timed_out, started.bounds)
-
-
-_probed: dict[tuple[str, str, str | None], str | None] = {}
-_probe_lock = threading.Lock()
-
-
-def probe(backend: str, interpreter: str) -> str | None:
-    """Why `backend` cannot isolate `interpreter` here (None: `sandbox_probe` proved it does); tried once per
-    process (and bwrap on PATH)."""
-    key = (backend, interpreter, shutil.which("bwrap"))
-    with _probe_lock:
-        if key not in _probed:
-            from jaxseeker.tools import sandbox_probe  # it runs sandboxes: imported once this module is whole
-
-            _probed[key] = sandbox_probe.try_backend(backend, interpreter)
-        return _probed[key]
-
-
-def resolve(isolation: str, interpreter: str = "") -> Sandbox:
-    """The sandbox for `isolation` (auto | bwrap | unshare | none), each back-end probed once; SandboxUnavailable
-    with one line naming what failed and how to fix it when the isolation asked for cannot be had."""
-    if isolation not in ISOLATIONS:
-        raise SandboxUnavailable(f"tools.python.isolation: {isolation!r} is not one of {list(ISOLATIONS)}")
-    interpreter = interpreter or sys.executable
-    if isolation == "none":
-        return Sandbox("none", interpreter)
-    reasons = []
-    for backend in BACKENDS if isolation == "auto" else (isolation,):
-        reason = probe(backend, interpreter)
-        if reason is None:
-            return Sandbox(backend, interpreter)
-        reasons.append(f"{backend}: {reason}")
-    raise SandboxUnavailable(
-        f"the python tool will not run without isolation and none works here ({'; '.join(reasons)}): {HOW_TO_FIX}"
-    )
 
 
 def warn_unisolated() -> None:

@@ -17,12 +17,12 @@ from jaxseeker.argtypes import at_least
 
 def measure(isolation: str, calls: int, interpreter: str = "") -> dict[str, float | str]:
     """Median and p90 wall seconds of `run_python("print(1)")` under `isolation`, or the reason it cannot run."""
-    from jaxseeker.tools import sandbox
+    from jaxseeker.tools import sandbox, sandbox_probe
     from jaxseeker.tools.python_exec import PythonConfig, run_python
 
     config = PythonConfig(isolation=isolation, interpreter=interpreter)
     try:
-        box = sandbox.resolve(isolation, interpreter)
+        box = sandbox_probe.resolve(isolation, interpreter)
     except sandbox.SandboxUnavailable as exc:
         return {"unavailable": str(exc)}
     times = []

@@ -5,7 +5,7 @@ its own PID namespace (it is PID 1 or 2 there, and the caller's pid is not in it
 network namespaces (each a different one from the caller's), no file of the caller's (a marker file the caller has
 just made in its temporary directory is not there), no network interface but loopback, and uid 1000. A `bwrap` on
 PATH that runs the command without isolating it (a wrapper script, a user namespace alone) is refused, whatever
-uid the caller has.
+uid the caller has. `resolve` picks the sandbox an isolation setting asks for among the back-ends that pass.
 """
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import threading
 
 from jaxseeker.tools import sandbox, seccomp
+from jaxseeker.tools.sandbox import BACKENDS, HOW_TO_FIX, ISOLATIONS, Sandbox, SandboxUnavailable
 from jaxseeker.tools.sandbox_init import SANDBOX_ID, SETUP_FAILED
 
 NAMESPACES = ("pid", "user", "mnt", "net")
@@ -93,3 +96,36 @@ def try_backend(backend: str, interpreter: str) -> str | None:
             return f"the probe printed {printed[:200]!r} with exit code {outcome.returncode}"
         found = problems(seen, caller, marker.name)
     return f"it does not isolate: {'; '.join(found)}" if found else None
+
+
+_probed: dict[tuple[str, str, str | None], str | None] = {}
+_probe_lock = threading.Lock()
+
+
+def probe(backend: str, interpreter: str) -> str | None:
+    """Why `backend` cannot isolate `interpreter` here (None: `try_backend` proved it does); tried once per
+    process (and bwrap on PATH)."""
+    key = (backend, interpreter, shutil.which("bwrap"))
+    with _probe_lock:
+        if key not in _probed:
+            _probed[key] = try_backend(backend, interpreter)
+        return _probed[key]
+
+
+def resolve(isolation: str, interpreter: str = "") -> Sandbox:
+    """The sandbox for `isolation` (auto | bwrap | unshare | none), each back-end probed once; SandboxUnavailable
+    with one line naming what failed and how to fix it when the isolation asked for cannot be had."""
+    if isolation not in ISOLATIONS:
+        raise SandboxUnavailable(f"tools.python.isolation: {isolation!r} is not one of {list(ISOLATIONS)}")
+    interpreter = interpreter or sys.executable
+    if isolation == "none":
+        return Sandbox("none", interpreter)
+    reasons = []
+    for backend in BACKENDS if isolation == "auto" else (isolation,):
+        reason = probe(backend, interpreter)
+        if reason is None:
+            return Sandbox(backend, interpreter)
+        reasons.append(f"{backend}: {reason}")
+    raise SandboxUnavailable(
+        f"the python tool will not run without isolation and none works here ({'; '.join(reasons)}): {HOW_TO_FIX}"
+    )

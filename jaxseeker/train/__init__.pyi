@@ -4,11 +4,11 @@ from .checkpoint import Checkpointer, Restored, restore_params
 from .export import export_hf, restore_run
 from .optimizer import OptimizerConfig, learning_rate_at, lr_schedule, make_optimizer
 from .recipe import RecipeError, read_recipe
-from .rl import RLConfig, run_rl
-from .rl_scoring import RewardConfig
-from .rl_step import RLStepConfig, episode_rows, make_rl_step, rl_loss
-from .sft import TrainConfig, run_sft
-from .sft_step import LossFn, make_sft_step, sft_loss, sft_update
+from .rl.loop import RLConfig, run_rl
+from .rl.scoring import RewardConfig
+from .rl.step import RLStepConfig, episode_rows, make_rl_step, rl_loss
+from .sft.loop import TrainConfig, run_sft
+from .sft.step import LossFn, make_sft_step, sft_loss, sft_update
 from .state import TrainState, abstract_train_state, create_train_state, train_state_from_params, train_state_shardings
 
 __all__ = [

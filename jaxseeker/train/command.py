@@ -9,7 +9,7 @@ from jaxseeker.cli_args import add_config, read_config
 
 
 def _sft(args: argparse.Namespace) -> int:
-    from jaxseeker.train.sft import run_sft
+    from jaxseeker.train.sft.loop import run_sft
 
     summary = run_sft(read_config(args, "sft"), resume=args.resume, progress=not args.no_progress)
     from jaxseeker.parallel import is_main_process
@@ -94,7 +94,7 @@ def _bench(args: argparse.Namespace) -> int:
                 f"jaxseeker bench sft: --trajectories ({args.trajectories}) must be at least twice "
                 f"{flag} ({per_step}): the first step is a warm-up, the others are timed"
             )
-    from jaxseeker.train.bench import SHAPES, TooFewSteps, run_bench
+    from jaxseeker.train.sft.bench import SHAPES, TooFewSteps, run_bench
 
     if args.shape not in SHAPES:
         raise SystemExit(f"jaxseeker bench sft: --shape {args.shape!r} is not one of {sorted(SHAPES)}")

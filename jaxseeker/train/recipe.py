@@ -169,3 +169,19 @@ def merged(base: Mapping[str, Any], over: Mapping[str, Any], depth: int = 1) -> 
         both = depth > 0 and isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
         out[key] = merged(out[key], value, depth - 1) if both else value
     return out
+
+
+PIPELINE_SECTIONS = ("policy", "qa", "expert", "eval", "sft", "extend", "rft")  # `world`, `rl`: RL ones too
+
+
+def recipe_kind(recipe: Mapping[str, Any]) -> str:
+    """ "pipeline" (`jaxseeker pipeline`), "rl" (`jaxseeker rl`) or "sft" (`jaxseeker sft`), by the sections."""
+    if any(s in recipe for s in PIPELINE_SECTIONS):
+        return "pipeline"
+    if "rl" in recipe:
+        return "rl"
+    if "train" in recipe or "data" in recipe:
+        return "sft"
+    raise RecipeError(
+        f"recipe: no `train` / `data` (SFT), `rl` (RL) or `policy` (pipeline) section; sections: {sorted(recipe)}"
+    )

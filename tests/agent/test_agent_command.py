@@ -9,7 +9,8 @@ from cli_support import usage_error
 
 from jaxseeker import model
 from jaxseeker.agent import prompts, read_episodes, tool_calling_model
-from jaxseeker.agent.command import add_bench_parser, add_parser, bench_rollout
+from jaxseeker.agent.command import add_bench_parser, add_parser
+from jaxseeker.agent.rollout_bench import bench_rollout
 from jaxseeker.cli import build_parser, main
 from jaxseeker.train import RewardConfig
 

@@ -6,7 +6,7 @@ from agent_support import CALL, DATE, MAX_LEN, QUESTION, SLOTS
 
 from jaxseeker import model
 from jaxseeker.agent import TERMINATIONS, RolloutConfig, rollout, run_episodes
-from jaxseeker.agent.command import make_engine
+from jaxseeker.agent.engine import make_engine
 from jaxseeker.data import tokenize_chat
 from jaxseeker.generation import SamplingConfig
 

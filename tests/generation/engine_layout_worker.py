@@ -23,8 +23,8 @@ from generation.reference import CFG, engine_tokens, numpy_params, random_prompt
 from jaxseeker import model
 from jaxseeker.generation import Engine, SamplingConfig, handoff, layout, steps
 from jaxseeker.parallel import DEFAULT_RULES, MeshConfig, make_mesh, replica_meshes, tree_shardings
-from jaxseeker.train.plan import StageShape
-from jaxseeker.train.plan_rollout import engine_calls, engine_memory
+from jaxseeker.planning.memory import StageShape
+from jaxseeker.planning.rollout import engine_calls, engine_memory
 
 SLOTS, LENGTH, CHUNK, STEPS = 16, 512, 32, 4
 SAMPLING = SamplingConfig(temperature=1.0)  # RL samples: the decode step runs the sampler over the vocabulary

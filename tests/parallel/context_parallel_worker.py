@@ -3,7 +3,7 @@
 Run by `test_context_parallel.py` in a subprocess whose `XLA_FLAGS` asks for 8 host devices (the flag must be
 set before JAX starts). Argument: the part to run.
 
-  steps   the SFT loss and gradients (`sft_step.mesh_loss`, what the step differentiates) and one SFT step, and
+  steps   the SFT loss and gradients (`train.sft.step.mesh_loss`, what the step differentiates) and one SFT step, and
           the RL loss and gradients, one RL update and the old-log-prob pass (`make_rl_step`), of packed rows on
           meshes with context = 4 (ring and all-gather attention) and of the blocked kernel on a mesh without
           one, against `attention_impl: xla` on one device.
@@ -39,10 +39,10 @@ from jaxseeker.parallel import MeshConfig, batch_sharding, logical_sharding, mak
 from jaxseeker.parallel.context_layout import context_layout, from_balanced, to_balanced
 from jaxseeker.parallel.rules import DEFAULT_RULES
 from jaxseeker.parallel.sharded_attention import context_attention
+from jaxseeker.planning.command import make_plan
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
-from jaxseeker.train.plan_command import make_plan
-from jaxseeker.train.rl_step import RLStepConfig, make_rl_step, packed_episode_rows, rl_loss
-from jaxseeker.train.sft_step import make_sft_step, mesh_loss, sft_loss
+from jaxseeker.train.rl.step import RLStepConfig, make_rl_step, packed_episode_rows, rl_loss
+from jaxseeker.train.sft.step import make_sft_step, mesh_loss, sft_loss
 from jaxseeker.train.state import abstract_train_state, train_state_from_params
 
 os.environ["JAXSEEKER_INTERPRET_KERNELS"] = "1"  # the splash cases interpret the Pallas TPU kernel on CPU

@@ -21,7 +21,7 @@ from hlo_support import all_gathers  # noqa: E402
 from jaxseeker import model  # noqa: E402
 from jaxseeker.parallel import MeshConfig, batch_sharding, make_mesh, shard_batch  # noqa: E402
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer  # noqa: E402
-from jaxseeker.train.sft_step import make_sft_step  # noqa: E402
+from jaxseeker.train.sft.step import make_sft_step  # noqa: E402
 from jaxseeker.train.state import train_state_from_params  # noqa: E402
 
 BATCH, SEQ = 2, 128

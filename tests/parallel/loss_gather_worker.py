@@ -24,8 +24,8 @@ from jaxseeker import model
 from jaxseeker.data.packing import ROW_KEYS
 from jaxseeker.parallel import MeshConfig, batch_sharding, make_mesh, replicated
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
-from jaxseeker.train.rl_step import RLStepConfig, make_rl_step, rl_loss
-from jaxseeker.train.sft_step import make_sft_step, sft_loss
+from jaxseeker.train.rl.step import RLStepConfig, make_rl_step, rl_loss
+from jaxseeker.train.sft.step import make_sft_step, sft_loss
 from jaxseeker.train.state import abstract_train_state
 
 ROWS, SEQ, CHUNK = 8, 64, 16  # 4 chunks of the sequence

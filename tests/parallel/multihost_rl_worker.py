@@ -35,9 +35,9 @@ from jaxseeker import model
 from jaxseeker.generation import layout
 from jaxseeker.model.hf_io import hf_tensors
 from jaxseeker.parallel import is_main_process, process_info
-from jaxseeker.train import rl
 from jaxseeker.train.interrupt import Interrupted
 from jaxseeker.train.recipe import read_recipe
+from jaxseeker.train.rl import loop as rl
 
 GATHERED: list[tuple[int, ...]] = []  # shapes of the arrays process_allgather gathers while the loop runs
 RUNS: list[rl.RLRun] = []  # every run `rl.prepare` built

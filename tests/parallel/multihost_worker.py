@@ -19,7 +19,7 @@ import sys
 from jaxseeker.data import DataConfig, batch_iterator, load_tokenizer, open_source
 from jaxseeker.parallel import is_main_process, process_info
 from jaxseeker.train.recipe import read_recipe
-from jaxseeker.train.sft import run_sft
+from jaxseeker.train.sft.loop import run_sft
 
 
 def items_read(recipe: dict, n_batches: int) -> list[int]:

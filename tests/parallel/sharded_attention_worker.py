@@ -31,8 +31,8 @@ from jaxseeker.parallel import MeshConfig, logical_sharding, make_mesh
 from jaxseeker.parallel.rules import DEFAULT_RULES, batch_sharding, shard_batch
 from jaxseeker.parallel.sharded_attention import attention_specs, shard_attention
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
-from jaxseeker.train.rl_step import ROW_KEYS, RLStepConfig, make_rl_step
-from jaxseeker.train.sft_step import make_sft_step
+from jaxseeker.train.rl.step import ROW_KEYS, RLStepConfig, make_rl_step
+from jaxseeker.train.sft.step import make_sft_step
 from jaxseeker.train.state import abstract_train_state, train_state_from_params
 
 os.environ["JAXSEEKER_INTERPRET_KERNELS"] = "1"  # the splash cases interpret the Pallas TPU kernel on CPU

@@ -33,10 +33,10 @@ from jaxseeker.parallel import (
     shard_batch,
     tree_shardings,
 )
+from jaxseeker.planning.command import make_plan
 from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
-from jaxseeker.train.plan_command import make_plan
-from jaxseeker.train.sft_step import make_sft_step, sft_loss
+from jaxseeker.train.sft.step import make_sft_step, sft_loss
 from jaxseeker.train.state import abstract_train_state, train_state_from_params
 
 CASES = {

@@ -1,7 +1,7 @@
 """The chunked loss reads the unembedding gathered once per step, not once per chunk (`loss_gather_worker.py`, 8
 fake CPU devices, fsdp = 8: the `[embed, vocab]` weight is split by `embed`). Left to XLA, the SFT step gathered
 the whole weight inside the chunk loop three times (forward, recompute, backward), re-run on every chunk;
-`train.sft_step.loss_unembed` lays it out whole before the loop."""
+`train.sft.step.loss_unembed` lays it out whole before the loop."""
 
 from pathlib import Path
 

@@ -27,7 +27,7 @@ from jaxseeker.parallel import MeshConfig, batch_sharding, make_mesh
 from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
 from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
-from jaxseeker.train.sft_step import make_sft_step, sft_loss
+from jaxseeker.train.sft.step import make_sft_step, sft_loss
 from jaxseeker.train.state import create_train_state
 
 WORKER = Path(__file__).with_name("multihost_worker.py")

@@ -1,6 +1,6 @@
 """`jaxseeker rl` as two local CPU processes under jax.distributed, against the same recipe on one process.
 
-The toy colour task (`train.rl_bench.write_toy`): B=4 questions × G=4 rollouts per step, 2 mini-batches,
+The toy colour task (`train.rl.bench.write_toy`): B=4 questions × G=4 rollouts per step, 2 mini-batches,
 default mesh, engine replicas of one device (`engine.tensor: 1`). The two processes (one CPU device each: fsdp=2
 across them for the update, an engine each) train with the weights handed to their engines on device after each
 update; as the second step starts, process 1 gets SIGTERM, as a preempted host does: both save the step at JAX's
@@ -40,7 +40,7 @@ from jaxseeker.agent import read_episodes
 from jaxseeker.parallel import process_share
 from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
 from jaxseeker.train.metrics import read_metrics
-from jaxseeker.train.rl_bench import toy_recipe, write_toy
+from jaxseeker.train.rl.bench import toy_recipe, write_toy
 
 WORKER = Path(__file__).with_name("multihost_rl_worker.py")
 STEPS, B, G = 3, 4, 4

@@ -14,8 +14,8 @@ from jaxseeker.pipeline.plots import PLOTS, rl_metrics, write_plots
 from jaxseeker.pipeline.quick import quick_recipe
 from jaxseeker.pipeline.report import markdown, rl_stages
 from jaxseeker.pipeline.split import split_questions
+from jaxseeker.planning.command import recipe_stages
 from jaxseeker.train.metrics import read_metrics
-from jaxseeker.train.plan_recipe import recipe_stages
 from jaxseeker.train.recipe import RecipeError, merged, read_recipe
 from jaxseeker.world import build_world
 

@@ -8,8 +8,7 @@ import pytest
 from jaxseeker.cli import main
 from jaxseeker.pipeline import pipeline_config
 from jaxseeker.pipeline.quick import TINY_POLICY
-from jaxseeker.train.plan_recipe import recipe_kind
-from jaxseeker.train.recipe import read_recipe, shipped_configs
+from jaxseeker.train.recipe import read_recipe, recipe_kind, shipped_configs
 
 PIPELINES = [name for name in shipped_configs() if recipe_kind(read_recipe(name)) == "pipeline"]
 

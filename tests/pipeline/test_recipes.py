@@ -14,9 +14,9 @@ from jaxseeker.pipeline.recipes import (
     stand_in_recipes,
     write_recipe,
 )
-from jaxseeker.train.plan_recipe import rl_stages, sft_stages
+from jaxseeker.planning.recipe import rl_stages, sft_stages
 from jaxseeker.train.recipe import RecipeError, read_recipe, shipped_configs
-from jaxseeker.train.rl_config import RLConfig, rl_optimizer_config
+from jaxseeker.train.rl.config import RLConfig, rl_optimizer_config
 
 
 def test_a_key_left_out_takes_the_recipes_own_default():

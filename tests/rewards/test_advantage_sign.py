@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxseeker.rewards import EpisodeOutcome, get_reward_fn
-from jaxseeker.train.rl_config import RLConfig
-from jaxseeker.train.rl_scoring import episode_advantages
+from jaxseeker.train.rl.config import RLConfig
+from jaxseeker.train.rl.scoring import episode_advantages
 
 ESTIMATORS = ("grpo", "dr_grpo", "rloo")
 SEER = {"l_expect": 100, "l_max": 300, "alpha": 0.9}

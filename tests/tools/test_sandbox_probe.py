@@ -46,7 +46,7 @@ def test_a_bwrap_that_does_not_isolate_is_refused(fake, fake_bwrap_dir, monkeypa
     monkeypatch.setenv("PATH", f"{fake_bwrap_dir}:{os.environ['PATH']}")
     assert shutil.which("bwrap") == str(script)
     with pytest.raises(sandbox.SandboxUnavailable) as refused:
-        sandbox.resolve("bwrap", INTERPRETER)
+        sandbox_probe.resolve("bwrap", INTERPRETER)
     message = str(refused.value)
     assert "bwrap: it does not isolate:" in message
     for phrase in ("not in a PID namespace of its own", "shares the caller's pid namespace", "shares the caller's mnt"):

@@ -8,7 +8,7 @@ import pytest
 from gguf_support import hf_config, hf_state, write_gguf
 
 from jaxseeker import model
-from jaxseeker.train.plan_recipe import model_config
+from jaxseeker.planning.recipe import model_config
 from jaxseeker.train.policy import build_policy, model_from_recipe
 from jaxseeker.train.recipe import RecipeError
 

@@ -28,7 +28,7 @@ import random
 from collections.abc import Callable
 
 from jaxseeker.synthesis.qa.checks import answer_part, hops, level_of, obfuscations_of, simplify
-from jaxseeker.synthesis.qa.lexicon import attribute_forms
+from jaxseeker.synthesis.qa.lexicon_attributes import attribute_forms
 from jaxseeker.synthesis.qa.obfuscate import date_precision, date_pred, drop_var, least_shared, number_pred
 from jaxseeker.synthesis.qa.phrasing import kind_key
 from jaxseeker.synthesis.qa.record import Draft

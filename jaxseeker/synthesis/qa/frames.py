@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from jaxseeker.synthesis.qa.lexicon import asks, relation_forms
+from jaxseeker.synthesis.qa.lexicon import relation_forms
+from jaxseeker.synthesis.qa.lexicon_attributes import asks
 from jaxseeker.synthesis.qa.phrasing import Clue, Phraser, also, capitalise, determined, join, noun, plural, pronoun
 from jaxseeker.world import Query, World
 from jaxseeker.world.phrases import indefinite

@@ -17,7 +17,8 @@ import dataclasses
 import functools
 import random
 
-from jaxseeker.synthesis.qa.lexicon import attribute_forms, relation_forms
+from jaxseeker.synthesis.qa.lexicon import relation_forms
+from jaxseeker.synthesis.qa.lexicon_attributes import attribute_forms
 from jaxseeker.synthesis.qa.naming import spoken_name
 from jaxseeker.synthesis.qa.values import date_variants, say_quantity
 from jaxseeker.world import DateIn, Edge, LabelIs, NameInitial, NumberIn, Query, Var, World
