@@ -1,7 +1,7 @@
 """Context parallelism on 8 fake CPU devices against one device; prints one JSON line.
 
-Run by `test_context_parallel.py` in a subprocess whose `XLA_FLAGS` asks for 8 host devices (the flag must be
-set before JAX starts). Argument: the part to run.
+Run by `test_context_parallel.py` and `test_context_parallel_parts.py` in a subprocess whose `XLA_FLAGS` asks for 8
+host devices (the flag must be set before JAX starts). Argument: the part to run.
 
   steps   the SFT loss and gradients (`train.sft.step.mesh_loss`, what the step differentiates) and one SFT step, and
           the RL loss and gradients, one RL update and the old-log-prob pass (`make_rl_step`), of packed rows on

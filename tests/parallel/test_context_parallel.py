@@ -1,7 +1,6 @@
 """Context parallelism on 8 fake CPU devices: the SFT and RL steps of packed rows split along the sequence equal
-one device's, memory per device falls as the context axis grows, no kernel holds a `[seq, seq]` array, and the
-engine decodes with its KV cache split over the context axis. Why a subprocess: see `test_sharded_sft_step.py`
-(the device-count flag must precede JAX); each part runs in its own interpreter, one after the other."""
+one device's (splash, memory, kernels and decoding: test_context_parallel_parts.py). Why a subprocess: see
+`test_sharded_sft_step.py` (the device-count flag must precede JAX)."""
 
 from __future__ import annotations
 
@@ -43,68 +42,3 @@ def test_rl_update_and_old_log_probs_on_the_mesh_equal_one_devices(steps, mesh):
     assert result["rl_loss_diff"] <= TOLERANCE and result["rl_grad_diff"] <= TOLERANCE, result
     assert result["logprobs_diff"] <= TOLERANCE, result  # per token, back in the order of the rows as written
     assert result["rl_step_loss_diff"] <= TOLERANCE and result["rl_step_param_diff"] <= TOLERANCE, result
-
-
-@pytest.fixture(scope="module")
-def splash() -> dict:
-    return run_part("splash")
-
-
-def test_splash_with_q_seq_shards_over_the_context_axis_equals_the_reference(splash):
-    assert splash["kernel_runs_splash"] and splash["step_runs_splash"], splash  # not the blocked fallback
-    assert splash["out_diff"] <= TOLERANCE * splash["out_scale"] and splash["grad_diff"] <= TOLERANCE, splash
-    assert splash["sft_loss_diff"] <= TOLERANCE and splash["sft_grad_diff"] <= TOLERANCE, splash
-
-
-@pytest.fixture(scope="module")
-def memory() -> dict:
-    return run_part("memory")
-
-
-@pytest.mark.parametrize("attention", ["ring", "all_gather"])
-def test_compiled_memory_per_device_falls_as_the_context_axis_grows(memory, attention):
-    compiled = [memory[f"{attention}_{n}"]["compiled"] for n in (1, 2, 4, 8)]
-    assert all(b < 0.7 * a for a, b in zip(compiled, compiled[1:])), compiled
-    assert compiled[-1] < compiled[0] / 4, compiled
-
-
-@pytest.mark.parametrize("attention", ["ring", "all_gather"])
-def test_the_plan_follows_the_compiled_step_on_the_safe_side(memory, attention):
-    """`jaxseeker plan` errs high by at most a third on XLA:CPU (its coefficients were fitted there without context
-    parallelism); docs/guides/long_context.md lists both."""
-    for n in (1, 2, 4, 8):
-        result = memory[f"{attention}_{n}"]
-        assert 1.0 <= result["planned"] / result["compiled"] <= 1.35, (n, result)
-
-
-def test_ring_attention_holds_less_than_all_gather_on_a_split_sequence(memory):
-    for n in (2, 4, 8):
-        assert memory[f"ring_{n}"]["compiled"] < memory[f"all_gather_{n}"]["compiled"], n
-
-
-@pytest.fixture(scope="module")
-def hlo() -> dict:
-    return run_part("hlo")
-
-
-@pytest.mark.parametrize("program, seq_per_device", [("blocked", 8192), ("ring", 1024), ("blocked_sft_loss", 8192)])
-def test_no_array_of_the_compiled_kernels_is_sequence_by_sequence(hlo, program, seq_per_device):
-    """At seq = 8192 (ring: 1024 per device over context = 8) no array has two dimensions as long as the sequence a
-    device holds: masks and scores exist one tile (≤ 512 × 512) at a time. The model's loss includes
-    `model.hidden_states`, whose `[batch, seq, seq]` mask XLA drops as no kernel reads it."""
-    shapes = [tuple(s) for s in hlo[program]]
-    assert any(seq_per_device in s for s in shapes)  # the sequence is there, in one dimension
-    assert [s for s in shapes if sum(d >= seq_per_device for d in s) >= 2] == []
-
-
-@pytest.fixture(scope="module")
-def decode() -> dict:
-    return run_part("decode")
-
-
-def test_the_engine_decodes_with_its_kv_cache_split_over_the_context_axis(decode):
-    assert decode["tokens"]["context4"] == decode["tokens"]["one_device"]
-    assert decode["k_spec"] == "P('data', None, None, 'context')"  # layer 0's keys: [slots, kv_heads, head_dim, length]
-    slots, kv_heads, head_dim, length = decode["k_shape"]
-    assert length % 4 == 0
-    assert decode["k_shard_shape"] == [slots // 2, kv_heads, head_dim, length // 4]

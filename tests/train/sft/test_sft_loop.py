@@ -15,6 +15,8 @@ from kill_support import DEADLINE_S, finished, launch, paused, wait_until
 from jaxseeker.cli import main
 from jaxseeker.data import train_tokenizer
 from jaxseeker.model.safetensors_io import TensorReader
+from jaxseeker.train import sft as sft_loop
+from jaxseeker.train.interrupt import Interrupted
 from jaxseeker.train.metrics import MetricsWriter, read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.train.sft.loop import prepare, run_sft
@@ -245,6 +247,47 @@ def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_lo
     expected, got = losses("whole"), losses("stopped")
     assert sorted(got) == list(range(1, 9))
     for step in range(1, 9):
+        assert got[step] == pytest.approx(expected[step], abs=1e-6), step
+
+
+def test_a_stop_while_a_step_is_queued_saves_that_step_once_computed(workspace, tmp_path, monkeypatch):
+    """SIGINT just after step 3 is dispatched (JAX returns before the device computes it): the loop waits for the
+    step, counts, logs and saves it, dispatches no step 4, and the run resumed from it repeats the uninterrupted
+    losses, so the state saved is the computed one."""
+    _, path = workspace
+    run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'whole'}", "train.steps=5"]), progress=False)
+    dispatched = []
+
+    def prepare_stopping_at_the_third_dispatch(recipe, **kwargs):
+        run = prepare(recipe, **kwargs)
+        step_fn = run.step_fn
+
+        def dispatch(state, batch):
+            out = step_fn(state, batch)  # queued: the arrays are futures until read
+            dispatched.append(out)
+            if len(dispatched) == 3:
+                signal.raise_signal(signal.SIGINT)
+            return out
+
+        run.step_fn = dispatch
+        return run
+
+    monkeypatch.setattr(sft_loop, "prepare", prepare_stopping_at_the_third_dispatch)
+    stopped = tmp_path / "stopped"
+    with pytest.raises(Interrupted, match="stopped by SIGINT after step 3") as interrupted:
+        run_sft(read_recipe(path, [f"train.out_dir={stopped}", "train.steps=5"]), progress=False)
+    assert interrupted.value.step == 3 and len(dispatched) == 3  # no step after the stop was dispatched
+    assert sorted(int(p.name) for p in (stopped / "checkpoints").iterdir()) == [3]
+    assert [r["step"] for r in read_metrics(stopped / "metrics.jsonl") if "loss" in r] == [1, 2, 3]
+    monkeypatch.undo()
+    run_sft(read_recipe(path, [f"train.out_dir={stopped}", "train.steps=5"]), resume=True, progress=False)
+
+    def losses(run):
+        return {r["step"]: r["loss"] for r in read_metrics(tmp_path / run / "metrics.jsonl") if "loss" in r}
+
+    expected, got = losses("whole"), losses("stopped")
+    assert sorted(got) == sorted(expected) == [1, 2, 3, 4, 5]
+    for step in range(1, 6):
         assert got[step] == pytest.approx(expected[step], abs=1e-6), step
 
 
