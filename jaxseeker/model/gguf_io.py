@@ -9,6 +9,7 @@ HF rotates halves); `_unpermute` undoes that, as transformers' GGUF loader does.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,12 @@ def chat_eos_ids(reader: Any) -> int | tuple[int, ...] | None:
 def gguf_config(reader: Any, path: str | Path, **overrides) -> ModelConfig:
     """The ModelConfig of a GGUF file's metadata (an HF config dict built from it, checked by `from_hf_dict`),
     with `overrides` of its fields."""
+    return from_hf_dict(_hf_config(reader, path), source=str(path), **overrides)
+
+
+def _hf_config(reader: Any, path: str | Path) -> dict[str, Any]:
+    """The HF config dict a GGUF file's metadata describes; a ConfigError or GGUFError naming the file where it
+    describes what the import does not support."""
     arch = metadata(reader, "general.architecture")
     if arch not in GGUF_ARCHITECTURES:
         raise ConfigError(
@@ -152,12 +159,25 @@ def gguf_config(reader: Any, path: str | Path, **overrides) -> ModelConfig:
     }
     if isinstance(hf["eos_token_id"], tuple):
         hf["eos_token_id"] = list(hf["eos_token_id"])
-    return from_hf_dict(hf, source=str(path), **overrides)
+    return hf
 
 
 def load_gguf_config(path: str | Path, **overrides) -> ModelConfig:
-    """The ModelConfig of the GGUF file at `path` (as `load_config` reads config.json), without its weights."""
-    return gguf_config(open_gguf(path), path, **overrides)
+    """The ModelConfig of the GGUF file at `path` (as `load_config` reads config.json), without its weights.
+    Its metadata is read once per file version: `gguf.GGUFReader` parses the whole tokenizer (about 3 s of CPU for
+    SmolLM2's), and every `plan` and pipeline config of a GGUF policy asks for it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"GGUF file not found: {path}")
+    stat = path.stat()
+    hf = _cached_hf_config(str(path), stat.st_mtime_ns, stat.st_size)
+    return from_hf_dict(dict(hf), source=str(path), **overrides)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_hf_config(path: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    """`_hf_config` of one version (modification time and size) of the file at `path`."""
+    return _hf_config(open_gguf(path), path)
 
 
 def _unpermute(w: np.ndarray, heads: int) -> np.ndarray:

@@ -150,3 +150,13 @@ def test_a_missing_or_extra_tensor_is_named(tmp_path):
         model.GGUFError, match=f"^{path}: 1 tensor\\(s\\) the llama layout has no place for: blk.0.attn_q_norm.weight$"
     ):
         model.load_gguf(path)
+
+
+def test_a_gguf_config_is_read_once_per_version_of_its_file(tmp_path):
+    path = tmp_path / "policy.gguf"
+    for family in ("llama_untied", "qwen2"):  # the same path rewritten: a new version, read anew
+        config = hf_config(family)
+        write_gguf(path, hf_state(config), config, arch="llama" if family.startswith("llama") else family)
+        first, again = model.load_gguf_config(path), model.load_gguf_config(path, param_dtype="bfloat16")
+        assert first.model_type == again.model_type == family.split("_")[0]
+        assert again.param_dtype == "bfloat16" and first.param_dtype == "float32"  # overrides not cached
