@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-DEADLINE_S = 240  # for any one wait; a loaded 2-core machine needs a fraction of it
+DEADLINE_S = 600  # a hang guard for any one wait, not a timing bound: a loaded 2-core machine needs a fraction of it
 
 
 def launch(argv: list[str], log: Path, *, pause_at: int | None = None) -> subprocess.Popen:
