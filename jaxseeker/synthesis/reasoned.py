@@ -3,10 +3,14 @@
 `ReasonedRun` follows the same plan as `expert.ExpertRun` but
 - every thought after an observation quotes the observation's sentence that bears on the next step, names the clue
   the next call tests and the clues still unchecked (`ledger.Ledger`), then says the call;
+- it starts from the named entity whose route's pages list each next entity (planning knowledge, as the route is);
 - a list of candidates is checked in the order the page lists it, several pages a visit, against every clue a
-  page can show (its own facts, its links to entities already found, and that it leads on to the next hop); the
-  first candidate whose page shows them all is taken. Nothing is picked unseen: when that first fit is not the
-  planned entity (the clues seen so far do not single it out), the run gives up and the trajectory is dropped;
+  page can show (its own facts, its links to entities already found, that it leads on to the next hop, and a link
+  to one of the entities a named one's page lists, read first: `side_clues`); a candidate that fits is followed
+  one step on (`lookahead`), and the first that passes is taken. Nothing is picked unseen: when that first fit is
+  not the planned entity (the clues seen so far do not single it out), the run gives up and the trajectory is
+  dropped;
+- before the answer, the clues still unchecked are read off the pages seen, or one or two more visits;
 - a question that names nothing starts from the hits of its sharpest clue's search, checked in rank order.
 """
 
@@ -23,9 +27,10 @@ from jaxseeker.synthesis.ledger import NEXT, UNCHECKED, Ledger, clue_key, edge_k
 from jaxseeker.synthesis.plan import Clue, Hop, Plan, clues, hop_goal, need, route_from, search_words
 from jaxseeker.synthesis.qa.render import article, noun, plural
 from jaxseeker.tools.extract import split_sentences
-from jaxseeker.world import Var
+from jaxseeker.world import Edge, Var
 from jaxseeker.world.schema import RELATIONS
 
+_KIND = re.compile(r"\A.+ is an? [\w ]+\.\Z")
 _LAYOUT = re.compile(r"^(\[\d+\] |https?://|Page: |URL: |Goal: |Evidence in page:|Links on this page:|- |Search res)")
 
 
@@ -40,8 +45,9 @@ def evidence(bodies: Sequence[str], target: str, words: str) -> str:
         return empty
     keys = {w.lower() for w in re.findall(r"\w{4,}", words)}
 
-    def score(s: str) -> int:
-        return 2 * (bool(target) and target in s) + len(keys & {w.lower() for w in re.findall(r"\w{4,}", s)})
+    def score(s: str) -> int:  # the target named, the clue's words; a bare `X is a city.` says least
+        named = 2 * (bool(target) and target in s) - bool(_KIND.match(s))
+        return named + len(keys & {w.lower() for w in re.findall(r"\w{4,}", s)})
 
     return max(sentences, key=score)
 
@@ -94,7 +100,8 @@ class ReasonedRun(ExpertRun):
         quote = ""
         if self.seen is not None and "“" not in action:
             sentence = evidence(self.seen, target, left[0] if left else action)
-            quote = f"The results say: “{sentence}”" if sentence else ""
+            searched = any(b.lstrip().startswith(("Search results", "No results")) for b in self.seen)
+            quote = f"{'The results say' if searched else 'The page says'}: “{sentence}”" if sentence else ""
         if not left:
             return join(quote, action, UNCHECKED[2])
         if final:
@@ -233,7 +240,7 @@ class ReasonedRun(ExpertRun):
                         self.side.update({("edge", q.edges.index(e)), ("edge", q.edges.index(f))})
         return found
 
-    def goal_to(self, edge, src: int, dst: int) -> str:
+    def goal_to(self, edge: Edge, src: int, dst: int) -> str:
         """The visit goal for the entities `src`'s page lists along `edge`."""
         return hop_goal(self.plan, Hop(edge.rel, edge.src == src, src, dst), self.named[src])
 
@@ -307,7 +314,8 @@ class ReasonedRun(ExpertRun):
                     self.ledger.tick(key)
                 self.focus, self.testing = [], ""
                 out = [n for n in group if n != truth and n in judged]
-                return pages[truth], thoughts.only_one(self.rng, truth, " ".join(judged[truth][1]), out)
+                quotes = "” “".join(judged[truth][1])  # each sentence in its own quotes: the page has them apart
+                return pages[truth], thoughts.only_one(self.rng, truth, quotes, out)
             if not fits:
                 lead = self.rejected(group, judged, wanted)
         self.testing = ""
