@@ -71,6 +71,7 @@ class ExpertStage:
     slip_rate: float = 0.0  # a search that miscopies the name (out of the loss), then the recovery
     hop_snippets: bool = False  # snippet_rate covers hops: a link read from a snippet, a next page's shown hit
     restate_goal: bool = False  # the answer thought first says what is asked (`the population of X`), then quotes
+    reasoning: bool = False  # the reasoning expert (`synth trajectories`' default); false: the narrating one
     seed: int = 0  # the expert's randomness
 
     def config(self) -> ExpertConfig:
@@ -81,7 +82,7 @@ class ExpertStage:
     def key(self) -> dict[str, Any]:
         """The section as stage fingerprints take it: the switches only when set, so runs from before them keep
         their stages."""
-        switches = ("hop_snippets", "restate_goal")
+        switches = ("hop_snippets", "restate_goal", "reasoning")
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in switches or v}
 
 

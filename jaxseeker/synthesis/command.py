@@ -56,7 +56,7 @@ def _teacher(args: argparse.Namespace, world: World) -> Any:
     from jaxseeker.synthesis.teachers import ExpertTeacher, OpenAITeacher, PolicyTeacher
 
     if args.teacher == "expert":
-        config = ExpertConfig(detour_rate=args.detour_rate, slip_rate=args.slip_rate)
+        config = ExpertConfig(detour_rate=args.detour_rate, slip_rate=args.slip_rate, reasoning=not args.narrated)
         multi = reflection.ReflectionConfig(mix_ratio=args.mix_ratio).multi_share
         return ExpertTeacher(
             world,
@@ -313,6 +313,11 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
         help="teacher sampling (default: the openai server's; the policy's 0.6; 0 is greedy)",
     )
     p.add_argument("--summarizer", choices=("extractive", "llm"), default="extractive", help="denoised mode")
+    p.add_argument(
+        "--narrated",
+        action="store_true",
+        help="expert: the narrating expert (short captions of each call; a candidate may be taken unseen)",
+    )
     p.add_argument("--detour-rate", type=RATE, default=0.25, help="expert: detours per chance")
     p.add_argument(
         "--slip-rate",

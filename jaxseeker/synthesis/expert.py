@@ -21,12 +21,13 @@ query finds something; never as an answer.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Callable, Sequence
 
 from jaxseeker.synthesis import reader, thoughts
 from jaxseeker.synthesis.acting import Actor, Turns, join, turn_text
+from jaxseeker.synthesis.detours import Detours
+from jaxseeker.synthesis.expert_config import ExpertConfig, Knowledge
 from jaxseeker.synthesis.plan import (
     Clue,
     Hop,
@@ -40,72 +41,6 @@ from jaxseeker.synthesis.plan import (
 )
 from jaxseeker.synthesis.qa.render import noun, plural
 from jaxseeker.world import NameInitial
-from jaxseeker.world.schema import ATTRIBUTES
-
-_VAGUE_STOP = frozenset(
-    [
-        "what",
-        "which",
-        "does",
-        "have",
-        "that",
-        "there",
-        "this",
-        "with",
-        "from",
-        "whose",
-        "whom",
-        "were",
-        "been",
-        "each",
-        "many",
-        "much",
-        "when",
-        "where",
-        "their",
-        "them",
-        "they",
-        "than",
-        "more",
-        "less",
-        "between",
-        "among",
-    ]
-)
-
-
-@dataclasses.dataclass(frozen=True)
-class ExpertConfig:
-    """How the expert behaves; rates are probabilities per opportunity."""
-
-    detour_rate: float = 0.25  # a descriptive first search / a wrong candidate opened and rejected
-    empty_share: float = 0.5  # share of descriptive first searches aimed at "No results"
-    link_rate: float = 0.7  # open a page by a link seen earlier instead of searching its name
-    batch_rate: float = 0.35  # check several candidates in one visit instead of one by one
-    batch: int = 4  # pages opened per visit call when checking candidates
-    max_checks: int = 40  # candidate pages checked for one count before giving up
-    snippet_rate: float = 0.0  # answer from a search snippet that already shows the answer, without a visit
-    slip_rate: float = 0.0  # a search that miscopies the name (untrained), then the recovery (`Actor.slip`)
-    hop_snippets: bool = False  # snippet_rate covers hops too: a link read from a snippet, a next page's listed hit
-    restate_goal: bool = False  # the answer thought first says what is asked (`the population of X`), then quotes
-
-    def __post_init__(self) -> None:
-        for name in ("detour_rate", "empty_share", "link_rate", "batch_rate", "snippet_rate", "slip_rate"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"ExpertConfig.{name} must be in [0, 1], got {getattr(self, name)}")
-        if self.batch < 2 or self.max_checks < 1:
-            raise ValueError("ExpertConfig.batch must be >= 2 and max_checks >= 1")
-
-
-@dataclasses.dataclass(frozen=True)
-class Knowledge:
-    """What the expert may consult to plan (never to answer)."""
-
-    name: Callable[[str], str]  # entity id → name
-    peek: Callable[[str], str | None]  # name → page text (to choose which wrong candidate to try)
-    titles: Callable[[str], Sequence[str]]  # query → titles the search tool would list
-    kind: Callable[[str], str | None]  # name → entity type
-    slips: Callable[[str], Sequence[str]] = lambda name: ()  # name → names a hasty copy of it might give instead
 
 
 def judge_page(text: str, name: str, found: Sequence[Clue]) -> tuple[bool | None, str, str]:
@@ -126,7 +61,7 @@ def judge_page(text: str, name: str, found: Sequence[Clue]) -> tuple[bool | None
     return (None, "", "") if support is None else (True, *support)
 
 
-class ExpertRun(Actor):
+class ExpertRun(Detours, Actor):
     """One episode of the expert: `program()` is a generator of assistant turns fed with observations."""
 
     def __init__(
@@ -144,6 +79,7 @@ class ExpertRun(Actor):
         self.plan, self.know, self.cfg, self.question = plan, knowledge, config, question
         self.submit, self.wrong_first = submit, wrong_first
         self.named = {i: knowledge.name(plan.binding[i]) for i in plan.anchors}
+        self.jumps = 0  # candidates taken out of several with no page of theirs read (oracle jumps)
 
     def name(self, var: int) -> str:
         """The true entity name of a variable (what the expert expects to read)."""
@@ -173,31 +109,11 @@ class ExpertRun(Actor):
         yield turn_text(thoughts.give_up(self.rng, what), answer="unknown")
         return None
 
-    def propose(self, thought: str, wrong: str) -> Turns:
-        """Reflection: submit a wrong answer, read the verdict; the reflecting thought."""
-        bodies = yield from self.act(join(thought, "Submit it for verification."), "answer_submit", {"answer": wrong})
-        verdict = " ".join(bodies[0].split())
-        note = verdict.partition("Verification:")[2].partition(" (checked:")[0].strip() or verdict[:200]
-        return thoughts.reflect(self.rng, note, wrong)
-
     # ---- judging candidates ---------------------------------------------------------------------------------
 
     def judge(self, text: str, name: str, found: list[Clue]) -> tuple[bool | None, str, str]:
         """`judge_page` of a candidate's page."""
         return judge_page(text, name, found)
-
-    def wrong_ones(self, names: Sequence[str], truth: str, found: list[Clue], k: int) -> list[str]:
-        """Up to `k` candidates other than the truth whose pages contradict a clue (planning knowledge)."""
-        others = [n for n in names if n != truth]
-        self.rng.shuffle(others)
-        picked = []
-        for other in others[: 3 * k + 3]:
-            text = self.know.peek(other)
-            if text is not None and self.judge(text, other, found)[0] is False:
-                picked.append(other)
-                if len(picked) == k:
-                    break
-        return picked
 
     # ---- the episode ----------------------------------------------------------------------------------------
 
@@ -277,6 +193,7 @@ class ExpertRun(Actor):
         hit = next((h for r in results for h in r.hits if h.title == truth), None)
         if hit is None:
             return None
+        self.jumps += sum(len(r.hits) for r in results) > 1
         hops = route_from(q, i) or ()
         pages = yield from self.visit(
             thoughts.open_hit(self.rng, truth, hit.rank, self.goal(hops, 0, truth)),
@@ -288,27 +205,6 @@ class ExpertRun(Actor):
             return None
         ok, evidence, _ = self.judge(page.text, truth, found)
         return i, page, thoughts.confirmed(self.rng, truth, evidence if ok else "")
-
-    def vague_search(self, anchor: str, lead: str) -> Turns:
-        """Detour: a descriptive first search (aimed at no results or at unrelated hits); the thought after it."""
-        words = [w.strip("?,.“”") for w in self.question.split()]
-        names = " ".join(self.named.values()).split()
-        content = list(
-            dict.fromkeys(
-                w for w in words if len(w) > 3 and w not in names and w[:1].islower() and w not in _VAGUE_STOP
-            )
-        )
-        empties = [w for w in content if not self.know.titles(w)]
-        pool = empties if empties and self.rng.random() < self.cfg.empty_share else content
-        if not pool:
-            return lead
-        start = self.rng.randrange(max(1, len(pool) - 2))
-        query = " ".join(pool[start : start + self.rng.randint(2, 4)])
-        results = yield from self.search(thoughts.start_vague(self.rng, query), [query])
-        hits = [h for r in results for h in r.hits]
-        if any(h.title == anchor for h in hits):
-            return thoughts.pick(self.rng, ("{a} shows up among the results.",), a=anchor)
-        return thoughts.after_vague(self.rng, not hits, anchor)
 
     def step(self, hops: Sequence[Hop], k: int, page: reader.SeenPage, here: str, prev: str) -> Turns:
         """Follow hop `k` from `here`'s page (`prev`: the thought so far): (next page, its name, thought),
@@ -357,12 +253,6 @@ class ExpertRun(Actor):
             return None, (yield from self.finish(join(lead, f"The answer is {truth}."), truth)), ""
         return next_page, truth, lead
 
-    def confusable(self, page: reader.SeenPage, truth: str) -> str | None:
-        """Reflection: another name of the same kind linked from the page (a hasty reader's pick)."""
-        kind = self.know.kind(truth)
-        others = [t for t in page.links if t != truth and t != page.title and self.know.kind(t) == kind]
-        return self.rng.choice(others) if others else None
-
     def by_initial(self, names: list[str], truth: str, found: list[Clue], lead: str) -> tuple[list[str], str]:
         """Narrow a list by the name-initial clues (no page needed for those)."""
         initials = [c for c in found if isinstance(c.pred, NameInitial)]
@@ -383,6 +273,7 @@ class ExpertRun(Actor):
         if found and roll < self.cfg.batch_rate:
             wrong = set(self.wrong_ones(names, truth, found, self.cfg.batch - 1))
             group = [n for n in names if n == truth or n in wrong]
+            self.jumps += len(group) < len(names)  # the group was drawn around the truth
             pages = yield from self.open_many(group, f"which one {need(found)}", lead)
             if truth not in pages:
                 return None
@@ -391,6 +282,7 @@ class ExpertRun(Actor):
             return pages[truth], thoughts.only_one(self.rng, truth, evidence if ok else "", out)
         if found and roll < self.cfg.batch_rate + self.cfg.detour_rate:
             lead = yield from self.reject_one(names, truth, found, lead)
+        self.jumps += 1
         page = yield from self.open(
             truth, goal, join(lead, thoughts.check(self.rng, truth)), noun=self.noun(var), brief=True
         )
@@ -398,19 +290,6 @@ class ExpertRun(Actor):
             return None
         ok, evidence, _ = self.judge(page.text, truth, found)
         return page, thoughts.confirmed(self.rng, truth, evidence) if ok else ""
-
-    def reject_one(self, names: list[str], truth: str, found: list[Clue], lead: str) -> Turns:
-        """Detour: open a wrong candidate, read the clue its page contradicts, reject it; the thought after."""
-        wrong = self.wrong_ones(names, truth, found, 1)
-        if not wrong:
-            return lead
-        page = yield from self.open(
-            wrong[0], f"whether {wrong[0]} {need(found)}", join(lead, thoughts.check(self.rng, wrong[0])), brief=True
-        )
-        if page is None:
-            return thoughts.pick(self.rng, ("No page for {w}; try another.",), w=wrong[0])
-        ok, evidence, phrase = self.judge(page.text, wrong[0], found)
-        return thoughts.rejected(self.rng, wrong[0], evidence if ok is False else "", phrase or need(found))
 
     def count(self, here: str, names: list[str], more: int, var: int) -> Turns:
         """Count the listed entities that meet the clues (checking their pages in batches); the answer or None."""
@@ -455,17 +334,3 @@ class ExpertRun(Actor):
             lead = yield from self.propose(join(lead, f"The page gives {wrong}, I think."), wrong)
             lead = join(lead, f"Read {here}'s page again.")
         return (yield from self.finish(join(lead, thoughts.answer_from(self.rng, sentence, answer)), answer))
-
-    def misread(self, text: str, here: str, attr: str, answer: str) -> str | None:
-        """Reflection: a value a hasty reader might take for the answer: another value of the same kind on the
-        page, else one on a page read on the way."""
-        kind = ATTRIBUTES[attr].kind
-        pages = [(here, text)] + [(t, p.text) for t, p in self.pages.items() if t != here]
-        for title, body in pages:
-            for other in sorted(ATTRIBUTES):
-                if (title, other) == (here, attr) or ATTRIBUTES[other].kind != kind:
-                    continue
-                value, _ = reader.attribute(body, title, other)
-                if value is not None and (wrong := reader.answer_value(value, other)) != answer:
-                    return wrong
-        return None

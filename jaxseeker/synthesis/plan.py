@@ -110,16 +110,18 @@ def make_plan(meta: Mapping[str, Any]) -> Plan:
 
 @dataclasses.dataclass(frozen=True)
 class Clue:
-    """Something a candidate's page can show: a predicate, or a relation to a named entity (`other`)."""
+    """Something a candidate's page can show: a predicate, or a relation to a named entity (`other`), or to any
+    of several entities a page listed (`among`)."""
 
     phrase: str
     pred: object | None = None
     rel: str | None = None
     forward: bool = True
     other: str | None = None
+    among: frozenset[str] = frozenset()
 
 
-def _phrase(v: Var, p: object) -> str | None:
+def clue_phrase(v: Var, p: object) -> str | None:
     """The clue phrase of a predicate; the kind label (said as the noun in the question) as `is a painter`."""
     if isinstance(p, LabelIs) and pred_phrase(v, p) is None:
         return f"is {article(p.value)}"
@@ -130,7 +132,7 @@ def clues(plan: Plan, var: int, names: Mapping[int, str], skip: str | None = Non
     """What the question says about variable `var` that its page can confirm: its predicates (anchors aside)
     and its relations to entities the question names (`names`: variable → name), except to `skip`."""
     v: Var = plan.query.vars[var]
-    found = [Clue(phrase, pred=p) for p in v.preds if not isinstance(p, Is) and (phrase := _phrase(v, p))]
+    found = [Clue(phrase, pred=p) for p in v.preds if not isinstance(p, Is) and (phrase := clue_phrase(v, p))]
     for e in plan.query.edges:
         for a, b, forward in ((e.src, e.dst, True), (e.dst, e.src, False)):
             if a == var and b in names and b != var and names[b] != skip:

@@ -1,11 +1,13 @@
 """Statistics of a trajectory file: tool calls per trajectory (WebSailor Fig. 3 style), tokens, thought
-lengths, actions per type, and the funnel's pass rate per stage (from FILE.stats.json when present)."""
+lengths, actions per type, how the thoughts reason (quoted evidence, the clue tested next, oracle jumps), and the
+funnel's pass rate per stage (from FILE.stats.json when present)."""
 
 from __future__ import annotations
 
 import collections
 import dataclasses
 import json
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,6 +18,10 @@ from matplotlib.figure import Figure
 
 from jaxseeker.agent.parser import ToolCall, parse_answer, parse_tool_calls, split_think
 from jaxseeker.errors import InputError
+from jaxseeker.synthesis.ledger import NEXT, UNCHECKED
+
+_QUOTE = re.compile(r"“([^”]+)”")
+RFT_CALLS, RFT_TOKENS = 5, 32768  # WebSailor's RFT filter: more calls than this, at most this many tokens
 
 
 @dataclasses.dataclass
@@ -30,6 +36,20 @@ class TrajectoryStats:
     teachers: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     tries: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     stages: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)  # stage → (entered, passed)
+    after_observation: int = 0  # assistant turns with an observation before them
+    quoted: int = 0  # … whose thought quotes a sentence an earlier observation shows
+    named_next: int = 0  # … whose thought names the clue it tests next or what stays unchecked (`ledger` words)
+    reasoned: int = 0  # … both
+    oracle_jumps: int = 0  # candidates taken unseen out of several (provenance.oracle_jumps)
+    names_nothing: int = 0  # records of questions that name no entity (provenance.names_nothing)
+    rft_kept: int = 0  # records WebSailor's RFT filter keeps: more than 5 tool calls, at most 32,768 tokens
+
+
+def reasons(thought: str, seen: str) -> tuple[bool, bool]:
+    """(the thought quotes a sentence of `seen`, the observations so far with spaces collapsed; it names the clue
+    it tests next or the clues still unchecked)."""
+    quoted = any((q := " ".join(m.split())) and q in seen for m in _QUOTE.findall(thought))
+    return quoted, any(marker in thought for marker in NEXT + UNCHECKED)
 
 
 def stats_path(path: str | Path) -> Path:
@@ -42,11 +62,20 @@ def trajectory_stats(records: Sequence[Mapping[str, Any]], funnel: Mapping[str, 
     st = TrajectoryStats(n=len(records))
     for r in records:
         prov = r.get("provenance", {})
-        calls = 0
+        calls, seen, asked = 0, "", False
         for m in r["messages"]:
+            if m["role"] in ("user", "tool"):  # the question, then the observations
+                seen += " " + " ".join(m["content"].split()) if asked else ""
+                asked = True
             if m["role"] != "assistant":
                 continue
             thought, _ = split_think(m["content"])
+            if seen:
+                quoted, named = reasons(thought, seen)
+                st.after_observation += 1
+                st.quoted += quoted
+                st.named_next += named
+                st.reasoned += quoted and named
             st.think_words.append(len(thought.split()))
             made = [c for c in parse_tool_calls(m["content"]) if isinstance(c, ToolCall)]
             calls += len(made)
@@ -54,6 +83,9 @@ def trajectory_stats(records: Sequence[Mapping[str, Any]], funnel: Mapping[str, 
             if parse_answer(m["content"]) is not None:
                 st.actions["answer"] += 1
         st.tool_calls[calls] += 1
+        st.oracle_jumps += int(prov.get("oracle_jumps", 0))
+        st.names_nothing += bool(prov.get("names_nothing"))
+        st.rft_kept += calls > RFT_CALLS and int(prov.get("tokens", 0)) <= RFT_TOKENS
         if "tokens" in prov:
             st.tokens.append(int(prov["tokens"]))
         st.teachers[prov.get("teacher", "?")] += 1
@@ -85,6 +117,15 @@ def format_report(st: TrajectoryStats) -> str:
     lines.append(f"tokens per trajectory: {_spread(st.tokens)}")
     lines.append(f"thought length (words per turn): {_spread(st.think_words)}")
     lines.append("actions: " + ", ".join(f"{k} {v}" for k, v in st.actions.most_common()))
+    turns = max(1, st.after_observation)
+    lines.append(
+        f"turns after an observation: {st.after_observation}; quoting it {st.quoted / turns:.0%}, naming the next "
+        f"clue or what is unchecked {st.named_next / turns:.0%}, both {st.reasoned / turns:.0%}"
+    )
+    lines.append(
+        f"oracle jumps: {st.oracle_jumps}; questions that name nothing: {st.names_nothing}; more than {RFT_CALLS} "
+        f"tool calls within {RFT_TOKENS:,} tokens (WebSailor's RFT filter): {st.rft_kept} of {st.n}"
+    )
     if st.tries:
         lines.append("tries of kept: " + ", ".join(f"{k}: {v}" for k, v in sorted(st.tries.items())))
     for name, (n_in, n_out) in st.stages.items():

@@ -26,6 +26,7 @@ from jaxseeker.data.chat import IM_END
 from jaxseeker.generation import SamplingConfig
 from jaxseeker.synthesis.expert import ExpertConfig, ExpertRun, Knowledge
 from jaxseeker.synthesis.plan import make_plan
+from jaxseeker.synthesis.reasoned import ReasonedRun
 from jaxseeker.synthesis.turn_engine import TurnEngine, TurnWriter
 from jaxseeker.tools import ChatResult, LLMClient
 from jaxseeker.world import World
@@ -143,10 +144,10 @@ class _ExpertWriter:
         t = self.teacher
         rng = random.Random(f"{self.seed}:{request_id}:{text}")
         wrong_first = t.submit and rng.random() < t.wrong_first_rate
-        run = ExpertRun(
-            make_plan(question.meta), t.knowledge, t.config, rng, text, submit=t.submit, wrong_first=wrong_first
-        )
+        kind = ReasonedRun if t.config.reasoning else ExpertRun
+        run = kind(make_plan(question.meta), t.knowledge, t.config, rng, text, submit=t.submit, wrong_first=wrong_first)
         t.untrained[text] = run.untrained
+        t.latest[text] = run
         return run.program()
 
     def release(self, request_id: str) -> None:
@@ -178,6 +179,7 @@ class ExpertTeacher(TextTeacher):
         self.wrong_first_rate, self.slots = wrong_first_rate, slots
         self.knowledge = world_knowledge(world, title_first=title_first)
         self.untrained: dict[str, list[str]] = {}  # question → turns of its latest run written as mistakes
+        self.latest: dict[str, ExpertRun] = {}  # question → its latest run (for the provenance of its record)
 
     def writer(self, questions: Sequence[Question], seed: int) -> TurnWriter:
         """The expert's turns for these questions (each needs the QA record's evidence in its meta)."""
@@ -188,16 +190,23 @@ class ExpertTeacher(TextTeacher):
                 raise ValueError(f"questions[{i}] ({q.question[:60]!r}): {exc}") from None
         return _ExpertWriter(self, questions, seed)
 
-    def weigh(self, episode: Episode) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    def weigh(self, episode: Episode) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """A `synthesize` transform: the episode's messages with `"weight": 0` on the turns its run wrote as
-        mistakes (`ExpertConfig.slip_rate`), so SFT shows the recovery without training the mistake."""
+        mistakes (`ExpertConfig.slip_rate`), so SFT shows the recovery without training the mistake; the
+        provenance counts the run's oracle jumps and marks a question that names nothing."""
         slips = {turn.strip() for turn in self.untrained.get(episode.question, ())}
         messages = [
             dict(m, weight=0) if m["role"] == "assistant" and m["content"].strip() in slips else dict(m)
             for m in episode.messages
         ]
         n = sum(m.get("weight") == 0 for m in messages)
-        return messages, ({"untrained_turns": n} if n else {})
+        extra = {"untrained_turns": n} if n else {}
+        run = self.latest.get(episode.question)
+        if run is not None and run.jumps:
+            extra["oracle_jumps"] = run.jumps
+        if run is not None and not run.plan.anchors:
+            extra["names_nothing"] = True
+        return messages, extra
 
 
 def clean_turn(text: str) -> str:

@@ -17,6 +17,7 @@ from jaxseeker.synthesis import (
     webdancer_funnel,
 )
 from jaxseeker.synthesis.qa import e2hqa
+from jaxseeker.synthesis.report import trajectory_stats
 from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.world import Corpus, Page
 
@@ -25,11 +26,13 @@ def _calls(message: dict) -> list[dict]:
     return [json.loads(b) for b in re.findall(r"<tool_call>\n(.*?)\n</tool_call>", message["content"], re.DOTALL)]
 
 
-def test_expert_solves_at_least_95_percent_of_level_1_and_2(traj_world, traj_registry, traj_tokenizer, traj_questions):
+def test_the_narrating_expert_solves_at_least_95_percent_of_level_1_and_2(
+    traj_world, traj_registry, traj_tokenizer, traj_questions
+):
     easy = [q for q in traj_questions if q.meta["level"] <= 2]
     assert len(easy) >= 60
     records, stats = synthesize(
-        ExpertTeacher(traj_world),
+        ExpertTeacher(traj_world, ExpertConfig(reasoning=False)),
         traj_tokenizer,
         traj_registry,
         easy,
@@ -119,7 +122,7 @@ def test_with_title_first_search_the_expert_finds_a_page_that_longer_pages_bury(
 
 
 def test_detours_show_recovery_and_rejected_candidates(traj_world, traj_registry, traj_tokenizer, traj_questions):
-    teacher = ExpertTeacher(traj_world, ExpertConfig(detour_rate=1.0, batch_rate=0.0, empty_share=1.0))
+    teacher = ExpertTeacher(traj_world, ExpertConfig(detour_rate=1.0, batch_rate=0.0, empty_share=1.0, reasoning=False))
     records, _ = synthesize(
         teacher, traj_tokenizer, traj_registry, traj_questions, webdancer_funnel(), tries=1, config=LOOP, progress=False
     )
@@ -252,3 +255,30 @@ def test_slips_show_a_miscopied_search_out_of_the_loss_then_the_right_one(
             assert f"] {meant}\n" not in turns[i + 1]["content"]  # the results do not list its page
             assert f"not {meant}" in recovery["content"] or f"instead of {meant}" in recovery["content"]
         assert sum(m.get("weight") == 0 for m in turns) == r["provenance"]["untrained_turns"]
+
+
+def test_the_reasoning_expert_quotes_evidence_names_the_next_clue_and_takes_no_candidate_unseen(
+    traj_world, traj_registry, traj_tokenizer, traj_questions
+):
+    questions = traj_questions[::3]  # every recipe
+    figures = {}
+    for reasoning in (True, False):
+        teacher = ExpertTeacher(traj_world, ExpertConfig(reasoning=reasoning, detour_rate=0.0))
+        records, stats = synthesize(
+            teacher,
+            traj_tokenizer,
+            traj_registry,
+            questions,
+            webdancer_funnel(),
+            tries=1,
+            config=LOOP,
+            transform=teacher.weigh,  # the provenance counts the oracle jumps
+            progress=False,
+        )
+        assert not stats.teacher_errors, stats.teacher_errors
+        st = trajectory_stats(records)
+        figures[reasoning] = (len(records), st.oracle_jumps, st.reasoned / st.after_observation)
+    (kept, jumps, reasoned), (kept_narrated, jumps_narrated, reasoned_narrated) = figures[True], figures[False]
+    assert jumps == 0 and jumps_narrated > 0  # the narrator takes a listed candidate unseen; the reasoner never
+    assert reasoned >= 0.9 and reasoned_narrated < 0.1  # quoted evidence and the next clue, turn after turn
+    assert kept >= 0.6 * len(questions) and kept_narrated >= kept  # first fits that are not the answer are dropped

@@ -1,11 +1,14 @@
-"""The expert's visit goals find their sentence in a page by word overlap alone (the offline extractor), and its
-reader reads the value there as the world wrote it."""
+"""The expert's visit goals find their sentence in a page by word overlap alone (the offline extractor), its
+reader reads the value there as the world wrote it, and the reasoning expert's queries and quotes come from the
+clue and the observation."""
 
 import pytest
 
 from jaxseeker.synthesis import reader
 from jaxseeker.synthesis.plan import answer_goal
+from jaxseeker.synthesis.reasoned import evidence, year_queries
 from jaxseeker.tools.extract import overlap_extract
+from jaxseeker.world import DateIn, LabelIs, Var
 from jaxseeker.world.entities import Entity
 from jaxseeker.world.pages import say_attribute
 from jaxseeker.world.schema import ATTRIBUTES
@@ -29,3 +32,21 @@ def test_the_reader_reads_every_attribute_as_the_world_writes_it(attr, name):
     assert sentence == fact
     assert reader.answer_value(value, attr) == ("1234" if ATTRIBUTES[attr].kind == "number" else "1887")
     assert overlap_extract(page, answer_goal(attr, name), max_chars=400, max_passages=1) == fact
+
+
+def test_a_decade_is_searched_as_one_query_a_year_and_evidence_quotes_the_sentence_that_bears_on_the_clue():
+    player = Var(
+        "person", (LabelIs("occupation", "baseball player"), DateIn("died", "1910-01-01", "1919-12-31", "decade"))
+    )
+    queries = year_queries(player)
+    assert queries == [f"baseball player died {y}" for y in range(1910, 1918)]  # as many as one search call takes
+    assert year_queries(Var("city", ())) == []  # nothing sharp to search
+    seen = [
+        "Search results for 'Tulsa':\n\n[1] Tulsa\nhttps://w.local/wiki/Tulsa\nTulsa is a city. Tulsa has a "
+        "population of 413,066. Tulsa lies in Okla…",
+        "No results for 'Tulsa airport'. Try a shorter or different query.",
+    ]
+    assert evidence(seen, "Tulsa", "the city has a population of hundreds of thousands") == (
+        "Tulsa has a population of 413,066."
+    )
+    assert evidence(seen[1:], "Tulsa", "the city").startswith("No results for 'Tulsa airport'.")
