@@ -241,10 +241,11 @@ def attention_kernel_bytes(cfg: ModelConfig, local: _Local, seq: int) -> float:
     """The attention kernel's own arrays in one layer's backward, per device: the blocked kernel's f32 output and
     query gradient; all-gather's whole-row keys / values and their gradients (f32 with the blocked kernel); ring's
     two key / value chunks (the one attended to and the one arriving) and two f32 gradient chunks; cuDNN's
-    [q, k] bias."""
+    [q, k] bias and its gradient (`jax.nn.dot_product_attention` turns the mask into a bias of the compute
+    dtype)."""
     kernel, cb = attention_kernel(cfg, local.seq_shards), BYTES[cfg.compute_dtype]
     if kernel == "cudnn":
-        return float(local.rows * local.seq * seq * cb)
+        return float(2 * local.rows * local.seq * seq * cb)
     kv_token = local.rows * local.kv_heads * cfg.head_dim * 2  # keys and values of one token
     blocked = kernel.endswith("blocked")
     own = local.rows * local.seq * local.heads * cfg.head_dim * 4 * 2 if blocked else 0  # f32 output and dq
@@ -337,15 +338,24 @@ def memory_plan(
     return mem
 
 
-def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Mapping[str, int], chip: Chip) -> dict:
+def plan_stage(
+    cfg: ModelConfig,
+    stage: StageShape,
+    rules: Rules,
+    mesh_sizes: Mapping[str, int],
+    chip: Chip,
+    budget: float | None = None,
+) -> dict:
     """Memory, FLOPs and ideal time (at the chips' bf16 peak) of one stage on one mesh; `fits` when the peak
-    is within `USABLE_HBM` of the chip's memory; `engine`: the rollout engine's layout (None without one). An RL
-    stage with `choose` gets the remat and rows that fit the chip (`plan_fit.choose_update`)."""
+    is within `budget` bytes (default: `USABLE_HBM` of the chip's memory; a target's: `train.targets`); `engine`:
+    the rollout engine's layout (None without one). An RL stage with `choose` gets the remat and rows that fit
+    (`plan_fit.choose_update`)."""
     from jaxseeker.train.plan_fit import choose_update
     from jaxseeker.train.plan_rollout import engine_summary
 
+    budget = USABLE_HBM * chip.hbm_bytes if budget is None else budget
     mesh = abstract_mesh(mesh_sizes)
-    stage = choose_update(cfg, stage, rules, mesh, USABLE_HBM * chip.hbm_bytes, chip.per_host)
+    stage = choose_update(cfg, stage, rules, mesh, budget, chip.per_host)
     chips = math.prod(dict(mesh.shape).values())
     memory = memory_plan(cfg, stage, rules, mesh, chip.per_host)
     flops = step_flops(cfg, stage)
@@ -364,8 +374,8 @@ def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Ma
         "engine": engine_summary(cfg, stage, dict(mesh.shape), chip.per_host),
         "memory": memory,
         "hbm_bytes": chip.hbm_bytes,
-        "fits": memory["peak"] <= USABLE_HBM * chip.hbm_bytes,
-        "over": [p for p in PHASES if memory[f"{p}_phase"] > USABLE_HBM * chip.hbm_bytes],
+        "fits": memory["peak"] <= budget,
+        "over": [p for p in PHASES if memory[f"{p}_phase"] > budget],
         "flops": flops,
         "ideal_step_s": flops["device"] / (chips * chip.peak_flops),
     }

@@ -20,7 +20,7 @@ from typing import Any
 
 from jaxseeker.model.config import ModelConfig
 from jaxseeker.parallel.rules import Rules
-from jaxseeker.train.chips import USABLE_HBM, GiB
+from jaxseeker.train.chips import MARGIN, USABLE_HBM, GiB
 from jaxseeker.train.plan import PHASES, StageShape, abstract_mesh, memory_plan
 from jaxseeker.train.recipe import RecipeError
 
@@ -59,8 +59,9 @@ def choose_update(
 
 
 def device_budget() -> tuple[float, str]:
-    """(bytes a plan may fill per local device, what they are): on CPU the host's RAM shared by its devices, on an
-    accelerator the device's own memory; `USABLE_HBM` of either."""
+    """(bytes a plan may fill per local device, what they are): on CPU `USABLE_HBM` of the host's RAM shared by its
+    devices; on an accelerator the memory its backend reports usable less `MARGIN`, as `jaxseeker plan --target`
+    plans it (`train.targets`)."""
     import jax
 
     device = jax.local_devices()[0]
@@ -70,7 +71,7 @@ def device_budget() -> tuple[float, str]:
     limit = (device.memory_stats() or {}).get("bytes_limit")
     if not limit:
         return math.inf, f"{device.device_kind} (memory unknown)"
-    return USABLE_HBM * limit, f"{device.device_kind} memory ({limit / GiB:.0f} GiB)"
+    return (1 - MARGIN) * limit, f"{device.device_kind} memory ({limit / GiB:.2f} GiB usable)"
 
 
 def planned_recipe(recipe: Mapping[str, Any], budget: float | None = None, where: str | None = None) -> dict:

@@ -22,6 +22,7 @@ from jaxseeker.train.recipe import RecipeError, build, check_kwargs
 
 SECTIONS = (
     "name",
+    "target",  # the machine the recipe is planned for (`train.targets`)
     "model",
     "optimizer",
     "mesh",

@@ -38,7 +38,7 @@ from jaxseeker.train.sft_step import (
     with_base,
 )
 
-SECTIONS = ("name", "model", "data", "optimizer", "mesh", "rules", "train")
+SECTIONS = ("name", "target", "model", "data", "optimizer", "mesh", "rules", "train")  # target: `train.targets`
 
 
 @dataclasses.dataclass(frozen=True)
