@@ -225,6 +225,12 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
             "replicates that axis.",
             {},
         ),
+        (
+            "target",
+            "The machine the recipe is planned for: `v5p-128`, `v6e-64` or `h100x8` (`planning.chips.TARGETS`); "
+            "`jaxseeker plan --config FILE` plans on it, `--target NAME` fits a recipe to one. The loops ignore it.",
+            {},
+        ),
     ]
     assert {s for s, *_ in shared} >= set(sft.SECTIONS) & set(rl_config.SECTIONS) - {"name"}
     yield (

@@ -27,7 +27,7 @@ import supervise  # noqa: E402
 from supervise import DONE, FAIL, GIVE_UP, RECREATE, WAIT, job_status, next_action, slice_state  # noqa: E402
 from test_tpu_scripts import WHERE, dry_run, remote  # noqa: E402
 
-CONFIG = "configs/webexplorer_qwen3-8b_sft.yaml"  # fsdp = 32: a v5p-64 slice
+CONFIG = "configs/webexplorer_qwen3-8b_sft.yaml"  # fsdp 32 × context 2: a v6e-64 slice
 
 
 def test_job_status_reads_every_workers_marker():
@@ -131,7 +131,7 @@ def launch_with_fake_gcloud(tmp_path: Path, waits: list, states: list[str], argv
     name = f"wex-{tmp_path.name}"
     try:
         proc = subprocess.run(
-            [sys.executable, str(TPU), "launch", name, "--zone", "z", "--accelerator", "v5p-64", "--spot",
+            [sys.executable, str(TPU), "launch", name, "--zone", "z", "--accelerator", "v6e-64", "--spot",
              "--repo", str(repo), "--bucket", "gs://b", "--run", "r", "--poll", "0", *argv,
              "--", "sft", "--config", CONFIG],
             env=env, capture_output=True, text=True, timeout=600, check=False,
@@ -181,8 +181,8 @@ def test_a_preempted_slice_is_recreated_set_up_and_the_run_resumed(tmp_path):
     ]
     create = calls[4]
     assert create[3:5] == ["create", f"wex-{tmp_path.name}"] and "--spot" in create
-    assert "--accelerator-type=v5p-64" in create
-    assert "# check: the plan on 32 v5p chips" in proc.stdout
+    assert "--accelerator-type=v6e-64" in create
+    assert "# check: the plan on 64 v6e chips" in proc.stdout
     assert "# job exit unknown, slice SUSPENDED: recreate" in proc.stdout
     assert "# job exit 0, slice ACTIVE: done" in proc.stdout
 

@@ -188,11 +188,11 @@ def test_launch_runs_one_command_on_all_workers_with_gcs_checkpoints(command, co
 
 def test_launch_checks_and_plans_the_command_here_before_any_gcloud_call():
     out = tpu(
-        "launch", "wex", *WHERE, "--accelerator", "v5p-64", "--bucket", "gs://b", "--run", "r", "--",
+        "launch", "wex", *WHERE, "--accelerator", "v6e-64", "--bucket", "gs://b", "--run", "r", "--",
         "sft", "--config", "configs/webexplorer_qwen3-8b_sft.yaml",
     ).stdout  # fmt: skip
-    assert "# check: the plan on 32 v5p chips" in out
-    assert "#   mesh data=1,fsdp=32,tensor=1,expert=1,context=1 = 32 × TPU v5p" in out
+    assert "# check: the plan on 64 v6e chips" in out
+    assert "#   mesh data=1,fsdp=32,tensor=1,expert=1,context=2 = 64 × TPU v6e" in out
     assert re.search(r"^#   fits \(90% HBM\) +yes$", out, flags=re.MULTILINE)
 
 
@@ -208,9 +208,9 @@ def test_launch_checks_and_plans_the_command_here_before_any_gcloud_call():
             ["--", "sft", "--config", "configs/webexplorer_qwen3-8b_sft.yaml", "--set", "optimizer.lr=fast"],
             "configs/webexplorer_qwen3-8b_sft.yaml: optimizer.lr: expected float",
         ),
-        (  # 16 TensorCores are 8 chips; the recipe's mesh is fsdp = 32
+        (  # 16 TensorCores are 8 chips; the recipe's mesh is fsdp 32 × context 2
             ["--accelerator", "v5p-16", "--", "sft", "--config", "configs/webexplorer_qwen3-8b_sft.yaml"],
-            "needs 32 devices, found 8",
+            "needs 64 devices, found 8",
         ),
         (
             ["--", "sft", "--config", "demo"],
@@ -218,7 +218,7 @@ def test_launch_checks_and_plans_the_command_here_before_any_gcloud_call():
         ),
         (
             ["--", "sft", "--config", "configs/webexplorer_qwen3-8b_sft.yaml", "--set", "data.seq_len=1048576"],
-            "webexplorer_qwen3-8b_sft does not fit 32 × TPU v5p: sft (update); the planner suggests mesh",
+            "webexplorer_qwen3-8b_sft does not fit 64 × TPU v5p: sft (update); the planner suggests mesh",
         ),
     ],
 )
@@ -235,7 +235,7 @@ def test_launch_force_goes_on_when_the_plan_does_not_fit():
         "launch", "wex", *WHERE, "--force", "--bucket", "gs://b", "--run", "r", "--",
         "sft", "--config", "configs/webexplorer_qwen3-8b_sft.yaml", "--set", "data.seq_len=1048576",
     ).stdout  # fmt: skip
-    assert "# --force: webexplorer_qwen3-8b_sft does not fit 32 × TPU v5p" in out
+    assert "# --force: webexplorer_qwen3-8b_sft does not fit 64 × TPU v5p" in out
     assert "\n# launch\n" in out and "\n# wait for the job\n" in out
 
 

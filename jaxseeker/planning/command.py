@@ -12,17 +12,19 @@ import dataclasses
 import json
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxseeker import model
 from jaxseeker.argtypes import at_least
 from jaxseeker.cli_args import add_config, add_mesh
-from jaxseeker.planning.chips import CHIPS, USABLE_HBM, GiB
+from jaxseeker.planning.chips import CHIPS, TARGETS, USABLE_HBM, GiB, Target
 from jaxseeker.train.recipe import RecipeError, recipe_kind
 
 if TYPE_CHECKING:  # jax loads inside the functions that plan, so `jaxseeker --help` stays quick
     from jaxseeker.parallel import MeshConfig, Rules
     from jaxseeker.planning.memory import StageShape
+    from jaxseeker.planning.targets import Fit
 
 ROWS = (
     "params",
@@ -94,28 +96,76 @@ def recipe_stages(recipe: Mapping[str, Any]) -> RecipePlan:
     return RecipePlan(name, kind, cfg, mesh, rules, stages, notes)
 
 
+def fit_recipe(recipe: Mapping[str, Any], target: Target, margin: float | None = None) -> Fit:
+    """The layout of `recipe` (an SFT or RL recipe) that fits `target` with `margin` (module docstring), or a
+    RecipeError saying that none does."""
+    from jaxseeker.planning import targets
+
+    margin = targets.MARGIN if margin is None else margin
+    rp = recipe_stages(recipe)
+    if rp.kind == "pipeline":
+        raise RecipeError("plan --target: give an SFT or RL recipe (a pipeline's stages run on one host)")
+    found = targets.search(rp.cfg, rp.stages, rp.rules, target, margin)
+    if found is None:
+        raise RecipeError(
+            f"{rp.name}: no mesh, kernel, remat, micro-batching or engine layout fits {target.name} "
+            f"({target.chips} chips, {target.budget(margin) / GiB:.2f} GiB a chip with a {margin:.0%} margin)"
+        )
+    sizes, cfg, stages, peaks = found
+    changes = targets._changes(recipe, rp.kind, sizes, cfg, stages)
+    changes["target"] = target.name
+    return targets.Fit(sizes, stages, peaks, changes)
+
+
 def make_plan(
-    recipe: Mapping[str, Any], *, mesh: MeshConfig | None = None, chip: str = "v5p", chips: int | None = None
+    recipe: Mapping[str, Any],
+    *,
+    mesh: MeshConfig | None = None,
+    chip: str | None = None,
+    chips: int | None = None,
+    target: str | None = None,
 ) -> dict:
-    """The plan of every stage of `recipe` (validated first) on `mesh` (default: the recipe's) of `chip`s, and
-    a suggested mesh when some stage does not fit. JSON-serialisable."""
+    """The plan of every stage of `recipe` (validated first) on `mesh` (default: the recipe's) of `chip`s (default:
+    those of `target`, or of the recipe's `target` when no chip is given, else v5p), and a suggested mesh when some
+    stage does not fit. Against a target (`planning.targets`) a stage fits within `targets.MARGIN` of the memory the
+    backend reports, and the plan says what a host stages of a checkpoint and whether one fits its boot disk.
+    JSON-serialisable."""
     from jaxseeker.model import count_params
     from jaxseeker.planning.fit import plan_stage, resolve_mesh, suggest_mesh
     from jaxseeker.planning.memory import FLASH_IMPLS
+    from jaxseeker.planning.targets import MARGIN, get_target, host_report
 
+    the_target = get_target(target or recipe["target"]) if target or (chip is None and "target" in recipe) else None
+    chip = the_target.chip if the_target else chip or "v5p"
     if chip not in CHIPS:
         raise RecipeError(f"--chip {chip!r}: known chips {sorted(CHIPS)}")
     rp = recipe_stages(recipe)
     notes = list(rp.notes)
+    chips = the_target.chips if the_target and chips is None else chips
     sizes = resolve_mesh(mesh or rp.mesh, chips, notes)
     the_chip, cfg = CHIPS[chip], rp.cfg
+    budget = the_target.budget() if the_target else USABLE_HBM * the_chip.hbm_bytes
     try:
-        stages = [plan_stage(cfg, s, rp.rules, sizes, the_chip) for s in rp.stages]
+        stages = [plan_stage(cfg, s, rp.rules, sizes, the_chip, budget) for s in rp.stages]
     except ValueError as e:
         raise RecipeError(f"engine: {e}") from None
     fits = all(s["fits"] for s in stages)
     n_chips = math.prod(sizes.values())
-    suggestion = None if fits else suggest_mesh(cfg, rp.stages, rp.rules, the_chip, n_chips)
+    suggestion = None if fits or the_target else suggest_mesh(cfg, rp.stages, rp.rules, the_chip, n_chips)
+    target_info = None
+    if the_target:
+        section = (recipe.get("train") if rp.kind == "sft" else recipe.get("rl")) or {}
+        host = host_report(cfg, rp.stages[0], rp.rules, sizes, the_target, section.get("keep", 3))
+        fits = fits and host["staging_bytes"] <= (1 - MARGIN) * host["host_ram_bytes"]
+        peak = max(s["memory"]["peak"] for s in stages)
+        target_info = {
+            "name": the_target.name,
+            "usable_bytes": the_target.usable_bytes,
+            "margin": MARGIN,
+            "budget_bytes": budget,
+            "free": 1 - peak / the_target.usable_bytes,
+            "host": host,
+        }
     split = [s for s in stages if s["seq_per_device"] < s["seq"]]
     if split:
         notes.append(
@@ -156,6 +206,7 @@ def make_plan(
             "peak_flops": the_chip.peak_flops,
             "usable_fraction": USABLE_HBM,
         },
+        "target": target_info,
         "mesh": sizes,
         "chips": n_chips,
         "stages": stages,
@@ -210,7 +261,9 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     rows += [
         ("peak", [_gib(s["memory"]["peak"]) for s in stages]),
         (
-            f"fits ({chip['usable_fraction']:.0%} HBM)",
+            f"fits ({plan['target']['budget_bytes'] / GiB:.2f} GiB)"
+            if plan["target"]
+            else f"fits ({chip['usable_fraction']:.0%} HBM)",
             ["yes" if s["fits"] else "NO: " + ", ".join(s["over"]) for s in stages],
         ),
         ("PFLOP / step", [f"{s['flops']['device'] / 1e15:,.1f}" for s in stages]),
@@ -224,7 +277,13 @@ def format_plan(plan: Mapping[str, Any]) -> str:
         "and largest call | the update: batch + the pass or optimizer step | the hand-off); see "
         "`jaxseeker.planning.memory`"
     )
-    if not plan["fits"]:
+    if plan["target"]:
+        lines += _target_lines(plan["target"])
+    if plan.get("changes"):
+        lines.append("set for the target: " + ", ".join(f"{k}={v}" for k, v in plan["changes"].items()))
+    if not plan["fits"] and plan["target"]:
+        lines.append(f"does not fit {plan['target']['name']}: `jaxseeker plan --config … --target NAME` searches")
+    elif not plan["fits"]:
         s = plan["suggestion"]
         attention = f", context_attention {s['context_attention']}" if s and s["mesh"]["context"] > 1 else ""
         lines.append(
@@ -238,16 +297,48 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _target_lines(t: Mapping[str, Any]) -> list[str]:
+    """What the plan says of its target: the margin left and the host's share of a checkpoint."""
+    host = t["host"]
+    disk = (
+        f"the {host['keep']} kept fit the {_gib(host['boot_disk_bytes'])} GiB boot disk"
+        if host["fits_boot_disk"]
+        else f"over the {_gib(host['boot_disk_bytes'])} GiB boot disk: a checkpoint_dir on a larger disk or gs://"
+        if host["backend"] == "gpu"
+        else "give a gs:// checkpoint_dir (tpu.py launch --bucket)"
+        + (" or a data disk (tpu.py create --data-disk)" if host["hosts"] == 1 else f": {host['hosts']} hosts")
+    )
+    return [
+        f"target {t['name']}: {_gib(t['usable_bytes'])} GiB a chip as the backend reports it, {t['margin']:.0%} "
+        f"margin: the peak leaves {t['free']:.1%} free",
+        f"host: a checkpoint's staging takes {_gib(host['staging_bytes'])} of {_gib(host['host_ram_bytes'])} GiB "
+        f"RAM; a checkpoint is {_gib(host['checkpoint_bytes'])} GiB, {disk}",
+    ]
+
+
 def _plan(args: argparse.Namespace) -> int:
+    from jaxseeker.planning.targets import get_target, with_changes
     from jaxseeker.train.recipe import read_recipe
 
-    plan = make_plan(read_recipe(args.config, args.set), mesh=args.mesh, chip=args.chip, chips=args.chips)
+    recipe = read_recipe(args.config, args.set)
+    changes = None
+    if args.target:
+        if args.mesh or args.chip or args.chips:
+            raise RecipeError("--target: the search picks the mesh and chips; leave out --mesh, --chip and --chips")
+        changes = fit_recipe(recipe, get_target(args.target)).changes
+        recipe = with_changes(recipe, changes)
+    plan = make_plan(recipe, mesh=args.mesh, chip=args.chip, chips=args.chips, target=args.target)
+    plan["changes"] = changes
+    if args.write:
+        import yaml
+
+        args.write.write_text(yaml.safe_dump(recipe, sort_keys=False))
     print(json.dumps(plan, indent=2) if args.json else format_plan(plan))
     return 0
 
 
 def add_parser(subparsers) -> None:
-    """Add `plan --config FILE [--mesh …] [--chip …] [--chips N] [--json]`."""
+    """Add `plan --config FILE [--mesh …] [--chip …] [--chips N] [--target NAME [--write FILE]] [--json]`."""
     p = subparsers.add_parser("plan", help="per-device memory, FLOPs and fit of a recipe's stages on a mesh")
     add_config(
         p,
@@ -256,7 +347,14 @@ def add_parser(subparsers) -> None:
         recipes=("webexplorer_qwen3-8b_sft", "rl_tiny", "demo"),
     )
     add_mesh(p, devices=False)
-    p.add_argument("--chip", default="v5p", choices=sorted(CHIPS))
+    p.add_argument("--chip", default=None, choices=sorted(CHIPS), help="default: the recipe's target's, else v5p")
+    p.add_argument(
+        "--target",
+        choices=sorted(TARGETS),
+        default=None,
+        help="search the mesh, kernels, remat, micro-batches and engine layout that fit this machine",
+    )
+    p.add_argument("--write", type=Path, default=None, metavar="FILE", help="with --target: write the fitted recipe")
     p.add_argument(
         "--chips", type=at_least(1), default=None, help="chips for a -1 mesh axis (default: the mesh's product)"
     )

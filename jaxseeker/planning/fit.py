@@ -27,7 +27,7 @@ from jax.sharding import AbstractMesh
 from jaxseeker.model.config import CONTEXT_ATTENTIONS, ModelConfig
 from jaxseeker.parallel.mesh_config import MESH_AXES, MeshConfig
 from jaxseeker.parallel.rules import Rules
-from jaxseeker.planning.chips import USABLE_HBM, Chip, GiB
+from jaxseeker.planning.chips import MARGIN, USABLE_HBM, Chip, GiB
 from jaxseeker.planning.flops import step_flops
 from jaxseeker.planning.memory import (
     _UPDATE,
@@ -136,12 +136,21 @@ def choose_update(
     return dataclasses.replace(stage, remat=remats[-1], rows=rows_options[-1])
 
 
-def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Mapping[str, int], chip: Chip) -> dict:
+def plan_stage(
+    cfg: ModelConfig,
+    stage: StageShape,
+    rules: Rules,
+    mesh_sizes: Mapping[str, int],
+    chip: Chip,
+    budget: float | None = None,
+) -> dict:
     """Memory, FLOPs and ideal time (at the chips' bf16 peak) of one stage on one mesh; `fits` when the peak
-    is within `USABLE_HBM` of the chip's memory; `engine`: the rollout engine's layout (None without one). An RL
-    stage with `choose` gets the remat and rows that fit the chip (`fit.choose_update`)."""
+    is within `budget` bytes (default: `USABLE_HBM` of the chip's memory; a target's: `planning.targets`);
+    `engine`: the rollout engine's layout (None without one). An RL stage with `choose` gets the remat and rows that
+    fit (`fit.choose_update`)."""
     mesh = abstract_mesh(mesh_sizes)
-    stage = choose_update(cfg, stage, rules, mesh, USABLE_HBM * chip.hbm_bytes, chip.per_host)
+    budget = USABLE_HBM * chip.hbm_bytes if budget is None else budget
+    stage = choose_update(cfg, stage, rules, mesh, budget, chip.per_host)
     chips = math.prod(dict(mesh.shape).values())
     memory = memory_plan(cfg, stage, rules, mesh, chip.per_host)
     flops = step_flops(cfg, stage)
@@ -160,8 +169,8 @@ def plan_stage(cfg: ModelConfig, stage: StageShape, rules: Rules, mesh_sizes: Ma
         "engine": engine_summary(cfg, stage, dict(mesh.shape), chip.per_host),
         "memory": memory,
         "hbm_bytes": chip.hbm_bytes,
-        "fits": memory["peak"] <= USABLE_HBM * chip.hbm_bytes,
-        "over": [p for p in PHASES if memory[f"{p}_phase"] > USABLE_HBM * chip.hbm_bytes],
+        "fits": memory["peak"] <= budget,
+        "over": [p for p in PHASES if memory[f"{p}_phase"] > budget],
         "flops": flops,
         "ideal_step_s": flops["device"] / (chips * chip.peak_flops),
     }
@@ -232,8 +241,9 @@ def suggest_mesh(
 
 
 def device_budget() -> tuple[float, str]:
-    """(bytes a plan may fill per local device, what they are): on CPU the host's RAM shared by its devices, on an
-    accelerator the device's own memory; `USABLE_HBM` of either."""
+    """(bytes a plan may fill per local device, what they are): on CPU `USABLE_HBM` of the host's RAM shared by its
+    devices; on an accelerator the memory its backend reports usable less `MARGIN`, as `jaxseeker plan --target`
+    plans it (`planning.targets`)."""
     import jax
 
     device = jax.local_devices()[0]
@@ -243,7 +253,7 @@ def device_budget() -> tuple[float, str]:
     limit = (device.memory_stats() or {}).get("bytes_limit")
     if not limit:
         return math.inf, f"{device.device_kind} (memory unknown)"
-    return USABLE_HBM * limit, f"{device.device_kind} memory ({limit / GiB:.0f} GiB)"
+    return (1 - MARGIN) * limit, f"{device.device_kind} memory ({limit / GiB:.2f} GiB usable)"
 
 
 def planned_recipe(recipe: Mapping[str, Any], budget: float | None = None, where: str | None = None) -> dict:

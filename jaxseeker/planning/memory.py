@@ -239,10 +239,11 @@ def attention_kernel_bytes(cfg: ModelConfig, local: _Local, seq: int) -> float:
     """The attention kernel's own arrays in one layer's backward, per device: the blocked kernel's f32 output and
     query gradient; all-gather's whole-row keys / values and their gradients (f32 with the blocked kernel); ring's
     two key / value chunks (the one attended to and the one arriving) and two f32 gradient chunks; cuDNN's
-    [q, k] bias."""
+    [q, k] bias and its gradient (`jax.nn.dot_product_attention` turns the mask into a bias of the compute
+    dtype)."""
     kernel, cb = attention_kernel(cfg, local.seq_shards), BYTES[cfg.compute_dtype]
     if kernel == "cudnn":
-        return float(local.rows * local.seq * seq * cb)
+        return float(2 * local.rows * local.seq * seq * cb)
     kv_token = local.rows * local.kv_heads * cfg.head_dim * 2  # keys and values of one token
     blocked = kernel.endswith("blocked")
     own = local.rows * local.seq * local.heads * cfg.head_dim * 4 * 2 if blocked else 0  # f32 output and dq

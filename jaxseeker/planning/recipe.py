@@ -153,7 +153,7 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
     rl = build(RLConfig, recipe.get("rl"), "rl")
     if not rl.questions:
         raise RecipeError('rl.questions: give at least one JSONL file of {"question", "answer"}')
-    rl_optimizer_config(rl, recipe.get("optimizer"))
+    opt = rl_optimizer_config(rl, recipe.get("optimizer"))
     _check_rl_parts(recipe, rl)
     rollout_cfg = build(RolloutConfig, recipe.get("rollout"), "rollout")
     engine = build(EngineConfig, recipe.get("engine"), "engine")
@@ -176,6 +176,7 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
                 rows=min(per_mini_batch, max(1, rl.update_tokens // s.max_context)) if rl.update_tokens else 1,
                 seq=s.max_context,
                 chunk_size=rl.chunk_size,
+                grad_accum=opt.grad_accum,
                 updates=rl.mini_batches * rl.epochs,
                 resident_rows=episodes,
                 slots=engine.slots,

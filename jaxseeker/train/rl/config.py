@@ -22,6 +22,7 @@ from jaxseeker.train.rl import selection as sel
 
 SECTIONS = (
     "name",
+    "target",  # the machine the recipe is planned for (`planning.targets`)
     "model",
     "optimizer",
     "mesh",

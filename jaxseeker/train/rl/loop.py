@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,10 +74,11 @@ from jaxseeker.train.rl.config import (
     rl_optimizer_config,
     stage_at,
 )
+from jaxseeker.train.rl.midstep import finish_step, restore_mid_step, save_mid_step
 from jaxseeker.train.rl.scoring import QuestionSampler, RewardConfig, Scorer, score_metrics
 from jaxseeker.train.rl.shaping import adaptive_kl_coef
 from jaxseeker.train.rl.step import RLStepConfig
-from jaxseeker.train.rl.update import update
+from jaxseeker.train.rl.update import UpdateStopped, update
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -106,6 +108,7 @@ class RLRun:
     start_step: int
     sampling: SamplingConfig
     kl_reward_coef: float = 0.0  # β of the KL in the reward (adapts with rl.kl_reward_target; checkpointed)
+    pending: Any = None  # rl.update.Progress of the step a stop interrupted inside its update (`rl.midstep`)
     lora: Any = None  # model.LoraConfig of a LoRA run (state.params are then the adapters), else None
     base: Any = None  # the frozen base params of a LoRA run
     base_shardings: Any = None
@@ -189,9 +192,10 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     out_dir = Path(rl.out_dir or f"runs/{recipe['name']}")
     ckpt = Checkpointer(rl.checkpoint_dir or out_dir / "checkpoints", save_every=rl.checkpoint_every, keep=rl.keep)
     start, sampler, kl_reward_coef = 0, None, rl.kl_reward_coef
-    if resume and ckpt.latest_step() is not None:
-        restored = ckpt.restore(state)
-        state, start = restored.state, restored.step
+    mid = restore_mid_step(ckpt, state) if resume else None  # a step stopped inside its update
+    if mid or (resume and ckpt.latest_step() is not None):
+        restored = mid[0] if mid else ckpt.restore(state)
+        state, start = restored.state, restored.step - (1 if mid else 0)
         sampler = QuestionSampler(restored.data_state["pool"], rl.seed, restored.data_state["sampler"])
         kl_reward_coef = restored.data_state.get("kl_reward_coef", kl_reward_coef)
     registry, multi_submit = _tools(recipe)
@@ -219,6 +223,7 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
         start_step=start,
         sampling=sampling,
         kl_reward_coef=kl_reward_coef,
+        pending=mid[1] if mid else None,
         lora=policy.lora,
         base=policy.base,
         base_shardings=policy.base_shardings,
@@ -242,8 +247,24 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     return run
 
 
-def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], list[Episode]]:
-    """One RL step (module docstring); returns the new state, the step's metrics and all its episodes."""
+def after_update(run: RLRun, state: Any, update_metrics: dict[str, float], episodes: int) -> None:
+    """Hand the updated weights to the engine and adapt β of the KL in the reward to the update's KL."""
+    run.engine.set_params(run.engine_params(state.params))
+    if run.rl.kl_reward_target is not None and "kl_reward" in update_metrics:
+        run.kl_reward_coef = adaptive_kl_coef(
+            run.kl_reward_coef,
+            update_metrics["kl_reward"],
+            target=run.rl.kl_reward_target,
+            horizon=run.rl.kl_reward_horizon,
+            n_steps=episodes,
+        )
+
+
+def run_step(
+    run: RLRun, state: Any, step: int, stop: Callable[[], bool] | None = None
+) -> tuple[Any, dict[str, float], list[Episode]]:
+    """One RL step (module docstring); returns the new state, the step's metrics and all its episodes. A `stop()`
+    that turns true during the update stops it between two mini-batches (`rl_update.UpdateStopped`)."""
     t0 = time.perf_counter()
     stage = stage_at(run.stages, step)
     pool_pass = run.sampler.epoch + 1  # the pass over the question pool this step's questions start in
@@ -267,17 +288,13 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
         rewards = np.array([[s.reward for s in scores[i]] for i in selection.groups])  # [B, G]
         chosen = [e for i in selection.groups for e in groups[i]]
         run.engine.unload()  # the update gets the engine's memory; its weights come back updated
-        state, update_metrics = update(run, state, chosen, rewards, stage.max_context, step)
-        run.engine.set_params(run.engine_params(state.params))
+        try:
+            state, update_metrics = update(run, state, chosen, rewards, stage.max_context, step, stop)
+        except UpdateStopped as stopped:  # what the step measured so far, for the resumed run to log
+            stopped.progress.step_metrics = {**metrics, **times, "update_episodes": float(len(chosen))}
+            raise
+        after_update(run, state, update_metrics, len(chosen))
         metrics.update(update_metrics, skipped_update=0.0)
-        if run.rl.kl_reward_target is not None and "kl_reward" in update_metrics:
-            run.kl_reward_coef = adaptive_kl_coef(
-                run.kl_reward_coef,
-                update_metrics["kl_reward"],
-                target=run.rl.kl_reward_target,
-                horizon=run.rl.kl_reward_horizon,
-                n_steps=len(chosen),
-            )
     for group, group_scores in zip(groups, scores):
         for e, s in zip(group, group_scores):
             e.meta["rl"] = {
@@ -289,6 +306,11 @@ def run_step(run: RLRun, state: Any, step: int) -> tuple[Any, dict[str, float], 
             }
     metrics.update(times, step_s=time.perf_counter() - t0)
     return state, metrics, episodes
+
+
+def _data_state(run: RLRun) -> dict:
+    """What a checkpoint keeps besides the train state: the question sampler and β of the KL in the reward."""
+    return {"pool": run.sampler.pool, "sampler": run.sampler.state(), "kl_reward_coef": run.kl_reward_coef}
 
 
 def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine: Any = None) -> dict:
@@ -309,8 +331,24 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
         disable=not (progress and main),
     )
     with stop_requests(enabled=process_info()["process_count"] == 1) as stop:
+
+        def stopping() -> bool:
+            """Whether Ctrl-C or SIGTERM came."""
+            return stop.signal_name is not None
+
         for step in bar:
-            state, metrics, episodes = run_step(run, state, step)
+            try:
+                if run.pending is not None:  # the step a stop interrupted inside its update: the rest of it
+                    state, metrics = finish_step(run, state, run.pending, stopping)
+                    after_update(run, state, metrics, int(metrics.pop("update_episodes")))
+                    run.pending, episodes = None, []
+                else:
+                    state, metrics, episodes = run_step(run, state, step, stopping)
+            except UpdateStopped as stopped:
+                save_mid_step(run.checkpointer, stopped, step, _data_state(run), run.recipe)
+                run.checkpointer.close()
+                writer.close()
+                raise Interrupted(stop.signal_name or "SIGTERM", step, run.out_dir) from None
             done = step + 1
             writer.write(done, metrics)
             history.append(metrics)
@@ -320,17 +358,12 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
             if main and run.rl.episodes_every and done % run.rl.episodes_every == 0:
                 (run.out_dir / "episodes").mkdir(exist_ok=True)
                 write_episodes(run.out_dir / "episodes" / f"step_{done:06d}.jsonl", episodes)
-            data_state = {
-                "pool": run.sampler.pool,
-                "sampler": run.sampler.state(),
-                "kl_reward_coef": run.kl_reward_coef,
-            }
-            stopping = stop.signal_name is not None and done < run.rl.steps  # Ctrl-C or SIGTERM came
+            stopped = stopping() and done < run.rl.steps  # Ctrl-C or SIGTERM came
             run.checkpointer.save(
-                done, state, data_state=data_state, config=run.recipe, force=done == run.rl.steps or stopping
+                done, state, data_state=_data_state(run), config=run.recipe, force=done == run.rl.steps or stopped
             )
             preempted = done < run.rl.steps and run.checkpointer.preempted(done)  # all hosts saved this step
-            if stopping or preempted:
+            if stopped or preempted:
                 run.checkpointer.close()  # waits for the save
                 writer.close()
                 raise Interrupted(stop.signal_name or "SIGTERM", done, run.out_dir)

@@ -17,13 +17,19 @@ What enters the update, and why each choice is exact:
   stage's context), one episode per row, or with `rl.pack` the whole context filled with as many episodes as fit
   (`step.packed_episode_rows`). The rows go through the update `update_tokens // row length` at a time (one
   compiled shape), their gradients summed into one optimizer step (`train.rl.step.accumulated_update`).
+
+A stop requested during the update (a preemption's notice) ends it between two optimizer micro-steps with its
+`Progress`, which `resume_update` completes exactly (`train.rl.midstep` saves and restores both).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import io
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -127,9 +133,63 @@ def forward_logprobs(
     return episode_values(rows, np.concatenate(out)[: len(rows["tokens"])], episodes)
 
 
-def update(run: Any, state: Any, episodes: list[Episode], rewards: np.ndarray, max_context: int, step: int):
+@dataclasses.dataclass
+class Progress:
+    """Where an update stands: `done` of its optimizer micro-steps (epochs × mini-batches, in order) applied, the host
+    arrays of every mini-batch (`[micro-batches, rows, seq]` each, and its `loss_scale`), the outputs of those
+    applied, the update's metrics known before its first step, and the RL step's own (`step_metrics`, set by the
+    loop). Everything a resumed run needs to apply the rest exactly (`resume_update`): the rows carry the old and
+    reference log-probs and advantages computed from the params the update started from."""
+
+    done: int
+    batches: list[dict[str, np.ndarray]]
+    outs: list[dict[str, float]]
+    metrics: dict[str, float]
+    step_metrics: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def save(self, directory: Any) -> None:
+        """Write to `directory` (a `pathlib` or `etils.epath` path, gs:// included): progress.json and batches.npz."""
+        arrays = {f"{m}.{k}": v for m, batch in enumerate(self.batches) for k, v in batch.items()}
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        (directory / "batches.npz").write_bytes(buffer.getvalue())
+        meta = {"done": self.done, "mini_batches": len(self.batches), "outs": self.outs}
+        meta |= {"metrics": self.metrics, "step_metrics": self.step_metrics}
+        (directory / "progress.json").write_text(json.dumps(meta))
+
+    @classmethod
+    def load(cls, directory: Any) -> Progress:
+        """What `save` wrote to `directory`."""
+        meta = json.loads((directory / "progress.json").read_text())
+        with np.load(io.BytesIO((directory / "batches.npz").read_bytes())) as arrays:
+            batches = [
+                {k.split(".", 1)[1]: arrays[k] for k in arrays.files if k.split(".", 1)[0] == str(m)}
+                for m in range(meta["mini_batches"])
+            ]
+        return cls(meta["done"], batches, meta["outs"], meta["metrics"], meta["step_metrics"])
+
+
+class UpdateStopped(Exception):
+    """An update stopped between two optimizer micro-steps because a stop was requested: `state` has the `progress`
+    applied."""
+
+    def __init__(self, state: Any, progress: Progress):
+        super().__init__(f"update stopped after {progress.done} of its optimizer micro-steps")
+        self.state, self.progress = state, progress
+
+
+def update(
+    run: Any,
+    state: Any,
+    episodes: list[Episode],
+    rewards: np.ndarray,
+    max_context: int,
+    step: int,
+    stop: Callable[[], bool] | None = None,
+):
     """Train on the selected episodes (`[B·G]`, groups contiguous) with their rewards `[B, G]` (module docstring);
-    returns the new state and the update's metrics."""
+    returns the new state and the update's metrics. When `stop()` turns true between two optimizer micro-steps
+    (a mini-batch each), raises `UpdateStopped` with the state so far and its `Progress`."""
     rl = run.rl
     n = len(episodes)
     seq = max_context if rl.pack else row_length(episodes, max_context)
@@ -182,7 +242,6 @@ def update(run: Any, state: Any, episodes: list[Episode], rewards: np.ndarray, m
     counts_all = [None if c is None else float(c) for c in (_count(tokens[p], agg, norm) for p in parts)]
     scales = shaping.loss_scales(counts_all, run.opt_cfg.grad_accum)
     batches, mismatch, tis, used_rows, fill = [], [], [], 0, []
-    scalar = replicated(run.mesh)
     for part, total, scale in zip(parts, counts_all, scales):
         members = part[keep[part]]
         rows = host_rows(run, episodes, members, seq, old, extra)
@@ -206,25 +265,7 @@ def update(run: Any, state: Any, episodes: list[Episode], rewards: np.ndarray, m
             [scale if c is None else (scale * float(c) / total if total else 0.0) for c in micro_counts], np.float32
         )
         keys = UPDATE_KEYS + (("ref_logp",) if run.step_cfg.kl_coef > 0 else ())
-        batch = {k: global_array(micro[k], fns.micro_sharding) for k in keys}
-        batch["loss_scale"] = global_array(micro_scale, scalar)
-        batches.append(batch)
-    jax.block_until_ready(batches)
-
-    t = time.perf_counter()
-    outs = []
-    for _ in range(rl.epochs):
-        for batch in batches:
-            state, out = fns.update(state, batch)
-            outs.append(out)
-    outs = jax.device_get(outs)
-    metrics["update_s"] = time.perf_counter() - t
-    metrics.update(
-        {
-            k: float(np.max([o[k] for o in outs]) if k.endswith("_max") else np.mean([o[k] for o in outs]))
-            for k in outs[0]
-        }
-    )
+        batches.append({**{k: micro[k] for k in keys}, "loss_scale": micro_scale})
     if mismatch:
         mismatch = np.concatenate(mismatch)
         metrics["logp_mismatch"] = float(np.mean(mismatch)) if mismatch.size else 0.0
@@ -238,6 +279,47 @@ def update(run: Any, state: Any, episodes: list[Episode], rewards: np.ndarray, m
         update_rows=float(used_rows),
         micro_rows=float(micro_rows),
         dropped_episodes=float(1.0 - keep.mean()),
+    )
+    return _apply(run, state, fns, Progress(0, batches, [], metrics), stop)
+
+
+def resume_update(run: Any, state: Any, progress: Progress, stop: Callable[[], bool] | None = None):
+    """Apply the optimizer micro-steps of a stopped update that `progress` has not (`state`: the one it stopped
+    with); returns the new state and the whole update's metrics, as `update` would have."""
+    _, micro_rows, seq = progress.batches[0]["tokens"].shape  # [micro-batches, rows, seq]
+    fns = make_rl_step(
+        run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=micro_rows, seq=seq, rules=run.rules, lora=run.lora
+    ).with_base(run.base)
+    return _apply(run, state, fns, progress, stop)
+
+
+def _apply(run: Any, state: Any, fns: RLStep, progress: Progress, stop: Callable[[], bool] | None):
+    """The optimizer micro-steps of `progress` not yet applied, `rl.epochs` passes over its mini-batches (module
+    docstring of `update`)."""
+    scalar = replicated(run.mesh)
+    batches = [
+        {k: global_array(v, scalar if k == "loss_scale" else fns.micro_sharding) for k, v in batch.items()}
+        for batch in progress.batches
+    ]
+    jax.block_until_ready(batches)
+    order = [batch for _ in range(run.rl.epochs) for batch in batches]
+    t = time.perf_counter()
+    outs: list[Any] = list(progress.outs)
+    for i in range(progress.done, len(order)):
+        state, out = fns.update(state, order[i])
+        outs.append(out)
+        if stop is not None and i + 1 < len(order) and stop():
+            done = [{k: float(v) for k, v in o.items()} for o in jax.device_get(outs)]
+            raise UpdateStopped(state, dataclasses.replace(progress, done=i + 1, outs=done))
+    outs = jax.device_get(outs)
+    metrics = dict(progress.metrics)
+    metrics["update_s"] = time.perf_counter() - t
+    metrics.update(
+        {
+            k: max(values) if k.endswith("_max") else float(np.mean(values))
+            for k in outs[0]
+            for values in [[float(o[k]) for o in outs]]  # in float64: the same from saved outputs as from live ones
+        }
     )
     return state, metrics
 

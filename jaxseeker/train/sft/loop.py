@@ -38,7 +38,7 @@ from jaxseeker.train.sft.step import (
     with_base,
 )
 
-SECTIONS = ("name", "model", "data", "optimizer", "mesh", "rules", "train")
+SECTIONS = ("name", "target", "model", "data", "optimizer", "mesh", "rules", "train")  # target: `planning.targets`
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,11 +14,13 @@ from jaxseeker import model
 from jaxseeker.agent import Episode
 from jaxseeker.generation import generate
 from jaxseeker.parallel import DEFAULT_RULES, MeshConfig, make_mesh
+from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.rl.config import RLConfig
+from jaxseeker.train.rl.midstep import finish_step, restore_mid_step, save_mid_step
 from jaxseeker.train.rl.scoring import episode_advantages
 from jaxseeker.train.rl.step import RLStepConfig, episode_rows, rl_loss
-from jaxseeker.train.rl.update import row_length, update
+from jaxseeker.train.rl.update import UpdateStopped, row_length, update
 from jaxseeker.train.state import create_train_state
 
 CFG = model.ModelConfig.tiny(vocab_size=64)
@@ -149,3 +151,37 @@ def test_recompute_is_required_where_the_trainer_and_the_engine_are_compared():
     assert RLConfig(tis_cap=2.0).recompute_old_logp and RLConfig(kl_reward_coef=0.1).recompute_old_logp
     assert not RLConfig().recompute_old_logp and RLConfig().pack  # the built-in objective packs exactly
     assert not dataclasses.replace(RLConfig(), pack=False).pack
+
+
+def test_an_update_stopped_between_mini_batches_resumes_without_losing_or_repeating_one(sampled, tmp_path):
+    """A stop after the 2nd of 4 mini-batches: the state and progress go through a real checkpoint (orbax, the
+    progress files beside it), and the resumed update applies mini-batches 3 and 4 only: 4 optimizer steps in all,
+    and the params and metrics of the update that was never stopped. The old log-probs are recomputed from the
+    starting params, so the saved rows must carry them (recomputing after 2 steps would give others)."""
+    params, episodes = sampled
+    run = _run(mini_batches=4, recompute_old_logp=True)
+    whole, expected = update(run, _state(params, run.mesh), episodes, REWARDS, CONTEXT, step=0)
+    asked = []
+
+    def stop() -> bool:  # the signal arrives during the 2nd mini-batch
+        asked.append(True)
+        return len(asked) == 2
+
+    with pytest.raises(UpdateStopped) as stopped:
+        update(run, _state(params, run.mesh), episodes, REWARDS, CONTEXT, step=0, stop=stop)
+    assert stopped.value.progress.done == 2 and int(stopped.value.state.step) == 2
+    stopped.value.progress.step_metrics = {"reward": 0.5, "update_episodes": 4.0}
+    checkpointer = Checkpointer(tmp_path / "checkpoints", async_save=False)
+    save_mid_step(checkpointer, stopped.value, 0, {"pool": [1]}, {"name": "toy"})
+    assert restore_mid_step(Checkpointer(tmp_path / "other"), _state(params, run.mesh)) is None  # none saved there
+
+    run.engine = types.SimpleNamespace(unload=lambda: None)
+    restored, progress = restore_mid_step(checkpointer, _state(params, run.mesh))
+    assert restored.step == 1 and restored.data_state == {"pool": [1]} and progress.done == 2
+    state, metrics = finish_step(run, restored.state, progress)
+    assert int(state.step) == int(whole.step) == 4
+    for a, b in zip(jax.tree.leaves(state.params), jax.tree.leaves(whole.params), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert metrics["reward"] == 0.5 and metrics["update_episodes"] == 4.0
+    for key in ("loss", "grad_norm", "update_rows", "logp_mismatch"):
+        assert metrics[key] == expected[key], key
