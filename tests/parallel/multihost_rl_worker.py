@@ -69,14 +69,14 @@ def sigterm_at(run_step, at: int):
     PreemptionSyncManager): the sync point is then the step that follows, however late the notifier thread runs,
     since the other process cannot finish this step without this one."""
 
-    def step(run, state, index):
+    def step(run, state, index, *rest):
         if index == at and jax.process_index() == 1:
             os.kill(os.getpid(), signal.SIGTERM)
             client = distributed.global_state.client
             client.blocking_key_value_get("RECEIVED_PREEMPTION_NOTICE", 120_000)
             while len(client.key_value_dir_get("PREEMPTION_CURRENT_COUNTER/")) < jax.process_count():
                 time.sleep(0.01)
-        return run_step(run, state, index)
+        return run_step(run, state, index, *rest)
 
     return step
 

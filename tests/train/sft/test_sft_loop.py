@@ -15,10 +15,10 @@ from kill_support import DEADLINE_S, finished, launch, paused, wait_until
 from jaxseeker.cli import main
 from jaxseeker.data import train_tokenizer
 from jaxseeker.model.safetensors_io import TensorReader
-from jaxseeker.train import sft as sft_loop
 from jaxseeker.train.interrupt import Interrupted
 from jaxseeker.train.metrics import MetricsWriter, read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
+from jaxseeker.train.sft import loop as sft_loop
 from jaxseeker.train.sft.loop import prepare, run_sft
 
 
