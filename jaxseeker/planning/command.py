@@ -97,24 +97,11 @@ def recipe_stages(recipe: Mapping[str, Any]) -> RecipePlan:
 
 
 def fit_recipe(recipe: Mapping[str, Any], target: Target, margin: float | None = None) -> Fit:
-    """The layout of `recipe` (an SFT or RL recipe) that fits `target` with `margin` (module docstring), or a
-    RecipeError saying that none does."""
+    """The layout of `recipe` (an SFT or RL recipe) that fits `target` with `margin` (default `targets.MARGIN`), or
+    a RecipeError saying that none does (`targets.fit_stages` on the recipe's stages)."""
     from jaxseeker.planning import targets
 
-    margin = targets.MARGIN if margin is None else margin
-    rp = recipe_stages(recipe)
-    if rp.kind == "pipeline":
-        raise RecipeError("plan --target: give an SFT or RL recipe (a pipeline's stages run on one host)")
-    found = targets.search(rp.cfg, rp.stages, rp.rules, target, margin)
-    if found is None:
-        raise RecipeError(
-            f"{rp.name}: no mesh, kernel, remat, micro-batching or engine layout fits {target.name} "
-            f"({target.chips} chips, {target.budget(margin) / GiB:.2f} GiB a chip with a {margin:.0%} margin)"
-        )
-    sizes, cfg, stages, peaks = found
-    changes = targets._changes(recipe, rp.kind, sizes, cfg, stages)
-    changes["target"] = target.name
-    return targets.Fit(sizes, stages, peaks, changes)
+    return targets.fit_stages(recipe, recipe_stages(recipe), target, targets.MARGIN if margin is None else margin)
 
 
 def make_plan(

@@ -27,7 +27,7 @@ from typing import Any
 
 from jaxseeker.model.config import CONTEXT_ATTENTIONS, ModelConfig
 from jaxseeker.parallel.rules import Rules
-from jaxseeker.planning.chips import MARGIN, TARGETS, Target
+from jaxseeker.planning.chips import MARGIN, TARGETS, GiB, Target
 from jaxseeker.planning.fit import _meshes, memory_plan
 from jaxseeker.planning.memory import StageShape, abstract_mesh, param_elements
 from jaxseeker.train.recipe import RecipeError
@@ -183,6 +183,23 @@ def with_changes(recipe: Mapping[str, Any], changes: Mapping[str, Any]) -> dict:
         section, _, key = dotted.partition(".")
         out[section] = {**(out.get(section) or {}), key: value} if key else value
     return out
+
+
+def fit_stages(recipe: Mapping[str, Any], rp: Any, target: Target, margin: float = MARGIN) -> Fit:
+    """The layout of `recipe`, whose planned stages are `rp` (`planning.command.recipe_stages`), that fits `target`
+    with `margin` (module docstring), or a RecipeError saying that none does."""
+    if rp.kind == "pipeline":
+        raise RecipeError("plan --target: give an SFT or RL recipe (a pipeline's stages run on one host)")
+    found = search(rp.cfg, rp.stages, rp.rules, target, margin)
+    if found is None:
+        raise RecipeError(
+            f"{rp.name}: no mesh, kernel, remat, micro-batching or engine layout fits {target.name} "
+            f"({target.chips} chips, {target.budget(margin) / GiB:.2f} GiB a chip with a {margin:.0%} margin)"
+        )
+    sizes, cfg, stages, peaks = found
+    changes = _changes(recipe, rp.kind, sizes, cfg, stages)
+    changes["target"] = target.name
+    return Fit(sizes, stages, peaks, changes)
 
 
 def checkpoint_bytes(cfg: ModelConfig, stage: StageShape) -> float:
