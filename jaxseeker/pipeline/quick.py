@@ -39,7 +39,7 @@ QUICK_WARMUP = {
     "copy_warmup_gap": 16,
 }
 # At most these values (a recipe's smaller value stays): keys of `eval`, `rl` and `rl.rl`.
-EVAL_CAPS = {"k": 2, "slots": 8, "max_context": 4096, "max_tool_calls": 12, "max_tokens_per_turn": 192}
+EVAL_CAPS = {"k": 2, "sampled_k": 2, "slots": 8, "max_context": 2048, "max_tool_calls": 6, "max_tokens_per_turn": 128}
 EVAL_FRESH = 4  # held-out fresh questions when the recipe asks for any
 RL_CAPS = {"train_questions": 4, "fresh_questions": 4}
 RFT_ONLY = ("rft_per_question", "rft_replay", "rft_rounds", "rft_seeds")  # rl keys of rl.method rft
@@ -80,7 +80,7 @@ def quick_recipe(recipe: dict[str, Any]) -> dict[str, Any]:
     policy["sft_seeds"] = min(policy.get("sft_seeds", 1), 2)
     out["policy"] = policy | (QUICK_WARMUP if policy.get("copy_warmup_steps") else {"copy_warmup_layers": 0})
     eval_ = _capped(recipe.get("eval"), EVAL_CAPS)
-    out["eval"] = eval_ | {k: cap for k, cap in EVAL_CAPS.items() if k not in eval_ and k != "k"}
+    out["eval"] = eval_ | {k: cap for k, cap in EVAL_CAPS.items() if k not in eval_ and k not in ("k", "sampled_k")}
     if eval_.get("fresh_questions"):
         out["eval"]["fresh_questions"] = EVAL_FRESH
     rl = {k: v for k, v in _capped(recipe.get("rl"), RL_CAPS).items() if k not in RFT_ONLY} | {"method": "pg"}

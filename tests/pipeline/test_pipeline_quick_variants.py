@@ -30,7 +30,7 @@ def test_rft_rounds_resume_from_their_rollouts_and_fine_tune_on_the_right_ones(b
         "name": "t-quick",
         "rl": {"method": "rft", "rft_rounds": 2, "rft_seeds": 2, "rft_replay": 3},
         "rft": {
-            "data": {"unlikelihood_weight": 0.5, "seq_len": 4096, "batch_size": 1},
+            "data": {"unlikelihood_weight": 0.5, "seq_len": 2048, "batch_size": 1},
             "train": {"steps": 2},
             **RFT_LR,
         },

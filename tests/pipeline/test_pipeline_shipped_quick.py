@@ -1,13 +1,15 @@
 """`jaxseeker pipeline --config NAME --quick` for real, for every pipeline recipe shipped: the same stages as the
-recipe's (a tiny from-scratch policy in place of a pretrained one), each cut to a few steps and questions."""
+recipe's (a tiny from-scratch policy in place of a pretrained one), each cut to a few steps and questions. The demo
+runs from nothing; `demo_rl` is the demo with more RL steps and a weight average, so it goes on from the demo's
+run as a user's would, reusing every stage whose inputs are the demo's (`--quick` caps both to the same RL steps)
+and running only its own (demo_copy and demo_focus, on another worker: test_pipeline_shipped_quick_tiny.py)."""
 
-import json
+import shutil
+from pathlib import Path
 
 import pytest
+from quick_support import run_quick
 
-from jaxseeker.cli import main
-from jaxseeker.pipeline import pipeline_config
-from jaxseeker.pipeline.quick import TINY_POLICY
 from jaxseeker.train.recipe import read_recipe, recipe_kind, shipped_configs
 
 PIPELINES = [name for name in shipped_configs() if recipe_kind(read_recipe(name)) == "pipeline"]
@@ -17,23 +19,25 @@ def test_the_shipped_pipeline_recipes_are_the_demos():
     assert PIPELINES == ["demo", "demo_copy", "demo_focus", "demo_rl"]
 
 
-@pytest.mark.parametrize("name", PIPELINES)
-def test_quick_runs_every_stage_of_the_recipe_on_a_tiny_policy(name, tmp_path, capsys):
-    full, quick = pipeline_config(read_recipe(name)), pipeline_config(read_recipe(name), quick=True)
-    expected = full.stages()
-    if full.policy.init:  # a pretrained policy's zero-shot eval gives way to the tiny one's tokenizer
-        expected = tuple(s for s in expected if s != "eval_base")
-        expected = expected[: expected.index("sft")] + ("tokenizer",) + expected[expected.index("sft") :]
-    assert quick.stages() == expected  # the recipe's stages
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """(directory, report) of the demo's quick run, from nothing."""
+    out = tmp_path_factory.mktemp("demo") / "run"
+    return out, run_quick("demo", out)
+
+
+def test_the_demo_runs_every_stage_from_nothing(demo_run):
+    _, report = demo_run
+    assert not report["reused_stages"]
+    assert report["sample_rl"]["k"] == 2 and report["sampled_rl_change"]["questions"] == report["qa"]["test"]
+
+
+def test_demo_rl_goes_on_from_the_demos_run_and_runs_only_its_own_stages(demo_run, tmp_path):
+    demo_dir, demo_report = demo_run
     out = tmp_path / "run"
-    assert main(["pipeline", "--config", name, "--quick", "--out", str(out), "--no-progress"]) == 0
-    report = json.loads((out / "report.json").read_text())
-    assert list(report["stage_wall_s"]) == list(quick.stages()) and not report["reused_stages"]
-    shape = json.loads((out / quick.rl.stages()[-1] / "hf" / "config.json").read_text())
-    assert (shape["hidden_size"], shape["num_hidden_layers"]) == (TINY_POLICY["hidden_size"], 2)
-    asked = quick.qa.n_test + quick.eval.fresh_questions
-    assert report["eval_sft"]["questions"] == report["eval_rl"]["questions"] == asked
-    for stage in ("sft", *("extend",) * quick.extend.given()):
-        recipe = read_recipe(out / stage / "recipe.yaml")
-        assert json.loads((out / stage / "done.json").read_text())["metrics"]["final_loss"] > 0
-        assert recipe["train"]["steps"] <= 4 and recipe["optimizer"].get("warmup_steps", 1) <= 1
+    shutil.copytree(demo_dir, out)
+    report = run_quick("demo_rl", out)
+    own = ("average", "eval_average", "sample_average")  # the stages demo lacks
+    assert report["reused_stages"] == [s for s in demo_report["stage_wall_s"]]
+    assert [s for s in report["stage_wall_s"] if s not in report["reused_stages"]] == list(own)
+    assert report["average"]["ratio"] == 0.5 and report["eval_average"]["questions"] == report["eval_rl"]["questions"]
