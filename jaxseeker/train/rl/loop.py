@@ -292,6 +292,7 @@ def run_step(
             state, update_metrics = update(run, state, chosen, rewards, stage.max_context, step, stop)
         except UpdateStopped as stopped:  # what the step measured so far, for the resumed run to log
             stopped.progress.step_metrics = {**metrics, **times, "update_episodes": float(len(chosen))}
+            stopped.progress.step_metrics["step_s"] = time.perf_counter() - t0  # so far: `finish_step` adds the rest
             raise
         after_update(run, state, update_metrics, len(chosen))
         metrics.update(update_metrics, skipped_update=0.0)
