@@ -1,10 +1,12 @@
 """Collecting an RL step's groups: the rollout engine, seeded rollouts of the current params on it, DUPO's
-question pre-filter, and the rounds of rollouts until the selection is full (DAPO's dynamic sampling)."""
+question pre-filter (saved as it goes), and the rounds of rollouts until the selection is full (DAPO's dynamic
+sampling)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -81,19 +83,48 @@ def stage_rollout_config(run: RLRun, stage: ContextStage) -> RolloutConfig:
     return dataclasses.replace(run.rollout, max_context_tokens=stage.max_context, max_tool_calls=stage.max_turns)
 
 
-def dupo_pool(run: RLRun) -> list[int]:
-    """Question indices to train on: all, or (DUPO) those the starting policy does not solve in all k rollouts."""
+PREFILTER = "dupo_filter_progress.json"  # under the checkpoint directory: the DUPO pre-filter's outcomes so far
+
+
+class PrefilterStopped(Exception):
+    """The DUPO pre-filter stopped between two batches of questions because a stop was requested; what it rolled out
+    is saved (`PREFILTER`)."""
+
+    def __init__(self, done: int, total: int):
+        super().__init__(f"the DUPO pre-filter after {done} of its {total} questions")
+
+
+def dupo_pool(run: RLRun, stop: Callable[[], bool] | None = None, resume: bool = False) -> list[int]:
+    """Question indices to train on: all, or (DUPO) those the starting policy does not solve in all k rollouts.
+
+    The pre-filter rolls the questions out `rl.batch_questions` at a time and saves every batch's outcomes under the
+    checkpoint directory (`PREFILTER`): a `stop()` that turns true between two batches raises `PrefilterStopped`,
+    and with `resume` it goes on after the batches saved, rolling none of them out again."""
     k = run.rl.dupo_filter_rollouts
     if run.rl.selection != "dupo" or k == 0:
         return list(range(len(run.questions)))
     config = stage_rollout_config(run, run.stages[0])
-    groups, grouped, _ = roll_out(run, list(range(len(run.questions))), config, k, rollout_seed(run.rl.seed, -1, 0))
-    scores = [s for group in grouped for s in group]
-    correct = np.array([float(s.outcome.correct) for s in scores]).reshape(len(groups), k)  # [questions, k]
-    keep = sel.dupo_prefilter(correct)
+    n, size = len(run.questions), run.rl.batch_questions
+    path, key = run.checkpointer.directory / PREFILTER, {"rollouts_per_question": k, "questions": n, "batch": size}
+    saved = json.loads(path.read_text()) if resume and path.exists() else {}
+    correct: list[list[float]] = saved["correct"] if saved.get("key") == key else []  # [questions done, k]
+    resumed = len(correct)
+    for first in range(resumed, n, size):
+        ids = list(range(first, min(first + size, n)))
+        _, grouped, _ = roll_out(run, ids, config, k, rollout_seed(run.rl.seed, -1, first // size))
+        correct += [[float(s.outcome.correct) for s in group] for group in grouped]
+        if is_main_process():  # written whole, then renamed: a stop during the write keeps the last batch's
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.parent / f"{PREFILTER}.partial"
+            partial.write_text(json.dumps({"key": key, "correct": correct}))
+            partial.replace(path)
+        if stop is not None and len(correct) < n and stop():
+            raise PrefilterStopped(len(correct), n)
+    keep = sel.dupo_prefilter(np.array(correct).reshape(n, k))
     pool = [int(i) for i in np.flatnonzero(keep)]
     if is_main_process():
         report = {"rollouts_per_question": k, "questions": len(keep), "kept": len(pool), "kept_indices": pool}
+        report["resumed_after"] = resumed  # questions whose rollouts a stopped pre-filter had saved
         (run.out_dir / "dupo_filter.json").write_text(json.dumps(report, indent=2))
     if not pool:
         raise RuntimeError(

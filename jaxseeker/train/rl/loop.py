@@ -57,13 +57,13 @@ from jaxseeker.tools import (
 )
 from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.export import write_run_files
-from jaxseeker.train.interrupt import Interrupted, stop_requests
+from jaxseeker.train.interrupt import Interrupted, Stopped, stop_requests
 from jaxseeker.train.lora import lora_from_recipe, merge_fn
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.policy import build_policy
 from jaxseeker.train.recipe import RecipeError, build, check_sections
-from jaxseeker.train.rl.collect import collect, dupo_pool, rollout_engine, stage_rollout_config
+from jaxseeker.train.rl.collect import PrefilterStopped, collect, dupo_pool, rollout_engine, stage_rollout_config
 from jaxseeker.train.rl.config import (
     SECTIONS,
     ContextStage,
@@ -292,6 +292,7 @@ def run_step(
             state, update_metrics = update(run, state, chosen, rewards, stage.max_context, step, stop)
         except UpdateStopped as stopped:  # what the step measured so far, for the resumed run to log
             stopped.progress.step_metrics = {**metrics, **times, "update_episodes": float(len(chosen))}
+            stopped.progress.step_metrics["step_s"] = time.perf_counter() - t0  # so far: `finish_step` adds the rest
             raise
         after_update(run, state, update_metrics, len(chosen))
         metrics.update(update_metrics, skipped_update=0.0)
@@ -319,8 +320,6 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
     run = prepare(recipe, resume=resume, engine=engine)
     main = is_main_process()
     t_start = time.perf_counter()
-    if run.sampler is None:
-        run.sampler = QuestionSampler(dupo_pool(run), run.rl.seed)
     writer = MetricsWriter(run.out_dir, enabled=main, resumed_from=run.start_step)
     state, history = run.state, []
     bar = tqdm(
@@ -336,6 +335,13 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
             """Whether Ctrl-C or SIGTERM came."""
             return stop.signal_name is not None
 
+        if run.sampler is None:  # DUPO's pre-filter first: saved batch by batch, a stop there goes on at `--resume`
+            try:
+                run.sampler = QuestionSampler(dupo_pool(run, stopping, resume), run.rl.seed)
+            except PrefilterStopped as stopped:
+                run.checkpointer.close()
+                writer.close()
+                raise Stopped(stop.signal_name or "SIGTERM", f" in {stopped}; --resume goes on from there") from None
         for step in bar:
             try:
                 if run.pending is not None:  # the step a stop interrupted inside its update: the rest of it

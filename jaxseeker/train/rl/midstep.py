@@ -15,6 +15,7 @@ episodes are not written again. Single-process runs only, as the stop requests t
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from jaxseeker.parallel import is_main_process
@@ -56,7 +57,10 @@ def restore_mid_step(checkpointer: Checkpointer, target: Any) -> tuple[Restored,
 
 
 def finish_step(run: Any, state: Any, progress: Progress, stop: Any = None) -> tuple[Any, dict[str, float]]:
-    """The rest of a stopped step's update (`rl_update.resume_update`); the new state and the step's metrics."""
+    """The rest of a stopped step's update (`rl_update.resume_update`); the new state and the step's metrics (its
+    `step_s` the time before the stop and the time of this rest)."""
+    t0 = time.perf_counter()
     run.engine.unload()
     state, update_metrics = resume_update(run, state, progress, stop)
-    return state, {**progress.step_metrics, **update_metrics, "skipped_update": 0.0}
+    step_s = progress.step_metrics.get("step_s", 0.0) + time.perf_counter() - t0
+    return state, {**progress.step_metrics, **update_metrics, "skipped_update": 0.0, "step_s": step_s}

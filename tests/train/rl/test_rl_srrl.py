@@ -88,7 +88,7 @@ def test_dupo_prefilter_drops_the_question_the_starting_policy_always_solves(srr
     pool = dupo_pool(run)
     assert pool == [0, 1]
     report = json.loads((root / "run" / "dupo_filter.json").read_text())
-    assert report == {"rollouts_per_question": 2, "questions": 3, "kept": 2, "kept_indices": [0, 1]}
+    assert report == {"rollouts_per_question": 2, "questions": 3, "kept": 2, "kept_indices": [0, 1], "resumed_after": 0}
     run.sampler = QuestionSampler(pool, run.rl.seed)
 
 
