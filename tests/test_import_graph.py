@@ -173,3 +173,16 @@ def test_only_the_command_line_imports_a_command():
         if is_command_line(target)
     ]
     assert not upward, "\n".join(upward)
+
+
+def test_nothing_below_the_planner_imports_it():
+    """The planner sits above the stages it plans (train, model, generation, agent, data …): they run the recipe they
+    are given, and the commands and the pipeline above them resolve the plan and pass it down."""
+    upward = [
+        f"{name} (line {line}) → {target}"
+        for name, targets in GRAPH.items()
+        if not is_command_line(name) and not name.startswith(("jaxseeker.planning", "jaxseeker.pipeline"))
+        for target, line in targets.items()
+        if target.startswith("jaxseeker.planning")
+    ]
+    assert not upward, "\n".join(upward)
