@@ -1,0 +1,124 @@
+"""Every `jaxseeker …` line of a shell block of the README and docs/ runs, in one temporary working directory and in
+the pages' order: for real where it takes seconds (plan, world, synth on a small pages file, report), as `--dry-run`
+where the command trains, rolls out or evaluates (pipeline, eval). What a test cannot have is listed below with the
+reason; `tests/test_docs.py` parses every command the pages quote, these included."""
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+from test_docs import PAGES, ROOT, fenced_commands
+
+from jaxseeker.cli import main
+
+# Commands run as `--dry-run`: they train, roll out or evaluate for minutes to hours.
+DRY_RUN = ("pipeline", "eval")
+
+# (the command's first words, or a flag it holds) → why a test cannot run it. A `--dry-run` command is never here.
+OUT_OF_REACH = {
+    ("serve",): "a server that runs until stopped (tests/serve/ run one over loopback)",
+    ("export-hf",): "reads a trained run's checkpoints (tests/train/ export tiny ones)",
+    ("average",): "reads fine-tuned HF checkpoints (tests/train/ average tiny ones)",
+    ("import-gguf",): "downloads the GGUF file",
+    ("compare",): "reads the results of four evals (tests/eval/ compare tiny ones)",
+    ("bench", "sft"): "trains SmolLM2-135M's shape for minutes on a CPU",
+    ("sft",): "the docs' SFT recipes train 8B+ models on a TPU slice (sft_tiny runs in tests/test_cli_examples.py)",
+    ("rl",): "the docs' RL recipes train 8B+ models on a TPU slice (rl_tiny runs in tests/train/rl/)",
+    ("--llm-url",): "an LLM server",
+    ("--world", "atlas"): "the atlas world: seconds to open, minutes to synthesise questions on",
+    ("--world", "synthetic"): "a 2,000-entity world: seconds to build, more to synthesise on (tests/synthesis/)",
+}
+
+# The pages file the own-corpus guide builds a world from: a ring of pages, each linking to the next.
+NAMES = [
+    "Alpha River",
+    "Beta Town",
+    "Gamma Hill",
+    "Delta Lake",
+    "Epsilon Bridge",
+    "Zeta Park",
+    "Eta Mill",
+    "Theta Fort",
+]
+# Inputs a page's commands read that an out-of-reach command before them writes: a copy of a file an earlier page's
+# commands wrote in its place.
+STAND_INS = {"t.jsonl": "sft.jsonl", "data/sft.jsonl": "sft.jsonl"}
+
+
+def out_of_reach(argv: list[str]) -> str | None:
+    """Why `argv` cannot run in a test, or None."""
+    for key, reason in OUT_OF_REACH.items():
+        if key[0].startswith("--"):
+            flags = [(a, b.partition(":")[0]) for a, b in zip(argv, argv[1:], strict=False)]
+            if key[0] in argv and (len(key) == 1 or tuple(key) in flags):
+                return reason
+        elif tuple(argv[: len(key)]) == key:
+            return reason
+    return None
+
+
+def write_pages(path: Path) -> None:
+    """`my_pages.jsonl` of the own-corpus guide."""
+    url = "https://pages.example/{}".format
+    rows = [
+        {"url": url(n.replace(" ", "_")), "title": n, "text": f"{n} lies next to {m}; some words about {n}.",
+         "links": [url(m.replace(" ", "_"))]}
+        for n, m in zip(NAMES, NAMES[1:] + NAMES[:1], strict=True)
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def run(argv: list[str]) -> int | str | None:
+    """The exit status of `jaxseeker ARGV` (`--version` exits 0 through argparse)."""
+    try:
+        return main(argv)
+    except SystemExit as exit_:
+        return exit_.code
+
+
+def test_every_fenced_command_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JAXSEEKER_CACHE", str(tmp_path / "cache"))  # the worlds the commands build
+    (tmp_path / "configs").symlink_to(ROOT / "configs")  # the docs run from the repository's root
+    write_pages(tmp_path / "my_pages.jsonl")
+    ran, dry, skipped, failed = [], [], set(), []
+    for page in PAGES:
+        for argv in fenced_commands(page):
+            if argv[0] in DRY_RUN:
+                argv, done = [*argv, "--dry-run"], dry
+            elif reason := out_of_reach(argv):
+                skipped.add(reason)
+                continue
+            else:
+                done = ran
+            for stand_in, source in STAND_INS.items():
+                if stand_in in argv and not Path(stand_in).exists():
+                    Path(stand_in).parent.mkdir(parents=True, exist_ok=True)
+                    Path(stand_in).write_bytes(Path(source).read_bytes())
+            status = run(argv)
+            done.append(argv)
+            if status not in (0, None):
+                failed.append(f"{page.relative_to(ROOT)}: jaxseeker {shlex.join(argv)}: exit {status}")
+    assert not failed, "\n".join(failed) + "\n" + capsys.readouterr().err[-3000:]
+    assert skipped == set(OUT_OF_REACH.values()), "an entry of OUT_OF_REACH no page needs"
+    assert len(ran) >= 15 and len(dry) >= 10, (len(ran), len(dry))
+    questions = [json.loads(line) for line in (tmp_path / "qa.jsonl").read_text().splitlines()]
+    assert questions and {q["answer"] for q in questions} <= set(NAMES)  # crawlqa asked about the pages file
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        (["serve", "--model", "runs/demo/rl/hf"], OUT_OF_REACH[("serve",)]),
+        (["synth", "e2hqa", "--world", "atlas:FR,DE", "--n", "5"], OUT_OF_REACH[("--world", "atlas")]),
+        (["synth", "sailorfog", "--world", "synthetic:2000:0"], OUT_OF_REACH[("--world", "synthetic")]),
+        (["world", "info", "pages:my_pages.jsonl", "--search", "atlas"], None),
+        (["bench", "sft", "--shape", "smollm2-135m"], OUT_OF_REACH[("bench", "sft")]),
+        (["bench", "rl"], None),
+        (["synth", "report", "atlas.jsonl"], None),
+    ],
+)
+def test_out_of_reach_matches_commands_and_flags(argv, reason):
+    """A command matches by its first words, a flag by itself or with its value's kind."""
+    assert out_of_reach(argv) == reason
