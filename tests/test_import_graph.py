@@ -186,3 +186,12 @@ def test_nothing_below_the_planner_imports_it():
         if target.startswith("jaxseeker.planning")
     ]
     assert not upward, "\n".join(upward)
+
+
+MAX_LINES = 400  # STYLE.md: files under ~400 lines, a module a reader holds in mind at once
+
+
+def test_no_module_passes_the_line_limit():
+    """Every module has one job and stays readable: a file past the limit is split by concept."""
+    long = {name: n for name, path in MODULES.items() if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split each by concept): {long}"
