@@ -5,15 +5,14 @@ reason; `tests/test_docs.py` parses every command the pages quote, these include
 
 import json
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
 from test_docs import PAGES, ROOT, fenced_commands
 
 from jaxseeker.cli import main
-
-# Commands run as `--dry-run`: they train, roll out or evaluate for minutes to hours.
-DRY_RUN = ("pipeline", "eval")
+from jaxseeker.synthesis.qa.writer import DEFAULT_PROMPT
 
 # (the command's first words, or a flag it holds) → why a test cannot run it. A `--dry-run` command is never here.
 OUT_OF_REACH = {
@@ -25,9 +24,7 @@ OUT_OF_REACH = {
     ("bench", "sft"): "trains SmolLM2-135M's shape for minutes on a CPU",
     ("sft",): "the docs' SFT recipes train 8B+ models on a TPU slice (sft_tiny runs in tests/test_cli_examples.py)",
     ("rl",): "the docs' RL recipes train 8B+ models on a TPU slice (rl_tiny runs in tests/train/rl/)",
-    ("--llm-url",): "an LLM server",
-    ("--world", "atlas"): "the atlas world: seconds to open, minutes to synthesise questions on",
-    ("--world", "synthetic"): "a 2,000-entity world: seconds to build, more to synthesise on (tests/synthesis/)",
+    ("--world", "atlas"): "reads the questions a dry run did not write, over the atlas world (seconds to open)",
 }
 
 # The pages file the own-corpus guide builds a world from: a ring of pages, each linking to the next.
@@ -44,6 +41,19 @@ NAMES = [
 # Inputs a page's commands read that an out-of-reach command before them writes: a copy of a file an earlier page's
 # commands wrote in its place.
 STAND_INS = {"t.jsonl": "sft.jsonl", "data/sft.jsonl": "sft.jsonl"}
+
+
+def world_kind(argv: list[str]) -> str:
+    """The kind of world `argv` names (`atlas` of `--world atlas:FR,DE`); a synth command's default is synthetic."""
+    return argv[argv.index("--world") + 1].partition(":")[0] if "--world" in argv else "synthetic"
+
+
+def dry_run(argv: list[str]) -> bool:
+    """Whether `argv` runs as `--dry-run`: it trains, rolls out or evaluates (minutes to hours), or synthesises on a
+    world of thousands of entities (a small pages file's synthesis runs for real)."""
+    if argv[0] in ("pipeline", "eval"):
+        return True
+    return argv[0] == "synth" and argv[1] not in ("stats", "report") and world_kind(argv) != "pages"
 
 
 def out_of_reach(argv: list[str]) -> str | None:
@@ -82,10 +92,11 @@ def test_every_fenced_command_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("JAXSEEKER_CACHE", str(tmp_path / "cache"))  # the worlds the commands build
     (tmp_path / "configs").symlink_to(ROOT / "configs")  # the docs run from the repository's root
     write_pages(tmp_path / "my_pages.jsonl")
+    shutil.copy(DEFAULT_PROMPT, tmp_path / "my_prompt.md")  # the question-synthesis guide: "Copy it, change it"
     ran, dry, skipped, failed = [], [], set(), []
     for page in PAGES:
         for argv in fenced_commands(page):
-            if argv[0] in DRY_RUN:
+            if dry_run(argv):
                 argv, done = [*argv, "--dry-run"], dry
             elif reason := out_of_reach(argv):
                 skipped.add(reason)
@@ -111,8 +122,7 @@ def test_every_fenced_command_runs(tmp_path, monkeypatch, capsys):
     ("argv", "reason"),
     [
         (["serve", "--model", "runs/demo/rl/hf"], OUT_OF_REACH[("serve",)]),
-        (["synth", "e2hqa", "--world", "atlas:FR,DE", "--n", "5"], OUT_OF_REACH[("--world", "atlas")]),
-        (["synth", "sailorfog", "--world", "synthetic:2000:0"], OUT_OF_REACH[("--world", "synthetic")]),
+        (["synth", "stats", "q.jsonl", "--world", "atlas:FR,DE"], OUT_OF_REACH[("--world", "atlas")]),
         (["world", "info", "pages:my_pages.jsonl", "--search", "atlas"], None),
         (["bench", "sft", "--shape", "smollm2-135m"], OUT_OF_REACH[("bench", "sft")]),
         (["bench", "rl"], None),
@@ -122,3 +132,18 @@ def test_every_fenced_command_runs(tmp_path, monkeypatch, capsys):
 def test_out_of_reach_matches_commands_and_flags(argv, reason):
     """A command matches by its first words, a flag by itself or with its value's kind."""
     assert out_of_reach(argv) == reason
+
+
+@pytest.mark.parametrize(
+    ("argv", "dry"),
+    [
+        (["synth", "sailorfog", "--world", "atlas", "--n", "40", "--out", "q.jsonl"], True),
+        (["synth", "e2hqa", "--n", "5", "--out", "q.jsonl"], True),  # the default world: synthetic:2000:0
+        (["synth", "crawlqa", "--world", "pages:my_pages.jsonl", "--out", "qa.jsonl"], False),
+        (["synth", "report", "t.jsonl"], False),
+        (["eval", "--config", "demo"], True),
+        (["plan", "--config", "demo"], False),
+    ],
+)
+def test_long_commands_run_as_dry_runs(argv, dry):
+    assert dry_run(argv) == dry
