@@ -313,7 +313,9 @@ def _data_state(run: RLRun) -> dict:
 
 def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine: Any = None) -> dict:
     """Train `rl.steps` RL steps, checkpointing on the way; returns the summary (also `summary.json`). A
-    single-process run stopped by Ctrl-C or SIGTERM saves the step it was on and raises `Interrupted`."""
+    single-process run stopped by Ctrl-C or SIGTERM saves the step it was on and raises `Interrupted`. The recipe
+    runs as given: `planning.fit.planned_recipe(recipe)` first sets the remat and micro-batch tokens that fit the
+    devices, as `jaxseeker rl` does (unplanned, `rl.update_tokens: 0` takes a whole mini-batch a pass)."""
     run = prepare(recipe, resume=resume, engine=engine)
     main = is_main_process()
     t_start = time.perf_counter()
