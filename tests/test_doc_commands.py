@@ -1,7 +1,7 @@
 """Every `jaxseeker …` line of a shell block of the README and docs/ runs, in one temporary working directory and in
 the pages' order: for real where it takes seconds (plan, world, synth on a small pages file, report), as `--dry-run`
-where the command trains, rolls out or evaluates (pipeline, eval). What a test cannot have is listed below with the
-reason; `tests/test_docs.py` parses every command the pages quote, these included."""
+where the command trains, rolls out or evaluates (pipeline, eval) or synthesises on a large world (synth). What a
+test cannot have is listed below with the reason; `tests/test_docs.py` parses every command the pages quote."""
 
 import json
 import shlex
@@ -14,7 +14,7 @@ from test_docs import PAGES, ROOT, fenced_commands
 from jaxseeker.cli import main
 from jaxseeker.synthesis.qa.writer import DEFAULT_PROMPT
 
-# (the command's first words, or a flag it holds) → why a test cannot run it. A `--dry-run` command is never here.
+# (the command's first words, or `--world` and a kind of world) → why a test cannot run it; a dry run is never here.
 OUT_OF_REACH = {
     ("serve",): "a server that runs until stopped (tests/serve/ run one over loopback)",
     ("export-hf",): "reads a trained run's checkpoints (tests/train/ export tiny ones)",
@@ -59,11 +59,9 @@ def dry_run(argv: list[str]) -> bool:
 def out_of_reach(argv: list[str]) -> str | None:
     """Why `argv` cannot run in a test, or None."""
     for key, reason in OUT_OF_REACH.items():
-        if key[0].startswith("--"):
-            flags = [(a, b.partition(":")[0]) for a, b in zip(argv, argv[1:], strict=False)]
-            if key[0] in argv and (len(key) == 1 or tuple(key) in flags):
-                return reason
-        elif tuple(argv[: len(key)]) == key:
+        if key[0] == "--world" and "--world" in argv and world_kind(argv) == key[1]:
+            return reason
+        if tuple(argv[: len(key)]) == key:
             return reason
     return None
 
@@ -130,7 +128,7 @@ def test_every_fenced_command_runs(tmp_path, monkeypatch, capsys):
     ],
 )
 def test_out_of_reach_matches_commands_and_flags(argv, reason):
-    """A command matches by its first words, a flag by itself or with its value's kind."""
+    """A command matches by its first words, or by the kind of world its `--world` names."""
     assert out_of_reach(argv) == reason
 
 
@@ -146,4 +144,5 @@ def test_out_of_reach_matches_commands_and_flags(argv, reason):
     ],
 )
 def test_long_commands_run_as_dry_runs(argv, dry):
+    """Training, rollouts, evals and synthesis on a large world are dry runs; a small pages world's runs for real."""
     assert dry_run(argv) == dry
