@@ -69,12 +69,11 @@ def test_every_relative_link_resolves():
     assert not broken
 
 
-def commands(page: Path) -> list[list[str]]:
-    """The `jaxseeker …` argument lists `page` quotes: lines of its shell blocks (continuation lines joined; after
-    `tpu.py launch … --`, the command run on the workers) and inline code spans that start with `jaxseeker `."""
-    text = page.read_text()
+def fenced_commands(page: Path) -> list[list[str]]:
+    """The `jaxseeker …` argument lists of the lines of `page`'s shell blocks (continuation lines joined; after
+    `tpu.py launch … --`, the command run on the workers)."""
     found = []
-    for info, body in FENCE.findall(text):
+    for info, body in FENCE.findall(page.read_text()):
         if info.strip() not in SHELL_BLOCKS:
             continue
         for line in body.replace("\\\n", " ").splitlines():
@@ -85,6 +84,14 @@ def commands(page: Path) -> list[list[str]]:
             starts = [i for i, t in enumerate(tokens) if t == "jaxseeker" or t.endswith("/jaxseeker")]
             if starts:
                 found.append(tokens[starts[0] + 1 :])
+    return found
+
+
+def commands(page: Path) -> list[list[str]]:
+    """The `jaxseeker …` argument lists `page` quotes: those of its shell blocks and the inline code spans that
+    start with `jaxseeker `."""
+    text = page.read_text()
+    found = fenced_commands(page)
     for span in re.findall(r"`(jaxseeker [^`\n]+)`", FENCE.sub("", text)):
         tokens = shlex.split(span)[1:]
         if not tokens[0].endswith(":"):  # `jaxseeker plan: run.yaml: …` is a message, not a command

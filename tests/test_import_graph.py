@@ -173,3 +173,25 @@ def test_only_the_command_line_imports_a_command():
         if is_command_line(target)
     ]
     assert not upward, "\n".join(upward)
+
+
+def test_nothing_below_the_planner_imports_it():
+    """The planner sits above the stages it plans (train, model, generation, agent, data …): they run the recipe they
+    are given, and the commands and the pipeline above them resolve the plan and pass it down."""
+    upward = [
+        f"{name} (line {line}) → {target}"
+        for name, targets in GRAPH.items()
+        if not is_command_line(name) and not name.startswith(("jaxseeker.planning", "jaxseeker.pipeline"))
+        for target, line in targets.items()
+        if target.startswith("jaxseeker.planning")
+    ]
+    assert not upward, "\n".join(upward)
+
+
+MAX_LINES = 400  # STYLE.md: files under ~400 lines, a module a reader holds in mind at once
+
+
+def test_no_module_passes_the_line_limit():
+    """Every module has one job and stays readable: a file past the limit is split by concept."""
+    long = {name: n for name, path in MODULES.items() if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split each by concept): {long}"

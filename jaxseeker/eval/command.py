@@ -158,6 +158,13 @@ def _eval(args: argparse.Namespace) -> int:
     from jaxseeker.world import Corpus, open_world, read_pages_jsonl
 
     s = _resolve(args)
+    if args.dry_run:  # what a run would use: nothing is loaded, rolled out or written
+        print(
+            f"would evaluate {s['model']} on {s['questions']} in {args.corpus or s['world']}: k={s['k']}, temperature "
+            f"{s['temperature']:g}, top-p {s['top_p']:g}, {s['limits'].max_context_tokens} context tokens, "
+            f"{s['slots']} slots, judge {args.judge}; results in {s['out']}"
+        )
+        return 0
     if args.model not in (None, *STAGE_MODELS):  # a registered name or a GGUF file: its imported HF directory
         s["model"] = model.resolve_model(s["model"])
     if not (s["model"] / "config.json").exists():
@@ -296,6 +303,9 @@ def add_parser(subparsers: Any) -> None:
     add_llm(p, "the judge (--judge llm)")
     p.add_argument("--judge-style", choices=("browsecomp", "gaia"), default="browsecomp")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--dry-run", action="store_true", help="run nothing: print the model, questions and settings it would use"
+    )
     p.set_defaults(func=_eval)
 
     c = subparsers.add_parser("compare", help="pass@1 change between evals of the same questions, seeds pooled")

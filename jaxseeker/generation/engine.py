@@ -17,14 +17,15 @@ recompile per value). `peek` shows a turn in progress, for streaming.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 
 import jax.numpy as jnp
 import numpy as np
 
 from jaxseeker.generation import handoff, layout, prefix, steps
+from jaxseeker.generation.cache_window import CacheWindow
 from jaxseeker.generation.keys import request_hash
+from jaxseeker.generation.requests import Event, Slot, StopCheck, check_budget, row_sampling
 from jaxseeker.generation.sampling import SamplingConfig
 from jaxseeker.model import ModelConfig
 
@@ -37,43 +38,6 @@ DECODE_TILE = 4
 # one, XLA:CPU drops the batch axis of the attention dots and copies every layer's cache on each step, so one row
 # decodes about a fifth slower than two (docs/results.md).
 DECODE_ROWS_STEP = 4
-
-
-@dataclasses.dataclass
-class Event:
-    """What `Engine.step()` reports for a request that paused or ended this round.
-
-    tokens / logprobs: sampled since the last event of this request (stop tokens included); the log-prob
-    is log_softmax(logits / temperature) at the token, before top-k / top-p (temperature 1 when greedy).
-    reason: "stop" (stop string matched: paused), "eos" (an EOS id: paused), "length" (this turn's
-    max_new_tokens reached: paused), "context" (the slot's cache is full: paused, cannot grow).
-    stop: the stop string matched ("stop"), or the EOS token's text (its id as a string without `decode`).
-    """
-
-    request_id: str
-    tokens: list[int]
-    logprobs: list[float]
-    reason: str
-    stop: str | None = None
-
-
-@dataclasses.dataclass
-class _Slot:
-    """Host state of one occupied slot."""
-
-    request_id: str
-    request: int  # the request's random stream (its key), keys the PRNG
-    prefill: list[int]  # context tokens still to write into the cache
-    last: int  # newest context token, not yet in the cache (next decode input)
-    max_new: int  # token budget of the current turn
-    end: int = 0  # tokens written in the cache
-    sampled: int = 0  # tokens sampled by this request so far (PRNG step)
-    running: bool = True
-    sampling: SamplingConfig | None = None  # the request's own (else the engine's)
-    tokens: list[int] = dataclasses.field(default_factory=list)  # sampled this turn
-    logprobs: list[float] = dataclasses.field(default_factory=list)
-    prompt: tuple[int, ...] = ()  # the request's prompt (cache slot i holds prompt[i] once written)
-    share: tuple[_Slot, int] | None = None  # (the slot whose cache row holds this prompt's first n tokens, n)
 
 
 class Engine:
@@ -135,24 +99,20 @@ class Engine:
         ):
             if value < low:
                 raise ValueError(f"Engine: {name} must be >= {low}, got {value}")
-        if stop_strings and decode is None:
-            raise ValueError("Engine: stop_strings need a `decode` function (token ids -> text)")
-        if any(not s for s in stop_strings):
-            raise ValueError(f"Engine: stop_strings must be non-empty, got {list(stop_strings)}")
+        self._stops = StopCheck(eos_ids, stop_strings, decode)
+        self.eos_ids, self.stop_strings = self._stops.eos_ids, self._stops.stop_strings
         self.cfg, self.sampling = cfg, sampling
         self.slots, self.max_len = slots, max_len
         self.steps_per_call, self.prefill_chunk = steps_per_call, min(prefill_chunk, max_len)
         self.min_window, self.share_prefix = min_window, share_prefix
         self._block = min(attention_block, 1 << (max_len - 1).bit_length())
         self.prefilled_tokens = self.shared_tokens = 0
-        self.eos_ids = frozenset(int(t) for t in eos_ids)
-        self.stop_strings = tuple(stop_strings)
-        self._decode_text = decode
-        self._stop_window = max((len(s) for s in self.stop_strings), default=0) + 2  # tokens re-decoded per check
         self.dtype = jnp.dtype(dtype or cfg.compute_dtype).name
         self.stacked_prefill = stacked_prefill
         self._mesh, self._rules = mesh, _generation_rules() if mesh is not None and rules is None else rules
-        self._cache_shardings: dict[int, layout.LayerCache] = {}
+        self._window = CacheWindow(
+            cfg, slots=slots, max_len=max_len, min_window=min_window, block=self._block, mesh=mesh, rules=self._rules
+        )
         self._handoff = handoff.handoff_fn(
             cfg,
             dtype=self.dtype,
@@ -163,7 +123,7 @@ class Engine:
         )
         self._stacked = self._params = self._cache = None
         self.set_params(params)
-        self._slots: list[_Slot | None] = [None] * slots
+        self._slots: list[Slot | None] = [None] * slots
         self._index: dict[str, int] = {}
         least = min(2, slots)
         self._decode_buckets = sorted({max(slots // DECODE_ROWS_STEP**i, least) for i in range(slots.bit_length())})
@@ -204,7 +164,7 @@ class Engine:
             raise ValueError(
                 f"Engine.submit: prompt of {request_id!r} has {len(prompt)} tokens; needs 1..{self.max_len}"
             )
-        _check_budget("submit", request_id, max_new_tokens)
+        check_budget("submit", request_id, max_new_tokens)
         if key is not None and not 0 <= key < 2**31:
             raise ValueError(f"Engine.submit: key of {request_id!r} must be in [0, 2**31), got {key}")
         if sampling is not None and not 0 <= sampling.seed < 2**31:
@@ -213,7 +173,7 @@ class Engine:
             )
         prompt = [int(t) for t in prompt]
         row = self._slots.index(None)
-        slot = _Slot(
+        slot = Slot(
             request_id,
             key if key is not None else 0 if sampling is not None else request_hash(request_id),
             prompt[:-1],
@@ -226,7 +186,7 @@ class Engine:
         self._slots[row] = slot
         self._index[request_id] = row
 
-    def _donor(self, prompt: tuple[int, ...]) -> tuple[_Slot, int] | None:
+    def _donor(self, prompt: tuple[int, ...]) -> tuple[Slot, int] | None:
         """(the held slot this prompt copies its leading tokens from, how many) or None (`prefix.pick_donor`)."""
         held = [s for s in self._slots if s is not None]
         pick = prefix.pick_donor(
@@ -244,7 +204,7 @@ class Engine:
                 f"Engine.extend: {len(tokens)} tokens do not fit request {request_id!r} "
                 f"(context_left={self.context_left(request_id)})"
             )
-        _check_budget("extend", request_id, max_new_tokens)
+        check_budget("extend", request_id, max_new_tokens)
         if tokens:
             slot.prefill, slot.last = [slot.last] + [int(t) for t in tokens[:-1]], int(tokens[-1])
         slot.running, slot.max_new = True, max_new_tokens
@@ -274,7 +234,7 @@ class Engine:
         self._stacked = self._params = None  # the old copy goes before the new one comes
         self._stacked, self._params = self._handoff(params)
         if self._cache is None:
-            length = self._window(1)
+            length = self._window.length(1)
             self._cache = layout.init_layer_cache(
                 self.cfg, self.slots, length, self.dtype, sharding=self._cache_sharding(length)
             )
@@ -288,24 +248,13 @@ class Engine:
 
     def _cache_sharding(self, length: int) -> layout.LayerCache | None:
         """The NamedShardings of a cache of `length` slots per row (None without a mesh)."""
-        if self._mesh is None:
-            return None
-        if length not in self._cache_shardings:
-            self._cache_shardings[length] = layout.cache_shardings(
-                self.cfg, self.slots, length, self._mesh, self._rules
-            )
-        return self._cache_shardings[length]
+        return self._window.sharding(length)
 
     def _fit(self, need: int) -> None:
-        """Resize the cache so it covers `need` slots and every held context (see the class docstring)."""
-        need = max([need] + [s.end for s in self._slots if s is not None])
-        length = self._cache.length
-        if need > length or (length > self.min_window and need <= length * 3 // 8):
-            target = self._window(need)
-            if target != length:
-                self._cache = layout.resize(self._cache, length=target, sharding=self._cache_sharding(target))
+        """Resize the cache so it covers `need` slots and every held context (`CacheWindow.fit`)."""
+        self._cache = self._window.fit(self._cache, max([need] + [s.end for s in self._slots if s is not None]))
 
-    def _slot(self, request_id: str, caller: str) -> _Slot:
+    def _slot(self, request_id: str, caller: str) -> Slot:
         if request_id not in self._index:
             raise ValueError(f"Engine.{caller}: unknown request {request_id!r} (held: {sorted(self._index)})")
         return self._slots[self._index[request_id]]
@@ -324,51 +273,27 @@ class Engine:
             if slot is not None and slot.running:
                 budget[row] = min(self.steps_per_call, slot.max_new - len(slot.tokens), self._room(slot))
                 if budget[row] == 0:
-                    events.append(self._pause(slot, self._limit_reason(slot)))
+                    events.append(slot.pause(self._limit_reason(slot)))
         if budget.any():
             events += self._decode(budget)
         return events
 
-    def _window(self, need: int) -> int:
-        """The cache length covering `need` slots: min_window · 2^k, capped at max_len, rounded up to whole attention
-        blocks."""
-        window = self.min_window
-        while window < need:
-            window *= 2
-        window = min(window, self.max_len)
-        return -(-window // self._block) * self._block
-
-    def _room(self, slot: _Slot) -> int:
+    def _room(self, slot: Slot) -> int:
         return self.max_len - (slot.end + 1)
 
-    def _limit_reason(self, slot: _Slot) -> str:
+    def _limit_reason(self, slot: Slot) -> str:
         return "context" if self._room(slot) == 0 else "length"
 
     def _ends(self) -> np.ndarray:
         return np.array([0 if s is None else s.end for s in self._slots], np.int32)
-
-    def _copy_shared(self) -> None:
-        """Copy every shared prefix whose tokens its donor has written into the waiting slot's row (a donor writes
-        them before its prompt's end, so every wait ends); a request whose donor left first prefills its whole
-        prompt."""
-        for row, slot in enumerate(self._slots):
-            if slot is None or slot.share is None:
-                continue
-            donor, n = slot.share
-            src = next((r for r, s in enumerate(self._slots) if s is donor), None)
-            if src is None:
-                slot.share = None
-            elif donor.end >= n:
-                self._cache = layout.copy_row(self._cache, np.int32(src), np.int32(row))
-                slot.end, slot.prefill, slot.share = n, slot.prefill[n:], None
-                self.shared_tokens += n
 
     def _prefill_all(self) -> None:
         """Copy the shared prefixes that are ready, then write all other queued context tokens, one chunk per row
         per device call (rows padded to a power of 2), until none is left."""
         chunk = self.prefill_chunk
         while True:
-            self._copy_shared()
+            self._cache, copied = prefix.copy_ready(self._cache, self._slots)
+            self.shared_tokens += copied
             rows = [r for r, s in enumerate(self._slots) if s is not None and s.prefill and s.share is None]
             if not rows:
                 return
@@ -429,7 +354,7 @@ class Engine:
         self._fit(int(np.max(np.where(budget > 0, ends + budget, 0))))
         seed, per_row, sampling = np.int32(self.sampling.seed), None, self.sampling.static
         if any(slot.sampling is not None for _, slot in live):
-            seed, per_row, sampling = *self._row_sampling(live, n), None
+            seed, per_row, sampling = *row_sampling(live, n, self.sampling), None
         self._cache, out_tok, out_lp = steps.decode(
             self._params,
             self._cache,
@@ -452,7 +377,7 @@ class Engine:
         events = []
         for i, slot in live:
             new = out_tok[i, : budget[order[i]]].tolist()
-            cut, reason, stop = self._find_stop(slot.tokens, new)
+            cut, reason, stop = self._stops.find(slot.tokens, new)
             kept = new[:cut]
             slot.tokens += kept
             slot.logprobs += out_lp[i, :cut].tolist()
@@ -462,42 +387,8 @@ class Engine:
             if reason is None and (self._room(slot) == 0 or len(slot.tokens) >= slot.max_new):
                 reason = self._limit_reason(slot)
             if reason is not None:
-                events.append(self._pause(slot, reason, stop))
+                events.append(slot.pause(reason, stop))
         return events
-
-    def _row_sampling(self, live: list[tuple[int, _Slot]], n: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-        """Per-row seeds and (temperature, top_p, top_k) `[n]` (by a call's row index) when some live request has its
-        own sampling."""
-        seed = np.zeros(n, np.int32)
-        temperature = np.zeros(n, np.float32)
-        top_p = np.ones(n, np.float32)
-        top_k = np.zeros(n, np.int32)
-        for row, slot in live:
-            own = slot.sampling or self.sampling
-            seed[row], temperature[row], top_p[row], top_k[row] = own.seed, own.temperature, own.top_p, own.top_k
-        return seed, (temperature, top_p, top_k)
-
-    def _find_stop(self, before: list[int], new: list[int]) -> tuple[int, str | None, str | None]:
-        """(tokens of `new` to keep, reason, stop): cut just after the first EOS id or stop string."""
-        strings = bool(self.stop_strings) and self._stop_in(before + new, len(new)) is not None
-        for j, tok in enumerate(new):
-            if tok in self.eos_ids:
-                text = self._decode_text([tok]) if self._decode_text else str(tok)
-                return j + 1, "eos", text
-            stop = self._stop_in(before + new[: j + 1], 1) if strings else None
-            if stop is not None:
-                return j + 1, "stop", stop
-        return len(new), None, None
-
-    def _stop_in(self, turn: list[int], n_new: int) -> str | None:
-        """The stop string in the decoded tail of this turn (its last `n_new` tokens and a window before)."""
-        text = self._decode_text(turn[-(self._stop_window + n_new - 1) :])
-        return next((s for s in self.stop_strings if s in text), None)
-
-    def _pause(self, slot: _Slot, reason: str, stop: str | None = None) -> Event:
-        event = Event(slot.request_id, slot.tokens, slot.logprobs, reason, stop)
-        slot.running, slot.tokens, slot.logprobs = False, [], []
-        return event
 
 
 def _generation_rules():
@@ -505,8 +396,3 @@ def _generation_rules():
     from jaxseeker.parallel import GENERATION_RULES
 
     return GENERATION_RULES
-
-
-def _check_budget(caller: str, request_id: str, max_new_tokens: int) -> None:
-    if max_new_tokens < 0:
-        raise ValueError(f"Engine.{caller}: max_new_tokens of {request_id!r} must be >= 0, got {max_new_tokens}")

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from jaxseeker.generation.engine import Event
+from jaxseeker.generation.requests import Event
 
 
 @dataclasses.dataclass

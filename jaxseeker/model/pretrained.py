@@ -61,14 +61,19 @@ def models_cache_dir() -> Path:
     return cache_root() / "models"
 
 
+def import_target(gguf_file: str | Path, name: str, cache_dir: str | Path | None = None) -> Path:
+    """Where `imported_dir` puts (or finds) the HF directory of `gguf_file`, imported or not."""
+    gguf_file = Path(gguf_file)
+    stamp = f"{IMPORT_FORMAT}:{gguf_file.name}:{gguf_file.stat().st_size}"
+    return Path(cache_dir or models_cache_dir()) / f"{name}-{hashlib.sha1(stamp.encode()).hexdigest()[:10]}"
+
+
 def imported_dir(gguf_file: str | Path, name: str, cache_dir: str | Path | None = None) -> Path:
     """The HF directory of `gguf_file` in the cache, `<name>-<hash of file name and size>`, imported the first
     time: written into a temporary directory beside it and renamed into place, so a reader never sees half of it."""
     from jaxseeker.model.gguf_import import import_gguf
 
-    gguf_file = Path(gguf_file)
-    stamp = f"{IMPORT_FORMAT}:{gguf_file.name}:{gguf_file.stat().st_size}"
-    target = Path(cache_dir or models_cache_dir()) / f"{name}-{hashlib.sha1(stamp.encode()).hexdigest()[:10]}"
+    target = import_target(gguf_file, name, cache_dir)
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -93,13 +98,19 @@ def gguf_source(spec: str | Path, table: Mapping[str, Pretrained] = PRETRAINED) 
 
 
 def resolve_model(
-    spec: str | Path, *, table: Mapping[str, Pretrained] = PRETRAINED, cache_dir: str | Path | None = None
+    spec: str | Path,
+    *,
+    table: Mapping[str, Pretrained] = PRETRAINED,
+    cache_dir: str | Path | None = None,
+    dry_run: bool = False,
 ) -> Path:
     """The HF model directory `spec` names: a registered name (`PRETRAINED`, e.g. "smollm2-135m-instruct") or a
-    GGUF file, imported once into the cache (`imported_dir`), or a directory, returned as is."""
+    GGUF file, imported once into the cache (`imported_dir`; with `dry_run`, the directory it goes to, not
+    imported), or a directory, returned as is."""
     source = gguf_source(spec, table)
     if source is not None:  # a file that is not a GGUF: a GGUFError naming it
-        return imported_dir(source, str(spec) if str(spec) in table else source.stem, cache_dir)
+        name = str(spec) if str(spec) in table else source.stem
+        return import_target(source, name, cache_dir) if dry_run else imported_dir(source, name, cache_dir)
     if Path(spec).is_dir():
         return Path(spec)
     names = ", ".join(sorted(table))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from jaxseeker.jsonl import json_lines
-from jaxseeker.pipeline.config import QAStage
+from jaxseeker.pipeline.data_config import QAStage
 from jaxseeker.synthesis.qa import get_recipe
 from jaxseeker.synthesis.qa.apart import synthesize_apart
 from jaxseeker.synthesis.qa.driver import SynthResult

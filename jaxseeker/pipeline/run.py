@@ -81,7 +81,7 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
     if cfg.eval.fresh_questions:
         _stage(run, report, "qa_fresh", fresh_key, data_stages.qa_fresh_stage)
     if p.init:  # a pretrained policy brings its tokenizer and chat template
-        run.init_dir = model.resolve_model(p.init)
+        run.init_dir = model.resolve_model(p.init, dry_run=run.runner.dry_run)  # a dry run imports no GGUF
         run.tokenizer = None if run.runner.dry_run else load_tokenizer(run.init_dir)
         policy_key = fingerprint(str(run.init_dir))
     else:

@@ -59,7 +59,7 @@ def memory_plan(
     cb = BYTES[cfg.compute_dtype]
     acts = activation_bytes(cfg, stage.rows, stage.seq, rules, mesh)
     rows_in = _local_sizes(cfg, stage.resident_rows or stage.rows, rules, dict(mesh.shape), stage.seq)
-    keys = 5 if stage.kind == "sft" else 7 + stage.reference  # int32 / f32 [rows, seq] arrays (train.rl.step.ROW_KEYS)
+    keys = 5 if stage.kind == "sft" else 7 + stage.reference  # int32 / f32 [rows, seq] arrays (train.rl.rows.ROW_KEYS)
     mem = {
         "params": f32,
         "optimizer": 2 * f32 + (f32 if stage.grad_accum > 1 else 0),

@@ -170,12 +170,15 @@ def _trajectories(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     _check_args(args)
+    tools = _tools(args)
+    out = check_output(args.out, "--out")
+    if args.dry_run:  # the flags and the output are checked; nothing is read, rolled out or written
+        print(f"would write the {args.teacher} teacher's trajectories of {args.questions} on {args.world} to {out}")
+        return 0
     if args.teacher == "policy":  # a registered name or a GGUF file: its imported HF directory
         from jaxseeker import model
 
         args.model = str(model.resolve_model(args.model))
-    tools = _tools(args)
-    out = check_output(args.out, "--out")
     questions = _questions(args)
     world = open_world(args.world)
     if args.tokenizer:
@@ -337,6 +340,7 @@ def add_synth_subcommands(synth_subparsers: Any) -> None:
     p.add_argument("--date", default=None, help="date in the system prompt (default: today)")
     p.add_argument("--seed", type=at_least(0), default=0)
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--dry-run", action="store_true", help="run nothing: check the flags, say what it would write")
     p.set_defaults(func=_trajectories)
 
     r = synth_subparsers.add_parser("report", help="statistics and a PNG of a trajectory file")

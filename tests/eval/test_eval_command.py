@@ -450,3 +450,16 @@ EVAL_ARGS = ["eval", "--model", "m", "--questions", "q.jsonl", "--out", "o", "--
 )
 def test_eval_and_compare_flags_out_of_range_are_usage_errors(argv, message, capsys):
     assert usage_error(argv, capsys) == f"jaxseeker {argv[0]}: error: argument {message}"
+
+
+def test_eval_dry_run_prints_what_it_would_use_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    """`--dry-run` resolves the pipeline recipe's paths and settings, as a run would, with no model there to load."""
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "tiny.yaml"
+    config.write_text("name: tiny\nworld: {source: synthetic, size: 600}\neval: {k: 1, slots: 2, max_context: 1024}\n")
+    assert cli(["eval", "--config", str(config), "--temperature", "0.5", "--k", "3", "--dry-run"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        "would evaluate runs/tiny/sft/hf on runs/tiny/qa/test.jsonl in synthetic:600:0: k=3, temperature 0.5, "
+        "top-p 1, 1024 context tokens, 2 slots, judge em; results in runs/tiny/eval_sft_t0.5"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.yaml"]

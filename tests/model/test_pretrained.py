@@ -36,7 +36,10 @@ def test_an_hf_directory_is_returned_as_is(tmp_path):
 
 def test_a_gguf_file_is_imported_once_into_the_cache(tiny_gguf, tmp_path):
     cache = tmp_path / "cache"
+    planned = model.resolve_model(tiny_gguf, cache_dir=cache, dry_run=True)  # where it goes, nothing written
+    assert not cache.exists()
     first = model.resolve_model(tiny_gguf, cache_dir=cache)
+    assert first == planned
     assert first.parent == cache and first.name.startswith("tiny-chat-") and len(first.name) == len("tiny-chat-") + 10
     _, params = model.load_hf(first)
     _, want = model.load_gguf(tiny_gguf)

@@ -41,7 +41,8 @@ from jaxseeker.parallel.rules import DEFAULT_RULES
 from jaxseeker.parallel.sharded_attention import context_attention
 from jaxseeker.planning.command import make_plan
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
-from jaxseeker.train.rl.step import RLStepConfig, make_rl_step, packed_episode_rows, rl_loss
+from jaxseeker.train.rl.rows import packed_episode_rows
+from jaxseeker.train.rl.step import RLStepConfig, make_rl_step, rl_loss
 from jaxseeker.train.sft.step import make_sft_step, mesh_loss, sft_loss
 from jaxseeker.train.state import abstract_train_state, train_state_from_params
 

@@ -31,7 +31,8 @@ from jaxseeker.parallel import MeshConfig, logical_sharding, make_mesh
 from jaxseeker.parallel.rules import DEFAULT_RULES, batch_sharding, shard_batch
 from jaxseeker.parallel.sharded_attention import attention_specs, shard_attention
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
-from jaxseeker.train.rl.step import ROW_KEYS, RLStepConfig, make_rl_step
+from jaxseeker.train.rl.rows import ROW_KEYS
+from jaxseeker.train.rl.step import RLStepConfig, make_rl_step
 from jaxseeker.train.sft.step import make_sft_step
 from jaxseeker.train.state import abstract_train_state, train_state_from_params
 

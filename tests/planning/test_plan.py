@@ -32,7 +32,8 @@ from jaxseeker.planning.flops import step_flops
 from jaxseeker.planning.memory import StageShape, abstract_mesh, param_elements
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.recipe import RecipeError, read_recipe, recipe_kind
-from jaxseeker.train.rl.step import ROW_KEYS, RLStepConfig, accumulated_update, rl_loss
+from jaxseeker.train.rl.rows import ROW_KEYS
+from jaxseeker.train.rl.step import RLStepConfig, accumulated_update, rl_loss
 from jaxseeker.train.sft.loop import TrainConfig
 from jaxseeker.train.sft.step import make_sft_step, mesh_loss, sft_loss
 from jaxseeker.train.state import abstract_train_state

@@ -17,7 +17,8 @@ from jaxseeker.planning.fit import UPDATE_TOKENS, choose_update, memory_plan, pl
 from jaxseeker.planning.memory import StageShape, abstract_mesh
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.recipe import RecipeError, read_recipe
-from jaxseeker.train.rl.step import ROW_KEYS, RLStepConfig, accumulated_update, rl_loss
+from jaxseeker.train.rl.rows import ROW_KEYS
+from jaxseeker.train.rl.step import RLStepConfig, accumulated_update, rl_loss
 from jaxseeker.train.state import abstract_train_state
 
 FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}

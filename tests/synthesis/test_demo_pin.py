@@ -9,7 +9,7 @@ import json
 from traj_support import LOOP
 
 from jaxseeker.agent import as_question
-from jaxseeker.pipeline.config import ExpertStage, QAStage, ToolsStage
+from jaxseeker.pipeline.data_config import ExpertStage, QAStage, ToolsStage
 from jaxseeker.pipeline.questions import draft
 from jaxseeker.synthesis import ExpertTeacher, synthesize, webdancer_funnel
 from jaxseeker.tools import build_registry

@@ -393,3 +393,17 @@ def test_the_policy_teacher_rolls_out_its_checkpoint_through_the_command(policy_
     stats = json.loads((tmp_path / "t.jsonl.stats.json").read_text())
     assert stats["rounds"] == [1, 1] and out.read_text() == ""  # it only ever searches: never an answer, never kept
     assert stats["reasons"] == {"validity: ended by max_tool_calls, not an answer": 2}
+
+
+def test_trajectories_dry_run_reads_and_writes_nothing(tmp_path, capsys):
+    """`--dry-run` checks the flags and the output and says what a run would write: the questions file need not be
+    there yet (a dry run of the synthesis before it wrote none)."""
+    questions, out = tmp_path / "qa.jsonl", tmp_path / "data" / "t.jsonl"
+    argv = ["synth", "trajectories", "--questions", str(questions), "--world", "synthetic:200:0", "--out", str(out)]
+    assert main([*argv, "--dry-run"]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"would write the expert teacher's trajectories of {questions} on synthetic:200:0 to {out}"
+    )
+    assert not any(tmp_path.iterdir())
+    with pytest.raises(SystemExit, match="^jaxseeker synth: --teacher policy needs --model"):
+        main([*argv, "--teacher", "policy", "--dry-run"])

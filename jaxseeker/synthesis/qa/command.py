@@ -106,6 +106,9 @@ def _synth(args: argparse.Namespace) -> int:
     out = check_output(args.out, "--out")
     if args.plots:
         check_output(args.plots, "--plots", directory=True)
+    if args.dry_run:  # the flags and outputs are checked; the world is not opened and nothing is written
+        print(f"would write {args.n} {args.recipe} questions on {args.world} to {out}")
+        return 0
     world = open_world(args.world, cache_dir=args.cache_dir)
     if len(world) == 0:
         raise InputError(f"--world {args.world}: the world has no entities to ask about")
@@ -190,6 +193,7 @@ def add_parser(subparsers) -> None:
         p.add_argument("--seed", type=at_least(0), default=0)
         p.add_argument("--plots", default=None, help="directory for PNG plots")
         p.add_argument("--cache-dir", default=None, help="world cache directory")
+        p.add_argument("--dry-run", action="store_true", help="run nothing: check the flags, say what it would write")
         if recipe == "openseeker":  # the one recipe that asks a solver (the others would ignore these flags)
             p.add_argument(
                 "--solver",

@@ -12,9 +12,13 @@ MIN_HIDDEN = 14
 
 
 def _rl(args: argparse.Namespace) -> int:
+    from jaxseeker.parallel import maybe_initialize_distributed
+    from jaxseeker.planning.fit import planned_recipe
     from jaxseeker.train.rl.loop import run_rl
 
-    summary = run_rl(read_config(args, "rl"), resume=args.resume, progress=not args.no_progress)
+    maybe_initialize_distributed()  # before the planner reads the devices: a multi-host job joins its runtime first
+    recipe = planned_recipe(read_config(args, "rl"))  # the remat and micro-batch tokens that fit, refused if none
+    summary = run_rl(recipe, resume=args.resume, progress=not args.no_progress)
     width = max(map(len, summary))
     print("\nRL summary")
     for key, value in summary.items():

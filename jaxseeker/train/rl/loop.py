@@ -47,7 +47,6 @@ from jaxseeker.agent import (
 )
 from jaxseeker.generation import SamplingConfig
 from jaxseeker.parallel import is_main_process, maybe_initialize_distributed, process_info
-from jaxseeker.planning.fit import planned_recipe
 from jaxseeker.rewards import submit_feedback
 from jaxseeker.tools import (
     ToolRegistry,
@@ -148,13 +147,12 @@ def _tools(recipe: dict) -> tuple[ToolRegistry, bool]:
 def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
     """Build mesh, model, state, engine, tools, judge and sampler; restore on `resume`.
 
-    `engine`: an engine to roll out with instead of the recipe's (e.g. a `ScriptedEngine` in tests). The update is
-    planned on this process's devices first (`fit.planned_recipe`: remat and micro-batch tokens that fit, written
-    into the run's recipe), and a recipe whose plan does not fit is refused before anything is loaded.
+    `engine`: an engine to roll out with instead of the recipe's (e.g. a `ScriptedEngine` in tests). The recipe runs
+    as given: the callers above (`jaxseeker rl`, the pipeline's RL stages) plan its update first
+    (`planning.fit.planned_recipe`: the remat and micro-batch tokens that fit, refused before anything loads).
     """
     check_sections(recipe, SECTIONS, "recipe")
-    maybe_initialize_distributed()  # before the planner reads the devices: a multi-host job joins its runtime first
-    recipe = planned_recipe(recipe)
+    maybe_initialize_distributed()
     rl = build(RLConfig, recipe.get("rl"), "rl")
     if not rl.questions:
         raise RecipeError('rl.questions: give at least one JSONL file of {"question", "answer"}')
@@ -316,7 +314,9 @@ def _data_state(run: RLRun) -> dict:
 
 def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine: Any = None) -> dict:
     """Train `rl.steps` RL steps, checkpointing on the way; returns the summary (also `summary.json`). A
-    single-process run stopped by Ctrl-C or SIGTERM saves the step it was on and raises `Interrupted`."""
+    single-process run stopped by Ctrl-C or SIGTERM saves the step it was on and raises `Interrupted`. The recipe
+    runs as given: `planning.fit.planned_recipe(recipe)` first sets the remat and micro-batch tokens that fit the
+    devices, as `jaxseeker rl` does (unplanned, `rl.update_tokens: 0` takes a whole mini-batch a pass)."""
     run = prepare(recipe, resume=resume, engine=engine)
     main = is_main_process()
     t_start = time.perf_counter()

@@ -15,7 +15,7 @@ What enters the update, and why each choice is exact:
 - The mini-batches are a seeded split of all the step's episodes, as if none were dropped; each mini-batch's
   remaining episodes fill rows as long as the step's longest episode rounded up to `ROW_BUCKET` tokens (at most the
   stage's context), one episode per row, or with `rl.pack` the whole context filled with as many episodes as fit
-  (`step.packed_episode_rows`). The rows go through the update `update_tokens // row length` at a time (one
+  (`rows.packed_episode_rows`). The rows go through the update `update_tokens // row length` at a time (one
   compiled shape), their gradients summed into one optimizer step (`train.rl.step.accumulated_update`).
 
 A stop requested during the update (a preemption's notice) ends it between two optimizer micro-steps with its
@@ -43,8 +43,9 @@ from jaxseeker.parallel import batch_shards, global_array, host_array
 from jaxseeker.parallel.rules import replicated
 from jaxseeker.train.rl import shaping
 from jaxseeker.train.rl.config import ROW_BUCKET
+from jaxseeker.train.rl.rows import episode_rows, packed_episode_rows
 from jaxseeker.train.rl.scoring import episode_advantages
-from jaxseeker.train.rl.step import RLStep, episode_rows, make_rl_step, packed_episode_rows
+from jaxseeker.train.rl.step import RLStep, make_rl_step
 
 INPUT_KEYS = ("tokens", "targets", "loss_mask", "segment_ids", "positions")  # what the log-prob pass reads
 UPDATE_KEYS = (*INPUT_KEYS, "advantages", "old_logp")

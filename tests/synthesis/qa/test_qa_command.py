@@ -176,3 +176,14 @@ def test_synth_plain_writes_the_earlier_questions_and_the_default_the_natural_on
         config = e2hqa.E2HQAConfig(min_rounds=0, max_rounds=1, natural=natural)
         expected = [r.to_json() for r in e2hqa.synthesize(world, 8, config=config).records]
         assert [r.to_json() for r in read_jsonl(tmp_path / name)] == expected
+
+
+def test_synth_dry_run_checks_the_flags_and_opens_and_writes_nothing(tmp_path, capsys):
+    """`--dry-run` says what a run would write; a flag it cannot run with still ends it in one line."""
+    out = tmp_path / "qa" / "q.jsonl"
+    common = ["--world", "synthetic:400:2", "--n", "5", "--cache-dir", str(tmp_path / "cache"), "--dry-run"]
+    assert main(["synth", "sailorfog", *common, "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == f"would write 5 sailorfog questions on synthetic:400:2 to {out}"
+    assert not any(tmp_path.iterdir())  # no world built into the cache, no output directory
+    with pytest.raises(SystemExit, match="^jaxseeker synth: --rounds MIN MAX needs 0 <= MIN <= MAX, got 2 1$"):
+        main(["synth", "e2hqa", *common, "--rounds", "2", "1", "--out", str(out)])

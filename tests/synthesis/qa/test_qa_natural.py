@@ -4,7 +4,7 @@ writer says them, E2HQA entity answers; and the pipeline's default keeps the ear
 import dataclasses
 import random
 
-from jaxseeker.pipeline.config import QAStage
+from jaxseeker.pipeline.data_config import QAStage
 from jaxseeker.synthesis.qa.clues import prune
 from jaxseeker.synthesis.qa.describe import describe_entity
 from jaxseeker.synthesis.qa.e2hqa import entity_start

@@ -10,8 +10,9 @@ import pytest
 
 from jaxseeker import losses, model
 from jaxseeker.losses.masked import segment_count, segment_mean
+from jaxseeker.train.rl.rows import episode_rows, packed_episode_rows
 from jaxseeker.train.rl.shaping import loss_scales
-from jaxseeker.train.rl.step import RLStepConfig, episode_rows, packed_episode_rows, rl_loss
+from jaxseeker.train.rl.step import RLStepConfig, rl_loss
 
 CFG = model.ModelConfig.tiny(vocab_size=64)
 STEP = RLStepConfig(kl_coef=0.1, kl_estimator="k3", chunk_size=16, temperature=0.8)

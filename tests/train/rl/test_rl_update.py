@@ -18,8 +18,9 @@ from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.rl.config import RLConfig
 from jaxseeker.train.rl.midstep import finish_step, restore_mid_step, save_mid_step
+from jaxseeker.train.rl.rows import episode_rows
 from jaxseeker.train.rl.scoring import episode_advantages
-from jaxseeker.train.rl.step import RLStepConfig, episode_rows, rl_loss
+from jaxseeker.train.rl.step import RLStepConfig, rl_loss
 from jaxseeker.train.rl.update import UpdateStopped, row_length, update
 from jaxseeker.train.state import create_train_state
 
