@@ -37,7 +37,7 @@ def run(pretrained, tmp_path_factory):
         "sft": {"data": {"seq_len": 4096, "batch_size": 1}, "optimizer": {"warmup_steps": 1}, "train": {"steps": 2}},
         # the tokenizer knows only the pages: tool calls and thoughts take many tokens
         "eval": {
-            "slots": 4,
+            "slots": 6,  # the 6 questions in one wave
             "max_context": 6144,
             "max_tool_calls": 8,
             "max_tokens_per_turn": 256,
