@@ -12,7 +12,9 @@ Per question (`question_artefacts`):
 - `stacked_relative`: a relative clause inside a relative clause whose verbs then close one after the other (`the
   city where a player who died in Waco was born`): two verb groups with no word between their clauses.
 Per set (`ArtefactCounts`): each artefact's count, the non-answer entities of the queries that are named, hidden
-behind a first letter or described (neither), and the answers' kinds (entity, number, date, count).
+behind a first letter or described (neither), the answers' kinds (entity, number, date, count), and the questions
+that name nothing with, given the world, the fewest candidates one variable's own clues leave (`fewest_candidates`:
+how many entities a searcher starting there must check, as no search of a range's words lists them).
 `check_limits` compares the shares with limits (`DEFAULT_LIMITS`, or a YAML file's) and names each one passed.
 """
 
@@ -84,6 +86,21 @@ def entity_ways(q: Query) -> list[str]:
     return ways
 
 
+def fewest_candidates(world: World, q: Query) -> int:
+    """The fewest entities of one variable's type that its own values and initials leave in `world` (a variable with
+    none of those: every entity of its type), over the variables of `q`."""
+    fewest = None
+    for v in q.vars:
+        ids: set[str] | None = None
+        for p in v.preds:
+            found = world.candidates(v.type, p)
+            if found is not None:
+                ids = set(found) if ids is None else ids & set(found)
+        n = len(ids) if ids is not None else len(world.ids_of_type(v.type))
+        fewest = n if fewest is None else min(fewest, n)
+    return fewest or 0
+
+
 def answer_kind(world: World | None, q: Query, record: QARecord) -> str:
     """`entity`, `count`, `date` or `number`: what the question asks for."""
     if q.count:
@@ -121,6 +138,8 @@ class ArtefactCounts:
     artefacts: dict[str, int]
     entities: dict[str, int]
     answers: dict[str, int]
+    names_nothing: int = 0  # questions whose query names no entity
+    fewest: tuple[int, ...] = ()  # with a world: `fewest_candidates` of each question that names nothing
 
     def share(self, key: str) -> float:
         """The share of questions with artefact `key`, of answers that are entities (`entity_answers`), or of
@@ -137,17 +156,23 @@ def count_artefacts(records: Sequence[QARecord], world: World | None = None, *, 
     artefacts: collections.Counter[str] = collections.Counter()
     entities: collections.Counter[str] = collections.Counter()
     answers: collections.Counter[str] = collections.Counter()
+    nameless, fewest = 0, []
     for r in records:
         artefacts.update(question_artefacts(r, world, solve=solve))
         if "query" in r.meta:
             q = Query.from_json(r.meta["query"])
             entities.update(entity_ways(q))
             answers[answer_kind(world, q, r)] += 1
+            if all(v.anchor() is None for v in q.vars):
+                nameless += 1
+                fewest += [fewest_candidates(world, q)] if world is not None else []
     return ArtefactCounts(
         len(records),
         {a: artefacts.get(a, 0) for a in ARTEFACTS},
         {w: entities.get(w, 0) for w in ("described", "named", "first_letter")},
         dict(sorted(answers.items())),
+        nameless,
+        tuple(sorted(fewest)),
     )
 
 
@@ -157,11 +182,19 @@ def artefact_summary(c: ArtefactCounts) -> str:
     total = sum(c.entities.values())
     ways = ", ".join(f"{w} {k} ({k / max(1, total):.0%})" for w, k in c.entities.items())
     kinds = ", ".join(f"{w} {k}" for w, k in c.answers.items()) or "-"
+    nameless = f"  naming nothing: {c.names_nothing} of {c.n}"
+    if c.fewest:
+        small = [sum(n <= k for n in c.fewest) for k in (10, 50)]
+        nameless += (
+            f"; the fewest candidates a variable's own clues leave: at most 10 in {small[0]}, at most 50 in "
+            f"{small[1]} (median {c.fewest[len(c.fewest) // 2]})"
+        )
     return "\n".join(
         [
             f"  artefacts (questions of {c.n}): {per}",
             f"  non-answer entities: {ways}",
             f"  answers: {kinds}",
+            nameless,
         ]
     )
 

@@ -7,10 +7,12 @@ import pytest
 from jaxseeker.cli import main
 from jaxseeker.synthesis.qa.artefacts import (
     ArtefactCounts,
+    artefact_summary,
     check_limits,
     count_artefacts,
     droppable_clues,
     entity_ways,
+    fewest_candidates,
     found_by_one_search,
 )
 from jaxseeker.synthesis.qa.record import QARecord
@@ -95,6 +97,34 @@ def test_entity_ways_and_one_search():
     w = towns()
     assert found_by_one_search(w, "Maro Field airport", "b")
     assert not found_by_one_search(w, "Maro Field airport", "c", k=1)
+
+
+def test_a_question_that_names_nothing_is_counted_with_the_fewest_candidates_its_clues_leave():
+    w = towns()
+    # a city of 20,000 to 30,000 (Lenst, Maro: 2 of 3 cities) served by an airport above 500 m (Maro Field: 1 of 3)
+    q = Query(
+        (
+            Var("airport", (NumberIn("elevation", 500, None, "above"),)),
+            Var("city", (NumberIn("population", 20_000, 30_000, "between"),)),
+        ),
+        (Edge(0, "serves", 1),),
+    )
+    assert fewest_candidates(w, q) == 1
+    # no value at all: every entity of the smaller type (2 countries against 3 cities)
+    bare = Query((Var("city"), Var("country")), (Edge(0, "located_in", 1),))
+    assert fewest_candidates(w, bare) == 2
+    named = Query((Var("city"), Var("country", (Is("r"),))), (Edge(0, "located_in", 1),))
+    records = [
+        QARecord("Which city has an airport above 500 m?", "Maro", "t", 2, {"query": q.to_json()}),
+        QARecord("Which city is in a country?", "Maro", "t", 2, {"query": bare.to_json()}),
+        QARecord("Which city is in Ruland?", "Maro", "t", 1, {"query": named.to_json()}),
+    ]
+    counts = count_artefacts(records, w, solve=False)
+    assert (counts.names_nothing, counts.fewest) == (2, (1, 2))
+    assert "naming nothing: 2 of 3; the fewest candidates a variable's own clues leave: at most 10 in 2" in (
+        artefact_summary(counts)
+    )
+    assert count_artefacts(records).fewest == ()  # no world, no candidates counted
 
 
 def test_counts_and_limits():
