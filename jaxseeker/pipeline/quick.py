@@ -39,7 +39,7 @@ QUICK_WARMUP = {
     "copy_warmup_gap": 16,
 }
 # At most these values (a recipe's smaller value stays): keys of `eval`, `rl` and `rl.rl`.
-EVAL_CAPS = {"k": 1, "sampled_k": 2, "slots": 8, "max_context": 2048, "max_tool_calls": 6, "max_tokens_per_turn": 128}
+EVAL_CAPS = {"k": 1, "sampled_k": 2, "slots": 16, "max_context": 2048, "max_tool_calls": 6, "max_tokens_per_turn": 128}
 EVAL_FRESH = 4  # held-out fresh questions when the recipe asks for any
 RL_CAPS = {"train_questions": 4, "fresh_questions": 4}
 RFT_ONLY = ("rft_per_question", "rft_replay", "rft_rounds", "rft_seeds")  # rl keys of rl.method rft
