@@ -12,7 +12,6 @@ import atexit
 import os
 import shutil
 import tempfile
-from pathlib import Path
 
 # The legacy elemental emitter compiles a fusion several times faster than XLA:CPU's MLIR fusion emitters
 # (the default); both emit IEEE float arithmetic without fast-math.
@@ -30,14 +29,3 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 # A size limit turns on jax's file lock around cache reads and writes: xdist workers and the processes the
 # tests start write to one cache at once.
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(8 << 30))
-
-# The files of minutes first: pytest-xdist hands the next file to whichever worker is free, so a long file handed
-# out last is a tail that one worker runs while the other idles (a longest-first schedule). Order only: every test
-# passes in any order.
-LONG_FIRST = ("pipeline/", "parallel/", "train/", "test_notebook", "test_tpu_")
-
-
-def pytest_collection_modifyitems(items: list) -> None:
-    """Move the tests of the long files (LONG_FIRST, paths under tests/) ahead, keeping the order within each part."""
-    tests = Path(__file__).parent
-    items.sort(key=lambda item: not str(item.path.relative_to(tests)).startswith(LONG_FIRST))
