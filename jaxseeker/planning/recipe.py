@@ -114,30 +114,18 @@ def sft_stages(recipe: Mapping[str, Any]) -> list[StageShape]:
 def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
     """Validate sampling, reward, objective and tools as `train.rl.loop.prepare` does; starts no tool, judge, world."""
     from jaxseeker import rewards
-    from jaxseeker.generation import SamplingConfig
     from jaxseeker.tools import tools_config
     from jaxseeker.tools.llm_client import LLMConfig
-    from jaxseeker.train.rl.config import check_rl_sampling
+    from jaxseeker.train.rl.config import rl_sampling, step_config
     from jaxseeker.train.rl.scoring import RewardConfig
-    from jaxseeker.train.rl.step import RLStepConfig
 
-    sampling = build(SamplingConfig, {"temperature": 1.0, **(recipe.get("sampling") or {})}, "sampling")
-    check_rl_sampling(sampling)
+    sampling = rl_sampling(recipe.get("sampling"))
     reward = build(RewardConfig, recipe.get("reward"), "reward")
     check_kwargs(rewards.get_reward_fn(reward.fn), reward.kwargs, "reward.kwargs")
     if reward.judge == "llm":
         build(LLMConfig, reward.llm, "reward.llm")
     try:
-        RLStepConfig(
-            objective=rl.objective,
-            objective_kwargs=dict(rl.objective_kwargs),
-            kl_coef=rl.kl_coef,
-            kl_estimator=rl.kl_estimator,
-            temperature=sampling.temperature,
-            chunk_size=rl.chunk_size,
-            entropy=rl.entropy_metric,
-            entropy_coef=rl.entropy_coef,
-        )
+        step_config(rl, sampling)
         tools_config(recipe.get("tools") or {"enabled": []})
     except ValueError as e:
         raise RecipeError(f"rl / tools: {e}") from None

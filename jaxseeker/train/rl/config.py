@@ -19,6 +19,7 @@ from jaxseeker.losses.registry import packs_exactly, takes_segment_ids
 from jaxseeker.train.optimizer import OptimizerConfig
 from jaxseeker.train.recipe import RecipeError, build, check_kwargs
 from jaxseeker.train.rl import selection as sel
+from jaxseeker.train.rl.step import RLStepConfig
 
 SECTIONS = (
     "name",
@@ -174,6 +175,27 @@ def rl_optimizer_config(rl: RLConfig, section: Mapping[str, Any] | None, *, lora
         defaults["min_lr"] = section["lr"]
     warmup = math.floor(RL_WARMUP_FRACTION * section.get("total_steps", updates))  # 0 under 10 updates
     return build(OptimizerConfig, {"total_steps": updates, "warmup_steps": warmup, **defaults, **section}, "optimizer")
+
+
+def rl_sampling(section: Mapping[str, Any] | None) -> SamplingConfig:
+    """The recipe's `sampling` section (temperature 1.0 unless it sets one), checked for RL."""
+    sampling = build(SamplingConfig, {"temperature": 1.0, **(section or {})}, "sampling")
+    check_rl_sampling(sampling)
+    return sampling
+
+
+def step_config(rl: RLConfig, sampling: SamplingConfig) -> RLStepConfig:
+    """What the compiled update computes for `rl` at the rollouts' sampling temperature (ValueError when invalid)."""
+    return RLStepConfig(
+        objective=rl.objective,
+        objective_kwargs=dict(rl.objective_kwargs),
+        kl_coef=rl.kl_coef,
+        kl_estimator=rl.kl_estimator,
+        temperature=sampling.temperature,
+        chunk_size=rl.chunk_size,
+        entropy=rl.entropy_metric,
+        entropy_coef=rl.entropy_coef,
+    )
 
 
 def check_rl_sampling(sampling: SamplingConfig) -> None:

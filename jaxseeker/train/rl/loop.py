@@ -68,10 +68,11 @@ from jaxseeker.train.rl.config import (
     ContextStage,
     EngineConfig,
     RLConfig,
-    check_rl_sampling,
     context_stages,
     rl_optimizer_config,
+    rl_sampling,
     stage_at,
+    step_config,
 )
 from jaxseeker.train.rl.midstep import finish_step, restore_mid_step, save_mid_step
 from jaxseeker.train.rl.scoring import QuestionSampler, RewardConfig, Scorer, score_metrics
@@ -158,23 +159,13 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
         raise RecipeError('rl.questions: give at least one JSONL file of {"question", "answer"}')
     rollout_cfg = build(RolloutConfig, recipe.get("rollout"), "rollout")
     stages = context_stages(rl, rollout_cfg)
-    sampling = build(SamplingConfig, {"temperature": 1.0, **(recipe.get("sampling") or {})}, "sampling")
-    check_rl_sampling(sampling)
+    sampling = rl_sampling(recipe.get("sampling"))
     engine_cfg = build(EngineConfig, recipe.get("engine"), "engine")
     reward = build(RewardConfig, recipe.get("reward"), "reward")
     lora = lora_from_recipe(recipe.get("model")) is not None
     opt_cfg = rl_optimizer_config(rl, recipe.get("optimizer"), lora=lora)
     try:
-        step_cfg = RLStepConfig(
-            objective=rl.objective,
-            objective_kwargs=dict(rl.objective_kwargs),
-            kl_coef=rl.kl_coef,
-            kl_estimator=rl.kl_estimator,
-            temperature=sampling.temperature,
-            chunk_size=rl.chunk_size,
-            entropy=rl.entropy_metric,
-            entropy_coef=rl.entropy_coef,
-        )
+        step_cfg = step_config(rl, sampling)
     except ValueError as e:
         raise RecipeError(f"rl: {e}") from None
     questions = [q for path in rl.questions for q in read_questions(path)]
