@@ -39,7 +39,7 @@ from jaxseeker.parallel.rules import DEFAULT_RULES, Rules, activation_constraint
 from jaxseeker.parallel.sharded_attention import Attention
 from jaxseeker.train.optimizer import OptimizerConfig, learning_rate_at, make_optimizer
 from jaxseeker.train.rl.rows import ROW_KEYS
-from jaxseeker.train.sft.step import loss_unembed, mesh_attention_kernel, mesh_loss, policy_params, with_base
+from jaxseeker.train.sft.step import loss_inputs, mesh_attention_kernel, mesh_loss, policy_params, with_base
 from jaxseeker.train.state import TrainState, abstract_train_state, cast_floating
 
 Batch = Mapping[str, jax.Array]
@@ -97,16 +97,7 @@ def policy_logprobs(
     built at the batch's `loss_mask` positions only (0 elsewhere).
     attention_kernel, constrain: passed to `model.hidden_states` (None: the model's `attention_impl`; XLA's
     activation layout)."""
-    hidden = model.hidden_states(
-        params,
-        batch["tokens"],
-        cfg,
-        positions=batch["positions"],
-        segment_ids=batch["segment_ids"],
-        attention_kernel=attention_kernel,
-        constrain=constrain,
-    )  # [batch, seq, embed]
-    w = loss_unembed(params, cfg, hidden.dtype, constrain)  # [embed, vocab]
+    hidden, w = loss_inputs(params, batch, cfg, attention_kernel, constrain)  # [batch, seq, embed], [embed, vocab]
     kwargs = dict(chunk_size=chunk_size, temperature=temperature, loss_mask=batch["loss_mask"])
     if entropy:
         return losses.token_logprobs_and_entropy(hidden, w, batch["targets"], **kwargs)

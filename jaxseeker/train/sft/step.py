@@ -56,6 +56,15 @@ def sft_loss(
     attention_kernel, constrain: passed to `model.hidden_states` (None: the model's `attention_impl`; XLA's
     activation layout).
     """
+    hidden, w = loss_inputs(params, batch, cfg, attention_kernel, constrain)  # [batch, seq, embed], [embed, vocab]
+    return losses.chunked_masked_nll(hidden, w, batch["targets"], batch["loss_mask"], chunk_size=chunk_size)
+
+
+def loss_inputs(
+    params: Any, batch: Batch, cfg: model.ModelConfig, attention_kernel: Attention | None, constrain: Constrain | None
+) -> tuple[jax.Array, jax.Array]:
+    """(hidden states `[batch, seq, embed]`, unembedding `[embed, vocab]`) of the training forward over `batch`'s
+    packed rows: what a chunked loss (SFT's NLL, RL's token log-probs) multiplies chunk by chunk."""
     hidden = model.hidden_states(
         params,
         batch["tokens"],
@@ -65,8 +74,7 @@ def sft_loss(
         attention_kernel=attention_kernel,
         constrain=constrain,
     )  # [batch, seq, embed]
-    w = loss_unembed(params, cfg, hidden.dtype, constrain)  # [embed, vocab]
-    return losses.chunked_masked_nll(hidden, w, batch["targets"], batch["loss_mask"], chunk_size=chunk_size)
+    return hidden, loss_unembed(params, cfg, hidden.dtype, constrain)
 
 
 def loss_unembed(params: Any, cfg: model.ModelConfig, dtype: Any, constrain: Constrain | None) -> jax.Array:
