@@ -271,6 +271,19 @@ def run_step(
         max_turns=stage.max_turns,
         pool_pass=pool_pass,
     )
+    for group, group_scores in zip(groups, scores):
+        for e, s in zip(group, group_scores):
+            e.meta["rl"] = {
+                "step": step + 1,
+                "reward": s.reward,
+                "correct": float(s.outcome.correct),
+                "f1": s.outcome.f1,
+                "format_ok": s.outcome.format_ok,
+            }
+    if is_main_process() and run.rl.episodes_every and (step + 1) % run.rl.episodes_every == 0:
+        # before the update, so a stop inside it (resumed by `finish_step`) cannot lose them
+        (run.out_dir / "episodes").mkdir(exist_ok=True)
+        write_episodes(run.out_dir / "episodes" / f"step_{step + 1:06d}.jsonl", episodes)
     if selection.empty:
         metrics["skipped_update"] = 1.0
     else:
@@ -285,15 +298,6 @@ def run_step(
             raise
         after_update(run, state, update_metrics, len(chosen))
         metrics.update(update_metrics, skipped_update=0.0)
-    for group, group_scores in zip(groups, scores):
-        for e, s in zip(group, group_scores):
-            e.meta["rl"] = {
-                "step": step + 1,
-                "reward": s.reward,
-                "correct": float(s.outcome.correct),
-                "f1": s.outcome.f1,
-                "format_ok": s.outcome.format_ok,
-            }
     metrics.update(times, step_s=time.perf_counter() - t0)
     return state, metrics, episodes
 
@@ -338,9 +342,9 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
                 if run.pending is not None:  # the step a stop interrupted inside its update: the rest of it
                     state, metrics = finish_step(run, state, run.pending, stopping)
                     after_update(run, state, metrics, int(metrics.pop("update_episodes")))
-                    run.pending, episodes = None, []
+                    run.pending = None
                 else:
-                    state, metrics, episodes = run_step(run, state, step, stopping)
+                    state, metrics, _ = run_step(run, state, step, stopping)
             except UpdateStopped as stopped:
                 save_mid_step(run.checkpointer, stopped, step, _data_state(run), run.recipe)
                 run.checkpointer.close()
@@ -352,9 +356,6 @@ def run_rl(recipe: dict, *, resume: bool = False, progress: bool = True, engine:
             bar.set_postfix(
                 reward=f"{metrics['reward']:.3f}", acc=f"{metrics['accuracy']:.2f}", step_s=f"{metrics['step_s']:.1f}"
             )
-            if main and run.rl.episodes_every and done % run.rl.episodes_every == 0:
-                (run.out_dir / "episodes").mkdir(exist_ok=True)
-                write_episodes(run.out_dir / "episodes" / f"step_{done:06d}.jsonl", episodes)
             stopped = stopping() and done < run.rl.steps  # Ctrl-C or SIGTERM came
             run.checkpointer.save(
                 done, state, data_state=_data_state(run), config=run.recipe, force=done == run.rl.steps or stopped

@@ -38,7 +38,7 @@ DETERMINISTIC += ("ratio_mean", "ratio_max", "clip_frac_low", "clip_frac_high", 
 
 def _argv(paths: dict, out_dir: Path, *extra: str) -> list[str]:
     """`jaxseeker rl` on the toy with DUPO: 2 questions × 4 rollouts a step, 4 mini-batches of 2 episodes, a checkpoint
-    a step."""
+    and an episodes file a step."""
     sets = [
         f"model.hf_path={paths['policy']}",
         f"rl.questions=[{paths['questions']}]",
@@ -50,6 +50,7 @@ def _argv(paths: dict, out_dir: Path, *extra: str) -> list[str]:
         "rl.selection=dupo",
         f"rl.dupo_filter_rollouts={FILTER_ROLLOUTS}",
         f"rl.mini_batches={MINI_BATCHES}",
+        "rl.episodes_every=1",
     ]
     return ["rl", "--config", str(CONFIG), "--no-progress", *extra, *[a for s in sets for a in ("--set", s)]]
 
@@ -105,6 +106,14 @@ def test_stops_inside_the_prefilter_and_the_update_resume_without_redoing_or_los
     for step in range(1, STEPS + 1):
         for key in DETERMINISTIC:
             assert got[step][key] == pytest.approx(expected[step][key], rel=1e-6, abs=1e-7), (step, key)
+    for step in range(1, STEPS + 1):  # the stopped step's episodes were written before its update
+        name = f"episodes/step_{step:06d}.jsonl"
+        episodes = [json.loads(line) for line in (out / name).read_text().splitlines()]
+        whole_episodes = [json.loads(line) for line in (tmp_path / "whole" / name).read_text().splitlines()]
+        assert len(episodes) == BATCH * 4
+        assert [(e["token_ids"], e["meta"]["rl"]) for e in episodes] == [
+            (e["token_ids"], e["meta"]["rl"]) for e in whole_episodes
+        ], step
     # the same programs on the same inputs in the same order: the final params agree to the bit
     _, target = model.load_hf(paths["policy"])
     final = {name: restore_params(tmp_path / name / "checkpoints", target, STEPS) for name in ("whole", "stopped")}
