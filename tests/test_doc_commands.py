@@ -114,6 +114,10 @@ def test_every_fenced_command_runs(tmp_path, monkeypatch, capsys):
     assert len(ran) >= 15 and len(dry) >= 10, (len(ran), len(dry))
     questions = [json.loads(line) for line in (tmp_path / "qa.jsonl").read_text().splitlines()]
     assert questions and {q["answer"] for q in questions} <= set(NAMES)  # crawlqa asked about the pages file
+    trajectories = [json.loads(line) for line in (tmp_path / "sft.jsonl").read_text().splitlines()]
+    answers = {q["question"]: q["answer"] for q in questions}  # the expert followed the pages' links to each answer
+    assert len(trajectories) == len(questions)
+    assert all(f"<answer>{answers[t['question']]}</answer>" in t["messages"][-1]["content"] for t in trajectories)
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,8 @@ class SeenSearch:
 
 @dataclasses.dataclass(frozen=True)
 class SeenPage:
-    """A visited page as shown: title, url, the evidence text and the listed links (title → url)."""
+    """A visited page as shown: title, url, the evidence text and the listed links (title → url); the text ends with
+    one sentence a listed link ("T links to L."), so `related` reads a `links_to` hop as it reads any relation."""
 
     title: str
     url: str
@@ -107,7 +108,9 @@ def parse_visit(text: str) -> list[SeenPage]:
             if line.startswith("- ") and ": " in line:
                 name, _, url = line[2:].rpartition(": ")
                 links[name.strip()] = url.strip()
-        pages.append(SeenPage(title.group(1).strip(), title.group(2).strip(), body, links))
+        name = title.group(1).strip()
+        said = "".join(f"\n{name} {RELATIONS['links_to'].forward.format(link)}." for link in links)
+        pages.append(SeenPage(name, title.group(2).strip(), body + said, links))
     return pages
 
 
@@ -130,8 +133,6 @@ def split_names(listed: str) -> tuple[list[str], int]:
 def related(text: str, subject: str, rel: str, forward: bool) -> tuple[list[str], int, list[str]]:
     """Names the page says `subject` is joined to by `rel` (forward: subject is the source), how many more
     the page leaves unnamed, and the sentences that say so."""
-    if rel == "links_to":
-        return [], 0, []
     spec = RELATIONS[rel]
     pattern = _template_regex(subject, spec.forward if forward else spec.backward)
     names, more, said = [], 0, []

@@ -50,3 +50,20 @@ def test_a_decade_is_searched_as_one_query_a_year_and_evidence_quotes_the_senten
         "Tulsa has a population of 413,066."
     )
     assert evidence(seen[1:], "Tulsa", "the city").startswith("No results for 'Tulsa airport'.")
+
+
+def test_a_visited_pages_links_read_as_links_to_hops():
+    observation = (
+        "Page: Alpha River\nURL: https://pages.example/Alpha_River\nGoal: its links\n\nEvidence in page:\n"
+        "Alpha River lies next to Beta Town.\n\nLinks on this page:\n- Beta Town: https://pages.example/Beta_Town\n"
+        "- Gamma Hill: https://pages.example/Gamma_Hill"
+    )
+    (page,) = reader.parse_visit(observation)
+    assert page.links == {
+        "Beta Town": "https://pages.example/Beta_Town",
+        "Gamma Hill": "https://pages.example/Gamma_Hill",
+    }
+    names, more, said = reader.related(page.text, "Alpha River", "links_to", True)
+    assert (names, more) == (["Beta Town", "Gamma Hill"], 0)
+    assert said == ["Alpha River links to Beta Town.", "Alpha River links to Gamma Hill."]
+    assert reader.related(page.text, "Alpha River", "links_to", False)[0] == []  # who links here: not on this page
