@@ -153,11 +153,7 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
     from jaxseeker.model import LoraConfig, ModelConfig
     from jaxseeker.parallel import MeshConfig
     from jaxseeker.pipeline import config as pipeline
-    from jaxseeker.tools import ToolsConfig
-    from jaxseeker.tools.http import HttpConfig
     from jaxseeker.tools.llm_client import LLMConfig
-    from jaxseeker.tools.python_exec import PythonConfig
-    from jaxseeker.tools.visit import VisitOptions
     from jaxseeker.train.optimizer import OptimizerConfig
     from jaxseeker.train.recipe import read_recipe, shipped_configs
     from jaxseeker.train.rl import config as rl_config
@@ -180,10 +176,11 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
         "The pipeline sets `data.seed` to the sft's + 1 + round + 10·k (fine-tune k of a soup, `rl.rft_seeds`).",
     }
     pipeline_sections = [name] + [(s, cls, {"doc": docs.get(s)}) for s, cls in pipeline.STAGES.items()]
-    shipped = [n for n in shipped_configs() if set(read_recipe(n)) <= {"name", *pipeline.STAGES}]
+    shipped = [n for n in shipped_configs() if set(read_recipe(n)) <= {"name", *pipeline.SHARED, *pipeline.STAGES}]
     yield (
         "Pipeline recipe: `jaxseeker pipeline`, `jaxseeker eval --config`",
-        "The pipeline's own sections (`world`, `qa`, `expert`, `tools`, `policy`, `eval`), and each training "
+        "The sections `world` and `tools`, written as in an RL recipe ([below](#tools-and-world-the-pipeline-and-rl-"
+        "recipes-alike)); the pipeline's own sections (`qa`, `expert`, `policy`, `eval`); and each training "
         "stage's recipe: `sft`, `extend` and `rft` hold sections of an [SFT recipe](#sft-recipe-jaxseeker-sft), "
         "`rl` those of an [RL recipe](#rl-recipe-jaxseeker-rl), with only the keys set there; a key means what it "
         "means in the recipe, and the recipe's own default fills every key not set. Each training stage writes "
@@ -232,6 +229,14 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
             {},
         ),
     ]
+    alike = tools_and_world()
+    yield (
+        "`tools` and `world`: the pipeline and RL recipes alike",
+        "A pipeline recipe and a `jaxseeker rl` recipe write these two sections the same way, so a block copied from "
+        "one kind into the other loads there. A key a block leaves out takes the default below; where a pipeline's "
+        "default differs, the table gives both.",
+        alike,
+    )
     assert {s for s, *_ in shared} >= set(sft.SECTIONS) & set(rl_config.SECTIONS) - {"name"}
     yield (
         "Sections shared by the SFT and RL recipes",
@@ -253,38 +258,60 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
         ("rollout", RolloutConfig, {}),
         ("sampling", SamplingConfig, {"defaults": {"temperature": "`1.0` in RL (top_p and top_k must stay off)"}}),
         ("engine", rl_config.EngineConfig, {}),
-        (
-            "tools",
-            ToolsConfig,
-            {
-                "nested": {
-                    "http": "tools.http",
-                    "visit": "tools.visit",
-                    "python": "tools.python",
-                    "summarizer": "tools.summarizer",
-                }
-            },
-        ),
-        ("tools.http", HttpConfig, {}),
-        ("tools.visit", VisitOptions, {}),
-        ("tools.python", PythonConfig, {}),
-        ("tools.summarizer", LLMConfig, {}),
-        (
-            "world",
-            "The world the local `search` and `visit` tools read: a saved world directory, or "
-            "`synthetic[:SIZE[:SEED]]`, `pages:FILE.jsonl`, `atlas[:FR,DE,…]`; `null` for web back-ends.",
-            {},
-        ),
         ("reward", RewardConfig, {"nested": {"llm": "reward.llm"}}),
         ("reward.llm", LLMConfig, {}),
     ]
-    documented = {"name", *(s for s, *_ in shared), *(s for s, *_ in rl_sections)}
+    documented = {"name", *(s for s, *_ in shared), *(s for s, *_ in rl_sections), *(s for s, *_ in alike)}
     assert {s for s in documented if "." not in s} == set(rl_config.SECTIONS)
     yield (
         "RL recipe: `jaxseeker rl`",
-        "Sections `name`, `model`, `optimizer`, `mesh`, `rules` (above) and:",
+        "Sections `name`, `model`, `optimizer`, `mesh`, `rules`, `tools` and `world` (above) and:",
         rl_sections,
     )
+
+
+def changed_defaults(library: Any, ours: Any) -> dict[str, str]:
+    """The default column of the fields whose pipeline default (`ours`) differs from the library's: both."""
+    return {
+        f.name: f"`{yaml_text(getattr(library, f.name))}`; pipeline `{yaml_text(getattr(ours, f.name))}`"
+        for f in dataclasses.fields(library)
+        if getattr(library, f.name) != getattr(ours, f.name) and not dataclasses.is_dataclass(getattr(library, f.name))
+    }
+
+
+def tools_and_world() -> list[tuple[str, Any, dict]]:
+    """The sections every recipe that rolls out writes alike, with the pipeline's defaults beside the library's."""
+    from jaxseeker.pipeline.data_config import PIPELINE_TOOLS, PIPELINE_WORLD
+    from jaxseeker.tools import ToolsConfig
+    from jaxseeker.tools.http import HttpConfig
+    from jaxseeker.tools.llm_client import LLMConfig
+    from jaxseeker.tools.python_exec import PythonConfig
+    from jaxseeker.tools.visit import VisitOptions
+    from jaxseeker.world import WorldSpec
+
+    tools_doc = (
+        doc_of(ToolsConfig) + " A pipeline's rollouts run offline over its world: it refuses a live back-end "
+        "(`search_backend`, `visit_backend`, `summarizer`) and tools other than `search` and `visit`."
+    )
+    world_doc = (
+        "The world the local `search` and `visit` tools read, as a spec string or as a mapping of the keys below: "
+        "`atlas:GB,FR` is `{source: atlas, countries: [GB, FR]}`, `synthetic:3000:7` is `{source: synthetic, "
+        "size: 3000, seed: 7}`, `pages:FILE.jsonl` is `{source: pages, path: FILE.jsonl}`, and a saved world's "
+        "directory (`jaxseeker world build --out`) is `{source: saved, path: DIR}`. In an RL recipe `null` (or no "
+        "section) is no world: web back-ends, or no tools. A pipeline draws its questions from a world's entities, "
+        "so its world is synthetic or atlas; with no section it is `synthetic:3000:0`."
+    )
+    nested = {"http": "tools.http", "visit": "tools.visit", "python": "tools.python", "summarizer": "tools.summarizer"}
+    tools_defaults = changed_defaults(ToolsConfig(), PIPELINE_TOOLS)
+    visit_defaults = changed_defaults(VisitOptions(), PIPELINE_TOOLS.visit)
+    return [
+        ("tools", ToolsConfig, {"doc": tools_doc, "nested": nested, "defaults": tools_defaults}),
+        ("tools.http", HttpConfig, {}),
+        ("tools.visit", VisitOptions, {"defaults": visit_defaults}),
+        ("tools.python", PythonConfig, {}),
+        ("tools.summarizer", LLMConfig, {}),
+        ("world", WorldSpec, {"doc": world_doc, "defaults": changed_defaults(WorldSpec(), PIPELINE_WORLD)}),
+    ]
 
 
 def heading(section: str, title: str) -> str:

@@ -183,7 +183,7 @@ def _bench_model(args: argparse.Namespace) -> int:
     config = dataclasses.replace(rollout_config(recipe), **{k: v for k, v in limits.items() if v is not None})
     result = compare_rollouts(
         model_dir,
-        build_registry(recipe.tools.config(), corpus=world.corpus),
+        build_registry(recipe.tools, corpus=world.corpus),
         questions,
         config,
         slots=args.slots,

@@ -100,7 +100,7 @@ def _resolve(args: argparse.Namespace) -> dict[str, Any]:
     }
     limits = dataclasses.replace(rollout_config(cfg), **{k: v for k, v in overrides.items() if v is not None})
     temperature = e.temperature if args.temperature is None else args.temperature
-    tools = cfg.tools.config() if args.tools is None else dataclasses.replace(cfg.tools.config(), enabled=args.tools)
+    tools = cfg.tools if args.tools is None else dataclasses.replace(cfg.tools, enabled=args.tools)
     out = args.out or root / f"eval_{model if model in STAGE_MODELS else model_dir.name}_t{temperature:g}"
     return {
         "model": model_dir,

@@ -9,7 +9,16 @@ from typing import Any
 
 from jaxseeker.agent.prompts import PROMPT_STYLES
 from jaxseeker.data.tokenizer import SPLITS
-from jaxseeker.pipeline.data_config import ExpertStage, QAStage, ToolsStage, WorldStage
+from jaxseeker.pipeline.data_config import (
+    PIPELINE_TOOLS,
+    PIPELINE_WORLD,
+    ExpertStage,
+    QAStage,
+    pipeline_tools,
+    pipeline_world,
+)
+from jaxseeker.tools import ToolsConfig
+from jaxseeker.world.spec import WorldSpec
 
 RL_METHODS = ("pg", "rft")  # policy gradient (`train.rl`); rejection-sampling fine-tuning (`train.rl.rejection`)
 
@@ -268,10 +277,10 @@ class PipelineConfig:
     (`sft`, `extend`, `rft` of a `jaxseeker sft` recipe; `rl` of a `jaxseeker rl` recipe)."""
 
     name: str = "demo"
-    world: WorldStage = WorldStage()
+    world: WorldSpec = PIPELINE_WORLD
     qa: QAStage = QAStage()
     expert: ExpertStage = ExpertStage()
-    tools: ToolsStage = ToolsStage()
+    tools: ToolsConfig = PIPELINE_TOOLS
     policy: PolicyStage = PolicyStage()
     eval: EvalStage = EvalStage()
     sft: SFTSections = SFTSections()
@@ -302,11 +311,13 @@ class PipelineConfig:
         )
 
 
+# The sections every recipe kind writes alike (`world`: a spec string or a mapping; `tools`: the tools section of
+# every recipe), each read by its parser with the pipeline's defaults.
+SHARED = {"world": pipeline_world, "tools": pipeline_tools}
+# The pipeline's other sections, each read into its dataclass.
 STAGES = {
-    "world": WorldStage,
     "qa": QAStage,
     "expert": ExpertStage,
-    "tools": ToolsStage,
     "policy": PolicyStage,
     "eval": EvalStage,
     "sft": SFTSections,

@@ -1,32 +1,34 @@
 """The pipeline recipe's data sections: the world, the questions synthesised on it, the expert's trajectories and
-the tools every rollout (expert, eval, RL) uses; `config.PipelineConfig` holds them with the training stages."""
+the tools every rollout (expert, eval, RL) uses; `config.PipelineConfig` holds them with the training stages. The
+`world` and `tools` sections are those of every recipe (`world.world_spec`, `tools.tools_config`), read here with
+the pipeline's defaults and refused where an offline run over the world cannot do what they ask."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
+from jaxseeker.errors import InputError
 from jaxseeker.synthesis.expert import ExpertConfig
-from jaxseeker.tools import ToolsConfig, VisitOptions
+from jaxseeker.tools import ToolsConfig, VisitOptions, tools_config
+from jaxseeker.world.spec import WorldSpec, world_spec
+
+# The pipeline's world when its recipe has none; the keys a recipe's `world` leaves out come from it.
+PIPELINE_WORLD = WorldSpec(size=3000)
+PIPELINE_SOURCES = ("synthetic", "atlas")  # worlds of entities, which the pipeline's QA synthesis walks
 
 
-@dataclasses.dataclass(frozen=True)
-class WorldStage:
-    """Which world to build (see `jaxseeker.world.build_world`): synthetic `size`/`seed`, or atlas `countries`."""
-
-    source: str = "synthetic"  # synthetic (a seeded made-up world) | atlas (real facts from PyPI wheels)
-    size: int = 3000  # synthetic: entities
-    seed: int = 0  # synthetic: the world's seed
-    countries: tuple[str, ...] = ()  # atlas: ISO codes to keep (empty: all)
-
-    def __post_init__(self):
-        object.__setattr__(self, "countries", tuple(self.countries))
-
-    def spec(self) -> str:
-        """The world as an `open_world` spec (what the RL stage opens)."""
-        if self.source == "atlas":
-            return "atlas" + (":" + ",".join(self.countries) if self.countries else "")
-        return f"{self.source}:{self.size}:{self.seed}"
+def pipeline_world(value: Any, where: str = "world") -> WorldSpec:
+    """The pipeline recipe's `world` (a spec string or a mapping, `world.world_spec`; null or absent:
+    PIPELINE_WORLD), refused when it is not a world of entities the questions can be drawn from."""
+    world = world_spec(value, where, PIPELINE_WORLD) or PIPELINE_WORLD
+    if world.source not in PIPELINE_SOURCES:
+        raise InputError(
+            f"{where}: the pipeline draws its questions from a world's entities, so its world is synthetic or atlas; "
+            f"got {world.spec()!r} (a {world.source} world serves the tools of `jaxseeker rl` and `eval` recipes)"
+        )
+    return world
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,31 +84,55 @@ class ExpertStage:
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in switches or v}
 
 
-@dataclasses.dataclass(frozen=True)
-class ToolsStage:
-    """The search and visit tools of every rollout (expert, eval, RL): short observations for a small policy, which
-    learns more per CPU-minute from ~30-token snippets."""
+# The pipeline's tools where its recipe's `tools` leaves a key out: search and visit over the world, with short
+# observations for a small policy, which learns more per CPU-minute from ~30-token snippets.
+PIPELINE_TOOLS = ToolsConfig(enabled=("search", "visit"), top_k=3, visit=VisitOptions(page_chars=400, max_links=5))
+# what a pipeline's rollouts cannot use: they run offline over the world, and the expert and eval search and visit
+OFFLINE = {
+    "search_backend": "local",
+    "visit_backend": "local",
+    "summarizer": None,
+}
 
-    top_k: int = 3  # search results per query
-    page_chars: int = 400  # budget of one visited page's evidence
-    max_links: int = 5  # links listed under a visited page
-    goal_passages: int = 0  # a visit keeps at most this many goal-relevant sentences (tools.VisitOptions); 0: all
-    title_first: bool = False  # search lists the pages titled with the query first (tools.ToolsConfig.title_first)
 
-    def __post_init__(self):
-        for key in ("top_k", "page_chars"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"tools.{key} must be >= 1, got {getattr(self, key)}")
-        for key in ("max_links", "goal_passages"):
-            if getattr(self, key) < 0:
-                raise ValueError(f"tools.{key} must be >= 0, got {getattr(self, key)}")
+def pipeline_tools(data: Mapping[str, Any] | None, where: str = "tools") -> ToolsConfig:
+    """The pipeline recipe's `tools` (the `tools` section of every recipe, `tools.tools_config`, over
+    PIPELINE_TOOLS), refused where it asks for what an offline run over the world cannot do."""
+    tools = tools_config(data, where, PIPELINE_TOOLS)
+    for key, offline in OFFLINE.items():
+        if getattr(tools, key) != offline:
+            raise InputError(
+                f"{where}.{key}: the pipeline's rollouts run offline over its world, so {key} stays {offline!r} "
+                f"(got {getattr(tools, key)!r}); live back-ends serve `jaxseeker rl` recipes"
+            )
+    if set(tools.enabled) != {"search", "visit"}:
+        raise InputError(
+            f"{where}.enabled: the pipeline's expert and eval search and visit the world, so enabled is "
+            f"[search, visit] (got {list(tools.enabled)}); python and answer_submit serve `jaxseeker rl` recipes"
+        )
+    return tools
 
-    def config(self) -> ToolsConfig:
-        """The ToolsConfig of these settings (search and visit over the world, offline)."""
-        visit = VisitOptions(page_chars=self.page_chars, max_links=self.max_links, goal_passages=self.goal_passages)
-        return ToolsConfig(enabled=("search", "visit"), top_k=self.top_k, visit=visit, title_first=self.title_first)
 
-    def key(self) -> dict[str, Any]:
-        """The section as stage fingerprints take it: `title_first` only when set, so runs from before it keep
-        their stages."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "title_first" or v}
+def tools_key(tools: ToolsConfig) -> dict[str, Any]:
+    """The tools as stage fingerprints take them: the search and visit sizes, and every other key only where it
+    differs from PIPELINE_TOOLS, so runs from before a key was settable keep their stages."""
+    sizes = {
+        "top_k": tools.top_k,
+        "page_chars": tools.visit.page_chars,
+        "max_links": tools.visit.max_links,
+        "goal_passages": tools.visit.goal_passages,
+    }
+    given, defaults = _leaves(dataclasses.asdict(tools)), _leaves(dataclasses.asdict(PIPELINE_TOOLS))
+    named = {"top_k", "visit.page_chars", "visit.max_links", "visit.goal_passages"}
+    return sizes | {k: v for k, v in given.items() if k not in named and v != defaults.get(k)}
+
+
+def _leaves(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """`values` flattened to dotted keys (`visit.page_chars`)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            out |= _leaves(value, f"{prefix}{key}.")
+        else:
+            out[prefix + key] = value
+    return out

@@ -75,11 +75,10 @@ def expert_stage(run: PipelineRun, out: Path) -> dict:
         limits = dataclasses.replace(
             limits, max_context_tokens=2 * cfg.eval.max_context, max_tokens_per_turn=2 * cfg.eval.max_tokens_per_turn
         )
-    tools = cfg.tools.config()
     teacher = ExpertTeacher(
         run.world,
         e.config(),
-        title_first=tools.title_first,
+        title_first=cfg.tools.title_first,
     )
     records, stats = synthesize(
         teacher,

@@ -15,9 +15,11 @@ from typing import Any
 
 import yaml
 
-from jaxseeker.pipeline.config import STAGES, PipelineConfig
+from jaxseeker.errors import InputError
+from jaxseeker.pipeline.config import SHARED, STAGES, PipelineConfig
 from jaxseeker.pipeline.context import rollout_config
 from jaxseeker.pipeline.quick import quick_recipe
+from jaxseeker.tools.config import tools_mapping
 from jaxseeker.train.recipe import RecipeError, build, check_sections, merged
 
 # Keys the pipeline sets in the recipes it builds; a section that sets one is an error.
@@ -63,14 +65,23 @@ def pipeline_config(recipe: dict[str, Any], *, quick: bool = False) -> PipelineC
     """A PipelineConfig from a recipe mapping: unknown sections and keys are errors naming them (a key that moved
     into a recipe section names where it went), and every training stage's recipe is checked as `jaxseeker sft` /
     `jaxseeker rl` would check it."""
-    check_sections(recipe, ("name", *STAGES), "pipeline recipe")
+    check_sections(recipe, ("name", *SHARED, *STAGES), "pipeline recipe")
     check_moved(recipe)
     if quick:
         recipe = quick_recipe(recipe)
     sections = {name: build(cls, recipe.get(name) or {}, name) for name, cls in STAGES.items()}
+    sections |= {name: _read(parse, recipe.get(name), name) for name, parse in SHARED.items()}
     cfg = PipelineConfig(name=recipe.get("name", "demo") + ("-quick" if quick else ""), **sections)
     check_recipes(cfg)
     return cfg
+
+
+def _read(parse: Any, value: Any, where: str) -> Any:
+    """`parse(value, where)`, its errors RecipeErrors (they name the key already)."""
+    try:
+        return parse(value, where)
+    except (InputError, FileNotFoundError) as e:
+        raise RecipeError(str(e)) from None
 
 
 def check_moved(recipe: Mapping[str, Any]) -> None:
@@ -154,7 +165,6 @@ def rl_recipe(
     pipeline's keys: the questions, the rollout limits of the eval section, the tools section's tools over the
     world."""
     rc = rollout_config(cfg)
-    tools = cfg.tools.config()
     pipeline = {"rl": {"questions": [str(q) for q in questions], "out_dir": str(out_dir)}}
     sections = merged(cfg.rl.recipe_sections(), pipeline)
     return plain(
@@ -169,12 +179,7 @@ def rl_recipe(
                 "date": rc.date,
                 "prompt": rc.prompt,
             },
-            "tools": {
-                "enabled": list(tools.enabled),
-                "top_k": tools.top_k,
-                "visit": dataclasses.asdict(tools.visit),
-                "title_first": tools.title_first,
-            },
+            "tools": tools_mapping(cfg.tools),
             "world": cfg.world.spec(),
         }
     )

@@ -20,10 +20,11 @@ from jaxseeker.eval.report import compare_results
 from jaxseeker.pipeline import data_stages, eval_stages, recipes, rl_stages, train_stages
 from jaxseeker.pipeline.config import RL_RECIPE_SECTIONS, PipelineConfig
 from jaxseeker.pipeline.context import PipelineRun
+from jaxseeker.pipeline.data_config import tools_key
 from jaxseeker.pipeline.report import write_pipeline_report
 from jaxseeker.pipeline.stages import StageRunner, StopAfter, fingerprint
 from jaxseeker.tools import build_registry
-from jaxseeker.world import build_world
+from jaxseeker.world import open_world
 
 
 def run_pipeline(
@@ -47,15 +48,13 @@ def run_pipeline(
             pass
         return {"name": cfg.name, "reused_stages": runner.reused, "stages_to_run": runner.to_run}
     report: dict[str, Any] = {"name": cfg.name, "config": dataclasses.asdict(cfg)}
-    world = build_world(
-        cfg.world.source, size=cfg.world.size, seed=cfg.world.seed, countries=cfg.world.countries or None
-    )
+    world = open_world(cfg.world)
     report["world"] = {
         "entities": len(world),
         "pages": len(world.corpus),
         "relation_types": len(world.relation_types()),
     }
-    run = PipelineRun(cfg, root, runner, progress, world, build_registry(cfg.tools.config(), corpus=world.corpus))
+    run = PipelineRun(cfg, root, runner, progress, world, build_registry(cfg.tools, corpus=world.corpus))
     try:
         _run_stages(run, report)
     except StopAfter as stop:
@@ -75,7 +74,7 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
     """The stages in order, each reused when its fingerprint is done."""
     cfg, root = run.cfg, run.root
     p = cfg.policy
-    qa_key = fingerprint(fingerprint(dataclasses.asdict(cfg.world)), cfg.qa.key())
+    qa_key = fingerprint(fingerprint(cfg.world.key()), cfg.qa.key())
     _stage(run, report, "qa", qa_key, data_stages.qa_stage)
     fresh_key = fingerprint(qa_key, cfg.eval.fresh_questions, cfg.rl.fresh_questions)
     if cfg.eval.fresh_questions:
@@ -86,7 +85,7 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
         policy_key = fingerprint(str(run.init_dir))
     else:
         policy_key = fingerprint(p.vocab_size)
-    expert_key = fingerprint(qa_key, cfg.expert.key(), cfg.tools.key(), cfg.eval.limits(), policy_key)
+    expert_key = fingerprint(qa_key, cfg.expert.key(), tools_key(cfg.tools), cfg.eval.limits(), policy_key)
     _stage(run, report, "expert", expert_key, data_stages.expert_stage)
     if p.init:
         start_key = policy_key

@@ -118,6 +118,7 @@ def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
     from jaxseeker.tools.llm_client import LLMConfig
     from jaxseeker.train.rl.config import rl_sampling, step_config
     from jaxseeker.train.rl.scoring import RewardConfig
+    from jaxseeker.world import world_spec
 
     sampling = rl_sampling(recipe.get("sampling"))
     reward = build(RewardConfig, recipe.get("reward"), "reward")
@@ -126,9 +127,13 @@ def _check_rl_parts(recipe: Mapping[str, Any], rl: Any) -> None:
         build(LLMConfig, reward.llm, "reward.llm")
     try:
         step_config(rl, sampling)
-        tools_config(recipe.get("tools") or {"enabled": []})
     except ValueError as e:
-        raise RecipeError(f"rl / tools: {e}") from None
+        raise RecipeError(f"rl: {e}") from None
+    try:
+        tools_config(recipe.get("tools") or {"enabled": []})
+        world_spec(recipe.get("world"))
+    except (ValueError, FileNotFoundError) as e:  # their errors name the key
+        raise RecipeError(str(e)) from None
     _tokenizer_given(rl.tokenizer, recipe, "rl.tokenizer")
 
 

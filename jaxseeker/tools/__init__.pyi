@@ -4,7 +4,7 @@ from .address import check_url
 from .answer import answer_submit_tool
 from .base import Tool, ToolError, ToolRegistry, ToolResult
 from .build import build_registry
-from .config import UNSAFE_PYTHON_HELP, ToolsConfig, tools_config, unsafe_python
+from .config import UNSAFE_PYTHON_HELP, ToolsConfig, tools_config, tools_mapping, unsafe_python
 from .http import HttpConfig, HttpError
 from .llm_client import ChatResult, LLMClient, LLMConfig, LLMError
 from .python_exec import PythonConfig, python_tool, run_python
@@ -41,6 +41,7 @@ __all__ = [
     "run_python",
     "search_tool",
     "tools_config",
+    "tools_mapping",
     "unsafe_python",
     "visit_tool",
 ]

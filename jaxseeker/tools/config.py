@@ -8,6 +8,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from jaxseeker.errors import InputError, did_you_mean
 from jaxseeker.tools.http import HttpConfig
 from jaxseeker.tools.llm_client import LLMConfig
 from jaxseeker.tools.python_exec import PythonConfig
@@ -51,6 +52,17 @@ class ToolsConfig:
         unknown = [n for n in self.enabled if n not in TOOL_NAMES]
         if unknown:
             raise ValueError(f"tools.enabled: unknown tool(s) {unknown}; known: {list(TOOL_NAMES)}")
+        for key, value, least in (
+            ("top_k", self.top_k, 1),
+            ("max_queries", self.max_queries, 1),
+            ("max_workers", self.max_workers, 1),
+            ("visit.page_chars", self.visit.page_chars, 1),
+            ("visit.max_urls", self.visit.max_urls, 1),
+            ("visit.max_links", self.visit.max_links, 0),
+            ("visit.goal_passages", self.visit.goal_passages, 0),
+        ):
+            if value < least:
+                raise ValueError(f"tools.{key} must be >= {least}, got {value}")
 
 
 UNSAFE_PYTHON_HELP = "run the python tool without kernel isolation (tools.python.isolation: none; warns every run)"
@@ -71,28 +83,71 @@ def _dataclass_of(annotation: Any) -> type | None:
     return None
 
 
-def from_mapping(cls: type, data: Mapping[str, Any] | None, where: str) -> Any:
-    """Dataclass `cls` from `data`, nested mappings for nested dataclasses; unknown keys are errors naming `where`."""
-    if data is None:
-        return cls()
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: expected a mapping, got {type(data).__name__}")
+def _nested_home(cls: type, key: str, where: str) -> str:
+    """` (it belongs under a section: tools.visit.page_chars)` when `key` is a field of one of `cls`'s nested
+    sections, else ''."""
     hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}; known: {sorted(known)}")
+    homes = [
+        f"{where}.{f.name}.{key}"
+        for f in dataclasses.fields(cls)
+        if (nested := _dataclass_of(hints[f.name])) is not None and key in {g.name for g in dataclasses.fields(nested)}
+    ]
+    return f" (it belongs under a section: {' or '.join(homes)})" if homes else ""
+
+
+def from_mapping(cls: type, data: Mapping[str, Any] | None, where: str, default: Any = None) -> Any:
+    """Dataclass `cls` from `data` laid over `default` (None: `cls()`), nested mappings for nested dataclasses (laid
+    over the default's); an unknown key is an InputError naming its dotted path, the closest known key, or the
+    section it belongs under."""
+    base = cls() if default is None else default
+    if data is None:
+        return base
+    if not isinstance(data, Mapping):
+        raise InputError(f"{where}: expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    known = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(data) - set(known))
+    if unknown:  # the first, by name: its place, or the closest known key
+        key = unknown[0]
+        hint = _nested_home(cls, key, where) or did_you_mean([key], known)
+        raise InputError(f"{where}.{key}: unknown key{hint}; known keys: {known}")
     values = {}
     for key, value in data.items():
         nested = _dataclass_of(hints[key])
         if nested is not None and not isinstance(value, nested) and value is not None:
-            value = from_mapping(nested, value, f"{where}.{key}")
+            current = getattr(base, key)
+            value = from_mapping(nested, value, f"{where}.{key}", current if isinstance(current, nested) else None)
         elif isinstance(value, list):
             value = tuple(value)
         values[key] = value
-    return cls(**values)
+    try:
+        return dataclasses.replace(base, **values)
+    except (TypeError, ValueError) as e:
+        message = str(e)  # ToolsConfig's own checks name the key already ("tools.enabled: …")
+        raise InputError(message if message.startswith(where) else f"{where}: {message}") from None
 
 
-def tools_config(data: Mapping[str, Any] | None, where: str = "tools") -> ToolsConfig:
-    """A ToolsConfig from a YAML section such as {"search_backend": "serper", "python": {"timeout_s": 5}}."""
-    return from_mapping(ToolsConfig, data, where)
+def tools_mapping(config: ToolsConfig) -> dict[str, Any]:
+    """The keys of `config` that differ from ToolsConfig's defaults, nested as a recipe's `tools` section writes them
+    (`tools_config` reads it back to `config`): what the pipeline hands its RL stage's recipe."""
+    return _changed(dataclasses.asdict(config), dataclasses.asdict(ToolsConfig()))
+
+
+def _changed(values: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        default = defaults.get(key)
+        if isinstance(value, dict) and isinstance(default, dict):
+            if nested := _changed(value, default):
+                out[key] = nested
+        elif value != default:
+            out[key] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def tools_config(
+    data: Mapping[str, Any] | None, where: str = "tools", default: ToolsConfig | None = None
+) -> ToolsConfig:
+    """A ToolsConfig from a YAML section such as {"search_backend": "serper", "python": {"timeout_s": 5}}, the keys
+    it leaves out from `default` (None: ToolsConfig's own defaults)."""
+    return from_mapping(ToolsConfig, data, where, default)

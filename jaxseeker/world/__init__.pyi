@@ -7,6 +7,7 @@ from .entities import Entity, Relation, date_parts, iso_date
 from .graph import Neighbour, World
 from .pages_source import pages_world, read_pages_jsonl
 from .query import DateIn, Edge, Is, LabelIs, NameInitial, NumberIn, Pred, Query, Var, match
+from .spec import WorldSpec, world_spec
 from .store import load_world, save_world
 from .synthetic import synthetic_world
 
@@ -29,6 +30,7 @@ __all__ = [
     "Relation",
     "Var",
     "World",
+    "WorldSpec",
     "build_world",
     "date_parts",
     "iso_date",
@@ -39,4 +41,5 @@ __all__ = [
     "read_pages_jsonl",
     "save_world",
     "synthetic_world",
+    "world_spec",
 ]

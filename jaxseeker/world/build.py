@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from jaxseeker.errors import InputError
 from jaxseeker.world.atlas import PACKAGES as ATLAS_PACKAGES
@@ -14,7 +15,8 @@ from jaxseeker.world.atlas import atlas_world
 from jaxseeker.world.graph import World
 from jaxseeker.world.pages_on_disk import LAYOUT, PagesWorld, open_pages_world
 from jaxseeker.world.pages_source import pages_world, write_pages_world
-from jaxseeker.world.store import cache_key, cached, cached_directory, is_world_dir, load_world
+from jaxseeker.world.spec import WorldSpec, world_spec
+from jaxseeker.world.store import cache_key, cached, cached_directory, load_world
 from jaxseeker.world.synthetic import synthetic_world
 
 SOURCES = ("synthetic", "pages", "atlas")
@@ -70,29 +72,17 @@ def build_world(
     return cached(key, build, cache_dir)
 
 
-def open_world(spec: str, *, cache_dir: str | Path | None = None) -> World | PagesWorld:
-    """A saved world directory, or a spec `synthetic[:SIZE[:SEED]]` / `pages:FILE.jsonl` / `atlas[:FR,DE,...]`."""
-    if is_world_dir(spec):
-        return load_world(spec)
-    source, _, rest = spec.partition(":")
-    if source == "synthetic":
-        parts = [p for p in rest.split(":") if p] if rest else []
-        try:
-            nums = [int(p) for p in parts]
-        except ValueError:
-            raise InputError(f"world spec {spec!r}: expected synthetic[:SIZE[:SEED]] with integers") from None
-        if len(nums) > 2:
-            raise InputError(f"world spec {spec!r}: expected synthetic[:SIZE[:SEED]]")
-        size, seed = (nums + [2000, 0][len(nums) :])[:2]
-        return build_world("synthetic", size=size, seed=seed, cache_dir=cache_dir)
-    if source == "pages" and rest:
-        return build_world("pages", path=rest, cache_dir=cache_dir)
-    if source == "atlas":
-        codes = [c for c in rest.split(",") if c] if rest else None
-        return build_world("atlas", countries=codes, cache_dir=cache_dir)
-    if Path(spec).exists():
-        raise FileNotFoundError(f"{spec} exists but is not a saved world (no world.json, entities.jsonl, ...)")
-    raise InputError(
-        f"cannot open world {spec!r}: give a saved world directory, synthetic[:SIZE[:SEED]], pages:FILE.jsonl "
-        "or atlas[:CODES]"
+def open_world(spec: str | Mapping[str, Any] | WorldSpec, *, cache_dir: str | Path | None = None) -> World | PagesWorld:
+    """The world of a spec (`world.spec.world_spec`'s forms): a saved world directory, `synthetic[:SIZE[:SEED]]`,
+    `pages:FILE.jsonl` or `atlas[:FR,DE,...]`, built once and then read from the cache."""
+    world = world_spec(spec, "")
+    if world.source == "saved":
+        return load_world(world.path)
+    return build_world(
+        world.source,
+        size=world.size,
+        seed=world.seed,
+        path=world.path or None,
+        countries=world.countries or None,
+        cache_dir=cache_dir,
     )

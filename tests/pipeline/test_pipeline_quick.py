@@ -11,6 +11,7 @@ from safetensors.numpy import load_file
 
 from jaxseeker.cli import main
 from jaxseeker.pipeline import pipeline_config, run_pipeline
+from jaxseeker.pipeline.data_config import tools_key
 from jaxseeker.pipeline.plots import PLOTS, rl_metrics, write_plots
 from jaxseeker.pipeline.report import markdown, rl_stages
 from jaxseeker.pipeline.split import split_questions
@@ -306,13 +307,13 @@ def test_the_expert_switches_enter_the_expert_fingerprint_only_when_set():
 
 
 def test_the_tools_section_sets_every_rollouts_search_and_visit():
-    tools = pipeline_config({"tools": {"goal_passages": 2, "max_links": 0}}).tools.config()
+    tools = pipeline_config({"tools": {"visit": {"goal_passages": 2, "max_links": 0}}}).tools
     assert tools.enabled == ("search", "visit") and tools.top_k == 3
     assert (tools.visit.goal_passages, tools.visit.max_links, tools.visit.page_chars) == (2, 0, 400)
-    assert not tools.title_first and "title_first" not in pipeline_config({}).tools.key()  # old runs keep their keys
+    assert not tools.title_first and "title_first" not in tools_key(pipeline_config({}).tools)  # old runs keep keys
     titled = pipeline_config({"tools": {"title_first": True}}).tools
-    assert titled.config().title_first and titled.key()["title_first"] is True
-    with pytest.raises(RecipeError, match="tools.goal_passages must be >= 0, got -1"):
-        pipeline_config({"tools": {"goal_passages": -1}})
-    with pytest.raises(RecipeError, match="tools: unknown"):
+    assert titled.title_first and tools_key(titled)["title_first"] is True
+    with pytest.raises(RecipeError, match="tools.visit.goal_passages must be >= 0, got -1"):
+        pipeline_config({"tools": {"visit": {"goal_passages": -1}}})
+    with pytest.raises(RecipeError, match="tools.passages: unknown key"):
         pipeline_config({"tools": {"passages": 1}})

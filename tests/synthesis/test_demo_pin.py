@@ -9,14 +9,14 @@ import json
 from traj_support import LOOP
 
 from jaxseeker.agent import as_question
-from jaxseeker.pipeline.data_config import ExpertStage, QAStage, ToolsStage
+from jaxseeker.pipeline.data_config import ExpertStage, QAStage, pipeline_tools
 from jaxseeker.pipeline.questions import draft
 from jaxseeker.synthesis import ExpertTeacher, synthesize, webdancer_funnel
 from jaxseeker.tools import build_registry
 
 DEMO_QA = QAStage(recipes={"e2hqa": 3000}, e2hqa_rounds=(0, 1), n_test=40, n_rl=48)
 DEMO_EXPERT = ExpertStage(tries=1, detour_rate=0.1, snippet_rate=0.8)
-DEMO_TOOLS = ToolsStage(goal_passages=2, max_links=0, title_first=True)
+DEMO_TOOLS = pipeline_tools({"title_first": True, "visit": {"goal_passages": 2, "max_links": 0}})
 
 
 def digest(objs: list) -> str:
@@ -26,7 +26,7 @@ def digest(objs: list) -> str:
 def test_demo_questions_and_expert_trajectories_are_pinned(traj_world, traj_tokenizer):
     records = [r.to_json() for r in draft(traj_world, DEMO_QA, "e2hqa", 24, seed=0, progress=False).records]
     assert len(records) == 24
-    registry = build_registry(DEMO_TOOLS.config(), corpus=traj_world.corpus)
+    registry = build_registry(DEMO_TOOLS, corpus=traj_world.corpus)
     teacher = ExpertTeacher(traj_world, DEMO_EXPERT.config(), title_first=True)
     questions = [as_question(r) for r in records[:12]]
     trajectories, _ = synthesize(

@@ -1,8 +1,10 @@
 """ToolsConfig from a YAML-like mapping, and the registry built from it."""
 
+import dataclasses
+
 import pytest
 
-from jaxseeker.tools import LLMConfig, ToolsConfig, build_registry, tools_config
+from jaxseeker.tools import LLMConfig, ToolsConfig, build_registry, tools_config, tools_mapping
 from jaxseeker.tools.keys import REDACTED
 
 
@@ -16,11 +18,33 @@ def test_tools_config_reads_nested_sections():
     assert tools_config(None) == ToolsConfig()
 
 
+def test_a_config_written_as_its_changed_keys_reads_back_to_itself():
+    config = tools_config({"enabled": ["search"], "top_k": 2, "visit": {"max_links": 0}, "summarizer": {}})
+    written = tools_mapping(config)
+    assert written == {
+        "enabled": ["search"],
+        "top_k": 2,
+        "visit": {"max_links": 0},
+        "summarizer": dataclasses.asdict(LLMConfig()),
+    }
+    assert tools_config(written) == config and tools_mapping(ToolsConfig()) == {}
+    # keys left out come from the default given: the pipeline's tools lay a recipe's keys over its own
+    base = ToolsConfig(top_k=3, visit=dataclasses.replace(ToolsConfig().visit, page_chars=400))
+    laid = tools_config({"visit": {"max_links": 1}}, default=base)
+    assert (laid.top_k, laid.visit.page_chars, laid.visit.max_links) == (3, 400, 1)
+
+
 @pytest.mark.parametrize(
     "data, message",
     [
-        ({"serach_backend": "local"}, r"tools: unknown key\(s\) \['serach_backend'\]; known: \["),
-        ({"python": {"timeout": 3}}, r"tools.python: unknown key\(s\) \['timeout'\]; known: \['cpu_s', "),
+        ({"serach_backend": "local"}, r"tools.serach_backend: unknown key \(did you mean 'search_backend'\?\)"),
+        (
+            {"python": {"timeout": 3}},
+            r"tools.python.timeout: unknown key \(did you mean 'timeout_s'\?\); known keys: \[",
+        ),
+        ({"page_chars": 400}, r"tools.page_chars: unknown key \(it belongs under a section: tools.visit.page_chars\)"),
+        ({"visit": {"top_k": 3}}, r"tools.visit.top_k: unknown key; known keys: \['page_chars', "),
+        ({"top_k": 0}, r"tools.top_k must be >= 1, got 0"),
         ({"search_backend": "bing"}, r"tools.search_backend: 'bing' is not one of \['local', 'serper'\]"),
         ({"enabled": ["search", "browse"]}, r"tools.enabled: unknown tool\(s\) \['browse'\]"),
         ({"http": 5}, r"tools.http: expected a mapping, got int"),

@@ -35,7 +35,7 @@ def test_build_to_a_directory_then_info(tmp_path, capsys):
             ["world", "info", "synthetic:abc"],
             r"world spec 'synthetic:abc': expected synthetic\[:SIZE\[:SEED\]\] with integers",
         ),
-        (["world", "info", "synthetic:0"], r"size=0 is too small for a synthetic world"),
+        (["world", "info", "synthetic:0"], r"world.size: 0 is too small for a synthetic world"),
         (["world", "info", "nowhere:1"], r"cannot open world 'nowhere:1': give a saved world directory"),
         (["world", "info", "atlas:ZZ"], r"unknown country codes: \['ZZ'\]"),
         (["world", "build", "--source", "pages"], r"source 'pages' needs path= \(`--pages FILE`"),

@@ -130,19 +130,19 @@ class RLRun:
 
 
 def _tools(recipe: dict) -> tuple[ToolRegistry, bool]:
-    """(the recipe's tools without `answer_submit`, whether episodes get one): `tools` over the `world` corpus."""
+    """(the recipe's tools without `answer_submit`, whether episodes get one): `tools` over the `world` corpus (both
+    sections as every recipe writes them: `tools.tools_config`, `world.world_spec`; null: no world)."""
+    from jaxseeker.world import open_world, world_spec
+
     try:
         config = tools_config(recipe.get("tools") or {"enabled": []})
         multi_submit = "answer_submit" in config.enabled
         config = dataclasses.replace(config, enabled=tuple(n for n in config.enabled if n != "answer_submit"))
-        corpus = None
-        if recipe.get("world"):
-            from jaxseeker.world import open_world
-
-            corpus = open_world(str(recipe["world"])).corpus
+        world = world_spec(recipe.get("world"))
+        corpus = None if world is None else open_world(world).corpus
         return build_registry(config, corpus=corpus), multi_submit
     except (ValueError, FileNotFoundError) as e:
-        raise RecipeError(f"tools / world: {e}") from None
+        raise RecipeError(str(e)) from None
 
 
 def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
