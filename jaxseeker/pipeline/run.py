@@ -114,7 +114,7 @@ def _run_stages(run: PipelineRun, report: dict[str, Any]) -> None:
             run,
             report,
             "eval_base",
-            fingerprint(policy_key, eval_key),
+            fingerprint(policy_key, eval_key, tools_key(cfg.tools)),  # later evals take the tools through the expert
             eval_stages.eval_stage,
             run.init_dir,
             resumable=True,

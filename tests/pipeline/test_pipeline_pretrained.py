@@ -1,5 +1,6 @@
 """The pipeline from a pretrained policy (`policy.init`): no tokenizer stage, a zero-shot eval, SFT from its weights."""
 
+import dataclasses
 import json
 
 import jax
@@ -65,6 +66,16 @@ def test_a_pretrained_policy_brings_its_tokenizer_and_is_measured_before_sft(pre
     assert done["questions"] == cfg.qa.n_test + cfg.eval.fresh_questions == 6
     sft = json.loads((root / "eval_sft" / "done.json").read_text())["metrics"]
     assert {name: s["questions"] for name, s in sft["by_set"].items()} == {"test": 4, "fresh": 2}
+
+
+def test_other_tools_rerun_every_rollout_stage_the_zero_shot_eval_included(run):
+    cfg, root, _ = run
+    tools = dataclasses.replace(cfg.tools, top_k=cfg.tools.top_k + 1)
+    planned = run_pipeline(dataclasses.replace(cfg, tools=tools), root, dry_run=True, until="eval_sft")
+    assert (planned["reused_stages"], planned["stages_to_run"]) == (
+        ["qa", "qa_fresh"],
+        ["expert", "eval_base", "sft", "eval_sft"],
+    )
 
 
 def test_the_expert_counts_context_with_the_policys_own_tokenizer(pretrained, run):
