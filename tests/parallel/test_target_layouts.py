@@ -7,11 +7,11 @@ Scaling keeps what decides how the layout divides the work:
 - mesh: every axis > 1 stays > 1; tensor, context and expert keep their planned sizes, fsdp and data share the rest;
 - heads: the target's query and KV heads over their largest common factor that leaves each count divisible by
   exactly the same tensor sizes of the layout (the mesh's and the engine's): 64 / 8 with engine replicas of 4 →
-  32 / 4, 28 / 4 → 7 / 1, 32 / 8 on tensor 2 → 8 / 2;
+  32 / 4, 28 / 4 with replicas of 2 → 14 / 2, 32 / 8 on tensor 2 → 8 / 2;
 - rows: the plan's rows per batch shard in a pass, its micro-batches (SFT) or mini-batches (RL), and in RL two passes
   per mini-batch (the plans have 4 and 32: a mini-batch always spans several); the engine's chips and slots a replica;
 - kernel: the plan's where the CPU runs it: splash interpreted (`JAXSEEKER_INTERPRET_KERNELS`) on rows of 128 tokens
-  a device; cudnn, and splash on the RL cases' 64-token rows, become blocked, both backends' second choice.
+  a device; splash on the RL cases' 64-token rows becomes blocked (the GPU's kernel, the TPU's second choice).
 Widths are tiny and float32 (the recipes' bf16 would drown the comparison in bf16 rounding). The reference is one
 device with the XLA attention. Why a subprocess: see `test_sharded_sft_step.py`.
 """
@@ -72,7 +72,7 @@ def cpu_kernel(impl: str, seq_per_device: int) -> str:
     """The plan's training attention where the CPU runs it (module docstring), else blocked."""
     if impl == "splash" and seq_per_device % SPLASH_TILE == 0:
         return "splash"
-    return "blocked" if impl in ("splash", "cudnn") else impl
+    return "blocked" if impl == "splash" else impl
 
 
 def scaled_case(target: str) -> dict:
@@ -133,11 +133,11 @@ def test_the_scaled_layouts_keep_the_plans_axes_heads_and_engine(cases):
     assert cases["v6e-64"]["mesh"] == {"data": 1, "fsdp": 2, "tensor": 2, "context": 2, "expert": 1}
     assert cases["v6e-64"]["grad_accum"] == 2 and cases["v6e-64"]["model"]["attention_impl"] == "splash"
     heads = {t: (c["model"]["num_heads"], c["model"]["num_kv_heads"]) for t, c in cases.items()}
-    assert heads == {"v5p-128": (32, 4), "v6e-64": (8, 2), "h100x8": (7, 1)}
+    assert heads == {"v5p-128": (32, 4), "v6e-64": (8, 2), "h100x8": (14, 2)}
     assert (
         cases["v5p-128"]["engine_tensor"] == 4 and cases["v5p-128"]["slots"] == 2 * 8
     )  # 2 replicas of 4, 8 slots each
-    assert cases["h100x8"]["engine_tensor"] == 1 and cases["h100x8"]["model"]["attention_impl"] == "blocked"
+    assert cases["h100x8"]["engine_tensor"] == 2 and cases["h100x8"]["model"]["attention_impl"] == "blocked"
 
 
 def test_the_v6e_sft_micro_steps_and_update_equal_one_device(cases, report):
