@@ -13,7 +13,7 @@ One stage is an SFT step or an RL step at one context stage (`StageShape`). Its 
                attention, two [q, k] score arrays per layer); the final hidden states and their gradient;
                the [q, k] boolean mask of the attentions that take one (xla, jax_xla, cudnn)
   layer        the working set of one layer's backward: its recompute, its gradients, the attention kernel's
-               own arrays (`attention_kernel_bytes`), its weights gathered from the fsdp shards
+               own arrays (`attention_kernel_bytes`), its weights gathered from their `embed` shards (fsdp, context)
   logits       the chunked loss: [rows, chunk, vocab] f32 logits, their softmax and gradient
   batch        the input rows on the device (RL: every mini-batch of the step, with its log-probs)
 and of an RL stage's rollout engine, in its own layout (`planning.rollout`): engine_weights, kv_cache, rollout
@@ -149,12 +149,19 @@ def param_elements(cfg: ModelConfig, rules: Rules, mesh: AbstractMesh) -> int:
     return sum(_local_elements(shape, axes, rules, mesh) for shape, axes, _ in _leaves(cfg))
 
 
-def gathered_layer_elements(cfg: ModelConfig, rules: Rules, mesh: AbstractMesh) -> int:
-    """Parameters of the largest layer as one device sees them inside the pass (fsdp shards gathered)."""
+def weight_gather_axes(rules: Rules, mesh: AbstractMesh) -> tuple[str, ...]:
+    """The mesh axes (of size > 1) that split the weights along `embed` (fsdp, and context under context
+    parallelism): the pass gathers a layer's weights over them."""
     sizes = dict(mesh.shape)
-    if sizes["fsdp"] == 1:
+    return tuple(a for a in rules.get("embed", ()) if sizes.get(a, 1) > 1)
+
+
+def gathered_layer_elements(cfg: ModelConfig, rules: Rules, mesh: AbstractMesh) -> int:
+    """Parameters of the largest layer as one device sees them inside the pass (the `embed` shards gathered)."""
+    gather = weight_gather_axes(rules, mesh)
+    if not gather:
         return 0  # nothing to gather: the device holds its layers' weights already
-    unsharded = abstract_mesh({**sizes, "fsdp": 1})
+    unsharded = abstract_mesh({**dict(mesh.shape), **{a: 1 for a in gather}})
     per_group = [0] * len(cfg.layer_groups)
     for shape, axes, g in _leaves(cfg):
         if g is not None:
@@ -316,10 +323,10 @@ def activation_bytes(cfg: ModelConfig, rows: int, seq: int, rules: Rules, mesh: 
 
 
 def logits_bytes(cfg: ModelConfig, rows: int, seq: int, chunk: int, rules: Rules, mesh: AbstractMesh) -> float:
-    """Working set of the chunked loss per device (plus the gathered unembedding under fsdp)."""
+    """Working set of the chunked loss per device (plus the unembedding gathered along `embed` when split)."""
     sizes = dict(mesh.shape)
     local = _local_sizes(cfg, rows, rules, sizes)
     gathered = 0
-    if sizes["fsdp"] > 1:
+    if weight_gather_axes(rules, mesh):
         gathered = 2 * local.vocab * cfg.hidden_size * BYTES[cfg.compute_dtype]
     return _LOGITS * local.rows * min(chunk, seq) * local.vocab * 4 + gathered

@@ -48,10 +48,16 @@ def test_a_shipped_recipe_fits_its_target_with_the_margin(path):
 
 def test_8b_sft_at_128k_fits_v6e_64_in_two_micro_batches_with_the_recipes_updates():
     """The 128K case: 32 rows an update do not fit 64 v6e chips at once; the search splits them into 2 micro-batches
-    of 16 on fsdp 16 × tensor 2 × context 2, and keeps the updates, their rows and the schedule of the recipe."""
+    of 16 on fsdp 16 × context 4 (the weights and Adam's moments split over all 64 chips: `embed` over fsdp and
+    context), and keeps the updates, their rows and the schedule of the recipe. With the weights split over fsdp
+    alone the same layout holds 4 times the state a chip and does not fit."""
     recipe = read_recipe("webexplorer_qwen3-8b_sft", ["data.seq_len=131072"])
     fit = fit_recipe(recipe, TARGETS["v6e-64"])
-    assert fit.mesh == {"data": 1, "fsdp": 16, "tensor": 2, "expert": 1, "context": 2}
+    assert fit.mesh == {"data": 1, "fsdp": 16, "tensor": 1, "expert": 1, "context": 4}
+    fsdp_only = make_plan(with_changes({**recipe, "rules": {"embed": ["fsdp"]}}, fit.changes))["stages"][0]
+    params = make_plan(with_changes(recipe, fit.changes))["stages"][0]["memory"]["params"]
+    assert fsdp_only["memory"]["params"] == pytest.approx(4 * params, rel=1e-4)  # the q / k norms have no `embed`
+    assert not fsdp_only["fits"]
     changes = fit.changes
     assert changes["data.batch_size"] * changes["optimizer.grad_accum"] == recipe["data"]["batch_size"] == 32
     assert changes["train.steps"] // changes["optimizer.grad_accum"] == recipe["train"]["steps"]
