@@ -218,7 +218,7 @@ def schemas() -> Iterator[tuple[str, str, list[tuple[str, Any, dict]]]]:
         (
             "rules",
             "A mapping from logical axis name to mesh axes, over the defaults of `jaxseeker.parallel.rules`"
-            " (`batch: [data, fsdp, expert]`, `embed: [fsdp]`, `heads: [tensor]`, …); `null` or `[]` "
+            " (`batch: [data, fsdp, expert]`, `embed: [fsdp, context]`, `heads: [tensor]`, …); `null` or `[]` "
             "replicates that axis.",
             {},
         ),

@@ -17,6 +17,13 @@ the halves to kernels that split the keys across devices (`parallel.ring_attenti
 scoring without a KV cache, e.g. on CPU) and the per-device kernel of context parallelism where splash does not
 run. Its loops pick rows by a traced index: under a multi-device jit it runs blockwise only inside `shard_map`
 (`parallel.shard_attention`), else XLA gathers its operands whole onto every device (correct, not parallel).
+
+What it holds (XLA:CPU's buffer assignment, tests/model/test_attention_memory.py): up to five f32 tiles of
+`[heads, block, block]`, and per token three query-sized arrays in the inputs' dtype (the whole attention writes its
+output and query gradient in it, each query block finished in f32 first, and a head-major copy of the queries),
+the f32 log-sum-exp and row sums, and f32 key / value gradient accumulators: 0.84 bytes a query-key pair of a row at
+2,048 tokens (2 heads of 16), 0.08 at 8,192. `planning.memory.blocked_kernel_bytes` counts the same arrays, and it
+is the kernel GPU recipes train with (`planning.targets.KERNELS`).
 """
 
 from __future__ import annotations
@@ -26,9 +33,11 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.typing import DTypeLike
 
 _NEG = -0.7 * float(jnp.finfo(jnp.float32).max)  # the log-sum-exp of a query that sees no key
 _BIG = int(jnp.iinfo(jnp.int32).max)
+BLOCK = 256  # positions per tile side: a tile's scores are [heads, BLOCK, BLOCK] f32 (`planning.memory` counts them)
 
 
 class Coords(NamedTuple):
@@ -115,9 +124,9 @@ def _row(c: Coords, r, i, block: int) -> Coords:
     return Coords(_slice(c.index[r], i, block, 0), _slice(c.segment[r], i, block, 0))
 
 
-def _forward(x: _Blocks, block: int, scale: float) -> tuple[jax.Array, jax.Array]:
-    """Online-softmax pass: output like `x.qg` (f32, normalised; 0 where a query sees nothing) and the log-sum-exp
-    `[batch, kv_heads, group, q_pad]` (f32; `_NEG` where a query sees nothing)."""
+def _forward(x: _Blocks, block: int, scale: float, out_dtype: DTypeLike = jnp.float32) -> tuple[jax.Array, jax.Array]:
+    """Online-softmax pass: output like `x.qg` (normalised in f32, written in `out_dtype`; 0 where a query sees
+    nothing) and the log-sum-exp `[batch, kv_heads, group, q_pad]` (f32; `_NEG` where a query sees nothing)."""
     b, kvh, g, sp, d = x.qg.shape
     nq = sp // block
 
@@ -151,17 +160,21 @@ def _forward(x: _Blocks, block: int, scale: float) -> tuple[jax.Array, jax.Array
         seen = denom > 0
         o = jnp.where(seen[..., None], o / jnp.where(seen, denom, 1.0)[..., None], 0.0)
         lse_i = jnp.where(seen, m + jnp.log(jnp.where(seen, denom, 1.0)), _NEG)
-        out = jax.lax.dynamic_update_slice(out, o[None], (r, 0, 0, i * block, 0))
+        out = jax.lax.dynamic_update_slice(out, o.astype(out_dtype)[None], (r, 0, 0, i * block, 0))
         lse = jax.lax.dynamic_update_slice(lse, lse_i[None], (r, 0, 0, i * block))
         return out, lse
 
-    init = (jnp.zeros(x.qg.shape, jnp.float32), jnp.zeros((b, kvh, g, sp), jnp.float32))
+    init = (jnp.zeros(x.qg.shape, out_dtype), jnp.zeros((b, kvh, g, sp), jnp.float32))
     return jax.lax.fori_loop(0, b * nq, row_block, init)
 
 
-def _backward(x: _Blocks, out, lse, dout, block: int, scale: float) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Gradients (dqg, dkt, dvt), f32, of the attention whose whole output and log-sum-exp are `out` / `lse`
-    (which may cover more keys than `x` holds: then these are this chunk's shares of them)."""
+def _backward(
+    x: _Blocks, out, lse, dout, block: int, scale: float, dq_dtype: DTypeLike = jnp.float32
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Gradients (dqg in `dq_dtype`, dkt and dvt in f32) of the attention whose whole output and log-sum-exp are
+    `out` / `lse` (which may cover more keys than `x` holds: then these are this chunk's shares of them). A query
+    block's gradient is summed over its key blocks in f32 before it is written; the keys' and values' gradients
+    gather over query blocks, so they stay f32."""
     b, kvh, g, sp, d = x.qg.shape
     nq = sp // block
     delta = jnp.sum(dout.astype(jnp.float32) * out.astype(jnp.float32), axis=-1)  # [batch, kv_heads, group, q_pad]
@@ -195,11 +208,11 @@ def _backward(x: _Blocks, out, lse, dout, block: int, scale: float) -> tuple[jax
 
         zeros = jnp.zeros((kvh, g, block, d), jnp.float32)
         dqi, dk, dv = jax.lax.fori_loop(*_block_range(row), key_block, (zeros, dk, dv))
-        dq = jax.lax.dynamic_update_slice(dq, (dqi * scale)[None], (r, 0, 0, i * block, 0))
+        dq = jax.lax.dynamic_update_slice(dq, (dqi * scale).astype(dq_dtype)[None], (r, 0, 0, i * block, 0))
         return dq, dk, dv
 
     zeros_k = jnp.zeros(x.kt.shape, jnp.float32)
-    return jax.lax.fori_loop(0, b * nq, row_block, (jnp.zeros(x.qg.shape, jnp.float32), zeros_k, zeros_k))
+    return jax.lax.fori_loop(0, b * nq, row_block, (jnp.zeros(x.qg.shape, dq_dtype), zeros_k, zeros_k))
 
 
 def _check(q, k, v, q_coords: Coords, kv_coords: Coords, block: int) -> int:
@@ -236,22 +249,41 @@ def _from_model_layout(x: jax.Array, kv_heads: int, block: int) -> jax.Array:
 
 
 def blocked_forward(
-    q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, kv_coords: Coords, *, block: int = 256
+    q: jax.Array,
+    k: jax.Array,
+    v: jax.Array,
+    q_coords: Coords,
+    kv_coords: Coords,
+    *,
+    block: int = BLOCK,
+    out_dtype: DTypeLike = jnp.float32,
 ) -> tuple[jax.Array, jax.Array]:
-    """The forward half: (output `[batch, q, heads, head_dim]` f32, log-sum-exp `[batch, q, heads]` f32) of `q`
-    `[batch, q, heads, head_dim]` over the keys / values `[batch, k, kv_heads, head_dim]` at `kv_coords`. A query
-    that sees none of these keys gets output 0 and log-sum-exp `_NEG` (what `merge_partials` expects)."""
+    """The forward half: (output `[batch, q, heads, head_dim]` in `out_dtype`, log-sum-exp `[batch, q, heads]` f32)
+    of `q` `[batch, q, heads, head_dim]` over the keys / values `[batch, k, kv_heads, head_dim]` at `kv_coords`. A
+    query that sees none of these keys gets output 0 and log-sum-exp `_NEG` (what `merge_partials` expects). f32
+    for partial results that are merged; the whole attention writes its output in the compute dtype at once."""
     block = _check(q, k, v, q_coords, kv_coords, block)
-    out, lse = _forward(_to_blocks(q, k, v, q_coords, kv_coords, block), block, q.shape[-1] ** -0.5)
+    out, lse = _forward(_to_blocks(q, k, v, q_coords, kv_coords, block), block, q.shape[-1] ** -0.5, out_dtype)
     return _to_model_layout(out, lse, q.shape[1])
 
 
 def blocked_backward(
-    q, k, v, q_coords: Coords, kv_coords: Coords, out: jax.Array, lse: jax.Array, dout: jax.Array, *, block: int = 256
+    q,
+    k,
+    v,
+    q_coords: Coords,
+    kv_coords: Coords,
+    out: jax.Array,
+    lse: jax.Array,
+    dout: jax.Array,
+    *,
+    block: int = BLOCK,
+    dq_dtype: DTypeLike = jnp.float32,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """The backward half: (dq, dk, dv), f32, for these keys, given the attention's whole output `out`
-    `[batch, q, heads, head_dim]`, log-sum-exp `lse` `[batch, q, heads]` and output cotangent `dout`. When the
-    keys are a chunk of all the query attends to, dq is this chunk's share (shares add up) and dk / dv are exact."""
+    """The backward half: (dq in `dq_dtype`, dk and dv in f32) for these keys, given the attention's whole output
+    `out` `[batch, q, heads, head_dim]`, log-sum-exp `lse` `[batch, q, heads]` and output cotangent `dout`. When
+    the keys are a chunk of all the query attends to, dq is this chunk's share (shares add up: keep f32) and
+    dk / dv are exact."""
     block = _check(q, k, v, q_coords, kv_coords, block)
     x = _to_blocks(q, k, v, q_coords, kv_coords, block)
     kvh = k.shape[2]
@@ -262,6 +294,7 @@ def blocked_backward(
         _from_model_layout(dout, kvh, block),
         block,
         q.shape[-1] ** -0.5,
+        dq_dtype,
     )
     b, s, h, d = q.shape
     t = k.shape[1]
@@ -286,18 +319,17 @@ def merge_partials(
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(5,))
 def _attend(q, k, v, q_coords, kv_coords, block):
-    return blocked_forward(q, k, v, q_coords, kv_coords, block=block)[0].astype(q.dtype)
+    return blocked_forward(q, k, v, q_coords, kv_coords, block=block, out_dtype=q.dtype)[0]
 
 
 def _attend_fwd(q, k, v, q_coords, kv_coords, block):
-    out, lse = blocked_forward(q, k, v, q_coords, kv_coords, block=block)
-    out = out.astype(q.dtype)
+    out, lse = blocked_forward(q, k, v, q_coords, kv_coords, block=block, out_dtype=q.dtype)
     return out, (q, k, v, q_coords, kv_coords, out, lse)
 
 
 def _attend_bwd(block, residuals, dout):
     q, k, v, q_coords, kv_coords, out, lse = residuals
-    dq, dk, dv = blocked_backward(q, k, v, q_coords, kv_coords, out, lse, dout, block=block)
+    dq, dk, dv = blocked_backward(q, k, v, q_coords, kv_coords, out, lse, dout, block=block, dq_dtype=q.dtype)
     return dq.astype(q.dtype), dk.astype(k.dtype), dv.astype(v.dtype), None, None  # coordinates: integers
 
 
@@ -305,7 +337,7 @@ _attend.defvjp(_attend_fwd, _attend_bwd)
 
 
 def blocked_attention(
-    q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, kv_coords: Coords | None = None, *, block: int = 256
+    q: jax.Array, k: jax.Array, v: jax.Array, q_coords: Coords, kv_coords: Coords | None = None, *, block: int = BLOCK
 ) -> jax.Array:
     """Causal attention within segments that skips hidden `block`×`block` tiles (see the module docstring).
 

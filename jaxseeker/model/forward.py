@@ -108,7 +108,12 @@ def _decoder(
     def keep(x):  # [batch, seq, embed]
         return x if constrain is None else constrain(x, ("batch", "residual_seq", None))
 
-    x = keep(params["embed"].astype(compute)[tokens])  # [batch, seq, embed]
+    table = params["embed"].astype(compute)  # [vocab, embed]
+    if constrain is None:
+        x = table[tokens]  # [batch, seq, embed]
+    else:  # looked up split along the width, then laid out as the residual stream (`parallel.rules`: lookup_embed)
+        x = constrain(constrain(table, ("vocab", "lookup_embed"))[tokens], ("lookup_batch", "seq", "lookup_embed"))
+    x = keep(x)  # [batch, seq, embed]
 
     new_k, new_v = [], []
     for g, (moe, _) in enumerate(cfg.layer_groups):

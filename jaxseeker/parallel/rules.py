@@ -7,7 +7,18 @@ module alone turns those names into `PartitionSpec`s for a mesh with axes (data,
 `seq` (input rows, the KV cache) splits over `context`; `residual_seq`, the sequence axis of the residual stream
 between layers, over `context` and `tensor` as well (sequence parallelism: under tensor parallelism the saved
 residuals are not copied on every tensor device; XLA gathers them inside each layer and reduce-scatters the
-layer's output instead of all-reducing it, as Megatron-SP does).
+layer's output instead of all-reducing it, as Megatron-SP does). `embed`, the weights' model dimension, splits over
+`fsdp` and `context`: under context parallelism the weights, their gradients and Adam's moments are split over
+every chip of a row's context group too (ZeRO-3 over fsdp × context, as MaxText's rules put `embed` over fsdp and
+its sequence/context axes); a pass gathers each layer's weights over both. Activations never carry `embed` (their
+model dimension is unnamed), so the rule moves no activation.
+
+The embedding lookup (`model.hidden_states` under a `constrain`) reads its table split along `lookup_embed` (fsdp
+alone: gathered over context) and yields rows split along `lookup_batch` (the batch axes but fsdp), the sequence
+along `seq` and the width along `lookup_embed`, as many elements as a device's share of the residual stream, which
+it then takes by an exchange over fsdp. Left to XLA, with the table split over context too the partitioner falls
+back to replicating the looked-up rows ("involuntary full rematerialization"), and with it split over fsdp alone
+it gathered every row whole, at its share of the width, on each device of the context axis.
 
 Resolution of one array's axes, dimension by dimension:
   1. the rule gives an ordered tuple of mesh axes (empty = replicated);
@@ -36,7 +47,9 @@ DEFAULT_RULES: Rules = {
     "batch": ("data", "fsdp", "expert"),
     "seq": ("context",),
     "residual_seq": ("context", "tensor"),
-    "embed": ("fsdp",),
+    "embed": ("fsdp", "context"),
+    "lookup_embed": ("fsdp",),  # the embedding lookup's width and rows (module docstring)
+    "lookup_batch": ("data", "expert"),
     "vocab": ("tensor",),
     "heads": ("tensor",),
     "kv_heads": ("tensor",),

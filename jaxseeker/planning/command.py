@@ -207,6 +207,11 @@ def _gib(x: float) -> str:
     return f"{x / GiB:,.2f}"
 
 
+def _pair_text(x: float) -> str:
+    """Bytes per query-key pair, to three significant digits however small."""
+    return f"{x:.3g}"
+
+
 def _mesh_text(sizes: Mapping[str, int]) -> str:
     return ",".join(f"{k}={v}" for k, v in sizes.items())
 
@@ -233,6 +238,7 @@ def format_plan(plan: Mapping[str, Any]) -> str:
         ("rows × seq", [f"{s['rows_per_device']} × {s['seq_per_device']}" for s in stages]),
         ("remat", [s["remat"] for s in stages]),
         ("attention", [s["attention"] for s in stages]),
+        ("  B / q-k pair", [_pair_text(s["attention_bytes_per_pair"]) for s in stages]),
     ]
     engines = any(s["engine"] for s in stages)
     if engines:

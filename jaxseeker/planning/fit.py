@@ -24,7 +24,7 @@ from typing import Any
 
 from jax.sharding import AbstractMesh
 
-from jaxseeker.model.config import CONTEXT_ATTENTIONS, ModelConfig
+from jaxseeker.model.config import ATTENTION_IMPLS, CONTEXT_ATTENTIONS, ModelConfig
 from jaxseeker.parallel.mesh_config import MESH_AXES, MeshConfig
 from jaxseeker.parallel.rules import Rules
 from jaxseeker.planning.chips import MARGIN, USABLE_HBM, Chip, GiB
@@ -38,6 +38,7 @@ from jaxseeker.planning.memory import (
     abstract_mesh,
     activation_bytes,
     attention_kernel,
+    attention_pair_bytes,
     logits_bytes,
     param_elements,
 )
@@ -136,6 +137,16 @@ def choose_update(
     return dataclasses.replace(stage, remat=remats[-1], rows=rows_options[-1])
 
 
+def kernels_pair_bytes(cfg: ModelConfig, local: Any, seq: int) -> dict[str, float]:
+    """`memory.attention_pair_bytes` of every attention the model could run at this shape and layout (by the name
+    `memory.attention_kernel` gives it): what choosing another `attention_impl` would cost a query-key pair."""
+    out: dict[str, float] = {}
+    for impl in ATTENTION_IMPLS:
+        trial = dataclasses.replace(cfg, attention_impl=impl)
+        out.setdefault(attention_kernel(trial, local.seq_shards), attention_pair_bytes(trial, local, seq))
+    return out
+
+
 def plan_stage(
     cfg: ModelConfig,
     stage: StageShape,
@@ -166,6 +177,8 @@ def plan_stage(
         "seq": stage.seq,
         "seq_per_device": local.seq,
         "attention": attention_kernel(cfg, local.seq_shards),
+        "attention_bytes_per_pair": attention_pair_bytes(cfg, local, stage.seq),
+        "kernels_bytes_per_pair": kernels_pair_bytes(cfg, local, stage.seq),
         "engine": engine_summary(cfg, stage, dict(mesh.shape), chip.per_host),
         "memory": memory,
         "hbm_bytes": chip.hbm_bytes,

@@ -13,7 +13,7 @@ One stage is an SFT step or an RL step at one context stage (`StageShape`). Its 
                attention, two [q, k] score arrays per layer); the final hidden states and their gradient;
                the [q, k] boolean mask of the attentions that take one (xla, jax_xla, cudnn)
   layer        the working set of one layer's backward: its recompute, its gradients, the attention kernel's
-               own arrays (`attention_kernel_bytes`), its weights gathered from the fsdp shards
+               own arrays (`attention_kernel_bytes`), its weights gathered from their `embed` shards (fsdp, context)
   logits       the chunked loss: [rows, chunk, vocab] f32 logits, their softmax and gradient
   batch        the input rows on the device (RL: every mini-batch of the step, with its log-probs)
 and of an RL stage's rollout engine, in its own layout (`planning.rollout`): engine_weights, kv_cache, rollout
@@ -49,6 +49,7 @@ from collections.abc import Mapping
 
 from jax.sharding import AbstractMesh
 
+from jaxseeker.model.blocked_attention import BLOCK
 from jaxseeker.model.config import ModelConfig
 from jaxseeker.model.params import param_axes, param_shapes
 from jaxseeker.parallel.mesh_config import MESH_AXES
@@ -69,6 +70,7 @@ _SCORES_SAVED = 2  # [q, k] f32 arrays per layer kept by remat none (non-flash a
 _SCORES_TRANSIENT = 3  # [q, k] f32 arrays live in one layer's backward (non-flash attention)
 _LOGITS = 3.05  # [rows, chunk, vocab] f32 arrays live in the chunked loss's backward
 _UPDATE = 1.25  # f32 params-sized temporaries of clipping + AdamW
+_TILE_ARRAYS = 5  # f32 [heads, block, block] tiles live at once in the blocked kernel's backward (XLA:CPU: 4 to 5)
 PHASES = ("rollout", "update", "handoff")  # an RL step's phases (`memory_plan`); SFT has the update alone
 
 
@@ -147,12 +149,19 @@ def param_elements(cfg: ModelConfig, rules: Rules, mesh: AbstractMesh) -> int:
     return sum(_local_elements(shape, axes, rules, mesh) for shape, axes, _ in _leaves(cfg))
 
 
-def gathered_layer_elements(cfg: ModelConfig, rules: Rules, mesh: AbstractMesh) -> int:
-    """Parameters of the largest layer as one device sees them inside the pass (fsdp shards gathered)."""
+def weight_gather_axes(rules: Rules, mesh: AbstractMesh) -> tuple[str, ...]:
+    """The mesh axes (of size > 1) that split the weights along `embed` (fsdp, and context under context
+    parallelism): the pass gathers a layer's weights over them."""
     sizes = dict(mesh.shape)
-    if sizes["fsdp"] == 1:
+    return tuple(a for a in rules.get("embed", ()) if sizes.get(a, 1) > 1)
+
+
+def gathered_layer_elements(cfg: ModelConfig, rules: Rules, mesh: AbstractMesh) -> int:
+    """Parameters of the largest layer as one device sees them inside the pass (the `embed` shards gathered)."""
+    gather = weight_gather_axes(rules, mesh)
+    if not gather:
         return 0  # nothing to gather: the device holds its layers' weights already
-    unsharded = abstract_mesh({**sizes, "fsdp": 1})
+    unsharded = abstract_mesh({**dict(mesh.shape), **{a: 1 for a in gather}})
     per_group = [0] * len(cfg.layer_groups)
     for shape, axes, g in _leaves(cfg):
         if g is not None:
@@ -235,15 +244,32 @@ def attention_kernel(cfg: ModelConfig, seq_shards: int) -> str:
     return f"{cfg.context_attention}/{'splash' if splash else 'blocked'}"
 
 
+def blocked_kernel_bytes(cfg: ModelConfig, local: _Local, seq: int) -> float:
+    """The blocked kernel's own arrays in one layer's forward and backward on one device (`model.blocked_attention`,
+    the whole sequence there): `_TILE_ARRAYS` f32 tiles of [heads, block, block] (its loops take one row and query
+    block at a time); per query token three query-sized arrays of the compute dtype (the output and the query
+    gradient, both written in it, and a head-major copy), the f32 log-sum-exp and its backward's row sums per head;
+    below f32, the keys' and values' f32 gradient accumulators (in f32 they are the kernel's outputs). Read off
+    XLA:CPU's buffer assignment of the compiled kernel in f32 (tests/model/test_attention_memory.py compares the two;
+    in bf16 XLA:CPU also holds f32 copies of a row's bf16 operands for its dots, which the plan leaves out)."""
+    block, cb = min(BLOCK, seq), BYTES[cfg.compute_dtype]
+    f32_grads = 2 * local.kv_heads * cfg.head_dim * 4 if cb < 4 else 0
+    per_token = 3 * local.heads * cfg.head_dim * cb + 2 * local.heads * 4 + f32_grads
+    return float(_TILE_ARRAYS * local.heads * block * block * 4 + local.rows * local.seq * per_token)
+
+
 def attention_kernel_bytes(cfg: ModelConfig, local: _Local, seq: int) -> float:
-    """The attention kernel's own arrays in one layer's backward, per device: the blocked kernel's f32 output and
-    query gradient; all-gather's whole-row keys / values and their gradients (f32 with the blocked kernel); ring's
-    two key / value chunks (the one attended to and the one arriving) and two f32 gradient chunks; cuDNN's
-    [q, k] bias and its gradient (`jax.nn.dot_product_attention` turns the mask into a bias of the compute
-    dtype)."""
+    """The attention kernel's own arrays in one layer's backward, per device: the blocked kernel's
+    (`blocked_kernel_bytes`); under context parallelism the blocked kernel's f32 output and query gradient, with
+    all-gather's whole-row keys / values and their gradients (f32 with the blocked kernel), or ring's two key / value
+    chunks (the one attended to and the one arriving) and two f32 gradient chunks (these two are checked against
+    their compiled steps in tests/parallel/test_context_parallel_parts.py); cuDNN's [q, k] bias and its gradient
+    (`jax.nn.dot_product_attention` turns the mask into a bias of the compute dtype)."""
     kernel, cb = attention_kernel(cfg, local.seq_shards), BYTES[cfg.compute_dtype]
     if kernel == "cudnn":
         return float(2 * local.rows * local.seq * seq * cb)
+    if kernel == "blocked":
+        return blocked_kernel_bytes(cfg, local, seq)
     kv_token = local.rows * local.kv_heads * cfg.head_dim * 2  # keys and values of one token
     blocked = kernel.endswith("blocked")
     own = local.rows * local.seq * local.heads * cfg.head_dim * 4 * 2 if blocked else 0  # f32 output and dq
@@ -254,14 +280,32 @@ def attention_kernel_bytes(cfg: ModelConfig, local: _Local, seq: int) -> float:
     return float(own)
 
 
+def _qk_arrays(cfg: ModelConfig, local: _Local, seq: int) -> tuple[int, int]:
+    """(one [q, k] f32 score array over the device's heads, the bool [q, k] mask `model.hidden_states` builds), in
+    bytes per device: 0 for the kernels that hold none (splash, blocked, any kernel on a split sequence); cuDNN takes
+    the mask but no scores."""
+    kernel = attention_kernel(cfg, local.seq_shards)
+    if kernel in FLASH_IMPLS or local.seq_shards > 1:
+        return 0, 0
+    pairs = local.rows * local.seq * seq
+    return (0 if kernel == "cudnn" else pairs * local.heads * 4), pairs
+
+
+def attention_pair_bytes(cfg: ModelConfig, local: _Local, seq: int) -> float:
+    """Bytes per query-key pair of one layer's attention on a device: the arrays of its backward that the plan
+    counts (the mask, `_SCORES_TRANSIENT` score arrays, the kernel's own, `attention_kernel_bytes`) over the pairs
+    it covers (rows × queries × keys, all heads together). What grows with the square of the context: a kernel
+    with no [q, k] array gets well under 1 byte, falling as the rows grow."""
+    scores, mask = _qk_arrays(cfg, local, seq)
+    own = _SCORES_TRANSIENT * scores + mask + attention_kernel_bytes(cfg, local, seq)
+    return own / (local.rows * local.seq * seq)
+
+
 def activation_bytes(cfg: ModelConfig, rows: int, seq: int, rules: Rules, mesh: AbstractMesh) -> dict[str, float]:
     """Saved activations of all layers and the largest one-layer backward working set, per device."""
     local = _local_sizes(cfg, rows, rules, dict(mesh.shape), seq)
     tokens, cb = local.rows * local.seq, BYTES[cfg.compute_dtype]
-    kernel = attention_kernel(cfg, local.seq_shards)
-    no_qk = kernel in FLASH_IMPLS or local.seq_shards > 1  # no [q, k] array at all
-    scores = 0 if no_qk or kernel == "cudnn" else local.rows * local.heads * local.seq * seq * 4  # one [q, k] f32
-    mask = 0 if no_qk else local.rows * local.seq * seq  # the bool [q, k] mask `model.hidden_states` builds
+    scores, mask = _qk_arrays(cfg, local, seq)
     saved = 2 * cfg.hidden_size * local.rows * seq * cb + mask  # final hidden states (whole rows) and gradient
     layer = 0.0
     for moe, count in cfg.layer_groups:
@@ -279,10 +323,10 @@ def activation_bytes(cfg: ModelConfig, rows: int, seq: int, rules: Rules, mesh: 
 
 
 def logits_bytes(cfg: ModelConfig, rows: int, seq: int, chunk: int, rules: Rules, mesh: AbstractMesh) -> float:
-    """Working set of the chunked loss per device (plus the gathered unembedding under fsdp)."""
+    """Working set of the chunked loss per device (plus the unembedding gathered along `embed` when split)."""
     sizes = dict(mesh.shape)
     local = _local_sizes(cfg, rows, rules, sizes)
     gathered = 0
-    if sizes["fsdp"] > 1:
+    if weight_gather_axes(rules, mesh):
         gathered = 2 * local.vocab * cfg.hidden_size * BYTES[cfg.compute_dtype]
     return _LOGITS * local.rows * min(chunk, seq) * local.vocab * 4 + gathered

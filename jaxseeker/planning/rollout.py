@@ -89,8 +89,8 @@ def engine_calls(cfg: ModelConfig, stage, chips: int, per_host: int) -> dict[str
     cache = slots * length * (kv_token + 4) + slots * 4  # + segment ids and ends (int32)
     decode = _LOGITS * slots * local("vocab", cfg.vocab_size) * 4
     rows = slots // 2 if slots > 1 else 1  # the largest partial-rows prefill (all rows take no gather)
+    # whatever the training attention: the engine always attends with `generation.ragged_attention`
     scores = 2 * slots * local("heads", cfg.num_heads) * min(stage.prefill_chunk, length) * length * 4
-    scores = 0 if cfg.attention_impl == "cudnn" else scores
     gathered = rows * length * kv_token  # a partial-rows prefill's copy of its rows
     stacked = cache if stage.stacked_prefill else 0  # the scanned prefill stacks each group's layers' caches
     return {"cache": float(cache), "decode": float(decode), "prefill": float(scores + max(gathered, stacked))}

@@ -7,7 +7,7 @@ phase of every stage stays `MARGIN` below the reported memory and a host can sta
 checkpoint (params and optimizer state, f32) in RAM.
 
 `fit_recipe` searches, in order of preference, the meshes of the target's chips (`plan._meshes`: least tensor,
-then least context parallelism), the attention kernels of its backend (TPU: splash, then blocked; GPU: cudnn, then
+then least context parallelism), the attention kernels of its backend (`KERNELS`: TPU splash, then blocked; GPU
 blocked), the context attention where the mesh has a context axis, then per stage:
   SFT  the remat (least recompute first) and the micro-batches: `data.batch_size` rows split into
        `optimizer.grad_accum` micro-batches (train.steps, checkpoint_every and log_every scaled so that the
@@ -32,7 +32,15 @@ from jaxseeker.planning.fit import _meshes, memory_plan
 from jaxseeker.planning.memory import StageShape, abstract_mesh, param_elements
 from jaxseeker.train.recipe import RecipeError
 
-KERNELS = {"tpu": ("splash", "blocked"), "gpu": ("cudnn", "blocked")}  # training attention, preferred first
+# Training attention, preferred first. GPU: the blocked kernel only. `attention_impl: cudnn` goes through
+# `jax.nn.dot_product_attention`, whose public form takes packed rows' segments only as a dense mask, turned into a
+# [q, k] bias of the compute dtype with its gradient (5 bytes a query-key pair in bf16) and computed whole, hidden
+# tiles included: 128K rows cannot fit. cuDNN's own packed causal mode (`jax._src.cudnn.fused_attention_stablehlo`:
+# q_offsets / kv_offsets with a padding-causal mask) would skip hidden tiles without a [q, k] array, but it is a
+# private API that only compiles with a GPU present, so nothing here can test it. The blocked kernel holds one tile
+# of scores at a time and skips hidden tiles, and its memory is checked by compiling it on CPU
+# (tests/model/test_attention_memory.py); on a GPU it runs as XLA loops over tiles, slower than a fused kernel.
+KERNELS = {"tpu": ("splash", "blocked"), "gpu": ("blocked",)}
 REMATS = ("none", "dots", "full")  # least recompute first
 
 

@@ -6,7 +6,8 @@ before JAX starts). Argument: the JSON of the cases by target (`test_target_layo
 scaled mesh, the model (the target's head layout and kernel at tiny widths) and the plan's batching.
 
   sft  one update of `grad_accum` micro-batches of packed rows (`make_sft_step`) on the mesh and on one device:
-       every micro-step's loss and the params after the update.
+       every micro-step's loss and the params after the update; the params' and optimizer state's bytes on a
+       device; in the compiled step, the embedding lookup's shape and every array of a whole row by the width.
   rl   episodes the real engine samples in the plan's layout (replicas of `engine_tensor` devices, its slots and
        prefill), then the update (`train.rl.update.update`: the plan's mini-batches, rows per pass, packed rows and
        remat) on the mesh and on one device from the same params, episodes and rewards: its metrics and new params.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -58,21 +60,45 @@ def sft_rows(vocab: int, rows: int, seq: int, seed: int) -> dict[str, np.ndarray
     )
 
 
+def device_bytes(state: Any) -> int:
+    """Bytes of the params and optimizer state (Adam's moments, the gradient accumulator) on the first device."""
+    first = jax.devices()[0]
+    leaves = jax.tree.leaves((state.params, state.opt_state))
+    return sum(shard.data.nbytes for x in leaves for shard in x.addressable_shards if shard.device == first)
+
+
+def embedding_shapes(hlo: str, cfg: model.ModelConfig, seq: int, fsdp: int) -> dict[str, list]:
+    """In the compiled step: the results of the forward's embedding lookup (the `gather` of op `jvp()/gather`), and
+    every array of `seq` positions (a whole row) by the width or the width's fsdp share, whatever its rows."""
+    lookups = re.findall(r"= \w+\[([\d,]+)\]\S* gather\(.*op_name=\"[^\"]*/jvp\(\)/gather\"", hlo)
+    widths = "|".join(str(w) for w in {cfg.hidden_size, cfg.hidden_size // fsdp})
+    arrays = re.findall(rf"\w+\[(\d+,{seq},(?:{widths}))\]", hlo)
+    return {
+        "lookups": sorted({tuple(int(d) for d in x.split(",")) for x in lookups}),
+        "whole_rows": sorted({tuple(int(d) for d in x.split(",")) for x in arrays}),
+    }
+
+
 def sft_update(
     cfg: model.ModelConfig, params: dict, micro_batches: list[dict], mesh: Any, grad_accum: int
-) -> tuple[list[float], dict]:
-    """Every micro-step's loss and the params after one update of `grad_accum` micro-batches on `mesh`."""
+) -> tuple[list[float], dict, dict]:
+    """Every micro-step's loss and the params after one update of `grad_accum` micro-batches on `mesh`, and the
+    state's bytes on one device and the embedding shapes of the compiled step (`device_bytes`, `embedding_shapes`)."""
     from jaxseeker.train.sft.step import make_sft_step
 
     tx = make_optimizer(OptimizerConfig(grad_accum=grad_accum, **OPT))
     state, shardings = train_state_from_params(params, model.param_axes(cfg), tx, 0, mesh)
     sharding = batch_sharding(mesh, micro_batches[0]["tokens"].shape)
     step = make_sft_step(cfg, tx, mesh=mesh, state_shardings=shardings, batch_sharding=sharding)
+    first = shard_batch(micro_batches[0], sharding)
+    layout = {"state_bytes": device_bytes(state)}
+    hlo = step.lower(state, first).compile().as_text()
+    layout |= embedding_shapes(hlo, cfg, first["tokens"].shape[1], dict(mesh.shape)["fsdp"])
     losses = []
     for batch in micro_batches:
         state, metrics = step(state, shard_batch(batch, sharding))
         losses.append(float(metrics["loss"]))
-    return losses, jax.device_get(state.params)
+    return losses, jax.device_get(state.params), layout
 
 
 def run_sft(case: dict) -> dict:
@@ -81,14 +107,19 @@ def run_sft(case: dict) -> dict:
     params = jax.device_get(jax.jit(model.init_params, static_argnums=0)(cfg, jax.random.PRNGKey(0)))
     grad_accum, rows, seq = case["grad_accum"], case["rows"], case["seq"]
     micro_batches = [sft_rows(cfg.vocab_size, rows, seq, seed) for seed in range(grad_accum)]
-    mesh_losses, mesh_params = sft_update(cfg, params, micro_batches, make_mesh(MeshConfig(**case["mesh"])), grad_accum)
+    mesh = make_mesh(MeshConfig(**case["mesh"]))
+    mesh_losses, mesh_params, layout = sft_update(cfg, params, micro_batches, mesh, grad_accum)
     one = make_mesh(MeshConfig(), jax.devices()[:1])
-    one_losses, one_params = sft_update(cfg.replace(attention_impl="xla"), params, micro_batches, one, grad_accum)
+    one_losses, one_params, one_layout = sft_update(
+        cfg.replace(attention_impl="xla"), params, micro_batches, one, grad_accum
+    )
     return {
         "losses": mesh_losses,
         "one_device_losses": one_losses,
         "param_diff": max_diff(mesh_params, one_params),
         "params_moved": max_diff(one_params, params),
+        "layout": layout,
+        "one_device_state_bytes": one_layout["state_bytes"],
     }
 
 

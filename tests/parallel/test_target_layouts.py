@@ -1,17 +1,18 @@
 """Each target's layout as `jaxseeker plan --target` fits its shipped paper recipe, scaled down to 8 fake CPU devices,
-runs one real step that equals one device's: the v6e-64 SFT of Qwen3-8B at 128K (fsdp × tensor × context, two
-micro-batches, splash under context parallelism) and the RL updates of the v5p-128 Qwen2.5-72B and the 8×H100
-Qwen2.5-7B DUPO recipes (fsdp, the rollout engine's replicas and slots, the mini-batches, rows per pass and remat).
+runs one real step that equals one device's: the v6e-64 SFT of Qwen3-8B at 128K (fsdp × context, the weights split
+over both, two micro-batches, splash under context parallelism) and the RL updates of the v5p-128 Qwen2.5-72B and
+the 8×H100 Qwen2.5-7B DUPO recipes (fsdp, the rollout engine's replicas and slots, the mini-batches, rows per pass and
+remat).
 
 Scaling keeps what decides how the layout divides the work:
 - mesh: every axis > 1 stays > 1; tensor, context and expert keep their planned sizes, fsdp and data share the rest;
 - heads: the target's query and KV heads over their largest common factor that leaves each count divisible by
   exactly the same tensor sizes of the layout (the mesh's and the engine's): 64 / 8 with engine replicas of 4 →
-  32 / 4, 28 / 4 → 7 / 1, 32 / 8 on tensor 2 → 8 / 2;
+  32 / 4, 28 / 4 with replicas of 2 → 14 / 2, 32 / 8 on tensor 2 → 8 / 2;
 - rows: the plan's rows per batch shard in a pass, its micro-batches (SFT) or mini-batches (RL), and in RL two passes
   per mini-batch (the plans have 4 and 32: a mini-batch always spans several); the engine's chips and slots a replica;
 - kernel: the plan's where the CPU runs it: splash interpreted (`JAXSEEKER_INTERPRET_KERNELS`) on rows of 128 tokens
-  a device; cudnn, and splash on the RL cases' 64-token rows, become blocked, both backends' second choice.
+  a device; splash on the RL cases' 64-token rows becomes blocked (the GPU's kernel, the TPU's second choice).
 Widths are tiny and float32 (the recipes' bf16 would drown the comparison in bf16 rounding). The reference is one
 device with the XLA attention. Why a subprocess: see `test_sharded_sft_step.py`.
 """
@@ -40,6 +41,9 @@ RECIPES = {  # target: (shipped recipe, overrides)
     "h100x8": ("websailor_qwen2.5-7b_dupo", []),
 }
 WIDTHS = {"vocab_size": 128, "hidden_size": 32, "intermediate_size": 64, "num_layers": 2, "head_dim": 4}
+# The SFT case's vocabulary: large enough that XLA, left to itself, looks the embedding up as every row whole at a
+# share of the width instead of gathering the table (seen at 8,192 and width 32; at 128 it gathers the table).
+SFT_WIDTHS = {"vocab_size": 8192}
 SPLASH_TILE = 128  # splash's rows: a multiple of 128 tokens on each device
 RL_SEQ, RL_NEW_TOKENS, RL_PASSES = 64, 8, 2
 U = 2.0**-24  # float32's unit roundoff
@@ -72,7 +76,7 @@ def cpu_kernel(impl: str, seq_per_device: int) -> str:
     """The plan's training attention where the CPU runs it (module docstring), else blocked."""
     if impl == "splash" and seq_per_device % SPLASH_TILE == 0:
         return "splash"
-    return "blocked" if impl in ("splash", "cudnn") else impl
+    return "blocked" if impl == "splash" else impl
 
 
 def scaled_case(target: str) -> dict:
@@ -89,6 +93,7 @@ def scaled_case(target: str) -> dict:
     seq = SPLASH_TILE * mesh["context"] if stage.kind == "sft" else RL_SEQ
     model = {
         **WIDTHS,
+        **(SFT_WIDTHS if stage.kind == "sft" else {}),
         "model_type": rp.cfg.model_type,
         "qkv_bias": rp.cfg.qkv_bias,
         "qk_norm": rp.cfg.qk_norm,
@@ -130,26 +135,43 @@ def test_the_scaled_layouts_keep_the_plans_axes_heads_and_engine(cases):
         plan = case["plan_mesh"]
         assert math.prod(case["mesh"].values()) == DEVICES, target
         assert {a for a, n in case["mesh"].items() if n > 1} == {a for a, n in plan.items() if n > 1}, target
-    assert cases["v6e-64"]["mesh"] == {"data": 1, "fsdp": 2, "tensor": 2, "context": 2, "expert": 1}
+    assert cases["v6e-64"]["mesh"] == {"data": 1, "fsdp": 2, "tensor": 1, "context": 4, "expert": 1}
     assert cases["v6e-64"]["grad_accum"] == 2 and cases["v6e-64"]["model"]["attention_impl"] == "splash"
     heads = {t: (c["model"]["num_heads"], c["model"]["num_kv_heads"]) for t, c in cases.items()}
-    assert heads == {"v5p-128": (32, 4), "v6e-64": (8, 2), "h100x8": (7, 1)}
+    assert heads == {"v5p-128": (32, 4), "v6e-64": (4, 1), "h100x8": (14, 2)}
     assert (
         cases["v5p-128"]["engine_tensor"] == 4 and cases["v5p-128"]["slots"] == 2 * 8
     )  # 2 replicas of 4, 8 slots each
-    assert cases["h100x8"]["engine_tensor"] == 1 and cases["h100x8"]["model"]["attention_impl"] == "blocked"
+    assert cases["h100x8"]["engine_tensor"] == 2 and cases["h100x8"]["model"]["attention_impl"] == "blocked"
 
 
 def test_the_v6e_sft_micro_steps_and_update_equal_one_device(cases, report):
     """Each micro-step's loss is a mean of rows × seq positive NLL terms, each from dot products of at most
     `vocab_size` or seq terms: in float32 the two orders of summation differ by (terms + longest dot) · u of it."""
     case, result = cases["v6e-64"], report["v6e-64"]
-    tolerance = (case["rows"] * case["seq"] + max(WIDTHS["vocab_size"], case["seq"])) * U
+    tolerance = (case["rows"] * case["seq"] + max(case["model"]["vocab_size"], case["seq"])) * U
     assert len(result["losses"]) == case["grad_accum"]
     for loss, one in zip(result["losses"], result["one_device_losses"]):
         assert loss == pytest.approx(one, rel=tolerance)
         assert one > 1.0  # a real cross-entropy, not a degenerate 0
     assert result["param_diff"] <= PARAM_TOLERANCE < result["params_moved"] / 10
+
+
+def test_the_v6e_weights_and_adam_moments_split_over_fsdp_and_context_without_a_whole_row_embedding(cases, report):
+    """Context-parallel SFT holds 1 / (fsdp × context) of the state a device (`embed` over fsdp and context; the q /
+    k norms and the optimizer's step counters, a few dozen bytes, stay whole). The embedding lookup reads the table
+    gathered over context at least and yields the device's sequence chunk, as many elements as the device's share of
+    the residual stream (its rows at the whole width, or every row at its share of the width as under fsdp alone),
+    and the only arrays of a whole row by the width (or its share) are those of the device's own rows (the chunked
+    loss gathers the final hidden states): none holds the whole batch (left to XLA, the lookup gathered every row
+    whole at its share of the width)."""
+    case, layout = cases["v6e-64"], report["v6e-64"]["layout"]
+    fsdp, context = case["mesh"]["fsdp"], case["mesh"]["context"]
+    assert layout["state_bytes"] * fsdp * context == pytest.approx(report["v6e-64"]["one_device_state_bytes"], rel=0.01)
+    rows = case["rows"] // fsdp
+    [lookup] = layout["lookups"]  # rows × its sequence chunk × width, split over fsdp by rows or by width
+    assert lookup[1] == case["seq"] // context and math.prod(lookup) == rows * lookup[1] * WIDTHS["hidden_size"]
+    assert layout["whole_rows"] and all(shape[0] == rows for shape in layout["whole_rows"]), layout["whole_rows"]
 
 
 @pytest.mark.parametrize("target", ["v5p-128", "h100x8"])

@@ -153,6 +153,10 @@ def test_params_and_rows_divide_by_the_mesh_as_the_rules_shard_them():
     n_one, n_four = one["memory"]["params"] / 4, four["memory"]["params"] / 4  # f32 master weights
     assert n_one == model.count_params(cfg) and n_four == (n_one - norms) / 4 + norms
     assert (one["rows_per_device"], four["rows_per_device"]) == (8, 2)
+    # A context axis splits the weights and Adam's moments like fsdp (`embed` over fsdp and context), not the rows.
+    context = plan_stage(cfg, stage, DEFAULT_RULES, {"fsdp": 2, "context": 2}, CHIPS["v5p"])
+    assert context["memory"]["params"] == four["memory"]["params"] and context["rows_per_device"] == 4
+    assert context["memory"]["optimizer"] == four["memory"]["optimizer"] == 2 * four["memory"]["params"]
     # 6 rows do not split over fsdp=4: the rules replicate the batch, and so does the plan.
     assert (
         plan_stage(cfg, StageShape("sft", "sft", rows=6, seq=256), DEFAULT_RULES, {"fsdp": 4}, CHIPS["v5p"])[
