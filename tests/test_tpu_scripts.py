@@ -9,6 +9,8 @@ plan); how it watches a job and recreates a lost slice is in test_tpu_launch.py.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shlex
@@ -23,15 +25,30 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TPU = ROOT / "tpu_scripts" / "tpu.py"
+if str(TPU.parent) not in sys.path:  # the script's own imports (supervise, slices, …) resolve as when it runs
+    sys.path.insert(0, str(TPU.parent))
+
+import tpu as tpu_script  # noqa: E402
+
 GPU_CHECK = ROOT / "tpu_scripts" / "gpu_check.sh"
 WHERE = ["--zone", "us-east5-a", "--project", "my-proj"]
 
 
 def tpu(stage: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    """`tpu.py STAGE --dry-run ARGV…` (the flag before any `--`, after which the remote command starts)."""
-    return subprocess.run(
-        [sys.executable, str(TPU), stage, "--dry-run", *argv], capture_output=True, text=True, check=check, cwd=ROOT
-    )
+    """`tpu.py STAGE --dry-run ARGV…` (the flag before any `--`, after which the remote command starts), its `main`
+    called in this process from the repository root: a dry run starts nothing, and a new interpreter per call would
+    import jaxseeker and jax again for `launch`'s check. test_tpu_launch.py runs the script itself."""
+    args = [str(TPU), stage, "--dry-run", *argv]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.chdir(ROOT), contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            returncode = tpu_script.main(args[1:])
+        except SystemExit as e:  # argparse's usage errors
+            returncode = e.code if isinstance(e.code, int) else 1
+    result = subprocess.CompletedProcess(args, returncode, stdout.getvalue(), stderr.getvalue())
+    if check:
+        result.check_returncode()
+    return result
 
 
 def dry_run(stage: str, *argv: str) -> list[tuple[str, list[str]]]:
@@ -256,12 +273,7 @@ def test_launch_rejects_bad_arguments(argv, message):
 def test_setup_installs_the_jax_of_this_environment():
     import jax
 
-    sys.path.insert(0, str(TPU.parent))
-    try:
-        import tpu as tpu_module
-    finally:
-        sys.path.remove(str(TPU.parent))
-    assert tpu_module.JAX_TPU == f"jax[tpu]=={jax.__version__}"  # the pin moves with the environment
+    assert tpu_script.JAX_TPU == f"jax[tpu]=={jax.__version__}"  # the pin moves with the environment
 
 
 def stub(path: Path, body: str) -> None:

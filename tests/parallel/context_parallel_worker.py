@@ -1,7 +1,7 @@
 """Context parallelism on 8 fake CPU devices against one device; prints one JSON line.
 
 Run by `test_context_parallel.py` and `test_context_parallel_parts.py` in a subprocess whose `XLA_FLAGS` asks for 8
-host devices (the flag must be set before JAX starts). Argument: the part to run.
+host devices (the flag must be set before JAX starts). Arguments: the parts to run.
 
   steps   the SFT loss and gradients (`train.sft.step.mesh_loss`, what the step differentiates) and one SFT step, and
           the RL loss and gradients, one RL update and the old-log-prob pass (`make_rl_step`), of packed rows on
@@ -353,11 +353,12 @@ def decode() -> dict:
     }
 
 
-def main(part: str) -> None:
-    """One part (module docstring); one JSON line."""
+def main(parts: list[str]) -> None:
+    """The given parts (module docstring), one after the other in this interpreter; one JSON line keyed by part."""
     assert jax.device_count() == 8, jax.devices()
-    print(json.dumps({"steps": steps, "splash": splash, "memory": memory, "decode": decode, "hlo": hlo}[part]()))
+    run = {"steps": steps, "splash": splash, "memory": memory, "decode": decode, "hlo": hlo}
+    print(json.dumps({part: run[part]() for part in parts}))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])

@@ -16,14 +16,10 @@ TOLERANCE = 1e-5
 MESHES = ["context4_ring", "context4_all_gather", "tensor2_context4_ring", "data2_fsdp2_tensor2_blocked"]
 
 
-def run_part(part: str) -> dict:
-    """The worker's JSON for one part, from a new interpreter that sees 8 CPU devices."""
-    return run_worker(WORKER, 8, part, timeout=1200)[0]
-
-
 @pytest.fixture(scope="module")
 def steps() -> dict:
-    return run_part("steps")
+    """The worker's JSON for the steps part, from a new interpreter that sees 8 CPU devices."""
+    return run_worker(WORKER, 8, "steps", timeout=1200)[0]["steps"]
 
 
 @pytest.mark.parametrize("mesh", MESHES)

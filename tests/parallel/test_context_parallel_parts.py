@@ -1,7 +1,8 @@
 """Context parallelism on 8 fake CPU devices, the parts besides the steps (test_context_parallel.py; a file of
 their own so that xdist runs both side by side): splash attention over the context axis equals the reference,
 memory per device falls as the context axis grows, no kernel holds a `[seq, seq]` array, and the engine decodes
-with its KV cache split over the context axis. Each part runs in its own interpreter, one after the other."""
+with its KV cache split over the context axis. The four parts run one after the other in one interpreter (JAX and
+jaxseeker start once)."""
 
 from __future__ import annotations
 
@@ -16,14 +17,18 @@ WORKER = Path(__file__).with_name("context_parallel_worker.py")
 TOLERANCE = 1e-5
 
 
-def run_part(part: str) -> dict:
-    """The worker's JSON for one part, from a new interpreter that sees 8 CPU devices."""
-    return run_worker(WORKER, 8, part, timeout=1200)[0]
+PARTS = ("splash", "memory", "hlo", "decode")
 
 
 @pytest.fixture(scope="module")
-def splash() -> dict:
-    return run_part("splash")
+def parts() -> dict:
+    """The worker's JSON for each of `PARTS`, from one new interpreter that sees 8 CPU devices."""
+    return run_worker(WORKER, 8, *PARTS, timeout=1200)[0]
+
+
+@pytest.fixture(scope="module")
+def splash(parts) -> dict:
+    return parts["splash"]
 
 
 def test_splash_with_q_seq_shards_over_the_context_axis_equals_the_reference(splash):
@@ -33,8 +38,8 @@ def test_splash_with_q_seq_shards_over_the_context_axis_equals_the_reference(spl
 
 
 @pytest.fixture(scope="module")
-def memory() -> dict:
-    return run_part("memory")
+def memory(parts) -> dict:
+    return parts["memory"]
 
 
 @pytest.mark.parametrize("attention", ["ring", "all_gather"])
@@ -59,8 +64,8 @@ def test_ring_attention_holds_less_than_all_gather_on_a_split_sequence(memory):
 
 
 @pytest.fixture(scope="module")
-def hlo() -> dict:
-    return run_part("hlo")
+def hlo(parts) -> dict:
+    return parts["hlo"]
 
 
 @pytest.mark.parametrize("program, seq_per_device", [("blocked", 8192), ("ring", 1024), ("blocked_sft_loss", 8192)])
@@ -74,8 +79,8 @@ def test_no_array_of_the_compiled_kernels_is_sequence_by_sequence(hlo, program, 
 
 
 @pytest.fixture(scope="module")
-def decode() -> dict:
-    return run_part("decode")
+def decode(parts) -> dict:
+    return parts["decode"]
 
 
 def test_the_engine_decodes_with_its_kv_cache_split_over_the_context_axis(decode):
