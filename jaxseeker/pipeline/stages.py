@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import gc
 import hashlib
 import json
 import resource
@@ -14,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jaxseeker.train.heap import trim_heap
 from jaxseeker.train.interrupt import Stopped, requested
 
 
@@ -31,16 +29,11 @@ def peak_rss_gib() -> float:
 
 def release_memory() -> None:
     """Give back what a finished stage held before the next one starts: unreachable arrays, the compiled programs
-    (a later stage compiles or loads its own from the persistent cache) and, under glibc, the freed heap, which
-    otherwise stays resident and stacks one stage's peak on the next."""
+    (a later stage compiles or loads its own from the persistent cache) and the freed heap (`train.heap`)."""
     import jax  # here: the stage bookkeeping itself runs without JAX (`--dry-run`)
 
-    gc.collect()
     jax.clear_caches()
-    libc = ctypes.util.find_library("c")
-    trim = getattr(ctypes.CDLL(libc), "malloc_trim", None) if libc else None
-    if trim is not None:
-        trim(0)
+    trim_heap()
 
 
 class StopAfter(Exception):

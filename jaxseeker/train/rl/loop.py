@@ -56,6 +56,7 @@ from jaxseeker.tools import (
 )
 from jaxseeker.train.checkpoint import Checkpointer
 from jaxseeker.train.export import write_run_files
+from jaxseeker.train.heap import trim_heap
 from jaxseeker.train.interrupt import Interrupted, Stopped, stop_requests
 from jaxseeker.train.lora import lora_from_recipe, merge_fn
 from jaxseeker.train.metrics import MetricsWriter, plot_curves, read_metrics
@@ -237,7 +238,9 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
 
 
 def after_update(run: RLRun, state: Any, update_metrics: dict[str, float], episodes: int) -> None:
-    """Hand the updated weights to the engine and adapt β of the KL in the reward to the update's KL."""
+    """Hand the updated weights to the engine (the update's freed memory given back first) and adapt β of the KL in
+    the reward to the update's KL."""
+    trim_heap()
     run.engine.set_params(run.engine_params(state.params))
     if run.rl.kl_reward_target is not None and "kl_reward" in update_metrics:
         run.kl_reward_coef = adaptive_kl_coef(
@@ -290,6 +293,7 @@ def run_step(
         rewards = np.array([[s.reward for s in scores[i]] for i in selection.groups])  # [B, G]
         chosen = [e for i in selection.groups for e in groups[i]]
         run.engine.unload()  # the update gets the engine's memory; its weights come back updated
+        trim_heap()
         try:
             state, update_metrics = update(run, state, chosen, rewards, stage.max_context, step, stop)
         except UpdateStopped as stopped:  # what the step measured so far, for the resumed run to log
