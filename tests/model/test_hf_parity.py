@@ -189,7 +189,8 @@ def test_load_hf_places_each_leaf_where_shardings_say(family):
 
 def test_constrain_sees_the_residual_stream_by_its_logical_axes_and_changes_no_logit(family):
     """`constrain` is where a training step lays activations out (`parallel.activation_constraint`); the model calls
-    it on the residual stream after the embedding and in every layer group's scan body."""
+    it on the embedding table and the looked-up rows, then on the residual stream after the embedding and in every
+    layer group's scan body."""
     _, _, _, cfg, params = family
     seen = []
 
@@ -199,5 +200,10 @@ def test_constrain_sees_the_residual_stream_by_its_logical_axes_and_changes_no_l
 
     ids = jnp.asarray(np.random.default_rng(7).integers(0, cfg.vocab_size, (2, 9)))
     logits = model.forward(params, ids, cfg, constrain=record)
-    assert seen == [((2, 9, cfg.hidden_size), ("batch", "residual_seq", None))] * (1 + len(cfg.layer_groups))
+    lookup = [  # the table read split along the width, the looked-up rows laid out by `lookup_*` (parallel.rules)
+        ((cfg.vocab_size, cfg.hidden_size), ("vocab", "lookup_embed")),
+        ((2, 9, cfg.hidden_size), ("lookup_batch", "seq", "lookup_embed")),
+    ]
+    residual = [((2, 9, cfg.hidden_size), ("batch", "residual_seq", None))] * (1 + len(cfg.layer_groups))
+    assert seen == lookup + residual
     np.testing.assert_array_equal(np.asarray(logits), np.asarray(model.forward(params, ids, cfg)))
