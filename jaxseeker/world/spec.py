@@ -26,9 +26,8 @@ class WorldSpec:
     """A world to build or open: a seeded synthetic one (`size`, `seed`), the atlas (`countries`), a pages JSONL file
     or a saved world directory (`path`)."""
 
-    source: str = (
-        "synthetic"  # synthetic (a seeded made-up world) | atlas (real facts from PyPI wheels) | pages | saved
-    )
+    # synthetic (a seeded made-up world) | atlas (real facts from PyPI wheels) | pages | saved
+    source: str = "synthetic"
     size: int = 2000  # synthetic: entities
     seed: int = 0  # synthetic: the world's seed
     countries: tuple[str, ...] = ()  # atlas: ISO codes to keep (empty: all)
