@@ -1,6 +1,7 @@
-"""The accelerators a plan can target: memory, dense bf16 peak and chips per host of each, and the machines users
-rent as targets (`planning.targets` fits a recipe to one). No jax, so commands list them quickly. TPU hosts of
-multi-host slices drive 4 chips (v4, v5p, and v5e / v6e slices beyond one host)."""
+"""The accelerators a plan can target: memory, dense bf16 peak, memory bandwidth and chips per host of each, and the
+machines users rent as targets (`planning.targets` fits a recipe to one). No jax, so commands list them quickly. TPU
+hosts of multi-host slices drive 4 chips (v4, v5p, and v5e / v6e slices beyond one host). Peaks and bandwidths are
+the vendors' data sheets (Cloud TPU's system architecture pages; NVIDIA's H100 / H200 SXM)."""
 
 import dataclasses
 
@@ -11,22 +12,23 @@ MARGIN = 0.05  # share of the memory a backend reports usable that a plan for a 
 
 @dataclasses.dataclass(frozen=True)
 class Chip:
-    """One accelerator: memory, dense bf16 matmul peak, and how many a host of a multi-host slice drives (one
-    process each; the rollout engine's replicas stay within a host)."""
+    """One accelerator: memory, dense bf16 matmul peak, memory bandwidth (bytes/s), and how many a host of a
+    multi-host slice drives (one process each; the rollout engine's replicas stay within a host)."""
 
     name: str
     hbm_bytes: int
     peak_flops: float
+    hbm_bandwidth: float
     per_host: int = 4
 
 
 CHIPS = {
-    "v4": Chip("TPU v4", 32 * GiB, 275e12),
-    "v5e": Chip("TPU v5e", 16 * GiB, 197e12),
-    "v5p": Chip("TPU v5p", 95 * GiB, 459e12),
-    "v6e": Chip("TPU v6e", 32 * GiB, 918e12),
-    "h100": Chip("NVIDIA H100 SXM", 80 * GiB, 989e12, per_host=8),
-    "h200": Chip("NVIDIA H200 SXM", 140 * GiB, 989e12, per_host=8),
+    "v4": Chip("TPU v4", 32 * GiB, 275e12, 1200e9),
+    "v5e": Chip("TPU v5e", 16 * GiB, 197e12, 819e9),
+    "v5p": Chip("TPU v5p", 95 * GiB, 459e12, 2765e9),
+    "v6e": Chip("TPU v6e", 32 * GiB, 918e12, 1638e9),
+    "h100": Chip("NVIDIA H100 SXM", 80 * GiB, 989e12, 3.35e12, per_host=8),
+    "h200": Chip("NVIDIA H200 SXM", 140 * GiB, 989e12, 4.8e12, per_host=8),
 }
 
 

@@ -120,6 +120,7 @@ def make_plan(
     from jaxseeker.model import count_params
     from jaxseeker.planning.fit import plan_stage, resolve_mesh, suggest_mesh
     from jaxseeker.planning.memory import FLASH_IMPLS
+    from jaxseeker.planning.summarizer import summarizer_report
     from jaxseeker.planning.targets import MARGIN, get_target, host_report
 
     the_target = get_target(target or recipe["target"]) if target or (chip is None and "target" in recipe) else None
@@ -136,8 +137,15 @@ def make_plan(
         stages = [plan_stage(cfg, s, rp.rules, sizes, the_chip, budget) for s in rp.stages]
     except ValueError as e:
         raise RecipeError(f"engine: {e}") from None
-    fits = all(s["fits"] for s in stages)
     n_chips = math.prod(sizes.values())
+    hosts = max(1, n_chips // min(the_chip.per_host, n_chips))
+    if rp.kind == "rl":
+        for s in stages:
+            s["summarizer"] = summarizer_report(recipe, s, the_chip, budget, hosts)
+    summarizer = max(
+        (s["summarizer"] for s in stages if s.get("summarizer")), key=lambda r: r["chips_needed"] or 0, default=None
+    )
+    fits = all(s["fits"] for s in stages)  # the summariser runs apart: its own `fits` flags it
     suggestion = None if fits or the_target else suggest_mesh(cfg, rp.stages, rp.rules, the_chip, n_chips)
     target_info = None
     if the_target:
@@ -199,6 +207,7 @@ def make_plan(
         "stages": stages,
         "fits": fits,
         "suggestion": suggestion,
+        "summarizer": summarizer,
         "notes": notes,
     }
 
@@ -217,7 +226,10 @@ def _mesh_text(sizes: Mapping[str, int]) -> str:
 
 
 def format_plan(plan: Mapping[str, Any]) -> str:
-    """The plan as a table: GiB per device by component and stage, then peak, fit, FLOPs and ideal time."""
+    """The plan as a table: GiB per device by component and stage, then peak, fit, FLOPs and ideal time; then the
+    target and the summariser."""
+    from jaxseeker.planning.summarizer import summarizer_lines
+
     m, chip = plan["model"], plan["chip"]
     experts = f", {m['experts']} experts" if m["experts"] else ""
     lines = [
@@ -251,6 +263,13 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     rows += [(key, [_gib(s["memory"][key]) for s in stages]) for key in ROWS if any(s["memory"][key] for s in stages)]
     if engines:
         rows += [(label, [_gib(s["memory"][key]) for s in stages]) for key, label in PHASE_ROWS]
+    if plan.get("summarizer"):
+        reports = [s.get("summarizer") or {} for s in stages]
+        rows += [
+            ("summariser calls", [f"{r['calls']:,}" if r else "-" for r in reports]),
+            ("  decode tok/s", [f"{r['decode_tokens_per_s']:,.0f}" if r else "-" for r in reports]),
+            ("  chips", [f"{r['chips_needed']:,}" if r.get("chips_needed") else "-" for r in reports]),
+        ]
     rows += [
         ("peak", [_gib(s["memory"]["peak"]) for s in stages]),
         (
@@ -272,6 +291,8 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     )
     if plan["target"]:
         lines += _target_lines(plan["target"])
+    if plan.get("summarizer"):
+        lines += summarizer_lines(plan["summarizer"])
     if plan.get("changes"):
         lines.append("set for the target: " + ", ".join(f"{k}={v}" for k, v in plan["changes"].items()))
     if not plan["fits"] and plan["target"]:

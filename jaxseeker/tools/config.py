@@ -40,6 +40,8 @@ class ToolsConfig:
     visit: VisitOptions = VisitOptions()
     python: PythonConfig = PythonConfig()
     summarizer: LLMConfig | None = None  # reduces fetched pages to evidence; None: offline word-overlap extraction
+    summarizer_chips: int = 0  # for `jaxseeker plan`: chips of its kind serving the summariser; 0: not stated
+    summarizer_shape: Mapping[str, Any] | None = None  # for `plan`: the summariser model shape if its name is unknown
     max_workers: int = 8  # concurrent tool calls of one turn
 
     def __post_init__(self) -> None:
@@ -56,6 +58,7 @@ class ToolsConfig:
             ("top_k", self.top_k, 1),
             ("max_queries", self.max_queries, 1),
             ("max_workers", self.max_workers, 1),
+            ("summarizer_chips", self.summarizer_chips, 0),
             ("visit.page_chars", self.visit.page_chars, 1),
             ("visit.max_urls", self.visit.max_urls, 1),
             ("visit.max_links", self.visit.max_links, 0),

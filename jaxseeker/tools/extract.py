@@ -134,7 +134,12 @@ def parse_extract(reply: str) -> Extract | None:
     return Extract(evidence=text["evidence"], summary=text["summary"], rational=text["rational"])
 
 
-def llm_extract(llm: LLMClient, content: str, goal: str, *, max_input_chars: int, max_tokens: int = 2048) -> Extract:
+EXTRACT_MAX_TOKENS = 2048  # the extractor's reply cap (`jaxseeker plan` sizes the summariser by it)
+
+
+def llm_extract(
+    llm: LLMClient, content: str, goal: str, *, max_input_chars: int, max_tokens: int = EXTRACT_MAX_TOKENS
+) -> Extract:
     """Ask `llm` for the goal-relevant evidence and a summary of `content`; LLMError when it fails or gives no JSON."""
     prompt = EXTRACTOR_PROMPT.format(content=truncate(content, max_input_chars), goal=goal)
     reply = llm.complete([{"role": "user", "content": prompt}], max_tokens=max_tokens)
