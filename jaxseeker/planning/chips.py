@@ -8,6 +8,11 @@ import dataclasses
 GiB = 2**30
 USABLE_HBM = 0.9  # share of a chip's memory a plan may fill (XLA and the runtime keep the rest)
 MARGIN = 0.05  # share of the memory a backend reports usable that a plan for a target leaves free
+# A host's sustained write of its checkpoint shards to a Cloud Storage bucket or a persistent disk: an assumption
+# (1 GB/s), to be replaced by a measured figure (`gcloud storage` / `gsutil perfdiag`, or the seconds orbax logs for
+# a save) in the target's `write_bytes_per_s`.
+WRITE_BYTES_PER_S = 1e9
+NOTICE_S = 30.0  # the notice a spot / preemptible TPU VM or GCE VM gets before it stops (ACPI G2 soft off)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +40,8 @@ CHIPS = {
 @dataclasses.dataclass(frozen=True)
 class Target:
     """A machine to plan for: `chips` of `chip` (a `chips.CHIPS` key), `usable_bytes` of memory per chip as the
-    backend reports it, and per host `host_ram_bytes` of RAM and a `boot_disk_bytes` boot disk."""
+    backend reports it, per host `host_ram_bytes` of RAM, a `boot_disk_bytes` boot disk and `write_bytes_per_s`
+    of sustained checkpoint writes, and the `notice_s` a preemption gives (`planning.preemption`)."""
 
     name: str
     chip: str
@@ -44,6 +50,8 @@ class Target:
     host_ram_bytes: int
     boot_disk_bytes: int
     backend: str  # "tpu" | "gpu"
+    write_bytes_per_s: float = WRITE_BYTES_PER_S
+    notice_s: float = NOTICE_S
 
     @property
     def per_host(self) -> int:

@@ -120,6 +120,7 @@ def make_plan(
     from jaxseeker.model import count_params
     from jaxseeker.planning.fit import plan_stage, resolve_mesh, suggest_mesh
     from jaxseeker.planning.memory import FLASH_IMPLS
+    from jaxseeker.planning.preemption import preemption_report
     from jaxseeker.planning.summarizer import summarizer_report
     from jaxseeker.planning.targets import MARGIN, get_target, host_report
 
@@ -147,8 +148,9 @@ def make_plan(
     )
     fits = all(s["fits"] for s in stages)  # the summariser runs apart: its own `fits` flags it
     suggestion = None if fits or the_target else suggest_mesh(cfg, rp.stages, rp.rules, the_chip, n_chips)
-    target_info = None
+    target_info = preemption = None
     if the_target:
+        preemption = preemption_report(cfg, rp.stages[0], rp.rules, sizes, the_target)
         section = (recipe.get("train") if rp.kind == "sft" else recipe.get("rl")) or {}
         host = host_report(cfg, rp.stages[0], rp.rules, sizes, the_target, section.get("keep", 3))
         fits = fits and host["staging_bytes"] <= (1 - MARGIN) * host["host_ram_bytes"]
@@ -208,6 +210,7 @@ def make_plan(
         "fits": fits,
         "suggestion": suggestion,
         "summarizer": summarizer,
+        "preemption": preemption,
         "notes": notes,
     }
 
@@ -227,7 +230,8 @@ def _mesh_text(sizes: Mapping[str, int]) -> str:
 
 def format_plan(plan: Mapping[str, Any]) -> str:
     """The plan as a table: GiB per device by component and stage, then peak, fit, FLOPs and ideal time; then the
-    target and the summariser."""
+    target, the preemption save and the summariser."""
+    from jaxseeker.planning.preemption import preemption_lines
     from jaxseeker.planning.summarizer import summarizer_lines
 
     m, chip = plan["model"], plan["chip"]
@@ -291,6 +295,8 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     )
     if plan["target"]:
         lines += _target_lines(plan["target"])
+    if plan.get("preemption"):
+        lines += preemption_lines(plan["preemption"])
     if plan.get("summarizer"):
         lines += summarizer_lines(plan["summarizer"])
     if plan.get("changes"):
