@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxseeker.model.config import ModelConfig
 from jaxseeker.model.flops import flops_per_token, kv_cache_bytes
@@ -40,29 +40,34 @@ from jaxseeker.tools.config import ToolsConfig
 from jaxseeker.tools.extract import EXTRACT_MAX_TOKENS, EXTRACTOR_PROMPT
 from jaxseeker.train.recipe import RecipeError, build
 
+if TYPE_CHECKING:
+    from jaxseeker.agent import RolloutConfig
+
 CHARS_PER_TOKEN = 4.0  # English web text in a ~150K BPE vocabulary such as Qwen's: about 4 characters a token
 SERVING_DTYPE = "bfloat16"
-_QWEN25 = {
-    "model_type": "qwen2",
-    "vocab_size": 152064,
-    "head_dim": 128,
-    "qkv_bias": True,
-    "qk_norm": False,
-    "tie_word_embeddings": False,
-}
-KNOWN = {  # the summarisers' shapes (their config.json), by lower-cased name without the organisation
-    "qwen2.5-72b-instruct": {
-        **_QWEN25,
-        **{"hidden_size": 8192, "intermediate_size": 29568, "num_layers": 80, "num_heads": 64, "num_kv_heads": 8},
-    },
-    "qwen2.5-32b-instruct": {
-        **_QWEN25,
-        **{"hidden_size": 5120, "intermediate_size": 27648, "num_layers": 64, "num_heads": 40, "num_kv_heads": 8},
-    },
-    "qwen2.5-7b-instruct": {
-        **_QWEN25,
-        **{"hidden_size": 3584, "intermediate_size": 18944, "num_layers": 28, "num_heads": 28, "num_kv_heads": 4},
-    },
+
+
+def _qwen25(hidden: int, intermediate: int, layers: int, heads: int, kv_heads: int) -> dict[str, Any]:
+    """A Qwen2.5 checkpoint's shape (config.json): 152,064 tokens, heads of 128, q / k / v biases, untied head."""
+    return {
+        "model_type": "qwen2",
+        "vocab_size": 152064,
+        "hidden_size": hidden,
+        "intermediate_size": intermediate,
+        "num_layers": layers,
+        "num_heads": heads,
+        "num_kv_heads": kv_heads,
+        "head_dim": 128,
+        "qkv_bias": True,
+        "qk_norm": False,
+        "tie_word_embeddings": False,
+    }
+
+
+KNOWN = {  # the summarisers' shapes, by lower-cased name without the organisation
+    "qwen2.5-72b-instruct": _qwen25(8192, 29568, 80, 64, 8),
+    "qwen2.5-32b-instruct": _qwen25(5120, 27648, 64, 40, 8),
+    "qwen2.5-7b-instruct": _qwen25(3584, 18944, 28, 28, 4),
 }
 
 
@@ -82,7 +87,7 @@ def summarizer_model(tools: ToolsConfig) -> ModelConfig:
     return ModelConfig(**KNOWN[key])
 
 
-def visits_per_episode(rollout: Any, tools: ToolsConfig) -> int:
+def visits_per_episode(rollout: RolloutConfig, tools: ToolsConfig) -> int:
     """Pages an episode visits (module docstring): one a tool call, until the context is full of their observations
     or `rollout.max_tool_calls` is reached."""
     page = tools.visit.page_chars
@@ -171,12 +176,12 @@ def summarizer_report(
         "in_flight": in_flight,
         "client_in_flight": client,
     }
-    report["problems"] = _problems(report, m, chip, budget, hosts)
+    report["problems"] = _problems(report, chip, budget, hosts)
     report["fits"] = not report["problems"] if given or not one["batch"] else None
     return report
 
 
-def _problems(r: Mapping[str, Any], m: ModelConfig, chip: Chip, budget: float, hosts: int) -> list[str]:
+def _problems(r: Mapping[str, Any], chip: Chip, budget: float, hosts: int) -> list[str]:
     """What the recipe should change for its summariser to keep up, each with the key to set."""
     one, out = r["server"], []
     fewer = (

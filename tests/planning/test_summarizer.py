@@ -13,6 +13,7 @@ from jaxseeker.model.config import ModelConfig
 from jaxseeker.model.flops import flops_per_token
 from jaxseeker.planning.chips import CHIPS, TARGETS
 from jaxseeker.planning.command import make_plan
+from jaxseeker.planning.recipe import model_config
 from jaxseeker.planning.summarizer import KNOWN
 from jaxseeker.tools.extract import EXTRACTOR_PROMPT
 from jaxseeker.train.recipe import RecipeError, read_recipe
@@ -88,6 +89,20 @@ def test_shorter_pages_need_fewer_chips_and_a_model_too_big_for_a_host_is_flagge
     v5e = make_plan(read_recipe(RECIPE), chip="v5e")["summarizer"]
     assert (v5e["server"]["batch"], v5e["servers"], v5e["fits"]) == (0, None, False)
     assert "do not fit a host's 4" in v5e["problems"][0]
+
+
+@pytest.mark.parametrize("size", ["7b", "32b", "72b"])
+def test_the_known_summarisers_are_the_shapes_the_paper_recipes_restate(size):
+    """Each known shape has the parameters and KV heads of the policy model section the WebSailor recipe of that size
+    restates from the same checkpoint's config.json."""
+    policy = model_config(read_recipe(f"websailor_qwen2.5-{size}_dupo")["model"], [])
+    known = ModelConfig(**KNOWN[f"qwen2.5-{size}-instruct"])
+    assert count_params(known) == count_params(policy)
+    assert (known.num_layers, known.num_kv_heads, known.head_dim) == (
+        policy.num_layers,
+        policy.num_kv_heads,
+        policy.head_dim,
+    )
 
 
 def test_an_unknown_summariser_needs_its_shape_named_by_key():
