@@ -111,12 +111,13 @@ def make_plan(
     chip: str | None = None,
     chips: int | None = None,
     target: str | None = None,
+    write_bytes_per_s: float | None = None,
 ) -> dict:
     """The plan of every stage of `recipe` (validated first) on `mesh` (default: the recipe's) of `chip`s (default:
     those of `target`, or of the recipe's `target` when no chip is given, else v5p), and a suggested mesh when some
     stage does not fit. Against a target (`planning.targets`) a stage fits within `targets.MARGIN` of the memory the
-    backend reports, and the plan says what a host stages of a checkpoint and whether one fits its boot disk.
-    JSON-serialisable."""
+    backend reports, and the plan says what a host stages of a checkpoint, whether one fits its boot disk, and how
+    long a preemption save takes at `write_bytes_per_s` a host (default: the target's). JSON-serialisable."""
     from jaxseeker.model import count_params
     from jaxseeker.planning.fit import plan_stage, resolve_mesh, suggest_mesh
     from jaxseeker.planning.memory import FLASH_IMPLS
@@ -125,6 +126,8 @@ def make_plan(
     from jaxseeker.planning.targets import MARGIN, get_target, host_report
 
     the_target = get_target(target or recipe["target"]) if target or (chip is None and "target" in recipe) else None
+    if the_target and write_bytes_per_s:
+        the_target = dataclasses.replace(the_target, write_bytes_per_s=write_bytes_per_s)
     chip = the_target.chip if the_target else chip or "v5p"
     if chip not in CHIPS:
         raise RecipeError(f"--chip {chip!r}: known chips {sorted(CHIPS)}")
@@ -347,7 +350,10 @@ def _plan(args: argparse.Namespace) -> int:
             raise RecipeError("--target: the search picks the mesh and chips; leave out --mesh, --chip and --chips")
         changes = fit_recipe(recipe, get_target(args.target)).changes
         recipe = with_changes(recipe, changes)
-    plan = make_plan(recipe, mesh=args.mesh, chip=args.chip, chips=args.chips, target=args.target)
+    bandwidth = args.write_gbps * 1e9 if args.write_gbps else None
+    plan = make_plan(
+        recipe, mesh=args.mesh, chip=args.chip, chips=args.chips, target=args.target, write_bytes_per_s=bandwidth
+    )
     plan["changes"] = changes
     if args.write:
         import yaml
@@ -358,7 +364,8 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers) -> None:
-    """Add `plan --config FILE [--mesh …] [--chip …] [--chips N] [--target NAME [--write FILE]] [--json]`."""
+    """Add `plan --config FILE [--mesh …] [--chip …] [--chips N] [--target NAME [--write FILE]] [--write-gbps GB_S]
+    [--json]`."""
     p = subparsers.add_parser("plan", help="per-device memory, FLOPs and fit of a recipe's stages on a mesh")
     add_config(
         p,
@@ -377,6 +384,13 @@ def add_parser(subparsers) -> None:
     p.add_argument("--write", type=Path, default=None, metavar="FILE", help="with --target: write the fitted recipe")
     p.add_argument(
         "--chips", type=at_least(1), default=None, help="chips for a -1 mesh axis (default: the mesh's product)"
+    )
+    p.add_argument(
+        "--write-gbps",
+        type=at_least(0.0, float, above=True),
+        default=None,
+        metavar="GB_S",
+        help="a host's checkpoint write rate for the preemption save (default: the target's, 1 GB/s)",
     )
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_plan)

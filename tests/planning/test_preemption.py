@@ -2,10 +2,12 @@
 bandwidth against the spot notice, and the options it names when that does not fit."""
 
 import dataclasses
+import json
 import math
 
 import pytest
 
+from jaxseeker.cli import main
 from jaxseeker.parallel import DEFAULT_RULES
 from jaxseeker.planning.chips import NOTICE_S, TARGETS, WRITE_BYTES_PER_S, GiB
 from jaxseeker.planning.command import format_plan, make_plan, recipe_stages
@@ -46,6 +48,14 @@ def test_a_faster_write_or_a_small_state_fits_the_notice():
     sft = make_plan(read_recipe("webexplorer_qwen3-8b_sft"))
     assert sft["preemption"]["fits"] and sft["preemption"]["save_s"] < 30
     assert "fits the 30 s notice" in format_plan(sft)
+
+
+def test_plan_takes_a_measured_write_rate(capsys):
+    """`--write-gbps 2`: the 72B save's 50.8 GiB a host take half the 1 GB/s time, 27.3 s, within the notice."""
+    assert main(["plan", "--config", "websailor_qwen2.5-72b_dupo", "--write-gbps", "2", "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)["preemption"]
+    assert p["write_bytes_per_s"] == 2e9
+    assert p["save_s"] == pytest.approx(p["bytes_per_host"] / 2e9) and p["fits"]
 
 
 def test_no_target_no_preemption_plan():
