@@ -18,12 +18,17 @@ scoring without a KV cache, e.g. on CPU) and the per-device kernel of context pa
 run. Its loops pick rows by a traced index: under a multi-device jit it runs blockwise only inside `shard_map`
 (`parallel.shard_attention`), else XLA gathers its operands whole onto every device (correct, not parallel).
 
-What it holds (XLA:CPU's buffer assignment, tests/model/test_attention_memory.py): up to five f32 tiles of
-`[heads, block, block]`, and per token three query-sized arrays in the inputs' dtype (the whole attention writes its
-output and query gradient in it, each query block finished in f32 first, and a head-major copy of the queries),
-the f32 log-sum-exp and row sums, and f32 key / value gradient accumulators: 0.84 bytes a query-key pair of a row at
-2,048 tokens (2 heads of 16), 0.08 at 8,192. `planning.memory.blocked_kernel_bytes` counts the same arrays, and it
-is the kernel GPU recipes train with (`planning.targets.KERNELS`).
+What it holds (XLA:CPU's buffer assignment, tests/model/test_attention_memory.py): three to five f32 tiles of
+`[heads, block, block]`, and per token its output in the inputs' dtype (each query block finished in f32 first),
+the f32 log-sum-exp and row sums, and f32 key / value gradient accumulators; no copy of its operands: they stay in
+the model's layout, padded only when the length is not a multiple of `block`, and each tile reads its query,
+key and value blocks (and the output's cotangent) itself. Why per tile: XLA:CPU slices bf16 in f32 (its float
+normalization converts the whole sliced array), and it moves such a convert out of a loop whenever it sits in the
+loop's body rather than in a `cond`, so a block sliced once per query block costs an f32 copy of the queries (and
+of the output and its cotangent in the backward): 1.66 bytes a pair at Qwen2.5-7B's shape and 32K tokens in bf16,
+against 0.35 read per tile. Compiled: 0.67 bytes a query-key pair of a row at 2,048 tokens (f32, 2 heads of 16),
+0.04 at 8,192; 0.18 at 16,384 in bf16 (7 heads of 128 on one KV head). `planning.memory.blocked_kernel_bytes`
+counts the same arrays, and it is the kernel GPU recipes train with (`planning.targets.KERNELS`).
 """
 
 from __future__ import annotations
@@ -54,11 +59,11 @@ def row_coords(segment_ids: jax.Array) -> Coords:
 
 
 class _Blocks(NamedTuple):
-    """Operands padded to whole blocks, in the loops' layout."""
+    """Operands padded to whole blocks, in the model's layout (the loops slice and lay out one block at a time)."""
 
-    qg: jax.Array  # [batch, kv_heads, group, q_pad, head_dim]
-    kt: jax.Array  # [batch, kv_heads, k_pad, head_dim]
-    vt: jax.Array  # [batch, kv_heads, k_pad, head_dim]
+    q: jax.Array  # [batch, q_pad, heads, head_dim]
+    k: jax.Array  # [batch, k_pad, kv_heads, head_dim]
+    v: jax.Array  # [batch, k_pad, kv_heads, head_dim]
     qc: Coords  # [batch, q_pad] each
     kc: Coords  # [batch, k_pad] each
     table: jax.Array  # [batch, q_blocks, k_blocks] bool: the tile may hold a visible pair
@@ -67,6 +72,11 @@ class _Blocks(NamedTuple):
 def _pad(x: jax.Array, n: int) -> jax.Array:
     """`x` zero-padded along axis 1 to length `n` (padding tokens get segment 0: never visible)."""
     return jnp.pad(x, [(0, 0), (0, n - x.shape[1])] + [(0, 0)] * (x.ndim - 2))
+
+
+def _padded(n: int, block: int) -> int:
+    """`n` rounded up to a multiple of `block`."""
+    return -(-n // block) * block
 
 
 def _block_ranges(c: Coords, block: int) -> tuple[jax.Array, ...]:
@@ -92,14 +102,10 @@ def _tile_table(qc: Coords, kc: Coords, block: int) -> jax.Array:
 
 
 def _to_blocks(q, k, v, qc: Coords, kc: Coords, block: int) -> _Blocks:
-    """Pads the sequence axes to a multiple of `block` and lays heads out for batched block matmuls."""
-    b, s, h, d = q.shape
-    t, kvh = k.shape[1], k.shape[2]
-    sp, tp = -(-s // block) * block, -(-t // block) * block
+    """Pads the sequence axes to a multiple of `block` (a no-op when they are one: no copy of the operands)."""
+    sp, tp = _padded(q.shape[1], block), _padded(k.shape[1], block)
     qc, kc = Coords(*(_pad(x.astype(jnp.int32), sp) for x in qc)), Coords(*(_pad(x.astype(jnp.int32), tp) for x in kc))
-    qg = _pad(q, sp).reshape(b, sp, kvh, h // kvh, d).transpose(0, 2, 3, 1, 4)
-    kt, vt = _pad(k, tp).transpose(0, 2, 1, 3), _pad(v, tp).transpose(0, 2, 1, 3)
-    return _Blocks(qg, kt, vt, qc, kc, _tile_table(qc, kc, block))
+    return _Blocks(_pad(q, sp), _pad(k, tp), _pad(v, tp), qc, kc, _tile_table(qc, kc, block))
 
 
 def _block_range(table_row: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -111,6 +117,20 @@ def _block_range(table_row: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 def _slice(x: jax.Array, start, block: int, axis: int) -> jax.Array:
     return jax.lax.dynamic_slice_in_dim(x, start * block, block, axis=axis)
+
+
+def _read(x: jax.Array, r, i, block: int, kv_heads: int) -> jax.Array:
+    """Block `i` of row `r` of `x` `[batch, n, heads, …]`, heads first and grouped: `[kv_heads, group, block, …]`
+    (keys and values, whose heads are the kv heads: `[kv_heads, 1, block, …]`)."""
+    xi = _slice(x[r], i, block, 0)  # [block, heads, …]
+    return jnp.moveaxis(xi.reshape(block, kv_heads, -1, *xi.shape[2:]), 0, 2)
+
+
+def _write(x: jax.Array, xi: jax.Array, r, i, block: int) -> jax.Array:
+    """`x` `[batch, n, heads, …]` with block `i` of row `r` set to `xi` `[kv_heads, group, block, …]` (`_read`'s
+    inverse), in `x`'s dtype."""
+    xi = jnp.moveaxis(xi, 2, 0).reshape(block, -1, *xi.shape[3:]).astype(x.dtype)  # [block, heads, …]
+    return jax.lax.dynamic_update_slice(x, xi[None], (r, i * block) + (0,) * (x.ndim - 2))
 
 
 def _tile_mask(qi: Coords, kj: Coords) -> jax.Array:
@@ -125,21 +145,21 @@ def _row(c: Coords, r, i, block: int) -> Coords:
 
 
 def _forward(x: _Blocks, block: int, scale: float, out_dtype: DTypeLike = jnp.float32) -> tuple[jax.Array, jax.Array]:
-    """Online-softmax pass: output like `x.qg` (normalised in f32, written in `out_dtype`; 0 where a query sees
-    nothing) and the log-sum-exp `[batch, kv_heads, group, q_pad]` (f32; `_NEG` where a query sees nothing)."""
-    b, kvh, g, sp, d = x.qg.shape
-    nq = sp // block
+    """Online-softmax pass: output like `x.q` (normalised in f32, written in `out_dtype`; 0 where a query sees
+    nothing) and the log-sum-exp `[batch, q_pad, heads]` (f32; `_NEG` where a query sees nothing)."""
+    b, sp, h, d = x.q.shape
+    kvh, nq = x.k.shape[2], sp // block
 
     def row_block(idx, carry):
         out, lse = carry
         r, i = idx // nq, idx % nq
-        qi = _slice(x.qg[r], i, block, 2) * jnp.asarray(scale, x.qg.dtype)  # [kv_heads, group, block, head_dim]
         qci, row = _row(x.qc, r, i, block), x.table[r, i]
 
         def key_block(j, acc):
             def visit(acc):
-                m, denom, o = acc
-                kj, vj = _slice(x.kt[r], j, block, 1), _slice(x.vt[r], j, block, 1)  # [kv_heads, block, head_dim]
+                m, denom, o = acc  # the query block read here, not once per row block: see the module docstring
+                qi = _read(x.q, r, i, block, kvh) * jnp.asarray(scale, x.q.dtype)  # [kv_heads, group, block, head_dim]
+                kj, vj = _read(x.k, r, j, block, kvh)[:, 0], _read(x.v, r, j, block, kvh)[:, 0]  # [kv_heads, block, d]
                 mij = _tile_mask(qci, _row(x.kc, r, j, block))  # [block, block]
                 s = jnp.einsum("ngqd,ntd->ngqt", qi, kj, preferred_element_type=jnp.float32)
                 s = jnp.where(mij, s, _NEG)  # [kv_heads, group, block, block]
@@ -152,45 +172,43 @@ def _forward(x: _Blocks, block: int, scale: float, out_dtype: DTypeLike = jnp.fl
             return jax.lax.cond(row[j], visit, lambda acc: acc, acc)
 
         init = (
-            jnp.full((kvh, g, block), _NEG, jnp.float32),
-            jnp.zeros((kvh, g, block), jnp.float32),
-            jnp.zeros((kvh, g, block, d), jnp.float32),
+            jnp.full((kvh, h // kvh, block), _NEG, jnp.float32),
+            jnp.zeros((kvh, h // kvh, block), jnp.float32),
+            jnp.zeros((kvh, h // kvh, block, d), jnp.float32),
         )
         m, denom, o = jax.lax.fori_loop(*_block_range(row), key_block, init)
         seen = denom > 0
-        o = jnp.where(seen[..., None], o / jnp.where(seen, denom, 1.0)[..., None], 0.0)
-        lse_i = jnp.where(seen, m + jnp.log(jnp.where(seen, denom, 1.0)), _NEG)
-        out = jax.lax.dynamic_update_slice(out, o.astype(out_dtype)[None], (r, 0, 0, i * block, 0))
-        lse = jax.lax.dynamic_update_slice(lse, lse_i[None], (r, 0, 0, i * block))
-        return out, lse
+        o = jnp.where(seen[..., None], o / jnp.where(seen, denom, 1.0)[..., None], 0.0)  # [kv_heads, group, block, d]
+        lse_i = jnp.where(seen, m + jnp.log(jnp.where(seen, denom, 1.0)), _NEG)  # [kv_heads, group, block]
+        return _write(out, o, r, i, block), _write(lse, lse_i, r, i, block)
 
-    init = (jnp.zeros(x.qg.shape, out_dtype), jnp.zeros((b, kvh, g, sp), jnp.float32))
+    init = (jnp.zeros(x.q.shape, out_dtype), jnp.zeros((b, sp, h), jnp.float32))
     return jax.lax.fori_loop(0, b * nq, row_block, init)
 
 
 def _backward(
     x: _Blocks, out, lse, dout, block: int, scale: float, dq_dtype: DTypeLike = jnp.float32
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Gradients (dqg in `dq_dtype`, dkt and dvt in f32) of the attention whose whole output and log-sum-exp are
-    `out` / `lse` (which may cover more keys than `x` holds: then these are this chunk's shares of them). A query
-    block's gradient is summed over its key blocks in f32 before it is written; the keys' and values' gradients
-    gather over query blocks, so they stay f32."""
-    b, kvh, g, sp, d = x.qg.shape
-    nq = sp // block
-    delta = jnp.sum(dout.astype(jnp.float32) * out.astype(jnp.float32), axis=-1)  # [batch, kv_heads, group, q_pad]
+    """Gradients (dq in `dq_dtype`, dk and dv in f32, all in the model's layout) of the attention whose whole output
+    `[batch, q_pad, heads, head_dim]` and log-sum-exp `[batch, q_pad, heads]` are `out` / `lse` (which may cover more
+    keys than `x` holds: then these are this chunk's shares of them). A query block's gradient is summed over its key
+    blocks in f32 before it is written; the keys' and values' gradients gather over query blocks, so they stay f32."""
+    b, sp, h, d = x.q.shape
+    kvh, nq = x.k.shape[2], sp // block
+    delta = jnp.sum(dout.astype(jnp.float32) * out.astype(jnp.float32), axis=-1)  # [batch, q_pad, heads]
 
     def row_block(idx, carry):
         dq, dk, dv = carry
         r, i = idx // nq, idx % nq
-        qi = _slice(x.qg[r], i, block, 2) * jnp.asarray(scale, x.qg.dtype)
-        doi = _slice(dout[r], i, block, 2).astype(x.qg.dtype)  # [kv_heads, group, block, head_dim]
-        lse_i, delta_i = _slice(lse[r], i, block, 2), _slice(delta[r], i, block, 2)  # [kv_heads, group, block]
+        lse_i, delta_i = _read(lse, r, i, block, kvh), _read(delta, r, i, block, kvh)  # [kv_heads, group, block]
         qci, row = _row(x.qc, r, i, block), x.table[r, i]
 
         def key_block(j, acc):
             def visit(acc):
                 dqi, dk, dv = acc
-                kj, vj = _slice(x.kt[r], j, block, 1), _slice(x.vt[r], j, block, 1)  # [kv_heads, block, head_dim]
+                qi = _read(x.q, r, i, block, kvh) * jnp.asarray(scale, x.q.dtype)  # [kv_heads, group, block, head_dim]
+                doi = _read(dout, r, i, block, kvh).astype(x.q.dtype)
+                kj, vj = _read(x.k, r, j, block, kvh)[:, 0], _read(x.v, r, j, block, kvh)[:, 0]  # [kv_heads, block, d]
                 mij = _tile_mask(qci, _row(x.kc, r, j, block))
                 s = jnp.einsum("ngqd,ntd->ngqt", qi, kj, preferred_element_type=jnp.float32)
                 p = jnp.where(mij, jnp.exp(jnp.where(mij, s - lse_i[..., None], 0.0)), 0.0)  # [kv_heads, group, q, k]
@@ -199,20 +217,18 @@ def _backward(
                 ds = p * (dp - delta_i[..., None])
                 dqi = dqi + jnp.einsum("ngqt,ntd->ngqd", ds.astype(kj.dtype), kj, preferred_element_type=jnp.float32)
                 dkj = jnp.einsum("ngqt,ngqd->ntd", ds.astype(qi.dtype), qi, preferred_element_type=jnp.float32)
-                at = (r, 0, j * block, 0)
-                dk = jax.lax.dynamic_update_slice(dk, jax.lax.dynamic_slice(dk, at, (1, kvh, block, d)) + dkj[None], at)
-                dv = jax.lax.dynamic_update_slice(dv, jax.lax.dynamic_slice(dv, at, (1, kvh, block, d)) + dvj[None], at)
+                dk = _write(dk, _read(dk, r, j, block, kvh) + dkj[:, None], r, j, block)
+                dv = _write(dv, _read(dv, r, j, block, kvh) + dvj[:, None], r, j, block)
                 return dqi, dk, dv
 
             return jax.lax.cond(row[j], visit, lambda acc: acc, acc)
 
-        zeros = jnp.zeros((kvh, g, block, d), jnp.float32)
+        zeros = jnp.zeros((kvh, h // kvh, block, d), jnp.float32)
         dqi, dk, dv = jax.lax.fori_loop(*_block_range(row), key_block, (zeros, dk, dv))
-        dq = jax.lax.dynamic_update_slice(dq, (dqi * scale).astype(dq_dtype)[None], (r, 0, 0, i * block, 0))
-        return dq, dk, dv
+        return _write(dq, dqi * scale, r, i, block), dk, dv
 
-    zeros_k = jnp.zeros(x.kt.shape, jnp.float32)
-    return jax.lax.fori_loop(0, b * nq, row_block, (jnp.zeros(x.qg.shape, dq_dtype), zeros_k, zeros_k))
+    zeros_k = jnp.zeros(x.k.shape, jnp.float32)
+    return jax.lax.fori_loop(0, b * nq, row_block, (jnp.zeros(x.q.shape, dq_dtype), zeros_k, zeros_k))
 
 
 def _check(q, k, v, q_coords: Coords, kv_coords: Coords, block: int) -> int:
@@ -228,24 +244,6 @@ def _check(q, k, v, q_coords: Coords, kv_coords: Coords, block: int) -> int:
             "(q index, q segment, kv index, kv segment) do not agree"
         )
     return min(block, max(s, t))
-
-
-def _to_model_layout(out: jax.Array, lse: jax.Array, s: int) -> tuple[jax.Array, jax.Array]:
-    """Output `[batch, kv_heads, group, q_pad, head_dim]` → `[batch, s, heads, head_dim]`, log-sum-exp
-    `[batch, kv_heads, group, q_pad]` → `[batch, s, heads]`."""
-    b, kvh, g, sp, d = out.shape
-    return (
-        out.transpose(0, 3, 1, 2, 4).reshape(b, sp, kvh * g, d)[:, :s],
-        lse.transpose(0, 3, 1, 2).reshape(b, sp, kvh * g)[:, :s],
-    )
-
-
-def _from_model_layout(x: jax.Array, kv_heads: int, block: int) -> jax.Array:
-    """`[batch, s, heads, …]` → `[batch, kv_heads, group, s_pad, …]` (the inverse of `_to_model_layout`)."""
-    b, s, h = x.shape[:3]
-    sp = -(-s // block) * block
-    x = _pad(x, sp).reshape(b, sp, kv_heads, h // kv_heads, *x.shape[3:])
-    return jnp.moveaxis(x, 1, 3)
 
 
 def blocked_forward(
@@ -264,7 +262,7 @@ def blocked_forward(
     for partial results that are merged; the whole attention writes its output in the compute dtype at once."""
     block = _check(q, k, v, q_coords, kv_coords, block)
     out, lse = _forward(_to_blocks(q, k, v, q_coords, kv_coords, block), block, q.shape[-1] ** -0.5, out_dtype)
-    return _to_model_layout(out, lse, q.shape[1])
+    return out[:, : q.shape[1]], lse[:, : q.shape[1]]
 
 
 def blocked_backward(
@@ -286,20 +284,10 @@ def blocked_backward(
     dk / dv are exact."""
     block = _check(q, k, v, q_coords, kv_coords, block)
     x = _to_blocks(q, k, v, q_coords, kv_coords, block)
-    kvh = k.shape[2]
-    dq, dk, dv = _backward(
-        x,
-        _from_model_layout(out, kvh, block),
-        _from_model_layout(lse, kvh, block),
-        _from_model_layout(dout, kvh, block),
-        block,
-        q.shape[-1] ** -0.5,
-        dq_dtype,
-    )
-    b, s, h, d = q.shape
-    t = k.shape[1]
-    dq = dq.transpose(0, 3, 1, 2, 4).reshape(b, -1, h, d)[:, :s]
-    return dq, dk.transpose(0, 2, 1, 3)[:, :t], dv.transpose(0, 2, 1, 3)[:, :t]
+    sp = x.q.shape[1]
+    dq, dk, dv = _backward(x, _pad(out, sp), _pad(lse, sp), _pad(dout, sp), block, q.shape[-1] ** -0.5, dq_dtype)
+    s, t = q.shape[1], k.shape[1]
+    return dq[:, :s], dk[:, :t], dv[:, :t]
 
 
 def no_keys(q: jax.Array) -> tuple[jax.Array, jax.Array]:

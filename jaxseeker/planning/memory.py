@@ -70,7 +70,7 @@ _SCORES_SAVED = 2  # [q, k] f32 arrays per layer kept by remat none (non-flash a
 _SCORES_TRANSIENT = 3  # [q, k] f32 arrays live in one layer's backward (non-flash attention)
 _LOGITS = 3.05  # [rows, chunk, vocab] f32 arrays live in the chunked loss's backward
 _UPDATE = 1.25  # f32 params-sized temporaries of clipping + AdamW
-_TILE_ARRAYS = 5  # f32 [heads, block, block] tiles live at once in the blocked kernel's backward (XLA:CPU: 4 to 5)
+_TILE_ARRAYS = 4  # f32 [heads, block, block] tiles live at once in the blocked kernel's backward (XLA:CPU: 3 to 5)
 PHASES = ("rollout", "update", "handoff")  # an RL step's phases (`memory_plan`); SFT has the update alone
 
 
@@ -246,15 +246,15 @@ def attention_kernel(cfg: ModelConfig, seq_shards: int) -> str:
 
 def blocked_kernel_bytes(cfg: ModelConfig, local: _Local, seq: int) -> float:
     """The blocked kernel's own arrays in one layer's forward and backward on one device (`model.blocked_attention`,
-    the whole sequence there): `_TILE_ARRAYS` f32 tiles of [heads, block, block] (its loops take one row and query
-    block at a time); per query token three query-sized arrays of the compute dtype (the output and the query
-    gradient, both written in it, and a head-major copy), the f32 log-sum-exp and its backward's row sums per head;
-    below f32, the keys' and values' f32 gradient accumulators (in f32 they are the kernel's outputs). Read off
-    XLA:CPU's buffer assignment of the compiled kernel in f32 (tests/model/test_attention_memory.py compares the two;
-    in bf16 XLA:CPU also holds f32 copies of a row's bf16 operands for its dots, which the plan leaves out)."""
+    the whole sequence there): `_TILE_ARRAYS` f32 tiles of [heads, block, block] (its loops take one row, query
+    block and key block at a time); per query token its output in the compute dtype (kept for the backward), the f32
+    log-sum-exp and the backward's row sums per head; below f32, the keys' and values' f32 gradient accumulators (in
+    f32 they are the kernel's outputs). Its inputs, the output's cotangent and its gradients are the layer's
+    (`_LAYER`). Read off XLA:CPU's buffer assignment of the compiled kernel, f32 and bf16
+    (tests/model/test_attention_memory.py compares the two)."""
     block, cb = min(BLOCK, seq), BYTES[cfg.compute_dtype]
     f32_grads = 2 * local.kv_heads * cfg.head_dim * 4 if cb < 4 else 0
-    per_token = 3 * local.heads * cfg.head_dim * cb + 2 * local.heads * 4 + f32_grads
+    per_token = local.heads * cfg.head_dim * cb + 2 * local.heads * 4 + f32_grads
     return float(_TILE_ARRAYS * local.heads * block * block * 4 + local.rows * local.seq * per_token)
 
 
