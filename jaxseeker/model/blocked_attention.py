@@ -21,14 +21,15 @@ run. Its loops pick rows by a traced index: under a multi-device jit it runs blo
 What it holds (XLA:CPU's buffer assignment, tests/model/test_attention_memory.py): three to five f32 tiles of
 `[heads, block, block]`, and per token its output in the inputs' dtype (each query block finished in f32 first),
 the f32 log-sum-exp and row sums, and f32 key / value gradient accumulators; no copy of its operands: they stay in
-the model's layout, padded only when the length is not a multiple of `block`, and each tile reads its query,
-key and value blocks (and the output's cotangent) itself. Why per tile: XLA:CPU slices bf16 in f32 (its float
-normalization converts the whole sliced array), and it moves such a convert out of a loop whenever it sits in the
-loop's body rather than in a `cond`, so a block sliced once per query block costs an f32 copy of the queries (and
-of the output and its cotangent in the backward): 1.66 bytes a pair at Qwen2.5-7B's shape and 32K tokens in bf16,
-against 0.35 read per tile. Compiled: 0.67 bytes a query-key pair of a row at 2,048 tokens (f32, 2 heads of 16),
-0.04 at 8,192; 0.18 at 16,384 in bf16 (7 heads of 128 on one KV head). `planning.memory.blocked_kernel_bytes`
-counts the same arrays, and it is the kernel GPU recipes train with (`planning.targets.KERNELS`).
+the model's layout, padded only when the length is not a multiple of `block`, and the loops slice one block at a
+time, a query block (and its share of the output's cotangent) inside a `cond` that skips a block with no tile to
+visit. The `cond` matters on XLA:CPU: it slices bf16 in f32 (its float normalization converts the whole sliced
+array) and moves such a convert out of a loop whenever it sits in the loop's body rather than in a `cond`, so a
+query block sliced in the body costs an f32 copy of the queries (and of the output and its cotangent in the
+backward): 1.66 bytes a pair at Qwen2.5-7B's shape and 32K tokens in bf16, against 0.36 with the `cond`.
+Compiled: 0.67 bytes a query-key pair of a row at 2,048 tokens (f32, 2 heads of 16), 0.04 at 8,192; 0.18 at 16,384
+in bf16 (7 heads of 128 on one KV head). `planning.memory.blocked_kernel_bytes` counts the same arrays, and it is
+the kernel GPU recipes train with (`planning.targets.KERNELS`).
 """
 
 from __future__ import annotations
@@ -126,6 +127,17 @@ def _read(x: jax.Array, r, i, block: int, kv_heads: int) -> jax.Array:
     return jnp.moveaxis(xi.reshape(block, kv_heads, -1, *xi.shape[2:]), 0, 2)
 
 
+def _read_if(row: jax.Array, read):
+    """`read()` (a query block's arrays) where the row of the tile table `row` marks a tile, else zeros. Inside the
+    `cond` the slices stay in the loop: XLA:CPU would otherwise convert the whole sliced array to f32 and hoist that
+    copy out of the loop (see the module docstring)."""
+
+    def zeros():
+        return jax.tree.map(lambda a: jnp.zeros(a.shape, a.dtype), jax.eval_shape(read))
+
+    return jax.lax.cond(jnp.any(row), read, zeros)
+
+
 def _write(x: jax.Array, xi: jax.Array, r, i, block: int) -> jax.Array:
     """`x` `[batch, n, heads, …]` with block `i` of row `r` set to `xi` `[kv_heads, group, block, …]` (`_read`'s
     inverse), in `x`'s dtype."""
@@ -154,11 +166,11 @@ def _forward(x: _Blocks, block: int, scale: float, out_dtype: DTypeLike = jnp.fl
         out, lse = carry
         r, i = idx // nq, idx % nq
         qci, row = _row(x.qc, r, i, block), x.table[r, i]
+        qi = _read_if(row, lambda: _read(x.q, r, i, block, kvh) * jnp.asarray(scale, x.q.dtype))  # [n, g, block, d]
 
         def key_block(j, acc):
             def visit(acc):
-                m, denom, o = acc  # the query block read here, not once per row block: see the module docstring
-                qi = _read(x.q, r, i, block, kvh) * jnp.asarray(scale, x.q.dtype)  # [kv_heads, group, block, head_dim]
+                m, denom, o = acc
                 kj, vj = _read(x.k, r, j, block, kvh)[:, 0], _read(x.v, r, j, block, kvh)[:, 0]  # [kv_heads, block, d]
                 mij = _tile_mask(qci, _row(x.kc, r, j, block))  # [block, block]
                 s = jnp.einsum("ngqd,ntd->ngqt", qi, kj, preferred_element_type=jnp.float32)
@@ -202,12 +214,17 @@ def _backward(
         r, i = idx // nq, idx % nq
         lse_i, delta_i = _read(lse, r, i, block, kvh), _read(delta, r, i, block, kvh)  # [kv_heads, group, block]
         qci, row = _row(x.qc, r, i, block), x.table[r, i]
+        qi, doi = _read_if(  # [kv_heads, group, block, head_dim] each
+            row,
+            lambda: (
+                _read(x.q, r, i, block, kvh) * jnp.asarray(scale, x.q.dtype),
+                _read(dout, r, i, block, kvh).astype(x.q.dtype),
+            ),
+        )
 
         def key_block(j, acc):
             def visit(acc):
                 dqi, dk, dv = acc
-                qi = _read(x.q, r, i, block, kvh) * jnp.asarray(scale, x.q.dtype)  # [kv_heads, group, block, head_dim]
-                doi = _read(dout, r, i, block, kvh).astype(x.q.dtype)
                 kj, vj = _read(x.k, r, j, block, kvh)[:, 0], _read(x.v, r, j, block, kvh)[:, 0]  # [kv_heads, block, d]
                 mij = _tile_mask(qci, _row(x.kc, r, j, block))
                 s = jnp.einsum("ngqd,ntd->ngqt", qi, kj, preferred_element_type=jnp.float32)

@@ -81,10 +81,10 @@ def test_the_plan_counts_the_gpu_kernels_bytes_per_pair_as_compiled(seq):
 
 
 def test_the_gpu_kernel_in_bf16_holds_under_a_byte_a_pair_as_planned():
-    """At 16,384 tokens the query-sized arrays outweigh the tiles (as at 7B's 32K, where the compile holds 0.35 bytes
+    """At 16,384 tokens the query-sized arrays outweigh the tiles (as at 7B's 32K, where the compile holds 0.36 bytes
     a pair): the bf16 output, the f32 log-sum-exp and row sums, the f32 key / value gradient accumulators. Seen: the
-    plan 0.20, 1.12 of the compile. An f32 copy of the queries, the output or its cotangent (0.22 bytes a pair each
-    here, what XLA:CPU makes of a bf16 array the kernel slices outside a tile) is four times what RTOL allows."""
+    plan 0.20, 1.11 of the compile. An f32 copy of the queries, the output or its cotangent (0.22 bytes a pair each
+    here, what XLA:CPU makes of a bf16 array the kernel slices in a loop's body) is four times what RTOL allows."""
     planned, compiled = (
         planned_pair_bytes(GPU_KERNEL, BF16_SEQ, CFG_BF16),
         compiled_pair_bytes(GPU_KERNEL, BF16_SEQ, CFG_BF16),

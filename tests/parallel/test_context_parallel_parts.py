@@ -51,11 +51,11 @@ def test_compiled_memory_per_device_falls_as_the_context_axis_grows(memory, atte
 
 @pytest.mark.parametrize("attention", ["ring", "all_gather"])
 def test_the_plan_follows_the_compiled_step_on_the_safe_side(memory, attention):
-    """`jaxseeker plan` errs high by at most 42% on XLA:CPU (its coefficients were fitted there without context
-    parallelism; seen: 1.40 with ring attention at context 8); docs/guides/long_context.md lists both."""
+    """`jaxseeker plan` errs high by at most a third on XLA:CPU (its coefficients were fitted there without context
+    parallelism); docs/guides/long_context.md lists both."""
     for n in (1, 2, 4, 8):
         result = memory[f"{attention}_{n}"]
-        assert 1.0 <= result["planned"] / result["compiled"] <= 1.42, (n, result)
+        assert 1.0 <= result["planned"] / result["compiled"] <= 1.35, (n, result)
 
 
 def test_ring_attention_holds_less_than_all_gather_on_a_split_sequence(memory):
