@@ -148,10 +148,17 @@ def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogCo
     return d if obfuscations_of(simplify(d).query, ()) else None
 
 
+def _named(d: Draft) -> list[int]:
+    """The variables of the draft other than the answer that are said by their names."""
+    return [i for i, v in enumerate(d.query.vars) if v.anchor() is not None and i != d.query.target]
+
+
 def propose_natural(world: World, rng: random.Random, cfg: SailorFogConfig) -> Draft | None:
     """A SailorFog draft whose other entities are described by their own facts (`describe.describe_entity`), with
     only the clues the others do not imply (`clues.select` of a natural draft), at least two hops, and not solved by
-    one search of its own words: a named entity left is described to deepen it, else the draft is dropped (None)."""
+    one search of its own words: a named entity left is described to deepen it, else the draft is dropped (None).
+    After selection the names left but one are described again (selection may have cut a described branch and kept
+    a name beside it); the last stays, a searcher's way in, unless one search of the question finds the answer."""
     d = walk_draft(world, rng, cfg)
     if d is None:
         return None
@@ -166,12 +173,17 @@ def propose_natural(world: World, rng: random.Random, cfg: SailorFogConfig) -> D
     if d is None:
         return None
     d = simplify(select(d, world, rng, cut=True))
+    tried: set[str] = set()  # selection may have cut a described branch and kept names: describe all but the last
+    while len(_named(d)) > 1 and (left := [i for i in _named(d) if d.binding[i] not in tried]):
+        tried.add(d.binding[left[0]])
+        if (described := describe_entity(d, world, rng, left[0])) is not d:
+            d = simplify(select(described, world, rng, cut=True))
     for _ in range(2):
         if hops(d.query) < 2:
             return None
         if not found_by_one_search(world, render_question(world, d.query, d.style, natural=True), d.truth):
             return d
-        named = [i for i, v in enumerate(d.query.vars) if v.anchor() is not None and i != d.query.target]
+        named = _named(d)
         if not named:
             return None
         deeper = describe_entity(d, world, rng, rng.choice(named), hint=True)

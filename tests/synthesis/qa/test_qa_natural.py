@@ -17,9 +17,10 @@ from jaxseeker.world import DateIn, Edge, Entity, Is, LabelIs, NameInitial, Numb
 PLAYER = {"occupation": "baseball player"}
 
 
-def towns(population: bool = True, players: bool = True) -> World:
+def towns(population: bool = True, players: bool = True, extra: tuple = (), born: tuple = ()) -> World:
     """Waco (138,000 people when `population`) and 30 towns of about a thousand in the United States, an airport
-    each; with `players`, Al Ford (debut 1912) born in Waco and six born in towns (debuts 1930 … 1980)."""
+    each; with `players`, Al Ford (debut 1912) born in Waco and six born in towns (debuts 1930 … 1980); `extra`
+    entities and their `born` relations added."""
     entities = [Entity("k", "country", "United States")]
     entities.append(Entity("w", "city", "Waco (Texas, US)", numbers={"population": 138_000} if population else {}))
     entities += [
@@ -39,7 +40,7 @@ def towns(population: bool = True, players: bool = True) -> World:
             for i in range(6)
         ]
         rels += [Relation(f"q{i}", "born_in", f"f{i}") for i in range(6)]
-    return World(entities, rels)
+    return World(entities + list(extra), rels + list(born))
 
 
 def airport_of_waco(natural: bool = True) -> Draft:
@@ -128,3 +129,18 @@ def test_the_pipeline_keeps_the_earlier_questions_and_their_fingerprint_unless_q
     stage = QAStage(recipes={"e2hqa": 3000}, e2hqa_rounds=(0, 1))
     assert stage.key() == {k: v for k, v in dataclasses.asdict(stage).items() if k != "natural"}
     assert dataclasses.replace(stage, natural=True).key()["natural"] is True
+
+
+def test_a_city_no_single_value_describes_is_the_birthplace_of_a_player_said_by_his_whole_profile():
+    facts = {"p": ("1890-03-01", "1912-05-01", "w"), "q0": ("1875-03-01", "1912-06-01", "f0")}
+    facts["q1"] = ("1891-03-01", "1917-05-01", "f1")
+    extra = [Entity(k, "person", k, dates={"born": b, "debut": d}, labels=PLAYER) for k, (b, d, _) in facts.items()]
+    born = [Relation(k, "born_in", c) for k, (*_, c) in facts.items()]
+    w = towns(population=False, players=False, extra=tuple(extra), born=tuple(born))
+    d = describe_entity(airport_of_waco(), w, random.Random(0), 1)
+    assert d.binding == ("a", "w", "p") and d.query.vars[1] == Var("city")
+    assert set(d.query.vars[2].preds) == {
+        LabelIs("occupation", "baseball player"),
+        DateIn("born", "1890-01-01", "1893-12-31", "early-decade"),
+        DateIn("debut", "1910-01-01", "1913-12-31", "early-decade"),
+    }  # one value, or the two at the decade (Bo Gray: born 1891, debut 1917), fits another town's player too
