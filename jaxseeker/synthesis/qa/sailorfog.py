@@ -39,6 +39,7 @@ class SailorFogConfig:
     p_attribute: float = 0.6
     natural: bool = True  # entities described, clues the others imply dropped, text as a writer's (`propose_natural`)
     p_describe: float = 0.9  # natural: the share of the other entities described rather than named
+    declarative: bool = True  # natural: SailorFog's text, a description in sentences that ends in the question
 
 
 @functools.lru_cache(maxsize=8)
@@ -120,7 +121,8 @@ def walk_draft(world: World, rng: random.Random, cfg: SailorFogConfig) -> Draft 
     vars_ = tuple(Var(world.entity(n).type, () if k == target else (Is(n),)) for k, n in enumerate(nodes))
     q = Query(vars_, tuple(Edge(index[r.src], r.rel, index[r.dst]) for r in sorted(edges)), target=target)
     meta = {"topology": topology(nodes, edges), "seed_id": seed}
-    return Draft(q, tuple(nodes), "sailorfog", meta=meta, natural=cfg.natural)
+    declarative = cfg.natural and cfg.declarative
+    return Draft(q, tuple(nodes), "sailorfog", meta=meta, natural=cfg.natural, declarative=declarative)
 
 
 def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogConfig()) -> Draft | None:
@@ -181,7 +183,9 @@ def propose_natural(world: World, rng: random.Random, cfg: SailorFogConfig) -> D
     for _ in range(2):
         if hops(d.query) < 2:
             return None
-        if not found_by_one_search(world, render_question(world, d.query, d.style, natural=True), d.truth):
+        if not found_by_one_search(
+            world, render_question(world, d.query, d.style, natural=True, declarative=d.declarative), d.truth
+        ):
             return d
         named = _named(d)
         if not named:

@@ -11,7 +11,8 @@ from jaxseeker.synthesis.qa.e2hqa import entity_start
 from jaxseeker.synthesis.qa.naming import spoken_name
 from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.render import render_question
-from jaxseeker.synthesis.qa.textcheck import imperative
+from jaxseeker.synthesis.qa.sailorfog import SailorFogConfig
+from jaxseeker.synthesis.qa.textcheck import imperative, scene_noun, text_artefacts
 from jaxseeker.world import DateIn, Edge, Entity, Is, LabelIs, NameInitial, NumberIn, Query, Relation, Var, World
 
 PLAYER = {"occupation": "baseball player"}
@@ -144,3 +145,22 @@ def test_a_city_no_single_value_describes_is_the_birthplace_of_a_player_said_by_
         DateIn("born", "1890-01-01", "1893-12-31", "early-decade"),
         DateIn("debut", "1910-01-01", "1913-12-31", "early-decade"),
     }  # one value, or the two at the decade (Bo Gray: born 1891, debut 1917), fits another town's player too
+
+
+def test_sailorfog_text_is_a_description_in_sentences_that_ends_in_the_question():
+    w = towns()
+    q = Query(
+        (
+            Var("airport", (NumberIn("elevation_m", 100, 1000, "magnitude"),)),
+            Var("city", (NumberIn("population", 100_000, 1_000_000, "magnitude"),)),
+            Var("person", (LabelIs("occupation", "baseball player"), Is("p"))),
+        ),
+        (Edge(0, "serves", 1), Edge(2, "born_in", 1)),
+    )
+    for style in range(8):
+        text = render_question(w, q, style, natural=True, declarative=True)
+        sentences = text.split(". ")
+        assert 2 <= len(sentences) <= 4 and text.endswith("?") and text.count("?") == 1, text
+        assert "airport" in sentences[-1] and not imperative(text) and not text_artefacts(text), text
+        assert not scene_noun(text, "airport", person=False), text
+    assert SailorFogConfig().declarative  # SailorFog's default; the WebDancer recipes keep their wh-questions
