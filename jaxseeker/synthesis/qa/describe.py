@@ -133,10 +133,13 @@ def searchable(world: World, entity_id: str, var: Var, other: Var | None, link: 
     return found_by_one_search(world, render_question(world, q, natural=True), entity_id)
 
 
-def describe_entity(d: Draft, world: World, rng: random.Random, i: int, *, hint: bool = False) -> Draft:
+def describe_entity(
+    d: Draft, world: World, rng: random.Random, i: int, *, hint: bool = False, own_only: bool = False
+) -> Draft:
     """Variable `i` described (see the module docstring); unchanged (named) when no description keeps the answer
-    unique, or with `hint` (the name must go: one search of it finds the answer) hinted by a first letter."""
-    options = descriptions(d, world, i, rng)
+    unique, or with `hint` (the name must go: one search of it finds the answer) hinted by a first letter.
+    `own_only`: by its own facts alone, no neighbour (an entity that itself describes another: two levels at most)."""
+    options = [o for o in descriptions(d, world, i, rng) if not (own_only and o[1] is not None)]
     fits = []
     for option in options:
         new = with_description(d, i, *option)

@@ -66,6 +66,10 @@ def test_without_a_value_of_its_own_the_city_is_the_birthplace_of_a_player_who_d
     assert d.query.edges[1] == Edge(2, "born_in", 1) and d.binding == ("a", "w", "p")
     text = render_question(towns(population=False), d.query, natural=True)
     assert "Waco" not in text and "1910s" in text
+    # an entity that itself describes another is said by its own facts only: Waco has none, so it keeps its name
+    assert describe_entity(airport_of_waco(), towns(population=False), random.Random(0), 1, own_only=True) == (
+        airport_of_waco()
+    )
 
 
 def test_a_first_letter_only_when_nothing_else_describes_the_city_and_its_name_must_go():
