@@ -9,6 +9,7 @@ from jaxseeker.synthesis.qa.clues import prune
 from jaxseeker.synthesis.qa.describe import describe_entity
 from jaxseeker.synthesis.qa.e2hqa import entity_start
 from jaxseeker.synthesis.qa.naming import spoken_name
+from jaxseeker.synthesis.qa.phrasing import merge_verbs
 from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.render import render_question
 from jaxseeker.synthesis.qa.sailorfog import SailorFogConfig
@@ -168,3 +169,13 @@ def test_sailorfog_text_is_a_description_in_sentences_that_ends_in_the_question(
         assert "airport" in sentences[-1] and not imperative(text) and not text_artefacts(text), text
         assert not scene_noun(text, "airport", person=False), text
     assert SailorFogConfig().declarative  # SailorFog's default; the WebDancer recipes keep their wh-questions
+
+
+def test_a_time_and_a_place_of_one_event_share_their_verb():
+    vps = ["was born during the 1940s", "played for a team", "was born in a city that a player born in 1980 left"]
+    assert merge_verbs(vps) == [
+        "was born during the 1940s in a city that a player born in 1980 left",
+        "played for a team",
+    ]
+    assert merge_verbs(["died in the 1970s", "died in Waco"]) == ["died in the 1970s in Waco"]
+    assert merge_verbs(["was born in Waco", "died in the 1970s"]) == ["was born in Waco", "died in the 1970s"]
