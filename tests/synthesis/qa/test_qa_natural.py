@@ -104,14 +104,17 @@ def test_names_as_a_writer_says_them():
             Entity("r1", "city", "Richmond (Kentucky, US)"),
             Entity("r2", "city", "Richmond (Virginia, US)"),
             Entity("o", "city", "Oulu (Finland)"),
+            Entity("e1", "person", "Ed Walsh (baseball player)"),
+            Entity("e2", "person", "Ed Walsh"),
         ],
         [],
     )
-    assert [spoken_name(w, i) for i in ("k", "f", "r1", "o")] == [
+    assert [spoken_name(w, i) for i in ("k", "f", "r1", "o", "e1")] == [
         "the United States",
         "France",
         "Richmond, Kentucky",
         "Oulu",
+        "the baseball player Ed Walsh",
     ]
     q = Query((Var("city"), Var("country", (Is("k"),))), (Edge(0, "located_in", 1),))
     for style in range(6):
