@@ -6,11 +6,14 @@ Per question (`question_artefacts`):
   whose removal leaves the answer unique in the world (needs the world);
 - `one_search`: one BM25 search of the question's own words lists the answer's page in its top `k` (needs the
   world);
-- `repeated_name`: one name said three times or more;
+- `repeated_name`: one name said twice or more;
 - `disambiguator`: a parenthesised qualifier in the text (`Richmond (Kentucky, US)`);
 - `imperative`: a sentence that opens with a command (`Name the city …`, `Think of a player …`);
 - `stacked_relative`: a relative clause inside a relative clause whose verbs then close one after the other (`the
   city where a player who died in Waco was born`): two verb groups with no word between their clauses.
+- `scene_noun`: the closing question asks for another noun than the answer's (`Think of a city … Which airport is
+  it?`), or `Who …?` of what is no person (needs the structured query);
+- `country_the`: a country that takes `the` said without it (`in United States`; needs the world).
 Per set (`ArtefactCounts`): each artefact's count, the non-answer entities of the queries that are named, hidden
 behind a first letter or described (neither), the answers' kinds (entity, number, date, count), and the questions
 that name nothing with, given the world, the fewest candidates one variable's own clues leave (`fewest_candidates`:
@@ -22,15 +25,25 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 
 from jaxseeker.synthesis.qa.checks import answer_part, found_by_one_search
+from jaxseeker.synthesis.qa.naming import bare_name, takes_the
+from jaxseeker.synthesis.qa.phrasing import noun
 from jaxseeker.synthesis.qa.record import Draft, QARecord
-from jaxseeker.synthesis.qa.textcheck import TEXT_ARTEFACTS, text_artefacts
+from jaxseeker.synthesis.qa.textcheck import TEXT_ARTEFACTS, country_without_the, scene_noun, text_artefacts
 from jaxseeker.world import DateIn, LabelIs, NameInitial, NumberIn, Query, Var, World
 from jaxseeker.world.schema import TYPES
 
-ARTEFACTS = ("first_letter", "droppable", "one_search", *TEXT_ARTEFACTS)
+ARTEFACTS = ("first_letter", "droppable", "one_search", *TEXT_ARTEFACTS, "scene_noun", "country_the")
+
+
+@functools.lru_cache(maxsize=8)
+def countries_with_the(world: World) -> tuple[str, ...]:
+    """The world's country names said with `the` (`United States`), without it."""
+    names = (bare_name(world.entity(i).name) for i in world.ids_of_type("country"))
+    return tuple(sorted({n for n in names if takes_the(n)}))
 
 
 def _clue(var: Var, p: object) -> bool:
@@ -117,11 +130,16 @@ def question_artefacts(record: QARecord, world: World | None = None, *, solve: b
     `first_letter`; with a world `droppable` and, when `solve`, `one_search`."""
     text = record.question
     found = set(text_artefacts(text))
+    if world is not None and country_without_the(text, countries_with_the(world)):
+        found.add("country_the")
     if "query" not in record.meta:
         return found
     q = Query.from_json(record.meta["query"])
     if any(isinstance(p, NameInitial) for v in q.vars for p in v.preds):
         found.add("first_letter")
+    answer = q.vars[q.target]
+    if not q.count and q.answer_attr is None and scene_noun(text, noun(answer), answer.type == "person"):
+        found.add("scene_noun")
     if world is not None and "entities" in record.meta:
         if droppable_clues(world, q, record.meta["entities"]):
             found.add("droppable")
@@ -208,6 +226,8 @@ DEFAULT_LIMITS: dict[str, float] = {
     "disambiguator": 0.025,
     "imperative": 0.10,
     "stacked_relative": 0.025,
+    "scene_noun": 0.025,
+    "country_the": 0.025,
 }
 LIMIT_KEYS = (*ARTEFACTS, "min_described", "min_entity_answers")
 

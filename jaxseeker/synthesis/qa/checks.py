@@ -215,7 +215,7 @@ def finalize(world: World, d: Draft, leak: LeakCheck, dedup: Dedup) -> tuple[QAR
     if d.question is None and not sayable(world, q):
         return None, "unsayable"
     answer = answer_text(world, q, d.truth)
-    question = d.question or render_question(world, q, d.style, natural=d.natural)
+    question = d.question or render_question(world, q, d.style, natural=d.natural, declarative=d.declarative)
     if leak(answer, question):
         return None, "leak"
     if d.natural and not q.count and found_by_one_search(world, question, d.truth):

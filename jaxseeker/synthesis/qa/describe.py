@@ -2,11 +2,13 @@
 
 `describe_entity` replaces the name (or the first-letter hint) of one variable by a description built from the
 entity's own facts: one vague value of its own (`a city of tens of thousands`), or a neighbour that is itself said by
-one vague value (`the birthplace of a player who debuted in the 1910s`: two levels). A description is kept when the
-question stays unique and one search of its words does not list the entity's page; of those, one that singles the
-entity out in the whole world on its own comes first. When no description keeps the question unique the entity keeps
-its name; only when the name must go (one search of the question finds the answer) does it get a first-letter hint
-(`hide_name`, counted in the record's obfuscations as `name`).
+one vague value (`the birthplace of a player who debuted in the 1910s`: two levels); when none of those fits, its
+whole profile or a neighbour's (every value at its sharpest vague grain, `profiles`), which clue selection then
+prunes and blurs. A description is kept when the question stays unique and one search of its words does not list
+the entity's page; of those, one that singles the entity out in the whole world on its own comes first. When no
+description keeps the question unique the entity keeps its name; only when the name must go (one search of the
+question finds the answer) does it get a first-letter hint (`hide_name`, counted in the record's obfuscations as
+`name`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from jaxseeker.world import Edge, Is, NameInitial, Neighbour, Query, Var, World
 
 REGIONS = ("subdivision", "region")  # a named region narrows a described place without naming it
 MAX_OPTIONS = 12  # descriptions of one kind tried per entity
+HUB_DEGREE = 100  # a profile is never said through a neighbour with more links (`SailorFogConfig.hub_degree`)
 ALONE_TRIES = 3  # fitting descriptions tried for one that singles the entity out on its own (a costly match each)
 
 
@@ -39,10 +42,44 @@ def _own_values(world: World, entity_id: str, skip: set[str], rng: random.Random
     return found
 
 
+def _sharp_values(world: World, entity_id: str, skip: set[str], rng: random.Random) -> tuple:
+    """Every attribute of the entity not in `skip` at its sharpest grain that still reads vague (`born in the early
+    1890s`, `1.8 to 1.9 metres tall`): a profile that singles out most people; clue selection then drops and blurs
+    what uniqueness does not need."""
+    e = world.entity(entity_id)
+    found = []
+    for a in sorted(a for a in list(e.dates) + list(e.numbers) if a not in skip):
+        options = vague_options(exact_of(e, a), world, e.id, rng)
+        if options:
+            found.append(options[-1])
+    return tuple(found)
+
+
+def profiles(d: Draft, world: World, i: int, rng: random.Random) -> list[tuple[Var, Var | None, Neighbour | None]]:
+    """The last resort of `descriptions`: variable `i` said by all its own values at their sharpest vague grain, then
+    through each neighbour (least shared first) said by all of its own."""
+    e = world.entity(d.binding[i])
+    var = d.query.vars[i]
+    keep = tuple(p for p in var.preds if not isinstance(p, (Is, NameInitial)))
+    base = keep + tuple(p for p in kind_preds(e) if p not in keep)
+    asked = {d.query.answer_attr} if i == d.query.target else set()
+    own = _sharp_values(world, e.id, {getattr(p, "attr", None) for p in keep} | asked, rng)
+    found = [(Var(var.type, base + own), None, None)] if own else []
+    for n in least_shared(world, e.id, set(d.binding), 4, rng):
+        if world.degree(n.id) > HUB_DEGREE:  # a team of a thousand players: matching through it is slow, and vague
+            continue
+        ne = world.entity(n.id)
+        theirs = _sharp_values(world, n.id, set(), rng)
+        if theirs:
+            found.append((Var(var.type, base + own), Var(ne.type, kind_preds(ne) + theirs), n))
+    return found
+
+
 def descriptions(d: Draft, world: World, i: int, rng: random.Random) -> list[tuple[Var, Var | None, Neighbour | None]]:
     """Ways to say variable `i` without its name: (its new variable, a described neighbour's variable or None, the
     neighbour link), one-level and two-level ones interleaved at random, then a named neighbour (`the birthplace of
-    Hank Mason`), then two facts: two own values, or an own value and a described or named neighbour."""
+    Hank Mason`), then two facts: two own values, or an own value and a described or named neighbour, then the
+    entity's or a neighbour's whole profile (`profiles`)."""
     e = world.entity(d.binding[i])
     var = d.query.vars[i]
     keep = tuple(p for p in var.preds if not isinstance(p, (Is, NameInitial)))
@@ -64,7 +101,7 @@ def descriptions(d: Draft, world: World, i: int, rng: random.Random) -> list[tup
     more = [(Var(var.type, a[0].preds + b[0].preds[-1:]), None, None) for a, b in zip(own, own[1:])]
     for extra in own[:2]:
         more += [(Var(var.type, v.preds + extra[0].preds[-1:]), o, n) for v, o, n in deep[:3] + named[-2:]]
-    return options[:MAX_OPTIONS] + named[:1] + more[:MAX_OPTIONS]
+    return options[:MAX_OPTIONS] + named[:1] + more[:MAX_OPTIONS] + profiles(d, world, i, rng)
 
 
 def with_description(d: Draft, i: int, var: Var, other: Var | None, link: Neighbour | None) -> Draft:
@@ -96,10 +133,13 @@ def searchable(world: World, entity_id: str, var: Var, other: Var | None, link: 
     return found_by_one_search(world, render_question(world, q, natural=True), entity_id)
 
 
-def describe_entity(d: Draft, world: World, rng: random.Random, i: int, *, hint: bool = False) -> Draft:
+def describe_entity(
+    d: Draft, world: World, rng: random.Random, i: int, *, hint: bool = False, own_only: bool = False
+) -> Draft:
     """Variable `i` described (see the module docstring); unchanged (named) when no description keeps the answer
-    unique, or with `hint` (the name must go: one search of it finds the answer) hinted by a first letter."""
-    options = descriptions(d, world, i, rng)
+    unique, or with `hint` (the name must go: one search of it finds the answer) hinted by a first letter.
+    `own_only`: by its own facts alone, no neighbour (an entity that itself describes another: two levels at most)."""
+    options = [o for o in descriptions(d, world, i, rng) if not (own_only and o[1] is not None)]
     fits = []
     for option in options:
         new = with_description(d, i, *option)

@@ -145,9 +145,45 @@ def _introduce(ph: Phraser, i: int, clues: list[Clue]) -> str:
     return f"{capitalise(subject)} {join(ph.vps(i, rest))}."
 
 
-def entity_question(world: World, q: Query, rng: random.Random, *, lenient: bool = False, natural: bool = False) -> str:
-    """A question whose answer is the target entity, in one of the frames above."""
-    ph = Phraser(world, q, rng, lenient=lenient, natural=natural)
+def declaration(ph: Phraser, clues: list[Clue]) -> str:
+    """SailorFog's form: the answer described in one to three sentences, then the question (`A player born in …
+    played for … . This player also … . Who is this player?`): each nested description gets its own sentence, the
+    light clues go with the first, and two or more light clues alone are said in two sentences."""
+    t, rng = ph.q.target, ph.rng
+    var = ph.q.vars[t]
+    n, person = noun(var), var.type == "person"
+    light, heavy = [c for c in clues if not ph.heavy(c)], [c for c in clues if ph.heavy(c)]
+    if heavy:
+        groups = [light + heavy[:1]] + [[c] for c in heavy[1:]]
+    else:
+        cut = (len(light) + 1) // 2 if len(light) >= 2 and rng.random() < 0.5 else len(light)
+        groups = [light[:cut], light[cut:]]
+    groups = [g for g in groups if g]
+    groups = groups[:2] + ([[c for g in groups[2:] for c in g]] if len(groups) > 2 else [])  # three at most
+    sentences = [_introduce(ph, t, groups[0])]
+    for g in groups[1:]:
+        again = rng.choice((f"This {short(n)}", f"The same {short(n)}") + (("It",) if not person else ()))
+        sentences.append(f"{again} {also(join(ph.vps(t, g)))}.")
+    return " ".join(sentences + [_ask_entity(rng, n, person, "this", natural=True)])
+
+
+def entity_question(
+    world: World,
+    q: Query,
+    rng: random.Random,
+    *,
+    lenient: bool = False,
+    natural: bool = False,
+    declarative: bool = False,
+) -> str:
+    """A question whose answer is the target entity, in one of the frames above; `declarative`: a description in
+    sentences that ends in the question (`declaration`, or a named neighbour's sentence leading)."""
+    ph = Phraser(world, q, rng, lenient=lenient, natural=natural or declarative)
+    if declarative:
+        clues = ph.clues(q.target)
+        if not clues:  # nothing to say of the answer but its noun: a lead sentence says the rest
+            return _lead_other(ph, rng) or f"Which {noun(q.vars[q.target])} is it?"
+        return (rng.random() < P_LEAD_OTHER and _lead_other(ph, rng)) or declaration(ph, clues)
     if rng.random() < P_LEAD_OTHER:
         found = _lead_other(ph, rng)
         if found is not None:

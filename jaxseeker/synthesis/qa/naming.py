@@ -34,12 +34,16 @@ def takes_the(name: str) -> bool:
 
 def spoken_name(world: World, entity_id: str) -> str:
     """The name as a sentence says it: the bare name when no other entity of its type has it, else the bare name and
-    the qualifier's first part after a comma (`Richmond, Kentucky`); a country that takes `the` gets it."""
+    the qualifier's first part after a comma (`Richmond, Kentucky`), a person's before it (`the baseball player Ed
+    Walsh`); a country that takes `the` gets it."""
     e = world.entity(entity_id)
     name = bare_name(e.name)
     found = _QUALIFIER.search(e.name)
     if found and _bare_counts(world)[(e.type, name)] > 1:
-        name = f"{name}, {found.group(1).split(',')[0].strip()}"
+        qualifier = found.group(1).split(",")[0].strip()
+        # a person's qualifier is what they are (`baseball player`): said before the name, not after a comma
+        person = e.type == "person" and qualifier.replace(" ", "").isalpha()
+        name = f"the {qualifier} {name}" if person else f"{name}, {qualifier}"
     if e.type == "country" and takes_the(name):
         name = f"the {name}"
     return name

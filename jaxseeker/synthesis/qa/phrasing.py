@@ -16,6 +16,7 @@ import collections
 import dataclasses
 import functools
 import random
+import re
 
 from jaxseeker.synthesis.qa.lexicon import relation_forms
 from jaxseeker.synthesis.qa.lexicon_attributes import attribute_forms
@@ -326,8 +327,34 @@ class Phraser:
         return f"{head} {rel} {join(self.vps(i, clues))}"
 
     def vps(self, i: int, clues: list[Clue]) -> list[str]:
-        """The clues as finite verb phrases; a nested description is compact unless it is the last clue."""
-        return [self.say(i, c, "vp", compact=k < len(clues) - 1) for k, c in enumerate(clues)]
+        """The clues as finite verb phrases; a nested description is compact unless it is the last clue. Natural
+        text says a verb once: `was born in the 1940s` and `was born in a city …` become `was born in the 1940s in a
+        city …` (`merge_verbs`)."""
+        said = [self.say(i, c, "vp", compact=k < len(clues) - 1) for k, c in enumerate(clues)]
+        return merge_verbs(said) if self.natural else said
+
+
+_VERBS = ("was born", "died", "passed away")  # a time and a place of the same event, said by the same verb
+_TIME = re.compile(r"\b\d{3,4}s?\b|\bcentury\b")
+
+
+def _says_time(rest: str) -> bool:
+    return _TIME.search(" ".join(rest.split()[:6])) is not None
+
+
+def merge_verbs(vps: list[str]) -> list[str]:
+    """`[was born during the 1940s, was born in a city …]` as `[was born during the 1940s in a city …]`: a phrase
+    that says a time with one of `_VERBS` takes in the phrase that says the place with the same verb."""
+    out = list(vps)
+    for verb in _VERBS:
+        rests = [v[len(verb) + 1 :] if v.startswith(f"{verb} ") else None for v in out]
+        when = [k for k, r in enumerate(rests) if r is not None and _says_time(r)]
+        where = [k for k, r in enumerate(rests) if r is not None and r.startswith("in ") and not _says_time(r)]
+        if when and where:
+            k, j = when[0], where[0]
+            out[k] = f"{out[k]} {rests[j]}"
+            del out[j]
+    return out
 
 
 _RELATIVE = ("whose ", "where ", "that ", "which ", "in which ", "for which ", "who ")

@@ -39,6 +39,7 @@ class Draft:
     question: str | None = None
     style: int = 0
     natural: bool = False  # described entities, only informative clues, natural text (`clues`, `render`)
+    declarative: bool = False  # an entity question said as a description in sentences ending in the question
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property

@@ -61,22 +61,26 @@ def _rng(q: Query, style: int | str) -> random.Random:
     return random.Random(f"{json.dumps(q.to_json(), sort_keys=True)}/{style}")
 
 
-def render_question(world: World, q: Query, style: int | str = 0, *, natural: bool = False) -> str:
+def render_question(
+    world: World, q: Query, style: int | str = 0, *, natural: bool = False, declarative: bool = False
+) -> str:
     """The question for `q`: one phrasing among many (`style` draws another), every constraint said once, no
     placeholder letters. A cycle whose reference would be ambiguous is said as `that same …` (see `sayable`).
     `natural`: names as a sentence says them, questions rather than commands, the answer's noun in the closing
-    question, and the first of `NATURAL_TRIES` phrasings with no text artefact (`textcheck`), else the last."""
-    if not natural:
+    question, and the first of `NATURAL_TRIES` phrasings with no text artefact (`textcheck`), else the last.
+    `declarative` (natural too): an entity question as SailorFog's, a description in sentences ending in the
+    question (`frames.declaration`)."""
+    if not (natural or declarative):
         return _render(world, q, style, natural=False)
     text = ""
     for k in range(NATURAL_TRIES):
-        text = capitalise(_render(world, q, f"{style}/{k}" if k else style, natural=True))
+        text = capitalise(_render(world, q, f"{style}/{k}" if k else style, natural=True, declarative=declarative))
         if not text_artefacts(text):
             break
     return text
 
 
-def _render(world: World, q: Query, style: int | str, *, natural: bool) -> str:
+def _render(world: World, q: Query, style: int | str, *, natural: bool, declarative: bool = False) -> str:
     for lenient in (False, True):
         rng = _rng(q, style)
         try:
@@ -84,7 +88,7 @@ def _render(world: World, q: Query, style: int | str, *, natural: bool) -> str:
                 return count_question(world, q, rng, lenient=lenient, natural=natural)
             if q.answer_attr is not None:
                 return attribute_question(world, q, rng, lenient=lenient, natural=natural)
-            return entity_question(world, q, rng, lenient=lenient, natural=natural)
+            return entity_question(world, q, rng, lenient=lenient, natural=natural, declarative=declarative)
         except Unsayable:
             continue
     raise AssertionError("a lenient phrasing never raises Unsayable")

@@ -39,6 +39,8 @@ class SailorFogConfig:
     p_attribute: float = 0.6
     natural: bool = True  # entities described, clues the others imply dropped, text as a writer's (`propose_natural`)
     p_describe: float = 0.9  # natural: the share of the other entities described rather than named
+    p_nameless: float = 0.25  # natural: the share of drafts whose last name is described too (they name nothing)
+    declarative: bool = True  # natural: SailorFog's text, a description in sentences that ends in the question
 
 
 @functools.lru_cache(maxsize=8)
@@ -120,7 +122,8 @@ def walk_draft(world: World, rng: random.Random, cfg: SailorFogConfig) -> Draft 
     vars_ = tuple(Var(world.entity(n).type, () if k == target else (Is(n),)) for k, n in enumerate(nodes))
     q = Query(vars_, tuple(Edge(index[r.src], r.rel, index[r.dst]) for r in sorted(edges)), target=target)
     meta = {"topology": topology(nodes, edges), "seed_id": seed}
-    return Draft(q, tuple(nodes), "sailorfog", meta=meta, natural=cfg.natural)
+    declarative = cfg.natural and cfg.declarative
+    return Draft(q, tuple(nodes), "sailorfog", meta=meta, natural=cfg.natural, declarative=declarative)
 
 
 def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogConfig()) -> Draft | None:
@@ -148,13 +151,23 @@ def propose(world: World, rng: random.Random, cfg: SailorFogConfig = SailorFogCo
     return d if obfuscations_of(simplify(d).query, ()) else None
 
 
+def _named(d: Draft) -> list[int]:
+    """The variables of the draft other than the answer that are said by their names."""
+    return [i for i, v in enumerate(d.query.vars) if v.anchor() is not None and i != d.query.target]
+
+
 def propose_natural(world: World, rng: random.Random, cfg: SailorFogConfig) -> Draft | None:
     """A SailorFog draft whose other entities are described by their own facts (`describe.describe_entity`), with
     only the clues the others do not imply (`clues.select` of a natural draft), at least two hops, and not solved by
-    one search of its own words: a named entity left is described to deepen it, else the draft is dropped (None)."""
+    one search of its own words: a named entity left is described to deepen it, else the draft is dropped (None).
+    After selection the names left but one are described again (selection may have cut a described branch and kept
+    a name beside it); the last stays, a searcher's way in (but in `p_nameless` of the drafts), unless one search of
+    the question finds the answer. An entity off the walk (one a description added) is described by its own facts
+    only: two levels at most."""
     d = walk_draft(world, rng, cfg)
     if d is None:
         return None
+    walk = set(d.binding)  # an entity a description or clue selection added is described by its own facts only
     others = [i for i in range(len(d.query.vars)) if i != d.query.target]
     rng.shuffle(others)
     for i in others:
@@ -166,15 +179,25 @@ def propose_natural(world: World, rng: random.Random, cfg: SailorFogConfig) -> D
     if d is None:
         return None
     d = simplify(select(d, world, rng, cut=True))
+    tried: set[str] = set()  # selection may have cut a described branch and kept names: describe all but the last
+    keep = 0 if rng.random() < cfg.p_nameless else 1
+    while len(_named(d)) > keep and (left := [i for i in _named(d) if d.binding[i] not in tried]):
+        tried.add(d.binding[left[0]])
+        described = describe_entity(d, world, rng, left[0], own_only=d.binding[left[0]] not in walk)
+        if described is not d:
+            d = simplify(select(described, world, rng, cut=True))
     for _ in range(2):
         if hops(d.query) < 2:
             return None
-        if not found_by_one_search(world, render_question(world, d.query, d.style, natural=True), d.truth):
+        if not found_by_one_search(
+            world, render_question(world, d.query, d.style, natural=True, declarative=d.declarative), d.truth
+        ):
             return d
-        named = [i for i, v in enumerate(d.query.vars) if v.anchor() is not None and i != d.query.target]
+        named = _named(d)
         if not named:
             return None
-        deeper = describe_entity(d, world, rng, rng.choice(named), hint=True)
+        i = rng.choice(named)
+        deeper = describe_entity(d, world, rng, i, hint=True, own_only=d.binding[i] not in walk)
         if deeper is d:
             return None
         d = simplify(select(deeper, world, rng, cut=True))

@@ -55,7 +55,7 @@ def stacked_relative(text: str) -> bool:
     return _STACKED.search(text) is not None
 
 
-def repeated_name(text: str, times: int = 3) -> bool:
+def repeated_name(text: str, times: int = 2) -> bool:
     """True when a capitalised name (a run of capitalised words, not a sentence's first word alone) occurs `times`
     times or more."""
     counts: collections.Counter[str] = collections.Counter()
@@ -66,6 +66,43 @@ def repeated_name(text: str, times: int = 3) -> bool:
                 continue  # `Which`, `The`: a sentence's first word
             counts[name] += 1
     return any(k >= times for k in counts.values())
+
+
+_ASKED = (
+    re.compile(r"^(?:which|what) ([\w-]+) (?:is|was) (?:it|meant)\?$"),
+    re.compile(r"\b(?:this|that|the same) ([\w-]+)(?: called)?\?$"),
+)
+
+
+_SCENE = re.compile(
+    r"^(?:think of|consider|imagine|picture|take|there is|here is|we know of|somewhere there is|there exists"
+    r"|suppose there is|my question is about|i am looking for) (?:a|an|the|one|some|a certain) "
+)
+
+
+def scene_noun(text: str, answer_noun: str, person: bool) -> bool:
+    """True when a scene sets up another noun than the answer's (`Think of a city … Which airport is it?`), the
+    closing question asks for another noun, or asks `Who …?` of what is no person; a sentence it cannot read is no
+    artefact."""
+    sentences = _SENTENCES.split(text.strip())
+    first, last = sentences[0].strip().lower(), sentences[-1].strip().lower()
+    scene = _SCENE.match(first)
+    if len(sentences) > 1 and scene and not first[scene.end() :].startswith(answer_noun.split()[-1].lower()):
+        if not first[scene.end() :].startswith(answer_noun.lower()):
+            return True
+    if last.startswith("who is it") or last.startswith("who is this") or last.startswith("who is that"):
+        if not person:
+            return True
+    for pattern in _ASKED:
+        found = pattern.search(last)
+        if found:
+            return found.group(1) != answer_noun.split()[-1].lower()
+    return False
+
+
+def country_without_the(text: str, names: tuple[str, ...]) -> bool:
+    """True when one of the country `names` that take `the` (`United States`) stands in `text` without it."""
+    return any(re.search(rf"(?<!\bthe )(?<!\bThe )\b{re.escape(n)}\b", text) for n in names)
 
 
 def text_artefacts(text: str) -> list[str]:

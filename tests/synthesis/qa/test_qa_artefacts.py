@@ -16,7 +16,14 @@ from jaxseeker.synthesis.qa.artefacts import (
     found_by_one_search,
 )
 from jaxseeker.synthesis.qa.record import QARecord
-from jaxseeker.synthesis.qa.textcheck import disambiguator, imperative, repeated_name, stacked_relative
+from jaxseeker.synthesis.qa.textcheck import (
+    country_without_the,
+    disambiguator,
+    imperative,
+    repeated_name,
+    scene_noun,
+    stacked_relative,
+)
 from jaxseeker.world import Edge, Entity, Is, LabelIs, NameInitial, NumberIn, Query, Relation, Var, World
 
 
@@ -67,6 +74,13 @@ def test_text_artefacts():
     arco = "What airport serves Arco and lies in a country that contains Arco and has a subdivision that contains Arco?"
     assert repeated_name(arco)
     assert not repeated_name("Which city lies in Tesland and is served by Varo Field? Tesland has a coast.")
+    assert repeated_name("What airport serves Arco and lies in the subdivision of Arco?")  # twice is one too many
+    assert scene_noun("Think of a city in Tesland. Which airport is it?", "airport", person=False)
+    assert scene_noun("A city lies in Tesland. Who is it?", "city", person=False)
+    assert not scene_noun("A player was born in Varo. Who is this player?", "baseball player", person=True)
+    assert not scene_noun("An airport serves Varo. What is this airport called?", "airport", person=False)
+    assert country_without_the("Which city lies in United States?", ("United States",))
+    assert not country_without_the("Which city lies in the United States? The United States …", ("United States",))
 
 
 def test_a_country_implied_by_the_city_is_a_droppable_clue_and_the_needed_ones_are_not():
@@ -130,15 +144,15 @@ def test_a_question_that_names_nothing_is_counted_with_the_fewest_candidates_its
 def test_counts_and_limits():
     w = towns()
     q = Query((Var("city", (LabelIs("kind", "x"),)), Var("country", (Is("k"),))), (Edge(0, "located_in", 1),))
-    rec = QARecord(
-        "Name the city in Tesland, Tesland or Tesland.",
-        "Varo",
-        "t",
-        2,
-        {"query": q.to_json(), "answer_id": "c", "entities": ["c", "k"]},
-    )
+    meta = {"query": q.to_json(), "answer_id": "c", "entities": ["c", "k"]}
+    rec = QARecord("Name the city in Tesland, Tesland or Tesland.", "Varo", "t", 2, meta)
     counts = count_artefacts([rec], w, solve=False)
     assert counts.artefacts["imperative"] == 1 and counts.artefacts["repeated_name"] == 1
+    assert counts.artefacts["scene_noun"] == counts.artefacts["country_the"] == 0
+    w2 = World(list(w.entities.values()) + [Entity("u", "country", "United States")], [])
+    scene = QARecord("A city lies near United States. Which airport is it?", "Varo", "t", 2, meta)
+    counts = count_artefacts([scene], w2, solve=False)
+    assert counts.artefacts["scene_noun"] == counts.artefacts["country_the"] == 1
     assert counts.entities == {"described": 0, "named": 1, "first_letter": 0} and counts.answers == {"entity": 1}
     c = ArtefactCounts(40, {"imperative": 5, "first_letter": 4}, {"described": 7, "named": 3}, {"entity": 10})
     assert check_limits(c, {"imperative": 0.10, "first_letter": 0.10, "min_described": 0.7}) == [
