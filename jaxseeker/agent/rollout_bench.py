@@ -69,7 +69,6 @@ def compare_rollouts(
     *,
     slots: int = 16,
     steps_per_call: int = 8,
-    min_window: int = 256,
     repeats: int = 1,
     progress: bool = False,
 ) -> dict[str, Any]:
@@ -97,7 +96,6 @@ def compare_rollouts(
             max_len=max_len,
             sampling=SamplingConfig(temperature=0.0),
             steps_per_call=steps_per_call,
-            min_window=min_window,
             dtype="float32",
         ),
         "hf": HFEngine(hf_pretrained(model_dir), tokenizer, slots=slots, max_len=max_len, **_stops(tokenizer)),

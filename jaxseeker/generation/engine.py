@@ -13,18 +13,22 @@ they are written, instead of computing them again; it prefills the rest of its p
 A request may bring its own `SamplingConfig` (`submit(..., sampling=)`, as a server's clients do): a decode
 call with such a request samples every row with its own temperature / top-p / top-k / seed (traced, so no
 recompile per value). `peek` shows a turn in progress, for streaming.
+
+The cache is allocated once at `max_len`; attention reads each row only up to its own end, so the compiled programs
+are one decode per rows bucket and one prefill per rows bucket, all compiled by `warm_up` before the first request.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import time
 from collections.abc import Callable, Sequence
 
 import jax.numpy as jnp
 import numpy as np
 
-from jaxseeker.generation import handoff, layout, prefix, steps
+from jaxseeker.generation import handoff, layout, prefix, steps, warmup
 from jaxseeker.generation.keys import request_hash
+from jaxseeker.generation.requests import Event, Slot, Stops, check_budget, prefill_batch, row_sampling
 from jaxseeker.generation.sampling import SamplingConfig
 from jaxseeker.model import ModelConfig
 
@@ -33,63 +37,26 @@ GREEDY = SamplingConfig()
 # at a time (`ragged_attention`): the rows of a call are ordered by length, so a tile reads about its rows' contexts.
 ATTENTION_BLOCK = 128
 DECODE_TILE = 4
-# Decode rows buckets: slots, slots / 4, slots / 16 … 2 (each one compiled program per window). Not 1: for a batch of
+# Decode rows buckets: slots, slots / 4, slots / 16 … 2 (each one compiled program). Not 1: for a batch of
 # one, XLA:CPU drops the batch axis of the attention dots and copies every layer's cache on each step, so one row
 # decodes about a fifth slower than two (docs/results.md).
 DECODE_ROWS_STEP = 4
 
 
-@dataclasses.dataclass
-class Event:
-    """What `Engine.step()` reports for a request that paused or ended this round.
-
-    tokens / logprobs: sampled since the last event of this request (stop tokens included); the log-prob
-    is log_softmax(logits / temperature) at the token, before top-k / top-p (temperature 1 when greedy).
-    reason: "stop" (stop string matched: paused), "eos" (an EOS id: paused), "length" (this turn's
-    max_new_tokens reached: paused), "context" (the slot's cache is full: paused, cannot grow).
-    stop: the stop string matched ("stop"), or the EOS token's text (its id as a string without `decode`).
-    """
-
-    request_id: str
-    tokens: list[int]
-    logprobs: list[float]
-    reason: str
-    stop: str | None = None
-
-
-@dataclasses.dataclass
-class _Slot:
-    """Host state of one occupied slot."""
-
-    request_id: str
-    request: int  # the request's random stream (its key), keys the PRNG
-    prefill: list[int]  # context tokens still to write into the cache
-    last: int  # newest context token, not yet in the cache (next decode input)
-    max_new: int  # token budget of the current turn
-    end: int = 0  # tokens written in the cache
-    sampled: int = 0  # tokens sampled by this request so far (PRNG step)
-    running: bool = True
-    sampling: SamplingConfig | None = None  # the request's own (else the engine's)
-    tokens: list[int] = dataclasses.field(default_factory=list)  # sampled this turn
-    logprobs: list[float] = dataclasses.field(default_factory=list)
-    prompt: tuple[int, ...] = ()  # the request's prompt (cache slot i holds prompt[i] once written)
-    share: tuple[_Slot, int] | None = None  # (the slot whose cache row holds this prompt's first n tokens, n)
-
-
 class Engine:
     """Continuous-batching sampler over `slots` rows of `max_len` tokens (see the module docstring).
 
-    Weights and cache are held in the engine's own layout (`generation.layout`: one array per layer). The cache's
-    length is the smallest `min_window · 2^k` (capped at max_len, in whole attention blocks) that covers every context
-    the engine holds; it grows when a call needs more and shrinks to half when the contexts fall below 3/8 of it. A
-    decode call runs the rows that decode, longest first, in the smallest of `slots`, `slots / 4`, `slots / 16` … 2
-    rows that holds them (without a mesh; no row is moved), and its attention reads each row's keys only up to that
-    row's own end (`ragged_attention`), so short contexts and idle rows do not pay for the longest one. A request
-    whose prompt shares at least `share_prefix` leading tokens with another held request's prompt copies them from
-    that row (0: never share), waiting for them to be
-    written where that spares it a prefill chunk; `prefilled_tokens` and `shared_tokens` count the context tokens
-    written by prefill calls and those copied from another row. Compiled shapes: decode once per (rows bucket, cache
-    length); prefill once per (rows bucket, cache length).
+    Weights and cache are held in the engine's own layout (`generation.layout`: one array per layer), the cache
+    allocated once at max_len (in whole attention blocks). A decode call runs the rows that decode, longest first, in
+    the smallest of `slots`, `slots / 4`, `slots / 16` … 2 rows that holds them (without a mesh; no row is moved), and
+    its attention reads each row's keys only up to that row's own end (`ragged_attention`), so short contexts and idle
+    rows do not pay for the longest one. A request whose prompt shares at least `share_prefix` leading tokens with
+    another held request's prompt copies them from that row (0: never share), waiting for them to be written where
+    that spares it a prefill chunk; `prefilled_tokens` and `shared_tokens` count the context tokens written by prefill
+    calls and those copied from another row. Compiled programs: one decode per rows bucket (one more per bucket for
+    requests with their own sampling), one prefill per power-of-two rows bucket; `warm_up` compiles them up front.
+    `host_s`, `device_wait_s`, `decode_calls`: the wall of `step` spent on the host and waiting for decode results,
+    and the decode calls made.
 
     The engine's weights and cache are in `dtype` (default: the model's compute dtype, which the forward casts every
     weight to anyway), whatever the dtype of the params given. With a `mesh`, they are placed on it by their logical
@@ -117,7 +84,6 @@ class Engine:
         prefill_chunk: int = 128,
         mesh=None,
         rules=None,
-        min_window: int = 256,
         dtype: str | None = None,
         handoff_mesh=None,
         stacked_prefill: bool = True,
@@ -129,30 +95,25 @@ class Engine:
             ("max_len", max_len, 2),
             ("steps_per_call", steps_per_call, 1),
             ("prefill_chunk", prefill_chunk, 1),
-            ("min_window", min_window, 1),
             ("share_prefix", share_prefix, 0),
             ("attention_block", attention_block, 1),
         ):
             if value < low:
                 raise ValueError(f"Engine: {name} must be >= {low}, got {value}")
-        if stop_strings and decode is None:
-            raise ValueError("Engine: stop_strings need a `decode` function (token ids -> text)")
-        if any(not s for s in stop_strings):
-            raise ValueError(f"Engine: stop_strings must be non-empty, got {list(stop_strings)}")
+        self._stops = Stops(eos_ids, stop_strings, decode)
+        self.eos_ids, self.stop_strings = self._stops.eos_ids, self._stops.strings  # what ends a turn
         self.cfg, self.sampling = cfg, sampling
         self.slots, self.max_len = slots, max_len
         self.steps_per_call, self.prefill_chunk = steps_per_call, min(prefill_chunk, max_len)
-        self.min_window, self.share_prefix = min_window, share_prefix
+        self.share_prefix = share_prefix
         self._block = min(attention_block, 1 << (max_len - 1).bit_length())
-        self.prefilled_tokens = self.shared_tokens = 0
-        self.eos_ids = frozenset(int(t) for t in eos_ids)
-        self.stop_strings = tuple(stop_strings)
-        self._decode_text = decode
-        self._stop_window = max((len(s) for s in self.stop_strings), default=0) + 2  # tokens re-decoded per check
+        self._length = -(-max_len // self._block) * self._block  # the cache's slots a row, whole attention blocks
+        self.prefilled_tokens = self.shared_tokens = self.decode_calls = 0
+        self.host_s = self.device_wait_s = 0.0
         self.dtype = jnp.dtype(dtype or cfg.compute_dtype).name
         self.stacked_prefill = stacked_prefill
         self._mesh, self._rules = mesh, _generation_rules() if mesh is not None and rules is None else rules
-        self._cache_shardings: dict[int, layout.LayerCache] = {}
+        self._sharding = None if mesh is None else layout.cache_shardings(cfg, slots, self._length, mesh, self._rules)
         self._handoff = handoff.handoff_fn(
             cfg,
             dtype=self.dtype,
@@ -163,10 +124,17 @@ class Engine:
         )
         self._stacked = self._params = self._cache = None
         self.set_params(params)
-        self._slots: list[_Slot | None] = [None] * slots
+        self._slots: list[Slot | None] = [None] * slots
         self._index: dict[str, int] = {}
         least = min(2, slots)
         self._decode_buckets = sorted({max(slots // DECODE_ROWS_STEP**i, least) for i in range(slots.bit_length())})
+        self._prefill_buckets = sorted({min(1 << i, slots) for i in range(slots.bit_length() + 1)})
+
+    def warm_up(self) -> warmup.WarmUp:
+        """Compile every program the engine's calls will run (`generation.warmup`), so that no request waits for a
+        compile; what the persistent compilation cache holds is loaded from it instead. Call it before the first
+        request and after `set_params` with weights of another dtype or sharding."""
+        return warmup.warm_up(self)
 
     # ---- requests -------------------------------------------------------------------------------------------
 
@@ -204,7 +172,7 @@ class Engine:
             raise ValueError(
                 f"Engine.submit: prompt of {request_id!r} has {len(prompt)} tokens; needs 1..{self.max_len}"
             )
-        _check_budget("submit", request_id, max_new_tokens)
+        check_budget("submit", request_id, max_new_tokens)
         if key is not None and not 0 <= key < 2**31:
             raise ValueError(f"Engine.submit: key of {request_id!r} must be in [0, 2**31), got {key}")
         if sampling is not None and not 0 <= sampling.seed < 2**31:
@@ -213,7 +181,7 @@ class Engine:
             )
         prompt = [int(t) for t in prompt]
         row = self._slots.index(None)
-        slot = _Slot(
+        slot = Slot(
             request_id,
             key if key is not None else 0 if sampling is not None else request_hash(request_id),
             prompt[:-1],
@@ -226,7 +194,7 @@ class Engine:
         self._slots[row] = slot
         self._index[request_id] = row
 
-    def _donor(self, prompt: tuple[int, ...]) -> tuple[_Slot, int] | None:
+    def _donor(self, prompt: tuple[int, ...]) -> tuple[Slot, int] | None:
         """(the held slot this prompt copies its leading tokens from, how many) or None (`prefix.pick_donor`)."""
         held = [s for s in self._slots if s is not None]
         pick = prefix.pick_donor(
@@ -244,7 +212,7 @@ class Engine:
                 f"Engine.extend: {len(tokens)} tokens do not fit request {request_id!r} "
                 f"(context_left={self.context_left(request_id)})"
             )
-        _check_budget("extend", request_id, max_new_tokens)
+        check_budget("extend", request_id, max_new_tokens)
         if tokens:
             slot.prefill, slot.last = [slot.last] + [int(t) for t in tokens[:-1]], int(tokens[-1])
         slot.running, slot.max_new = True, max_new_tokens
@@ -274,10 +242,7 @@ class Engine:
         self._stacked = self._params = None  # the old copy goes before the new one comes
         self._stacked, self._params = self._handoff(params)
         if self._cache is None:
-            length = self._window(1)
-            self._cache = layout.init_layer_cache(
-                self.cfg, self.slots, length, self.dtype, sharding=self._cache_sharding(length)
-            )
+            self._cache = layout.init_layer_cache(self.cfg, self.slots, self._length, self.dtype, self._sharding)
 
     def unload(self) -> None:
         """Drop the engine's weights and cache from the devices (e.g. while the trainer updates the policy, which
@@ -286,26 +251,7 @@ class Engine:
             raise ValueError(f"Engine.unload: requests still hold slots: {sorted(self._index)}")
         self._stacked = self._params = self._cache = None
 
-    def _cache_sharding(self, length: int) -> layout.LayerCache | None:
-        """The NamedShardings of a cache of `length` slots per row (None without a mesh)."""
-        if self._mesh is None:
-            return None
-        if length not in self._cache_shardings:
-            self._cache_shardings[length] = layout.cache_shardings(
-                self.cfg, self.slots, length, self._mesh, self._rules
-            )
-        return self._cache_shardings[length]
-
-    def _fit(self, need: int) -> None:
-        """Resize the cache so it covers `need` slots and every held context (see the class docstring)."""
-        need = max([need] + [s.end for s in self._slots if s is not None])
-        length = self._cache.length
-        if need > length or (length > self.min_window and need <= length * 3 // 8):
-            target = self._window(need)
-            if target != length:
-                self._cache = layout.resize(self._cache, length=target, sharding=self._cache_sharding(target))
-
-    def _slot(self, request_id: str, caller: str) -> _Slot:
+    def _slot(self, request_id: str, caller: str) -> Slot:
         if request_id not in self._index:
             raise ValueError(f"Engine.{caller}: unknown request {request_id!r} (held: {sorted(self._index)})")
         return self._slots[self._index[request_id]]
@@ -317,6 +263,7 @@ class Engine:
         slots in one device call; return the events of requests that paused this round."""
         if self._params is None:
             raise RuntimeError("Engine.step: the engine is unloaded; give it weights with set_params first")
+        start, waited = time.perf_counter(), self.device_wait_s
         self._prefill_all()
         events: list[Event] = []
         budget = np.zeros(self.slots, np.int32)
@@ -324,24 +271,16 @@ class Engine:
             if slot is not None and slot.running:
                 budget[row] = min(self.steps_per_call, slot.max_new - len(slot.tokens), self._room(slot))
                 if budget[row] == 0:
-                    events.append(self._pause(slot, self._limit_reason(slot)))
+                    events.append(slot.pause(self._limit_reason(slot)))
         if budget.any():
             events += self._decode(budget)
+        self.host_s += time.perf_counter() - start - (self.device_wait_s - waited)
         return events
 
-    def _window(self, need: int) -> int:
-        """The cache length covering `need` slots: min_window · 2^k, capped at max_len, rounded up to whole attention
-        blocks."""
-        window = self.min_window
-        while window < need:
-            window *= 2
-        window = min(window, self.max_len)
-        return -(-window // self._block) * self._block
-
-    def _room(self, slot: _Slot) -> int:
+    def _room(self, slot: Slot) -> int:
         return self.max_len - (slot.end + 1)
 
-    def _limit_reason(self, slot: _Slot) -> str:
+    def _limit_reason(self, slot: Slot) -> str:
         return "context" if self._room(slot) == 0 else "length"
 
     def _ends(self) -> np.ndarray:
@@ -366,41 +305,24 @@ class Engine:
     def _prefill_all(self) -> None:
         """Copy the shared prefixes that are ready, then write all other queued context tokens, one chunk per row
         per device call (rows padded to a power of 2), until none is left."""
-        chunk = self.prefill_chunk
         while True:
             self._copy_shared()
-            rows = [r for r, s in enumerate(self._slots) if s is not None and s.prefill and s.share is None]
-            if not rows:
+            ends = self._ends()  # before the batch moves them
+            batch = prefill_batch(self._slots, self.prefill_chunk)
+            if batch is None:
                 return
-            n = min(1 << (len(rows) - 1).bit_length(), self.slots)
-            if n == self.slots:
-                rows = list(range(self.slots))
-            else:
-                rows += [r for r in range(self.slots) if r not in rows][: n - len(rows)]
-            ends = self._ends()
-            need = 0
-            tokens = np.zeros((n, chunk), np.int32)  # [rows, chunk]
-            segments = np.zeros((n, chunk), np.int32)
-            for i, row in enumerate(rows):
-                slot = self._slots[row]
-                if slot is None or not slot.prefill or slot.share is not None:
-                    continue
-                take, slot.prefill = slot.prefill[:chunk], slot.prefill[chunk:]
-                tokens[i, : len(take)], segments[i, : len(take)] = take, 1
-                slot.end += len(take)
-                self.prefilled_tokens += len(take)
-                need = max(need, slot.end)
-            self._fit(need)
+            rows, tokens, counts = batch
+            self.prefilled_tokens += int(counts.sum())
             self._cache = steps.prefill(
                 self._stacked if self.stacked_prefill else self._params,
                 self._cache,
-                np.asarray(rows, np.int32),
+                rows,
                 tokens,
-                segments,
+                counts,
                 ends,
                 cfg=self.cfg,
                 block=self._block,
-                sharding=self._cache_sharding(self._cache.length),
+                sharding=self._sharding,
             )
 
     def _decode_rows(self, budget: np.ndarray) -> np.ndarray | None:
@@ -426,10 +348,9 @@ class Engine:
         for i, slot in live:
             last[i], request[i], count[i] = slot.last, slot.request, slot.sampled
         ends = self._ends()
-        self._fit(int(np.max(np.where(budget > 0, ends + budget, 0))))
         seed, per_row, sampling = np.int32(self.sampling.seed), None, self.sampling.static
         if any(slot.sampling is not None for _, slot in live):
-            seed, per_row, sampling = *self._row_sampling(live, n), None
+            seed, per_row, sampling = *row_sampling(live, n, self.sampling), None
         self._cache, out_tok, out_lp = steps.decode(
             self._params,
             self._cache,
@@ -446,13 +367,16 @@ class Engine:
             steps=self.steps_per_call,
             block=self._block,
             tile=n if rows is None else DECODE_TILE,
-            sharding=self._cache_sharding(self._cache.length),
+            sharding=self._sharding,
         )
+        self.decode_calls += 1
+        waiting = time.perf_counter()
         out_tok, out_lp = np.asarray(out_tok), np.asarray(out_lp)  # [n, steps]
+        self.device_wait_s += time.perf_counter() - waiting
         events = []
         for i, slot in live:
             new = out_tok[i, : budget[order[i]]].tolist()
-            cut, reason, stop = self._find_stop(slot.tokens, new)
+            cut, reason, stop = self._stops.find(slot.tokens, new)
             kept = new[:cut]
             slot.tokens += kept
             slot.logprobs += out_lp[i, :cut].tolist()
@@ -462,42 +386,8 @@ class Engine:
             if reason is None and (self._room(slot) == 0 or len(slot.tokens) >= slot.max_new):
                 reason = self._limit_reason(slot)
             if reason is not None:
-                events.append(self._pause(slot, reason, stop))
+                events.append(slot.pause(reason, stop))
         return events
-
-    def _row_sampling(self, live: list[tuple[int, _Slot]], n: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-        """Per-row seeds and (temperature, top_p, top_k) `[n]` (by a call's row index) when some live request has its
-        own sampling."""
-        seed = np.zeros(n, np.int32)
-        temperature = np.zeros(n, np.float32)
-        top_p = np.ones(n, np.float32)
-        top_k = np.zeros(n, np.int32)
-        for row, slot in live:
-            own = slot.sampling or self.sampling
-            seed[row], temperature[row], top_p[row], top_k[row] = own.seed, own.temperature, own.top_p, own.top_k
-        return seed, (temperature, top_p, top_k)
-
-    def _find_stop(self, before: list[int], new: list[int]) -> tuple[int, str | None, str | None]:
-        """(tokens of `new` to keep, reason, stop): cut just after the first EOS id or stop string."""
-        strings = bool(self.stop_strings) and self._stop_in(before + new, len(new)) is not None
-        for j, tok in enumerate(new):
-            if tok in self.eos_ids:
-                text = self._decode_text([tok]) if self._decode_text else str(tok)
-                return j + 1, "eos", text
-            stop = self._stop_in(before + new[: j + 1], 1) if strings else None
-            if stop is not None:
-                return j + 1, "stop", stop
-        return len(new), None, None
-
-    def _stop_in(self, turn: list[int], n_new: int) -> str | None:
-        """The stop string in the decoded tail of this turn (its last `n_new` tokens and a window before)."""
-        text = self._decode_text(turn[-(self._stop_window + n_new - 1) :])
-        return next((s for s in self.stop_strings if s in text), None)
-
-    def _pause(self, slot: _Slot, reason: str, stop: str | None = None) -> Event:
-        event = Event(slot.request_id, slot.tokens, slot.logprobs, reason, stop)
-        slot.running, slot.tokens, slot.logprobs = False, [], []
-        return event
 
 
 def _generation_rules():
@@ -505,8 +395,3 @@ def _generation_rules():
     from jaxseeker.parallel import GENERATION_RULES
 
     return GENERATION_RULES
-
-
-def _check_budget(caller: str, request_id: str, max_new_tokens: int) -> None:
-    if max_new_tokens < 0:
-        raise ValueError(f"Engine.{caller}: max_new_tokens of {request_id!r} must be >= 0, got {max_new_tokens}")
