@@ -28,6 +28,10 @@ from jaxseeker.model.layers import (
 )
 from jaxseeker.model.rope import rope_tables
 
+# Prefill attention walks the keys for tiles of PREFILL_TILE rows at a time, each tile up to its longest row (the engine
+# orders a call's rows by length): one loop a row would make the compile grow with the rows (minutes for 32 rows).
+PREFILL_TILE = 4
+
 
 def _write(cache: jax.Array, new: jax.Array, positions: jax.Array, *, transposed: bool) -> jax.Array:
     """`new` `[batch, seq, kv_heads, head_dim]` written at `positions` `[batch, seq]` into `cache`, `[batch, kv_heads,
@@ -80,12 +84,12 @@ def _layer(
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """One decoder layer on `x` `[n, seq, embed]`, its keys and values written into this layer's caches (keys
     `[slots, kv_heads, head_dim, length]`, values `[slots, kv_heads, length, head_dim]`) at `q_index` of slots `rows`
-    (`_store`), and causal attention over each row's keys below `limit` `[n]` (`ragged_attention`, one row at a
-    time)."""
+    (`_store`), and causal attention over each row's keys below `limit` `[n]` (`ragged_attention`, tiles of
+    PREFILL_TILE rows)."""
     h = rms_norm(x, p["attn_norm"], cfg.rms_norm_eps)
     q, k, v = project_qkv(p, h, *rope, cfg)  # q [n, seq, heads, head_dim], k/v [n, seq, kv_heads, head_dim]
     k_cache, v_cache = _store(k_cache, v_cache, k, v, rows, q_index)
-    attn = ragged_attention(q, k_cache, v_cache, q_index, limit, rows, block=block, tile=1)
+    attn = ragged_attention(q, k_cache, v_cache, q_index, limit, rows, block=block, tile=PREFILL_TILE)
     x = x + output_projection(p, attn, cfg)
     h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)
     return x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg)), k_cache, v_cache

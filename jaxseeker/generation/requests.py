@@ -121,15 +121,16 @@ def check_budget(caller: str, request_id: str, max_new_tokens: int) -> None:
 def prefill_batch(slots: list[Slot | None], chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The next prefill call: (rows `[n]`, tokens `[n, chunk]`, real tokens a row `[n]`) with the next chunk of every
     slot that has context to write (and no shared prefix to wait for), taken off the slots' queues and added to their
-    ends; n is the power of two that holds them (at most every slot: then all of them in order), padded with other
-    slots that write nothing. None when no slot has anything to write."""
+    ends; n is the power of two that holds them (at most every slot: then all of them in order), longest context
+    first, padded with other slots that write nothing. None when no slot has anything to write."""
     rows = [r for r, s in enumerate(slots) if s is not None and s.prefill and s.share is None]
     if not rows:
         return None
     n = min(1 << (len(rows) - 1).bit_length(), len(slots))
     if n == len(slots):
         rows = list(range(n))
-    else:
+    else:  # longest context first: a tile of rows attends over similar lengths (`cached_forward.PREFILL_TILE`)
+        rows = sorted(rows, key=lambda r: -slots[r].end)
         rows += [r for r in range(len(slots)) if r not in rows][: n - len(rows)]
     tokens = np.zeros((n, chunk), np.int32)  # [n, chunk]
     counts = np.zeros(n, np.int32)  # [n]
