@@ -19,13 +19,7 @@ import jax.numpy as jnp
 from jaxseeker.generation.layout import LayerCache
 from jaxseeker.generation.ragged_attention import ragged_attention
 from jaxseeker.model import ModelConfig, unembed
-from jaxseeker.model.layers import (
-    dense_mlp,
-    moe_mlp,
-    output_projection,
-    project_qkv,
-    rms_norm,
-)
+from jaxseeker.model.layers import add_lora, dense_mlp, moe_mlp, project_qkv, rms_norm
 from jaxseeker.model.rope import rope_tables
 
 # Prefill attention walks the keys for tiles of PREFILL_TILE rows at a time, each tile up to its longest row (the engine
@@ -56,6 +50,16 @@ def _write_rows(cache: jax.Array, new: jax.Array, rows: jax.Array, positions: ja
     if transposed:
         return cache.at[rows[:, None], :, :, positions].set(new, mode="drop")
     return cache.at[rows[:, None], :, positions, :].set(new, mode="drop")
+
+
+def _output_projection(p: dict, attn: jax.Array, cfg: ModelConfig) -> jax.Array:
+    """`model.layers.output_projection` of `attn` `[n, seq, heads, head_dim]` → `[n, seq, embed]` as one matmul over
+    heads·head_dim: on the einsum over both axes, XLA:CPU copies the `[heads, head_dim, embed]` weight into another
+    order on every call (a weight a layer a decode step), where merging the small activation's axes costs nothing."""
+    n, s, h, d = attn.shape
+    out = attn.reshape(n, s, h * d) @ p["o"].reshape(h * d, -1).astype(attn.dtype)  # [n, seq, embed]
+    out = add_lora(out, p, "o", attn, "bshd,hdr->bsr", "bsr,re->bse")
+    return out + p["o_bias"].astype(out.dtype) if cfg.o_bias else out
 
 
 def _store(k_cache, v_cache, k, v, rows: jax.Array | None, positions: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -90,7 +94,7 @@ def _layer(
     q, k, v = project_qkv(p, h, *rope, cfg)  # q [n, seq, heads, head_dim], k/v [n, seq, kv_heads, head_dim]
     k_cache, v_cache = _store(k_cache, v_cache, k, v, rows, q_index)
     attn = ragged_attention(q, k_cache, v_cache, q_index, limit, rows, block=block, tile=PREFILL_TILE)
-    x = x + output_projection(p, attn, cfg)
+    x = x + _output_projection(p, attn, cfg)
     h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)
     return x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg)), k_cache, v_cache
 
@@ -165,7 +169,7 @@ def decode_forward(
         q, k, v = project_qkv(p, h, *rope, cfg)  # q [n, 1, heads, head_dim], k/v [n, 1, kv_heads, head_dim]
         k_cache, v_cache = _store(k_cache, v_cache, k, v, rows, write)
         attn = ragged_attention(q, k_cache, v_cache, ends[:, None], limit, rows, block=block, tile=tile)
-        x = x + output_projection(p, attn, cfg)
+        x = x + _output_projection(p, attn, cfg)
         h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)
         x = x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg))
         new_k.append(k_cache)
