@@ -65,7 +65,9 @@ class Engine:
     `handoff_mesh`: the mesh new params are resharded onto before this process takes its part (a multi-host RL run:
     every process's engine mesh side by side, `parallel.replica_meshes`; default: `mesh`). `stacked_prefill`: keep a
     stacked copy of the weights for the scanned prefill (`cached_forward.prefill_forward`: compiles faster, at twice
-    the weights' memory); False prefills over the per-layer weights, unrolled. `attention_block`: the positions decode
+    the weights' memory, and copies the prefilled rows' whole caches in and out of the scan); False (the default)
+    prefills over the per-layer weights, unrolled, writing the rows in place (1.6–1.8× faster at 8–32 rows of
+    SmolLM2-135M on CPU). `attention_block`: the positions decode
     attention reads at a time (at most the power of two that covers max_len).
     """
 
@@ -86,7 +88,7 @@ class Engine:
         rules=None,
         dtype: str | None = None,
         handoff_mesh=None,
-        stacked_prefill: bool = True,
+        stacked_prefill: bool = False,
         share_prefix: int = 16,
         attention_block: int = ATTENTION_BLOCK,
     ):

@@ -226,7 +226,7 @@ class EngineConfig:
     steps_per_call: int = 8  # decode steps per device call
     tensor: int = 0  # devices per engine replica (must divide a host's); 0: all of a host's devices
     dtype: str | None = None  # the engine's weights and KV cache; None: the model's compute dtype
-    stacked_prefill: bool = True  # keep a stacked copy of the weights for a scanned prefill (2× the weights' memory)
+    stacked_prefill: bool = False  # keep a stacked copy of the weights for a scanned prefill (2× the weights' memory)
 
     def __post_init__(self):
         for name in ("slots", "max_len", "tensor"):
