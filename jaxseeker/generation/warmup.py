@@ -10,7 +10,9 @@ earlier process is loaded from it instead, which `Counts.loaded` counts.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import jax
@@ -75,8 +77,9 @@ def warm_up(engine: Engine) -> WarmUp:
     start, before = time.perf_counter(), counts()
     programs = [*_decode_programs(engine), *_prefill_programs(engine)]
     programs.append(layout.copy_row.lower(engine._cache, np.int32(0), np.int32(0)))
-    for program in programs:
-        program.compile()
+    # XLA compiles (and loads from the persistent cache) outside the GIL, one program a thread: one a core at once.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(lambda program: program.compile(), programs))
     return WarmUp(len(programs), counts() - before, time.perf_counter() - start)
 
 
