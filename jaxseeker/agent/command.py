@@ -115,7 +115,6 @@ def _rollout(args: argparse.Namespace) -> int:
         max_len=args.max_context,
         sampling=sampling,
         steps_per_call=args.steps_per_call,
-        min_window=args.min_window,
         mesh=args.mesh,
     )
     result = rollout(
@@ -147,7 +146,6 @@ def _bench(args: argparse.Namespace) -> int:
         think_tokens=args.think_tokens,
         steps_per_call=args.steps_per_call,
         max_len=args.max_context,
-        min_window=args.min_window,
         progress=not args.no_progress,
     )
     print(
@@ -188,7 +186,6 @@ def _bench_model(args: argparse.Namespace) -> int:
         config,
         slots=args.slots,
         steps_per_call=args.steps_per_call,
-        min_window=args.min_window,
         repeats=args.repeats,
         progress=not args.no_progress,
     )
@@ -201,8 +198,6 @@ def _bench_model(args: argparse.Namespace) -> int:
 SEED = at_least(0, high=2**31 - 1)
 TEMPERATURE = at_least(0.0, float)
 TOP_P = at_least(0.0, float, above=True, high=1.0)
-
-WINDOW_HELP = "smallest attention window of the engine (doubles up to the context length; one compile each)"
 
 
 def add_parser(subparsers: Any) -> None:
@@ -234,7 +229,6 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--top-k", type=at_least(0), default=0, help="0: off")
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--steps-per-call", type=at_least(1), default=8, help="decode steps per device call")
-    p.add_argument("--min-window", type=at_least(1), default=256, help=WINDOW_HELP)
     add_mesh(p)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_rollout)
@@ -265,7 +259,6 @@ def add_bench_parser(bench_subparsers: Any) -> None:
     p.add_argument("--think-tokens", type=at_least(1.0, float), default=32.0, help="mean thought tokens per turn")
     p.add_argument("--steps-per-call", type=at_least(1), default=8)
     add_max_context(p, help="context tokens of an episode (default 2048; with --model the recipe's eval.max_context)")
-    p.add_argument("--min-window", type=at_least(1), default=256, help=WINDOW_HELP)
     real = p.add_argument_group("with --model")
     add_config(
         real,

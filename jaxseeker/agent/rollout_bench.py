@@ -71,7 +71,6 @@ def compare_rollouts(
     *,
     slots: int = 16,
     steps_per_call: int = 8,
-    min_window: int = 256,
     repeats: int = 1,
     progress: bool = False,
 ) -> dict[str, Any]:
@@ -98,7 +97,6 @@ def compare_rollouts(
             max_len=max_len,
             sampling=SamplingConfig(temperature=0.0),
             steps_per_call=steps_per_call,
-            min_window=min_window,
             dtype="float32",
         ),
         "hf": HFEngine(hf_pretrained(model_dir), tokenizer, slots=slots, max_len=max_len, **_stops(tokenizer)),
@@ -191,7 +189,6 @@ def bench_rollout(
     think_tokens: float = 32.0,
     steps_per_call: int = 8,
     max_len: int = 2048,
-    min_window: int = 256,
     seed: int = 0,
     progress: bool = False,
 ) -> RolloutStats:
@@ -229,7 +226,6 @@ def bench_rollout(
         max_len=max_len,
         sampling=SamplingConfig(temperature=1.0, seed=seed),
         steps_per_call=steps_per_call,
-        min_window=min_window,
     )
     questions = [f"question {i}" for i in range(episodes)]
     rollout(engine, tokenizer, registry, questions[: min(slots, episodes)], config, progress=False)

@@ -106,6 +106,7 @@ def run_eval(
     config: RolloutConfig = RolloutConfig(),
     judge: Judge = exact_match_judge,
     progress: bool = True,
+    warm_up: bool = True,
 ) -> dict:
     """Evaluate `questions` (records with id, question, answer; see `eval.load_questions`) with k rollouts each;
     skip questions whose k rounds are already in `out_dir/results.jsonl`; write the report; return the summary.
@@ -113,7 +114,9 @@ def run_eval(
 
     Every question runs in one rollout, so the engine's slots stay full until the last episodes; each episode is
     judged and appended to `results.jsonl` as it ends. Question n's request ids are `n:round` (its place in
-    `questions`), so a resumed run samples each question it rolls out again as the whole run would have."""
+    `questions`), so a resumed run samples each question it rolls out again as the whole run would have.
+    `warm_up`: compile the engine's programs before the first episode (`Engine.warm_up`) and log, on stderr, the
+    programs compiled during the eval and the engine's host time."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.jsonl"
@@ -128,6 +131,7 @@ def run_eval(
             )
             for n in places
         ]  # the answer: for `answer_submit`
+        engine_log = _EngineLog(engine) if warm_up and hasattr(engine, "warm_up") else None
         with path.open("a", encoding="utf-8") as f:
 
             def write(episode: Episode) -> None:
@@ -146,6 +150,8 @@ def run_eval(
                 groups=places,
                 on_episode=write,
             )
+        if engine_log is not None:
+            print(engine_log.line(), file=sys.stderr)
     wanted = {str(q["id"]) for q in questions}
     records = [r for (qid, round_), r in _records_by_round(path).items() if qid in wanted and round_ < k]
     return write_report(records, k, out / "report")
@@ -163,6 +169,27 @@ def _keep_whole_questions(path: Path, k: int) -> set[str]:
         tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
         tmp.replace(path)
     return whole
+
+
+class _EngineLog:
+    """Warms the engine up (logged on stderr) and counts what XLA compiles from then on."""
+
+    def __init__(self, engine: Any) -> None:
+        from jaxseeker.generation import warmup
+
+        self._engine, self._counts = engine, warmup.counts
+        print(engine.warm_up().line(), file=sys.stderr)
+        self._start, self._host, self._calls = warmup.counts(), engine.host_s, engine.decode_calls
+
+    def line(self) -> str:
+        """The programs compiled since the warm-up and the engine's host time per decode call."""
+        made = self._counts() - self._start
+        calls = max(self._engine.decode_calls - self._calls, 1)
+        host = self._engine.host_s - self._host
+        return (
+            f"engine: {made.compiled} programs compiled during the eval ({made.loaded} loaded from the persistent "
+            f"compilation cache); host time {host:.1f} s, {1000 * host / calls:.1f} ms a decode call"
+        )
 
 
 def _records_by_round(path: Path) -> dict[tuple[str, int], dict]:

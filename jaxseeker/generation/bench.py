@@ -81,10 +81,17 @@ def _hf_generate(hf, prompts: np.ndarray, new_tokens: int) -> np.ndarray:
 
 
 def _engine_generate(
-    params, cfg, prompts: np.ndarray, new_tokens: int, steps_per_call: int, share_prefix: int = 16
+    params,
+    cfg,
+    prompts: np.ndarray,
+    new_tokens: int,
+    steps_per_call: int,
+    share_prefix: int = 16,
+    host: list[tuple[float, int]] | None = None,
 ) -> np.ndarray:
     """Greedy generation of every prompt at once on a fresh engine (cache exactly prompt + new tokens); rows with
-    the same prompt copy it from the first one's cache row unless `share_prefix` is 0."""
+    the same prompt copy it from the first one's cache row unless `share_prefix` is 0. Appends the engine's host
+    seconds and decode calls to `host`."""
     from jaxseeker.generation.engine import Engine
 
     engine = Engine(
@@ -102,6 +109,8 @@ def _engine_generate(
     while engine.has_work():
         for event in engine.step():
             out[event.request_id] = event.tokens
+    if host is not None:
+        host.append((engine.host_s, engine.decode_calls))
     return np.array([out[str(i)] for i in range(prompts.shape[0])])
 
 
@@ -122,7 +131,8 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
     """Time HF `generate` and our engine on identical weights (random of `shape`, or `model_dir`'s) and prompts.
 
     After a warm-up of each (ours compiles there), the two run `repeats` times in turn and the best time of
-    each counts (the machine may be shared). Returns tokens/s of both, their ratio, our compile overhead, the
+    each counts (the machine may be shared). Returns tokens/s of both, their ratio, our compile overhead and host
+    time (the wall of `Engine.step` not spent waiting for the device, and the decode calls), the
     fraction of rows whose greedy tokens agree exactly, and the workload's roofline (`generation.roofline`, the
     machine's ceilings measured before and after the timed runs, the best kept) with each side's fraction of it.
     With `group_size` > 1 our engine also runs without sharing the group's prompt (`unshared_s`), so the copy's gain
@@ -152,15 +162,16 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
     first_s, _ = _timed(_engine_generate, params, cfg, prompts, n, shape.steps_per_call)
     if grouped:
         _engine_generate(params, cfg, prompts, n, shape.steps_per_call, 0)  # compiles its prefill shape
-    hf_times, our_times, unshared_times = [], [], []
+    hf_times, our_times, unshared_times, host = [], [], [], []
     for _ in range(max(shape.repeats, 1)):
         hf_s, hf_tokens = _timed(_hf_generate, hf, prompts, n)
-        ours_s, our_tokens = _timed(_engine_generate, params, cfg, prompts, n, shape.steps_per_call)
+        ours_s, our_tokens = _timed(_engine_generate, params, cfg, prompts, n, shape.steps_per_call, 16, host)
         hf_times.append(hf_s)
         our_times.append(ours_s)
         if grouped:
             unshared_times.append(_timed(_engine_generate, params, cfg, prompts, n, shape.steps_per_call, 0)[0])
     hf_s, ours_s = min(hf_times), min(our_times)
+    host_s, calls = host[our_times.index(ours_s)]  # the best run's
     ceilings.append(roofline.measure())
     flops_s, bytes_s = (max(c[i] for c in ceilings) for i in (0, 1))  # the machine's best, measured in this run
     work = roofline.generate_workload(
@@ -183,6 +194,8 @@ def run_generate_bench(shape: BenchShape = BenchShape(), model_dir: Path | None 
         "ours_tok_s": generated / ours_s,
         "speedup": hf_s / ours_s,
         "ours_compile_s": first_s - ours_s,
+        "ours_host_s": host_s,
+        "ours_decode_calls": calls,
         "hf_runs_s": hf_times,
         "ours_runs_s": our_times,
         "rows_equal": float(np.mean(np.all(hf_tokens == our_tokens, axis=1))),
@@ -221,6 +234,9 @@ def format_table(shape: BenchShape, result: dict) -> str:
         f"(FLOPs at {result['matmul_gflop_s']:.0f} GFLOP/s + weights and KV read at {result['bandwidth_gb_s']:.1f} "
         "GB/s, both measured in this run)",
         f"engine programs compiled: {result['compiled_programs']}",
+        f"engine host time: {result['ours_host_s']:.2f} s of {result['ours_s']:.2f} "
+        f"({1000 * result['ours_host_s'] / max(result['ours_decode_calls'], 1):.1f} ms a decode call, "
+        f"{result['ours_decode_calls']} calls)",
         f"our compile (first call only, excluded above): {result['ours_compile_s']:.1f} s",
         f"rows with identical greedy tokens: {result['rows_equal']:.0%}",
     ]

@@ -13,19 +13,22 @@ they are written, instead of computing them again; it prefills the rest of its p
 A request may bring its own `SamplingConfig` (`submit(..., sampling=)`, as a server's clients do): a decode
 call with such a request samples every row with its own temperature / top-p / top-k / seed (traced, so no
 recompile per value). `peek` shows a turn in progress, for streaming.
+
+The cache is allocated once at `max_len`; attention reads each row only up to its own end, so the compiled programs
+are one decode per rows bucket and one prefill per rows bucket, all compiled by `warm_up` before the first request.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import jax.numpy as jnp
 import numpy as np
 
-from jaxseeker.generation import handoff, layout, prefix, steps
-from jaxseeker.generation.cache_window import CacheWindow
+from jaxseeker.generation import handoff, layout, prefix, steps, warmup
 from jaxseeker.generation.keys import request_hash
-from jaxseeker.generation.requests import Event, Slot, StopCheck, check_budget, row_sampling
+from jaxseeker.generation.requests import Event, Slot, Stops, check_budget, prefill_batch, row_sampling
 from jaxseeker.generation.sampling import SamplingConfig
 from jaxseeker.model import ModelConfig
 
@@ -34,7 +37,7 @@ GREEDY = SamplingConfig()
 # at a time (`ragged_attention`): the rows of a call are ordered by length, so a tile reads about its rows' contexts.
 ATTENTION_BLOCK = 128
 DECODE_TILE = 4
-# Decode rows buckets: slots, slots / 4, slots / 16 … 2 (each one compiled program per window). Not 1: for a batch of
+# Decode rows buckets: slots, slots / 4, slots / 16 … 2 (each one compiled program). Not 1: for a batch of
 # one, XLA:CPU drops the batch axis of the attention dots and copies every layer's cache on each step, so one row
 # decodes about a fifth slower than two (docs/results.md).
 DECODE_ROWS_STEP = 4
@@ -43,17 +46,17 @@ DECODE_ROWS_STEP = 4
 class Engine:
     """Continuous-batching sampler over `slots` rows of `max_len` tokens (see the module docstring).
 
-    Weights and cache are held in the engine's own layout (`generation.layout`: one array per layer). The cache's
-    length is the smallest `min_window · 2^k` (capped at max_len, in whole attention blocks) that covers every context
-    the engine holds; it grows when a call needs more and shrinks to half when the contexts fall below 3/8 of it. A
-    decode call runs the rows that decode, longest first, in the smallest of `slots`, `slots / 4`, `slots / 16` … 2
-    rows that holds them (without a mesh; no row is moved), and its attention reads each row's keys only up to that
-    row's own end (`ragged_attention`), so short contexts and idle rows do not pay for the longest one. A request
-    whose prompt shares at least `share_prefix` leading tokens with another held request's prompt copies them from
-    that row (0: never share), waiting for them to be
-    written where that spares it a prefill chunk; `prefilled_tokens` and `shared_tokens` count the context tokens
-    written by prefill calls and those copied from another row. Compiled shapes: decode once per (rows bucket, cache
-    length); prefill once per (rows bucket, cache length).
+    Weights and cache are held in the engine's own layout (`generation.layout`: one array per layer), the cache
+    allocated once at max_len (in whole attention blocks). A decode call runs the rows that decode, longest first, in
+    the smallest of `slots`, `slots / 4`, `slots / 16` … 2 rows that holds them (without a mesh; no row is moved), and
+    its attention reads each row's keys only up to that row's own end (`ragged_attention`), so short contexts and idle
+    rows do not pay for the longest one. A request whose prompt shares at least `share_prefix` leading tokens with
+    another held request's prompt copies them from that row (0: never share), waiting for them to be written where
+    that spares it a prefill chunk; `prefilled_tokens` and `shared_tokens` count the context tokens written by prefill
+    calls and those copied from another row. Compiled programs: one decode per rows bucket (one more per bucket for
+    requests with their own sampling), one prefill per power-of-two rows bucket; `warm_up` compiles them up front.
+    `host_s`, `device_wait_s`, `decode_calls`: the wall of `step` spent on the host and waiting for decode results,
+    and the decode calls made.
 
     The engine's weights and cache are in `dtype` (default: the model's compute dtype, which the forward casts every
     weight to anyway), whatever the dtype of the params given. With a `mesh`, they are placed on it by their logical
@@ -62,7 +65,9 @@ class Engine:
     `handoff_mesh`: the mesh new params are resharded onto before this process takes its part (a multi-host RL run:
     every process's engine mesh side by side, `parallel.replica_meshes`; default: `mesh`). `stacked_prefill`: keep a
     stacked copy of the weights for the scanned prefill (`cached_forward.prefill_forward`: compiles faster, at twice
-    the weights' memory); False prefills over the per-layer weights, unrolled. `attention_block`: the positions decode
+    the weights' memory, and copies the prefilled rows' whole caches in and out of the scan); False (the default)
+    prefills over the per-layer weights, unrolled, writing the rows in place (1.6–1.8× faster at 8–32 rows of
+    SmolLM2-135M on CPU). `attention_block`: the positions decode
     attention reads at a time (at most the power of two that covers max_len).
     """
 
@@ -81,10 +86,9 @@ class Engine:
         prefill_chunk: int = 128,
         mesh=None,
         rules=None,
-        min_window: int = 256,
         dtype: str | None = None,
         handoff_mesh=None,
-        stacked_prefill: bool = True,
+        stacked_prefill: bool = False,
         share_prefix: int = 16,
         attention_block: int = ATTENTION_BLOCK,
     ):
@@ -93,26 +97,25 @@ class Engine:
             ("max_len", max_len, 2),
             ("steps_per_call", steps_per_call, 1),
             ("prefill_chunk", prefill_chunk, 1),
-            ("min_window", min_window, 1),
             ("share_prefix", share_prefix, 0),
             ("attention_block", attention_block, 1),
         ):
             if value < low:
                 raise ValueError(f"Engine: {name} must be >= {low}, got {value}")
-        self._stops = StopCheck(eos_ids, stop_strings, decode)
-        self.eos_ids, self.stop_strings = self._stops.eos_ids, self._stops.stop_strings
+        self._stops = Stops(eos_ids, stop_strings, decode)
+        self.eos_ids, self.stop_strings = self._stops.eos_ids, self._stops.strings  # what ends a turn
         self.cfg, self.sampling = cfg, sampling
         self.slots, self.max_len = slots, max_len
         self.steps_per_call, self.prefill_chunk = steps_per_call, min(prefill_chunk, max_len)
-        self.min_window, self.share_prefix = min_window, share_prefix
+        self.share_prefix = share_prefix
         self._block = min(attention_block, 1 << (max_len - 1).bit_length())
-        self.prefilled_tokens = self.shared_tokens = 0
+        self._length = -(-max_len // self._block) * self._block  # the cache's slots a row, whole attention blocks
+        self.prefilled_tokens = self.shared_tokens = self.decode_calls = 0
+        self.host_s = self.device_wait_s = 0.0
         self.dtype = jnp.dtype(dtype or cfg.compute_dtype).name
         self.stacked_prefill = stacked_prefill
         self._mesh, self._rules = mesh, _generation_rules() if mesh is not None and rules is None else rules
-        self._window = CacheWindow(
-            cfg, slots=slots, max_len=max_len, min_window=min_window, block=self._block, mesh=mesh, rules=self._rules
-        )
+        self._sharding = None if mesh is None else layout.cache_shardings(cfg, slots, self._length, mesh, self._rules)
         self._handoff = handoff.handoff_fn(
             cfg,
             dtype=self.dtype,
@@ -127,6 +130,13 @@ class Engine:
         self._index: dict[str, int] = {}
         least = min(2, slots)
         self._decode_buckets = sorted({max(slots // DECODE_ROWS_STEP**i, least) for i in range(slots.bit_length())})
+        self._prefill_buckets = sorted({min(1 << i, slots) for i in range(slots.bit_length() + 1)})
+
+    def warm_up(self) -> warmup.WarmUp:
+        """Compile every program the engine's calls will run (`generation.warmup`), so that no request waits for a
+        compile; what the persistent compilation cache holds is loaded from it instead. Call it before the first
+        request and after `set_params` with weights of another dtype or sharding."""
+        return warmup.warm_up(self)
 
     # ---- requests -------------------------------------------------------------------------------------------
 
@@ -234,10 +244,7 @@ class Engine:
         self._stacked = self._params = None  # the old copy goes before the new one comes
         self._stacked, self._params = self._handoff(params)
         if self._cache is None:
-            length = self._window.length(1)
-            self._cache = layout.init_layer_cache(
-                self.cfg, self.slots, length, self.dtype, sharding=self._cache_sharding(length)
-            )
+            self._cache = layout.init_layer_cache(self.cfg, self.slots, self._length, self.dtype, self._sharding)
 
     def unload(self) -> None:
         """Drop the engine's weights and cache from the devices (e.g. while the trainer updates the policy, which
@@ -245,14 +252,6 @@ class Engine:
         if self._index:
             raise ValueError(f"Engine.unload: requests still hold slots: {sorted(self._index)}")
         self._stacked = self._params = self._cache = None
-
-    def _cache_sharding(self, length: int) -> layout.LayerCache | None:
-        """The NamedShardings of a cache of `length` slots per row (None without a mesh)."""
-        return self._window.sharding(length)
-
-    def _fit(self, need: int) -> None:
-        """Resize the cache so it covers `need` slots and every held context (`CacheWindow.fit`)."""
-        self._cache = self._window.fit(self._cache, max([need] + [s.end for s in self._slots if s is not None]))
 
     def _slot(self, request_id: str, caller: str) -> Slot:
         if request_id not in self._index:
@@ -266,6 +265,7 @@ class Engine:
         slots in one device call; return the events of requests that paused this round."""
         if self._params is None:
             raise RuntimeError("Engine.step: the engine is unloaded; give it weights with set_params first")
+        start, waited = time.perf_counter(), self.device_wait_s
         self._prefill_all()
         events: list[Event] = []
         budget = np.zeros(self.slots, np.int32)
@@ -276,6 +276,7 @@ class Engine:
                     events.append(slot.pause(self._limit_reason(slot)))
         if budget.any():
             events += self._decode(budget)
+        self.host_s += time.perf_counter() - start - (self.device_wait_s - waited)
         return events
 
     def _room(self, slot: Slot) -> int:
@@ -290,42 +291,25 @@ class Engine:
     def _prefill_all(self) -> None:
         """Copy the shared prefixes that are ready, then write all other queued context tokens, one chunk per row
         per device call (rows padded to a power of 2), until none is left."""
-        chunk = self.prefill_chunk
         while True:
             self._cache, copied = prefix.copy_ready(self._cache, self._slots)
             self.shared_tokens += copied
-            rows = [r for r, s in enumerate(self._slots) if s is not None and s.prefill and s.share is None]
-            if not rows:
+            ends = self._ends()  # before the batch moves them
+            batch = prefill_batch(self._slots, self.prefill_chunk)
+            if batch is None:
                 return
-            n = min(1 << (len(rows) - 1).bit_length(), self.slots)
-            if n == self.slots:
-                rows = list(range(self.slots))
-            else:
-                rows += [r for r in range(self.slots) if r not in rows][: n - len(rows)]
-            ends = self._ends()
-            need = 0
-            tokens = np.zeros((n, chunk), np.int32)  # [rows, chunk]
-            segments = np.zeros((n, chunk), np.int32)
-            for i, row in enumerate(rows):
-                slot = self._slots[row]
-                if slot is None or not slot.prefill or slot.share is not None:
-                    continue
-                take, slot.prefill = slot.prefill[:chunk], slot.prefill[chunk:]
-                tokens[i, : len(take)], segments[i, : len(take)] = take, 1
-                slot.end += len(take)
-                self.prefilled_tokens += len(take)
-                need = max(need, slot.end)
-            self._fit(need)
+            rows, tokens, counts = batch
+            self.prefilled_tokens += int(counts.sum())
             self._cache = steps.prefill(
                 self._stacked if self.stacked_prefill else self._params,
                 self._cache,
-                np.asarray(rows, np.int32),
+                rows,
                 tokens,
-                segments,
+                counts,
                 ends,
                 cfg=self.cfg,
                 block=self._block,
-                sharding=self._cache_sharding(self._cache.length),
+                sharding=self._sharding,
             )
 
     def _decode_rows(self, budget: np.ndarray) -> np.ndarray | None:
@@ -351,7 +335,6 @@ class Engine:
         for i, slot in live:
             last[i], request[i], count[i] = slot.last, slot.request, slot.sampled
         ends = self._ends()
-        self._fit(int(np.max(np.where(budget > 0, ends + budget, 0))))
         seed, per_row, sampling = np.int32(self.sampling.seed), None, self.sampling.static
         if any(slot.sampling is not None for _, slot in live):
             seed, per_row, sampling = *row_sampling(live, n, self.sampling), None
@@ -371,9 +354,12 @@ class Engine:
             steps=self.steps_per_call,
             block=self._block,
             tile=n if rows is None else DECODE_TILE,
-            sharding=self._cache_sharding(self._cache.length),
+            sharding=self._sharding,
         )
+        self.decode_calls += 1
+        waiting = time.perf_counter()
         out_tok, out_lp = np.asarray(out_tok), np.asarray(out_lp)  # [n, steps]
+        self.device_wait_s += time.perf_counter() - waiting
         events = []
         for i, slot in live:
             new = out_tok[i, : budget[order[i]]].tolist()

@@ -4,13 +4,13 @@ Training stacks the layers for `lax.scan`. Generation unstacks them: inside a sc
 layer's weights and cache through a dynamic slice that it materialises, so every decode step would write a copy
 of the whole model and of the attended cache before reading it again (the decode step is bound by these bytes,
 not by FLOPs). With one array per layer, looped over in Python, a decode step reads every weight and every cache
-slot it attends to once. The price is a longer compile, once per cache length.
+slot it attends to once. The price is a longer compile.
 
 Keys are stored transposed, their positions last (`[batch, kv_heads, head_dim, length]`), values as
 `[batch, kv_heads, length, head_dim]`: both attention products are then plain matmuls
 (`model.layers.grouped_attention`).
-The engine grows and shrinks the cache's length in buckets (`resize`) to cover the longest context it holds; decode
-attention reads each row only up to its own end (`generation.ragged_attention`).
+The engine allocates the cache once at its maximum length; attention reads each row only up to its own end
+(`generation.ragged_attention`), so the length is in no compiled shape but the cache's own.
 """
 
 from __future__ import annotations
@@ -31,17 +31,16 @@ VALUE_AXES = ("batch", "kv_heads", "seq", "head_dim")
 @flax.struct.dataclass
 class LayerCache:
     """k: one `[batch, kv_heads, head_dim, length]` array per layer, v: one `[batch, kv_heads, length, head_dim]`;
-    segment_ids `[batch, length]` (0 = empty or padding); end `[batch]`: where each row's next token is written."""
+    end `[batch]`: where each row's next token is written (the slots at and past it hold nothing a query reads)."""
 
     k: tuple[jax.Array, ...]
     v: tuple[jax.Array, ...]
-    segment_ids: jax.Array
     end: jax.Array
 
     @property
     def length(self) -> int:
-        """Slots per row (the attention window)."""
-        return self.segment_ids.shape[1]
+        """Slots per row."""
+        return self.k[0].shape[3]
 
 
 def engine_params(params: dict, cfg: ModelConfig) -> dict:
@@ -68,9 +67,7 @@ def engine_param_axes(cfg: ModelConfig) -> dict:
 
 def cache_axes(cfg: ModelConfig) -> LayerCache:
     """The logical axes of every leaf of a LayerCache for `cfg`."""
-    return LayerCache(
-        k=(KEY_AXES,) * cfg.num_layers, v=(VALUE_AXES,) * cfg.num_layers, segment_ids=("batch", "seq"), end=("batch",)
-    )
+    return LayerCache(k=(KEY_AXES,) * cfg.num_layers, v=(VALUE_AXES,) * cfg.num_layers, end=("batch",))
 
 
 def init_layer_cache(
@@ -87,7 +84,6 @@ def _empty(cfg: ModelConfig, batch: int, length: int, dtype: str) -> LayerCache:
     return LayerCache(
         k=tuple(jnp.zeros(keys, dtype) for _ in range(cfg.num_layers)),
         v=tuple(jnp.zeros(values, dtype) for _ in range(cfg.num_layers)),
-        segment_ids=jnp.zeros((batch, length), jnp.int32),
         end=jnp.zeros((batch,), jnp.int32),
     )
 
@@ -95,28 +91,6 @@ def _empty(cfg: ModelConfig, batch: int, length: int, dtype: str) -> LayerCache:
 @functools.partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
 def _zeros(cfg: ModelConfig, batch: int, length: int, dtype: str, sharding: LayerCache | None) -> LayerCache:
     cache = _empty(cfg, batch, length, dtype)
-    return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
-
-
-@functools.partial(jax.jit, static_argnames=("length", "sharding"))
-def resize(cache: LayerCache, *, length: int, sharding: LayerCache | None = None) -> LayerCache:
-    """`cache` with `length` slots per row: cut (the slots past it must hold nothing a row still attends to) or
-    padded with empty slots."""
-    old = cache.length
-
-    def fit(x: jax.Array, axis: int) -> jax.Array:
-        if length <= old:
-            return jax.lax.slice_in_dim(x, 0, length, axis=axis)
-        pad = [(0, 0)] * x.ndim
-        pad[axis] = (0, length - old)
-        return jnp.pad(x, pad)
-
-    cache = LayerCache(
-        k=tuple(fit(k, 3) for k in cache.k),
-        v=tuple(fit(v, 2) for v in cache.v),
-        segment_ids=fit(cache.segment_ids, 1),
-        end=cache.end,
-    )
     return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
 
 

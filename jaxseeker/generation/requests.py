@@ -1,8 +1,5 @@
-"""The host side of the engine's requests: the `Event` a paused turn reports, a slot's state, where a turn stops
-(an EOS id or a stop string in its decoded tail) and a decode call's per-row sampling.
-
-Kept apart from `engine.py`, which drives the device calls: everything here is plain Python and NumPy.
-"""
+"""The engine's host side of a request: its state in a slot, the event that reports a paused turn, and the stop check
+(EOS ids and stop strings) run on the tokens each decode call returns."""
 
 from __future__ import annotations
 
@@ -12,6 +9,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from jaxseeker.generation.sampling import SamplingConfig
+
+_REPLACEMENT = "\ufffd"  # what a token holding part of a multi-byte character decodes to on its own
 
 
 @dataclasses.dataclass
@@ -51,49 +50,105 @@ class Slot:
     share: tuple[Slot, int] | None = None  # (the slot whose cache row holds this prompt's first n tokens, n)
 
     def pause(self, reason: str, stop: str | None = None) -> Event:
-        """End this turn: its event, and the slot waits for `extend` or `release`."""
+        """End the turn: its event, with the tokens sampled since the last one."""
         event = Event(self.request_id, self.tokens, self.logprobs, reason, stop)
         self.running, self.tokens, self.logprobs = False, [], []
         return event
 
 
-class StopCheck:
-    """Where a turn stops: just after the first EOS id, or the token that completes a stop string (found by decoding
-    the turn's tail: the new tokens and a window of the ones before, as long as the longest stop string)."""
+class Stops:
+    """Where a turn ends in newly sampled tokens: just after the first EOS id or stop string.
 
-    def __init__(self, eos_ids: Sequence[int], stop_strings: Sequence[str], decode: Callable[[list[int]], str] | None):
+    A stop string is looked for in the decoded tail of the turn only when one of the new tokens could complete it:
+    its own text holds the last character of some stop string (or part of a multi-byte character). A token's text is
+    decoded once and kept, so the check of a call costs a set lookup a token and, rarely, one decode of the tail.
+    A stop string ending in white space is always looked for (a tokenizer may drop a lone token's leading space).
+    """
+
+    def __init__(
+        self, eos_ids: Sequence[int], stop_strings: Sequence[str], decode: Callable[[list[int]], str] | None
+    ) -> None:
         if stop_strings and decode is None:
             raise ValueError("Engine: stop_strings need a `decode` function (token ids -> text)")
         if any(not s for s in stop_strings):
             raise ValueError(f"Engine: stop_strings must be non-empty, got {list(stop_strings)}")
         self.eos_ids = frozenset(int(t) for t in eos_ids)
-        self.stop_strings = tuple(stop_strings)
-        self.decode = decode
-        self.window = max((len(s) for s in self.stop_strings), default=0) + 2  # tokens re-decoded per check
+        self.strings = tuple(stop_strings)
+        self._decode = decode
+        self._window = max((len(s) for s in self.strings), default=0) + 2  # tokens re-decoded before the new ones
+        self._last_chars = frozenset(s[-1] for s in self.strings)
+        self._always = any(s[-1].isspace() for s in self.strings)
+        self._may_end: dict[int, bool] = {}
 
     def find(self, before: list[int], new: list[int]) -> tuple[int, str | None, str | None]:
-        """(tokens of `new` to keep, reason, stop): cut just after the first EOS id or stop string."""
-        strings = bool(self.stop_strings) and self._stop_in(before + new, len(new)) is not None
+        """(tokens of `new` to keep, reason, stop) after the turn's earlier tokens `before`: reason "eos" or "stop",
+        or None (keep all)."""
+        strings = self._may_complete(new) and self._stop_in(before + new, len(new)) is not None
         for j, tok in enumerate(new):
             if tok in self.eos_ids:
-                text = self.decode([tok]) if self.decode else str(tok)
-                return j + 1, "eos", text
+                return j + 1, "eos", self._decode([tok]) if self._decode else str(tok)
             stop = self._stop_in(before + new[: j + 1], 1) if strings else None
             if stop is not None:
                 return j + 1, "stop", stop
         return len(new), None, None
 
+    def _may_complete(self, new: list[int]) -> bool:
+        """False when no token of `new` can be the end of a stop string (see the class docstring)."""
+        if not self.strings:
+            return False
+        if self._always:
+            return True
+        for tok in new:
+            if tok not in self._may_end:
+                text = self._decode([tok])
+                self._may_end[tok] = _REPLACEMENT in text or any(c in text for c in self._last_chars)
+            if self._may_end[tok]:
+                return True
+        return False
+
     def _stop_in(self, turn: list[int], n_new: int) -> str | None:
         """The stop string in the decoded tail of this turn (its last `n_new` tokens and a window before)."""
-        text = self.decode(turn[-(self.window + n_new - 1) :])
-        return next((s for s in self.stop_strings if s in text), None)
+        text = self._decode(turn[-(self._window + n_new - 1) :])
+        return next((s for s in self.strings if s in text), None)
+
+
+def check_budget(caller: str, request_id: str, max_new_tokens: int) -> None:
+    """Refuse a negative token budget, naming the request."""
+    if max_new_tokens < 0:
+        raise ValueError(f"Engine.{caller}: max_new_tokens of {request_id!r} must be >= 0, got {max_new_tokens}")
+
+
+def prefill_batch(slots: list[Slot | None], chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The next prefill call: (rows `[n]`, tokens `[n, chunk]`, real tokens a row `[n]`) with the next chunk of every
+    slot that has context to write (and no shared prefix to wait for), taken off the slots' queues and added to their
+    ends; n is the power of two that holds them (at most every slot: then all of them in order), longest context
+    first, padded with other slots that write nothing. None when no slot has anything to write."""
+    rows = [r for r, s in enumerate(slots) if s is not None and s.prefill and s.share is None]
+    if not rows:
+        return None
+    n = min(1 << (len(rows) - 1).bit_length(), len(slots))
+    if n == len(slots):
+        rows = list(range(n))
+    else:  # longest context first: a tile of rows attends over similar lengths (`cached_forward.PREFILL_TILE`)
+        rows = sorted(rows, key=lambda r: -slots[r].end)
+        rows += [r for r in range(len(slots)) if r not in rows][: n - len(rows)]
+    tokens = np.zeros((n, chunk), np.int32)  # [n, chunk]
+    counts = np.zeros(n, np.int32)  # [n]
+    for i, row in enumerate(rows):
+        slot = slots[row]
+        if slot is None or not slot.prefill or slot.share is not None:
+            continue
+        take, slot.prefill = slot.prefill[:chunk], slot.prefill[chunk:]
+        tokens[i, : len(take)], counts[i] = take, len(take)
+        slot.end += len(take)
+    return np.asarray(rows, np.int32), tokens, counts
 
 
 def row_sampling(
     live: list[tuple[int, Slot]], n: int, default: SamplingConfig
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-    """Per-row seeds and (temperature, top_p, top_k) `[n]` (by a call's row index) when some live request has its own
-    sampling; the others sample with `default`."""
+    """Per-row seeds and (temperature, top_p, top_k) `[n]` of a decode call whose live rows (call row, slot) include a
+    request with its own sampling (the others use `default`)."""
     seed = np.zeros(n, np.int32)  # [n]
     temperature = np.zeros(n, np.float32)  # [n]
     top_p = np.ones(n, np.float32)  # [n]
@@ -102,9 +157,3 @@ def row_sampling(
         own = slot.sampling or default
         seed[row], temperature[row], top_p[row], top_k[row] = own.seed, own.temperature, own.top_p, own.top_k
     return seed, (temperature, top_p, top_k)
-
-
-def check_budget(caller: str, request_id: str, max_new_tokens: int) -> None:
-    """Refuse a negative turn budget, naming the call and the request."""
-    if max_new_tokens < 0:
-        raise ValueError(f"Engine.{caller}: max_new_tokens of {request_id!r} must be >= 0, got {max_new_tokens}")

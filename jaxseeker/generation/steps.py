@@ -1,5 +1,6 @@
 """The two compiled device steps of the engine: chunked prefill into some cache rows, and several decode
-steps over some rows in one call. Both donate the cache and compile once per shape."""
+steps over some rows in one call. Both donate the cache and compile once per rows bucket (the cache's length is
+fixed)."""
 
 from __future__ import annotations
 
@@ -19,22 +20,13 @@ def _constrain(cache: LayerCache, sharding: LayerCache | None) -> LayerCache:
     return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
 
 
-def _forward(
-    params: dict, tokens: jnp.ndarray, segment_ids: jnp.ndarray, cache: LayerCache, cfg: ModelConfig, block: int
-) -> LayerCache:
-    """The prefill forward for either layout of the weights: scanned over stacked `blocks`, unrolled over `layers`."""
-    if "layers" in params:
-        return unrolled_prefill(params, tokens, segment_ids, cache, cfg, block=block)
-    return prefill_forward(params, tokens, segment_ids, cache, cfg, block=block)
-
-
 @functools.partial(jax.jit, static_argnames=("cfg", "block", "sharding"), donate_argnames="cache")
 def prefill(
     params: dict,
     cache: LayerCache,
     rows: jnp.ndarray,
     tokens: jnp.ndarray,
-    segment_ids: jnp.ndarray,
+    counts: jnp.ndarray,
     ends: jnp.ndarray,
     *,
     cfg: ModelConfig,
@@ -45,27 +37,29 @@ def prefill(
     `model.init_params` makes them (`cached_forward.prefill_forward` scans the layers) or in the engine's per-layer
     layout (`layout.engine_params`: the layers unrolled).
 
-    segment_ids `[n, chunk]`: 1 on real tokens, 0 on right padding (written invisible; `end` advances by the
-    real count). ends `[slots]` sets every row's end first (the host owns the ends, so rolling back is free).
-    When n equals the number of slots, `rows` must be `arange(slots)` and no gather/scatter is done; otherwise
-    the rows are gathered, extended and scattered back (cost ∝ n, not slots). No logits are computed. Attention reads
-    each row's keys up to its own end in blocks of `block` (a divisor of `cache.length`).
-    Every written row's end + chunk must fit in `cache.length`.
+    counts `[n]`: each row's real tokens, left-aligned (`end` advances by them; a row of padding only writes nothing
+    that is read). ends `[slots]` sets every row's end first (the host owns the ends, so rolling back is free).
+    When n equals the number of slots, `rows` must be `arange(slots)`. The unrolled layers write the rows in place;
+    the scanned ones gather them, stack their layers, extend and scatter them back (cost ∝ n). No logits are computed.
+    Attention reads each row's keys up to its own end in blocks of `block` (a divisor of `cache.length`).
     """
     cache = cache.replace(end=ends)
-    if rows.shape[0] == ends.shape[0]:
-        return _constrain(_forward(params, tokens, segment_ids, cache, cfg, block), sharding)
+    every = rows.shape[0] == ends.shape[0]
+    if "layers" in params:
+        return _constrain(
+            unrolled_prefill(params, tokens, counts, None if every else rows, cache, cfg, block=block), sharding
+        )
+    if every:
+        return _constrain(prefill_forward(params, tokens, counts, cache, cfg, block=block), sharding)
     sub = LayerCache(
         k=tuple(k[rows] for k in cache.k),  # [n, kv_heads, head_dim, length] per layer
         v=tuple(v[rows] for v in cache.v),
-        segment_ids=cache.segment_ids[rows],  # [n, length]
         end=cache.end[rows],
     )
-    sub = _forward(params, tokens, segment_ids, sub, cfg, block)
+    sub = prefill_forward(params, tokens, counts, sub, cfg, block=block)
     cache = LayerCache(
         k=tuple(k.at[rows].set(s) for k, s in zip(cache.k, sub.k)),
         v=tuple(v.at[rows].set(s) for v, s in zip(cache.v, sub.v)),
-        segment_ids=cache.segment_ids.at[rows].set(sub.segment_ids),
         end=cache.end.at[rows].set(sub.end),
     )
     return _constrain(cache, sharding)

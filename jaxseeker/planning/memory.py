@@ -105,7 +105,7 @@ class StageShape:
     group_size: int = 0
     engine_tensor: int = 0
     engine_dtype: str | None = None
-    stacked_prefill: bool = True
+    stacked_prefill: bool = False
     mini_batch_rows: int = 0
     recompute: bool = True  # RL: a forward recomputes the old log-probs (else the engine's are used)
     remat: str | None = None

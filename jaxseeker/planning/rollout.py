@@ -7,7 +7,7 @@ reads) and decodes its share of the slots. So per chip:
 
   engine_weights  the weights split over `tensor` (heads, kv heads, MLP, vocabulary; the rest whole), × 2 with
                   `stacked_prefill`
-  kv_cache        slots per replica × cache length × layers × kv heads / tensor × head_dim × 2 (+ segment ids)
+  kv_cache        slots per replica × cache length × layers × kv heads / tensor × head_dim × 2 (+ ends)
   rollout         the largest engine call: decode's logits and sampling over the vocabulary shard, or a prefill
                   chunk's `[rows, heads, chunk, length]` f32 scores and the copies of the cache it makes (a
                   partial-rows prefill gathers its rows; the scanned one also stacks each group's caches)
@@ -86,7 +86,7 @@ def engine_calls(cfg: ModelConfig, stage, chips: int, per_host: int) -> dict[str
 
     slots, length = layout.slots, stage.cache_len
     kv_token = cfg.num_layers * local("kv_heads", cfg.num_kv_heads) * cfg.head_dim * 2 * eb  # k and v, all layers
-    cache = slots * length * (kv_token + 4) + slots * 4  # + segment ids and ends (int32)
+    cache = slots * length * kv_token + slots * 4  # + ends (int32)
     decode = _LOGITS * slots * local("vocab", cfg.vocab_size) * 4
     rows = slots // 2 if slots > 1 else 1  # the largest partial-rows prefill (all rows take no gather)
     # whatever the training attention: the engine always attends with `generation.ragged_attention`

@@ -200,7 +200,6 @@ def run_serve_bench(shape: ServeBenchShape = ServeBenchShape(), model_dir: str |
         max_len=shape.max_len,
         steps_per_call=shape.steps_per_call,
         prefill_chunk=min(128, shape.max_len),
-        min_window=shape.max_len,
         max_queue=max(max(shape.concurrency), 1) * 2,
     )
     if shape.prompt_tokens + shape.max_tokens > shape.max_len:
@@ -220,7 +219,6 @@ def run_serve_bench(shape: ServeBenchShape = ServeBenchShape(), model_dir: str |
         max_len=engine_shape.max_len,
         steps_per_call=engine_shape.steps_per_call,
         prefill_chunk=engine_shape.prefill_chunk,
-        min_window=engine_shape.min_window,
     )
     _warm_up(bare_engine, prompts[0])
     levels = []

@@ -24,7 +24,6 @@ def _add_shape_args(p: argparse.ArgumentParser, defaults: EngineShape) -> None:
         "slots": "completions decoded at once (continuous batching)",
         "steps_per_call": "decode steps per device call",
         "prefill_chunk": "prompt tokens written per prefill call",
-        "min_window": "smallest attention window (doubles up to --max-context; one compile each)",
         "max_queue": "completions that may wait for a slot; more are answered 429",
     }
     for field in dataclasses.fields(EngineShape):

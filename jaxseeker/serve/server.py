@@ -81,7 +81,6 @@ def build_served(
         max_len=shape.max_len,
         steps_per_call=shape.steps_per_call,
         prefill_chunk=shape.prefill_chunk,
-        min_window=min(shape.min_window, shape.max_len),
         mesh=mesh,
     )
     eos = eos_ids(tokenizer, cfg.eos_token_id) if eos is None else eos

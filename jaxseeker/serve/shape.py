@@ -11,5 +11,4 @@ class EngineShape:
     max_len: int = 4096
     steps_per_call: int = 8
     prefill_chunk: int = 128
-    min_window: int = 256
     max_queue: int = 256

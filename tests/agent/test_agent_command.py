@@ -62,8 +62,6 @@ def test_rollout_command_writes_episodes_and_a_summary(tmp_path, call_model, cap
             "1.0",
             "--top-p",
             "1.0",
-            "--min-window",
-            str(MAX_LEN),
             "--mesh",
             "tensor=1",
             "--no-progress",
@@ -131,8 +129,6 @@ def test_rollout_with_answer_submit_gives_each_episode_the_feedback_of_its_own_a
             "1.0",
             "--top-p",
             "1.0",
-            "--min-window",
-            str(MAX_LEN),
             "--no-progress",
         ]
     )
@@ -210,7 +206,6 @@ def test_bench_rollout_counts_idle_time():
         tool_latency_s=0.05,
         think_tokens=4.0,
         max_len=MAX_LEN,
-        min_window=MAX_LEN,
     )
     assert stats.episodes == 3 and stats.terminations == {"max_tool_calls": 3} and stats.tool_calls == 6
     assert stats.steps > 0 and 0.0 <= stats.idle_fraction < 1.0
@@ -228,7 +223,6 @@ def test_bench_rollout_counts_idle_time():
         (["--think-tokens", "0.5"], "--think-tokens: must be a number >= 1, got 0.5"),
         (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
         (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
-        (["--min-window", "0"], "--min-window: must be an integer >= 1, got 0"),
     ],
 )
 def test_bench_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys):
@@ -252,7 +246,6 @@ def test_bench_rollout_flags_out_of_range_are_usage_errors(argv, message, capsys
         (["--seed", "-1"], "--seed: must be an integer >= 0 and <= 2147483647, got -1"),
         (["--seed", "2147483648"], "--seed: must be an integer >= 0 and <= 2147483647, got 2147483648"),
         (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
-        (["--min-window", "0"], "--min-window: must be an integer >= 1, got 0"),
         (["--submit-threshold", "0"], "--submit-threshold: must be a number > 0 and <= 1, got 0"),
         (["--submit-threshold", "1.2"], "--submit-threshold: must be a number > 0 and <= 1, got 1.2"),
         (["--submit-threshold", "nan"], "--submit-threshold: must be a number > 0 and <= 1, got nan"),

@@ -20,7 +20,6 @@ def engine_for(params, cfg, tokenizer):
         tokenizer,
         slots=SLOTS,
         max_len=MAX_LEN,
-        min_window=MAX_LEN,
         sampling=SamplingConfig(temperature=1.0, seed=1),
     )
 

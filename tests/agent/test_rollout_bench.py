@@ -17,7 +17,7 @@ from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.world import open_world
 
 WORLD = "synthetic:60"
-CONTEXT = 1024  # one attention window (min_window = CONTEXT): the engine compiles one decode shape
+CONTEXT = 1024  # the engine's cache length
 CALL = '{"name": "search", "arguments": {"query": ["river town founded"]}}'
 
 
@@ -59,7 +59,7 @@ def test_random_llama_episodes_agree_token_for_token(tmp_path, world, registry):
         prompt="compact",
     )
 
-    result = compare_rollouts(tmp_path, registry, questions, limits, slots=2, min_window=CONTEXT)
+    result = compare_rollouts(tmp_path, registry, questions, limits, slots=2)
 
     ours, theirs = result["sides"]["jaxseeker"], result["sides"]["hf"]
     assert ours["episodes"] == theirs["episodes"] == 3 and result["questions"] == 3
@@ -116,8 +116,6 @@ def test_bench_rollout_command_runs_a_saved_model_through_the_tools(tmp_path, wo
             "--tool-calls",
             "1",
             "--max-context",
-            str(CONTEXT),
-            "--min-window",
             str(CONTEXT),
             "--json",
             "--no-progress",

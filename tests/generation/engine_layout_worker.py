@@ -49,7 +49,7 @@ def decode_program(engine: Engine):
         steps=STEPS,
         block=engine._block,
         tile=engine.slots,
-        sharding=engine._cache_sharding(engine._cache.length),
+        sharding=engine._sharding,
     ).compile()
 
 
@@ -61,11 +61,11 @@ def prefill_program(engine: Engine, rows: int):
         engine._cache,
         np.arange(rows, dtype=np.int32),
         tokens,
-        tokens,
+        np.zeros(rows, np.int32),
         np.zeros(engine.slots, np.int32),
         cfg=engine.cfg,
         block=engine._block,
-        sharding=engine._cache_sharding(engine._cache.length),
+        sharding=engine._sharding,
     ).compile()
 
 
@@ -94,14 +94,13 @@ def main() -> None:
         prefill_chunk=CHUNK,
         mesh=mesh,
         handoff_mesh=handoff_mesh,
-        min_window=LENGTH,
         stacked_prefill=False,
     )
     prompts = random_prompts([5, 40, 9], seed=2)
     tokens = engine_tokens(engine, prompts, 8)
 
     cache = engine._cache
-    init = layout._zeros.lower(CFG, SLOTS, LENGTH, "float32", engine._cache_sharding(LENGTH)).compile()
+    init = layout._zeros.lower(CFG, SLOTS, LENGTH, "float32", engine._sharding).compile()
     handed = (
         jax.jit(lambda p: handoff.handoff_fn(CFG, dtype="float32", stacked=False, mesh=mesh)(p))
         .lower(trainer)
@@ -129,7 +128,6 @@ def main() -> None:
         prefill_chunk=CHUNK,
         mesh=train_mesh,
         rules=DEFAULT_RULES,
-        min_window=LENGTH,
     )
     weights = jax.tree.leaves((engine._params, params))
     print(

@@ -44,6 +44,8 @@ def test_bench_generate_command_reports_both_rates(capsys):
     assert result["roofline_s"] > 0 and result["matmul_gflop_s"] > 0 and result["bandwidth_gb_s"] > 0
     assert abs(result["ours_of_roofline"] - result["roofline_s"] / result["ours_s"]) < 1e-9
     assert result["compiled_programs"] >= 2  # a prefill and a decode shape at least
+    assert result["ours_decode_calls"] == 2  # 8 new tokens, 4 steps a call
+    assert 0 < result["ours_host_s"] < result["ours_s"]
 
 
 def test_bench_generate_times_a_group_of_rollouts_with_and_without_sharing_their_prompt(capsys):

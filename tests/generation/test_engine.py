@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxseeker.generation import Engine, SamplingConfig, generate
+from jaxseeker.generation import Engine, SamplingConfig, generate, warmup
 from jaxseeker.generation import steps as device_steps
 from jaxseeker.generation.keys import episode_key
 
@@ -146,13 +146,25 @@ def test_an_episode_key_draws_the_same_tokens_in_any_order_slot_count_or_request
     assert run("abc", 3, "x")["a"] != first["a"]
 
 
-def test_attention_window_buckets_give_the_same_tokens(tiny):
+def test_after_warm_up_requests_of_any_length_compile_nothing(tiny):
+    """4 slots: decode buckets 4 and 2, prefill buckets 1, 2 and 4, the prefix copy. Prompts of 1 to 50 tokens (one
+    and several prefill chunks, contexts up to the cache's end) and an extension then run on those programs only."""
     _, params = tiny
-    prompt = random_prompts([10], seed=8)[0]
-    engine = _engine(tiny, min_window=32)  # windows 32 then 64 as the context grows
-    engine.submit("w", prompt, max_new_tokens=40)
-    (event,) = _run(engine).values()
-    assert event.tokens == reference_greedy(params, [prompt], 40)[0]
+    engine = _engine(tiny, slots=4)
+    assert engine.warm_up().programs == 2 + 3 + 1
+    before = warmup.counts()
+    prompts = random_prompts([50, 1, 12, 30, 7], seed=8)
+    for i, prompt in enumerate(prompts[:4]):
+        engine.submit(str(i), prompt, max_new_tokens=40)
+    out = _run(engine)
+    engine.release("1")
+    engine.submit("4", prompts[4], max_new_tokens=5)
+    engine.extend("2", prompts[4], max_new_tokens=6)
+    out |= _run(engine)
+    assert (warmup.counts() - before).compiled == 0
+    assert out["0"].reason == "context" and out["0"].tokens == reference_greedy(params, [prompts[0]], 14)[0]
+    assert out["4"].tokens == reference_greedy(params, [prompts[4]], 5)[0]
+    assert engine.decode_calls > 0 and engine.host_s > 0
 
 
 def test_a_few_late_requests_decode_in_calls_of_few_rows(tiny, monkeypatch):

@@ -51,7 +51,6 @@ def engines(checkpoint, **stops):
         max_len=MAX_LEN,
         steps_per_call=4,
         prefill_chunk=8,
-        min_window=MAX_LEN,
         decode=decode,
         **stops,
     )

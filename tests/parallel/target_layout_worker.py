@@ -142,7 +142,6 @@ def sampled_episodes(cfg: model.ModelConfig, params: dict, case: dict) -> list:
         rules=GENERATION_RULES,
         handoff_mesh=handoff,
         stacked_prefill=case["stacked_prefill"],
-        min_window=case["seq"],
     )
     rng = np.random.default_rng(2)
     groups, group_size, new_tokens = case["groups"], case["group_size"], case["new_tokens"]

@@ -184,7 +184,7 @@ def test_rollout_kv_cache_is_slots_by_length_by_layers_by_kv_heads_by_head_dim_b
     stage = StageShape("rl", "rl", rows=4, seq=512, slots=8, cache_len=1024, rollout_tokens=8 * 512, engine_tensor=2)
     mem = memory_plan(cfg, stage, DEFAULT_RULES, abstract_mesh({"fsdp": 2, "tensor": 2}))
     slots, kv_heads = 8 // 2, 2 // 2  # slots over the 2 engine replicas, kv heads over a replica's 2 chips
-    per_token = 3 * kv_heads * 16 * 2 * 2 + 4  # layers × k and v in bf16, + the segment id (int32)
+    per_token = 3 * kv_heads * 16 * 2 * 2  # layers × k and v in bf16
     assert mem["kv_cache"] == slots * 1024 * per_token + slots * 4  # + each slot's end
 
 
@@ -199,7 +199,7 @@ def test_an_rl_stage_peaks_in_its_largest_phase_and_the_plan_names_the_phases_ov
     assert mem["handoff_phase"] == trainer + mem["engine_weights"] + mem["handoff"]
     assert mem["peak"] == max(mem["rollout_phase"], mem["update_phase"], mem["handoff_phase"])
     # 4 groups of 4 over 4 one-chip replicas: 4 slots each, the whole cache length, every layer and kv head.
-    assert mem["kv_cache"] == 4 * 4096 * (cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * 2 * 2 + 4) + 4 * 4
+    assert mem["kv_cache"] == 4 * 4096 * (cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * 2 * 2) + 4 * 4
     tight = dataclasses.replace(CHIPS["v5p"], hbm_bytes=int(mem["rollout_phase"] / USABLE_HBM) - 1)
     planned = plan_stage(cfg, stage, DEFAULT_RULES, {"fsdp": 4}, tight)
     assert not planned["fits"] and "rollout" in planned["over"]

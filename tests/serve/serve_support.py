@@ -10,7 +10,7 @@ from jaxseeker.serve import EngineShape
 
 MODEL_NAME = "tiny-policy"
 # One engine shape for every test (and for generate's reference engine): compiled once per process.
-SHAPE = EngineShape(slots=4, max_len=128, steps_per_call=4, prefill_chunk=128, min_window=128, max_queue=64)
+SHAPE = EngineShape(slots=4, max_len=128, steps_per_call=4, prefill_chunk=128, max_queue=64)
 WORDS = (
     "river town bridge arches founded weaver glass village chapel north south long short blue "
     "question answer search visit page year people water stone"

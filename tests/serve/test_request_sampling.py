@@ -54,7 +54,6 @@ def _engine(policy) -> Engine:
         max_len=SHAPE.max_len,
         steps_per_call=SHAPE.steps_per_call,
         prefill_chunk=SHAPE.prefill_chunk,
-        min_window=SHAPE.min_window,
     )
 
 

@@ -74,7 +74,6 @@ def test_bench_serve_flags_out_of_range_are_usage_errors(argv, message, capsys):
         (["--max-context", "1"], "--max-context: must be an integer >= 2, got 1"),
         (["--steps-per-call", "0"], "--steps-per-call: must be an integer >= 1, got 0"),
         (["--prefill-chunk", "0"], "--prefill-chunk: must be an integer >= 1, got 0"),
-        (["--min-window", "-4"], "--min-window: must be an integer >= 1, got -4"),
         (["--max-queue", "0"], "--max-queue: must be an integer >= 1, got 0"),
         (["--request-timeout", "0"], "--request-timeout: must be a number >= 0.1, got 0"),
     ],

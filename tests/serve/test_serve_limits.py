@@ -33,7 +33,6 @@ def test_a_full_queue_answers_429_and_a_client_that_leaves_is_never_run(policy):
         max_len=SHAPE.max_len,
         steps_per_call=SHAPE.steps_per_call,
         prefill_chunk=SHAPE.prefill_chunk,
-        min_window=SHAPE.min_window,
     )
     scheduler = Scheduler(engine, eos_ids=eos_ids(tokenizer), max_queue=3)  # not started: nothing leaves the queue
     with Background(Served(scheduler, tokenizer, MODEL_NAME, SHAPE.max_len, api_key=KEY)) as server:

@@ -160,7 +160,7 @@ def toy_recipe(paths: dict[str, str], out_dir: str | Path, *, tools: bool = Fals
             "max_tool_calls": 4,
             "date": "2025-01-01",
         },
-        "engine": {"min_window": 160},
+        "engine": {},
         "sampling": {"temperature": 1.0},
         "tools": {"enabled": ["search"] if tools else []},
         "world": f"pages:{paths['pages']}" if tools else None,
@@ -217,7 +217,6 @@ def run_bench(
             answer_reserve_tokens=64,
             max_tool_calls=8,
         )
-        recipe["engine"]["min_window"] = max_context  # one attention window: one decode compile
         recipe["optimizer"]["lr"] = recipe["optimizer"]["min_lr"] = 1e-4
         run = prepare(recipe)
         run.sampler = QuestionSampler(dupo_pool(run), run.rl.seed)

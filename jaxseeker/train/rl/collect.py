@@ -53,7 +53,6 @@ def rollout_engine(
         max_len=max_len,
         sampling=sampling,
         steps_per_call=engine_cfg.steps_per_call,
-        min_window=engine_cfg.min_window,
         mesh=mesh,
         rules=GENERATION_RULES,
         dtype=engine_cfg.dtype,

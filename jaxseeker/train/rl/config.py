@@ -224,10 +224,9 @@ class EngineConfig:
     slots: int = 0  # episodes in flight over the whole slice; 0: a step's episodes (⌈B / hosts⌉ · G per host)
     max_len: int = 0  # 0: the largest context of the stages
     steps_per_call: int = 8  # decode steps per device call
-    min_window: int = 256  # smallest attention window (doubles up to max_len; one compile each)
     tensor: int = 0  # devices per engine replica (must divide a host's); 0: all of a host's devices
     dtype: str | None = None  # the engine's weights and KV cache; None: the model's compute dtype
-    stacked_prefill: bool = True  # keep a stacked copy of the weights for a scanned prefill (2× the weights' memory)
+    stacked_prefill: bool = False  # keep a stacked copy of the weights for a scanned prefill (2× the weights' memory)
 
     def __post_init__(self):
         for name in ("slots", "max_len", "tensor"):
