@@ -62,6 +62,7 @@ def test_paper_configs_have_the_checkpoint_shape_and_fit_their_slice(path, capsy
     checkpoint = Path(yaml.safe_load(path.read_text())["model"]["hf_path"]).name
     assert plan["model"]["parameters"] / 1e9 == pytest.approx(PARAMETERS[checkpoint], rel=0.005)
     assert plan["fits"], [(s["stage"], s["memory"]["peak"] / 2**30) for s in plan["stages"]]
+    assert not [note for note in plan["notes"] if "positions the model serves" in note]  # rows within the positions
 
 
 def recipe(name: str) -> dict:

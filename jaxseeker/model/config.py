@@ -68,6 +68,11 @@ class ModelConfig:
     initializer_range: float = 0.02  # std of the random initialisation (a model without a checkpoint)
 
     def __post_init__(self):
+        if isinstance(self.rope_scaling, dict):  # a recipe's `model.rope_scaling: {rope_type: yarn, factor: 4, …}`
+            rope = dict(self.rope_scaling)
+            if rope.get("rope_type", "default") in ("llama3", "yarn"):
+                rope.setdefault("original_max_position_embeddings", self.max_position_embeddings)
+            object.__setattr__(self, "rope_scaling", tuple(sorted(rope.items())))
         _check_choice("model_type", self.model_type, tuple(ARCHITECTURES))
         _check_choice("remat", self.remat, REMAT_POLICIES)
         _check_choice("attention_impl", self.attention_impl, ATTENTION_IMPLS)
@@ -81,6 +86,16 @@ class ModelConfig:
             raise ConfigError(f"num_experts_per_tok must be in 1..{self.num_experts}, got {self.num_experts_per_tok}")
         if self.num_experts and self.moe_intermediate_size <= 0:
             raise ConfigError("moe_intermediate_size must be positive when num_experts > 0")
+
+    @property
+    def context_reach(self) -> int:
+        """The longest context the positions serve: max_position_embeddings, or the original length times the factor
+        of a rope scaling (YaRN, linear, llama3)."""
+        rope = dict(self.rope_scaling)
+        if "factor" not in rope:
+            return self.max_position_embeddings
+        original = rope.get("original_max_position_embeddings") or self.max_position_embeddings
+        return max(self.max_position_embeddings, int(original * rope["factor"]))
 
     @property
     def rope_type(self) -> str:

@@ -83,16 +83,18 @@ def pipeline_stages(recipe: Mapping[str, Any], notes: list[str]) -> tuple[model.
 def recipe_stages(recipe: Mapping[str, Any]) -> RecipePlan:
     """Validate `recipe` (SFT, RL or pipeline) and return its model, mesh, rules and stages."""
     from jaxseeker.parallel import MeshConfig, make_rules
-    from jaxseeker.planning.recipe import mesh_and_rules, model_config, rl_stages, sft_stages
+    from jaxseeker.planning.recipe import mesh_and_rules, model_config, position_notes, rl_stages, sft_stages
 
     kind, notes = recipe_kind(recipe), []
     name = str(recipe.get("name", "recipe"))
     if kind == "pipeline":
         cfg, stages = pipeline_stages(recipe, notes)
+        notes += position_notes(cfg, stages)
         return RecipePlan(name, kind, cfg, MeshConfig(), make_rules(), stages, notes)
     mesh, rules = mesh_and_rules(recipe)
     stages = sft_stages(recipe) if kind == "sft" else rl_stages(recipe, notes)
     cfg = model_config(recipe.get("model"), notes)
+    notes += position_notes(cfg, stages)
     return RecipePlan(name, kind, cfg, mesh, rules, stages, notes)
 
 

@@ -74,6 +74,19 @@ def model_config(section: Mapping[str, Any] | None, notes: list[str]) -> model.M
         raise RecipeError(f"model: {e}") from None
 
 
+def position_notes(cfg: model.ModelConfig, stages: list[StageShape]) -> list[str]:
+    """A note for each stage whose rows run past the positions the model serves (`ModelConfig.context_reach`): RoPE
+    extrapolates there, which a long-context recipe fixes with a rope scaling."""
+    reach = cfg.context_reach
+    return [
+        f"{s.name}: rows of {s.seq:,} tokens run past the {reach:,} positions the model serves; set model.rope_scaling "
+        f"(YaRN as Qwen documents it: {{rope_type: yarn, factor: {-(-s.seq // 32768)}.0, "
+        "original_max_position_embeddings: 32768}) or shorten the rows"
+        for s in stages
+        if s.seq > reach
+    ]
+
+
 def mesh_and_rules(recipe: Mapping[str, Any]) -> tuple[MeshConfig, Rules]:
     """The `mesh` section as a MeshConfig and the `rules` section over the default rules (mesh axes checked)."""
     mesh = build(MeshConfig, recipe.get("mesh"), "mesh")
