@@ -33,10 +33,10 @@ from jaxseeker.generation.sampling import SamplingConfig
 from jaxseeker.model import ModelConfig
 
 GREEDY = SamplingConfig()
-# Decode attention reads each row's keys in blocks of ATTENTION_BLOCK positions (the default), tiles of DECODE_TILE rows
-# at a time (`ragged_attention`): the rows of a call are ordered by length, so a tile reads about its rows' contexts.
+# Decode attention reads each row's keys in blocks of ATTENTION_BLOCK positions (the default), tiles of
+# `steps.DECODE_TILE` rows at a time (`ragged_attention`): the rows of a call are ordered by length, so a tile reads
+# about its rows' contexts.
 ATTENTION_BLOCK = 128
-DECODE_TILE = 4
 # Decode rows buckets: slots, slots / 4, slots / 16 … 2 (each one compiled program). Not 1: for a batch of
 # one, XLA:CPU drops the batch axis of the attention dots and copies every layer's cache on each step, so one row
 # decodes about a fifth slower than two (docs/results.md).
@@ -353,7 +353,7 @@ class Engine:
             sampling=sampling,
             steps=self.steps_per_call,
             block=self._block,
-            tile=n if rows is None else DECODE_TILE,
+            tile=n if rows is None else steps.DECODE_TILE,
             sharding=self._sharding,
         )
         self.decode_calls += 1

@@ -14,6 +14,8 @@ from jaxseeker.generation.layout import LayerCache
 from jaxseeker.generation.sampling import SamplingConfig, row_keys, sample, sample_rows
 from jaxseeker.model import ModelConfig
 
+DECODE_TILE = 4  # rows whose keys a decode call's attention reads together (`ragged_attention`'s tile)
+
 
 def _constrain(cache: LayerCache, sharding: LayerCache | None) -> LayerCache:
     """Pin the cache to its sharding (a LayerCache of NamedShardings) when one is given."""

@@ -85,8 +85,6 @@ def warm_up(engine: Engine) -> WarmUp:
 
 def _decode_programs(engine: Engine) -> list:
     """The lowered decode call of each rows bucket (one, every slot in order, with a mesh)."""
-    from jaxseeker.generation.engine import DECODE_TILE
-
     ends = np.zeros(engine.slots, np.int32)
     lowered = []
     for n in [engine.slots] if engine._mesh is not None else engine._decode_buckets:
@@ -108,7 +106,7 @@ def _decode_programs(engine: Engine) -> list:
                 sampling=engine.sampling.static,
                 steps=engine.steps_per_call,
                 block=engine._block,
-                tile=n if rows is None else DECODE_TILE,
+                tile=n if rows is None else steps.DECODE_TILE,
                 sharding=engine._sharding,
             )
         )

@@ -138,11 +138,11 @@ def test_the_scaled_layouts_keep_the_plans_axes_heads_and_engine(cases):
     assert cases["v6e-64"]["mesh"] == {"data": 1, "fsdp": 2, "tensor": 1, "context": 4, "expert": 1}
     assert cases["v6e-64"]["grad_accum"] == 2 and cases["v6e-64"]["model"]["attention_impl"] == "splash"
     heads = {t: (c["model"]["num_heads"], c["model"]["num_kv_heads"]) for t, c in cases.items()}
-    assert heads == {"v5p-128": (32, 4), "v6e-64": (4, 1), "h100x8": (14, 2)}
+    assert heads == {"v5p-128": (32, 4), "v6e-64": (4, 1), "h100x8": (7, 1)}
     assert (
         cases["v5p-128"]["engine_tensor"] == 4 and cases["v5p-128"]["slots"] == 2 * 8
     )  # 2 replicas of 4, 8 slots each
-    assert cases["h100x8"]["engine_tensor"] == 2 and cases["h100x8"]["model"]["attention_impl"] == "blocked"
+    assert cases["h100x8"]["engine_tensor"] == 1 and cases["h100x8"]["model"]["attention_impl"] == "blocked"
 
 
 def test_the_v6e_sft_micro_steps_and_update_equal_one_device(cases, report):
