@@ -175,11 +175,11 @@ class _EngineLog:
     """Warms the engine up (logged on stderr) and counts what XLA compiles from then on."""
 
     def __init__(self, engine: Any) -> None:
-        from jaxseeker.generation import warmup
+        from jaxseeker.generation.warmup import counts
 
-        self._engine, self._counts = engine, warmup.counts
+        self._engine, self._counts = engine, counts  # imported here: the runner loads no jax until an eval runs
         print(engine.warm_up().line(), file=sys.stderr)
-        self._start, self._host, self._calls = warmup.counts(), engine.host_s, engine.decode_calls
+        self._start, self._host, self._calls = counts(), engine.host_s, engine.decode_calls
 
     def line(self) -> str:
         """The programs compiled since the warm-up and the engine's host time per decode call."""

@@ -301,16 +301,20 @@ class Engine:
             rows, tokens, counts = batch
             self.prefilled_tokens += int(counts.sum())
             self._cache = steps.prefill(
-                self._stacked if self.stacked_prefill else self._params,
-                self._cache,
-                rows,
-                tokens,
-                counts,
-                ends,
-                cfg=self.cfg,
-                block=self._block,
-                sharding=self._sharding,
+                self._prefill_params(), self._cache, rows, tokens, counts, ends, **self._options()
             )
+
+    def _prefill_params(self) -> dict:
+        """The weights a prefill call runs on: the stacked copy (`stacked_prefill`) or the per-layer ones."""
+        return self._stacked if self.stacked_prefill else self._params
+
+    def _options(self, rows: int | None = None, every: bool = False) -> dict:
+        """The static arguments of a prefill call, or (`rows` given) of a decode call of that many rows, `every`
+        slot in order or not: what makes each of the engine's programs (`warmup` compiles the same ones)."""
+        shared = {"cfg": self.cfg, "block": self._block, "sharding": self._sharding}
+        if rows is None:
+            return shared
+        return shared | {"steps": self.steps_per_call, "tile": rows if every else steps.DECODE_TILE}
 
     def _decode_rows(self, budget: np.ndarray) -> np.ndarray | None:
         """The slots a decode call runs, in its order: those with a budget, longest context first (so a tile of
@@ -349,12 +353,8 @@ class Engine:
             count,
             seed,
             per_row,
-            cfg=self.cfg,
             sampling=sampling,
-            steps=self.steps_per_call,
-            block=self._block,
-            tile=n if rows is None else steps.DECODE_TILE,
-            sharding=self._sharding,
+            **self._options(n, every=rows is None),
         )
         self.decode_calls += 1
         waiting = time.perf_counter()

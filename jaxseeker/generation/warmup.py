@@ -102,12 +102,8 @@ def _decode_programs(engine: Engine) -> list:
                 zeros,
                 np.int32(engine.sampling.seed),
                 None,
-                cfg=engine.cfg,
                 sampling=engine.sampling.static,
-                steps=engine.steps_per_call,
-                block=engine._block,
-                tile=n if rows is None else steps.DECODE_TILE,
-                sharding=engine._sharding,
+                **engine._options(n, every=rows is None),
             )
         )
     return lowered
@@ -115,19 +111,16 @@ def _decode_programs(engine: Engine) -> list:
 
 def _prefill_programs(engine: Engine) -> list:
     """The lowered prefill call of each rows bucket."""
-    params = engine._stacked if engine.stacked_prefill else engine._params
     ends = np.zeros(engine.slots, np.int32)
     return [
         steps.prefill.lower(
-            params,
+            engine._prefill_params(),
             engine._cache,
             np.arange(n, dtype=np.int32),
             np.zeros((n, engine.prefill_chunk), np.int32),
             np.zeros(n, np.int32),
             ends,
-            cfg=engine.cfg,
-            block=engine._block,
-            sharding=engine._sharding,
+            **engine._options(),
         )
         for n in engine._prefill_buckets
     ]
