@@ -2,14 +2,23 @@
 recipe's (a tiny from-scratch policy in place of a pretrained one), each cut to a few steps and questions. The demo
 runs from nothing; `demo_rl` is the demo with more RL steps and a weight average, so it goes on from the demo's
 run as a user's would, reusing every stage whose inputs are the demo's (`--quick` caps both to the same RL steps)
-and running only its own (demo_copy and demo_focus, on another worker: test_pipeline_shipped_quick_tiny.py)."""
+and running only its own (demo_copy and demo_focus, on another worker: test_pipeline_shipped_quick_tiny.py). The demo's
+run is stopped by SIGTERM during its SFT's last step, as a user's run may be, and goes on with the same command."""
 
+import contextlib
+import io
+import json
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
+from kill_support import DEADLINE_S, launch, paused, wait_until
 from quick_support import run_quick
 
+from jaxseeker.cli import main
+from jaxseeker.pipeline import pipeline_config
 from jaxseeker.train.recipe import read_recipe, recipe_kind, shipped_configs
 
 PIPELINES = [name for name in shipped_configs() if recipe_kind(read_recipe(name)) == "pipeline"]
@@ -19,11 +28,54 @@ def test_the_shipped_pipeline_recipes_are_the_demos():
     assert PIPELINES == ["demo", "demo_copy", "demo_focus", "demo_rl"]
 
 
+ARGV = ["pipeline", "--config", "demo", "--quick", "--no-progress"]
+
+
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """(directory, report) of the demo's quick run, from nothing."""
-    out = tmp_path_factory.mktemp("demo") / "run"
-    return out, run_quick("demo", out)
+def stopped(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The demo's quick run from nothing, in a process sent SIGTERM once its SFT's last step is logged: its exit
+    status, log, stage directories and the lines of the same command's `--dry-run` then."""
+    out, log = tmp_path_factory.mktemp("demo") / "run", tmp_path_factory.getbasetemp() / "demo_run.log"
+    argv = [*ARGV, "--out", str(out)]
+    last = pipeline_config(read_recipe("demo"), quick=True).sft.train["steps"]
+    run = launch(argv, log, pause_at=last)  # waits once the SFT's last step is logged (no stage before logs a step)
+    wait_until(paused(log).exists, run, log, f"SFT step {last}")
+    os.kill(run.pid, signal.SIGTERM)  # to the process: whichever of its threads the kernel picks
+    status = run.wait(timeout=DEADLINE_S)
+    stages = sorted(p.name for p in out.iterdir() if (p / "done.json").exists())
+    sft_loss = json.loads((out / "sft" / "done.json").read_text())["metrics"]["final_loss"]
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        dry_run = main([*argv, "--dry-run"])  # the same command goes on from the next stage
+    return {
+        "out": out,
+        "argv": argv,
+        "status": status,
+        "log": log.read_text(),
+        "done": stages,
+        "dirs": sorted(p.name for p in out.iterdir()),
+        "sft_loss": sft_loss,
+        "dry_run": (dry_run, printed.getvalue().splitlines()[-2:]),
+    }
+
+
+@pytest.fixture(scope="module")
+def demo_run(stopped: dict) -> tuple[Path, dict]:
+    """(directory, report) of the demo's quick run from nothing, gone on after the SIGTERM with the same command."""
+    return stopped["out"], run_quick("demo", stopped["out"])
+
+
+def test_sigterm_during_the_last_sft_step_ends_the_run_before_the_next_stage(stopped):
+    stages = pipeline_config(read_recipe("demo"), quick=True).stages()
+    after = stages.index("sft") + 1
+    assert stopped["status"] == 143, stopped["log"][-4000:]  # the shell's status for SIGTERM
+    assert (
+        f"jaxseeker pipeline: stopped by SIGTERM before stage {stages[after]}; the stages before it are saved; "
+        f"to go on: jaxseeker {' '.join(stopped['argv'])}" in stopped["log"]
+    )
+    assert stopped["done"] == sorted(stages[:after]) and stages[after] not in stopped["dirs"]  # the SFT, nothing after
+    assert stopped["sft_loss"] > 0
+    lines = [f"would run: {', '.join(stages[after:])}", f"reused: {', '.join(stages[:after])}"]
+    assert stopped["dry_run"] == (0, lines)
 
 
 def sampled_evals_hold(run: Path, report: dict, names: tuple[str, ...]) -> None:
@@ -38,7 +90,8 @@ def sampled_evals_hold(run: Path, report: dict, names: tuple[str, ...]) -> None:
 
 def test_the_demo_runs_every_stage_from_nothing_with_sampled_evals_beside_greedy(demo_run):
     run, report = demo_run
-    assert not report["reused_stages"]
+    stages = list(report["stage_wall_s"])
+    assert report["reused_stages"] == stages[: stages.index("sft") + 1]  # those the stopped run finished
     sampled_evals_hold(run, report, ("sample_sft", "sample_rl"))
     change = report["sampled_rl_change"]  # paired by question and sample
     assert change["questions"] == report["qa"]["test"] and change["rollouts"] == [2, 2]
