@@ -20,9 +20,40 @@ from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.world import build_world
 
+# The run before RL's recipe with RL adapters and the average added: RL trains LoRA adapters of its own (the SFT
+# was full fine-tuning; full-weight RL in the pipeline: the shipped recipes' quick runs), then the WiSE-FT average.
+ADAPTED = {**RECIPE, "rl": {**RECIPE["rl"], "average": 0.25, "model": {"lora": {"rank": 4}}}}
+
+
+def adapters_and_average_hold(cfg, report: dict, root) -> None:
+    """RL trained adapters; the average is the float64 weight mean of the SFT and RL policies; the report gives its
+    row, the pool's accuracy at its first and last pass, and the groups per step (the sampled evals beside greedy:
+    test_pipeline_shipped_quick.py)."""
+    rl_recipe = read_recipe(root / "rl" / "recipe.yaml")
+    assert rl_recipe["model"]["lora"] == {"rank": 4} and not cfg.policy.lora
+    assert json.loads((root / "rl" / "lora.json").read_text())["rank"] == 4  # the RL run trained adapters
+    sft, rl, mean = (load_file(root / d / "hf" / "model.safetensors") for d in ("extend", "rl", "average"))
+    assert any(not np.array_equal(sft[key], rl[key]) for key in sft)  # the merged adapters moved the policy
+    for key in sft:
+        exact = 0.75 * sft[key].astype(np.float64) + 0.25 * rl[key].astype(np.float64)
+        np.testing.assert_array_equal(mean[key], exact.astype(mean[key].dtype), err_msg=key)
+    assert report["average"] == {"ratio": 0.25, "start": "extend", "tuned": "rl"}
+    assert report["average_change"]["questions"] == report["eval_sft"]["questions"]
+    rows = read_metrics(root / "rl" / "metrics.jsonl")
+    assert [r["pool_pass"] for r in rows] == [1, 1]  # 4 of the 16 pool questions a step: both in the first pass
+    pool = report["rl_pool"]
+    assert pool["passes"] == 1 and pool["groups"] == 4
+    mean = (rows[0]["accuracy"] + rows[1]["accuracy"]) / 2  # 4 groups each
+    assert pool["first_pass_accuracy"] == pool["last_pass_accuracy"] == pytest.approx(mean)
+    assert pool["informative_groups"] == pytest.approx(sum(r["informative_groups"] for r in rows) / 2)
+    text = (root / "report.md").read_text()
+    averaged = "RL averaged with SFT (0.75·SFT + 0.25·RL)"
+    assert f"| {averaged} | " in text and f"{averaged} (against the SFT policy) changed" in text
+    assert "RL pool, sampled accuracy: " in text and "plots/rl_groups.png" in report["plots"]
+
 
 def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
-    cfg = pipeline_config(RECIPE, quick=True)
+    cfg = pipeline_config(ADAPTED, quick=True)
     assert cfg.stages() == (
         "qa",
         "qa_fresh",
@@ -34,6 +65,8 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
         "eval_sft",
         "rl",
         "eval_rl",
+        "average",
+        "eval_average",
     )
     with pytest.raises(ValueError, match="until: 'rl_round2' is not a stage of this config; one of"):
         run_pipeline(cfg, tmp_path, until="rl_round2")
@@ -43,7 +76,8 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     report = run_pipeline(cfg, go_on_from(before_rl, tmp_path), progress=False)  # goes on from there
     assert {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "eval_sft"} == set(
         report["reused_stages"]
-    )
+    )  # the RL keys are not the upstream stages' inputs
+    adapters_and_average_hold(cfg, report, tmp_path)
     assert report["qa"]["test"] == cfg.qa.n_test and report["qa"]["train"] > 0
     assert report["expert"]["trajectories"] > 0.5 * report["qa"]["train"]
     assert report["expert"]["untrained_turns"] > 0  # slipped searches, kept in the context out of the loss
@@ -144,13 +178,18 @@ def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):
     assert set(run_pipeline(same_rows, tmp_path, progress=False)["reused_stages"]) >= {"warmup", "sft", "rl", "eval_rl"}
     rloo = dataclasses.replace(cfg, rl=dataclasses.replace(cfg.rl, rl={**cfg.rl.rl, "advantage": "rloo"}))
     done = (tmp_path / "rl" / "done.json").read_text()
-    planned = run_pipeline(rloo, tmp_path, dry_run=True)  # another advantage: RL and the eval after it run anew
-    assert planned["stages_to_run"] == ["rl", "eval_rl"] and len(planned["reused_stages"]) == len(cfg.stages()) - 2
+    planned = run_pipeline(rloo, tmp_path, dry_run=True)  # another advantage: RL and the stages after it run anew
+    after_rl = ["rl", "eval_rl", "average", "eval_average"]
+    assert planned["stages_to_run"] == after_rl and len(planned["reused_stages"]) == len(cfg.stages()) - 4
     assert run_pipeline(rloo, tmp_path, dry_run=True, until="rl")["stages_to_run"] == ["rl"]
     assert (tmp_path / "rl" / "done.json").read_text() == done  # a dry run touches nothing
-    sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9, k=2, slots=4))
-    # The evals depend on their sampling, k and slots; RL, the stage after the SFT's evals, does not.
-    assert run_pipeline(sampled, tmp_path, dry_run=True)["stages_to_run"] == ["eval_sft", "eval_rl"]
+    # The evals depend on their sampling, k and slots (each alone: slots here); RL, the stage after the SFT's evals,
+    # does not. The sampled evals keep the slots: their prefill programs are the greedy evals'.
+    evals = ["eval_sft", "eval_rl", "eval_average"]
+    slots = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, slots=4))
+    assert run_pipeline(slots, tmp_path, dry_run=True)["stages_to_run"] == evals
+    sampled = dataclasses.replace(cfg, eval=dataclasses.replace(cfg.eval, temperature=0.7, top_p=0.9, k=2))
+    assert run_pipeline(sampled, tmp_path, dry_run=True)["stages_to_run"] == evals
     resampled = run_pipeline(sampled, tmp_path, progress=False, until="rl")
     assert set(resampled["reused_stages"]) == {"qa", "qa_fresh", "expert", "tokenizer", "warmup", "sft", "extend", "rl"}
     rounds = [json.loads(line)["round"] for line in (tmp_path / "eval_sft" / "results.jsonl").read_text().splitlines()]

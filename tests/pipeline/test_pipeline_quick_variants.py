@@ -1,5 +1,6 @@
 """Variants of `jaxseeker pipeline --quick`, each going on from the quick run stopped before RL (conftest.py):
-rejection-sampling fine-tuning rounds, SFT seeds averaged, RL adapters with the WiSE-FT average."""
+rejection-sampling fine-tuning rounds, SFT seeds averaged (RL adapters with the WiSE-FT average: the run of
+test_pipeline_quick.py)."""
 
 import dataclasses
 import json
@@ -11,7 +12,6 @@ from safetensors.numpy import load_file
 
 from jaxseeker.pipeline import pipeline_config, run_pipeline
 from jaxseeker.pipeline.quick import quick_recipe
-from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.recipe import RecipeError, merged, read_recipe
 
 
@@ -134,37 +134,3 @@ def test_sft_seeds_make_the_sft_policy_the_weight_mean_of_fine_tunes_on_their_ow
     assert "; the policy is the weight mean of 2 fine-tunes on their own data orders." in md
     with pytest.raises(RecipeError, match="policy.sft_seeds must be >= 1, got 0"):
         pipeline_config({"policy": {"sft_seeds": 0}})
-
-
-def test_rl_adapters_the_wise_ft_average_and_what_rl_learns_are_reported(before_rl, tmp_path):
-    """RL trains LoRA adapters of its own (the SFT was full fine-tuning); the average is the float64 weight mean of
-    the SFT and RL policies; the report gives its row, the pool's accuracy at its first and last pass, and the groups
-    per step (the sampled evals beside greedy: test_pipeline_shipped_quick.py)."""
-    recipe = {  # the run before RL's recipe, with RL adapters and the average added
-        **RECIPE,
-        "rl": {**RECIPE["rl"], "average": 0.25, "model": {"lora": {"rank": 4}}},
-    }
-    cfg = pipeline_config(recipe, quick=True)
-    assert cfg.stages()[-5:] == ("eval_sft", "rl", "eval_rl", "average", "eval_average")
-    report = run_pipeline(cfg, go_on_from(before_rl, tmp_path), progress=False)
-    rl_recipe = read_recipe(tmp_path / "rl" / "recipe.yaml")
-    assert rl_recipe["model"]["lora"] == {"rank": 4} and not cfg.policy.lora
-    assert json.loads((tmp_path / "rl" / "lora.json").read_text())["rank"] == 4  # the RL run trained adapters
-    sft, rl, mean = (load_file(tmp_path / d / "hf" / "model.safetensors") for d in ("extend", "rl", "average"))
-    assert any(not np.array_equal(sft[key], rl[key]) for key in sft)  # the merged adapters moved the policy
-    for key in sft:
-        exact = 0.75 * sft[key].astype(np.float64) + 0.25 * rl[key].astype(np.float64)
-        np.testing.assert_array_equal(mean[key], exact.astype(mean[key].dtype), err_msg=key)
-    assert report["average"] == {"ratio": 0.25, "start": "extend", "tuned": "rl"}
-    assert report["average_change"]["questions"] == report["eval_sft"]["questions"]
-    rows = read_metrics(tmp_path / "rl" / "metrics.jsonl")
-    assert [r["pool_pass"] for r in rows] == [1, 1]  # 4 of the 16 pool questions a step: both in the first pass
-    pool = report["rl_pool"]
-    assert pool["passes"] == 1 and pool["groups"] == 4
-    mean = (rows[0]["accuracy"] + rows[1]["accuracy"]) / 2  # 4 groups each
-    assert pool["first_pass_accuracy"] == pool["last_pass_accuracy"] == pytest.approx(mean)
-    assert pool["informative_groups"] == pytest.approx(sum(r["informative_groups"] for r in rows) / 2)
-    text = (tmp_path / "report.md").read_text()
-    averaged = "RL averaged with SFT (0.75·SFT + 0.25·RL)"
-    assert f"| {averaged} | " in text and f"{averaged} (against the SFT policy) changed" in text
-    assert "RL pool, sampled accuracy: " in text and "plots/rl_groups.png" in report["plots"]
