@@ -7,6 +7,7 @@ right after writing step N's first metrics row and then waits until it is killed
 recorded (then it goes on, and the loop acts on the signal as after any step): the signal lands exactly there.
 The wait wakes every few milliseconds to look, so it does not matter which of the process's threads the kernel
 hands a process-directed signal to (a sleeping main thread is woken only by a signal delivered to it).
+Runs no signal reaches (the uninterrupted reference, the resume) run in the test's own process (`run_here`).
 Run as a script: `python kill_support.py STEP FLAG_FILE ARGS…`.
 """
 
@@ -18,17 +19,30 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 DEADLINE_S = 600  # a hang guard for any one wait, not a timing bound: a loaded 2-core machine needs a fraction of it
 
 
-def launch(argv: list[str], log: Path, *, pause_at: int | None = None) -> subprocess.Popen:
+def launch(argv: list[str], log: Path, *, pause_at: int) -> subprocess.Popen:
     """`jaxseeker ARGV` as a process writing stdout and stderr to `log` (a file: a pipe nobody reads could fill and
-    stall the run); with `pause_at`, it stops for good after logging that step (`paused(log)` exists then)."""
-    cmd = [sys.executable, "-m", "jaxseeker.cli", *argv]
-    if pause_at is not None:
-        cmd = [sys.executable, __file__, str(pause_at), str(paused(log)), *argv]
+    stall the run) that stops for good after logging step `pause_at` (`paused(log)` exists then)."""
+    cmd = [sys.executable, __file__, str(pause_at), str(paused(log)), *argv]
     with log.open("w") as f:
         return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, text=True)
+
+
+def run_here(argv: list[str], capsys: pytest.CaptureFixture) -> str:
+    """`jaxseeker ARGV` in this process, for the runs no signal reaches (an uninterrupted reference, a resume): the
+    same code as a new interpreter's without starting one. Its printed output, once it returned 0."""
+    from jaxseeker.cli import main
+
+    capsys.readouterr()
+    code = main(argv)
+    printed = capsys.readouterr()
+    text = printed.out + printed.err
+    assert code == 0, f"exit {code}:\n{text[-4000:]}"
+    return text
 
 
 def paused(log: Path) -> Path:
@@ -45,18 +59,6 @@ def wait_until(ready: Callable[[], bool], proc: subprocess.Popen, log: Path, wha
         if time.monotonic() > deadline:
             raise AssertionError(f"no {what} after {DEADLINE_S} s:\n{log.read_text()[-4000:]}")
         time.sleep(0.1)
-
-
-def finished(proc: subprocess.Popen, log: Path) -> str:
-    """The log of a run that exited with status 0 (an AssertionError with the log otherwise)."""
-    try:
-        code = proc.wait(timeout=DEADLINE_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        code = proc.wait()
-    text = log.read_text()
-    assert code == 0, f"exit {code}:\n{text[-4000:]}"
-    return text
 
 
 def _pause_after(step: int, flag: Path) -> None:

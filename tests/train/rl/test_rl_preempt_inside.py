@@ -19,7 +19,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from kill_support import finished, wait_until
+from kill_support import run_here, wait_until
 
 from jaxseeker import model
 from jaxseeker.train.checkpoint import restore_params
@@ -74,10 +74,10 @@ def _stopped_at(point: list[str], argv: list[str], log: Path, flag: Path, what: 
     assert proc.wait() == 128 + signal.SIGTERM, log.read_text()[-4000:]
 
 
-def test_stops_inside_the_prefilter_and_the_update_resume_without_redoing_or_losing_work(tmp_path):
+def test_stops_inside_the_prefilter_and_the_update_resume_without_redoing_or_losing_work(tmp_path, capsys):
     paths = write_toy(tmp_path / "toy", n_questions=QUESTIONS)
-    logs = {name: tmp_path / f"{name}.log" for name in ("whole", "prefilter", "update", "resumed")}
-    whole = _launch([sys.executable, "-m", "jaxseeker.cli", *_argv(paths, tmp_path / "whole")], logs["whole"])
+    logs = {name: tmp_path / f"{name}.log" for name in ("prefilter", "update")}
+    run_here(_argv(paths, tmp_path / "whole"), capsys)  # the uninterrupted run
     out, checkpoints = tmp_path / "stopped", tmp_path / "stopped" / "checkpoints"
 
     _stopped_at(["prefilter", "1"], _argv(paths, out), logs["prefilter"], tmp_path / "p1", "the pre-filter's batch 1")
@@ -93,9 +93,7 @@ def test_stops_inside_the_prefilter_and_the_update_resume_without_redoing_or_los
     assert json.loads((checkpoints / PROGRESS / "progress.json").read_text())["done"] == APPLIED
     assert sorted(_rows(out)) == list(range(1, STOP_STEP))  # the stopped step logged nothing
 
-    resumed = _launch([sys.executable, "-m", "jaxseeker.cli", *_argv(paths, out, "--resume")], logs["resumed"])
-    finished(resumed, logs["resumed"])
-    finished(whole, logs["whole"])
+    run_here(_argv(paths, out, "--resume"), capsys)
 
     assert (
         json.loads((out / "dupo_filter.json").read_text())["kept_indices"]

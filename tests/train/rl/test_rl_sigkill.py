@@ -10,7 +10,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from kill_support import finished, launch, paused, wait_until
+from kill_support import launch, paused, run_here, wait_until
 
 from jaxseeker.agent import read_episodes
 from jaxseeker.train.metrics import read_metrics
@@ -64,27 +64,25 @@ def _questions(out_dir: Path, step: int) -> list[str]:
     return [e.question for e in read_episodes(out_dir / "episodes" / f"step_{step:06d}.jsonl") if e.sample == 0]
 
 
-def test_sigkill_then_resume_repeats_the_uninterrupted_steps(tmp_path):
+def test_sigkill_then_resume_repeats_the_uninterrupted_steps(tmp_path, capsys):
     paths = write_toy(tmp_path / "toy", n_questions=5)
-    logs = {name: tmp_path / f"{name}.log" for name in ("whole", "killed", "resumed")}
-    whole = launch(_argv(paths, tmp_path / "whole"), logs["whole"])
+    log = tmp_path / "killed.log"
     # The killed run stops for good once it has logged step KILL_AFTER + 1, after the checkpoint of KILL_AFTER:
-    # that step has to be done again.
-    killed = launch(_argv(paths, tmp_path / "killed"), logs["killed"], pause_at=KILL_AFTER + 1)
-    wait_until(paused(logs["killed"]).exists, killed, logs["killed"], f"step {KILL_AFTER + 1}")
+    # that step has to be done again. The uninterrupted run trains here meanwhile.
+    killed = launch(_argv(paths, tmp_path / "killed"), log, pause_at=KILL_AFTER + 1)
+    run_here(_argv(paths, tmp_path / "whole"), capsys)
+    wait_until(paused(log).exists, killed, log, f"step {KILL_AFTER + 1}")
     wait_until(
         (tmp_path / "killed" / "checkpoints" / str(KILL_AFTER)).exists,
         killed,
-        logs["killed"],
+        log,
         f"checkpoint of step {KILL_AFTER}",
     )  # saved asynchronously: it may still be on its way
     os.kill(killed.pid, signal.SIGKILL)
     assert killed.wait() == -signal.SIGKILL
     assert max(_rows(tmp_path / "killed")) == KILL_AFTER + 1
 
-    resumed = launch(_argv(paths, tmp_path / "killed", "--resume"), logs["resumed"])
-    assert re.search(rf"resumed_from +{KILL_AFTER}\n", finished(resumed, logs["resumed"]))
-    finished(whole, logs["whole"])
+    assert re.search(rf"resumed_from +{KILL_AFTER}\n", run_here(_argv(paths, tmp_path / "killed", "--resume"), capsys))
 
     expected, got = _rows(tmp_path / "whole"), _rows(tmp_path / "killed")
     assert sorted(expected) == sorted(got) == list(range(1, STEPS + 1))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import transformers
 import yaml
-from kill_support import DEADLINE_S, finished, launch, paused, wait_until
+from kill_support import DEADLINE_S, launch, paused, run_here, wait_until
 
 from jaxseeker.cli import main
 from jaxseeker.data import train_tokenizer
@@ -168,23 +168,21 @@ def _sft_argv(config, out_dir, *extra):
     return ["sft", "--config", str(config), "--set", f"train.out_dir={out_dir}", "--set", "train.steps=12", *extra]
 
 
-def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, tmp_path):
+def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, tmp_path, capsys):
     _, path = workspace
-    logs = {name: tmp_path / f"{name}.log" for name in ("whole", "killed", "resumed")}
-    whole = launch(_sft_argv(path, tmp_path / "whole"), logs["whole"])
+    log = tmp_path / "killed.log"
     # The killed run stops for good once it has logged step 6, so the kill lands between the checkpoint of step 5
-    # and the end: step 6 has to be trained again.
-    killed = launch(_sft_argv(path, tmp_path / "killed"), logs["killed"], pause_at=6)
-    wait_until(paused(logs["killed"]).exists, killed, logs["killed"], "step 6")
+    # and the end: step 6 has to be trained again. The uninterrupted run trains here meanwhile.
+    killed = launch(_sft_argv(path, tmp_path / "killed"), log, pause_at=6)
+    run_here(_sft_argv(path, tmp_path / "whole"), capsys)
+    wait_until(paused(log).exists, killed, log, "step 6")
     wait_until(
-        (tmp_path / "killed" / "checkpoints" / "5").exists, killed, logs["killed"], "checkpoint of step 5"
+        (tmp_path / "killed" / "checkpoints" / "5").exists, killed, log, "checkpoint of step 5"
     )  # saved asynchronously: it may still be on its way
     os.kill(killed.pid, signal.SIGKILL)
     assert killed.wait() == -signal.SIGKILL
 
-    resumed = launch(_sft_argv(path, tmp_path / "killed", "--resume"), logs["resumed"])
-    assert re.search(r"resumed_from +5\n", finished(resumed, logs["resumed"]))
-    finished(whole, logs["whole"])
+    assert re.search(r"resumed_from +5\n", run_here(_sft_argv(path, tmp_path / "killed", "--resume"), capsys))
 
     def losses(run):
         return [(r["step"], r["loss"]) for r in read_metrics(tmp_path / run / "metrics.jsonl") if "loss" in r]
@@ -196,7 +194,7 @@ def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, tmp_pat
         assert loss == pytest.approx(want, abs=1e-6), step
 
 
-def test_sigterm_stops_after_the_step_in_flight_and_says_how_to_go_on(workspace, tmp_path):
+def test_sigterm_stops_after_the_step_in_flight_and_says_how_to_go_on(workspace, tmp_path, capsys):
     _, path = workspace
     out, log = tmp_path / "stopped", tmp_path / "stopped.log"
     argv = _sft_argv(path, out)
@@ -212,8 +210,7 @@ def test_sigterm_stops_after_the_step_in_flight_and_says_how_to_go_on(workspace,
     # the step counted when the signal came is the one saved, and no later step was trained or logged
     assert sorted(int(p.name) for p in (out / "checkpoints").iterdir()) == [4]  # saved every 5: this one forced
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl") if "loss" in r] == [1, 2, 3, 4]
-    resumed = launch([*argv, "--resume"], tmp_path / "resumed.log")
-    assert re.search(r"resumed_from +4\n", finished(resumed, tmp_path / "resumed.log"))
+    assert re.search(r"resumed_from +4\n", run_here([*argv, "--resume"], capsys))
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl") if "loss" in r] == list(range(1, 13))
 
 
