@@ -35,7 +35,7 @@ def run(pretrained, tmp_path_factory):
         "qa": {"recipes": {"e2hqa": 60}, "n_test": 4, "n_rl": 4},
         "expert": {"tries": 1},
         "policy": {"init": str(pretrained)},
-        "sft": {"data": {"seq_len": 4096, "batch_size": 1}, "optimizer": {"warmup_steps": 1}, "train": {"steps": 2}},
+        "sft": {"data": {"seq_len": 2048, "batch_size": 1}, "optimizer": {"warmup_steps": 1}, "train": {"steps": 2}},
         # the tokenizer knows only the pages: tool calls and thoughts take many tokens
         "eval": {
             "slots": 6,  # the 6 questions in one wave
