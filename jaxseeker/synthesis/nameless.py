@@ -16,8 +16,11 @@ from collections.abc import Sequence
 from jaxseeker.synthesis import reader, thoughts
 from jaxseeker.synthesis.acting import Turns, join
 from jaxseeker.synthesis.plan import Clue, clues, need, route_from
-from jaxseeker.synthesis.qa.hunt import PER_CALL, hunt_start
+from jaxseeker.synthesis.qa.hunt import PER_CALL, hunt_queries, hunt_start
+from jaxseeker.synthesis.qa.render import plural
 from jaxseeker.world import LabelIs
+
+LISTED_QUERIES = 4 * PER_CALL  # the searches of an entity a long list leaves out (`hunt_listed`)
 
 
 class NamelessStart:
@@ -25,8 +28,7 @@ class NamelessStart:
     candidates)."""
 
     def find_start(self) -> Turns:
-        """Hunt the variable whose clue searches list it soonest: search the queries a few a call, screen each
-        call's new hits by their snippets, check the rest on their pages; (variable, page, thought) or None."""
+        """Hunt the variable whose clue searches list it soonest (`hunt`); (variable, page, thought) or None."""
         q = self.plan.query
         start = hunt_start(q, lambda i, text: self.name(i) in self.know.titles(text))
         if start is None:
@@ -35,9 +37,34 @@ class NamelessStart:
         hops = route_from(q, i) or ()
         self.hop, self.after = (list(hops[:2]) + [None, None])[:2]
         found = clues(self.plan, i, {})
-        wanted = need([c for c in self.checks(i, found) if not isinstance(c.pred, LabelIs)])  # the noun says the kind
-        goal = self.goal(hops, 0, self.name(i))
-        lead = hunt_plan(self.rng, self.noun(i), wanted)
+        lead = hunt_plan(self.rng, self.noun(i), self.wanted(i, found))
+        checked = yield from self.hunt(i, queries, found, self.goal(hops, 0, self.name(i)), lead)
+        return None if checked is None else (i, *checked)
+
+    def hunt_listed(self, var: int, here: str, more: int, lead: str) -> Turns:
+        """A page that lists only part of its entities (`… and 950 more`) and not the one wanted: search the
+        variable's clues with `here`'s name (`baseball player born 1890 1891 … Pittsburgh Pirates`), as `hunt`, four
+        calls at most (a detour inside a route must leave room in the context for the rest); (page, thought) or None
+        when those searches never list it."""
+        queries = [f"{text} {here}" for text in hunt_queries(self.plan.query.vars[var], LISTED_QUERIES)]
+        if not any(self.name(var) in self.know.titles(text) for text in queries):
+            return None
+        found = clues(self.plan, var, self.named)
+        lead = join(
+            lead,
+            f"{here}'s page names only some of its {plural(self.plan.query.vars[var])} ({more} more unlisted), and "
+            f"not one that {self.wanted(var, found)}. Search for that {self.noun(var)} with {here} in the query.",
+        )
+        hops = route_from(self.plan.query, var) or ()
+        return (yield from self.hunt(var, queries, found, self.goal(hops, 0, self.name(var)), lead))
+
+    def wanted(self, var: int, found: list[Clue]) -> str:
+        """What a candidate for `var` must show, said without its kind (the noun says it)."""
+        return need([c for c in self.checks(var, found) if not isinstance(c.pred, LabelIs)])
+
+    def hunt(self, var: int, queries: list[str], found: list[Clue], goal: str, lead: str) -> Turns:
+        """Search the queries a few a call, screen each call's new hits by their snippets and check the rest on
+        their pages (`choose`); (page, thought) or None."""
         shown: set[str] = set()
         for k in range(0, len(queries), PER_CALL):
             results = yield from self.search(lead, queries[k : k + PER_CALL])
@@ -45,14 +72,12 @@ class NamelessStart:
             hits = list({h.title: h for h in hits}.values())
             shown.update(h.title for h in hits)
             left, out = screen(hits, found)
-            lead = screened(self.rng, self.noun(i), left, out)
+            lead = screened(self.rng, self.noun(var), left, out)
             if not left:
                 continue
-            checked = yield from self.choose([h.title for h in left], self.name(i), found, goal, lead, i)
-            if checked is not None:
-                return (i, *checked)
-            if self.stuck:
-                return None
+            checked = yield from self.choose([h.title for h in left], self.name(var), found, goal, lead, var)
+            if checked is not None or self.stuck:
+                return checked
             lead = join(self.passed_over, "Search the next years.")
         return None
 

@@ -195,8 +195,18 @@ class ReasonedRun(NamelessStart, ExpertRun):
         """Hop `k`, with the entity reached so far known for the clues of the next (`ExpertRun.step`)."""
         self.named[hops[k].src] = here
         self.hop, self.after = (list(hops[k + 1 : k + 3]) + [None, None])[:2]
-        if self.name(hops[k].dst) in reader.related(page.text, here, hops[k].rel, hops[k].forward)[0]:
-            self.ledger.tick(edge_key(self.plan, hops[k]))
+        hop, truth, last = hops[k], self.name(hops[k].dst), k == len(hops) - 1
+        names, more, _ = reader.related(page.text, here, hop.rel, hop.forward)
+        if truth in names:
+            self.ledger.tick(edge_key(self.plan, hop))
+        elif more and not (last and self.plan.query.count):  # a long list cut short: search the clues instead
+            checked = yield from self.hunt_listed(hop.dst, here, more, prev)
+            if checked is not None:
+                self.ledger.tick(edge_key(self.plan, hop))
+                next_page, lead = checked
+                if last and self.plan.query.answer_attr is None:
+                    return None, (yield from self.finish(join(lead, f"The answer is {truth}."), truth)), ""
+                return next_page, truth, lead
         return (yield from super().step(hops, k, page, here, prev))
 
     def conclude(self, page: reader.SeenPage, here: str, lead: str) -> Turns:

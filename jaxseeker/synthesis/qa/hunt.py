@@ -56,22 +56,29 @@ def _exact(p: object) -> str:
 
 def hunt_queries(v: Var, most: int = PER_CALL * CALLS) -> list[str]:
     """The searches of an unnamed variable's clues, at most `most`: the whole profile in one query (each date clue of
-    a few years as all its years, exact values as they are), then, when a clue has several years, the sharpest one
-    a year a query with the others as before; [] when it has no such clue."""
+    a few years as all its years, exact values as they are); then, when a clue has several years, the sharpest one a
+    year a query with the others as before; then every pair of years of the sharpest two; [] when it has no such
+    clue."""
     fixed = [w for p in v.preds if (w := _exact(p))]
     dated = [(p, ys) for p in v.preds if (ys := _years(p))]
     if not dated and not fixed:
         return []
 
-    def query(choice: DateIn | None, year: int) -> str:
-        said = [f"{verb_words(p.attr)} {' '.join(map(str, [year] if p is choice else ys))}" for p, ys in dated]
+    def query(chosen: dict[int, int]) -> str:
+        said = [
+            f"{verb_words(p.attr)} {' '.join(map(str, [chosen[k]] if k in chosen else ys))}"
+            for k, (p, ys) in enumerate(dated)
+        ]
         return " ".join([noun(v), *said, *fixed])
 
-    found = [query(None, 0)]
-    sharpest = min(dated, key=lambda t: len(t[1]), default=None)
-    if sharpest is not None and len(sharpest[1]) > 1:
-        found += [query(sharpest[0], y) for y in sharpest[1]]
-    return found[:most]
+    ranked = sorted(range(len(dated)), key=lambda k: len(dated[k][1]))  # the sharpest clue first
+    found = [query({})]
+    if ranked and len(dated[ranked[0]][1]) > 1:
+        found += [query({ranked[0]: y}) for y in dated[ranked[0]][1]]
+    if len(ranked) > 1 and len(dated[ranked[1]][1]) > 1:
+        a, b = ranked[:2]
+        found += [query({a: x, b: y}) for x in dated[a][1] for y in dated[b][1]]
+    return list(dict.fromkeys(found))[:most]
 
 
 def hunt_start(q: Query, listed: Callable[[int, str], bool], most: int = PER_CALL * CALLS) -> tuple | None:
