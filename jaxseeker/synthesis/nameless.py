@@ -21,6 +21,7 @@ from jaxseeker.synthesis.qa.render import plural
 from jaxseeker.world import LabelIs
 
 LISTED_QUERIES = 4 * PER_CALL  # the searches of an entity a long list leaves out (`hunt_listed`)
+HUNT_CHECKS = 12  # candidates a hunt reads before it gives up (more would leave no room in the context for the route)
 
 
 class NamelessStart:
@@ -64,14 +65,19 @@ class NamelessStart:
 
     def hunt(self, var: int, queries: list[str], found: list[Clue], goal: str, lead: str) -> Turns:
         """Search the queries a few a call, screen each call's new hits by their snippets and check the rest on
-        their pages (`choose`); (page, thought) or None."""
+        their pages (`choose`), `HUNT_CHECKS` candidates at most; (page, thought) or None."""
         shown: set[str] = set()
+        read = 0
         for k in range(0, len(queries), PER_CALL):
             results = yield from self.search(lead, queries[k : k + PER_CALL])
             hits = [h for r in results for h in r.hits if h.title not in shown]
             hits = list({h.title: h for h in hits}.values())
             shown.update(h.title for h in hits)
             left, out = screen(hits, found)
+            if left and read >= HUNT_CHECKS:
+                return None
+            left = left[: HUNT_CHECKS - read]  # in rank order
+            read += len(left)
             lead = screened(self.rng, self.noun(var), left, out)
             if not left:
                 continue
