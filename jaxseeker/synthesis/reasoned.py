@@ -11,7 +11,7 @@
   not the planned entity (the clues seen so far do not single it out), the run gives up and the trajectory is
   dropped;
 - before the answer, the clues still unchecked are read off the pages seen, or one or two more visits;
-- a question that names nothing starts from the hits of its sharpest clue's search, checked in rank order.
+- a question that names nothing starts from the searches of its clues (`nameless.NamelessStart`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from jaxseeker.synthesis import reader, thoughts
 from jaxseeker.synthesis.acting import Turns, join, turn_text
 from jaxseeker.synthesis.expert import ExpertRun
 from jaxseeker.synthesis.ledger import NEXT, UNCHECKED, Ledger, clue_key, edge_key
-from jaxseeker.synthesis.plan import Clue, Hop, Plan, clues, hop_goal, need, route_from, search_words
+from jaxseeker.synthesis.nameless import NamelessStart
+from jaxseeker.synthesis.plan import Clue, Hop, Plan, clues, hop_goal, need, route_from
 from jaxseeker.synthesis.qa.render import article, noun, plural
 from jaxseeker.tools.extract import split_sentences
-from jaxseeker.world import Edge, Var
+from jaxseeker.world import Edge
 from jaxseeker.world.schema import RELATIONS
 
 _KIND = re.compile(r"\A.+ is an? [\w ]+\.\Z")
@@ -52,7 +53,7 @@ def evidence(bodies: Sequence[str], target: str, words: str) -> str:
     return max(sentences, key=score)
 
 
-class ReasonedRun(ExpertRun):
+class ReasonedRun(NamelessStart, ExpertRun):
     """One episode of the reasoning expert (see the module docstring)."""
 
     def __init__(self, *args, **kwargs):
@@ -67,6 +68,7 @@ class ReasonedRun(ExpertRun):
         self.testing = ""  # the clue the candidate checks test, when the ledger has no entry of its own for it
         self.side: set[tuple] = set()  # ledger keys of the clues the side lists (`side_clues`) test
         self.stuck = ""  # why the run cannot go on, when a first fit is not the planned entity
+        self.passed_over = ""  # the thought on the last candidates `choose` ruled out, when none fitted
 
     def replan(self) -> Plan:
         """The plan from the named entity whose route's pages list each next entity among the fewest others
@@ -193,8 +195,18 @@ class ReasonedRun(ExpertRun):
         """Hop `k`, with the entity reached so far known for the clues of the next (`ExpertRun.step`)."""
         self.named[hops[k].src] = here
         self.hop, self.after = (list(hops[k + 1 : k + 3]) + [None, None])[:2]
-        if self.name(hops[k].dst) in reader.related(page.text, here, hops[k].rel, hops[k].forward)[0]:
-            self.ledger.tick(edge_key(self.plan, hops[k]))
+        hop, truth, last = hops[k], self.name(hops[k].dst), k == len(hops) - 1
+        names, more, _ = reader.related(page.text, here, hop.rel, hop.forward)
+        if truth in names:
+            self.ledger.tick(edge_key(self.plan, hop))
+        elif more and not (last and self.plan.query.count):  # a long list cut short: search the clues instead
+            checked = yield from self.hunt_listed(hop.dst, here, more, prev)
+            if checked is not None:
+                self.ledger.tick(edge_key(self.plan, hop))
+                next_page, lead = checked
+                if last and self.plan.query.answer_attr is None:
+                    return None, (yield from self.finish(join(lead, f"The answer is {truth}."), truth)), ""
+                return next_page, truth, lead
         return (yield from super().step(hops, k, page, here, prev))
 
     def conclude(self, page: reader.SeenPage, here: str, lead: str) -> Turns:
@@ -256,7 +268,7 @@ class ReasonedRun(ExpertRun):
             return bool(ahead), ""
         wanted = need(found)
         lead = f"{name} fits so far. One step on, its {self.noun(hop.dst)} must be one that {wanted}."
-        pages = yield from self.open_many(ahead, f"which one {wanted}", lead)
+        pages, _ = yield from self.read_many(ahead, f"which one {wanted}", lead)
         judged = [(n, self.verdict(pages[n].text, n, found)) for n in ahead if n in pages]
         if any(v[0] is True for _, v in judged):
             return True, ""
@@ -295,7 +307,7 @@ class ReasonedRun(ExpertRun):
         lead = join(lead, "Check them in the listed order." if len(names) > 1 else "")
         for start in range(0, min(len(names), self.cfg.max_checks), self.cfg.batch):
             group = names[start : start + self.cfg.batch]
-            pages = yield from self.open_many(group, f"which one {wanted}", lead)
+            pages, unsaid = yield from self.read_many(group, f"which one {wanted}", lead)
             judged = {n: self.verdict(pages[n].text, n, found) for n in group if n in pages}
             fits = [n for n in group if n in judged and judged[n][0] is True]
             taken = None
@@ -304,7 +316,7 @@ class ReasonedRun(ExpertRun):
                 if ok:
                     taken = n
                     break
-                lead = why
+                lead = join(unsaid, why)
             if taken is not None:
                 if taken != truth:
                     self.unsure += 1
@@ -315,11 +327,21 @@ class ReasonedRun(ExpertRun):
                 self.focus, self.testing = [], ""
                 out = [n for n in group if n != truth and n in judged]
                 quotes = "” “".join(judged[truth][1])  # each sentence in its own quotes: the page has them apart
-                return pages[truth], thoughts.only_one(self.rng, truth, quotes, out)
+                return pages[truth], join(unsaid, thoughts.only_one(self.rng, truth, quotes, out))
             if not fits:
-                lead = self.rejected(group, judged, wanted)
-        self.testing = ""
+                lead = join(unsaid, self.rejected(group, judged, wanted))
+        self.testing, self.passed_over = "", lead
         return None
+
+    def read_many(self, names: list[str], goal: str, lead: str) -> Turns:
+        """The pages of `names`: those read before from memory (a page is not visited twice), the rest in one visit;
+        (the pages, `lead` when no call said it)."""
+        pages = {n: self.pages[n] for n in names if n in self.pages}
+        unread = [n for n in names if n not in pages]
+        if not unread:
+            return pages, lead
+        pages.update((yield from self.open_many(unread, goal, lead)))
+        return pages, ""
 
     def rejected(self, group: list[str], judged: dict, wanted: str) -> str:
         """The thought after a visit where no candidate fits: one quoted reason, then the rest ruled out."""
@@ -329,41 +351,3 @@ class ReasonedRun(ExpertRun):
             name, (_, sentences, phrase) = reason
             head = f"“{sentences[0]}” So {name} fails: the one I need {phrase}."
         return join(head, f"None of {thoughts.preview(group)} {wanted}; go on down the list.")
-
-    # ---- a question that names nothing ----------------------------------------------------------------------
-
-    def find_start(self) -> Turns:
-        """Search the sharpest clue of a variable (a decade as its years, several queries a call), then check the
-        hits in rank order: (variable, page, thought) or None."""
-        q = self.plan.query
-        options = []
-        for i, v in enumerate(q.vars):
-            queries = year_queries(v)
-            hops = route_from(q, i)
-            if queries and hops and any(self.name(i) in self.know.titles(x) for x in queries):
-                options.append((len(hops), self.rng.random(), i, queries))
-        if not options:
-            return None
-        _, _, i, queries = min(options)
-        hops = route_from(q, i) or ()
-        self.hop, self.after = (list(hops[:2]) + [None, None])[:2]
-        found = clues(self.plan, i, {})
-        results = yield from self.search(thoughts.no_name(self.rng, self.noun(i), need(self.checks(i, found))), queries)
-        hits = list(dict.fromkeys(h.title for r in results for h in r.hits))
-        if self.name(i) not in hits:
-            return None
-        checked = yield from self.choose(hits, self.name(i), found, self.goal(hops, 0, self.name(i)), "", i)
-        return None if checked is None else (i, *checked)
-
-
-def year_queries(v: Var, most: int = 8) -> list[str]:
-    """Queries for an unnamed variable: `search_words`, with a date clue of a few years split into one query a year
-    (`baseball player died 1913`), as many as one search call takes."""
-    words = search_words(v)
-    if words is None:
-        return []
-    years = re.findall(r"(?<![\d ])((?: \d{3,4}){2,})", words)
-    if not years:
-        return [words]
-    span = years[0]
-    return [words.replace(span, f" {y}") for y in span.split()][:most]

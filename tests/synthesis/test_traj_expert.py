@@ -16,7 +16,9 @@ from jaxseeker.synthesis import (
     synthesize,
     webdancer_funnel,
 )
-from jaxseeker.synthesis.qa import e2hqa
+from jaxseeker.synthesis.plan import make_plan
+from jaxseeker.synthesis.qa import e2hqa, sailorfog
+from jaxseeker.synthesis.qa.recipes import RECIPE_CONFIGS
 from jaxseeker.synthesis.report import trajectory_stats
 from jaxseeker.tools import ToolsConfig, build_registry
 from jaxseeker.world import Corpus, Page
@@ -282,3 +284,34 @@ def test_the_reasoning_expert_quotes_evidence_names_the_next_clue_and_takes_no_c
     assert jumps == 0 and jumps_narrated > 0  # the narrator takes a listed candidate unseen; the reasoner never
     assert reasoned >= 0.9 and reasoned_narrated < 0.1  # quoted evidence and the next clue, turn after turn
     assert kept >= 0.6 * len(questions) and kept_narrated >= kept  # first fits that are not the answer are dropped
+
+
+def test_the_reasoning_expert_solves_questions_that_name_nothing_from_the_searches_of_their_clues(
+    traj_world, traj_registry, traj_tokenizer
+):
+    config = RECIPE_CONFIGS["sailorfog"](p_nameless=1.0)  # every draft names nothing (one a search can start)
+    drafted = [as_question(r.to_json()) for r in sailorfog.synthesize(traj_world, 12, seed=1, config=config).records]
+    nameless = [q for q in drafted if not make_plan(q.meta).anchors]
+    assert len(nameless) >= 6
+    teacher = ExpertTeacher(traj_world, ExpertConfig(detour_rate=0.0))
+    records, stats = synthesize(
+        teacher,
+        traj_tokenizer,
+        traj_registry,
+        nameless,
+        webdancer_funnel(),
+        tries=1,
+        config=LOOP,
+        transform=teacher.weigh,
+        progress=False,
+    )
+    assert len(records) >= len(nameless) // 2, stats.summary(["validity", "correctness", "quality"])
+    for r in records:
+        assert r["provenance"]["names_nothing"] and "oracle_jumps" not in r["provenance"]  # nothing taken unseen
+        (first,) = _calls(next(m for m in r["messages"] if m["role"] == "assistant"))
+        assert first["name"] == "search"
+        assert all(re.search(r"\b\d{3,4}\b", query) for query in first["arguments"]["query"])  # the clues' years
+        shown = "".join(m["content"] for m in r["messages"][2:] if m["role"] != "assistant")
+        assert r["prediction"] in shown  # the answer is copied from an observation
+    st = trajectory_stats(records)
+    assert st.reasoned / st.after_observation >= 0.9

@@ -6,7 +6,8 @@ import pytest
 
 from jaxseeker.synthesis import reader
 from jaxseeker.synthesis.plan import answer_goal
-from jaxseeker.synthesis.reasoned import evidence, year_queries
+from jaxseeker.synthesis.qa.hunt import hunt_queries
+from jaxseeker.synthesis.reasoned import evidence
 from jaxseeker.tools.extract import overlap_extract
 from jaxseeker.world import DateIn, LabelIs, Var
 from jaxseeker.world.entities import Entity
@@ -34,13 +35,34 @@ def test_the_reader_reads_every_attribute_as_the_world_writes_it(attr, name):
     assert overlap_extract(page, answer_goal(attr, name), max_chars=400, max_passages=1) == fact
 
 
-def test_a_decade_is_searched_as_one_query_a_year_and_evidence_quotes_the_sentence_that_bears_on_the_clue():
+def test_date_clues_are_searched_a_year_at_a_time_and_evidence_quotes_the_sentence_that_bears_on_the_clue():
     player = Var(
-        "person", (LabelIs("occupation", "baseball player"), DateIn("died", "1910-01-01", "1919-12-31", "decade"))
+        "person",
+        (
+            LabelIs("occupation", "baseball player"),
+            DateIn("born", "1890-01-01", "1893-12-31", "early-decade"),
+            DateIn("debut", "1914-01-01", "1916-12-31", "mid-decade"),
+        ),
     )
-    queries = year_queries(player)
-    assert queries == [f"baseball player died {y}" for y in range(1910, 1918)]  # as many as one search call takes
-    assert year_queries(Var("city", ())) == []  # nothing sharp to search
+    born = "baseball player born 1890 1891 1892 1893"
+    queries = hunt_queries(player)
+    assert queries[:4] == [  # the whole profile, then the sharpest clue a year at a time
+        f"{born} made major-league debut 1914 1915 1916",
+        f"{born} made major-league debut 1914",
+        f"{born} made major-league debut 1915",
+        f"{born} made major-league debut 1916",
+    ]
+    assert len(queries) == 4 + 3 * 4  # then every pair of years, in the order the page says them
+    assert queries[4:6] == [
+        "baseball player born 1890 made major-league debut 1914",
+        "baseball player born 1891 made major-league debut 1914",
+    ]
+    assert hunt_queries(player, most=2) == queries[:2]
+    died = DateIn("died", "1910-01-01", "1919-12-31", "decade")
+    decade = Var("person", (LabelIs("occupation", "baseball player"), died))
+    assert hunt_queries(decade)[1:] == [f"baseball player died {y}" for y in range(1910, 1920)]
+    century = Var("person", (DateIn("died", "1801-01-01", "1900-12-31", "century"),))
+    assert hunt_queries(century) == [] and hunt_queries(Var("city", ())) == []  # nothing sharp to search
     seen = [
         "Search results for 'Tulsa':\n\n[1] Tulsa\nhttps://w.local/wiki/Tulsa\nTulsa is a city. Tulsa has a "
         "population of 413,066. Tulsa lies in Okla…",

@@ -206,17 +206,25 @@ def removals(d: Draft, cut: bool) -> list[tuple[int, tuple, Draft]]:
     return found
 
 
-def prune(d: Draft, world: World, rng: random.Random, *, cut: bool = False, start: Shape | None = None) -> Draft:
+def prune(
+    d: Draft,
+    world: World,
+    rng: random.Random,
+    *,
+    cut: bool = False,
+    start: Shape | None = None,
+    guard: Callable[[Draft], bool] | None = None,
+) -> Draft:
     """Drop what says the most first (a branch, an exact value, another value, a name initial) as long as the answer
-    stays unique and the question keeps its shape (`keeps`, from `start`), then every bare leaf the answer is unique
-    without. A drop
-    that fails once fails for good (fewer constraints only add matches), so it is not tried again."""
+    stays unique, the question keeps its shape (`keeps`, from `start`) and `guard` holds (`hunt.make_huntable`: a
+    searcher can still start it), then every bare leaf the answer is unique without. A drop that fails once fails for
+    good (fewer constraints only add matches), so it is not tried again."""
     start, failed = start or shape(d), set()
     while True:
         options = [r for r in removals(d, cut) if r[1] not in failed]
         options.sort(key=lambda r: (-r[0], rng.random()))
         for _, key, new in options:
-            if not keeps(start, new):
+            if not keeps(start, new) or (guard is not None and not guard(new)):
                 continue
             if unique(world, new.query, new.truth):
                 d = new

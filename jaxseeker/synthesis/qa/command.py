@@ -66,6 +66,8 @@ def _recipe(args: argparse.Namespace, world) -> Callable[..., SynthResult]:
         fields.update(min_rounds=args.rounds[0], max_rounds=args.rounds[1])
     if getattr(args, "evolve_rounds", None) is not None:
         fields["rounds"] = args.evolve_rounds
+    if getattr(args, "no_hunt", False):
+        fields["huntable"] = False
     if fields:
         options["config"] = RECIPE_CONFIGS[args.recipe](**fields)
     return functools.partial(get_recipe(args.recipe), **options)
@@ -245,6 +247,12 @@ def add_parser(subparsers) -> None:
             help="keep only questions sharing no evidence entity but a country with these files' "
             "(e.g. a pipeline's qa/train.jsonl, rl.jsonl, test.jsonl: a fresh held-out test set)",
         )
+        if recipe == "sailorfog":
+            p.add_argument(
+                "--no-hunt",
+                action="store_true",
+                help="a question may name nothing that no search of its clues can start (the config's huntable: false)",
+            )
         if recipe == "e2hqa":
             p.add_argument(
                 "--rounds",

@@ -16,6 +16,7 @@ from jaxseeker.synthesis.qa.checks import found_by_one_search, hops, obfuscation
 from jaxseeker.synthesis.qa.clues import select
 from jaxseeker.synthesis.qa.describe import describe_entity
 from jaxseeker.synthesis.qa.driver import Rewrite, SynthResult, run_recipe
+from jaxseeker.synthesis.qa.hunt import make_huntable
 from jaxseeker.synthesis.qa.obfuscate import add_attribute, blur_one_value, hide_name, tighten
 from jaxseeker.synthesis.qa.record import Draft
 from jaxseeker.synthesis.qa.render import render_question
@@ -41,6 +42,7 @@ class SailorFogConfig:
     p_describe: float = 0.9  # natural: the share of the other entities described rather than named
     p_nameless: float = 0.25  # natural: the share of drafts whose last name is described too (they name nothing)
     declarative: bool = True  # natural: SailorFog's text, a description in sentences that ends in the question
+    huntable: bool = True  # natural: a draft that names nothing is one a searcher can start (`hunt.make_huntable`)
 
 
 @functools.lru_cache(maxsize=8)
@@ -162,8 +164,9 @@ def propose_natural(world: World, rng: random.Random, cfg: SailorFogConfig) -> D
     one search of its own words: a named entity left is described to deepen it, else the draft is dropped (None).
     After selection the names left but one are described again (selection may have cut a described branch and kept
     a name beside it); the last stays, a searcher's way in (but in `p_nameless` of the drafts), unless one search of
-    the question finds the answer. An entity off the walk (one a description added) is described by its own facts
-    only: two levels at most."""
+    the question finds the answer. A draft that names nothing must leave a searcher something to search
+    (`hunt.make_huntable`), else it keeps its last name (or is dropped). An entity off the walk (one a description
+    added) is described by its own facts only: two levels at most."""
     d = walk_draft(world, rng, cfg)
     if d is None:
         return None
@@ -181,11 +184,17 @@ def propose_natural(world: World, rng: random.Random, cfg: SailorFogConfig) -> D
     d = simplify(select(d, world, rng, cut=True))
     tried: set[str] = set()  # selection may have cut a described branch and kept names: describe all but the last
     keep = 0 if rng.random() < cfg.p_nameless else 1
+    named = d if len(_named(d)) == 1 else None  # the draft with one name left, should naming nothing leave no search
     while len(_named(d)) > keep and (left := [i for i in _named(d) if d.binding[i] not in tried]):
         tried.add(d.binding[left[0]])
         described = describe_entity(d, world, rng, left[0], own_only=d.binding[left[0]] not in walk)
         if described is not d:
             d = simplify(select(described, world, rng, cut=True))
+        named = d if len(_named(d)) == 1 else named
+    if cfg.huntable and not _named(d):
+        d = make_huntable(d, world, rng) or named
+        if d is None:
+            return None
     for _ in range(2):
         if hops(d.query) < 2:
             return None
