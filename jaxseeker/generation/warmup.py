@@ -23,8 +23,10 @@ from jaxseeker.generation import layout, steps
 if TYPE_CHECKING:
     from jaxseeker.generation.engine import Engine
 
-_COMPILED = "/jax/core/compile/backend_compile_duration"  # jax's event for each program XLA compiles
-_LOADED = "/jax/compilation_cache/cache_hits"  # … and for each one it loads from the persistent cache
+# jax times each program it compiles or loads from the persistent cache under _COMPILED (the event wraps both), and
+# counts the loaded ones under _LOADED: the programs XLA compiled are the difference.
+_COMPILED = "/jax/core/compile/backend_compile_duration"
+_LOADED = "/jax/compilation_cache/cache_hits"
 _counts = {_COMPILED: 0, _LOADED: 0}
 
 
@@ -50,7 +52,7 @@ class Counts:
 
 def counts() -> Counts:
     """The process's programs compiled and loaded so far (every jitted function and op, not the engine's alone)."""
-    return Counts(_counts[_COMPILED], _counts[_LOADED])
+    return Counts(_counts[_COMPILED] - _counts[_LOADED], _counts[_LOADED])
 
 
 @dataclasses.dataclass(frozen=True)

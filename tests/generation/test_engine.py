@@ -167,6 +167,16 @@ def test_after_warm_up_requests_of_any_length_compile_nothing(tiny):
     assert engine.decode_calls > 0 and engine.host_s > 0
 
 
+def test_a_warm_up_in_a_fresh_process_loads_its_programs_and_compiles_none(tiny):
+    """The tests' persistent compilation cache holds every program a warm-up compiled; with jax's in-memory caches
+    cleared (as in a new process), an engine of the same shapes loads all of them and XLA compiles none."""
+    first = _engine(tiny, slots=2).warm_up()
+    jax.clear_caches()
+    again = _engine(tiny, slots=2).warm_up()
+    assert first.programs == again.programs == 1 + 2 + 1
+    assert (again.counts.compiled, again.counts.loaded) == (0, again.programs)
+
+
 def test_a_few_late_requests_decode_in_calls_of_few_rows(tiny, monkeypatch):
     """8 slots: short requests end early, the long ones left in rows 5 and 7 decode in calls of 2 rows, the last one
     too (buckets 8, 2: one row decodes no faster than two), with the tokens an argmax loop gives."""
