@@ -132,7 +132,7 @@ def run_eval(
             )
             for n in places
         ]  # the answer: for `answer_submit`
-        engine_log = _EngineLog(engine) if warm_up and hasattr(engine, "warm_up") else None
+        engine_log = _EngineLog(engine, len(items) * k) if warm_up and hasattr(engine, "warm_up") else None
         with path.open("a", encoding="utf-8") as f:
 
             def write(episode: Episode) -> None:
@@ -173,13 +173,14 @@ def _keep_whole_questions(path: Path, k: int) -> set[str]:
 
 
 class _EngineLog:
-    """Warms the engine up (logged on stderr), then counts what XLA compiles and the engine's work from then on."""
+    """Warms the engine up for `requests` requests (logged on stderr), then counts what XLA compiles and the
+    engine's work from then on."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Any, requests: int) -> None:
         from jaxseeker.generation.warmup import counts
 
         self._engine, self._counts = engine, counts  # imported here: the runner loads no jax until an eval runs
-        print(engine.warm_up().line(), file=sys.stderr)
+        print(engine.warm_up(requests).line(), file=sys.stderr)
         self._start, self._host, self._calls = counts(), engine.host_s, engine.decode_calls
         self._work, self._wall = engine.tally.workload(), time.perf_counter()
 

@@ -134,11 +134,12 @@ class Engine:
         self._decode_buckets = sorted({max(slots // DECODE_ROWS_STEP**i, least) for i in range(slots.bit_length())})
         self._prefill_buckets = sorted({min(1 << i, slots) for i in range(slots.bit_length() + 1)})
 
-    def warm_up(self) -> warmup.WarmUp:
-        """Compile every program the engine's calls will run (`generation.warmup`), so that no request waits for a
-        compile; what the persistent compilation cache holds is loaded from it instead. Call it before the first
-        request and after `set_params` with weights of another dtype or sharding."""
-        return warmup.warm_up(self)
+    def warm_up(self, rows: int | None = None) -> warmup.WarmUp:
+        """Compile every program the engine's calls will run (`generation.warmup`; with `rows`, those of calls of at
+        most that many rows: a workload of fewer requests than slots), so that no request waits for a compile; what
+        the persistent compilation cache holds is loaded from it instead. Call it before the first request and after
+        `set_params` with weights of another dtype or sharding."""
+        return warmup.warm_up(self, rows)
 
     # ---- requests -------------------------------------------------------------------------------------------
 

@@ -181,6 +181,18 @@ def test_the_tally_of_two_rows_is_the_workload_of_their_generation(tiny):
     assert engine.tally.decode_steps == 6 and engine.tally.prefill_tokens == 24
 
 
+def test_a_warm_up_for_fewer_requests_than_slots_compiles_only_the_buckets_they_use(tiny):
+    """8 slots (decode buckets 2 and 8, prefill 1, 2, 4 and 8) warmed up for 2 requests: decode 2, prefill 1 and 2,
+    the prefix copy; two requests of several prefill chunks then run on those programs only."""
+    engine = _engine(tiny, slots=8)
+    assert engine.warm_up(rows=2).programs == 1 + 2 + 1
+    before = warmup.counts()
+    for i, prompt in enumerate(random_prompts([30, 3], seed=9)):
+        engine.submit(str(i), prompt, max_new_tokens=9)
+    _run(engine)
+    assert (warmup.counts() - before).compiled == 0
+
+
 def test_a_warm_up_in_a_fresh_process_loads_its_programs_and_compiles_none(tiny):
     """The tests' persistent compilation cache holds every program a warm-up compiled; with jax's in-memory caches
     cleared (as in a new process), an engine of the same shapes loads all of them and XLA compiles none."""
