@@ -81,7 +81,7 @@ def compare_rollouts(
 
     from jaxseeker import model
     from jaxseeker.data.tokenizer import load_tokenizer
-    from jaxseeker.generation import SamplingConfig
+    from jaxseeker.generation import SamplingConfig, roofline
     from jaxseeker.generation.bench import hf_pretrained
     from jaxseeker.generation.hf_engine import HFEngine
 
@@ -108,12 +108,15 @@ def compare_rollouts(
     start = time.perf_counter()
     run("jaxseeker")  # compiles the engine's prefill and decode shapes
     first_s = time.perf_counter() - start
+    before = engines["jaxseeker"].tally.workload()
     runs: dict[str, list[RolloutResult]] = {side: [] for side in SIDES}
     for _ in range(max(repeats, 1)):
         for side in SIDES:
             runs[side].append(run(side))
     sides = {side: side_summary(runs[side]) for side in SIDES}
     ours, theirs = sides["jaxseeker"], sides["hf"]
+    # the same greedy episodes each repeat: one run's work is the mean; the ceilings are measured in this run
+    roof_s = (engines["jaxseeker"].tally.workload() - before).seconds(*roofline.measure()) / max(repeats, 1)
     return {
         "model": str(model_dir),
         "params_M": model.count_params(cfg) / 1e6,
@@ -127,6 +130,7 @@ def compare_rollouts(
         "sides": sides,
         "ours_compile_s": first_s - ours["runs_s"][0],
         "speedup": theirs["wall_s"] / ours["wall_s"] if ours["wall_s"] > 0 else 0.0,
+        "roofline_s": roof_s,
         **agreement(runs["jaxseeker"][-1].episodes, runs["hf"][-1].episodes),
     }
 
@@ -156,9 +160,14 @@ def format_comparison(result: dict[str, Any]) -> str:
             f"{s['tokens_per_s']:>10.1f}{s['context_tokens']:>9}{s['tool_calls']:>12}{s['pass_at_1']:>8.1%}"
         )
     episodes = result["sides"]["jaxseeker"]["episodes"]
+    roof, walls = result["roofline_s"], {side: result["sides"][side]["wall_s"] for side in SIDES}
     lines += [
         f"speedup jaxseeker / HF (wall): {result['speedup']:.2f}x",
         f"our compile (first run only, excluded above): {result['ours_compile_s']:.1f} s",
+        (
+            f"roofline of the episodes' work (`generation.roofline`, ceilings measured in this run): "
+            f"{roof:.1f} s; jaxseeker at {roof / walls['jaxseeker']:.0%} of it, HF at {roof / walls['hf']:.0%}"
+        ),
         (
             f"episodes with identical greedy tokens: {result['identical_episodes']}/{episodes} "
             f"(largest log-prob difference over those: {result['max_logprob_diff']:.1e})"

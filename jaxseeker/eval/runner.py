@@ -16,6 +16,7 @@ import dataclasses
 import json
 import re
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -131,7 +132,7 @@ def run_eval(
             )
             for n in places
         ]  # the answer: for `answer_submit`
-        engine_log = _EngineLog(engine) if warm_up and hasattr(engine, "warm_up") else None
+        engine_log = _EngineLog(engine, len(items) * k) if warm_up and hasattr(engine, "warm_up") else None
         with path.open("a", encoding="utf-8") as f:
 
             def write(episode: Episode) -> None:
@@ -172,23 +173,31 @@ def _keep_whole_questions(path: Path, k: int) -> set[str]:
 
 
 class _EngineLog:
-    """Warms the engine up (logged on stderr) and counts what XLA compiles from then on."""
+    """Warms the engine up for `requests` requests (logged on stderr), then counts what XLA compiles and the
+    engine's work from then on."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Any, requests: int) -> None:
         from jaxseeker.generation.warmup import counts
 
         self._engine, self._counts = engine, counts  # imported here: the runner loads no jax until an eval runs
-        print(engine.warm_up().line(), file=sys.stderr)
+        print(engine.warm_up(requests).line(), file=sys.stderr)
         self._start, self._host, self._calls = counts(), engine.host_s, engine.decode_calls
+        self._work, self._wall = engine.tally.workload(), time.perf_counter()
 
     def line(self) -> str:
-        """The programs compiled since the warm-up and the engine's host time per decode call."""
+        """The programs compiled since the warm-up, the engine's host time per decode call, and the eval's wall against
+        the roofline of the engine's work (`generation.roofline`, the machine's ceilings measured now)."""
+        from jaxseeker.generation import roofline
+
+        wall = time.perf_counter() - self._wall
         made = self._counts() - self._start
         calls = max(self._engine.decode_calls - self._calls, 1)
         host = self._engine.host_s - self._host
+        work = self._engine.tally.workload() - self._work
         return (
             f"engine: {made.compiled} programs compiled during the eval ({made.loaded} loaded from the persistent "
-            f"compilation cache); host time {host:.1f} s, {1000 * host / calls:.1f} ms a decode call"
+            f"compilation cache); host time {host:.1f} s, {1000 * host / calls:.1f} ms a decode call\n"
+            f"engine: {roofline.report(work, wall, roofline.measure(n=1024))}"
         )
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from jaxseeker.generation import handoff, layout, prefix, steps, warmup
+from jaxseeker.generation import handoff, layout, prefix, roofline, steps, warmup
 from jaxseeker.generation.keys import request_hash
 from jaxseeker.generation.requests import Event, Slot, Stops, check_budget, prefill_batch, row_sampling
 from jaxseeker.generation.sampling import SamplingConfig
@@ -55,6 +55,7 @@ class Engine:
     that spares it a prefill chunk; `prefilled_tokens` and `shared_tokens` count the context tokens written by prefill
     calls and those copied from another row. Compiled programs: one decode per rows bucket (one more per bucket for
     requests with their own sampling), one prefill per power-of-two rows bucket; `warm_up` compiles them up front.
+    `tally` counts the work the calls needed (`roofline.Tally`: a workload whose roofline a run's wall is read against).
     `host_s`, `device_wait_s`, `decode_calls`: the wall of `step` spent on the host and waiting for decode results,
     and the decode calls made.
 
@@ -113,6 +114,7 @@ class Engine:
         self.prefilled_tokens = self.shared_tokens = self.decode_calls = 0
         self.host_s = self.device_wait_s = 0.0
         self.dtype = jnp.dtype(dtype or cfg.compute_dtype).name
+        self.tally = roofline.Tally(cfg, self.dtype)  # the work the calls needed, for their roofline
         self.stacked_prefill = stacked_prefill
         self._mesh, self._rules = mesh, _generation_rules() if mesh is not None and rules is None else rules
         self._sharding = None if mesh is None else layout.cache_shardings(cfg, slots, self._length, mesh, self._rules)
@@ -132,11 +134,12 @@ class Engine:
         self._decode_buckets = sorted({max(slots // DECODE_ROWS_STEP**i, least) for i in range(slots.bit_length())})
         self._prefill_buckets = sorted({min(1 << i, slots) for i in range(slots.bit_length() + 1)})
 
-    def warm_up(self) -> warmup.WarmUp:
-        """Compile every program the engine's calls will run (`generation.warmup`), so that no request waits for a
-        compile; what the persistent compilation cache holds is loaded from it instead. Call it before the first
-        request and after `set_params` with weights of another dtype or sharding."""
-        return warmup.warm_up(self)
+    def warm_up(self, rows: int | None = None) -> warmup.WarmUp:
+        """Compile every program the engine's calls will run (`generation.warmup`; with `rows`, those of calls of at
+        most that many rows: a workload of fewer requests than slots), so that no request waits for a compile; what
+        the persistent compilation cache holds is loaded from it instead. Call it before the first request and after
+        `set_params` with weights of another dtype or sharding."""
+        return warmup.warm_up(self, rows)
 
     # ---- requests -------------------------------------------------------------------------------------------
 
@@ -300,6 +303,8 @@ class Engine:
                 return
             rows, tokens, counts = batch
             self.prefilled_tokens += int(counts.sum())
+            for row, count in zip(rows.tolist(), counts.tolist(), strict=True):
+                self.tally.prefill(count, int(ends[row]))
             self._cache = steps.prefill(
                 self._prefill_params(), self._cache, rows, tokens, counts, ends, **self._options()
             )
@@ -360,10 +365,12 @@ class Engine:
         waiting = time.perf_counter()
         out_tok, out_lp = np.asarray(out_tok), np.asarray(out_lp)  # [n, steps]
         self.device_wait_s += time.perf_counter() - waiting
-        events = []
+        events, steps_kept = [], 0
         for i, slot in live:
             new = out_tok[i, : budget[order[i]]].tolist()
             cut, reason, stop = self._stops.find(slot.tokens, new)
+            self.tally.decode(cut, slot.end)
+            steps_kept = max(steps_kept, cut)
             kept = new[:cut]
             slot.tokens += kept
             slot.logprobs += out_lp[i, :cut].tolist()
@@ -374,6 +381,7 @@ class Engine:
                 reason = self._limit_reason(slot)
             if reason is not None:
                 events.append(slot.pause(reason, stop))
+        self.tally.decode_steps += steps_kept
         return events
 
 

@@ -18,18 +18,24 @@ layout; on TPU the same interface is where `jax.experimental.pallas.ops.tpu.ragg
 
 from __future__ import annotations
 
+import os
+
 import jax
 import jax.numpy as jnp
 
 _NEG = -0.7 * float(jnp.finfo(jnp.float32).max)  # the score of a hidden key
 
 
-def _block(cache: jax.Array, rows: jax.Array | None, lo: int, hi: int, start: jax.Array, block: int, axis: int):
-    """Keys or values of cache rows `lo:hi` (or slots `rows[lo:hi]`) at positions `start … start + block` along
-    `axis` (of one row: 2 for keys, 1 for values) → `[tile, kv_heads, …]`. A slot is read by a dynamic slice of its
-    own (a gather over the rows runs about twice slower on XLA:CPU)."""
+def _block(cache: jax.Array, rows: jax.Array | None, lo, tile: int, start: jax.Array, block: int, axis: int):
+    """Keys or values of cache rows `lo … lo + tile` (or slots `rows`, `[tile]`) at positions `start … start + block`
+    along `axis` (of one row: 2 for keys, 1 for values) → `[tile, kv_heads, …]`. A slot is read by a dynamic slice
+    of its own (a gather over the rows runs about twice slower on XLA:CPU)."""
     if rows is None:
-        return jax.lax.dynamic_slice_in_dim(cache[lo:hi], start, block, axis=axis + 1)
+        at = [lo] + [0] * (cache.ndim - 1)
+        at[axis + 1] = start
+        sizes = [tile, *cache.shape[1:]]
+        sizes[axis + 1] = block
+        return jax.lax.dynamic_slice(cache, at, sizes)
     sizes = (1, *cache.shape[1:])
     sizes = sizes[: axis + 1] + (block,) + sizes[axis + 2 :]
 
@@ -38,7 +44,7 @@ def _block(cache: jax.Array, rows: jax.Array | None, lo: int, hi: int, start: ja
         at[axis + 1] = start
         return jax.lax.dynamic_slice(cache, at, sizes)[0]
 
-    return jnp.stack([one(rows[i]) for i in range(lo, hi)])
+    return jnp.stack([one(rows[i]) for i in range(tile)])
 
 
 def ragged_attention(
@@ -58,29 +64,41 @@ def ragged_attention(
 
     q_pos `[batch, s]`: each query's position (it sees keys at positions ≤ it); limit `[batch]`: keys at positions
     ≥ limit are hidden (the row's end; 0 for a row whose queries are padding: it reads nothing). `length` must be a
-    multiple of `block`. A query that sees no key gets zeros.
+    multiple of `block`. A query that sees no key gets zeros. The tiles run as one loop a core, not traced one by one:
+    a decode program of 32 rows would otherwise trace 8 tiles × the layers (seconds of tracing, and as much HLO).
     """
     b, s, h, d = q.shape
     kvh, length = k_cache.shape[1], k_cache.shape[3]
     if length % block:
         raise ValueError(f"ragged_attention: the cache length {length} is not a multiple of block {block}")
     g = h // kvh
+    tile = min(tile, b)
+    tiles = -(-b // tile)
+    pad = tiles * tile - b  # padding rows: limit 0, they read nothing
+    if pad and rows is None:
+        rows = jnp.arange(b, dtype=jnp.int32)
     scale = jnp.asarray(d**-0.5, q.dtype)
     qg = (q * scale).reshape(b, s, kvh, g, d).transpose(0, 2, 3, 1, 4).reshape(b, kvh, g * s, d)  # [b, kv, g*s, d]
-    outs = []
-    for lo in range(0, b, tile):
-        hi = min(lo + tile, b)
-        q_t, pos_t, limit_t = qg[lo:hi], q_pos[lo:hi], limit[lo:hi]  # [t, kv, g*s, d], [t, s], [t]
+    if pad:
+        qg, q_pos = jnp.pad(qg, ((0, pad), (0, 0), (0, 0), (0, 0))), jnp.pad(q_pos, ((0, pad), (0, 0)))
+        limit, rows = jnp.pad(limit, (0, pad)), jnp.pad(rows, (0, pad))
 
-        def visit(j, acc, lo=lo, hi=hi, q_t=q_t, pos_t=pos_t, limit_t=limit_t):
+    def attend(lo) -> jax.Array:
+        """The attention of rows `lo … lo + tile` → `[tile, kv, g*s, d]`."""
+        q_t = jax.lax.dynamic_slice_in_dim(qg, lo, tile)  # [t, kv, g*s, d]
+        pos_t = jax.lax.dynamic_slice_in_dim(q_pos, lo, tile)  # [t, s]
+        limit_t = jax.lax.dynamic_slice_in_dim(limit, lo, tile)  # [t]
+        rows_t = None if rows is None else jax.lax.dynamic_slice_in_dim(rows, lo, tile)  # [t]
+
+        def visit(j, acc):
             m, den, o = acc  # [t, kv, g*s] ×2, [t, kv, g*s, d]
             start = j * block
-            k_j = _block(k_cache, rows, lo, hi, start, block, 2).astype(q.dtype)  # [t, kv, d, block]
-            v_j = _block(v_cache, rows, lo, hi, start, block, 1).astype(q.dtype)  # [t, kv, block, d]
+            k_j = _block(k_cache, rows_t, lo, tile, start, block, 2).astype(q.dtype)  # [t, kv, d, block]
+            v_j = _block(v_cache, rows_t, lo, tile, start, block, 1).astype(q.dtype)  # [t, kv, block, d]
             scores = jnp.einsum("tnqd,tndk->tnqk", q_t, k_j, preferred_element_type=jnp.float32)
             key = start + jnp.arange(block)  # [block]
             seen = (key[None, None] <= pos_t[:, :, None]) & (key[None, None] < limit_t[:, None, None])  # [t, s, block]
-            seen = jnp.broadcast_to(seen[:, None, None], (hi - lo, 1, g, s, block)).reshape(hi - lo, 1, g * s, block)
+            seen = jnp.broadcast_to(seen[:, None, None], (tile, 1, g, s, block)).reshape(tile, 1, g * s, block)
             scores = jnp.where(seen, scores, _NEG)
             m_new = jnp.maximum(m, scores.max(axis=-1))
             p = jnp.where(seen, jnp.exp(scores - m_new[..., None]), 0.0)
@@ -89,11 +107,26 @@ def ragged_attention(
             return m_new, den * corr + p.sum(axis=-1), o * corr[..., None] + pv
 
         init = (
-            jnp.full((hi - lo, kvh, g * s), _NEG, jnp.float32),
-            jnp.zeros((hi - lo, kvh, g * s), jnp.float32),
-            jnp.zeros((hi - lo, kvh, g * s, d), jnp.float32),
+            jnp.full((tile, kvh, g * s), _NEG, jnp.float32),
+            jnp.zeros((tile, kvh, g * s), jnp.float32),
+            jnp.zeros((tile, kvh, g * s, d), jnp.float32),
         )
         _, den, o = jax.lax.fori_loop(0, (jnp.max(limit_t) + block - 1) // block, visit, init)
-        outs.append(o / jnp.where(den > 0, den, 1.0)[..., None])
-    out = jnp.concatenate(outs).astype(q.dtype)  # [b, kv, g*s, d]
+        return o / jnp.where(den > 0, den, 1.0)[..., None]
+
+    def lane(first: int, count: int) -> jax.Array:
+        """Tiles `first … first + count`, one after the other → `[count · tile, kv, g*s, d]`."""
+        if count == 1:
+            return attend(first * tile)
+        return jax.lax.fori_loop(
+            0,
+            count,
+            lambda i, out: jax.lax.dynamic_update_slice_in_dim(out, attend((first + i) * tile), i * tile, axis=0),
+            jnp.zeros((count * tile, kvh, g * s, d), jnp.float32),
+        )
+
+    lanes = min(tiles, os.cpu_count() or 1)  # independent loops XLA:CPU runs side by side, one a core
+    bounds = [tiles * i // lanes for i in range(lanes + 1)]
+    out = jnp.concatenate([lane(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)])
+    out = out[:b].astype(q.dtype)  # [b, kv, g*s, d]
     return out.reshape(b, kvh, g, s, d).transpose(0, 3, 1, 2, 4).reshape(b, s, h, d)

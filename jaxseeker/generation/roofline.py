@@ -33,6 +33,45 @@ class Workload:
         flops, read = self.prefill_flops + self.decode_flops, self.weight_bytes + self.kv_bytes
         return flops / flops_per_s + read / bytes_per_s
 
+    def __sub__(self, other: Workload) -> Workload:
+        return Workload(*(a - b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)))
+
+
+@dataclasses.dataclass
+class Tally:
+    """The work an engine's calls really needed, counted call by call (`Engine.tally`): the context tokens prefilled,
+    the tokens decoded and kept (a stop's rolled-back tail and padding rows are not work), the keys each of them
+    attended, and the decode steps in which at least one row kept a token (each reads every weight once)."""
+
+    cfg: ModelConfig
+    dtype: str
+    prefill_tokens: int = 0
+    prefill_contexts: int = 0
+    decode_tokens: int = 0
+    decode_contexts: int = 0
+    decode_steps: int = 0
+
+    def prefill(self, tokens: int, start: int) -> None:
+        """A row's `tokens` context tokens written after its first `start`."""
+        self.prefill_tokens += tokens
+        self.prefill_contexts += tokens * start + tokens * (tokens + 1) // 2
+
+    def decode(self, tokens: int, start: int) -> None:
+        """A row's `tokens` kept decode steps, the first at a context of `start` cached tokens."""
+        self.decode_tokens += tokens
+        self.decode_contexts += tokens * start + tokens * (tokens + 1) // 2
+
+    def workload(self) -> Workload:
+        """The counted work as a `Workload`."""
+        cfg, per_token = self.cfg, 2 * active_params(self.cfg)
+        logits = 2 * cfg.hidden_size * cfg.vocab_size
+        return Workload(
+            self.prefill_tokens * (per_token - logits) + _attention_flops(cfg, self.prefill_contexts),
+            self.decode_tokens * per_token + _attention_flops(cfg, self.decode_contexts),
+            self.decode_steps * active_params(cfg) * BYTES[self.dtype],
+            kv_cache_bytes(cfg, self.decode_contexts, self.dtype),
+        )
+
 
 def _attention_flops(cfg: ModelConfig, contexts: float) -> float:
     """Scores and values of queries attending `contexts` keys in all (summed over the queries)."""
@@ -68,7 +107,18 @@ def memory_bandwidth(nbytes: int = 1 << 28, repeats: int = 5) -> float:
     return nbytes * repeats / (time.perf_counter() - start)
 
 
-def measure() -> tuple[float, float]:
-    """(matmul FLOP/s, memory bytes/s) of this machine, measured now (`model.flops.matmul_ceiling`,
+def measure(n: int = 2048) -> tuple[float, float]:
+    """(matmul FLOP/s, memory bytes/s) of this machine, measured now (`model.flops.matmul_ceiling` of an n³ product,
     `memory_bandwidth`): measure in the run a wall is compared against, as the machine may be shared."""
-    return matmul_ceiling(), memory_bandwidth()
+    return matmul_ceiling(n), memory_bandwidth()
+
+
+def report(work: Workload, wall_s: float, ceilings: tuple[float, float]) -> str:
+    """One line: a run's work, its roofline at the measured `ceilings` (FLOP/s, bytes/s) and its wall against it."""
+    flops, read = work.prefill_flops + work.decode_flops, work.weight_bytes + work.kv_bytes
+    roof = work.seconds(*ceilings)
+    return (
+        f"work {flops / 1e12:.2f} TFLOP and {read / 1e9:.1f} GB read: roofline {roof:.1f} s at the measured "
+        f"{ceilings[0] / 1e9:.0f} GFLOP/s and {ceilings[1] / 1e9:.1f} GB/s; wall {wall_s:.1f} s, "
+        f"{wall_s / max(roof, 1e-9):.2f}x the roofline"
+    )

@@ -23,8 +23,10 @@ from jaxseeker.generation import layout, steps
 if TYPE_CHECKING:
     from jaxseeker.generation.engine import Engine
 
-_COMPILED = "/jax/core/compile/backend_compile_duration"  # jax's event for each program XLA compiles
-_LOADED = "/jax/compilation_cache/cache_hits"  # … and for each one it loads from the persistent cache
+# jax times each program it compiles or loads from the persistent cache under _COMPILED (the event wraps both), and
+# counts the loaded ones under _LOADED: the programs XLA compiled are the difference.
+_COMPILED = "/jax/core/compile/backend_compile_duration"
+_LOADED = "/jax/compilation_cache/cache_hits"
 _counts = {_COMPILED: 0, _LOADED: 0}
 
 
@@ -50,7 +52,7 @@ class Counts:
 
 def counts() -> Counts:
     """The process's programs compiled and loaded so far (every jitted function and op, not the engine's alone)."""
-    return Counts(_counts[_COMPILED], _counts[_LOADED])
+    return Counts(_counts[_COMPILED] - _counts[_LOADED], _counts[_LOADED])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,13 +71,16 @@ class WarmUp:
         )
 
 
-def warm_up(engine: Engine) -> WarmUp:
-    """Compile (or load) every decode and prefill program `engine` runs with its own sampling, and the prefix copy.
-    Requests with their own sampling (`submit(sampling=)`) use a decode program of their own, compiled on first use."""
+def warm_up(engine: Engine, rows: int | None = None) -> WarmUp:
+    """Compile (or load) every decode and prefill program `engine` runs with its own sampling for calls of at most
+    `rows` rows (default: every slot; a workload of fewer requests never runs the larger buckets), and the prefix
+    copy. Requests with their own sampling (`submit(sampling=)`) use a decode program of their own, compiled on
+    first use."""
     if engine._params is None:
         raise RuntimeError("Engine.warm_up: the engine is unloaded; give it weights with set_params first")
     start, before = time.perf_counter(), counts()
-    programs = [*_decode_programs(engine), *_prefill_programs(engine)]
+    rows = engine.slots if rows is None else min(max(rows, 1), engine.slots)
+    programs = [*_decode_programs(engine, rows), *_prefill_programs(engine, rows)]
     programs.append(layout.copy_row.lower(engine._cache, np.int32(0), np.int32(0)))
     # XLA compiles (and loads from the persistent cache) outside the GIL, one program a thread: one a core at once.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -83,11 +88,17 @@ def warm_up(engine: Engine) -> WarmUp:
     return WarmUp(len(programs), counts() - before, time.perf_counter() - start)
 
 
-def _decode_programs(engine: Engine) -> list:
-    """The lowered decode call of each rows bucket (one, every slot in order, with a mesh)."""
+def _used(buckets: list[int], rows: int) -> list[int]:
+    """The buckets a call of at most `rows` rows may run in: each up to the first that holds `rows`."""
+    return [b for b in buckets if b <= next(c for c in buckets if c >= rows)]
+
+
+def _decode_programs(engine: Engine, rows: int) -> list:
+    """The lowered decode call of each rows bucket calls of at most `rows` rows use (one, every slot in order, with
+    a mesh)."""
     ends = np.zeros(engine.slots, np.int32)
     lowered = []
-    for n in [engine.slots] if engine._mesh is not None else engine._decode_buckets:
+    for n in [engine.slots] if engine._mesh is not None else _used(engine._decode_buckets, rows):
         zeros = np.zeros(n, np.int32)
         rows = None if engine._mesh is not None else np.arange(n, dtype=np.int32)
         lowered.append(
@@ -109,8 +120,8 @@ def _decode_programs(engine: Engine) -> list:
     return lowered
 
 
-def _prefill_programs(engine: Engine) -> list:
-    """The lowered prefill call of each rows bucket."""
+def _prefill_programs(engine: Engine, rows: int) -> list:
+    """The lowered prefill call of each rows bucket calls of at most `rows` rows use."""
     ends = np.zeros(engine.slots, np.int32)
     return [
         steps.prefill.lower(
@@ -122,5 +133,5 @@ def _prefill_programs(engine: Engine) -> list:
             ends,
             **engine._options(),
         )
-        for n in engine._prefill_buckets
+        for n in _used(engine._prefill_buckets, rows)
     ]

@@ -75,7 +75,9 @@ def test_random_llama_episodes_agree_token_for_token(tmp_path, world, registry):
         assert side["tokens_per_s"] == pytest.approx(side["sampled_tokens"] / side["wall_s"])
         assert len(side["runs_s"]) == result["repeats"] == 1
 
+    assert result["roofline_s"] > 0  # the work of the 3 episodes (its terms are tested in tests/generation)
     table = format_comparison(result).splitlines()
+    assert table[-2].startswith("roofline of the episodes' work")
     assert table[0].startswith("greedy ReAct rollouts, 3 questions, 2 slots, context 1024, 16 tokens a turn")
     assert table[1].split() == [
         "one",

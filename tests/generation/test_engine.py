@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxseeker.generation import Engine, SamplingConfig, generate, warmup
+from jaxseeker.generation import Engine, SamplingConfig, generate, roofline, warmup
 from jaxseeker.generation import steps as device_steps
 from jaxseeker.generation.keys import episode_key
 
@@ -165,6 +165,42 @@ def test_after_warm_up_requests_of_any_length_compile_nothing(tiny):
     assert out["0"].reason == "context" and out["0"].tokens == reference_greedy(params, [prompts[0]], 14)[0]
     assert out["4"].tokens == reference_greedy(params, [prompts[4]], 5)[0]
     assert engine.decode_calls > 0 and engine.host_s > 0
+
+
+def test_the_tally_of_two_rows_is_the_workload_of_their_generation(tiny):
+    """Two distinct 13-token prompts (two prefill chunks each) and 6 new tokens a row (calls of 4, then 2): what the
+    engine counts is `roofline.generate_workload` of the same run, term by term."""
+    cfg, _ = tiny
+    engine = _engine(tiny)
+    for i, prompt in enumerate(random_prompts([13, 13], seed=4)):
+        engine.submit(str(i), prompt, max_new_tokens=6)
+    _run(engine)
+    assert engine.tally.workload() == roofline.generate_workload(
+        cfg, rows=2, prompt_len=13, new_tokens=6, distinct_prompts=2
+    )
+    assert engine.tally.decode_steps == 6 and engine.tally.prefill_tokens == 24
+
+
+def test_a_warm_up_for_fewer_requests_than_slots_compiles_only_the_buckets_they_use(tiny):
+    """8 slots (decode buckets 2 and 8, prefill 1, 2, 4 and 8) warmed up for 2 requests: decode 2, prefill 1 and 2,
+    the prefix copy; two requests of several prefill chunks then run on those programs only."""
+    engine = _engine(tiny, slots=8)
+    assert engine.warm_up(rows=2).programs == 1 + 2 + 1
+    before = warmup.counts()
+    for i, prompt in enumerate(random_prompts([30, 3], seed=9)):
+        engine.submit(str(i), prompt, max_new_tokens=9)
+    _run(engine)
+    assert (warmup.counts() - before).compiled == 0
+
+
+def test_a_warm_up_in_a_fresh_process_loads_its_programs_and_compiles_none(tiny):
+    """The tests' persistent compilation cache holds every program a warm-up compiled; with jax's in-memory caches
+    cleared (as in a new process), an engine of the same shapes loads all of them and XLA compiles none."""
+    first = _engine(tiny, slots=2).warm_up()
+    jax.clear_caches()
+    again = _engine(tiny, slots=2).warm_up()
+    assert first.programs == again.programs == 1 + 2 + 1
+    assert (again.counts.compiled, again.counts.loaded) == (0, again.programs)
 
 
 def test_a_few_late_requests_decode_in_calls_of_few_rows(tiny, monkeypatch):
