@@ -54,12 +54,12 @@ class Tally:
     def prefill(self, tokens: int, start: int) -> None:
         """A row's `tokens` context tokens written after its first `start`."""
         self.prefill_tokens += tokens
-        self.prefill_contexts += tokens * start + tokens * (tokens + 1) // 2
+        self.prefill_contexts += _keys(tokens, start)
 
     def decode(self, tokens: int, start: int) -> None:
         """A row's `tokens` kept decode steps, the first at a context of `start` cached tokens."""
         self.decode_tokens += tokens
-        self.decode_contexts += tokens * start + tokens * (tokens + 1) // 2
+        self.decode_contexts += _keys(tokens, start)
 
     def workload(self) -> Workload:
         """The counted work as a `Workload`."""
@@ -78,20 +78,23 @@ def _attention_flops(cfg: ModelConfig, contexts: float) -> float:
     return 4 * cfg.num_layers * cfg.num_heads * cfg.head_dim * contexts
 
 
+def _keys(tokens: int, start: int) -> int:
+    """Keys attended by `tokens` consecutive tokens after `start` cached ones, each seeing itself and all before."""
+    return tokens * start + tokens * (tokens + 1) // 2
+
+
 def generate_workload(
     cfg: ModelConfig, *, rows: int, prompt_len: int, new_tokens: int, distinct_prompts: int, dtype: str = "float32"
 ) -> Workload:
     """The work of greedy generation of `new_tokens` tokens for `rows` rows of `prompt_len`-token prompts, of which
     `distinct_prompts` differ (a group's copies are prefilled once): every prompt token but the last prefilled (no
     logits), then one decode step per new token, all rows together, each row attending its own context."""
-    per_token = 2 * active_params(cfg)  # with the output projection
-    logits = 2 * cfg.hidden_size * cfg.vocab_size
-    n = prompt_len - 1  # prefilled tokens a prompt; the last is the first decode step's input
-    prefill = distinct_prompts * (n * (per_token - logits) + _attention_flops(cfg, n * (n + 1) / 2))
-    contexts = sum(prompt_len + i for i in range(new_tokens))  # a row's keys summed over its decode steps
-    decode = rows * (new_tokens * per_token + _attention_flops(cfg, contexts))
-    weights = new_tokens * active_params(cfg) * BYTES[dtype]
-    return Workload(prefill, decode, weights, rows * kv_cache_bytes(cfg, contexts, dtype))
+    tally = Tally(cfg, dtype, decode_steps=new_tokens)
+    for _ in range(distinct_prompts):
+        tally.prefill(prompt_len - 1, 0)  # the last prompt token is the first decode step's input
+    for _ in range(rows):
+        tally.decode(new_tokens, prompt_len - 1)
+    return tally.workload()
 
 
 def memory_bandwidth(nbytes: int = 1 << 28, repeats: int = 5) -> float:
