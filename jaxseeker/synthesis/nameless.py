@@ -36,9 +36,9 @@ class NamelessStart:
             return None
         _, i, queries = start
         hops = route_from(q, i) or ()
-        self.hop, self.after = (list(hops[:2]) + [None, None])[:2]
+        self.rest = hops
         found = clues(self.plan, i, {})
-        lead = hunt_plan(self.rng, self.noun(i), self.wanted(i, found))
+        lead = hunt_plan(self.rng, self.noun(i), self.wanted(i, found), named=bool(self.plan.anchors))
         checked = yield from self.hunt(i, queries, found, self.goal(hops, 0, self.name(i)), lead)
         return None if checked is None else (i, *checked)
 
@@ -47,7 +47,7 @@ class NamelessStart:
         variable's clues with `here`'s name (`baseball player born 1890 1891 … Pittsburgh Pirates`), as `hunt`, four
         calls at most (a detour inside a route must leave room in the context for the rest); (page, thought) or None
         when those searches never list it."""
-        queries = [f"{text} {here}" for text in hunt_queries(self.plan.query.vars[var], LISTED_QUERIES)]
+        queries = self.listed_queries(var, here)
         if not any(self.name(var) in self.know.titles(text) for text in queries):
             return None
         found = clues(self.plan, var, self.named)
@@ -58,6 +58,14 @@ class NamelessStart:
         )
         hops = route_from(self.plan.query, var) or ()
         return (yield from self.hunt(var, queries, found, self.goal(hops, 0, self.name(var)), lead))
+
+    def listed_queries(self, var: int, here: str) -> list[str]:
+        """The searches of `var`'s clues with the name of the page whose list leaves it out (`hunt_listed`)."""
+        return [f"{text} {here}" for text in hunt_queries(self.plan.query.vars[var], LISTED_QUERIES)]
+
+    def listed_by_search(self, var: int, via: int) -> bool:
+        """Whether those searches, with the name of `via`'s entity, list `var`'s page (planning knowledge)."""
+        return any(self.name(var) in self.know.titles(text) for text in self.listed_queries(var, self.name(via)))
 
     def wanted(self, var: int, found: list[Clue]) -> str:
         """What a candidate for `var` must show, said without its kind (the noun says it)."""
@@ -108,18 +116,21 @@ def screen(hits: Sequence[reader.SeenHit], found: Sequence[Clue]) -> tuple[list,
     return left, out
 
 
-def hunt_plan(rng, what: str, wanted: str) -> str:
-    """Why the clues are searched as years when nothing is named."""
+def hunt_plan(rng, what: str, wanted: str, *, named: bool = False) -> str:
+    """Why the clues are searched as years: nothing is named, or (`named`) the names lead through long lists."""
+    if named:
+        why = (
+            "Starting from the names would mean reading long lists (a team's players, a region's towns); the {w} "
+            "that {c} can be searched directly.",
+            "The names lead through long lists. The most searchable description is the {w} that {c}.",
+        )
+    else:
+        why = (
+            "No entity is named, so everything hangs on the {w} that {c}.",
+            "Nothing is named. The most searchable description is the {w} that {c}.",
+        )
     return join(
-        thoughts.pick(
-            rng,
-            (
-                "No entity is named, so everything hangs on the {w} that {c}.",
-                "Nothing is named. The most searchable description is the {w} that {c}.",
-            ),
-            w=what,
-            c=wanted,
-        ),
+        thoughts.pick(rng, why, w=what, c=wanted),
         thoughts.pick(
             rng,
             (

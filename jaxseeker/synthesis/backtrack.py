@@ -1,0 +1,187 @@
+"""The reasoning expert's search over candidates: a candidate that fits is followed along the rest of the route, and
+when a later page contradicts the chain it starts, the expert goes back and tries the next candidate that fits.
+
+`follow` reads a candidate's next entities on the route (a visit or two), checks each against its clues and the link
+on to the hop after, and goes on from each that fits, `depth` steps at most; a chain is ruled out only when every
+entity a page lists for a step has been read and none fits (the sentence that rules one out is quoted); a step
+whose page lists more than `WIDE` entities, or leaves some unnamed, rules nothing out (the first `WIDE` are read).
+Planning knowledge only says how far to follow: the planned entity one step (the route then goes on from it),
+another candidate that fits as far as the clues go (`ReasonedRun.choose`), while the context
+has room (`ROOM`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from jaxseeker.synthesis import reader, thoughts
+from jaxseeker.synthesis.acting import Turns, join
+from jaxseeker.synthesis.plan import Clue, Hop, clues, need
+from jaxseeker.synthesis.qa.render import article
+from jaxseeker.world import LabelIs
+from jaxseeker.world.schema import RELATIONS
+
+MAX_BACKTRACKS = 8  # candidates followed to a contradiction an episode
+FOLLOW_CALLS = 4  # tool calls one candidate is followed for before it counts as not ruled out
+ROOM = 40_000  # characters of context read before a candidate that is not the planned entity is no more followed
+WIDE = 12  # entities a step's page may list for the step to rule a chain out (three visits of `batch` pages)
+
+
+class Backtracking:
+    """`follow` and the thoughts of going back (mixed into `reasoned.ReasonedRun`, whose `checks`, `verdict` and
+    `read_many` it uses)."""
+
+    rest: tuple[Hop, ...] = ()  # the route's hops from the variable whose candidates are being checked
+    calls = 0  # tool calls made so far
+    backtracks = 0  # candidates followed until a page ruled them out
+    read = 0  # characters of the context so far: observations and turns
+
+    def may_follow(self) -> bool:
+        """Whether the episode may still follow a candidate that is not the planned entity (the context's room:
+        the rest of the route must still fit)."""
+        return self.backtracks < MAX_BACKTRACKS and self.read < ROOM
+
+    @property
+    def hop(self) -> Hop | None:
+        """The hop after the one being followed (a candidate must lead on to it)."""
+        return self.rest[0] if self.rest else None
+
+    @property
+    def after(self) -> Hop | None:
+        """The hop after that (what the candidate's own next entity must lead on to)."""
+        return self.rest[1] if len(self.rest) > 1 else None
+
+    def follow(
+        self, name: str, var: int, page: reader.SeenPage, names: Mapping[int, str], depth: int, lead: str
+    ) -> Turns:
+        """Whether candidate `name` for `var` (its page read) fits the clues `depth` hops on: the route's next hop
+        only at depth 1 (the route goes on from there), every edge to a variable not found yet deeper (the clues off
+        the route too); (True, or False when the pages rule it out; the thought not said yet)."""
+        known = {**names, var: name}
+        start, ahead = self.calls, self.onward(var, known)
+        hops = [hop for hop in self.branches(var, known) if depth > 1 or hop == ahead]
+        hops.sort(key=lambda h: h != ahead)  # the route's way first
+        for hop in hops:
+            if self.calls - start >= FOLLOW_CALLS:
+                return True, lead  # followed far enough: nothing ruled it out
+            ok, lead = yield from self.branch(name, hop, page, known, depth, lead)
+            if not ok:
+                return False, lead
+        return True, lead
+
+    def onward(self, var: int, known: Mapping[int, str]) -> Hop | None:
+        """The route's hop from `var` to a variable not in `known` (None off the route or at its end)."""
+        return next((h for h in self.rest + self.plan.hops if h.src == var and h.dst not in known), None)
+
+    def settle(self) -> Turns:
+        """Before the answer, with room: the clues still open through entities not found yet, followed from each
+        found entity whose page is read (`follow`), and the entities that fit taken as found; (False when a page
+        rules one out, the thought not said yet)."""
+        lead = ""
+        for var, name in list(self.named.items()):
+            if not self.ledger.open() or self.read >= ROOM:
+                break
+            if name not in self.pages or not self.branches(var, self.named):
+                continue
+            self.settled = {}
+            ok, lead = yield from self.follow(name, var, self.pages[name], self.named, len(self.plan.query.vars), lead)
+            if not ok:
+                return False, lead
+            for v, n in self.settled.items():
+                self.named.setdefault(v, n)
+        return True, lead
+
+    def prefetch(self, fits: Sequence[str], var: int, pages: Mapping[str, reader.SeenPage], lead: str) -> Turns:
+        """Several candidates that fit, to be followed: the entities their pages list one step on, read in one visit
+        (at most two visits' worth; `follow` then reads them from memory); the thought not said yet."""
+        if len(fits) < 2:
+            return lead
+        ahead: list[str] = []
+        for n in fits:
+            known = {**self.named, var: n}
+            hop = self.onward(var, known) or next(iter(self.branches(var, known)), None)
+            listed, more = ([], 1) if hop is None else self.linked(pages[n], n, hop)
+            if not more and len(listed) <= WIDE:
+                ahead += [x for x in listed if x not in self.pages]
+        ahead = list(dict.fromkeys(ahead))[: 2 * self.cfg.batch]
+        if len(ahead) < 2:
+            return lead
+        lead = join(lead, f"{thoughts.preview(fits)} fit so far. Read what each leads to at once.")
+        _, lead = yield from self.read_many(ahead, f"what each of {thoughts.preview(fits)} leads to", lead)
+        return lead
+
+    def linked(self, page: reader.SeenPage, name: str, hop: Hop) -> tuple[list[str], int]:
+        """The entities `name`'s page links along `hop`, and how many more it leaves unnamed; a year is a date the
+        page states in the same words (`Barium was discovered in 1808.`), not an entity."""
+        listed, more, _ = reader.related(page.text, name, hop.rel, hop.forward)
+        return [n for n in listed if not n.isdigit()], more
+
+    def off_route(self, var: int, found: Sequence[Clue]) -> list[Clue]:
+        """That a candidate for `var` links to some entity of each variable off the route not found yet (`is served by
+        an airport`), for the edges no clue of `found` tests already."""
+        onward, out = self.onward(var, self.named), []
+        for hop in self.branches(var, self.named):
+            if hop != onward and not any((c.rel, c.forward) == (hop.rel, hop.forward) for c in [*found, *out]):
+                spec = RELATIONS[hop.rel]
+                phrase = (spec.forward if hop.forward else spec.backward).format(article(self.noun(hop.dst)))
+                out.append(Clue(phrase, rel=hop.rel, forward=hop.forward))
+        return out
+
+    def branches(self, var: int, known: Mapping[int, str]) -> list[Hop]:
+        """The edges from `var` to the variables not in `known`, as hops."""
+        q = self.plan.query
+        ends = [(e, a, b) for e in q.edges for a, b in ((e.src, e.dst), (e.dst, e.src))]
+        return [Hop(e.rel, a == e.src, a, b) for e, a, b in ends if a == var and b not in known]
+
+    def branch(
+        self, name: str, hop: Hop, page: reader.SeenPage, known: Mapping[int, str], depth: int, lead: str
+    ) -> Turns:
+        """Whether some entity `name`'s page links along `hop` fits its clues and, `depth - 1` hops on, its own
+        (`follow`): (True, or False when every one listed was read and ruled out; the thought not said yet)."""
+        listed, more = self.linked(page, name, hop)
+        found = self.checks(hop.dst, clues(self.plan, hop.dst, known, skip=name), self.onward(hop.dst, known))
+        spec, noun = RELATIONS[hop.rel], self.noun(hop.dst)
+        if not listed:  # a whole page that names none rules the candidate out; the route's next hop needs one
+            if hop == self.hop or "[…" in page.text:
+                return hop != self.hop, lead
+            none = (spec.forward if hop.forward else spec.backward).format(f"any {noun}")
+            return False, join(lead, f"{name}'s page does not say {name} {none}.")
+        if not found and (depth <= 1 or not self.branches(hop.dst, {**known, hop.dst: ""})):
+            return True, lead
+        if more or len(listed) > WIDE:
+            return True, lead  # a list the pages do not show whole, or too long to read, rules nothing out
+        wanted = need(found)
+        told = need([c for c in found if not isinstance(c.pred, LabelIs)])  # the noun says the kind
+        link = (spec.forward if hop.forward else spec.backward).format(
+            article(noun) + (f" that {told}" if told else "")
+        )
+        lead = join(lead, f"{name} fits so far. If it is the one, {name} {link}.")
+        reason = ""
+        for start in range(0, len(listed), self.cfg.batch):
+            group = listed[start : start + self.cfg.batch]
+            pages, lead = yield from self.read_many(group, f"which one {wanted}", lead)
+            for n in group:
+                if n not in pages:
+                    return True, lead  # a page not shown rules nothing out
+                ok, sentences, phrase = self.verdict(pages[n].text, n, found)
+                if ok is True:
+                    ok, lead = yield from self.follow(n, hop.dst, pages[n], known, depth - 1, lead)
+                    if ok:
+                        self.settled[hop.dst] = n
+                        return True, lead
+                    lead = join(lead, f"So {n} is out.")
+                elif not reason:
+                    shown = f"“{sentences[0]}” So {n}" if sentences else f"{n}'s page does not show it, so {n}"
+                    reason = f"{shown} does not fit: the one I need {phrase}."
+        return False, join(lead, reason, f"None of {thoughts.preview(listed)} fits." if len(listed) > 1 else "")
+
+    def backtrack(self, name: str) -> str:
+        """The thought of going back once the chain a candidate started is ruled out."""
+        return thoughts.pick(
+            self.rng,
+            (
+                "{n} looked right but leads nowhere. Back to the candidates that fit; try the next one.",
+                "That rules {n} out after all. Go back to the list and take the next candidate.",
+            ),
+            n=name,
+        )
