@@ -34,6 +34,13 @@ from jaxseeker.tools.extract import split_sentences
 from jaxseeker.world import Edge
 from jaxseeker.world.schema import RELATIONS
 
+CONTEXT = 60_000  # characters of context an episode may fill (a token is about two characters; 32,768 tokens at most)
+
+
+class OutOfRoom(Exception):
+    """The context read so far leaves no room for another observation and the answer."""
+
+
 _KIND = re.compile(r"\A.+ is an? [\w ]+\.\Z")
 _LAYOUT = re.compile(r"^(\[\d+\] |https?://|Page: |URL: |Goal: |Evidence in page:|Links on this page:|- |Search res)")
 
@@ -70,6 +77,7 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
         self.side: set[tuple] = set()  # ledger keys of the clues the side lists (`side_clues`) test
         self.stuck = ""  # why the run cannot go on, when a first fit is not the planned entity
         self.passed_over = ""  # the thought on the last candidates `choose` ruled out, when none fitted
+        self.biggest = 0  # characters of the longest call and observation so far
         self.settled: dict[int, str] = {}  # variable → the entity `follow` found fitting on the way
 
     def replan(self) -> Plan:
@@ -124,8 +132,18 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
         rest = f"{thoughts.pick(self.rng, UNCHECKED[:2])} {'; '.join(left[1:])}." if left[1:] else UNCHECKED[2]
         return join(quote, f"{thoughts.pick(self.rng, NEXT)} {left[0]}.", rest, action)
 
+    def program(self) -> Turns:
+        """The episode (`ExpertRun.program`), ended with an honest non-answer when the context has no room left."""
+        try:
+            return (yield from super().program())
+        except OutOfRoom:
+            return (yield from self.give_up("the answer within the room the context leaves"))
+
     def act(self, thought: str, tool: str, arguments: dict, *, trained: bool = True) -> Turns:
-        """One tool call whose thought reasons (`reason`); remembers the observation for the next thought."""
+        """One tool call whose thought reasons (`reason`); remembers the observation for the next thought. Raises
+        `OutOfRoom` when the context read so far leaves no room for another observation as long as the longest."""
+        if self.read + self.biggest > CONTEXT:  # the next observation may be as long as the longest so far
+            raise OutOfRoom
         target = arguments.get("query", [""])[0] if tool == "search" else ""
         if tool == "visit":
             by_url = {u: t for t, u in self.urls.items()}
@@ -133,7 +151,8 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
         said = self.reason(thought, target)
         bodies = yield from super().act(said, tool, arguments, trained=trained)
         self.seen, self.calls = bodies, self.calls + 1
-        self.read += len(said) + len(json.dumps(arguments)) + sum(map(len, bodies))
+        size = len(said) + len(json.dumps(arguments)) + sum(map(len, bodies))
+        self.read, self.biggest = self.read + size, max(self.biggest, size)
         return bodies
 
     def open(self, name: str, goal: str, lead: str, **how) -> Turns:
@@ -324,6 +343,7 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
         wanted = need(found)
         self.testing = "" if self.focus else f"which {self.noun(var)} {wanted}"
         lead = join(lead, "Check them in the listed order." if len(names) > 1 else "")
+        aside: list[str] = []  # candidates that fit but that the pages can neither confirm nor rule out
         for start in range(0, min(len(names), self.cfg.max_checks), self.cfg.batch):
             group = names[start : start + self.cfg.batch]
             pages, unsaid = yield from self.read_many(group, f"which one {wanted}", lead)
@@ -337,15 +357,28 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
             lead = yield from self.prefetch([n for n in fits if depths[n] > 1], var, pages, lead)
             for n in fits:
                 deep = n != truth and self.may_follow()  # a wrong fit: followed on until a page rules it out
-                whole = deep or (end and self.read < ROOM)
+                whole = deep or ((end or aside) and self.read < ROOM)
                 depth = len(self.plan.query.vars) if whole else 1
                 ok, lead = yield from self.follow(n, var, pages[n], self.named, depth, lead)
-                if ok:
-                    taken = n
-                    break
-                if deep:
+                if ok is None and deep:
                     self.backtracks += 1
-                    lead = join(lead, self.backtrack(n))
+                    aside.append(n)
+                    lead = join(lead, self.set_aside(n))
+                    continue
+                if ok is False:
+                    if deep:
+                        self.backtracks += 1
+                        lead = join(lead, self.backtrack(n))
+                    continue
+                if aside and (ok is None or depth == 1):  # an unconfirmed fit besides the ones set aside
+                    taken = aside[0]
+                    break
+                if aside:
+                    lead = join(lead, f"Unlike {thoughts.preview(aside)}, {n} is confirmed on every clue.")
+                if depth > 1 and ok:
+                    self.confirmed |= {n}
+                taken = n
+                break
             if taken is not None:
                 if taken != truth:
                     self.unsure += 1
