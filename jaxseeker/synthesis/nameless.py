@@ -1,21 +1,24 @@
-"""The reasoning expert's way into a question that names nothing: the description's clues searched as a searcher
-would (`qa.hunt`), the hits screened by their snippets, the candidates left read against every clue.
+"""The reasoning expert's way in: the named entity whose route the pages list (`replan`), else a described entity
+hunted from its clues as a searcher would (`qa.hunt`), the hits screened by their snippets, the candidates left
+read against every clue.
 
-The searches list the whole profile, then the sharpest date clue a year at a time, a few queries a call, in an
-order that does not depend on the answer. Each call's new hits are screened by their snippets (a page's first
-sentences show its kind and first dates: a hit whose snippet contradicts a clue is out, quoted); the rest are read a
-few pages a visit against every clue a page can show and followed one step on (`ReasonedRun.choose`). Planning
-knowledge only chooses which entity to hunt (the one whose searches list it soonest) and gives up on a question
-whose searches never list one.
+A question that names nothing, or whose names lead only through lists that leave out the next entity (a team's
+2,000 players), starts from the described entity whose searches list it soonest. The searches list the whole
+profile, then the sharpest date clue a year at a time, a few queries a call, in an order that does not depend on
+the answer. Each call's new hits are screened by their snippets (a page's first sentences show its kind and first
+dates: a hit whose snippet contradicts a clue is out, quoted); the rest are read a few pages a visit against every
+clue a page can show and followed on (`ReasonedRun.choose`). Planning knowledge only chooses the way in and gives
+up on a question whose searches never list one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from jaxseeker.synthesis import reader, thoughts
 from jaxseeker.synthesis.acting import Turns, join
-from jaxseeker.synthesis.plan import Clue, clues, need, route_from
+from jaxseeker.synthesis.plan import Clue, Hop, Plan, clues, need, route_from
 from jaxseeker.synthesis.qa.hunt import PER_CALL, hunt_queries, hunt_start
 from jaxseeker.synthesis.qa.render import plural
 from jaxseeker.world import LabelIs
@@ -27,6 +30,36 @@ HUNT_CHECKS = 12  # candidates a hunt reads before it gives up (more would leave
 class NamelessStart:
     """`find_start` of the reasoning expert (mixed into `reasoned.ReasonedRun`, whose `choose` checks the
     candidates)."""
+
+    def replan(self) -> Plan:
+        """The plan from the named entity whose route's pages list each next entity among the fewest others
+        (planning knowledge: which way in the pages can show), then the shortest; when no such route is listed all
+        the way and the searches of a described entity's clues list it (`nameless`), none: that entity is hunted."""
+        q, best = self.plan.query, None
+        for i in self.plan.anchors:
+            hops = route_from(q, i)
+            if hops is None:
+                continue
+            missing, listed = self.shown(hops)
+            score = (missing, len(hops), listed, i)
+            if best is None or score < best[0]:
+                best = (score, dataclasses.replace(self.plan, start=i, hops=hops))
+        if best is not None and best[0][0]:  # no named entity's route is listed all the way: hunt a described one
+            start = hunt_start(q, lambda i, text: self.name(i) in self.know.titles(text))
+            if start is not None and not self.shown(route_from(q, start[1]) or ())[0]:
+                return dataclasses.replace(self.plan, start=None, hops=())
+        return self.plan if best is None else best[1]
+
+    def shown(self, hops: Sequence[Hop]) -> tuple[int, int]:
+        """(hops whose page does not list the next entity, nor a search of its clues with the page's name, entities
+        the route's pages list)."""
+        missing = listed = 0
+        for hop in hops:
+            text = self.know.peek(self.name(hop.src)) or ""
+            names, more, _ = reader.related(text, self.name(hop.src), hop.rel, hop.forward)
+            missing += self.name(hop.dst) not in names and not (more and self.listed_by_search(hop.dst, hop.src))
+            listed += len(names) + more
+        return missing, listed
 
     def find_start(self) -> Turns:
         """Hunt the variable whose clue searches list it soonest (`hunt`); (variable, page, thought) or None."""

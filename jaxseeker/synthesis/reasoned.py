@@ -3,20 +3,21 @@
 `ReasonedRun` follows the same plan as `expert.ExpertRun` but
 - every thought after an observation quotes the observation's sentence that bears on the next step, names the clue
   the next call tests and the clues still unchecked (`ledger.Ledger`), then says the call;
-- it starts from the named entity whose route's pages list each next entity (planning knowledge, as the route is);
+- it starts from the named entity whose route's pages list each next entity, else from a described entity its
+  searches find (`nameless`: planning knowledge, as the route is);
 - a list of candidates is checked in the order the page lists it, several pages a visit, against every clue a
-  page can show (its own facts, its links to entities already found, that it leads on to the next hop, and a link
-  to one of the entities a named one's page lists, read first: `side_clues`); a candidate that fits is followed
-  one step on (`lookahead`), and the first that passes is taken. Nothing is picked unseen: when that first fit is
-  not the planned entity (the clues seen so far do not single it out), the run gives up and the trajectory is
-  dropped;
-- before the answer, the clues still unchecked are read off the pages seen, or one or two more visits;
-- a question that names nothing starts from the searches of its clues (`nameless.NamelessStart`).
+  page can show (its own facts, its links to entities already found, that it leads on to the next hop and to the
+  entities off the route, and a link to one of the entities a named one's page lists, read first: `side_clues`); a
+  candidate that fits is followed on (`backtrack.Backtracking.follow`): when a later page rules it out (quoted),
+  the expert goes back and tries the next one; one the pages cannot settle is set aside, and the answer is a
+  candidate confirmed on every clue. Nothing is picked unseen: when the clues seen do not single one out, the run
+  gives up and the trajectory is dropped;
+- before the answer, the clues still unchecked are read off the pages seen, or a few more visits;
+- the episode ends before the context runs out (`CONTEXT`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -27,14 +28,13 @@ from jaxseeker.synthesis.backtrack import ROOM, Backtracking
 from jaxseeker.synthesis.expert import ExpertRun
 from jaxseeker.synthesis.ledger import NEXT, UNCHECKED, Ledger, clue_key, edge_key
 from jaxseeker.synthesis.nameless import NamelessStart
-from jaxseeker.synthesis.plan import Clue, Hop, Plan, hop_goal, need, route_from
-from jaxseeker.synthesis.qa.hunt import hunt_start
+from jaxseeker.synthesis.plan import Clue, Hop, hop_goal, need
 from jaxseeker.synthesis.qa.render import article, noun, plural
 from jaxseeker.tools.extract import split_sentences
 from jaxseeker.world import Edge
 from jaxseeker.world.schema import RELATIONS
 
-CONTEXT = 60_000  # characters of context an episode may fill (a token is about two characters; 32,768 tokens at most)
+CONTEXT = 57_000  # characters of context an episode may fill (a token is about two characters; 32,768 tokens at most)
 
 
 class OutOfRoom(Exception):
@@ -80,36 +80,6 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
         self.biggest = 0  # characters of the longest call and observation so far
         self.settled: dict[int, str] = {}  # variable → the entity `follow` found fitting on the way
 
-    def replan(self) -> Plan:
-        """The plan from the named entity whose route's pages list each next entity among the fewest others
-        (planning knowledge: which way in the pages can show), then the shortest; when no such route is listed all
-        the way and the searches of a described entity's clues list it (`nameless`), none: that entity is hunted."""
-        q, best = self.plan.query, None
-        for i in self.plan.anchors:
-            hops = route_from(q, i)
-            if hops is None:
-                continue
-            missing, listed = self.shown(hops)
-            score = (missing, len(hops), listed, i)
-            if best is None or score < best[0]:
-                best = (score, dataclasses.replace(self.plan, start=i, hops=hops))
-        if best is not None and best[0][0]:  # no named entity's route is listed all the way: hunt a described one
-            start = hunt_start(q, lambda i, text: self.name(i) in self.know.titles(text))
-            if start is not None and not self.shown(route_from(q, start[1]) or ())[0]:
-                return dataclasses.replace(self.plan, start=None, hops=())
-        return self.plan if best is None else best[1]
-
-    def shown(self, hops: Sequence[Hop]) -> tuple[int, int]:
-        """(hops whose page does not list the next entity, nor a search of its clues with the page's name, entities
-        the route's pages list)."""
-        missing = listed = 0
-        for hop in hops:
-            text = self.know.peek(self.name(hop.src)) or ""
-            names, more, _ = reader.related(text, self.name(hop.src), hop.rel, hop.forward)
-            missing += self.name(hop.dst) not in names and not (more and self.listed_by_search(hop.dst, hop.src))
-            listed += len(names) + more
-        return missing, listed
-
     # ---- thoughts -------------------------------------------------------------------------------------------
 
     def reason(self, action: str, target: str, *, final: bool = False) -> str:
@@ -141,8 +111,8 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
 
     def act(self, thought: str, tool: str, arguments: dict, *, trained: bool = True) -> Turns:
         """One tool call whose thought reasons (`reason`); remembers the observation for the next thought. Raises
-        `OutOfRoom` when the context read so far leaves no room for another observation as long as the longest."""
-        if self.read + self.biggest > CONTEXT:  # the next observation may be as long as the longest so far
+        `OutOfRoom` when the context read so far leaves no room for the call's observation (`expected`)."""
+        if self.read + self.expected(tool, arguments) > CONTEXT:
             raise OutOfRoom
         target = arguments.get("query", [""])[0] if tool == "search" else ""
         if tool == "visit":
@@ -164,6 +134,15 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
             pages = yield from self.visit(said, [self.urls[name]], goal)
             page = next((p for p in pages if p.title == name), None)
         return page
+
+    def expected(self, tool: str, arguments: dict) -> int:
+        """About how many characters a call's observation adds: a visit its pages' and their links' (planning
+        knowledge: their texts, each cut to the tool's 8,000), else as many as the longest so far."""
+        if tool != "visit":
+            return self.biggest
+        by_url = {u: t for t, u in self.urls.items()}
+        texts = [self.know.peek(by_url.get(u, "")) or "" for u in arguments["url"]]
+        return sum(2 * min(len(t), 8000) + 300 for t in texts)  # the page, then about as much again of its links
 
     def finish(self, thought: str, answer: str) -> Turns:
         """The answer, after the clues left unchecked are checked on the pages of the entities found (a visit for
@@ -359,6 +338,7 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
                 deep = n != truth and self.may_follow()  # a wrong fit: followed on until a page rules it out
                 whole = deep or ((end or aside) and self.read < ROOM)
                 depth = len(self.plan.query.vars) if whole else 1
+                self.settled = {}
                 ok, lead = yield from self.follow(n, var, pages[n], self.named, depth, lead)
                 if ok is None and deep:
                     self.backtracks += 1
@@ -375,8 +355,9 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
                     break
                 if aside:
                     lead = join(lead, f"Unlike {thoughts.preview(aside)}, {n} is confirmed on every clue.")
-                if depth > 1 and ok:
+                if depth > 1 and ok:  # the entities its chain went through are found too
                     self.confirmed |= {n}
+                    self.named.update((v, e) for v, e in self.settled.items() if v not in self.named)
                 taken = n
                 break
             if taken is not None:
