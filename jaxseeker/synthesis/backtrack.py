@@ -1,13 +1,15 @@
-"""The reasoning expert's search over candidates: a candidate that fits is followed along the rest of the route, and
-when a later page contradicts the chain it starts, the expert goes back and tries the next candidate that fits.
+"""The reasoning expert's search over candidates: a candidate that fits is followed on, and when a later page
+contradicts the chain it starts, the expert goes back and tries the next candidate that fits.
 
-`follow` reads a candidate's next entities on the route (a visit or two), checks each against its clues and the link
-on to the hop after, and goes on from each that fits, `depth` steps at most; a chain is ruled out only when every
-entity a page lists for a step has been read and none fits (the sentence that rules one out is quoted); a step
-whose page lists more than `WIDE` entities, or leaves some unnamed, rules nothing out (the first `WIDE` are read).
-Planning knowledge only says how far to follow: the planned entity one step (the route then goes on from it),
-another candidate that fits as far as the clues go (`ReasonedRun.choose`), while the context
-has room (`ROOM`).
+`follow` reads a candidate's next entities (a visit or two), checks each against its clues, and goes on from each
+that fits, `depth` steps at most, through the route's next hop first and then every edge to a variable not found
+yet (the clues off the route too). A chain is ruled out only when every entity a page lists for a step was read
+and none fits (the sentence that rules one out is quoted). A step whose page lists more than `WIDE` entities rules
+nothing out; one whose page cuts its list short (`… and 1186 more`) is searched once with the page's name in each
+query (`search_list`), and a hit that fits confirms it. A candidate the pages can neither confirm nor rule out is
+set aside (`ReasonedRun.choose`). Planning knowledge only says how far to follow: the planned entity one step (the
+route then goes on from it; at the route's end, every clue left), another candidate as far as the clues go, at most
+`MAX_BACKTRACKS` an episode and while the context has room (`ROOM`).
 """
 
 from __future__ import annotations
@@ -48,11 +50,6 @@ class Backtracking:
     def hop(self) -> Hop | None:
         """The hop after the one being followed (a candidate must lead on to it)."""
         return self.rest[0] if self.rest else None
-
-    @property
-    def after(self) -> Hop | None:
-        """The hop after that (what the candidate's own next entity must lead on to)."""
-        return self.rest[1] if len(self.rest) > 1 else None
 
     def follow(
         self, name: str, var: int, page: reader.SeenPage, names: Mapping[int, str], depth: int, lead: str
