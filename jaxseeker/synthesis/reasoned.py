@@ -34,7 +34,7 @@ from jaxseeker.tools.extract import split_sentences
 from jaxseeker.world import Edge
 from jaxseeker.world.schema import RELATIONS
 
-CONTEXT = 57_000  # characters of context an episode may fill (a token is about two characters; 32,768 tokens at most)
+CONTEXT = 55_000  # characters of context an episode may fill (a token is about two characters; 32,768 tokens at most)
 
 
 class OutOfRoom(Exception):
@@ -136,13 +136,14 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
         return page
 
     def expected(self, tool: str, arguments: dict) -> int:
-        """About how many characters a call's observation adds: a visit its pages' and their links' (planning
-        knowledge: their texts, each cut to the tool's 8,000), else as many as the longest so far."""
+        """About how many characters a call's observation adds: a visit its pages' (planning knowledge: their texts,
+        each cut to the tool's 8,000) and a line for each of their links, else as many as the longest so far."""
         if tool != "visit":
             return self.biggest
         by_url = {u: t for t, u in self.urls.items()}
         texts = [self.know.peek(by_url.get(u, "")) or "" for u in arguments["url"]]
-        return sum(2 * min(len(t), 8000) + 300 for t in texts)  # the page, then about as much again of its links
+        links = [min(20, t.count(", ") + t.count(". ")) for t in texts]  # the tool lists 20 links a page at most
+        return sum(min(len(t), 8000) + 70 * n + 250 for t, n in zip(texts, links, strict=True))
 
     def finish(self, thought: str, answer: str) -> Turns:
         """The answer, after the clues left unchecked are checked on the pages of the entities found (a visit for
