@@ -1,21 +1,24 @@
-"""The reasoning expert's way into a question that names nothing: the description's clues searched as a searcher
-would (`qa.hunt`), the hits screened by their snippets, the candidates left read against every clue.
+"""The reasoning expert's way in: the named entity whose route the pages list (`replan`), else a described entity
+hunted from its clues as a searcher would (`qa.hunt`), the hits screened by their snippets, the candidates left
+read against every clue.
 
-The searches list the whole profile, then the sharpest date clue a year at a time, a few queries a call, in an
-order that does not depend on the answer. Each call's new hits are screened by their snippets (a page's first
-sentences show its kind and first dates: a hit whose snippet contradicts a clue is out, quoted); the rest are read a
-few pages a visit against every clue a page can show and followed one step on (`ReasonedRun.choose`). Planning
-knowledge only chooses which entity to hunt (the one whose searches list it soonest) and gives up on a question
-whose searches never list one.
+A question that names nothing, or whose names lead only through lists that leave out the next entity (a team's
+2,000 players), starts from the described entity whose searches list it soonest. The searches list the whole
+profile, then the sharpest date clue a year at a time, a few queries a call, in an order that does not depend on
+the answer. Each call's new hits are screened by their snippets (a page's first sentences show its kind and first
+dates: a hit whose snippet contradicts a clue is out, quoted); the rest are read a few pages a visit against every
+clue a page can show and followed on (`ReasonedRun.choose`). Planning knowledge only chooses the way in and gives
+up on a question whose searches never list one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from jaxseeker.synthesis import reader, thoughts
 from jaxseeker.synthesis.acting import Turns, join
-from jaxseeker.synthesis.plan import Clue, clues, need, route_from
+from jaxseeker.synthesis.plan import Clue, Hop, Plan, clues, need, route_from
 from jaxseeker.synthesis.qa.hunt import PER_CALL, hunt_queries, hunt_start
 from jaxseeker.synthesis.qa.render import plural
 from jaxseeker.world import LabelIs
@@ -28,6 +31,36 @@ class NamelessStart:
     """`find_start` of the reasoning expert (mixed into `reasoned.ReasonedRun`, whose `choose` checks the
     candidates)."""
 
+    def replan(self) -> Plan:
+        """The plan from the named entity whose route's pages list each next entity among the fewest others
+        (planning knowledge: which way in the pages can show), then the shortest; when no such route is listed all
+        the way and the searches of a described entity's clues list it (`nameless`), none: that entity is hunted."""
+        q, best = self.plan.query, None
+        for i in self.plan.anchors:
+            hops = route_from(q, i)
+            if hops is None:
+                continue
+            missing, listed = self.shown(hops)
+            score = (missing, len(hops), listed, i)
+            if best is None or score < best[0]:
+                best = (score, dataclasses.replace(self.plan, start=i, hops=hops))
+        if best is not None and best[0][0]:  # no named entity's route is listed all the way: hunt a described one
+            start = hunt_start(q, lambda i, text: self.name(i) in self.know.titles(text))
+            if start is not None and not self.shown(route_from(q, start[1]) or ())[0]:
+                return dataclasses.replace(self.plan, start=None, hops=())
+        return self.plan if best is None else best[1]
+
+    def shown(self, hops: Sequence[Hop]) -> tuple[int, int]:
+        """(hops whose page does not list the next entity, nor a search of its clues with the page's name, entities
+        the route's pages list)."""
+        missing = listed = 0
+        for hop in hops:
+            text = self.know.peek(self.name(hop.src)) or ""
+            names, more, _ = reader.related(text, self.name(hop.src), hop.rel, hop.forward)
+            missing += self.name(hop.dst) not in names and not (more and self.listed_by_search(hop.dst, hop.src))
+            listed += len(names) + more
+        return missing, listed
+
     def find_start(self) -> Turns:
         """Hunt the variable whose clue searches list it soonest (`hunt`); (variable, page, thought) or None."""
         q = self.plan.query
@@ -36,9 +69,9 @@ class NamelessStart:
             return None
         _, i, queries = start
         hops = route_from(q, i) or ()
-        self.hop, self.after = (list(hops[:2]) + [None, None])[:2]
+        self.rest = hops
         found = clues(self.plan, i, {})
-        lead = hunt_plan(self.rng, self.noun(i), self.wanted(i, found))
+        lead = hunt_plan(self.rng, self.noun(i), self.wanted(i, found), named=bool(self.plan.anchors))
         checked = yield from self.hunt(i, queries, found, self.goal(hops, 0, self.name(i)), lead)
         return None if checked is None else (i, *checked)
 
@@ -47,7 +80,7 @@ class NamelessStart:
         variable's clues with `here`'s name (`baseball player born 1890 1891 … Pittsburgh Pirates`), as `hunt`, four
         calls at most (a detour inside a route must leave room in the context for the rest); (page, thought) or None
         when those searches never list it."""
-        queries = [f"{text} {here}" for text in hunt_queries(self.plan.query.vars[var], LISTED_QUERIES)]
+        queries = self.listed_queries(var, here)
         if not any(self.name(var) in self.know.titles(text) for text in queries):
             return None
         found = clues(self.plan, var, self.named)
@@ -58,6 +91,14 @@ class NamelessStart:
         )
         hops = route_from(self.plan.query, var) or ()
         return (yield from self.hunt(var, queries, found, self.goal(hops, 0, self.name(var)), lead))
+
+    def listed_queries(self, var: int, here: str) -> list[str]:
+        """The searches of `var`'s clues with the name of the page whose list leaves it out (`hunt_listed`)."""
+        return [f"{text} {here}" for text in hunt_queries(self.plan.query.vars[var], LISTED_QUERIES)]
+
+    def listed_by_search(self, var: int, via: int) -> bool:
+        """Whether those searches, with the name of `via`'s entity, list `var`'s page (planning knowledge)."""
+        return any(self.name(var) in self.know.titles(text) for text in self.listed_queries(var, self.name(via)))
 
     def wanted(self, var: int, found: list[Clue]) -> str:
         """What a candidate for `var` must show, said without its kind (the noun says it)."""
@@ -108,18 +149,21 @@ def screen(hits: Sequence[reader.SeenHit], found: Sequence[Clue]) -> tuple[list,
     return left, out
 
 
-def hunt_plan(rng, what: str, wanted: str) -> str:
-    """Why the clues are searched as years when nothing is named."""
+def hunt_plan(rng, what: str, wanted: str, *, named: bool = False) -> str:
+    """Why the clues are searched as years: nothing is named, or (`named`) the names lead through long lists."""
+    if named:
+        why = (
+            "Starting from the names would mean reading long lists (a team's players, a region's towns); the {w} "
+            "that {c} can be searched directly.",
+            "The names lead through long lists. The most searchable description is the {w} that {c}.",
+        )
+    else:
+        why = (
+            "No entity is named, so everything hangs on the {w} that {c}.",
+            "Nothing is named. The most searchable description is the {w} that {c}.",
+        )
     return join(
-        thoughts.pick(
-            rng,
-            (
-                "No entity is named, so everything hangs on the {w} that {c}.",
-                "Nothing is named. The most searchable description is the {w} that {c}.",
-            ),
-            w=what,
-            c=wanted,
-        ),
+        thoughts.pick(rng, why, w=what, c=wanted),
         thoughts.pick(
             rng,
             (

@@ -26,6 +26,7 @@ _SEPARATOR = "\n=======\n"
 _HEADER = re.compile(r"\ASearch results for '(.*)':\n", re.DOTALL)
 _HIT = re.compile(r"^\[(\d+)\] (.*)\n(\S+)\n(.*)$", re.MULTILINE)
 _MORE = re.compile(r"\A(\d+) more\Z")
+_COMMA = re.compile(r", (?![^()]*\))")  # a list's comma, not one inside a name's brackets (`Melle (Vakaga, CF)`)
 _DATE = re.compile(r"(\d{1,2}) (" + "|".join(MONTHS) + r") (\d{1,4})")
 _YEAR = re.compile(r"\Ain (\d{1,4})\Z")  # a year-precision date as pages say it (`world.pages.say_attribute`)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -121,9 +122,9 @@ def _template_regex(subject: str, template: str) -> re.Pattern:
 
 
 def split_names(listed: str) -> tuple[list[str], int]:
-    """`A, B and C` → ([A, B, C], 0); `A, B and 7 more` → ([A, B], 7)."""
+    """`A, B and C` → ([A, B, C], 0); `A, B and 7 more` → ([A, B], 7); `A (X, Y), B and C` → ([A (X, Y), B, C], 0)."""
     head, sep, last = listed.rpartition(" and ")
-    parts = [p.strip() for p in head.split(", ")] if sep else []
+    parts = [p.strip() for p in _COMMA.split(head)] if sep else []
     more = _MORE.match(last.strip())
     if more:
         return parts, int(more.group(1))

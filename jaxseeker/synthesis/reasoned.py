@@ -3,33 +3,43 @@
 `ReasonedRun` follows the same plan as `expert.ExpertRun` but
 - every thought after an observation quotes the observation's sentence that bears on the next step, names the clue
   the next call tests and the clues still unchecked (`ledger.Ledger`), then says the call;
-- it starts from the named entity whose route's pages list each next entity (planning knowledge, as the route is);
+- it starts from the named entity whose route's pages list each next entity, else from a described entity its
+  searches find (`nameless`: planning knowledge, as the route is);
 - a list of candidates is checked in the order the page lists it, several pages a visit, against every clue a
-  page can show (its own facts, its links to entities already found, that it leads on to the next hop, and a link
-  to one of the entities a named one's page lists, read first: `side_clues`); a candidate that fits is followed
-  one step on (`lookahead`), and the first that passes is taken. Nothing is picked unseen: when that first fit is
-  not the planned entity (the clues seen so far do not single it out), the run gives up and the trajectory is
-  dropped;
-- before the answer, the clues still unchecked are read off the pages seen, or one or two more visits;
-- a question that names nothing starts from the searches of its clues (`nameless.NamelessStart`).
+  page can show (its own facts, its links to entities already found, that it leads on to the next hop and to the
+  entities off the route, and a link to one of the entities a named one's page lists, read first: `side_clues`); a
+  candidate that fits is followed on (`backtrack.Backtracking.follow`): when a later page rules it out (quoted),
+  the expert goes back and tries the next one; one the pages cannot settle is set aside, and the answer is a
+  candidate confirmed on every clue. Nothing is picked unseen: when the clues seen do not single one out, the run
+  gives up and the trajectory is dropped;
+- before the answer, the clues still unchecked are read off the pages seen, or a few more visits;
+- the episode ends before the context runs out (`CONTEXT`).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import json
 import re
 from collections.abc import Sequence
 
 from jaxseeker.synthesis import reader, thoughts
 from jaxseeker.synthesis.acting import Turns, join, turn_text
+from jaxseeker.synthesis.backtrack import ROOM, Backtracking
 from jaxseeker.synthesis.expert import ExpertRun
 from jaxseeker.synthesis.ledger import NEXT, UNCHECKED, Ledger, clue_key, edge_key
 from jaxseeker.synthesis.nameless import NamelessStart
-from jaxseeker.synthesis.plan import Clue, Hop, Plan, clues, hop_goal, need, route_from
+from jaxseeker.synthesis.plan import Clue, Hop, hop_goal, need
 from jaxseeker.synthesis.qa.render import article, noun, plural
 from jaxseeker.tools.extract import split_sentences
 from jaxseeker.world import Edge
 from jaxseeker.world.schema import RELATIONS
+
+CONTEXT = 55_000  # characters of context an episode may fill (a token is about two characters; 32,768 tokens at most)
+
+
+class OutOfRoom(Exception):
+    """The context read so far leaves no room for another observation and the answer."""
+
 
 _KIND = re.compile(r"\A.+ is an? [\w ]+\.\Z")
 _LAYOUT = re.compile(r"^(\[\d+\] |https?://|Page: |URL: |Goal: |Evidence in page:|Links on this page:|- |Search res)")
@@ -53,7 +63,7 @@ def evidence(bodies: Sequence[str], target: str, words: str) -> str:
     return max(sentences, key=score)
 
 
-class ReasonedRun(NamelessStart, ExpertRun):
+class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
     """One episode of the reasoning expert (see the module docstring)."""
 
     def __init__(self, *args, **kwargs):
@@ -61,33 +71,14 @@ class ReasonedRun(NamelessStart, ExpertRun):
         self.plan = self.replan()
         self.ledger = Ledger(self.plan, self.named)
         self.seen: list[str] | None = None  # the last observation's tool responses
-        self.hop: Hop | None = None  # the hop after the one being followed (a candidate must lead on to it)
-        self.after: Hop | None = None  # the hop after that (what the candidate's own next entity must lead on to)
         self.focus: list[tuple] = []  # ledger keys of the clues the next call tests (empty: the route's next)
         self.unsure = 0  # first fits that were not the planned entity (the run gave up)
         self.testing = ""  # the clue the candidate checks test, when the ledger has no entry of its own for it
         self.side: set[tuple] = set()  # ledger keys of the clues the side lists (`side_clues`) test
         self.stuck = ""  # why the run cannot go on, when a first fit is not the planned entity
         self.passed_over = ""  # the thought on the last candidates `choose` ruled out, when none fitted
-
-    def replan(self) -> Plan:
-        """The plan from the named entity whose route's pages list each next entity among the fewest others
-        (planning knowledge: which way in the pages can show), then the shortest."""
-        q, best = self.plan.query, None
-        for i in self.plan.anchors:
-            hops = route_from(q, i)
-            if hops is None:
-                continue
-            missing = listed = 0
-            for hop in hops:
-                text = self.know.peek(self.name(hop.src)) or ""
-                names, more, _ = reader.related(text, self.name(hop.src), hop.rel, hop.forward)
-                missing += self.name(hop.dst) not in names
-                listed += len(names) + more
-            score = (missing, len(hops), listed, i)
-            if best is None or score < best[0]:
-                best = (score, dataclasses.replace(self.plan, start=i, hops=hops))
-        return self.plan if best is None else best[1]
+        self.biggest = 0  # characters of the longest call and observation so far
+        self.settled: dict[int, str] = {}  # variable → the entity `follow` found fitting on the way
 
     # ---- thoughts -------------------------------------------------------------------------------------------
 
@@ -111,15 +102,48 @@ class ReasonedRun(NamelessStart, ExpertRun):
         rest = f"{thoughts.pick(self.rng, UNCHECKED[:2])} {'; '.join(left[1:])}." if left[1:] else UNCHECKED[2]
         return join(quote, f"{thoughts.pick(self.rng, NEXT)} {left[0]}.", rest, action)
 
+    def program(self) -> Turns:
+        """The episode (`ExpertRun.program`), ended with an honest non-answer when the context has no room left."""
+        try:
+            return (yield from super().program())
+        except OutOfRoom:
+            return (yield from self.give_up("the answer within the room the context leaves"))
+
     def act(self, thought: str, tool: str, arguments: dict, *, trained: bool = True) -> Turns:
-        """One tool call whose thought reasons (`reason`); remembers the observation for the next thought."""
+        """One tool call whose thought reasons (`reason`); remembers the observation for the next thought. Raises
+        `OutOfRoom` when the context read so far leaves no room for the call's observation (`expected`)."""
+        if self.read + self.expected(tool, arguments) > CONTEXT:
+            raise OutOfRoom
         target = arguments.get("query", [""])[0] if tool == "search" else ""
         if tool == "visit":
             by_url = {u: t for t, u in self.urls.items()}
             target = by_url.get(arguments["url"][0], "")
-        bodies = yield from super().act(self.reason(thought, target), tool, arguments, trained=trained)
-        self.seen = bodies
+        said = self.reason(thought, target)
+        bodies = yield from super().act(said, tool, arguments, trained=trained)
+        self.seen, self.calls = bodies, self.calls + 1
+        size = len(said) + len(json.dumps(arguments)) + sum(map(len, bodies))
+        self.read, self.biggest = self.read + size, max(self.biggest, size)
         return bodies
+
+    def open(self, name: str, goal: str, lead: str, **how) -> Turns:
+        """The page of `name` (`Actor.open`); when its searches do not list it, the link to it a page read before
+        showed."""
+        page = yield from super().open(name, goal, lead, **how)
+        if page is None and name in self.urls and name not in self.pages:
+            said = f"The searches do not list {name}'s page, but a page read before links to it: follow that link."
+            pages = yield from self.visit(said, [self.urls[name]], goal)
+            page = next((p for p in pages if p.title == name), None)
+        return page
+
+    def expected(self, tool: str, arguments: dict) -> int:
+        """About how many characters a call's observation adds: a visit its pages' (planning knowledge: their texts,
+        each cut to the tool's 8,000) and a line for each of their links, else as many as the longest so far."""
+        if tool != "visit":
+            return self.biggest
+        by_url = {u: t for t, u in self.urls.items()}
+        texts = [self.know.peek(by_url.get(u, "")) or "" for u in arguments["url"]]
+        links = [min(20, t.count(", ") + t.count(". ")) for t in texts]  # the tool lists 20 links a page at most
+        return sum(min(len(t), 8000) + 70 * n + 250 for t, n in zip(texts, links, strict=True))
 
     def finish(self, thought: str, answer: str) -> Turns:
         """The answer, after the clues left unchecked are checked on the pages of the entities found (a visit for
@@ -136,6 +160,12 @@ class ReasonedRun(NamelessStart, ExpertRun):
             if page is None:
                 break
             said += self.cross_check()
+        ok, lead = yield from self.settle()
+        if not ok:
+            self.stuck = f"{answer} ruled out by a page read before the answer"
+            return (yield from self.give_up(lead))
+        said += self.cross_check()
+        thought = join(lead, thought)
         quotes = " ".join(f"“{s}”" for s in dict.fromkeys(said))
         checked = "That settles the rest of the clues." if quotes else ""
         return (yield from super().finish(self.reason(join(quotes, checked, thought), answer, final=True), answer))
@@ -194,7 +224,7 @@ class ReasonedRun(NamelessStart, ExpertRun):
     def step(self, hops: Sequence[Hop], k: int, page: reader.SeenPage, here: str, prev: str) -> Turns:
         """Hop `k`, with the entity reached so far known for the clues of the next (`ExpertRun.step`)."""
         self.named[hops[k].src] = here
-        self.hop, self.after = (list(hops[k + 1 : k + 3]) + [None, None])[:2]
+        self.rest = tuple(hops[k + 1 :])
         hop, truth, last = hops[k], self.name(hops[k].dst), k == len(hops) - 1
         names, more, _ = reader.related(page.text, here, hop.rel, hop.forward)
         if truth in names:
@@ -211,7 +241,7 @@ class ReasonedRun(NamelessStart, ExpertRun):
 
     def conclude(self, page: reader.SeenPage, here: str, lead: str) -> Turns:
         """Read the answer attribute on the last page (`ExpertRun.conclude`)."""
-        self.hop = self.after = None
+        self.rest = ()
         return (yield from super().conclude(page, here, lead))
 
     # ---- candidates -----------------------------------------------------------------------------------------
@@ -256,25 +286,6 @@ class ReasonedRun(NamelessStart, ExpertRun):
         """The visit goal for the entities `src`'s page lists along `edge`."""
         return hop_goal(self.plan, Hop(edge.rel, edge.src == src, src, dst), self.named[src])
 
-    def lookahead(self, name: str, var: int, page: reader.SeenPage) -> Turns:
-        """Whether a candidate that fits its own clues leads on to an entity that fits the next one's: its next
-        entities' pages read in one visit; (True or False, the thought that says why)."""
-        hop = self.hop
-        if hop is None or hop.src != var:
-            return True, ""
-        ahead = reader.related(page.text, name, hop.rel, hop.forward)[0][: self.cfg.batch]
-        found = self.checks(hop.dst, clues(self.plan, hop.dst, {**self.named, var: name}, skip=name), self.after)
-        if not found or not ahead:
-            return bool(ahead), ""
-        wanted = need(found)
-        lead = f"{name} fits so far. One step on, its {self.noun(hop.dst)} must be one that {wanted}."
-        pages, _ = yield from self.read_many(ahead, f"which one {wanted}", lead)
-        judged = [(n, self.verdict(pages[n].text, n, found)) for n in ahead if n in pages]
-        if any(v[0] is True for _, v in judged):
-            return True, ""
-        said = next((f"“{v[1][0]}” " for _, v in judged if v[1]), "")
-        return False, f"{said}So {name} fails one step on: none of {thoughts.preview(ahead)} {wanted}."
-
     def verdict(self, text: str, name: str, found: list[Clue]) -> tuple[bool | None, list[str], str]:
         """(True when the page shows every clue / False when it contradicts one / None, the sentences that decided,
         the first clue it fails or leaves unsaid)."""
@@ -283,9 +294,15 @@ class ReasonedRun(NamelessStart, ExpertRun):
             if clue.pred is not None:
                 ok, sentence = reader.check_pred(clue.pred, name, text)
             else:
-                names, _, sentences = reader.related(text, name, clue.rel, clue.forward)
+                names, more, sentences = reader.related(text, name, clue.rel, clue.forward)
                 wanted = clue.among or ({clue.other} if clue.other is not None else set(names))
                 ok = bool(wanted & set(names))
+                if not ok and clue.other in self.pages:  # the named entity's page, read before, may list this one
+                    back, more_back, sentences = reader.related(
+                        self.pages[clue.other].text, clue.other, clue.rel, not clue.forward
+                    )
+                    ok, wanted, more = name in back, {name}, min(more, more_back)
+                ok = ok or (None if more else False)  # a list cut short that leaves it out does not say
                 sentence = next((s for s in sentences if any(w in s for w in wanted)), "")
             if ok is not True:
                 return ok, [sentence] if sentence else [], clue.phrase
@@ -297,6 +314,7 @@ class ReasonedRun(NamelessStart, ExpertRun):
         """The candidate whose page shows every clue, checked in the listed order a few pages a visit:
         (its page, thought) or None."""
         found = self.checks(var, found) + (yield from self.side_clues(var))
+        found += self.off_route(var, found)
         if len(names) == 1 and not found:
             return (yield from super().choose(names, truth, found, goal, lead, var))
         if not found:
@@ -305,18 +323,44 @@ class ReasonedRun(NamelessStart, ExpertRun):
         wanted = need(found)
         self.testing = "" if self.focus else f"which {self.noun(var)} {wanted}"
         lead = join(lead, "Check them in the listed order." if len(names) > 1 else "")
+        aside: list[str] = []  # candidates that fit but that the pages can neither confirm nor rule out
         for start in range(0, min(len(names), self.cfg.max_checks), self.cfg.batch):
             group = names[start : start + self.cfg.batch]
             pages, unsaid = yield from self.read_many(group, f"which one {wanted}", lead)
             judged = {n: self.verdict(pages[n].text, n, found) for n in group if n in pages}
             fits = [n for n in group if n in judged and judged[n][0] is True]
-            taken = None
+            taken, lead = None, unsaid
+            end = self.onward(var, self.named) is None  # at the route's end, with room: every clue before the answer
+            depths = {
+                n: len(self.plan.query.vars) if self.may_follow() or (end and self.read < ROOM) else 1 for n in fits
+            }
+            lead = yield from self.prefetch([n for n in fits if depths[n] > 1], var, pages, lead)
             for n in fits:
-                ok, why = yield from self.lookahead(n, var, pages[n])
-                if ok:
-                    taken = n
+                deep = n != truth and self.may_follow()  # a wrong fit: followed on until a page rules it out
+                whole = deep or ((end or aside) and self.read < ROOM)
+                depth = len(self.plan.query.vars) if whole else 1
+                self.settled = {}
+                ok, lead = yield from self.follow(n, var, pages[n], self.named, depth, lead)
+                if ok is None and deep:
+                    self.backtracks += 1
+                    aside.append(n)
+                    lead = join(lead, self.set_aside(n))
+                    continue
+                if ok is False:
+                    if deep:
+                        self.backtracks += 1
+                        lead = join(lead, self.backtrack(n))
+                    continue
+                if aside and (ok is None or depth == 1):  # an unconfirmed fit besides the ones set aside
+                    taken = aside[0]
                     break
-                lead = join(unsaid, why)
+                if aside:
+                    lead = join(lead, f"Unlike {thoughts.preview(aside)}, {n} is confirmed on every clue.")
+                if depth > 1 and ok:  # the entities its chain went through are found too
+                    self.confirmed |= {n}
+                    self.named.update((v, e) for v, e in self.settled.items() if v not in self.named)
+                taken = n
+                break
             if taken is not None:
                 if taken != truth:
                     self.unsure += 1
@@ -327,9 +371,9 @@ class ReasonedRun(NamelessStart, ExpertRun):
                 self.focus, self.testing = [], ""
                 out = [n for n in group if n != truth and n in judged]
                 quotes = "” “".join(judged[truth][1])  # each sentence in its own quotes: the page has them apart
-                return pages[truth], join(unsaid, thoughts.only_one(self.rng, truth, quotes, out))
+                return pages[truth], join(lead, thoughts.only_one(self.rng, truth, quotes, out))
             if not fits:
-                lead = join(unsaid, self.rejected(group, judged, wanted))
+                lead = join(lead, self.rejected(group, judged, wanted))
         self.testing, self.passed_over = "", lead
         return None
 
