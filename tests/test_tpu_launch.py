@@ -4,11 +4,14 @@ whole loop run against a fake `gcloud`.
 The real gcloud cannot run here (no Google Cloud from this machine), so the loop's test puts a small Python
 `gcloud` on PATH that records each call's arguments and answers from a script: what the wait script prints on the
 workers and which state `describe` reports, call by call. Everything else (the local check and plan, the commands
-built, the pack of a checkout, the decisions) runs for real.
+built, the pack of a checkout, the decisions) runs for real. The preempted slice's run starts the script as a user
+does, in a new interpreter; the others call its `main` here (a new interpreter would import jax and plan again).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -24,6 +27,7 @@ TPU = ROOT / "tpu_scripts" / "tpu.py"
 sys.path.insert(0, str(TPU.parent))
 
 import supervise  # noqa: E402
+import tpu as tpu_script  # noqa: E402
 from supervise import DONE, FAIL, GIVE_UP, RECREATE, WAIT, job_status, next_action, slice_state  # noqa: E402
 from test_tpu_scripts import WHERE, dry_run, remote  # noqa: E402
 
@@ -121,21 +125,36 @@ def fake_gcloud(tmp_path: Path, waits: list, states: list[str]) -> tuple[Path, d
     return bin_dir, dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT))
 
 
-def launch_with_fake_gcloud(tmp_path: Path, waits: list, states: list[str], argv: tuple[str, ...] = ()):
-    """Run `tpu.py launch` (no --dry-run) against the fake gcloud; return (process, the gcloud calls)."""
+def launch_with_fake_gcloud(
+    tmp_path: Path,
+    waits: list,
+    states: list[str],
+    argv: tuple[str, ...] = (),
+    monkeypatch: pytest.MonkeyPatch | None = None,
+) -> tuple[subprocess.CompletedProcess, list[list[str]]]:
+    """Run `tpu.py launch` (no --dry-run) against the fake gcloud; return (process, the gcloud calls). With
+    `monkeypatch`, the script's `main` runs in this process with the fake gcloud first on its PATH (the same loop and
+    gcloud calls; the local check's imports of jax and its plan are this process's already); without, the script
+    runs as a script in a new interpreter, as a user starts it."""
     bin_dir, env = fake_gcloud(tmp_path, waits, states)
     repo = tmp_path / "repo"  # the checkout setup packs: a recipe and a pyproject, no more
     (repo / "configs").mkdir(parents=True)
     shutil.copy(ROOT / CONFIG, repo / CONFIG)
     (repo / "pyproject.toml").write_text("")
     name = f"wex-{tmp_path.name}"
+    args = ["launch", name, "--zone", "z", "--accelerator", "v6e-64", "--spot", "--repo", str(repo), "--bucket",
+            "gs://b", "--run", "r", "--poll", "0", *argv, "--", "sft", "--config", CONFIG]  # fmt: skip
     try:
-        proc = subprocess.run(
-            [sys.executable, str(TPU), "launch", name, "--zone", "z", "--accelerator", "v6e-64", "--spot",
-             "--repo", str(repo), "--bucket", "gs://b", "--run", "r", "--poll", "0", *argv,
-             "--", "sft", "--config", CONFIG],
-            env=env, capture_output=True, text=True, timeout=600, check=False,
-        )  # fmt: skip
+        if monkeypatch is None:
+            proc = subprocess.run(
+                [sys.executable, str(TPU), *args], env=env, capture_output=True, text=True, timeout=600, check=False
+            )
+        else:
+            monkeypatch.setenv("PATH", env["PATH"])
+            stdout, stderr = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                returncode = tpu_script.main(args)
+            proc = subprocess.CompletedProcess(args, returncode, stdout.getvalue(), stderr.getvalue())
     finally:
         Path(f"/tmp/{name}-jaxseeker-src.tar.gz").unlink(missing_ok=True)  # setup's pack of `repo`
     calls = [json.loads(line) for line in (bin_dir / "calls.jsonl").read_text().splitlines()]
@@ -187,24 +206,32 @@ def test_a_preempted_slice_is_recreated_set_up_and_the_run_resumed(tmp_path):
     assert "# job exit 0, slice ACTIVE: done" in proc.stdout
 
 
-def test_retries_are_bounded(tmp_path):
+def test_retries_are_bounded(tmp_path, monkeypatch):
     proc, calls = launch_with_fake_gcloud(
-        tmp_path, waits=[[255, ""], [255, ""]], states=["PREEMPTED", "ACTIVE", "NOT_FOUND"], argv=("--max-retries", "1")
+        tmp_path,
+        waits=[[255, ""], [255, ""]],
+        states=["PREEMPTED", "ACTIVE", "NOT_FOUND"],
+        argv=("--max-retries", "1"),
+        monkeypatch=monkeypatch,
     )
     assert proc.returncode == 1
     assert verbs(calls).count("create") == 1 and verbs(calls)[-2:] == ["wait", "describe"]
     assert proc.stderr.strip() == "error: gave up on run r after 1 recreations"
 
 
-def test_a_job_that_fails_on_a_healthy_slice_is_not_retried(tmp_path):
-    proc, calls = launch_with_fake_gcloud(tmp_path, waits=[[1, "jaxseeker-exit=2\n"]], states=["ACTIVE"])
+def test_a_job_that_fails_on_a_healthy_slice_is_not_retried(tmp_path, monkeypatch):
+    proc, calls = launch_with_fake_gcloud(
+        tmp_path, waits=[[1, "jaxseeker-exit=2\n"]], states=["ACTIVE"], monkeypatch=monkeypatch
+    )
     assert proc.returncode == 2  # the job's own status
     assert verbs(calls) == ["start", "wait", "describe"]
 
 
-def test_a_run_whose_metrics_stop_advancing_is_reported_with_its_log_and_left_running(tmp_path):
+def test_a_run_whose_metrics_stop_advancing_is_reported_with_its_log_and_left_running(tmp_path, monkeypatch):
     hung = "jaxseeker-hang=45\nstep 120 loss 1.93\nall-reduce waiting on host 3\n"
-    proc, calls = launch_with_fake_gcloud(tmp_path, waits=[[0, hung]], states=[], argv=("--hang-minutes", "45"))
+    proc, calls = launch_with_fake_gcloud(
+        tmp_path, waits=[[0, hung]], states=[], argv=("--hang-minutes", "45"), monkeypatch=monkeypatch
+    )
     assert proc.returncode == 3
     assert verbs(calls) == ["start", "wait"]  # no stop, no describe: the job goes on
     assert "--hang-minutes" not in json.dumps(calls[0]) and "-mmin +45" in json.dumps(calls[1])

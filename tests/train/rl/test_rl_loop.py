@@ -86,9 +86,10 @@ def test_a_standalone_rl_run_exports_to_transformers(toy_run, tmp_path):
     assert hf.config.num_hidden_layers == cfg.num_layers
 
 
-def test_resume_after_a_kill_repeats_the_uninterrupted_steps(toy_run, capsys):
+def test_resume_after_a_kill_then_a_sigterm_repeats_the_uninterrupted_steps(toy_run, capsys, monkeypatch):
+    """Resumed from step 2 as if killed before checkpoints 4 and 5 were written, the run is sent SIGTERM during step
+    3 (a preempted VM): it saves that step in flight and stops; resumed again, it trains steps 4 and 5."""
     paths, out, _, rows = toy_run
-    # As if killed after step 5 had logged but before checkpoints 4 and 5 were written: resume from step 2.
     killed = out.parent / "killed"
     shutil.copytree(out / "checkpoints" / "2", killed / "checkpoints" / "2")
     parser = argparse.ArgumentParser()
@@ -103,35 +104,26 @@ def test_resume_after_a_kill_repeats_the_uninterrupted_steps(toy_run, capsys):
             *[a for s in overrides(paths, killed, f"rl.steps={STEPS}") for a in ("--set", s)],
         ]
     )
+    write = MetricsWriter.write
+
+    def preempted_during_step_3(self, step, metrics, prefix=""):
+        write(self, step, metrics, prefix)
+        if step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)  # what a preempted cloud VM receives
+
+    monkeypatch.setattr(MetricsWriter, "write", preempted_during_step_3)
+    with pytest.raises(Interrupted, match="stopped by SIGTERM after step 3"):
+        args.func(args)
+    monkeypatch.undo()
+    assert [r["step"] for r in read_metrics(killed / "metrics.jsonl")] == [3]  # resumed from 2, stopped in 3
+    assert sorted(p.name for p in (killed / "checkpoints").iterdir()) == ["2", "3"]  # 3: saved every 5, forced
+    capsys.readouterr()
     assert args.func(args) == 0
-    assert re.search(r"resumed_from +2\n", capsys.readouterr().out)
+    assert re.search(r"resumed_from +3\n", capsys.readouterr().out)
     resumed = {r["step"]: r for r in read_metrics(killed / "metrics.jsonl")}
     assert sorted(resumed) == [3, 4, 5]
     for row in rows[2:]:
         for key in ("reward", "accuracy", "loss", "grad_norm", "entropy"):
-            assert resumed[row["step"]][key] == pytest.approx(row[key], rel=1e-5, abs=1e-7), (row["step"], key)
-
-
-def test_sigterm_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_steps(toy_run, tmp_path, monkeypatch):
-    paths, _, _, rows = toy_run
-    recipe = read_recipe(CONFIG, overrides(paths, tmp_path / "stopped", f"rl.steps={STEPS}"))
-    write = MetricsWriter.write
-
-    def preempted_during_step_1(self, step, metrics, prefix=""):
-        write(self, step, metrics, prefix)
-        if step == 1:
-            os.kill(os.getpid(), signal.SIGTERM)  # what a preempted cloud VM receives
-
-    monkeypatch.setattr(MetricsWriter, "write", preempted_during_step_1)
-    with pytest.raises(Interrupted, match="stopped by SIGTERM after step 1"):
-        run_rl(recipe, progress=False)
-    monkeypatch.undo()
-    assert [p.name for p in (tmp_path / "stopped" / "checkpoints").iterdir()] == ["1"]
-    assert run_rl(recipe, resume=True, progress=False)["resumed_from"] == 1
-    resumed = {r["step"]: r for r in read_metrics(tmp_path / "stopped" / "metrics.jsonl")}
-    assert sorted(resumed) == list(range(1, STEPS + 1))
-    for row in rows:
-        for key in ("reward", "accuracy", "loss"):
             assert resumed[row["step"]][key] == pytest.approx(row[key], rel=1e-5, abs=1e-7), (row["step"], key)
 
 

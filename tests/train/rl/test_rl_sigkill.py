@@ -17,8 +17,8 @@ from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.rl.bench import write_toy
 
 CONFIG = Path(__file__).parents[3] / "configs" / "rl_tiny.yaml"
-STEPS = 8
-KILL_AFTER = 4  # SIGKILL after the next step, once the checkpoint of this step is on disk
+STEPS = 5  # 10 questions asked: two whole sampler epochs of the 5
+KILL_AFTER = 2  # SIGKILL after the next step, once the checkpoint of this step is on disk
 DETERMINISTIC = (
     "reward",
     "accuracy",
@@ -91,6 +91,7 @@ def test_sigkill_then_resume_repeats_the_uninterrupted_steps(tmp_path, capsys):
         for key in DETERMINISTIC:
             assert row[key] == pytest.approx(want[key], rel=1e-5, abs=1e-6), (step, key)
         assert _questions(tmp_path / "killed", step) == _questions(tmp_path / "whole", step), step
-    # Each sampler epoch asks all 5 questions once; steps 3 and 8 straddle two epochs' shuffles.
+    # Each sampler epoch asks all 5 questions once; step 3, the first the resumed run rolls out, straddles two
+    # epochs' shuffles.
     asked = [q for step in range(1, STEPS + 1) for q in _questions(tmp_path / "whole", step)]
     assert len(asked) == 2 * STEPS and sorted(asked[:5]) == sorted(asked[5:10]) == sorted(set(asked))

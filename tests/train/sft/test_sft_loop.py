@@ -164,17 +164,42 @@ def test_the_summary_counts_trajectories_cut_at_seq_len(workspace, tmp_path):
         assert (summary["truncated"] == 0) is not cut
 
 
+STEPS = 12  # the interrupted runs' steps: one schedule, so one uninterrupted run is every test's reference
+
+
 def _sft_argv(config, out_dir, *extra):
-    return ["sft", "--config", str(config), "--set", f"train.out_dir={out_dir}", "--set", "train.steps=12", *extra]
+    return [
+        "sft",
+        "--config",
+        str(config),
+        "--set",
+        f"train.out_dir={out_dir}",
+        "--set",
+        f"train.steps={STEPS}",
+        *extra,
+    ]
 
 
-def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, tmp_path, capsys):
+def _losses(out_dir) -> dict[int, float]:
+    """The loss of each step a run logged."""
+    return {r["step"]: r["loss"] for r in read_metrics(out_dir / "metrics.jsonl") if "loss" in r}
+
+
+@pytest.fixture(scope="module")
+def whole(workspace, tmp_path_factory) -> dict[int, float]:
+    """The losses of the uninterrupted run of `STEPS` steps that the interrupted ones must repeat."""
+    _, path = workspace
+    out = tmp_path_factory.mktemp("whole")
+    run_sft(read_recipe(path, [f"train.out_dir={out}", f"train.steps={STEPS}"]), progress=False)
+    return _losses(out)
+
+
+def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, whole, tmp_path, capsys):
     _, path = workspace
     log = tmp_path / "killed.log"
     # The killed run stops for good once it has logged step 6, so the kill lands between the checkpoint of step 5
-    # and the end: step 6 has to be trained again. The uninterrupted run trains here meanwhile.
+    # and the end: step 6 has to be trained again.
     killed = launch(_sft_argv(path, tmp_path / "killed"), log, pause_at=6)
-    run_here(_sft_argv(path, tmp_path / "whole"), capsys)
     wait_until(paused(log).exists, killed, log, "step 6")
     wait_until(
         (tmp_path / "killed" / "checkpoints" / "5").exists, killed, log, "checkpoint of step 5"
@@ -184,14 +209,11 @@ def test_sigkill_then_resume_repeats_the_uninterrupted_losses(workspace, tmp_pat
 
     assert re.search(r"resumed_from +5\n", run_here(_sft_argv(path, tmp_path / "killed", "--resume"), capsys))
 
-    def losses(run):
-        return [(r["step"], r["loss"]) for r in read_metrics(tmp_path / run / "metrics.jsonl") if "loss" in r]
-
-    expected, got = losses("whole"), losses("killed")
+    got = [(r["step"], r["loss"]) for r in read_metrics(tmp_path / "killed" / "metrics.jsonl") if "loss" in r]
     # one row a step: the killed run's row of step 6 was dropped when the resumed run logged it again
-    assert [step for step, _ in got] == [step for step, _ in expected] == list(range(1, 13))
-    for (step, want), (_, loss) in zip(expected, got):
-        assert loss == pytest.approx(want, abs=1e-6), step
+    assert [step for step, _ in got] == sorted(whole) == list(range(1, STEPS + 1))
+    for step, loss in got:
+        assert loss == pytest.approx(whole[step], abs=1e-6), step
 
 
 def test_sigterm_stops_after_the_step_in_flight_and_says_how_to_go_on(workspace, tmp_path, capsys):
@@ -215,10 +237,9 @@ def test_sigterm_stops_after_the_step_in_flight_and_says_how_to_go_on(workspace,
 
 
 def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_losses(
-    workspace, tmp_path, capsys, monkeypatch
+    workspace, whole, tmp_path, capsys, monkeypatch
 ):
     _, path = workspace
-    run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'whole'}", "train.steps=8"]), progress=False)
     write = MetricsWriter.write
 
     def ctrl_c_during_step_3(self, step, metrics, prefix=""):
@@ -227,7 +248,7 @@ def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_lo
             signal.raise_signal(signal.SIGINT)
 
     monkeypatch.setattr(MetricsWriter, "write", ctrl_c_during_step_3)
-    argv = ["sft", "--config", str(path), "--set", f"train.out_dir={tmp_path / 'stopped'}", "--set", "train.steps=8"]
+    argv = _sft_argv(path, tmp_path / "stopped")
     assert main(argv) == 130  # the shell's status for Ctrl-C
     err = capsys.readouterr().err
     assert (
@@ -238,21 +259,17 @@ def test_ctrl_c_saves_the_step_in_flight_and_resume_repeats_the_uninterrupted_lo
     monkeypatch.undo()
     assert main([*argv, "--resume"]) == 0
 
-    def losses(run):
-        return {r["step"]: r["loss"] for r in read_metrics(tmp_path / run / "metrics.jsonl") if "loss" in r}
-
-    expected, got = losses("whole"), losses("stopped")
-    assert sorted(got) == list(range(1, 9))
-    for step in range(1, 9):
-        assert got[step] == pytest.approx(expected[step], abs=1e-6), step
+    got = _losses(tmp_path / "stopped")
+    assert sorted(got) == sorted(whole) == list(range(1, STEPS + 1))
+    for step in whole:
+        assert got[step] == pytest.approx(whole[step], abs=1e-6), step
 
 
-def test_a_stop_while_a_step_is_queued_saves_that_step_once_computed(workspace, tmp_path, monkeypatch):
+def test_a_stop_while_a_step_is_queued_saves_that_step_once_computed(workspace, whole, tmp_path, monkeypatch):
     """SIGINT just after step 3 is dispatched (JAX returns before the device computes it): the loop waits for the
     step, counts, logs and saves it, dispatches no step 4, and the run resumed from it repeats the uninterrupted
     losses, so the state saved is the computed one."""
     _, path = workspace
-    run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'whole'}", "train.steps=5"]), progress=False)
     dispatched = []
 
     def prepare_stopping_at_the_third_dispatch(recipe, **kwargs):
@@ -272,20 +289,16 @@ def test_a_stop_while_a_step_is_queued_saves_that_step_once_computed(workspace, 
     monkeypatch.setattr(sft_loop, "prepare", prepare_stopping_at_the_third_dispatch)
     stopped = tmp_path / "stopped"
     with pytest.raises(Interrupted, match="stopped by SIGINT after step 3") as interrupted:
-        run_sft(read_recipe(path, [f"train.out_dir={stopped}", "train.steps=5"]), progress=False)
+        run_sft(read_recipe(path, [f"train.out_dir={stopped}", f"train.steps={STEPS}"]), progress=False)
     assert interrupted.value.step == 3 and len(dispatched) == 3  # no step after the stop was dispatched
     assert sorted(int(p.name) for p in (stopped / "checkpoints").iterdir()) == [3]
     assert [r["step"] for r in read_metrics(stopped / "metrics.jsonl") if "loss" in r] == [1, 2, 3]
     monkeypatch.undo()
-    run_sft(read_recipe(path, [f"train.out_dir={stopped}", "train.steps=5"]), resume=True, progress=False)
-
-    def losses(run):
-        return {r["step"]: r["loss"] for r in read_metrics(tmp_path / run / "metrics.jsonl") if "loss" in r}
-
-    expected, got = losses("whole"), losses("stopped")
-    assert sorted(got) == sorted(expected) == [1, 2, 3, 4, 5]
-    for step in range(1, 6):
-        assert got[step] == pytest.approx(expected[step], abs=1e-6), step
+    run_sft(read_recipe(path, [f"train.out_dir={stopped}", f"train.steps={STEPS}"]), resume=True, progress=False)
+    got = _losses(stopped)
+    assert sorted(got) == sorted(whole) == list(range(1, STEPS + 1))
+    for step in whole:
+        assert got[step] == pytest.approx(whole[step], abs=1e-6), step
 
 
 def test_bad_recipe_keys_are_named(workspace):

@@ -101,10 +101,17 @@ def test_only_the_adapters_train(workspace, tmp_path):
     assert _leaves_equal(run.base, base)  # … nor changed by it
 
 
-def test_lora_sft_lowers_the_loss_and_exports_the_merged_model(workspace, tmp_path):
-    root, path = workspace
-    out = tmp_path / "run"
-    summary = run_sft(read_recipe(path, [f"train.out_dir={out}"]), progress=False)
+@pytest.fixture(scope="module")
+def lora_run(workspace, tmp_path_factory) -> tuple:
+    """(run directory, summary) of the recipe's uninterrupted LoRA run of `STEPS` steps."""
+    _, path = workspace
+    out = tmp_path_factory.mktemp("lora_run")
+    return out, run_sft(read_recipe(path, [f"train.out_dir={out}"]), progress=False)
+
+
+def test_lora_sft_lowers_the_loss_and_exports_the_merged_model(workspace, lora_run, tmp_path):
+    root, _ = workspace
+    out, summary = lora_run
     losses = [r["loss"] for r in read_metrics(out / "metrics.jsonl") if "loss" in r]
     assert len(losses) == STEPS and np.mean(losses[-3:]) < 0.7 * np.mean(losses[:3])
     assert summary["trained_parameters"] < summary["parameters"] // 4
@@ -139,9 +146,9 @@ def test_lora_sft_lowers_the_loss_and_exports_the_merged_model(workspace, tmp_pa
         export_hf(tmp_path / "full", tmp_path / "hf_full", peft_dir=tmp_path / "peft_full")
 
 
-def test_ctrl_c_and_resume_restore_the_adapters_of_the_uninterrupted_run(workspace, tmp_path, monkeypatch):
+def test_ctrl_c_and_resume_restore_the_adapters_of_the_uninterrupted_run(workspace, lora_run, tmp_path, monkeypatch):
     _, path = workspace
-    whole = run_sft(read_recipe(path, [f"train.out_dir={tmp_path / 'whole'}", "train.steps=8"]), progress=False)
+    whole_dir, whole = lora_run
     write = MetricsWriter.write
 
     def ctrl_c_during_step_3(self, step, metrics, prefix=""):
@@ -150,13 +157,13 @@ def test_ctrl_c_and_resume_restore_the_adapters_of_the_uninterrupted_run(workspa
             signal.raise_signal(signal.SIGINT)
 
     monkeypatch.setattr(MetricsWriter, "write", ctrl_c_during_step_3)
-    recipe = read_recipe(path, [f"train.out_dir={tmp_path / 'stopped'}", "train.steps=8"])
+    recipe = read_recipe(path, [f"train.out_dir={tmp_path / 'stopped'}"])
     with pytest.raises(Interrupted):
         run_sft(recipe, progress=False)
     monkeypatch.undo()
     resumed = run_sft(recipe, resume=True, progress=False)
     assert resumed["resumed_from"] == 3 and resumed["final_loss"] == pytest.approx(whole["final_loss"], abs=1e-6)
-    _, _, a = restore_run(tmp_path / "whole")
+    _, _, a = restore_run(whole_dir)
     _, _, b = restore_run(tmp_path / "stopped")
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
         np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=0, atol=1e-6)
