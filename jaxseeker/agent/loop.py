@@ -4,7 +4,8 @@ One thread drives the engine: between `engine.step()` calls it admits queued epi
 slots, hands finished tool results back as observations (`engine.extend`) and releases finished
 episodes. Tool calls run on a thread pool and are polled, never awaited, while some slot decodes;
 only when no slot decodes does the driver block on the first tool to finish (that time is the
-engine's idle time, `RolloutStats.idle_fraction`).
+engine's idle time, `RolloutStats.idle_fraction`). With `lockstep_tools` the driver waits for every
+call before each engine step instead, so which rows share a step never depends on a tool's latency.
 
 Per assistant turn:
 - an `<answer>` ends the episode (termination "answer"; tool calls in the same turn are not run);
@@ -33,7 +34,7 @@ import collections
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -300,6 +301,9 @@ class _Loop:
                 tick = time.perf_counter()
                 while queue and self.engine.free_slots() > 0:
                     self.admit(*queue.popleft())
+                if self.config.lockstep_tools and self.waiting:
+                    self.wait_for_tools(every=True)
+                    self.stats.idle_s += time.perf_counter() - tick
                 for rid in [r for r in self.waiting if all(f is None or f.done() for _, f in self.runs[r].pending)]:
                     self.on_results(self.runs[rid])
                 if self.decoding:
@@ -328,13 +332,14 @@ class _Loop:
         self.stats.terminations = dict(collections.Counter(e.termination for e in self.done))
         return RolloutResult(sorted(self.done, key=lambda e: (e.group, e.sample)), self.stats)
 
-    def wait_for_tools(self) -> None:
-        """Block until a tool call finishes or the next episode deadline passes; time out late episodes."""
+    def wait_for_tools(self, every: bool = False) -> None:
+        """Block until a tool call finishes (`every`: all of them) or the next episode deadline passes; time out late
+        episodes."""
         now = time.perf_counter()
         runs = [self.runs[r] for r in self.waiting]
         deadline = min(r.start + self.config.timeout_s for r in runs)
         futures = [f for r in runs for _, f in r.pending if f is not None]
-        wait(futures, timeout=max(0.0, deadline - now) + 1e-3, return_when=FIRST_COMPLETED)
+        wait(futures, timeout=max(0.0, deadline - now) + 1e-3, return_when=ALL_COMPLETED if every else FIRST_COMPLETED)
         for run in runs:
             if self.timed_out(run) and not all(f is None or f.done() for _, f in run.pending):
                 self.finish(run, "timeout")

@@ -24,6 +24,9 @@ class RolloutConfig:
     tool_workers: int = 32  # threads running tool calls, shared by all episodes
     date: str | None = None  # date in the system prompt; None: today
     prompt: str = "full"  # system prompt: "full" (tool schemas) or "compact" (one line of signatures)
+    # every tool call's result enters at the engine step after its turn (the loop waits for it): the engine's batches,
+    # and so every log-prob and update, repeat run to run whatever the tools' latency; for tools as fast as a step
+    lockstep_tools: bool = False
 
     def __post_init__(self) -> None:
         for name in (

@@ -32,7 +32,8 @@ class PipelineRun:
 
 
 def rollout_config(cfg: PipelineConfig) -> RolloutConfig:
-    """The limits every rollout of the pipeline shares (expert, eval, RL)."""
+    """The limits every rollout of the pipeline shares (expert, eval, RL). Its tools read the offline world, as fast
+    as an engine step, so each call's result enters at the next step (`lockstep_tools`): a run repeats to the digit."""
     e = cfg.eval
     return RolloutConfig(
         max_tool_calls=e.max_tool_calls,
@@ -41,6 +42,7 @@ def rollout_config(cfg: PipelineConfig) -> RolloutConfig:
         answer_reserve_tokens=64,
         date="2026-01-01",
         prompt=e.prompt,
+        lockstep_tools=True,
     )
 
 

@@ -178,6 +178,7 @@ def rl_recipe(
                 "max_tool_calls": rc.max_tool_calls,
                 "date": rc.date,
                 "prompt": rc.prompt,
+                "lockstep_tools": rc.lockstep_tools,
             },
             "tools": tools_mapping(cfg.tools),
             "world": cfg.world.spec(),

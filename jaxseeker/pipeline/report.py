@@ -157,6 +157,14 @@ def sampled_lines(report: dict[str, Any], averaged: str) -> list[str]:
             f"{pool['informative_groups']:.1f} informative groups a step of {pool['groups']:.1f}.",
             "",
         ]
+        if "rollout_roofline_s" in pool:
+            lines += [
+                f"RL rollouts: {pool['rollout_s']:.1f} s, {pool['rollout_s'] / pool['rollout_roofline_s']:.2f}x their "
+                f"roofline ({pool['rollout_roofline_s']:.1f} s); {pool['decode_steps']:.0f} decode steps of "
+                f"{pool['decode_tokens'] / max(pool['decode_steps'], 1):.1f} rows on average (an RL step waits for "
+                "its longest episode).",
+                "",
+            ]
     rows = [
         (name, report[greedy], report[sampled])
         for name, greedy, sampled in (
@@ -189,8 +197,9 @@ def sampled_lines(report: dict[str, Any], averaged: str) -> list[str]:
 
 def pool_accuracy(root: Path, stage: str = "rl") -> dict[str, Any] | None:
     """The RL pool's sampled accuracy at the first and the last pass over its questions (each step's `accuracy`,
-    weighted by its groups, over the steps of that pass), and the mean informative groups a step; None without
-    policy-gradient metrics."""
+    weighted by its groups, over the steps of that pass), the mean informative groups a step, and the rollouts'
+    seconds, roofline and decode steps and tokens summed over the steps (where the engine counted them); None
+    without policy-gradient metrics."""
     rows = [r for r in read_metrics(root / stage / "metrics.jsonl") if "pool_pass" in r and "accuracy" in r]
     if not rows:
         return None
@@ -200,13 +209,18 @@ def pool_accuracy(root: Path, stage: str = "rl") -> dict[str, Any] | None:
         steps = [r for r in rows if r["pool_pass"] == passed]
         return sum(r["accuracy"] * r.get("groups", 1) for r in steps) / sum(r.get("groups", 1) for r in steps)
 
-    return {
+    pool = {
         "first_pass_accuracy": accuracy(1),
         "last_pass_accuracy": accuracy(last),
         "passes": int(last),
         "informative_groups": sum(r.get("informative_groups", 0) for r in rows) / len(rows),
         "groups": sum(r.get("groups", 0) for r in rows) / len(rows),
     }
+    if all("rollout_roofline_s" in r for r in rows):  # the rollouts' wall against the roofline of the engine's work
+        pool |= {
+            k: sum(r[k] for r in rows) for k in ("rollout_s", "rollout_roofline_s", "decode_steps", "decode_tokens")
+        }
+    return pool
 
 
 def write_pipeline_report(root: str | Path, report: dict[str, Any]) -> dict[str, Any]:

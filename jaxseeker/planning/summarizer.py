@@ -10,7 +10,7 @@ training slice (`tools.extract.llm_extract`). `jaxseeker plan` sizes that server
              (tools.visit.page_chars) and its summary (a quarter of that).
   tokens     a call's prompt: the extractor's prompt around a page cut at tools.visit.llm_input_chars (every page
              that long: an upper bound; the goal's few words left out), at `CHARS_PER_TOKEN` characters a token; its
-             reply: up to `tools.extract.EXTRACT_MAX_TOKENS`.
+             reply: up to tools.summarizer.max_tokens (`tools.extract.EXTRACT_MAX_TOKENS`).
   model      summarizer.model's shape from `KNOWN` (the names the paper recipes give), else tools.summarizer_shape;
              weights and KV cache in bf16, as vLLM serves these checkpoints.
   time       the step's rollouts at their ideal time (their FLOPs at the slice's peak: the plan's `ideal step s`
@@ -98,8 +98,9 @@ def visits_per_episode(rollout: RolloutConfig, tools: ToolsConfig) -> int:
 
 def call_tokens(tools: ToolsConfig) -> tuple[int, int]:
     """(prompt, reply cap) tokens of one summariser call: the extractor's prompt around a page cut at
-    tools.visit.llm_input_chars, and `EXTRACT_MAX_TOKENS`."""
-    return math.ceil((len(EXTRACTOR_PROMPT) + tools.visit.llm_input_chars) / CHARS_PER_TOKEN), EXTRACT_MAX_TOKENS
+    tools.visit.llm_input_chars, and tools.summarizer.max_tokens (`EXTRACT_MAX_TOKENS` when unset)."""
+    reply = (tools.summarizer.max_tokens if tools.summarizer else None) or EXTRACT_MAX_TOKENS
+    return math.ceil((len(EXTRACTOR_PROMPT) + tools.visit.llm_input_chars) / CHARS_PER_TOKEN), reply
 
 
 def server(m: ModelConfig, chip: Chip, budget: float, per_host: int, prompt: int, reply: int) -> dict[str, float]:

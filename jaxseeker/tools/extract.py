@@ -134,15 +134,15 @@ def parse_extract(reply: str) -> Extract | None:
     return Extract(evidence=text["evidence"], summary=text["summary"], rational=text["rational"])
 
 
-EXTRACT_MAX_TOKENS = 2048  # the extractor's reply cap (`jaxseeker plan` sizes the summariser by it)
+EXTRACT_MAX_TOKENS = 2048  # the extractor's reply cap where the summariser's config sets none
 
 
-def llm_extract(
-    llm: LLMClient, content: str, goal: str, *, max_input_chars: int, max_tokens: int = EXTRACT_MAX_TOKENS
-) -> Extract:
-    """Ask `llm` for the goal-relevant evidence and a summary of `content`; LLMError when it fails or gives no JSON."""
+def llm_extract(llm: LLMClient, content: str, goal: str, *, max_input_chars: int) -> Extract:
+    """Ask `llm` for the goal-relevant evidence and a summary of `content`, in at most its config's `max_tokens`
+    (`EXTRACT_MAX_TOKENS` when unset); LLMError when it fails or gives no JSON."""
     prompt = EXTRACTOR_PROMPT.format(content=truncate(content, max_input_chars), goal=goal)
-    reply = llm.complete([{"role": "user", "content": prompt}], max_tokens=max_tokens)
+    cap = llm.config.max_tokens or EXTRACT_MAX_TOKENS
+    reply = llm.complete([{"role": "user", "content": prompt}], max_tokens=cap)
     extract = parse_extract(reply)
     if extract is None:
         raise LLMError(

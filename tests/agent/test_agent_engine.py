@@ -1,5 +1,9 @@
 """The rollout loop on the real generation Engine: a random model, and a tiny model that calls `search`."""
 
+import dataclasses
+import random
+import time
+
 import jax
 import numpy as np
 from agent_support import CALL, DATE, MAX_LEN, QUESTION, SLOTS
@@ -9,6 +13,7 @@ from jaxseeker.agent import TERMINATIONS, RolloutConfig, rollout, run_episodes
 from jaxseeker.agent.engine import make_engine
 from jaxseeker.data import tokenize_chat
 from jaxseeker.generation import SamplingConfig
+from jaxseeker.tools import ToolRegistry
 
 forward = jax.jit(model.forward, static_argnames="cfg")
 
@@ -66,3 +71,39 @@ def test_tool_calling_model_runs_search_through_the_engine(call_model, registry)
         logprobs = np.asarray(episode.logprobs)
         assert np.all(logprobs <= 1e-6) and np.all(logprobs[~mask.astype(bool)] == 0)
     assert episodes[0].messages[2] != episodes[1].messages[2]  # thoughts of random length
+
+
+def test_lockstep_tools_repeat_the_engines_schedule_whatever_the_tools_latency(call_model, registry):
+    """Each call's result enters at the next engine step, so two runs whose search answers after random delays (0–30
+    ms, against engine steps of a few ms) send the engine the same batches: the same turns end at the same steps and
+    every episode, log-probs included, is the same to the bit."""
+    tokenizer, cfg, params = call_model
+    search = registry["search"]
+
+    def late(arguments: dict) -> str:  # the real search, answering after a random delay
+        time.sleep(random.uniform(0, 0.03))
+        return search.fn(arguments)
+
+    slow = ToolRegistry([dataclasses.replace(search, fn=late)])
+    config = RolloutConfig(
+        date=DATE, max_tool_calls=3, max_context_tokens=MAX_LEN, answer_reserve_tokens=100, lockstep_tools=True
+    )
+
+    def run() -> tuple[list, list, int]:
+        engine, schedule = engine_for(params, cfg, tokenizer), []
+        step = engine.step
+
+        def recorded():  # the real step, its turn endings written down
+            events = step()
+            schedule.append([(e.request_id, len(e.tokens)) for e in events])
+            return events
+
+        engine.step = recorded
+        result = rollout(engine, tokenizer, slow, [QUESTION], config, n_per_question=SLOTS, progress=False)
+        return schedule, result.episodes, engine.tally.decode_steps
+
+    (schedule, episodes, steps), again = run(), run()
+    assert sum(map(len, schedule)) >= 3 * SLOTS  # every episode's turns ended in some step
+    assert (schedule, steps) == again[0::2]
+    for a, b in zip(episodes, again[1], strict=True):
+        assert a.token_ids == b.token_ids and a.logprobs == b.logprobs and a.messages == b.messages

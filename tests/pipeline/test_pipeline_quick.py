@@ -50,6 +50,10 @@ def adapters_and_average_hold(cfg, report: dict, root) -> None:
     averaged = "RL averaged with SFT (0.75·SFT + 0.25·RL)"
     assert f"| {averaged} | " in text and f"{averaged} (against the SFT policy) changed" in text
     assert "RL pool, sampled accuracy: " in text and "plots/rl_groups.png" in report["plots"]
+    assert pool["decode_tokens"] == sum(r["decode_tokens"] for r in rows) > 0  # the engine's count of the two steps
+    assert pool["rollout_roofline_s"] == pytest.approx(rows[0]["rollout_roofline_s"] + rows[1]["rollout_roofline_s"])
+    rows_a_step = f"{pool['decode_steps']:.0f} decode steps of {pool['decode_tokens'] / pool['decode_steps']:.1f} rows"
+    assert f"RL rollouts: {pool['rollout_s']:.1f} s, " in text and rows_a_step in text
 
 
 def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):

@@ -80,12 +80,15 @@ def test_the_chips_given_to_the_summariser_are_checked(plan72):
 
 
 def test_shorter_pages_need_fewer_chips_and_a_model_too_big_for_a_host_is_flagged():
-    """A fifth of the page characters: a fifth of the prefill tokens and fewer chips; on v5e hosts (4 × 16 GiB) the
+    """A fifth of the page characters: a fifth of the prefill tokens and fewer chips, as a quarter of the reply
+    tokens (tools.summarizer.max_tokens, the cap the visit tool sends); on v5e hosts (4 × 16 GiB) the
     72B weights alone do not fit, and the plan says so instead of counting servers."""
     full = make_plan(read_recipe(RECIPE))["summarizer"]
     short = make_plan(read_recipe(RECIPE, ["tools.visit.llm_input_chars=20000"]))["summarizer"]
     assert short["prompt_tokens"] == math.ceil((len(EXTRACTOR_PROMPT) + 20_000) / 4)
     assert short["chips_needed"] < full["chips_needed"]
+    capped = make_plan(read_recipe(RECIPE, ["tools.summarizer.max_tokens=512"]))["summarizer"]
+    assert capped["reply_tokens"] == 512 and capped["chips_needed"] < full["chips_needed"]  # the visit tool's cap too
     v5e = make_plan(read_recipe(RECIPE), chip="v5e")["summarizer"]
     assert (v5e["server"]["batch"], v5e["servers"], v5e["fits"]) == (0, None, False)
     assert "do not fit a host's 4" in v5e["problems"][0]

@@ -34,11 +34,10 @@ def chat(text):
     return {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}], "usage": {}}
 
 
-def jina_registry(server_url, *, llm=True, options=VisitOptions(), allow_private=False, config=FAST):
+def jina_registry(server_url, *, llm=True, options=VisitOptions(), allow_private=False, config=FAST, max_tokens=None):
     reader = JinaReader(server_url, "JINA_API_KEY", config, allow_private=allow_private)
-    client = (
-        LLMClient(LLMConfig(base_url=f"{server_url}/v1", model="m", timeout_s=10.0, max_retries=0)) if llm else None
-    )
+    summarizer = LLMConfig(base_url=f"{server_url}/v1", model="m", timeout_s=10.0, max_retries=0, max_tokens=max_tokens)
+    client = LLMClient(summarizer) if llm else None
     return ToolRegistry([visit_tool(reader, options=options, llm=client)])
 
 
@@ -191,6 +190,14 @@ def test_jina_page_reduced_by_the_llm_to_evidence_and_summary(server, secret_key
     assert page_request.headers["authorization"] == f"Bearer {SECRET}"
     prompt = llm_request.json()["messages"][0]["content"]
     assert "How many arches?" in prompt and "It was rebuilt in 1876." in prompt and '"rational"' in prompt
+    assert llm_request.json()["max_tokens"] == 2048  # the extractor's cap where the summariser's config sets none
+
+
+def test_the_summarizers_max_tokens_caps_the_extractors_reply(server, secret_keys):
+    extract = {"rational": "r", "evidence": "The bridge has nine arches.", "summary": "Nine arches."}
+    server.route = route(Reply(200, PAGE), Reply(200, chat(json.dumps(extract))))
+    jina_registry(server.url, max_tokens=300).call("visit", {"url": TARGET, "goal": "How many arches?"})
+    assert server.requests[1].json()["max_tokens"] == 300
 
 
 def test_near_json_from_the_llm_is_repaired(server, secret_keys):

@@ -74,7 +74,9 @@ def roll_out(
     if hasattr(run.engine, "sampling"):
         run.engine.sampling = dataclasses.replace(run.sampling, seed=seed)
     questions = [run.questions[i] for i in question_ids]
-    return shared_rollout(run.engine, run.tokenizer, run.registry_for, questions, config, n, run.scorer.score_all)
+    return shared_rollout(
+        run.engine, run.tokenizer, run.registry_for, questions, config, n, run.scorer.score_all, run.ceilings
+    )
 
 
 def stage_rollout_config(run: RLRun, stage: ContextStage) -> RolloutConfig:
@@ -138,13 +140,13 @@ def collect(run: RLRun, step: int, config: RolloutConfig) -> tuple[list, list, s
     b, g = run.rl.batch_questions, run.rl.group_size
     rng = np.random.default_rng([run.rl.seed, step])
     groups, scores = [], []
-    times = {"rollout_s": 0.0, "engine_s": 0.0, "tool_wait_s": 0.0, "reward_s": 0.0, "gather_s": 0.0}
+    times: dict[str, float] = {}
     need, rounds = b, 0
     while True:
         new, new_scores, new_times = roll_out(
             run, run.sampler.take(need), config, g, rollout_seed(run.rl.seed, step, rounds)
         )
-        times = {k: v + new_times[k] for k, v in times.items()}
+        times = {k: times.get(k, 0.0) + v for k, v in new_times.items()}
         groups += new
         scores += new_scores
         selection = sel.select(run.rl.selection, sel.filter_signal(scores, run.rl.filter_metric), b, rng)
@@ -156,4 +158,6 @@ def collect(run: RLRun, step: int, config: RolloutConfig) -> tuple[list, list, s
         filled = sel.fill_by_duplication(selection.groups, b, rng)
         selection = sel.Selection(filled, selection.n_informative, len(filled) - len(selection.groups))
     times["rounds"] = rounds
+    if "decode_steps" in times:  # the rows a decode step kept a token of on average: the batch decode really ran at
+        times["decode_rows"] = times["decode_tokens"] / max(times["decode_steps"], 1.0)
     return groups, scores, selection, times

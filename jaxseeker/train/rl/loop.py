@@ -45,7 +45,7 @@ from jaxseeker.agent import (
     read_questions,
     write_episodes,
 )
-from jaxseeker.generation import SamplingConfig
+from jaxseeker.generation import SamplingConfig, roofline
 from jaxseeker.parallel import is_main_process, maybe_initialize_distributed, process_info
 from jaxseeker.rewards import submit_feedback
 from jaxseeker.tools import (
@@ -113,6 +113,7 @@ class RLRun:
     lora: Any = None  # model.LoraConfig of a LoRA run (state.params are then the adapters), else None
     base: Any = None  # the frozen base params of a LoRA run
     base_shardings: Any = None
+    ceilings: tuple[float, float] | None = None  # (matmul FLOP/s, bytes/s): the rollouts' roofline
 
     def engine_params(self, params: Any) -> Any:
         """The params to roll out with: the trained `params`, or with LoRA the base with these adapters merged in
@@ -225,6 +226,8 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
         )
     else:
         run.engine.set_params(params)
+    if hasattr(run.engine, "tally"):
+        run.ceilings = roofline.measure(n=1024)
     if is_main_process():
         write_run_files(
             out_dir,

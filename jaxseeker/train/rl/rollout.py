@@ -15,6 +15,7 @@ episode's `meta["process"]` records the process that rolled it out.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,6 +27,8 @@ from jaxseeker.parallel import all_gather_objects, process_share
 from jaxseeker.train.rl.scoring import Score
 
 TIMES = ("rollout_s", "engine_s", "tool_wait_s", "reward_s")  # per process; the step reports the slowest
+# the engine's tally (`roofline.Tally`) of the rollouts, summed over processes
+WORK = ("prefill_tokens", "prefill_contexts", "decode_tokens", "decode_contexts", "decode_steps")
 
 
 def shared_rollout(
@@ -36,17 +39,23 @@ def shared_rollout(
     config: RolloutConfig,
     n: int,
     score: Callable[[list[Episode]], list[Score]],
+    ceilings: tuple[float, float] | None = None,
 ) -> tuple[list[list[Episode]], list[list[Score]], dict[str, float]]:
     """(groups, their scores, timings): `n` scored episodes of every question, grouped in question order; this
     process rolls out and scores its share, every process gets all (collective, module docstring).
 
     `registry`: the rollout loop's (a ToolRegistry or Question → ToolRegistry); `score`: episodes → scores, in
     order. Timings: `TIMES`, each the largest over processes, and `gather_s` (this process's wait in the exchange).
+    With an engine that counts its work (`Engine.tally`), also `WORK`, the counts of its calls summed over processes;
+    with `ceilings` (matmul FLOP/s, bytes/s, `roofline.measure`) too, `rollout_roofline_s`: the least time the
+    rollouts could take, FLOPs at the matmul ceiling plus bytes at the bandwidth (the largest over processes).
     """
     share = process_share(len(questions))
     groups: list[list[Episode]] = []
     scores: list[list[Score]] = []
     times = dict.fromkeys(TIMES, 0.0)
+    tally = getattr(engine, "tally", None)
+    before = {k: getattr(tally, k) for k in WORK} if tally is not None else {}
     if len(share):
         t = time.perf_counter()
         result = rollout(
@@ -67,10 +76,15 @@ def shared_rollout(
         times["reward_s"] = time.perf_counter() - t
         groups = [result.episodes[g * n : (g + 1) * n] for g in range(len(share))]
         scores = [flat[g * n : (g + 1) * n] for g in range(len(share))]
+    work = {k: float(getattr(tally, k) - v) for k, v in before.items()}
+    if work and ceilings is not None:
+        counts = dataclasses.replace(tally, **{k: int(v) for k, v in work.items()})
+        times["rollout_roofline_s"] = counts.workload().seconds(*ceilings)
     t = time.perf_counter()
-    parts = all_gather_objects((groups, scores, times))
+    parts = all_gather_objects((groups, scores, times, work))
     gather_s = time.perf_counter() - t
-    all_groups = [g for part_groups, _, _ in parts for g in part_groups]
-    all_scores = [s for _, part_scores, _ in parts for s in part_scores]
-    slowest = {k: max(part_times[k] for _, _, part_times in parts) for k in TIMES}
-    return all_groups, all_scores, {**slowest, "gather_s": gather_s}
+    all_groups = [g for part_groups, _, _, _ in parts for g in part_groups]
+    all_scores = [s for _, part_scores, _, _ in parts for s in part_scores]
+    slowest = {k: max(part_times[k] for _, _, part_times, _ in parts) for k in times}
+    summed = {k: sum(part_work[k] for *_, part_work in parts) for k in work}
+    return all_groups, all_scores, {**slowest, **summed, "gather_s": gather_s}

@@ -3,6 +3,8 @@ measured step of the toy, and each prints its full table (the seconds are the ma
 
 import re
 
+import pytest
+
 from jaxseeker.cli import main
 
 PHASES = [
@@ -52,6 +54,15 @@ def test_bench_rl_runs_one_row_per_episode_then_packed_rows_and_prints_both_tabl
         update_rows = int(re.search(r"; (\d+) update rows", lines[10]).group(1))
         assert update_rows <= 4 and f"({rows})" in lines[10]  # at most the 4 episodes (A = 0 ones are left out)
         assert lines[11].startswith("device utilisation ")
+        work = re.fullmatch(
+            r"rollout: [\d.]+x its roofline \(([\d.]+) s: (\d+) prefilled and (\d+) decoded tokens, (\d+) decode "
+            r"steps of ([\d.]+) rows on average\)",
+            lines[12],
+        )
+        assert float(work.group(1)) > 0  # the engine decoded every sampled token (the table's mean of 4 is rounded):
+        assert int(work.group(3)) / 4 == pytest.approx(int(sampled.group(1)), abs=0.5)
+        steps, rows = int(work.group(4)), float(work.group(5))  # rows: tokens / steps, printed to 0.1
+        assert 1 <= rows <= 4 and steps * rows == pytest.approx(int(work.group(3)), abs=0.05 * steps)
     assert re.fullmatch(
         r"packed update rows: update [\d.]+ s vs [\d.]+ s one row per episode \([\d.]+×\), "
         r"\d+ vs \d+ rows, fill \d+% vs \d+%",
