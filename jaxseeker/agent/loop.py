@@ -1,11 +1,10 @@
 """The host-side ReAct rollout loop: many episodes in flight on one engine, tools on a thread pool.
 
-One thread drives the engine: between `engine.step()` calls it admits queued episodes into free
-slots, hands finished tool results back as observations (`engine.extend`) and releases finished
-episodes. Tool calls run on a thread pool and are polled, never awaited, while some slot decodes;
-only when no slot decodes does the driver block on the first tool to finish (that time is the
-engine's idle time, `RolloutStats.idle_fraction`). With `lockstep_tools` the driver waits for every
-call before each engine step instead, so which rows share a step never depends on a tool's latency.
+One thread drives the engine: between `engine.step()` calls it admits queued episodes into free slots, hands
+finished tool results back as observations (`engine.extend`) and releases finished episodes. Tool calls run on a
+thread pool and are polled, never awaited, while some slot decodes; only when no slot decodes does the driver block
+on the first tool to finish (the engine's idle time, `RolloutStats.idle_fraction`). With `lockstep_tools` it waits
+for every call before each engine step, so which rows share a step never depends on a tool's latency.
 
 Per assistant turn:
 - an `<answer>` ends the episode (termination "answer"; tool calls in the same turn are not run);
@@ -139,15 +138,13 @@ class _Loop:
             del self.runs[run.rid]
         self.decoding.discard(run.rid)
         self.waiting.discard(run.rid)
-        for _, future in run.pending:
-            if future is not None:
-                future.cancel()
+        for future in [f for _, f in run.pending if f is not None]:
+            future.cancel()
         if run.turns == 0:
             run.ids, run.mask, run.logprobs = [], [], []
             run.append(self.render.conversation_ids(run.messages), sampled=False)
         else:
             run.append(self.render.tail_ids(run.messages), sampled=False)
-        wall = time.perf_counter() - run.start
         tool_s = sum(r.latency_s for r in run.records)
         self.done.append(
             Episode(
@@ -166,7 +163,7 @@ class _Loop:
                 group=run.group,
                 sample=run.sample,
                 meta=dict(run.question.meta),
-                timings={"wall_s": wall, "tool_s": tool_s, "tool_wait_s": run.tool_wait_s},
+                timings={"wall_s": time.perf_counter() - run.start, "tool_s": tool_s, "tool_wait_s": run.tool_wait_s},
             )
         )
 
@@ -303,7 +300,6 @@ class _Loop:
                     self.admit(*queue.popleft())
                 if self.config.lockstep_tools and self.waiting:
                     self.wait_for_tools(every=True)
-                    self.stats.idle_s += time.perf_counter() - tick
                 for rid in [r for r in self.waiting if all(f is None or f.done() for _, f in self.runs[r].pending)]:
                     self.on_results(self.runs[rid])
                 if self.decoding:
@@ -316,7 +312,6 @@ class _Loop:
                         )
                 elif self.waiting:
                     self.wait_for_tools()
-                    self.stats.idle_s += time.perf_counter() - tick
                 for episode in self.done[reported:] if self.on_episode is not None else ():
                     self.on_episode(episode)
                 reported = len(self.done)
@@ -333,13 +328,13 @@ class _Loop:
         return RolloutResult(sorted(self.done, key=lambda e: (e.group, e.sample)), self.stats)
 
     def wait_for_tools(self, every: bool = False) -> None:
-        """Block until a tool call finishes (`every`: all of them) or the next episode deadline passes; time out late
-        episodes."""
+        """Wait (idle) for a tool call (`every`: for each) or the next deadline to pass; time out late episodes."""
         now = time.perf_counter()
         runs = [self.runs[r] for r in self.waiting]
         deadline = min(r.start + self.config.timeout_s for r in runs)
         futures = [f for r in runs for _, f in r.pending if f is not None]
         wait(futures, timeout=max(0.0, deadline - now) + 1e-3, return_when=ALL_COMPLETED if every else FIRST_COMPLETED)
+        self.stats.idle_s += time.perf_counter() - now
         for run in runs:
             if self.timed_out(run) and not all(f is None or f.done() for _, f in run.pending):
                 self.finish(run, "timeout")
