@@ -37,7 +37,7 @@ from jaxseeker.model.params import count_params
 from jaxseeker.planning.chips import Chip, GiB
 from jaxseeker.planning.memory import BYTES
 from jaxseeker.tools.config import ToolsConfig
-from jaxseeker.tools.extract import EXTRACT_MAX_TOKENS, EXTRACTOR_PROMPT
+from jaxseeker.tools.extract import EXTRACTOR_PROMPT, reply_cap
 from jaxseeker.train.recipe import RecipeError, build
 
 if TYPE_CHECKING:
@@ -98,9 +98,9 @@ def visits_per_episode(rollout: RolloutConfig, tools: ToolsConfig) -> int:
 
 def call_tokens(tools: ToolsConfig) -> tuple[int, int]:
     """(prompt, reply cap) tokens of one summariser call: the extractor's prompt around a page cut at
-    tools.visit.llm_input_chars, and tools.summarizer.max_tokens (`EXTRACT_MAX_TOKENS` when unset)."""
-    reply = (tools.summarizer.max_tokens if tools.summarizer else None) or EXTRACT_MAX_TOKENS
-    return math.ceil((len(EXTRACTOR_PROMPT) + tools.visit.llm_input_chars) / CHARS_PER_TOKEN), reply
+    tools.visit.llm_input_chars, and tools.summarizer.max_tokens (`tools.extract.reply_cap`)."""
+    prompt = math.ceil((len(EXTRACTOR_PROMPT) + tools.visit.llm_input_chars) / CHARS_PER_TOKEN)
+    return prompt, reply_cap(tools.summarizer)
 
 
 def server(m: ModelConfig, chip: Chip, budget: float, per_host: int, prompt: int, reply: int) -> dict[str, float]:

@@ -72,7 +72,6 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
         self.ledger = Ledger(self.plan, self.named)
         self.seen: list[str] | None = None  # the last observation's tool responses
         self.focus: list[tuple] = []  # ledger keys of the clues the next call tests (empty: the route's next)
-        self.unsure = 0  # first fits that were not the planned entity (the run gave up)
         self.testing = ""  # the clue the candidate checks test, when the ledger has no entry of its own for it
         self.side: set[tuple] = set()  # ledger keys of the clues the side lists (`side_clues`) test
         self.stuck = ""  # why the run cannot go on, when a first fit is not the planned entity
@@ -363,7 +362,6 @@ class ReasonedRun(NamelessStart, Backtracking, ExpertRun):
                 break
             if taken is not None:
                 if taken != truth:
-                    self.unsure += 1
                     self.stuck = f"one {self.noun(var)} the clues single out ({taken} fits them as well)"
                     return None
                 for key in [*self.focus, *self.side]:

@@ -10,7 +10,7 @@ import json_repair
 import Stemmer
 
 from jaxseeker.tools.keys import cut
-from jaxseeker.tools.llm_client import LLMClient, LLMError
+from jaxseeker.tools.llm_client import LLMClient, LLMConfig, LLMError
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # A sentence ends at '.', '!' or '?' before a space, except after an initial or a "St." / "Ste." / "Mt.": names
@@ -137,12 +137,16 @@ def parse_extract(reply: str) -> Extract | None:
 EXTRACT_MAX_TOKENS = 2048  # the extractor's reply cap where the summariser's config sets none
 
 
+def reply_cap(summarizer: LLMConfig | None) -> int:
+    """The extractor's reply cap: the summariser's `max_tokens`, else `EXTRACT_MAX_TOKENS` (`plan` sizes by it too)."""
+    return (summarizer.max_tokens if summarizer else None) or EXTRACT_MAX_TOKENS
+
+
 def llm_extract(llm: LLMClient, content: str, goal: str, *, max_input_chars: int) -> Extract:
-    """Ask `llm` for the goal-relevant evidence and a summary of `content`, in at most its config's `max_tokens`
-    (`EXTRACT_MAX_TOKENS` when unset); LLMError when it fails or gives no JSON."""
+    """Ask `llm` for the goal-relevant evidence and a summary of `content`, in at most `reply_cap` tokens; LLMError
+    when it fails or gives no JSON."""
     prompt = EXTRACTOR_PROMPT.format(content=truncate(content, max_input_chars), goal=goal)
-    cap = llm.config.max_tokens or EXTRACT_MAX_TOKENS
-    reply = llm.complete([{"role": "user", "content": prompt}], max_tokens=cap)
+    reply = llm.complete([{"role": "user", "content": prompt}], max_tokens=reply_cap(llm.config))
     extract = parse_extract(reply)
     if extract is None:
         raise LLMError(
