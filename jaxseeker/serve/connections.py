@@ -7,6 +7,10 @@ every connection the server allows. `GuardedH11Protocol` closes a connection who
 complete `header_timeout_s` after its first byte (or after the connection opened, or after the previous response),
 answers 408 and closes one whose request, body included, is not complete `request_timeout_s` after that same start,
 and closes at once a connection beyond `max_connections` open ones.
+
+The 408 is followed by a lingering close (RFC 9112 §9.6): the server ends its side, then reads and drops what the
+client still sends for `LINGER_S` (or until the client closes). A socket closed with unread bytes answers them with a
+reset, which can reach the client before it has read the 408.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import json
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+LINGER_S = 1.0  # how long a connection answered 408 still reads (and drops) the client's bytes before it closes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +74,7 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
         self._request_timer: asyncio.TimerHandle | None = None
+        self._lingering = False  # answered 408: the client's bytes are read and dropped until the close
         if len(self.connections) > self.limits.max_connections:
             transport.close()
             return
@@ -76,6 +83,8 @@ class GuardedH11Protocol(H11Protocol):
     def data_received(self, data: bytes) -> None:
         """Bytes of a request: the header deadline runs until its headers are whole (a request cycle has started),
         the request deadline until its body is."""
+        if self._lingering:
+            return
         if self._between_requests() and self._header_timer is None and self._request_timer is None:
             self._arm_timers()
         super().data_received(data)
@@ -118,8 +127,12 @@ class GuardedH11Protocol(H11Protocol):
         self._request_timer = None
         if self.transport.is_closing():
             return
-        if self.cycle is not None and not self.cycle.response_started:
+        if self.cycle is not None and not self.cycle.response_started and self.transport.can_write_eof():
             self.transport.write(_timeout_reply(self.limits.request_timeout_s))
+            self.transport.write_eof()
+            self._lingering = True
+            self._request_timer = self.loop.call_later(LINGER_S, self.transport.close)  # cancelled if the client leaves
+            return
         self.transport.close()
 
 
