@@ -4,6 +4,7 @@ a key left out takes the recipe's default, and a recipe section's error names th
 import pytest
 
 from jaxseeker.pipeline import pipeline_config
+from jaxseeker.pipeline.quick import quick_recipe
 from jaxseeker.pipeline.recipes import (
     rl_config,
     rl_recipe,
@@ -164,3 +165,10 @@ def test_a_shipped_pipelines_recipes_validate_as_the_recipe_commands_read_them(n
         assert again == recipe  # the YAML round trip keeps every value and type
         shapes = rl_stages(again, []) if stage == "rl" else sft_stages(again)  # the checks of `jaxseeker plan`
         assert shapes and all(s.rows >= 1 for s in shapes)
+
+
+def test_quick_cuts_a_recipes_mini_batches_to_divide_its_cut_step_and_sets_none_of_its_own():
+    """demo.yaml's step of 24 questions × 4 episodes in 3 mini-batches becomes, under --quick, 4 × 2 in 2."""
+    demo = rl_config(pipeline_config(quick_recipe(read_recipe("demo"))))[0]
+    assert (demo.batch_questions, demo.group_size, demo.mini_batches) == (4, 2, 2)
+    assert rl_config(pipeline_config(quick_recipe(read_recipe("demo_copy"))))[0].mini_batches == 1
