@@ -43,15 +43,9 @@ EVAL_CAPS = {"k": 1, "sampled_k": 2, "slots": 16, "max_context": 2048, "max_tool
 EVAL_FRESH = 4  # held-out fresh questions when the recipe asks for any
 RL_CAPS = {"train_questions": 4, "fresh_questions": 4}
 RFT_ONLY = ("rft_per_question", "rft_replay", "rft_rounds", "rft_seeds")  # rl keys of rl.method rft
-# the RL loop's sizes; mini_batches only where the recipe sets it (2 divides the quick step's 4 × 2 episodes)
-RL_LOOP_CAPS = {
-    "steps": 2,
-    "group_size": 2,
-    "batch_questions": 4,
-    "dupo_filter_rollouts": 2,
-    "epochs": 2,
-    "mini_batches": 2,
-}
+RL_LOOP_CAPS = {"steps": 2, "group_size": 2, "batch_questions": 4, "dupo_filter_rollouts": 2, "epochs": 2}
+# caps only where the recipe sets the key (2 mini-batches divide the quick step's 4 × 2 episodes)
+RL_LOOP_SET_CAPS = {"mini_batches": 2}
 # the `jaxseeker sft` stages: rows (seq_len, batch_size) and steps; a warm-up of at most one step
 SFT_ROWS = {"sft": (2048, 2), "extend": (4096, 1)}
 SFT_STEPS = {"sft": 4, "extend": 2}
@@ -92,8 +86,8 @@ def quick_recipe(recipe: dict[str, Any]) -> dict[str, Any]:
     if eval_.get("fresh_questions"):
         out["eval"]["fresh_questions"] = EVAL_FRESH
     rl = {k: v for k, v in _capped(recipe.get("rl"), RL_CAPS).items() if k not in RFT_ONLY} | {"method": "pg"}
-    rl["rl"] = _capped(rl.get("rl"), RL_LOOP_CAPS) | {"chunk_size": 256}
-    rl["rl"] |= {k: cap for k, cap in RL_LOOP_CAPS.items() if k not in rl["rl"] and k != "mini_batches"}
+    rl["rl"] = _capped(rl.get("rl"), RL_LOOP_CAPS | RL_LOOP_SET_CAPS) | {"chunk_size": 256}
+    rl["rl"] |= {k: cap for k, cap in RL_LOOP_CAPS.items() if k not in rl["rl"]}
     out["rl"] = rl
     out["sft"] = _quick_sft(recipe.get("sft"), "sft")
     if recipe.get("extend"):
