@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import resource
 import shutil
 import time
@@ -22,9 +23,36 @@ def fingerprint(*parts: Any) -> str:
 
 
 def peak_rss_gib() -> float:
-    """The process's peak resident memory so far in GiB (Linux reports `ru_maxrss` in KiB): each stage's marker
-    records it, so a run's peak can be set against `jaxseeker plan`'s."""
+    """The process's peak resident memory so far in GiB (Linux reports `ru_maxrss` in KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
+
+
+def _status_gib(field: str) -> float | None:
+    """`field` of /proc/self/status (`VmRSS`: resident now, `VmHWM`: its high-water mark) in GiB; None off Linux."""
+    try:
+        found = re.search(rf"^{field}:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.M)
+    except OSError:
+        return None
+    return round(int(found.group(1)) / 2**20, 2) if found else None
+
+
+def reset_peak_rss() -> bool:
+    """Start a new high-water mark of resident memory (Linux: `/proc/self/clear_refs`), so a stage measures its own
+    peak rather than the largest stage's before it; False where the kernel does not allow it."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def memory_marks(start: float | None, own_peak: bool) -> dict:
+    """A stage's memory for its marker, so its peak can be set against `jaxseeker plan`'s: `start_rss_gib`, what the
+    process held when it began (the world, the data, the runtime: none of it in the plan), and `peak_rss_gib`, its
+    own peak where `own_peak` (`peak_since: "stage"`) or else the process's so far (`"process"`)."""
+    peak = _status_gib("VmHWM") if own_peak else None
+    marks = {"peak_rss_gib": peak or peak_rss_gib(), "peak_since": "stage" if peak else "process"}
+    return marks if start is None else {"start_rss_gib": start, **marks}
 
 
 def release_memory() -> None:
@@ -94,11 +122,12 @@ class StageRunner:
         out.mkdir(parents=True, exist_ok=True)
         _write_marker(started, {"key": key})
         self.log(f"[{name}] {'resuming' if resume else 'running'}")
+        start, own_peak = _status_gib("VmRSS"), reset_peak_rss()
         t = time.perf_counter()
         metrics = fn(out)
         wall = round(time.perf_counter() - t, 2)
         self.timings[name] = wall
-        _write_marker(marker, {"key": key, "metrics": metrics, "wall_s": wall, "peak_rss_gib": peak_rss_gib()})
+        _write_marker(marker, {"key": key, "metrics": metrics, "wall_s": wall, **memory_marks(start, own_peak)})
         release_memory()
         self.log(f"[{name}] done in {wall:.1f} s")
         return self._stop_after(name, metrics)

@@ -28,16 +28,26 @@ def test_a_finished_stage_is_reused_only_for_the_same_inputs(tmp_path):
     assert calls[1] == ["started.json"]  # the old output was wiped
 
 
-def test_a_stage_marker_records_the_process_peak_resident_memory(tmp_path):
+def test_a_stage_marker_records_its_own_peak_resident_memory_and_what_it_started_with(tmp_path):
     import numpy as np
 
-    def big(out):
-        block = np.ones(64 * 2**20 // 8)  # 64 MiB, touched: resident
-        return {"sum": float(block.sum())}
+    def holding(mib):
+        def stage(out):
+            block = np.ones(mib * 2**20 // 8)  # touched: resident; freed when the stage returns
+            return {"sum": float(block.sum())}
 
-    StageRunner(tmp_path, log=lambda _: None).run("eval", fingerprint({}), big)
-    done = json.loads((tmp_path / "eval" / "done.json").read_text())
-    assert done["peak_rss_gib"] >= 64 / 1024  # the peak so far holds the stage's 64 MiB block
+        return stage
+
+    runner = StageRunner(tmp_path, log=lambda _: None)
+    runner.run("sft", fingerprint({}), holding(512))
+    runner.run("eval", fingerprint({}), holding(64))
+    sft, ev = (json.loads((tmp_path / s / "done.json").read_text()) for s in ("sft", "eval"))
+    for done, mib in ((sft, 512), (ev, 64)):
+        assert done["peak_rss_gib"] >= mib / 1024
+        if "start_rss_gib" in done:  # Linux
+            assert done["peak_rss_gib"] - done["start_rss_gib"] >= mib / 1024 - 0.01  # rounded to 0.01 GiB
+    if ev["peak_since"] == "stage":  # the kernel let the mark be reset: the eval's peak is not the SFT's
+        assert ev["peak_rss_gib"] < sft["peak_rss_gib"] - 256 / 1024
 
 
 def test_a_dry_run_names_what_would_be_reused_run_or_resumed_and_touches_nothing(tmp_path):
