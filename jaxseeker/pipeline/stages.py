@@ -22,7 +22,7 @@ def fingerprint(*parts: Any) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
-def peak_rss_gib() -> float:
+def _peak_rss_gib() -> float:
     """The process's peak resident memory so far in GiB (Linux reports `ru_maxrss` in KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
 
@@ -36,7 +36,7 @@ def _status_gib(field: str) -> float | None:
     return round(int(found.group(1)) / 2**20, 2) if found else None
 
 
-def reset_peak_rss() -> bool:
+def _reset_peak_rss() -> bool:
     """Start a new high-water mark of resident memory (Linux: `/proc/self/clear_refs`), so a stage measures its own
     peak rather than the largest stage's before it; False where the kernel does not allow it."""
     try:
@@ -46,12 +46,12 @@ def reset_peak_rss() -> bool:
     return True
 
 
-def memory_marks(start: float | None, own_peak: bool) -> dict:
+def _memory_marks(start: float | None, own_peak: bool) -> dict:
     """A stage's memory for its marker, so its peak can be set against `jaxseeker plan`'s: `start_rss_gib`, what the
     process held when it began (the world, the data, the runtime: none of it in the plan), and `peak_rss_gib`, its
     own peak where `own_peak` (`peak_since: "stage"`) or else the process's so far (`"process"`)."""
     peak = _status_gib("VmHWM") if own_peak else None
-    marks = {"peak_rss_gib": peak or peak_rss_gib(), "peak_since": "stage" if peak else "process"}
+    marks = {"peak_rss_gib": peak or _peak_rss_gib(), "peak_since": "stage" if peak else "process"}
     return marks if start is None else {"start_rss_gib": start, **marks}
 
 
@@ -122,12 +122,12 @@ class StageRunner:
         out.mkdir(parents=True, exist_ok=True)
         _write_marker(started, {"key": key})
         self.log(f"[{name}] {'resuming' if resume else 'running'}")
-        start, own_peak = _status_gib("VmRSS"), reset_peak_rss()
+        start, own_peak = _status_gib("VmRSS"), _reset_peak_rss()
         t = time.perf_counter()
         metrics = fn(out)
         wall = round(time.perf_counter() - t, 2)
         self.timings[name] = wall
-        _write_marker(marker, {"key": key, "metrics": metrics, "wall_s": wall, **memory_marks(start, own_peak)})
+        _write_marker(marker, {"key": key, "metrics": metrics, "wall_s": wall, **_memory_marks(start, own_peak)})
         release_memory()
         self.log(f"[{name}] done in {wall:.1f} s")
         return self._stop_after(name, metrics)
