@@ -48,9 +48,10 @@ class Engine:
 
     Weights and cache are held in the engine's own layout (`generation.layout`: one array per layer), the cache
     allocated once at max_len (in whole attention blocks). A decode call runs the rows that decode, longest first, in
-    the smallest of `slots`, `slots / 4`, `slots / 16` … 2 rows that holds them (without a mesh; no row is moved), and
-    its attention reads each row's keys only up to that row's own end (`ragged_attention`), so short contexts and idle
-    rows do not pay for the longest one. A request whose prompt shares at least `share_prefix` leading tokens with
+    the smallest of `slots`, `slots / 4`, `slots / 16` … 2 rows that holds them (no row is moved; `rows_split`: a mesh
+    splits the slots over its devices, so every call runs every slot in order), and its attention reads each row's
+    keys only up to that row's own end (`ragged_attention`), so short contexts and idle rows do not pay for the
+    longest one. A request whose prompt shares at least `share_prefix` leading tokens with
     another held request's prompt copies them from that row (0: never share), waiting for them to be written where
     that spares it a prefill chunk; `prefilled_tokens` and `shared_tokens` count the context tokens written by prefill
     calls and those copied from another row. Compiled programs: one decode per rows bucket (one more per bucket for
@@ -118,6 +119,9 @@ class Engine:
         self.stacked_prefill = stacked_prefill
         self._mesh, self._rules = mesh, _generation_rules() if mesh is not None and rules is None else rules
         self._sharding = None if mesh is None else layout.cache_shardings(cfg, slots, self._length, mesh, self._rules)
+        # A cache whose slots are split over devices decodes every slot in order (no row leaves its device); one held
+        # whole on each device (no mesh, or a mesh of tensor parallelism only) decodes the rows that decode.
+        self.rows_split = self._sharding is not None and self._sharding.end.shard_shape((slots,)) != (slots,)
         self._handoff = handoff.handoff_fn(
             cfg,
             dtype=self.dtype,
@@ -324,8 +328,8 @@ class Engine:
     def _decode_rows(self, budget: np.ndarray) -> np.ndarray | None:
         """The slots a decode call runs, in its order: those with a budget, longest context first (so a tile of
         rows attends over similar lengths), then idle ones up to the smallest rows bucket that holds them; None
-        (every slot in order) with a mesh (the rows are split over its devices)."""
-        if self._mesh is not None:
+        (every slot in order) where the slots are split over a mesh's devices (`rows_split`)."""
+        if self.rows_split:
             return None
         running = sorted(np.flatnonzero(budget), key=lambda r: -self._slots[r].end)
         n = next(b for b in self._decode_buckets if b >= len(running))

@@ -94,18 +94,18 @@ def _used(buckets: list[int], rows: int) -> list[int]:
 
 
 def _decode_programs(engine: Engine, rows: int) -> list:
-    """The lowered decode call of each rows bucket calls of at most `rows` rows use (one, every slot in order, with
-    a mesh)."""
+    """The lowered decode call of each rows bucket calls of at most `rows` rows use (one, every slot in order, where
+    the slots are split over a mesh's devices)."""
     ends = np.zeros(engine.slots, np.int32)
     lowered = []
-    for n in [engine.slots] if engine._mesh is not None else _used(engine._decode_buckets, rows):
+    for n in [engine.slots] if engine.rows_split else _used(engine._decode_buckets, rows):
         zeros = np.zeros(n, np.int32)
-        rows = None if engine._mesh is not None else np.arange(n, dtype=np.int32)
+        order = None if engine.rows_split else np.arange(n, dtype=np.int32)
         lowered.append(
             steps.decode.lower(
                 engine._params,
                 engine._cache,
-                rows,
+                order,
                 zeros,
                 ends,
                 zeros,
@@ -114,7 +114,7 @@ def _decode_programs(engine: Engine, rows: int) -> list:
                 np.int32(engine.sampling.seed),
                 None,
                 sampling=engine.sampling.static,
-                **engine._options(n, every=rows is None),
+                **engine._options(n, every=order is None),
             )
         )
     return lowered

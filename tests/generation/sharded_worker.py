@@ -1,5 +1,6 @@
 """The engine on a (data 2 × tensor 2) mesh of fake CPU devices against unsharded greedy decoding, once with two
-prompts and once with one prompt's group of two rollouts (the second row copies the first's prompt).
+prompts and once with one prompt's group of two rollouts (the second row copies the first's prompt); then on a
+(tensor 2) mesh, whose devices each hold every slot, with three prompts in four slots.
 
 Run by `test_sharded_engine.py` in a subprocess whose `XLA_FLAGS` asks for 4 host devices (the flag must
 be set before JAX starts). Prints one JSON line: the cache's PartitionSpecs and whether the tokens agree.
@@ -31,6 +32,12 @@ def main() -> None:
     grouped = Engine(sharded, CFG, slots=2, max_len=64, steps_per_call=4, prefill_chunk=8, mesh=mesh)
     group_tokens = engine_tokens(grouped, group, 10)
     cache = grouped._cache
+    # A mesh of tensor parallelism only holds every slot on each device: the engine decodes the running rows alone.
+    tensor_mesh = make_mesh(MeshConfig(data=1, fsdp=1, tensor=2, expert=1), jax.devices()[:2])
+    on_tensor = jax.device_put(params, tree_shardings(model.param_axes(CFG), params, tensor_mesh))
+    whole = Engine(on_tensor, CFG, slots=4, max_len=64, steps_per_call=4, prefill_chunk=8, mesh=tensor_mesh)
+    three = random_prompts([5, 9, 13], seed=3)
+    whole_tokens = engine_tokens(whole, three, 10)
     print(
         json.dumps(
             {
@@ -40,6 +47,9 @@ def main() -> None:
                 "equal": tokens == reference_greedy(params, prompts, 10),
                 "group_equal": group_tokens == reference_greedy(params, group, 10),
                 "shared_tokens": grouped.shared_tokens,
+                "rows_split": [engine.rows_split, whole.rows_split],
+                "tensor_k_spec": str(whole._cache.k[0].sharding.spec),
+                "tensor_equal": whole_tokens == reference_greedy(params, three, 10),
             }
         )
     )

@@ -2,13 +2,25 @@
 
 from pathlib import Path
 
+import pytest
 from worker_support import run_worker
 
 
-def test_engine_on_a_data_by_tensor_mesh_matches_one_device():
-    report, _ = run_worker(Path(__file__).with_name("sharded_worker.py"), 4, timeout=300)
+@pytest.fixture(scope="module")
+def report() -> dict:
+    result, _ = run_worker(Path(__file__).with_name("sharded_worker.py"), 4, timeout=300)
+    return result
+
+
+def test_engine_on_a_data_by_tensor_mesh_matches_one_device(report):
     assert report["devices"] == 4
     assert report["k_spec"] == "P('data', 'tensor')"  # one layer's [batch, kv_heads, seq, head_dim]
     assert report["end_spec"] == "P('data',)"
     assert report["equal"]
     assert report["group_equal"] and report["shared_tokens"] == 23  # the copied cache keeps its sharding (above)
+
+
+def test_an_engine_whose_devices_each_hold_every_slot_decodes_the_running_rows_only(report):
+    assert report["rows_split"] == [True, False]  # slots over data = 2; over nothing on a tensor-only mesh
+    assert report["tensor_k_spec"] == "P(None, 'tensor')"  # kv heads over tensor, every slot on each device
+    assert report["tensor_equal"]
