@@ -180,13 +180,17 @@ class _EngineLog:
         from jaxseeker.generation.warmup import counts
 
         self._engine, self._counts = engine, counts  # imported here: the runner loads no jax until an eval runs
+        from jaxseeker.generation import roofline
+
         print(engine.warm_up(requests).line(), file=sys.stderr)
+        self._ceilings = roofline.measure(n=1024)
         self._start, self._host, self._calls = counts(), engine.host_s, engine.decode_calls
         self._work, self._wall = engine.tally.workload(), time.perf_counter()
 
     def line(self) -> str:
         """The programs compiled since the warm-up, the engine's host time per decode call, and the eval's wall against
-        the roofline of the engine's work (`generation.roofline`, the machine's ceilings measured now)."""
+        the roofline of the engine's work (`generation.roofline`, the machine's ceilings: the best of their
+        measures before and after the eval)."""
         from jaxseeker.generation import roofline
 
         wall = time.perf_counter() - self._wall
@@ -197,7 +201,7 @@ class _EngineLog:
         return (
             f"engine: {made.compiled} programs compiled during the eval ({made.loaded} loaded from the persistent "
             f"compilation cache); host time {host:.1f} s, {1000 * host / calls:.1f} ms a decode call\n"
-            f"engine: {roofline.report(work, wall, roofline.measure(n=1024))}"
+            f"engine: {roofline.report(work, wall, roofline.best(self._ceilings, roofline.measure(n=1024)))}"
         )
 
 

@@ -116,6 +116,12 @@ def measure(n: int = 2048) -> tuple[float, float]:
     return matmul_ceiling(n), memory_bandwidth()
 
 
+def best(*measured: tuple[float, float]) -> tuple[float, float]:
+    """The highest (FLOP/s, bytes/s) of several `measure`s: one taken while other work ran reads low, and a roofline
+    at a low ceiling looks nearer than the hardware's."""
+    return max(m[0] for m in measured), max(m[1] for m in measured)
+
+
 def report(work: Workload, wall_s: float, ceilings: tuple[float, float]) -> str:
     """One line: a run's work, its roofline at the measured `ceilings` (FLOP/s, bytes/s) and its wall against it."""
     flops, read = work.prefill_flops + work.decode_flops, work.weight_bytes + work.kv_bytes

@@ -1,6 +1,6 @@
 """The roofline of a generation workload, counted by hand on the tiny model."""
 
-from jaxseeker.generation.roofline import Workload, generate_workload
+from jaxseeker.generation.roofline import Workload, best, generate_workload
 from jaxseeker.model.flops import active_params
 
 from .reference import CFG
@@ -20,3 +20,8 @@ def test_the_workload_of_two_groups_of_rows_counts_each_prompt_once_and_each_row
 
 def test_the_roofline_adds_flops_at_the_ceiling_and_bytes_at_the_bandwidth():
     assert Workload(3e9, 1e9, 2e9, 4e9).seconds(2e9, 3e9) == 2.0 + 2.0
+
+
+def test_the_ceilings_are_the_best_of_their_measures():
+    # a measure taken under load reads low on one ceiling or both: each ceiling is its own best
+    assert best((200e9, 20e9), (150e9, 30e9), (190e9, 10e9)) == (200e9, 30e9)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,8 @@ def rollout_engine(
     max_len: int,
 ) -> Any:
     """This process's rollout engine: replicas of `engine.tensor` devices (default all of the host's) on its own
-    devices, its share of the slots, its weights `params` handed over from the trainer's layout."""
+    devices, its share of the slots, its weights `params` handed over from the trainer's layout; its programs
+    compiled (or loaded from the persistent compilation cache) two at a time before the first rollout waits on one."""
     tensor = engine_cfg.tensor or jax.local_device_count()
     try:
         mesh, handoff_mesh = replica_meshes(tensor)
@@ -45,7 +47,7 @@ def rollout_engine(
         raise RecipeError(f"engine.tensor: {e}") from None
     replicas = mesh.shape["data"]
     slots = engine_slots(engine_cfg, rl, jax.process_count(), replicas)
-    return make_engine(
+    engine = make_engine(
         params,
         cfg,
         tokenizer,
@@ -59,6 +61,10 @@ def rollout_engine(
         handoff_mesh=handoff_mesh,
         stacked_prefill=engine_cfg.stacked_prefill,
     )
+    warmed = engine.warm_up()
+    if is_main_process():
+        print(warmed.line(), file=sys.stderr)
+    return engine
 
 
 def rollout_seed(seed: int, step: int, round_: int) -> int:

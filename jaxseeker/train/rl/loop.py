@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -225,10 +224,6 @@ def prepare(recipe: dict, *, resume: bool = False, engine: Any = None) -> RLRun:
         run.engine = rollout_engine(
             engine_cfg, rl, cfg, tokenizer, params, sampling, engine_cfg.max_len or max(s.max_context for s in stages)
         )
-        if hasattr(run.engine, "warm_up"):  # its programs compiled two at a time, before the first rollout waits on one
-            warmed = run.engine.warm_up()
-            if is_main_process():
-                print(warmed.line(), file=sys.stderr)
     else:
         run.engine.set_params(params)
     if hasattr(run.engine, "tally"):

@@ -23,6 +23,7 @@ from typing import Any
 import jax
 
 from jaxseeker.agent import Episode, Question, RolloutConfig, rollout
+from jaxseeker.generation import roofline
 from jaxseeker.parallel import all_gather_objects, process_share
 from jaxseeker.train.rl.scoring import Score
 
@@ -48,7 +49,8 @@ def shared_rollout(
     order. Timings: `TIMES`, each the largest over processes, and `gather_s` (this process's wait in the exchange).
     With an engine that counts its work (`Engine.tally`), also `WORK`, the counts of its calls summed over processes;
     with `ceilings` (matmul FLOP/s, bytes/s, `roofline.measure`) too, `rollout_roofline_s`: the least time the
-    rollouts could take, FLOPs at the matmul ceiling plus bytes at the bandwidth (the largest over processes).
+    rollouts could take, FLOPs at the matmul ceiling plus bytes at the bandwidth (the best of `ceilings` and a
+    measure after the rollouts; the largest over processes).
     """
     share = process_share(len(questions))
     groups: list[list[Episode]] = []
@@ -79,7 +81,7 @@ def shared_rollout(
     work = {k: float(getattr(tally, k) - v) for k, v in before.items()}
     if work and ceilings is not None:
         counts = dataclasses.replace(tally, **{k: int(v) for k, v in work.items()})
-        times["rollout_roofline_s"] = counts.workload().seconds(*ceilings)
+        times["rollout_roofline_s"] = counts.workload().seconds(*roofline.best(ceilings, roofline.measure(n=1024)))
     t = time.perf_counter()
     parts = all_gather_objects((groups, scores, times, work))
     gather_s = time.perf_counter() - t
