@@ -128,6 +128,10 @@ def _rollout(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     if args.model is not None:
+        if args.group_size != 1:
+            raise SystemExit(
+                "jaxseeker bench rollout: --group-size is the scripted model's; --model rolls each question out once"
+            )
         return _bench_model(args)
     args.episodes = args.episodes or 64
     args.tool_calls = args.tool_calls or 4
@@ -138,9 +142,10 @@ def _bench(args: argparse.Namespace) -> int:
             f"jaxseeker bench rollout: --max-context {args.max_context} is too small for --tool-calls "
             f"{args.tool_calls} of --think-tokens {args.think_tokens:g} (needs about {needed})"
         )
-    stats = bench_rollout(
+    stats, prompts = bench_rollout(
         slots=args.slots,
         episodes=args.episodes,
+        group_size=args.group_size,
         tool_calls=args.tool_calls,
         tool_latency_s=args.tool_latency,
         think_tokens=args.think_tokens,
@@ -156,6 +161,11 @@ def _bench(args: argparse.Namespace) -> int:
         f"engine busy {stats.step_s / stats.wall_s:.1%} ({stats.steps} steps), idle waiting for tools "
         f"{stats.idle_fraction:.1%} (goal <= 10%), host {1 - (stats.step_s + stats.idle_s) / stats.wall_s:.1%}; "
         f"{stats.sampled_tokens} tokens, {stats.tokens_per_s:.0f} tokens/s"
+    )
+    print(
+        f"prompts: {prompts.tokens} tokens in the cache, {prompts.prefilled} prefilled ({prompts.distinct} in the "
+        f"distinct prompts of {stats.episodes // args.group_size} groups of {args.group_size}), {prompts.copied} "
+        "copied from a row that held them"
     )
     return 0
 
@@ -250,6 +260,12 @@ def add_bench_parser(bench_subparsers: Any) -> None:
     )
     p.add_argument("--slots", type=at_least(1), default=16)
     p.add_argument("--episodes", type=at_least(1), help="default 64; with --model 16 (one per question)")
+    p.add_argument(
+        "--group-size",
+        type=at_least(1),
+        default=1,
+        help="rollouts a question, sharing its prompt, as an RL step's groups (default 1; not with --model)",
+    )
     p.add_argument(
         "--tool-calls",
         type=at_least(1),

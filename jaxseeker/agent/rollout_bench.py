@@ -12,6 +12,7 @@ an argmax.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from collections.abc import Sequence
@@ -189,10 +190,36 @@ def sleep_tool(latency_s: float) -> Tool:
 BENCH_CALL = '{"name": "sleep", "arguments": {}}'
 
 
+@dataclasses.dataclass(frozen=True)
+class PromptWrites:
+    """How the episodes' prompts reached the engine's cache: `tokens`, the prompt tokens the cache held (each
+    episode's prompt but its last token, the first decode step's input); `copied`, those copied from a row that
+    held them (`Engine.shared_tokens`); the rest, `prefilled`, were computed by prefill calls. `distinct`: the
+    tokens of the distinct prompts, what prefilling each once costs."""
+
+    tokens: int
+    copied: int
+    distinct: int
+
+    @property
+    def prefilled(self) -> int:
+        """Prompt tokens computed by prefill calls."""
+        return self.tokens - self.copied
+
+
+def prompt_writes(episodes: Sequence[Episode], copied: int) -> PromptWrites:
+    """The prompt tokens of `episodes` (up to each one's first policy token) and how many of them were `copied`."""
+    prompts = [tuple(e.token_ids[: e.loss_mask.index(1) if 1 in e.loss_mask else len(e.token_ids)]) for e in episodes]
+    return PromptWrites(
+        tokens=sum(len(p) - 1 for p in prompts), copied=copied, distinct=sum(len(p) - 1 for p in set(prompts))
+    )
+
+
 def bench_rollout(
     *,
     slots: int = 16,
     episodes: int = 64,
+    group_size: int = 1,
     tool_calls: int = 4,
     tool_latency_s: float = 0.2,
     think_tokens: float = 32.0,
@@ -200,13 +227,14 @@ def bench_rollout(
     max_len: int = 2048,
     seed: int = 0,
     progress: bool = False,
-) -> RolloutStats:
+) -> tuple[RolloutStats, PromptWrites]:
     """Rollout-loop utilisation: a tiny model that calls a `tool_latency_s` tool every turn, `tool_calls` per episode.
 
     The model (`tool_calling_model`) thinks for a random number of tokens (mean `think_tokens`, at
     most 8× that per turn) and then calls the sleep tool, on the real Engine; each episode ends after
-    `tool_calls` calls ("max_tool_calls"). A warm-up rollout compiles the engine first; the stats
-    are those of the second rollout.
+    `tool_calls` calls ("max_tool_calls"). `group_size`: rollouts a question (as an RL step's groups; `episodes`
+    rounded down to whole groups), which share its prompt. A warm-up rollout compiles the engine first; the stats
+    and the prompts' writes (`PromptWrites`) are those of the second rollout.
     """
     from jaxseeker.agent.scripted import tool_calling_model
     from jaxseeker.generation import SamplingConfig
@@ -236,9 +264,11 @@ def bench_rollout(
         sampling=SamplingConfig(temperature=1.0, seed=seed),
         steps_per_call=steps_per_call,
     )
-    questions = [f"question {i}" for i in range(episodes)]
-    rollout(engine, tokenizer, registry, questions[: min(slots, episodes)], config, progress=False)
-    return rollout(engine, tokenizer, registry, questions, config, progress=progress).stats
+    questions = [f"question {i}" for i in range(max(episodes // group_size, 1))]
+    rollout(engine, tokenizer, registry, [f"warm-up {i}" for i in range(min(slots, episodes))], config, progress=False)
+    copied = engine.shared_tokens
+    result = rollout(engine, tokenizer, registry, questions, config, n_per_question=group_size, progress=progress)
+    return result.stats, prompt_writes(result.episodes, engine.shared_tokens - copied)
 
 
 def bench_rollout_len(tool_calls: int, think_tokens: float) -> int:

@@ -199,7 +199,7 @@ def test_a_model_directory_without_a_tokenizer_ends_rollout_in_one_line(tmp_path
 
 
 def test_bench_rollout_counts_idle_time():
-    stats = bench_rollout(
+    stats, _ = bench_rollout(
         slots=SLOTS,
         episodes=3,
         tool_calls=2,
@@ -212,10 +212,29 @@ def test_bench_rollout_counts_idle_time():
     assert stats.step_s + stats.idle_s <= stats.wall_s
 
 
+def test_a_group_of_rollouts_prefills_its_prompt_once_and_copies_it_into_the_others():
+    stats, prompts = bench_rollout(
+        slots=8, episodes=16, group_size=8, tool_calls=1, tool_latency_s=0.0, think_tokens=4.0, max_len=MAX_LEN
+    )
+    assert stats.episodes == 16
+    assert prompts.distinct > 0 and prompts.tokens == 8 * prompts.distinct  # two prompts, eight rows each
+    # Each group's prompt is computed at most once (less where the two share their leading tokens) and the seven
+    # other rows of its group copy it.
+    assert prompts.prefilled <= prompts.distinct
+    assert prompts.copied >= 7 * prompts.distinct
+
+
+def test_bench_rollout_group_size_is_not_for_a_real_model():
+    with pytest.raises(SystemExit) as exit_:
+        cli(["bench", "rollout", "--model", "smollm2-135m-instruct", "--group-size", "8"])
+    assert "--group-size is the scripted model's" in str(exit_.value.code)
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
         (["--slots", "0"], "--slots: must be an integer >= 1, got 0"),
+        (["--group-size", "0"], "--group-size: must be an integer >= 1, got 0"),
         (["--episodes", "0"], "--episodes: must be an integer >= 1, got 0"),
         (["--tool-calls", "0"], "--tool-calls: must be an integer >= 1, got 0"),
         (["--tool-latency", "-0.5"], "--tool-latency: must be a number >= 0, got -0.5"),
