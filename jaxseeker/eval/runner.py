@@ -177,11 +177,10 @@ class _EngineLog:
     engine's work from then on."""
 
     def __init__(self, engine: Any, requests: int) -> None:
+        from jaxseeker.generation import roofline
         from jaxseeker.generation.warmup import counts
 
         self._engine, self._counts = engine, counts  # imported here: the runner loads no jax until an eval runs
-        from jaxseeker.generation import roofline
-
         print(engine.warm_up(requests).line(), file=sys.stderr)
         self._ceilings = roofline.measure(n=1024)
         self._start, self._host, self._calls = counts(), engine.host_s, engine.decode_calls
