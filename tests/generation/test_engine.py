@@ -203,9 +203,13 @@ def test_a_warm_up_in_a_fresh_process_loads_its_programs_and_compiles_none(tiny)
     assert (again.counts.compiled, again.counts.loaded) == (0, again.programs)
 
 
-def test_a_few_late_requests_decode_in_calls_of_few_rows(tiny, monkeypatch):
+@pytest.mark.parametrize("on_mesh", [False, True], ids=["no mesh", "a one-device mesh, as an RL run's engine"])
+def test_a_few_late_requests_decode_in_calls_of_few_rows(tiny, monkeypatch, on_mesh):
     """8 slots: short requests end early, the long ones left in rows 5 and 7 decode in calls of 2 rows, the last one
-    too (buckets 8, 2: one row decodes no faster than two), with the tokens an argmax loop gives."""
+    too (buckets 8, 2: one row decodes no faster than two), with the tokens an argmax loop gives. A mesh whose
+    devices each hold every slot changes nothing (only one that splits the slots decodes all of them each call)."""
+    from jaxseeker.parallel import MeshConfig, make_mesh
+
     _, params = tiny
     prompts = random_prompts([4, 6, 3, 5, 7, 2, 8, 3], seed=12)
     budgets = [3, 3, 3, 3, 3, 20, 3, 24]
@@ -217,7 +221,9 @@ def test_a_few_late_requests_decode_in_calls_of_few_rows(tiny, monkeypatch):
         return decode(params, cache, rows, tokens, *args, **kw)
 
     monkeypatch.setattr(device_steps, "decode", counted)
-    engine = _engine(tiny, slots=8)
+    mesh = make_mesh(MeshConfig(1, 1, 1, 1), jax.devices()[:1]) if on_mesh else None
+    engine = _engine(tiny, slots=8, mesh=mesh)
+    assert not engine.rows_split
     for i, (prompt, budget) in enumerate(zip(prompts, budgets)):
         engine.submit(f"r{i}", prompt, max_new_tokens=budget)
     events = _run(engine)
