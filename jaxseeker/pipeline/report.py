@@ -165,6 +165,14 @@ def sampled_lines(report: dict[str, Any], averaged: str) -> list[str]:
                 "its longest episode).",
                 "",
             ]
+    memory = report.get("rl_memory")
+    if memory:
+        lines += [
+            f"RL memory: peak {memory['peak_rss_gib']:.2f} GiB resident, {memory['of_plan']:.2f}x the plan's "
+            f"{memory['plan_peak_gib']:.2f} GiB and the {memory['start_rss_gib']:.2f} GiB the process held when the "
+            "stage began.",
+            "",
+        ]
     rows = [
         (name, report[greedy], report[sampled])
         for name, greedy, sampled in (
@@ -223,12 +231,28 @@ def pool_accuracy(root: Path, stage: str = "rl") -> dict[str, Any] | None:
     return pool
 
 
+def stage_memory(root: Path, stage: str = "rl") -> dict[str, float] | None:
+    """A stage's own peak resident memory (its `done.json`) against its plan: `of_plan`, the peak over the plan's
+    peak plus what the process held when the stage began; None without a plan or a peak of the stage's own."""
+    try:
+        done = json.loads((root / stage / "done.json").read_text())
+    except (OSError, ValueError):
+        return None
+    plan = (done.get("metrics") or {}).get("plan_peak_gib")
+    if plan is None or done.get("peak_since") != "stage" or done.get("start_rss_gib") is None:
+        return None
+    held, peak = done["start_rss_gib"], done["peak_rss_gib"]
+    return {"peak_rss_gib": peak, "plan_peak_gib": plan, "start_rss_gib": held, "of_plan": peak / (plan + held)}
+
+
 def write_pipeline_report(root: str | Path, report: dict[str, Any]) -> dict[str, Any]:
     """Write the PNGs under `plots/`, `report.json` and `report.md` of `root`; returns the report with its plots."""
     root = Path(root)
     plots = write_plots(root, rl_stages(report))
     pool = pool_accuracy(root) if "rl" in report else None
+    memory = stage_memory(root) if "rl" in report else None
     report = {**report, "plots": [f"plots/{name}" for name, _ in plots]} | ({"rl_pool": pool} if pool else {})
+    report |= {"rl_memory": memory} if memory else {}
     (root / "report.json").write_text(json.dumps(report, indent=2, default=str))
     (root / "report.md").write_text(markdown(report, plots))
     return report

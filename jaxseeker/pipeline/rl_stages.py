@@ -17,7 +17,7 @@ from jaxseeker.pipeline.eval_stages import policy_engine
 from jaxseeker.pipeline.questions import fresh_questions, read_jsonl, read_splits
 from jaxseeker.pipeline.recipes import rl_config, rl_recipe, sft_config, stage_seed, write_recipe
 from jaxseeker.pipeline.train_stages import model_section, soup_summary, stage_recipe
-from jaxseeker.planning.fit import planned_recipe
+from jaxseeker.planning.fit import plan_rl
 from jaxseeker.train.average import wise_ft
 from jaxseeker.train.export import export_hf
 from jaxseeker.train.rl.loop import run_rl
@@ -124,11 +124,22 @@ def pg_stage(run: PipelineRun, start: Path, out: Path) -> dict:
         questions=write_pool(run, out),
         out_dir=out,
     )
-    recipe = planned_recipe(recipe)  # the remat and micro-batch tokens that fit this machine, written down
+    recipe, peak = plan_rl(recipe)  # the remat and micro-batch tokens that fit this machine, written down
     write_recipe(out, recipe)
     summary = run_rl(recipe, resume=True, progress=run.progress)
     export_hf(out, out / "hf")
-    return {k: summary.get(k) for k in ("first_reward", "final_reward", "final_accuracy", "mean_step_s", "questions")}
+    keys = ("first_reward", "final_reward", "final_accuracy", "mean_step_s", "questions")
+    return {k: summary.get(k) for k in keys} | plan_memory(peak)
+
+
+def plan_memory(peak: float) -> dict:
+    """The plan's peak for the stage's marker, where the devices' memory is the host's (CPU) and so can be set
+    against the resident memory the marker records: `plan_peak_gib`, the peak per device times the local devices."""
+    import jax
+
+    if jax.local_devices()[0].platform != "cpu":
+        return {}
+    return {"plan_peak_gib": peak * jax.local_device_count() / 2**30}
 
 
 def average_stage(run: PipelineRun, start: Path, tuned: Path, out: Path) -> dict:

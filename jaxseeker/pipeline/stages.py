@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import resource
 import shutil
 import time
@@ -12,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jaxseeker.train.heap import trim_heap
+from jaxseeker.train.heap import resident_gib, trim_heap
 from jaxseeker.train.interrupt import Stopped, requested
 
 
@@ -25,15 +24,6 @@ def fingerprint(*parts: Any) -> str:
 def _peak_rss_gib() -> float:
     """The process's peak resident memory so far in GiB (Linux reports `ru_maxrss` in KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)
-
-
-def _status_gib(field: str) -> float | None:
-    """`field` of /proc/self/status (`VmRSS`: resident now, `VmHWM`: its high-water mark) in GiB; None off Linux."""
-    try:
-        found = re.search(rf"^{field}:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.M)
-    except OSError:
-        return None
-    return round(int(found.group(1)) / 2**20, 2) if found else None
 
 
 def _reset_peak_rss() -> bool:
@@ -50,7 +40,7 @@ def _memory_marks(start: float | None, own_peak: bool) -> dict:
     """A stage's memory for its marker, so its peak can be set against `jaxseeker plan`'s: `start_rss_gib`, what the
     process held when it began (the world, the data, the runtime: none of it in the plan), and `peak_rss_gib`, its
     own peak where `own_peak` (`peak_since: "stage"`) or else the process's so far (`"process"`)."""
-    peak = _status_gib("VmHWM") if own_peak else None
+    peak = resident_gib("VmHWM") if own_peak else None
     marks = {"peak_rss_gib": peak or _peak_rss_gib(), "peak_since": "stage" if peak else "process"}
     return marks if start is None else {"start_rss_gib": start, **marks}
 
@@ -122,7 +112,7 @@ class StageRunner:
         out.mkdir(parents=True, exist_ok=True)
         _write_marker(started, {"key": key})
         self.log(f"[{name}] {'resuming' if resume else 'running'}")
-        start, own_peak = _status_gib("VmRSS"), _reset_peak_rss()
+        start, own_peak = resident_gib("VmRSS"), _reset_peak_rss()
         t = time.perf_counter()
         metrics = fn(out)
         wall = round(time.perf_counter() - t, 2)

@@ -6,8 +6,9 @@ recipe's model section sets none; "rows": `rl.update_tokens` is 0) and returns i
 update phase fits the budget: the least recompute first (remat none, then dots, then full: each costs FLOPs), and
 for it as many rows as fit, up to `UPDATE_TOKENS` tokens per device and pass (more tokens per pass buy no speed once
 the matmuls fill the chip, and cost memory). `planned_recipe` applies it to a `jaxseeker rl` recipe on this
-process's devices (host RAM on CPU, each device's memory on accelerators): it writes the choice into the recipe
-(`model.remat`, `rl.update_tokens`, `rl.pack`), or raises a `RecipeError` with the plan and the keys to set.
+process's devices (on CPU the host's RAM less what the process already holds, on accelerators each device's memory):
+it writes the choice into the recipe (`model.remat`, `rl.update_tokens`, `rl.pack`), or raises a `RecipeError` with
+the plan and the keys to set; `plan_rl` also gives the plan's peak.
 
 `memory_plan` adds a stage's bytes per device (the components of `planning.memory`, the rollout engine's of
 `planning.rollout`) into its phases and their peak; `resolve_mesh` gives a recipe's mesh its axis sizes;
@@ -43,6 +44,7 @@ from jaxseeker.planning.memory import (
     param_elements,
 )
 from jaxseeker.planning.rollout import engine_memory, engine_summary
+from jaxseeker.train.heap import resident_gib
 from jaxseeker.train.recipe import RecipeError
 
 UPDATE_TOKENS = 2048  # tokens per device of one forward/backward pass the plan aims for at most
@@ -254,15 +256,17 @@ def suggest_mesh(
 
 
 def device_budget() -> tuple[float, str]:
-    """(bytes a plan may fill per local device, what they are): on CPU `USABLE_HBM` of the host's RAM shared by its
+    """(bytes a plan may fill per local device, what they are): on CPU `USABLE_HBM` of the host's RAM less what this
+    process already holds (the runtime, the world, the data: the devices' memory is the same RAM), shared by its
     devices; on an accelerator the memory its backend reports usable less `MARGIN`, as `jaxseeker plan --target`
     plans it (`planning.targets`)."""
     import jax
 
     device = jax.local_devices()[0]
     if device.platform == "cpu":
-        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        return USABLE_HBM * ram / jax.local_device_count(), f"host RAM ({ram / GiB:.0f} GiB)"
+        ram, held = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), (resident_gib() or 0.0) * GiB
+        where = f"host RAM ({ram / GiB:.0f} GiB, {held / GiB:.2f} GiB of it held by this process)"
+        return (USABLE_HBM * ram - held) / jax.local_device_count(), where
     limit = (device.memory_stats() or {}).get("bytes_limit")
     if not limit:
         return math.inf, f"{device.device_kind} (memory unknown)"
@@ -274,6 +278,12 @@ def planned_recipe(recipe: Mapping[str, Any], budget: float | None = None, where
     `budget` bytes per device): `model.remat`, `rl.update_tokens` and `rl.pack` set to what the run uses. Raises
     RecipeError, before anything is loaded or rolled out, when a context stage does not fit, naming the phase, its
     size and the keys to set."""
+    return plan_rl(recipe, budget, where)[0]
+
+
+def plan_rl(recipe: Mapping[str, Any], budget: float | None = None, where: str | None = None) -> tuple[dict, float]:
+    """(`planned_recipe`'s recipe, the plan's peak bytes per device over its context stages), so a run can set its
+    measured peak against the plan."""
     import jax
 
     from jaxseeker.planning.recipe import mesh_and_rules, model_config, rl_stages
@@ -290,9 +300,11 @@ def planned_recipe(recipe: Mapping[str, Any], budget: float | None = None, where
     remat = max((s.remat or cfg.remat for s in chosen), key=REMATS.index)
     rl = build_rl(recipe)
     tokens = rl.update_tokens or min(s.rows * s.seq for s in chosen)
+    peak = 0.0
     for s in chosen:  # the rows `train.rl.update.update` runs: update_tokens // seq, at least 1, at most a mini-batch's
         s = dataclasses.replace(s, remat=remat, rows=min(s.mini_batch_rows, max(1, tokens // s.seq)))
         memory = memory_plan(cfg, s, rules, mesh, min(jax.local_device_count(), 8))
+        peak = max(peak, memory["peak"])
         over = [p for p in PHASES if memory[f"{p}_phase"] > budget]
         if over:
             phases = ", ".join(f"{p} {_size(memory[f'{p}_phase'])}" for p in over)
@@ -307,7 +319,7 @@ def planned_recipe(recipe: Mapping[str, Any], budget: float | None = None, where
     out = {k: dict(v) if isinstance(v, Mapping) else v for k, v in recipe.items()}
     out["model"] = {**(recipe.get("model") or {}), "remat": remat}
     out["rl"] = {**(recipe.get("rl") or {}), "update_tokens": tokens, "pack": rl.pack}
-    return out
+    return out, peak
 
 
 def _size(n: float) -> str:

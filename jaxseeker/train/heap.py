@@ -1,4 +1,4 @@
-"""Give freed host memory back to the system between the phases of a run."""
+"""The process's host memory: what it holds now, and giving what a phase freed back to the system before the next."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import re
+from pathlib import Path
 
 
 @functools.cache
@@ -23,3 +25,12 @@ def trim_heap() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+def resident_gib(field: str = "VmRSS") -> float | None:
+    """`field` of /proc/self/status (`VmRSS`: resident now, `VmHWM`: its high-water mark) in GiB; None off Linux."""
+    try:
+        found = re.search(rf"^{field}:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.M)
+    except OSError:
+        return None
+    return round(int(found.group(1)) / 2**20, 2) if found else None

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import shutil
 
+import jax
 import numpy as np
 import pytest
 from quick_support import RECIPE, RFT_LR, go_on_from
@@ -16,6 +17,7 @@ from jaxseeker.pipeline.plots import PLOTS, rl_metrics, write_plots
 from jaxseeker.pipeline.report import markdown, rl_stages
 from jaxseeker.pipeline.split import split_questions
 from jaxseeker.planning.command import recipe_stages
+from jaxseeker.planning.fit import plan_rl
 from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.world import build_world
@@ -54,6 +56,11 @@ def adapters_and_average_hold(cfg, report: dict, root) -> None:
     assert pool["rollout_roofline_s"] == pytest.approx(rows[0]["rollout_roofline_s"] + rows[1]["rollout_roofline_s"])
     rows_a_step = f"{pool['decode_steps']:.0f} decode steps of {pool['decode_tokens'] / pool['decode_steps']:.1f} rows"
     assert f"RL rollouts: {pool['rollout_s']:.1f} s, " in text and rows_a_step in text
+    done, memory = json.loads((root / "rl" / "done.json").read_text()), report["rl_memory"]
+    planned = plan_rl(rl_recipe)[1] * jax.local_device_count() / 2**30  # the written recipe planned again
+    assert memory["plan_peak_gib"] == done["metrics"]["plan_peak_gib"] == pytest.approx(planned)
+    assert planned > 0 and memory["of_plan"] == pytest.approx(done["peak_rss_gib"] / (planned + done["start_rss_gib"]))
+    assert f"RL memory: peak {done['peak_rss_gib']:.2f} GiB resident, {memory['of_plan']:.2f}x the plan's" in text
 
 
 def test_quick_pipeline_runs_every_stage_and_resumes(before_rl, tmp_path):

@@ -4,17 +4,28 @@ that cannot fit."""
 
 import dataclasses
 import functools
+import os
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from jaxseeker import model
 from jaxseeker.parallel import DEFAULT_RULES, MeshConfig, batch_sharding, make_mesh
-from jaxseeker.planning.chips import CHIPS, GiB
+from jaxseeker.planning.chips import CHIPS, USABLE_HBM, GiB
 from jaxseeker.planning.command import make_plan
-from jaxseeker.planning.fit import UPDATE_TOKENS, choose_update, memory_plan, planned_recipe
+from jaxseeker.planning.fit import (
+    UPDATE_TOKENS,
+    choose_update,
+    device_budget,
+    memory_plan,
+    plan_rl,
+    planned_recipe,
+    resolve_mesh,
+)
 from jaxseeker.planning.memory import StageShape, abstract_mesh
+from jaxseeker.planning.recipe import mesh_and_rules, model_config, rl_stages
 from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.train.rl.rows import ROW_KEYS
@@ -114,3 +125,24 @@ def test_a_recipe_that_cannot_fit_is_refused_naming_the_keys_to_set():
         planned_recipe(recipe, budget=2**20, where="1 MiB")
     chosen = planned_recipe(read_recipe("rl_tiny", []), budget=CHIPS["v5p"].hbm_bytes)
     assert chosen["model"]["remat"] == "none" and chosen["rl"]["update_tokens"] == (UPDATE_TOKENS // 160) * 160
+
+
+def test_on_cpu_the_plan_fits_in_the_host_ram_this_process_does_not_already_hold():
+    """The devices' memory is the host's RAM, of which the runtime, the world and the data already hold some: a
+    process holding 512 MiB more has 512 MiB less to plan in (shared by its local devices)."""
+    before, where = device_budget()
+    assert "GiB of it held by this process" in where
+    held = np.ones(512 * 2**20 // 8)  # 512 MiB of float64, resident once written
+    after, _ = device_budget()
+    assert before - after >= 0.95 * held.nbytes / jax.local_device_count()
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert after * jax.local_device_count() <= USABLE_HBM * ram - held.nbytes
+    recipe, peak = plan_rl(read_recipe("rl_tiny", []), budget=CHIPS["v5p"].hbm_bytes)
+    assert recipe == planned_recipe(read_recipe("rl_tiny", []), budget=CHIPS["v5p"].hbm_bytes)
+    stage = rl_stages(recipe, [])[0]  # the planned stage again, by hand: its peak is the one plan_rl gives
+    rows = min(stage.mini_batch_rows, recipe["rl"]["update_tokens"] // stage.seq)
+    stage = dataclasses.replace(stage, remat=recipe["model"]["remat"], rows=rows)
+    mesh_cfg, rules = mesh_and_rules(recipe)
+    mesh = abstract_mesh(resolve_mesh(mesh_cfg, jax.device_count(), []))
+    cfg = model_config(recipe["model"], [])
+    assert peak == memory_plan(cfg, stage, rules, mesh, min(jax.local_device_count(), 8))["peak"] > 0
