@@ -297,7 +297,7 @@ class Engine:
 
     def _prefill_all(self) -> None:
         """Copy the shared prefixes that are ready, then write all other queued context tokens, one chunk per row
-        per device call (rows padded to a power of 2), until none is left."""
+        per device call (a power of 2 of rows: `requests.call_rows`), until none is left."""
         while True:
             self._cache, copied = prefix.copy_ready(self._cache, self._slots)
             self.shared_tokens += copied

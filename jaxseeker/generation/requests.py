@@ -118,19 +118,27 @@ def check_budget(caller: str, request_id: str, max_new_tokens: int) -> None:
         raise ValueError(f"Engine.{caller}: max_new_tokens of {request_id!r} must be >= 0, got {max_new_tokens}")
 
 
+def call_rows(waiting: int, slots: int) -> int:
+    """Rows of a prefill call when `waiting` slots have context to write: the power of two that holds them (at most
+    every slot) where its padding rows are at most an eighth of the call, else the largest power of two below, the
+    rest left to the next call. A padding row costs a real one's FLOPs; another call costs a read of the weights."""
+    n = min(1 << (waiting - 1).bit_length(), slots)
+    return n if n - waiting <= n // 8 else 1 << (waiting.bit_length() - 1)
+
+
 def prefill_batch(slots: list[Slot | None], chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The next prefill call: (rows `[n]`, tokens `[n, chunk]`, real tokens a row `[n]`) with the next chunk of every
-    slot that has context to write (and no shared prefix to wait for), taken off the slots' queues and added to their
-    ends; n is the power of two that holds them (at most every slot: then all of them in order), longest context
-    first, padded with other slots that write nothing. None when no slot has anything to write."""
+    """The next prefill call: (rows `[n]`, tokens `[n, chunk]`, real tokens a row `[n]`) with the next chunk of up to
+    n slots that have context to write (and no shared prefix to wait for), longest context first, taken off the slots'
+    queues and added to their ends; n is a power of two (`call_rows`; every slot: then all of them in order), padded
+    with other slots that write nothing. None when no slot has anything to write."""
     rows = [r for r, s in enumerate(slots) if s is not None and s.prefill and s.share is None]
     if not rows:
         return None
-    n = min(1 << (len(rows) - 1).bit_length(), len(slots))
+    n = call_rows(len(rows), len(slots))
     if n == len(slots):
         rows = list(range(n))
     else:  # longest context first: a tile of rows attends over similar lengths (`cached_forward.PREFILL_TILE`)
-        rows = sorted(rows, key=lambda r: -slots[r].end)
+        rows = sorted(rows, key=lambda r: -slots[r].end)[:n]
         rows += [r for r in range(len(slots)) if r not in rows][: n - len(rows)]
     tokens = np.zeros((n, chunk), np.int32)  # [n, chunk]
     counts = np.zeros(n, np.int32)  # [n]
