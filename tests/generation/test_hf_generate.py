@@ -3,6 +3,7 @@
 import numpy as np
 import torch
 import transformers
+from hf_support import tiny_qwen3_config
 
 from jaxseeker import model
 from jaxseeker.generation import generate
@@ -12,22 +13,7 @@ from .reference import random_prompts
 
 def test_greedy_tokens_equal_transformers_generate(tmp_path):
     torch.manual_seed(0)
-    config = transformers.Qwen3Config(
-        vocab_size=512,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=512,
-        initializer_range=0.15,
-        rope_theta=1e6,
-        tie_word_embeddings=True,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=0,
-    )
+    config = tiny_qwen3_config()
     hf = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
     hf.save_pretrained(tmp_path)
     cfg, params = model.load_hf(tmp_path)
