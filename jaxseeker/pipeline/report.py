@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxseeker.pipeline.plots import write_plots
+from jaxseeker.pipeline.stages import read_marker
 from jaxseeker.train.metrics import read_metrics
 
 
@@ -234,10 +235,7 @@ def pool_accuracy(root: Path, stage: str = "rl") -> dict[str, Any] | None:
 def stage_memory(root: Path, stage: str = "rl") -> dict[str, float] | None:
     """A stage's own peak resident memory (its `done.json`) against its plan: `of_plan`, the peak over the plan's
     peak plus what the process held when the stage began; None without a plan or a peak of the stage's own."""
-    try:
-        done = json.loads((root / stage / "done.json").read_text())
-    except (OSError, ValueError):
-        return None
+    done = read_marker(root / stage / "done.json")
     plan = (done.get("metrics") or {}).get("plan_peak_gib")
     if plan is None or done.get("peak_since") != "stage" or done.get("start_rss_gib") is None:
         return None

@@ -8,6 +8,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import jax
+
 from jaxseeker.eval import load_questions
 from jaxseeker.eval.runner import run_eval
 from jaxseeker.generation import SamplingConfig
@@ -135,8 +137,6 @@ def pg_stage(run: PipelineRun, start: Path, out: Path) -> dict:
 def plan_memory(peak: float) -> dict:
     """The plan's peak for the stage's marker, where the devices' memory is the host's (CPU) and so can be set
     against the resident memory the marker records: `plan_peak_gib`, the peak per device times the local devices."""
-    import jax
-
     if jax.local_devices()[0].platform != "cpu":
         return {}
     return {"plan_peak_gib": peak * jax.local_device_count() / 2**30}

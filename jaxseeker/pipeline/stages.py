@@ -93,13 +93,13 @@ class StageRunner:
         the same `key` (it continues from its checkpoints; one started with other inputs cannot)."""
         out = self.root / name
         marker, started = out / "done.json", out / "started.json"
-        done = _read_marker(marker)
+        done = read_marker(marker)
         if done.get("key") == key and "metrics" in done:
             self.log(f"[{name}] reused ({out})")
             self.reused.append(name)
             self.timings[name] = done.get("wall_s", 0.0)
             return self._stop_after(name, done["metrics"])
-        resume = resumable and "metrics" not in done and _read_marker(started).get("key") == key  # killed part-way
+        resume = resumable and "metrics" not in done and read_marker(started).get("key") == key  # killed part-way
         if self.dry_run:
             self.log(f"[{name}] would {'resume' if resume else 'run'}")
             self.to_run.append(name)
@@ -130,7 +130,7 @@ class StageRunner:
         return metrics
 
 
-def _read_marker(path: Path) -> dict:
+def read_marker(path: Path) -> dict:
     """A stage's `done.json` / `started.json`, or {} when it is missing or damaged (the stage then runs anew)."""
     try:
         marker = json.loads(path.read_text(encoding="utf-8"))
