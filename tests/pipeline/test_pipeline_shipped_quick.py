@@ -2,7 +2,7 @@
 recipe's (a tiny from-scratch policy in place of a pretrained one), each cut to a few steps and questions. The demo
 runs from nothing; `demo_rl` is the demo with more RL steps and a weight average, so it goes on from the demo's
 run as a user's would, reusing every stage whose inputs are the demo's (`--quick` caps both to the same RL steps)
-and running only its own (demo_copy and demo_focus, on another worker: test_pipeline_shipped_quick_tiny.py). The demo's
+and running only its own (demo_focus, on another worker: test_pipeline_shipped_quick_tiny.py). The demo's
 run is stopped by SIGTERM during its SFT's last step, as a user's run may be, and goes on with the same command."""
 
 import contextlib
