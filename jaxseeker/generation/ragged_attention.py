@@ -18,8 +18,6 @@ layout; on TPU the same interface is where `jax.experimental.pallas.ops.tpu.ragg
 
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
 
@@ -64,7 +62,7 @@ def ragged_attention(
 
     q_pos `[batch, s]`: each query's position (it sees keys at positions ≤ it); limit `[batch]`: keys at positions
     ≥ limit are hidden (the row's end; 0 for a row whose queries are padding: it reads nothing). `length` must be a
-    multiple of `block`. A query that sees no key gets zeros. The tiles run as one loop a core, not traced one by one:
+    multiple of `block`. A query that sees no key gets zeros. The tiles run as one loop, not traced one by one:
     a decode program of 32 rows would otherwise trace 8 tiles × the layers (seconds of tracing, and as much HLO).
     """
     b, s, h, d = q.shape
@@ -114,19 +112,15 @@ def ragged_attention(
         _, den, o = jax.lax.fori_loop(0, (jnp.max(limit_t) + block - 1) // block, visit, init)
         return o / jnp.where(den > 0, den, 1.0)[..., None]
 
-    def lane(first: int, count: int) -> jax.Array:
-        """Tiles `first … first + count`, one after the other → `[count · tile, kv, g*s, d]`."""
-        if count == 1:
-            return attend(first * tile)
-        return jax.lax.fori_loop(
+    # One loop over the tiles: split into one loop a core, XLA:CPU still ran them one after the other (no faster).
+    if tiles == 1:
+        out = attend(0)
+    else:
+        out = jax.lax.fori_loop(
             0,
-            count,
-            lambda i, out: jax.lax.dynamic_update_slice_in_dim(out, attend((first + i) * tile), i * tile, axis=0),
-            jnp.zeros((count * tile, kvh, g * s, d), jnp.float32),
+            tiles,
+            lambda i, out: jax.lax.dynamic_update_slice_in_dim(out, attend(i * tile), i * tile, axis=0),
+            jnp.zeros((tiles * tile, kvh, g * s, d), jnp.float32),
         )
-
-    lanes = min(tiles, os.cpu_count() or 1)  # independent loops XLA:CPU runs side by side, one a core
-    bounds = [tiles * i // lanes for i in range(lanes + 1)]
-    out = jnp.concatenate([lane(lo, hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)])
     out = out[:b].astype(q.dtype)  # [b, kv, g*s, d]
     return out.reshape(b, kvh, g, s, d).transpose(0, 3, 1, 2, 4).reshape(b, s, h, d)
