@@ -10,13 +10,12 @@ its own context). Its roofline is FLOPs at the measured matmul ceiling plus byte
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import jax
 import jax.numpy as jnp
 
 from jaxseeker.model import ModelConfig
-from jaxseeker.model.flops import BYTES, active_params, kv_cache_bytes, matmul_ceiling
+from jaxseeker.model.flops import BYTES, active_params, fastest_call, kv_cache_bytes, matmul_ceiling
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,16 +97,9 @@ def generate_workload(
 
 
 def memory_bandwidth(nbytes: int = 1 << 28, repeats: int = 5) -> float:
-    """Measured read bandwidth of the default device in bytes/s: a jitted sum over `nbytes` of float32 (compile
-    excluded), the rate a decode step streams weights and cache at."""
-    x = jnp.ones((nbytes // 4,), jnp.float32)
-    f = jax.jit(jnp.sum)
-    f(x).block_until_ready()
-    start = time.perf_counter()
-    for _ in range(repeats):
-        r = f(x)
-    r.block_until_ready()
-    return nbytes * repeats / (time.perf_counter() - start)
+    """Measured read bandwidth of the default device in bytes/s (the fastest of `repeats` jitted sums over `nbytes` of
+    float32): the rate a decode step streams weights and cache at."""
+    return nbytes / fastest_call(jax.jit(jnp.sum), jnp.ones((nbytes // 4,), jnp.float32), repeats=repeats)
 
 
 def measure(n: int = 2048) -> tuple[float, float]:

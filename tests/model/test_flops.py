@@ -1,5 +1,7 @@
 """Parameter counts and FLOPs against transformers' own count."""
 
+import time
+
 import transformers
 
 from jaxseeker import model
@@ -32,3 +34,19 @@ def test_flops_per_token_counts_active_experts_and_attention():
     assert flops.flops_per_token(dense, 100) - flops.flops_per_token(dense, 0) == 4 * 2 * 4 * 16 * 100
     assert flops.active_params(moe) < model.count_params(moe)
     assert flops.flops_per_token(dense, 10, training=True) == 3 * flops.flops_per_token(dense, 10)
+
+
+def test_a_ceiling_is_read_from_the_fastest_call_each_of_them_run_and_timed():
+    """One call compiles, five are timed: the fastest of them is at most their mean, so at most the whole wall over
+    five (what a measure slowed by other work on the machine would report instead)."""
+    calls = []
+
+    def f(x):
+        calls.append(x)
+        return x + 1
+
+    start = time.perf_counter()
+    fastest = flops.fastest_call(f, 1, repeats=5)
+    wall = time.perf_counter() - start
+    assert len(calls) == 6 and 0 < fastest <= wall / 5
+    assert flops.matmul_ceiling(64, repeats=2) > 0
