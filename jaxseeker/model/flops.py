@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -65,7 +67,7 @@ def summary(cfg: ModelConfig, context: int = 4096) -> dict:
     }
 
 
-def fastest_call(f, *args, repeats: int = 5) -> float:
+def fastest_call(f: Callable[..., Any], *args: Any, repeats: int = 5) -> float:
     """Seconds of the fastest of `repeats` calls of `f(*args)` (one more before them compiles it): a measure of what
     the hardware allows, so the calls slowed by other work on a shared machine do not count."""
     jax.block_until_ready(f(*args))
