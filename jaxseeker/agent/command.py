@@ -167,8 +167,8 @@ def _bench(args: argparse.Namespace) -> int:
     )
     print(
         f"prompts: {prompts.tokens} tokens in the cache, {prompts.prefilled} prefilled ({prompts.distinct} in the "
-        f"distinct prompts of {stats.episodes // args.group_size} groups of {args.group_size}), {prompts.copied} "
-        "copied from a row that held them"
+        f"distinct prompts of {stats.episodes // args.group_size} groups of {args.group_size}), {prompts.shared} "
+        "shared from a request that held them"
     )
     return 0
 

@@ -30,7 +30,7 @@ def make_engine(
 ) -> Engine:
     """A generation Engine that stops turns the way the rollout loop expects (`engine_stops`); with `mesh`, the
     params and the cache are sharded over it by their logical axes (`rules`, default `parallel.GENERATION_RULES`).
-    `layout`: the Engine's `dtype`, `handoff_mesh` and `stacked_prefill`."""
+    `layout`: the Engine's `dtype`, `handoff_mesh`, `stacked_prefill` and `pages`."""
     from jaxseeker.generation import Engine
 
     eos_ids, stop_strings = engine_stops(tokenizer)

@@ -193,25 +193,25 @@ BENCH_CALL = '{"name": "sleep", "arguments": {}}'
 @dataclasses.dataclass(frozen=True)
 class PromptWrites:
     """How the episodes' prompts reached the engine's cache: `tokens`, the prompt tokens the cache held (each
-    episode's prompt but its last token, the first decode step's input); `copied`, those copied from a row that
-    held them (`Engine.shared_tokens`); the rest, `prefilled`, were computed by prefill calls. `distinct`: the
-    tokens of the distinct prompts, what prefilling each once costs."""
+    episode's prompt but its last token, the first decode step's input); `shared`, those shared from a request that
+    held them (`Engine.shared_tokens`: its pages taken by reference); the rest, `prefilled`, were computed by prefill
+    calls. `distinct`: the tokens of the distinct prompts, what prefilling each once costs."""
 
     tokens: int
-    copied: int
+    shared: int
     distinct: int
 
     @property
     def prefilled(self) -> int:
         """Prompt tokens computed by prefill calls."""
-        return self.tokens - self.copied
+        return self.tokens - self.shared
 
 
-def prompt_writes(episodes: Sequence[Episode], copied: int) -> PromptWrites:
-    """The prompt tokens of `episodes` (up to each one's first policy token) and how many of them were `copied`."""
+def prompt_writes(episodes: Sequence[Episode], shared: int) -> PromptWrites:
+    """The prompt tokens of `episodes` (up to each one's first policy token) and how many of them were `shared`."""
     prompts = [tuple(e.token_ids[: e.loss_mask.index(1) if 1 in e.loss_mask else len(e.token_ids)]) for e in episodes]
     return PromptWrites(
-        tokens=sum(len(p) - 1 for p in prompts), copied=copied, distinct=sum(len(p) - 1 for p in set(prompts))
+        tokens=sum(len(p) - 1 for p in prompts), shared=shared, distinct=sum(len(p) - 1 for p in set(prompts))
     )
 
 
@@ -266,9 +266,9 @@ def bench_rollout(
     )
     questions = [f"question {i}" for i in range(max(episodes // group_size, 1))]
     rollout(engine, tokenizer, registry, [f"warm-up {i}" for i in range(min(slots, episodes))], config, progress=False)
-    copied = engine.shared_tokens
+    before = engine.shared_tokens
     result = rollout(engine, tokenizer, registry, questions, config, n_per_question=group_size, progress=progress)
-    return result.stats, prompt_writes(result.episodes, engine.shared_tokens - copied)
+    return result.stats, prompt_writes(result.episodes, engine.shared_tokens - before)
 
 
 def bench_rollout_len(tool_calls: int, think_tokens: float) -> int:

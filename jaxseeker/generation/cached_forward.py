@@ -1,6 +1,6 @@
-"""The decoder forward pass specialised for generation: the engine's KV cache (`generation.layout`: one array per
-layer, kv heads first, keys with their positions last) updated in place, attention over each row's own keys only
-(`ragged_attention`: no `[q, length]` mask).
+"""The decoder forward pass specialised for generation: the engine's paged KV cache (`generation.layout`: one pool of
+pages per layer, kv heads first, keys with their positions last) written in place through each row's page table,
+attention over each row's own keys only (`ragged_attention`: no `[q, length]` mask).
 
 Built from the same layer functions as `model.decode`:
 - `decode_forward`, one decode step of some cache slots, loops over the layers in Python on the engine's per-layer
@@ -12,6 +12,8 @@ Built from the same layer functions as `model.decode`:
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -27,29 +29,35 @@ from jaxseeker.model.rope import rope_tables
 PREFILL_TILE = 4
 
 
-def _write(cache: jax.Array, new: jax.Array, positions: jax.Array, *, transposed: bool) -> jax.Array:
-    """`new` `[batch, seq, kv_heads, head_dim]` written at `positions` `[batch, seq]` into `cache`, `[batch, kv_heads,
-    length, head_dim]`, or `[batch, kv_heads, head_dim, length]` when `transposed` (positions past the end are
-    dropped). Mapped over the rows, so the scatter keeps the batch as a batch dimension and a cache sharded over its
-    rows is written shard by shard."""
-
-    def row(c: jax.Array, n: jax.Array, p: jax.Array) -> jax.Array:  # c without batch, n [seq, kv_heads, head_dim]
-        n = n.astype(c.dtype)
-        if transposed:  # c [kv_heads, head_dim, length]
-            return c.at[:, :, p].set(n.transpose(1, 2, 0), mode="drop")
-        return c.at[:, p].set(n.swapaxes(0, 1), mode="drop")  # c [kv_heads, length, head_dim]
-
-    return jax.vmap(row)(cache, new, positions)
+def _scatter(pool: jax.Array, new: jax.Array, at: jax.Array, offset: jax.Array, *, keys: bool) -> jax.Array:
+    """`new` `[n, seq, kv_heads, head_dim]` written at page `at` `[n, seq]`, position `offset` `[n, seq]` within it,
+    of `pool` (one part: `[pages, kv_heads, head_dim, page]` for `keys`, else `[pages, kv_heads, page, head_dim]`;
+    or either with the part axis in front, of size 1); a page past the pool drops the write."""
+    new = new.astype(pool.dtype)
+    lead = (0,) * (pool.ndim - 4)  # written in place: a reshape of the pool costs XLA:CPU a copy where kv_heads is 1
+    if keys:
+        return pool.at[(*lead, at, slice(None), slice(None), offset)].set(new, mode="drop")
+    return pool.at[(*lead, at, slice(None), offset, slice(None))].set(new, mode="drop")
 
 
-def _write_rows(cache: jax.Array, new: jax.Array, rows: jax.Array, positions: jax.Array, *, transposed: bool):
-    """`new` `[n, seq, kv_heads, head_dim]` written into cache slots `rows` `[n]` at `positions` `[n, seq]` (past the
-    end: dropped) of `cache` `[slots, kv_heads, head_dim, length]` (`transposed`) or `[slots, kv_heads, length,
-    head_dim]`: a scatter into the donated cache, so only the written slots move."""
-    new = new.astype(cache.dtype)
-    if transposed:
-        return cache.at[rows[:, None], :, :, positions].set(new, mode="drop")
-    return cache.at[rows[:, None], :, positions, :].set(new, mode="drop")
+def _write(pool: jax.Array, new: jax.Array, table: jax.Array, positions: jax.Array, limit: jax.Array, *, keys: bool):
+    """`new` `[n, seq, kv_heads, head_dim]` written at `positions` `[n, seq]` of the rows whose pages `table` `[n,
+    row_pages]` names, into `pool` `[shards, pages, …]` (`_scatter`); positions at or past a row's `limit` `[n]` write
+    nothing (padding, idle rows). With several shards, the rows are every slot in order and each part's rows write
+    into their own part of the pool (mapped over the parts: no write crosses devices)."""
+    page = pool.shape[-1] if keys else pool.shape[-2]
+    slot = jnp.clip(positions // page, 0, table.shape[1] - 1)
+    at = jnp.where(positions < limit[:, None], jnp.take_along_axis(table, slot, axis=1), pool.shape[1])  # [n, seq]
+    offset = positions % page
+    shards = pool.shape[0]
+    if shards == 1:
+        return _scatter(pool, new, at, offset, keys=keys)
+    n = new.shape[0]
+
+    def split(x: jax.Array) -> jax.Array:  # [n, …] → [shards, n / shards, …]
+        return x.reshape(shards, n // shards, *x.shape[1:])
+
+    return jax.vmap(functools.partial(_scatter, keys=keys))(pool, split(new), split(at), split(offset))
 
 
 def _output_projection(p: dict, attn: jax.Array, cfg: ModelConfig) -> jax.Array:
@@ -62,45 +70,41 @@ def _output_projection(p: dict, attn: jax.Array, cfg: ModelConfig) -> jax.Array:
     return out + p["o_bias"].astype(out.dtype) if cfg.o_bias else out
 
 
-def _store(k_cache, v_cache, k, v, rows: jax.Array | None, positions: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """One layer's caches with `k`, `v` `[n, seq, kv_heads, head_dim]` written at `positions` `[n, seq]` of slots
-    `rows` `[n]` (None: slot i for row i, written shard by shard when the cache is split over its rows)."""
-    if rows is None:
-        return _write(k_cache, k, positions, transposed=True), _write(v_cache, v, positions, transposed=False)
+def _store(k_pool, v_pool, k, v, table, positions, limit) -> tuple[jax.Array, jax.Array]:
+    """One layer's pools with `k`, `v` `[n, seq, kv_heads, head_dim]` written at `positions` `[n, seq]` below `limit`
+    `[n]` of the rows whose pages `table` `[n, row_pages]` names."""
     return (
-        _write_rows(k_cache, k, rows, positions, transposed=True),
-        _write_rows(v_cache, v, rows, positions, transposed=False),
+        _write(k_pool, k, table, positions, limit, keys=True),
+        _write(v_pool, v, table, positions, limit, keys=False),
     )
 
 
 def _layer(
     p: dict,
     x: jax.Array,
-    k_cache: jax.Array,
-    v_cache: jax.Array,
+    k_pool: jax.Array,
+    v_pool: jax.Array,
     rope,
     q_index: jax.Array,
     limit: jax.Array,
-    rows: jax.Array | None,
+    table: jax.Array,
     moe: bool,
     cfg: ModelConfig,
-    block: int,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """One decoder layer on `x` `[n, seq, embed]`, its keys and values written into this layer's caches (keys
-    `[slots, kv_heads, head_dim, length]`, values `[slots, kv_heads, length, head_dim]`) at `q_index` of slots `rows`
-    (`_store`), and causal attention over each row's keys below `limit` `[n]` (`ragged_attention`, tiles of
-    PREFILL_TILE rows)."""
+    """One decoder layer on `x` `[n, seq, embed]`, its keys and values written into this layer's pools at `q_index`
+    `[n, seq]` of the rows whose pages `table` `[n, row_pages]` names (`_store`), and causal attention over each row's
+    keys below `limit` `[n]` (`ragged_attention`, tiles of PREFILL_TILE rows)."""
     h = rms_norm(x, p["attn_norm"], cfg.rms_norm_eps)
     q, k, v = project_qkv(p, h, *rope, cfg)  # q [n, seq, heads, head_dim], k/v [n, seq, kv_heads, head_dim]
-    k_cache, v_cache = _store(k_cache, v_cache, k, v, rows, q_index)
-    attn = ragged_attention(q, k_cache, v_cache, q_index, limit, rows, block=block, tile=PREFILL_TILE)
+    k_pool, v_pool = _store(k_pool, v_pool, k, v, table, q_index, limit)
+    attn = ragged_attention(q, k_pool, v_pool, table, q_index, limit, tile=PREFILL_TILE)
     x = x + _output_projection(p, attn, cfg)
     h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)
-    return x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg)), k_cache, v_cache
+    return x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg)), k_pool, v_pool
 
 
 def _inputs(params: dict, tokens: jax.Array, counts: jax.Array, ends: jax.Array, cfg: ModelConfig):
-    """The embedded tokens `[n, seq]` → `[n, seq, embed]`, the cache slots they go to (from `ends` `[n]`) `[n, seq]`,
+    """The embedded tokens `[n, seq]` → `[n, seq, embed]`, the positions they go to (from `ends` `[n]`) `[n, seq]`,
     each row's end after its `counts` `[n]` real tokens `[n]` (0 for a row of padding only: it attends to nothing)
     and the RoPE tables."""
     q_index = ends[:, None] + jnp.arange(tokens.shape[1])[None, :]  # [n, seq]
@@ -109,10 +113,17 @@ def _inputs(params: dict, tokens: jax.Array, counts: jax.Array, ends: jax.Array,
     return x, q_index, limit, rope_tables(q_index, cfg)
 
 
+def _rows(cache: LayerCache, rows: jax.Array | None) -> tuple[jax.Array, jax.Array]:
+    """(ends `[n]`, page tables `[n, row_pages]`) of slots `rows` (None: every slot in order)."""
+    if rows is None:
+        return cache.end, cache.table
+    return cache.end[rows], cache.table[rows]
+
+
 def _advance(cache: LayerCache, k, v, rows: jax.Array | None, moved: jax.Array) -> LayerCache:
-    """The cache with new keys and values and the ends of slots `rows` (None: all) moved by `moved` `[n]`."""
+    """The cache with new pools and the ends of slots `rows` (None: all) moved by `moved` `[n]`."""
     end = cache.end + moved if rows is None else cache.end.at[rows].add(moved)
-    return LayerCache(k=tuple(k), v=tuple(v), end=end)
+    return cache.replace(k=tuple(k), v=tuple(v), end=end)
 
 
 def unrolled_prefill(
@@ -122,23 +133,21 @@ def unrolled_prefill(
     rows: jax.Array | None,
     cache: LayerCache,
     cfg: ModelConfig,
-    *,
-    block: int,
 ) -> LayerCache:
-    """Write `tokens` `[n, seq]` into cache slots `rows` `[n]` (distinct; None: slot i for row i) at each slot's end
+    """Write `tokens` `[n, seq]` into cache slots `rows` `[n]` (distinct; None: every slot in order) at each slot's end
     through the model's layers, looped over in Python on the engine's per-layer weights (`layout.engine_params`); no
     logits.
 
-    counts `[n]`: the real tokens of each row, left-aligned; the padding after them is written past the slot's new end
-    (where nothing reads it before it is written again). Attention reads keys in blocks of `block` (a divisor of
-    `cache.length`).
+    counts `[n]`: the real tokens of each row, left-aligned; the padding after them writes nothing. Every position a
+    row writes must lie in a page its table names.
     """
-    x, q_index, limit, rope = _inputs(params, tokens, counts, cache.end if rows is None else cache.end[rows], cfg)
+    ends, table = _rows(cache, rows)
+    x, q_index, limit, rope = _inputs(params, tokens, counts, ends, cfg)
     new_k, new_v = [], []
-    for p, k_cache, v_cache, moe in zip(params["layers"], cache.k, cache.v, cfg.is_moe_layer, strict=True):
-        x, k_cache, v_cache = _layer(p, x, k_cache, v_cache, rope, q_index, limit, rows, moe, cfg, block)
-        new_k.append(k_cache)
-        new_v.append(v_cache)
+    for p, k_pool, v_pool, moe in zip(params["layers"], cache.k, cache.v, cfg.is_moe_layer, strict=True):
+        x, k_pool, v_pool = _layer(p, x, k_pool, v_pool, rope, q_index, limit, table, moe, cfg)
+        new_k.append(k_pool)
+        new_v.append(v_pool)
     return _advance(cache, new_k, new_v, rows, counts)
 
 
@@ -150,30 +159,27 @@ def decode_forward(
     cache: LayerCache,
     cfg: ModelConfig,
     *,
-    block: int,
     tile: int,
 ) -> tuple[jax.Array, LayerCache]:
     """One decode step of cache slots `rows` `[n]` (distinct; None: every slot in order): each row's token `tokens`
     `[n]` is written at the slot's end where `active` `[n]` (an inactive row writes nothing and keeps its end) and
-    attends to its own slot's keys up to it, read by `ragged_attention` (blocks of `block` positions, tiles of `tile`
-    rows: the caller orders the rows by length). `params` in the engine's layout. Returns (logits `[n, vocab]` f32,
-    cache)."""
-    ends = cache.end if rows is None else cache.end[rows]  # [n]
-    write = jnp.where(active, ends, cache.length)[:, None]  # [n, 1]: positions past the cache are dropped
-    limit = jnp.where(active, ends + 1, 0)  # [n]: an inactive row reads nothing
+    attends to its own slot's keys up to it, read by `ragged_attention` (page by page, tiles of `tile` rows: the
+    caller orders the rows by length). `params` in the engine's layout. Returns (logits `[n, vocab]` f32, cache)."""
+    ends, table = _rows(cache, rows)  # [n], [n, row_pages]
+    limit = jnp.where(active, ends + 1, 0)  # [n]: an inactive row reads and writes nothing
     x = params["embed"].astype(jnp.dtype(cfg.compute_dtype))[tokens][:, None]  # [n, 1, embed]
     rope = rope_tables(ends[:, None], cfg)
     new_k, new_v = [], []
-    for p, k_cache, v_cache, moe in zip(params["layers"], cache.k, cache.v, cfg.is_moe_layer, strict=True):
+    for p, k_pool, v_pool, moe in zip(params["layers"], cache.k, cache.v, cfg.is_moe_layer, strict=True):
         h = rms_norm(x, p["attn_norm"], cfg.rms_norm_eps)
         q, k, v = project_qkv(p, h, *rope, cfg)  # q [n, 1, heads, head_dim], k/v [n, 1, kv_heads, head_dim]
-        k_cache, v_cache = _store(k_cache, v_cache, k, v, rows, write)
-        attn = ragged_attention(q, k_cache, v_cache, ends[:, None], limit, rows, block=block, tile=tile)
+        k_pool, v_pool = _store(k_pool, v_pool, k, v, table, ends[:, None], limit)
+        attn = ragged_attention(q, k_pool, v_pool, table, ends[:, None], limit, tile=tile)
         x = x + _output_projection(p, attn, cfg)
         h = rms_norm(x, p["mlp_norm"], cfg.rms_norm_eps)
         x = x + (moe_mlp(p, h, cfg) if moe else dense_mlp(p, h, cfg))
-        new_k.append(k_cache)
-        new_v.append(v_cache)
+        new_k.append(k_pool)
+        new_v.append(v_pool)
     cache = _advance(cache, new_k, new_v, rows, active.astype(jnp.int32))
     x = rms_norm(x[:, 0], params["final_norm"], cfg.rms_norm_eps)
     out = jnp.einsum("be,ev->bv", x, unembed(params, cfg).astype(x.dtype), preferred_element_type=jnp.float32)
@@ -181,19 +187,19 @@ def decode_forward(
 
 
 def prefill_forward(
-    params: dict, tokens: jax.Array, counts: jax.Array, cache: LayerCache, cfg: ModelConfig, *, block: int
+    params: dict, tokens: jax.Array, counts: jax.Array, rows: jax.Array | None, cache: LayerCache, cfg: ModelConfig
 ) -> LayerCache:
-    """`unrolled_prefill` of slot i for row i with `params` stacked as `model.init_params` makes them, the layers of
-    each group scanned (each group's caches stacked for the scan, then split again: the caller passes the prefilled
-    rows only)."""
-    x, q_index, limit, rope = _inputs(params, tokens, counts, cache.end, cfg)
+    """`unrolled_prefill` with `params` stacked as `model.init_params` makes them, the layers of each group scanned
+    (each group's pools stacked for the scan, then split again)."""
+    ends, table = _rows(cache, rows)
+    x, q_index, limit, rope = _inputs(params, tokens, counts, ends, cfg)
     new_k, new_v, first = [], [], 0
     for (moe, n), group in zip(cfg.layer_groups, params["blocks"], strict=True):
 
         def body(carry, xs, moe=moe):
-            x, k_all, v_all = carry  # caches [layers, batch, kv_heads, length, head_dim]
+            x, k_all, v_all = carry  # pools [layers, shards, pages, …]
             p, i = xs
-            x, k_i, v_i = _layer(p, x, k_all[i], v_all[i], rope, q_index, limit, None, moe, cfg, block)
+            x, k_i, v_i = _layer(p, x, k_all[i], v_all[i], rope, q_index, limit, table, moe, cfg)
             return (x, k_all.at[i].set(k_i), v_all.at[i].set(v_i)), None
 
         stacked = (jnp.stack(cache.k[first : first + n]), jnp.stack(cache.v[first : first + n]))
@@ -201,4 +207,4 @@ def prefill_forward(
         new_k += list(k_all)
         new_v += list(v_all)
         first += n
-    return _advance(cache, new_k, new_v, None, counts)
+    return _advance(cache, new_k, new_v, rows, counts)

@@ -7,15 +7,19 @@ by moving the slot's end (the host owns every row's end and passes it to each ca
 the stop token followed by the observation.
 
 A request whose prompt begins with tokens another held request's prompt begins with (a question's group of
-rollouts, one system prompt for every episode) copies their keys and values from that request's cache row once
-they are written, instead of computing them again; it prefills the rest of its prompt only.
+rollouts, one system prompt for every episode) shares their keys and values with that request once they are written:
+their whole pages by reference, the rest of the last one copied. It prefills the rest of its prompt only. A released
+request's pages stay as a kept prefix of its tokens, shared the same way with a later request that opens with them (a
+client resending a conversation), until a page is wanted (`generation.pages`).
 
 A request may bring its own `SamplingConfig` (`submit(..., sampling=)`, as a server's clients do): a decode
 call with such a request samples every row with its own temperature / top-p / top-k / seed (traced, so no
 recompile per value). `peek` shows a turn in progress, for streaming.
 
-The cache is allocated once at `max_len`; attention reads each row only up to its own end, so the compiled programs
-are one decode per rows bucket and one prefill per rows bucket, all compiled by `warm_up` before the first request.
+The cache is paged (`generation.layout`, `generation.pages`): a pool of fixed-size pages allocated once, a page table
+a slot, pages taken as a context grows and given back on release; a group's rollouts hold their shared prompt's pages
+once. Attention reads each row only up to its own end, so the compiled programs are one decode per rows bucket and one
+prefill per rows bucket, all compiled by `warm_up` before the first request.
 """
 
 from __future__ import annotations
@@ -28,15 +32,12 @@ import numpy as np
 
 from jaxseeker.generation import handoff, layout, prefix, roofline, steps, warmup
 from jaxseeker.generation.keys import request_hash
+from jaxseeker.generation.pages import PAGE, Pages
 from jaxseeker.generation.requests import Event, Slot, Stops, check_budget, prefill_batch, row_sampling
 from jaxseeker.generation.sampling import SamplingConfig
 from jaxseeker.model import ModelConfig
 
 GREEDY = SamplingConfig()
-# Decode attention reads each row's keys in blocks of ATTENTION_BLOCK positions (the default), tiles of
-# `steps.DECODE_TILE` rows at a time (`ragged_attention`): the rows of a call are ordered by length, so a tile reads
-# about its rows' contexts.
-ATTENTION_BLOCK = 128
 # Decode rows buckets: slots, slots / 4, slots / 16 … 2 (each one compiled program). Not 1: for a batch of
 # one, XLA:CPU drops the batch axis of the attention dots and copies every layer's cache on each step, so one row
 # decodes about a fifth slower than two (docs/results.md).
@@ -46,16 +47,20 @@ DECODE_ROWS_STEP = 4
 class Engine:
     """Continuous-batching sampler over `slots` rows of `max_len` tokens (see the module docstring).
 
-    Weights and cache are held in the engine's own layout (`generation.layout`: one array per layer), the cache
-    allocated once at max_len (in whole attention blocks). A decode call runs the rows that decode, longest first, in
-    the smallest of `slots`, `slots / 4`, `slots / 16` … 2 rows that holds them (no row is moved; `rows_split`: a mesh
-    splits the slots over its devices, so every call runs every slot in order), and its attention reads each row's
-    keys only up to that row's own end (`ragged_attention`), so short contexts and idle rows do not pay for the
-    longest one. A request whose prompt shares at least `share_prefix` leading tokens with
-    another held request's prompt copies them from that row (0: never share), waiting for them to be written where
-    that spares it a prefill chunk; `prefilled_tokens` and `shared_tokens` count the context tokens written by prefill
-    calls and those copied from another row. Compiled programs: one decode per rows bucket (one more per bucket for
-    requests with their own sampling), one prefill per power-of-two rows bucket; `warm_up` compiles them up front.
+    Weights and cache are held in the engine's own layout (`generation.layout`: one array per layer), the cache a pool
+    of `pages` pages of `page` positions (at most the power of two that covers max_len), allocated once; by default
+    enough for every slot at max_len, fewer to hold more slots than would fit at max_len: a slot whose context needs a
+    page when none is free waits for one; where none can go on, the last to come gives its pages back and writes its
+    context again later (`preempted` counts them). A decode call runs the rows that decode, longest first, in the
+    smallest of `slots`, `slots / 4`, `slots / 16` … 2 rows that holds them (no row is moved; `rows_split`: a mesh
+    splits the slots and the pool over its devices, so every call runs every slot in order), and its attention reads
+    each row's keys only up to that row's own end (`ragged_attention`), so short contexts and idle rows do not pay for
+    the longest one. A request whose prompt shares at least `share_prefix` leading tokens with another held request's
+    prompt shares its pages (0: never share), waiting for them to be written where that spares it a prefill chunk;
+    `prefilled_tokens` and `shared_tokens` count the context tokens written by prefill calls and those shared from
+    another slot. Compiled programs: one decode per rows bucket (one more per bucket for requests with their own
+    sampling), one prefill per power-of-two rows bucket (every slot at once where the slots are split); `warm_up`
+    compiles them up front.
     `tally` counts the work the calls needed (`roofline.Tally`: a workload whose roofline a run's wall is read against).
     `host_s`, `device_wait_s`, `decode_calls`: the wall of `step` spent on the host and waiting for decode results,
     and the decode calls made.
@@ -69,8 +74,7 @@ class Engine:
     stacked copy of the weights for the scanned prefill (`cached_forward.prefill_forward`: compiles faster, at twice
     the weights' memory, and copies the prefilled rows' whole caches in and out of the scan); False (the default)
     prefills over the per-layer weights, unrolled, writing the rows in place (1.6–1.8× faster at 8–32 rows of
-    SmolLM2-135M on CPU). `attention_block`: the positions decode
-    attention reads at a time (at most the power of two that covers max_len).
+    SmolLM2-135M on CPU).
     """
 
     def __init__(
@@ -92,7 +96,8 @@ class Engine:
         handoff_mesh=None,
         stacked_prefill: bool = False,
         share_prefix: int = 16,
-        attention_block: int = ATTENTION_BLOCK,
+        page: int = PAGE,
+        pages: int | None = None,
     ):
         for name, value, low in (
             ("slots", slots, 1),
@@ -100,7 +105,7 @@ class Engine:
             ("steps_per_call", steps_per_call, 1),
             ("prefill_chunk", prefill_chunk, 1),
             ("share_prefix", share_prefix, 0),
-            ("attention_block", attention_block, 1),
+            ("page", page, 1),
         ):
             if value < low:
                 raise ValueError(f"Engine: {name} must be >= {low}, got {value}")
@@ -110,18 +115,26 @@ class Engine:
         self.slots, self.max_len = slots, max_len
         self.steps_per_call, self.prefill_chunk = steps_per_call, min(prefill_chunk, max_len)
         self.share_prefix = share_prefix
-        self._block = min(attention_block, 1 << (max_len - 1).bit_length())
-        self._length = -(-max_len // self._block) * self._block  # the cache's slots a row, whole attention blocks
-        self.prefilled_tokens = self.shared_tokens = self.decode_calls = 0
+        page = min(page, 1 << (max_len - 1).bit_length())
+        row_pages = -(-max_len // page)
+        self.prefilled_tokens = self.shared_tokens = self.decode_calls = self.preempted = self._arrivals = 0
         self.host_s = self.device_wait_s = 0.0
         self.dtype = jnp.dtype(dtype or cfg.compute_dtype).name
         self.tally = roofline.Tally(cfg, self.dtype)  # the work the calls needed, for their roofline
         self.stacked_prefill = stacked_prefill
         self._mesh, self._rules = mesh, _generation_rules() if mesh is not None and rules is None else rules
-        self._sharding = None if mesh is None else layout.cache_shardings(cfg, slots, self._length, mesh, self._rules)
+        shards = 1 if mesh is None else layout.slot_shards(slots, mesh, self._rules)
+        pages = slots * row_pages if pages is None else pages
+        if pages % shards or pages < shards:
+            raise ValueError(
+                f"Engine: pages must be a positive multiple of the {shards} parts of the slots, got {pages}"
+            )
+        self._shape = layout.PoolShape(slots, row_pages, pages // shards, page, shards)
+        self._pages = Pages(slots, row_pages, pages // shards, page, shards)
+        self._sharding = None if mesh is None else layout.cache_shardings(cfg, self._shape, mesh, self._rules)
         # A cache whose slots are split over devices decodes every slot in order (no row leaves its device); one held
         # whole on each device (no mesh, or a mesh of tensor parallelism only) decodes the rows that decode.
-        self.rows_split = self._sharding is not None and self._sharding.end.shard_shape((slots,)) != (slots,)
+        self.rows_split = shards > 1
         self._handoff = handoff.handoff_fn(
             cfg,
             dtype=self.dtype,
@@ -136,7 +149,10 @@ class Engine:
         self._index: dict[str, int] = {}
         least = min(2, slots)
         self._decode_buckets = sorted({max(slots // DECODE_ROWS_STEP**i, least) for i in range(slots.bit_length())})
-        self._prefill_buckets = sorted({min(1 << i, slots) for i in range(slots.bit_length() + 1)})
+        # Split slots prefill all together too: each part's rows then write only their own part of the pool.
+        self._prefill_buckets = (
+            [slots] if self.rows_split else sorted({min(1 << i, slots) for i in range(slots.bit_length() + 1)})
+        )
 
     def warm_up(self, rows: int | None = None) -> warmup.WarmUp:
         """Compile every program the engine's calls will run (`generation.warmup`; with `rows`, those of calls of at
@@ -198,14 +214,23 @@ class Engine:
             max_new_tokens,
             sampling=sampling,
             prompt=tuple(prompt),
+            arrival=self._arrivals,
         )
-        slot.share = self._donor(slot.prompt)
+        self._arrivals += 1
+        kept = prefix.pick_kept(slot.prompt, self._pages.kept(self._pages.shard(row)), least=self.share_prefix)
+        slot.share = self._donor(row, slot.prompt)
+        if kept is not None and (slot.share is None or kept[1] >= slot.share[1]):  # written already: no wait
+            slot.share = None
+            self._cache, shared = prefix.share_kept(self._cache, slot, row, *kept, self._pages)
+            self.shared_tokens += shared
         self._slots[row] = slot
         self._index[request_id] = row
 
-    def _donor(self, prompt: tuple[int, ...]) -> tuple[Slot, int] | None:
-        """(the held slot this prompt copies its leading tokens from, how many) or None (`prefix.pick_donor`)."""
-        held = [s for s in self._slots if s is not None]
+    def _donor(self, row: int, prompt: tuple[int, ...]) -> tuple[Slot, int] | None:
+        """(the held slot whose pages slot `row`'s prompt shares, how many of its leading tokens) or None
+        (`prefix.pick_donor`; only slots that take their pages from the same part of the pool)."""
+        part = self._pages.shard(row)
+        held = [s for r, s in enumerate(self._slots) if s is not None and self._pages.shard(r) == part]
         pick = prefix.pick_donor(
             prompt, [(s.prompt, s.end) for s in held], least=self.share_prefix, chunk=self.prefill_chunk
         )
@@ -223,13 +248,19 @@ class Engine:
             )
         check_budget("extend", request_id, max_new_tokens)
         if tokens:
-            slot.prefill, slot.last = [slot.last] + [int(t) for t in tokens[:-1]], int(tokens[-1])
+            slot.prefill, slot.last = [*slot.prefill, slot.last, *(int(t) for t in tokens[:-1])], int(tokens[-1])
         slot.running, slot.max_new = True, max_new_tokens
 
     def release(self, request_id: str) -> None:
-        """Free the request's slot (its cache rows are simply overwritten by the next request)."""
+        """Free the request's slot; its written pages stay as a prefix a later request may share (with
+        `share_prefix`), until a page is wanted."""
         self._slot(request_id, "release")
-        self._slots[self._index.pop(request_id)] = None
+        row = self._index.pop(request_id)
+        slot, self._slots[row] = self._slots[row], None
+        if self.share_prefix:  # a later request may open with the same tokens (a client resending a conversation)
+            self._pages.keep(row, tuple(slot.written))
+        else:
+            self._pages.release(row)
 
     def peek(self, request_id: str) -> tuple[list[int], list[float]]:
         """Tokens and log-probs the request has sampled so far in its current turn (copies; its next event
@@ -249,9 +280,10 @@ class Engine:
         processes. After `unload`, the cache comes back too, empty."""
         handoff.check_params(params, self.cfg, "Engine.set_params")
         self._stacked = self._params = None  # the old copy goes before the new one comes
+        self._pages.forget_kept()  # their keys and values are the old weights
         self._stacked, self._params = self._handoff(params)
         if self._cache is None:
-            self._cache = layout.init_layer_cache(self.cfg, self.slots, self._length, self.dtype, self._sharding)
+            self._cache = layout.init_layer_cache(self.cfg, self._shape, self.dtype, self._sharding)
 
     def unload(self) -> None:
         """Drop the engine's weights and cache from the devices (e.g. while the trainer updates the policy, which
@@ -259,6 +291,7 @@ class Engine:
         if self._index:
             raise ValueError(f"Engine.unload: requests still hold slots: {sorted(self._index)}")
         self._stacked = self._params = self._cache = None
+        self._pages.forget_kept()
 
     def _slot(self, request_id: str, caller: str) -> Slot:
         if request_id not in self._index:
@@ -273,18 +306,52 @@ class Engine:
         if self._params is None:
             raise RuntimeError("Engine.step: the engine is unloaded; give it weights with set_params first")
         start, waited = time.perf_counter(), self.device_wait_s
-        self._prefill_all()
+        for row in self._by_arrival():  # the decoding requests' pages first, the earliest first
+            slot = self._slots[row]
+            if slot.running and not slot.prefill and slot.share is None:
+                self._pages.reserve(row, slot.end + self._budget(slot))
+        prefilled = self._prefill_all()
         events: list[Event] = []
         budget = np.zeros(self.slots, np.int32)
         for row, slot in enumerate(self._slots):
             if slot is not None and slot.running:
-                budget[row] = min(self.steps_per_call, slot.max_new - len(slot.tokens), self._room(slot))
+                budget[row] = self._budget(slot)
                 if budget[row] == 0:
                     events.append(slot.pause(self._limit_reason(slot)))
+                elif not slot.prefill and slot.share is None:  # a step writes positions end … end + budget - 1
+                    budget[row] = max(0, min(budget[row], self._pages.reserve(row, slot.end + budget[row]) - slot.end))
+                else:
+                    budget[row] = 0  # its context is still being written (waiting for pages or its prefix)
         if budget.any():
             events += self._decode(budget)
+        elif not prefilled and not events and self.has_work():
+            self._preempt()
         self.host_s += time.perf_counter() - start - (self.device_wait_s - waited)
         return events
+
+    def _budget(self, slot: Slot) -> int:
+        """The decode steps a running request may take in the next call, pages aside."""
+        return min(self.steps_per_call, slot.max_new - len(slot.tokens), self._room(slot))
+
+    def _by_arrival(self) -> list[int]:
+        """The held slots, the earliest request first: the order in which requests take free pages."""
+        return sorted((r for r, s in enumerate(self._slots) if s is not None), key=lambda r: self._slots[r].arrival)
+
+    def _preempt(self) -> None:
+        """No request can go on for want of pages: free those of the request that came last among the ones holding
+        any, which writes its context again once pages are free (vLLM's preemption by recomputation; a paused request
+        may be the one). RuntimeError when it is the only one holding pages: its context alone outgrows the pool."""
+        holders = [r for r, s in enumerate(self._slots) if s is not None and self._pages.positions(r)]
+        row = max(holders, key=lambda r: self._slots[r].arrival)
+        slot = self._slots[row]
+        if len(holders) == 1:
+            raise RuntimeError(
+                f"Engine.step: request {slot.request_id!r} needs more than the {self._shape.pages} pages of "
+                f"{self._shape.page} positions its part of the cache holds; give the engine more `pages`"
+            )
+        slot.prefill, slot.written, slot.end = slot.written + slot.prefill, [], 0
+        self._pages.release(row)
+        self.preempted += 1
 
     def _room(self, slot: Slot) -> int:
         return self.max_len - (slot.end + 1)
@@ -295,23 +362,37 @@ class Engine:
     def _ends(self) -> np.ndarray:
         return np.array([0 if s is None else s.end for s in self._slots], np.int32)
 
-    def _prefill_all(self) -> None:
-        """Copy the shared prefixes that are ready, then write all other queued context tokens, one chunk per row
-        per device call (a power of 2 of rows: `requests.call_rows`), until none is left."""
+    def _prefill_all(self) -> bool:
+        """Share the prefixes that are ready, then write all other queued context tokens, one chunk per row per device
+        call (a power of 2 of rows: `requests.call_rows`), until none is left or the rows left wait for pages. True
+        when it ran a call."""
+        ran = False
         while True:
-            self._cache, copied = prefix.copy_ready(self._cache, self._slots)
+            self._cache, copied = prefix.share_ready(self._cache, self._slots, self._pages)
             self.shared_tokens += copied
             ends = self._ends()  # before the batch moves them
-            batch = prefill_batch(self._slots, self.prefill_chunk)
+            batch = prefill_batch(self._slots, self.prefill_chunk, self._prefill_room(), every=self.rows_split)
             if batch is None:
-                return
+                return ran
+            ran = True
             rows, tokens, counts = batch
             self.prefilled_tokens += int(counts.sum())
             for row, count in zip(rows.tolist(), counts.tolist(), strict=True):
                 self.tally.prefill(count, int(ends[row]))
             self._cache = steps.prefill(
-                self._prefill_params(), self._cache, rows, tokens, counts, ends, **self._options()
+                self._prefill_params(), self._cache, rows, tokens, counts, ends, self._pages.table, **self._options()
             )
+
+    def _prefill_room(self) -> np.ndarray:
+        """`[slots]`: the context tokens each slot may write in its next prefill chunk, its pages reserved (0: nothing
+        to write, a prefix to wait for, or no page free)."""
+        room = np.zeros(self.slots, np.int32)
+        for row in self._by_arrival():
+            slot = self._slots[row]
+            if slot.prefill and slot.share is None:
+                want = slot.end + min(self.prefill_chunk, len(slot.prefill))
+                room[row] = self._pages.reserve(row, want) - slot.end
+        return room
 
     def _prefill_params(self) -> dict:
         """The weights a prefill call runs on: the stacked copy (`stacked_prefill`) or the per-layer ones."""
@@ -320,7 +401,7 @@ class Engine:
     def _options(self, rows: int | None = None, every: bool = False) -> dict:
         """The static arguments of a prefill call, or (`rows` given) of a decode call of that many rows, `every`
         slot in order or not: what makes each of the engine's programs (`warmup` compiles the same ones)."""
-        shared = {"cfg": self.cfg, "block": self._block, "sharding": self._sharding}
+        shared = {"cfg": self.cfg, "sharding": self._sharding}
         if rows is None:
             return shared
         return shared | {"steps": self.steps_per_call, "tile": rows if every else steps.DECODE_TILE}
@@ -357,6 +438,7 @@ class Engine:
             rows,
             last,
             ends,
+            self._pages.table,
             budget[order],
             request,
             count,
@@ -380,6 +462,7 @@ class Engine:
             slot.logprobs += out_lp[i, :cut].tolist()
             slot.sampled += cut
             slot.end += cut  # the previous `last` and all kept tokens but the newest are now in the cache
+            slot.written += [slot.last, *kept[:-1]]
             slot.last = kept[-1]
             if reason is None and (self._room(slot) == 0 or len(slot.tokens) >= slot.max_new):
                 reason = self._limit_reason(slot)

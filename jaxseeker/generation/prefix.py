@@ -1,5 +1,6 @@
-"""Prompt prefixes shared between an engine's requests: which held request's cache row a new prompt copies its
-leading tokens from (`Engine(share_prefix=…)`), instead of prefilling them again, and the copy once they are written."""
+"""Prompt prefixes shared between an engine's requests: which held request's pages, or which prefix a released one
+left (`Pages.keep`), a new prompt shares its leading tokens from (`Engine(share_prefix=…)`) instead of prefilling them
+again, and the sharing once they are written."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 from jaxseeker.generation import layout
 
 if TYPE_CHECKING:
+    from jaxseeker.generation.pages import Pages
     from jaxseeker.generation.requests import Slot
 
 
@@ -45,11 +47,32 @@ def pick_donor(
     return best, most
 
 
-def copy_ready(cache: layout.LayerCache, slots: Sequence[Slot | None]) -> tuple[layout.LayerCache, int]:
-    """(`cache` with every shared prefix whose tokens its donor has written copied into the waiting slot's row, the
-    tokens copied). A donor writes them before its prompt's end, so every wait ends; a request whose donor left first
-    prefills its whole prompt."""
-    copied = 0
+def pick_kept(prompt: Sequence[int], kept: dict[int, Sequence[int]], *, least: int) -> tuple[int, int] | None:
+    """(the key in `kept` of the kept prefix (`Pages.keep`) that shares the most leading tokens with `prompt`, how many
+    of them) or None (under `least`, or `least` 0). Never a prompt's last token."""
+    if not least:
+        return None
+    scored = [(min(common_prefix(prompt, tokens), len(prompt) - 1), key) for key, tokens in kept.items()]
+    n, key = max(scored, default=(0, None))
+    return None if n < least else (key, n)
+
+
+def share_kept(cache: layout.LayerCache, slot: Slot, row: int, key: int, n: int, pages: Pages):
+    """(`cache` with slot `slot` (in row `row`) holding the first `n` tokens of kept prefix `key`: its whole pages by
+    reference, the rest of its last page copied, the tokens shared)."""
+    tokens = pages.kept(pages.shard(row))[key]
+    n, copy = pages.share_kept(row, key, n)
+    if copy is not None:
+        cache = layout.copy_page(cache, *(np.int32(i) for i in copy))
+    slot.end, slot.prefill, slot.written = n, slot.prefill[n:], list(tokens[:n])
+    return cache, n
+
+
+def share_ready(cache: layout.LayerCache, slots: Sequence[Slot | None], pages: Pages) -> tuple[layout.LayerCache, int]:
+    """(`cache` with every shared prefix whose tokens its donor has written now held by the waiting slot: the prefix's
+    whole pages by reference, the rest of its last page copied (`Pages.share`), the tokens shared). A donor writes
+    them before its prompt's end, so every wait ends; a request whose donor left first prefills its whole prompt."""
+    shared = 0
     for row, slot in enumerate(slots):
         if slot is None or slot.share is None:
             continue
@@ -58,7 +81,10 @@ def copy_ready(cache: layout.LayerCache, slots: Sequence[Slot | None]) -> tuple[
         if src is None:
             slot.share = None
         elif donor.end >= n:
-            cache = layout.copy_row(cache, np.int32(src), np.int32(row))
+            n, copy = pages.share(row, src, n)
+            if copy is not None:
+                cache = layout.copy_page(cache, *(np.int32(i) for i in copy))
             slot.end, slot.prefill, slot.share = n, slot.prefill[n:], None
-            copied += n
-    return cache, copied
+            slot.written = donor.written[:n]
+            shared += n
+    return cache, shared

@@ -46,8 +46,10 @@ class Slot:
     sampling: SamplingConfig | None = None  # the request's own (else the engine's)
     tokens: list[int] = dataclasses.field(default_factory=list)  # sampled this turn
     logprobs: list[float] = dataclasses.field(default_factory=list)
-    prompt: tuple[int, ...] = ()  # the request's prompt (cache slot i holds prompt[i] once written)
-    share: tuple[Slot, int] | None = None  # (the slot whose cache row holds this prompt's first n tokens, n)
+    prompt: tuple[int, ...] = ()  # the request's prompt (cache position i holds prompt[i] once written)
+    share: tuple[Slot, int] | None = None  # (the slot whose pages hold this prompt's first n tokens, n)
+    written: list[int] = dataclasses.field(default_factory=list)  # the tokens at positions 0 … end - 1
+    arrival: int = 0  # submission order: the last to come is the first preempted
 
     def pause(self, reason: str, stop: str | None = None) -> Event:
         """End the turn: its event, with the tokens sampled since the last one."""
@@ -126,15 +128,18 @@ def call_rows(waiting: int, slots: int) -> int:
     return n if n - waiting <= n // 8 else 1 << (waiting.bit_length() - 1)
 
 
-def prefill_batch(slots: list[Slot | None], chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The next prefill call: (rows `[n]`, tokens `[n, chunk]`, real tokens a row `[n]`) with the next chunk of up to
-    n slots that have context to write (and no shared prefix to wait for), longest context first, taken off the slots'
-    queues and added to their ends; n is a power of two (`call_rows`; every slot: then all of them in order), padded
-    with other slots that write nothing. None when no slot has anything to write."""
-    rows = [r for r, s in enumerate(slots) if s is not None and s.prefill and s.share is None]
+def prefill_batch(
+    slots: list[Slot | None], chunk: int, room: np.ndarray, every: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The next prefill call: (rows `[n]`, tokens `[n, chunk]`, real tokens a row `[n]`) with the next chunk (at most
+    `room` `[slots]` tokens: what a slot's pages can take) of up to n slots that have context to write and room for
+    it, longest context first, taken off the slots' queues and added to their ends; n is a power of two (`call_rows`;
+    every slot, or `every`: then all of them in order), padded with other slots that write nothing. None when no
+    slot has anything to write, or no room."""
+    rows = [r for r, s in enumerate(slots) if s is not None and s.prefill and room[r] > 0]
     if not rows:
         return None
-    n = call_rows(len(rows), len(slots))
+    n = len(slots) if every else call_rows(len(rows), len(slots))
     if n == len(slots):
         rows = list(range(n))
     else:  # longest context first: a tile of rows attends over similar lengths (`cached_forward.PREFILL_TILE`)
@@ -144,9 +149,11 @@ def prefill_batch(slots: list[Slot | None], chunk: int) -> tuple[np.ndarray, np.
     counts = np.zeros(n, np.int32)  # [n]
     for i, row in enumerate(rows):
         slot = slots[row]
-        if slot is None or not slot.prefill or slot.share is not None:
+        if slot is None or not slot.prefill or room[row] <= 0:
             continue
-        take, slot.prefill = slot.prefill[:chunk], slot.prefill[chunk:]
+        n = min(chunk, int(room[row]))
+        take, slot.prefill = slot.prefill[:n], slot.prefill[n:]
+        slot.written += take
         tokens[i, : len(take)], counts[i] = take, len(take)
         slot.end += len(take)
     return np.asarray(rows, np.int32), tokens, counts

@@ -1,6 +1,6 @@
-"""The two compiled device steps of the engine: chunked prefill into some cache rows, and several decode
-steps over some rows in one call. Both donate the cache and compile once per rows bucket (the cache's length is
-fixed)."""
+"""The two compiled device steps of the engine: chunked prefill into some cache slots, and several decode
+steps over some slots in one call. Both donate the cache and compile once per rows bucket (the cache's pool and page
+tables are of fixed size)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _constrain(cache: LayerCache, sharding: LayerCache | None) -> LayerCache:
     return cache if sharding is None else jax.lax.with_sharding_constraint(cache, sharding)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "block", "sharding"), donate_argnames="cache")
+@functools.partial(jax.jit, static_argnames=("cfg", "sharding"), donate_argnames="cache")
 def prefill(
     params: dict,
     cache: LayerCache,
@@ -30,52 +30,35 @@ def prefill(
     tokens: jnp.ndarray,
     counts: jnp.ndarray,
     ends: jnp.ndarray,
+    table: jnp.ndarray,
     *,
     cfg: ModelConfig,
-    block: int,
     sharding: LayerCache | None = None,
 ) -> LayerCache:
-    """Write `tokens` `[n, chunk]` into cache rows `rows` `[n]` (distinct) at each row's end; `params` stacked as
+    """Write `tokens` `[n, chunk]` into cache slots `rows` `[n]` (distinct) at each slot's end; `params` stacked as
     `model.init_params` makes them (`cached_forward.prefill_forward` scans the layers) or in the engine's per-layer
     layout (`layout.engine_params`: the layers unrolled).
 
-    counts `[n]`: each row's real tokens, left-aligned (`end` advances by them; a row of padding only writes nothing
-    that is read). ends `[slots]` sets every row's end first (the host owns the ends, so rolling back is free).
-    When n equals the number of slots, `rows` must be `arange(slots)`. The unrolled layers write the rows in place;
-    the scanned ones gather them, stack their layers, extend and scatter them back (cost ∝ n). No logits are computed.
-    Attention reads each row's keys up to its own end in blocks of `block` (a divisor of `cache.length`).
+    counts `[n]`: each row's real tokens, left-aligned (`end` advances by them; a row of padding only writes
+    nothing). ends `[slots]` and table `[slots, row_pages]` set every slot's end and page table first (the host owns
+    both, so rolling back is free); the pages a row writes into must be its own. When n equals the number of slots,
+    `rows` must be `arange(slots)`. The unrolled layers write the pools in place; the scanned ones stack each group's
+    pools for the scan. No logits are computed.
     """
-    cache = cache.replace(end=ends)
-    every = rows.shape[0] == ends.shape[0]
-    if "layers" in params:
-        return _constrain(
-            unrolled_prefill(params, tokens, counts, None if every else rows, cache, cfg, block=block), sharding
-        )
-    if every:
-        return _constrain(prefill_forward(params, tokens, counts, cache, cfg, block=block), sharding)
-    sub = LayerCache(
-        k=tuple(k[rows] for k in cache.k),  # [n, kv_heads, head_dim, length] per layer
-        v=tuple(v[rows] for v in cache.v),
-        end=cache.end[rows],
-    )
-    sub = prefill_forward(params, tokens, counts, sub, cfg, block=block)
-    cache = LayerCache(
-        k=tuple(k.at[rows].set(s) for k, s in zip(cache.k, sub.k)),
-        v=tuple(v.at[rows].set(s) for v, s in zip(cache.v, sub.v)),
-        end=cache.end.at[rows].set(sub.end),
-    )
-    return _constrain(cache, sharding)
+    cache = cache.replace(end=ends, table=table)
+    every = None if rows.shape[0] == ends.shape[0] else rows
+    forward = unrolled_prefill if "layers" in params else prefill_forward
+    return _constrain(forward(params, tokens, counts, every, cache, cfg), sharding)
 
 
-@functools.partial(
-    jax.jit, static_argnames=("cfg", "sampling", "steps", "sharding", "block", "tile"), donate_argnames="cache"
-)
+@functools.partial(jax.jit, static_argnames=("cfg", "sampling", "steps", "sharding", "tile"), donate_argnames="cache")
 def decode(
     params: dict,
     cache: LayerCache,
     rows: jnp.ndarray | None,
     tokens: jnp.ndarray,
     ends: jnp.ndarray,
+    table: jnp.ndarray,
     budget: jnp.ndarray,
     request: jnp.ndarray,
     count: jnp.ndarray,
@@ -85,30 +68,30 @@ def decode(
     cfg: ModelConfig,
     sampling: SamplingConfig | None,
     steps: int,
-    block: int,
     tile: int,
     sharding: LayerCache | None = None,
 ) -> tuple[LayerCache, jnp.ndarray, jnp.ndarray]:
     """`steps` decode steps over the cache slots `rows` `[n]` (distinct; None: every slot in order) → (cache, tokens
-    `[n, steps]`, log-probs `[n, steps]`). Attention reads each row's own keys only (`ragged_attention`, blocks of
-    `block`, tiles of `tile` rows: order the rows by length); the slots not in `rows` are not touched.
+    `[n, steps]`, log-probs `[n, steps]`). Attention reads each row's own keys only (`ragged_attention`, page by
+    page, tiles of `tile` rows: order the rows by length); the slots not in `rows` are not touched.
 
     tokens `[n]`: each row's newest context token, not yet in the cache; a step writes it at the row's
-    end and samples the next one from its logits. ends `[slots]`: every slot's end. budget `[n]`: how many steps each
+    end and samples the next one from its logits. ends `[slots]`, table `[slots, row_pages]`: every slot's end and
+    page table (the pages a row writes into must be its own). budget `[n]`: how many steps each
     row takes (0 = idle); a row past its budget writes nothing, keeps its end and its input token.
     request `[n]` and count `[n]` (tokens this request has sampled before) key the PRNG per (seed, request,
     step); the seed is a traced scalar (`sampling.seed` is ignored, so new seeds do not recompile).
     Per-row sampling: `sampling=None`, `row_sampling` = (temperature, top_p, top_k), each `[n]` and traced, and
     `seed` may be one per row `[n]`.
-    Outputs past a row's budget are meaningless. Every running row's end + budget must fit in `cache.length`.
+    Outputs past a row's budget are meaningless. Every running row's end + budget must fit in its pages.
     """
     n = tokens.shape[0]
-    cache = cache.replace(end=ends)
+    cache = cache.replace(end=ends, table=table)
 
     def body(i, carry):
         cache, tok, out_tok, out_lp = carry
         active = i < budget  # [n]
-        logits, cache = decode_forward(params, tok, active, rows, cache, cfg, block=block, tile=tile)
+        logits, cache = decode_forward(params, tok, active, rows, cache, cfg, tile=tile)
         if sampling is None:
             new, lp = sample_rows(logits, row_keys(seed, request, count + i), *row_sampling)  # [n], [n]
         else:

@@ -1,8 +1,9 @@
 """Compile an engine's programs before its first request, and count what XLA compiles.
 
 The engine's calls run a fixed set of programs: one decode per rows bucket, one prefill per power-of-two rows bucket
-and the copy of a shared prefix (`Engine` docstring). `warm_up` lowers and compiles each of them on the engine's own
-weights and cache (nothing runs, nothing is written); a later call with the same shapes finds the program compiled.
+and the copy of a shared prompt's last page (`Engine` docstring). `warm_up` lowers and compiles each of them on the
+engine's own weights and cache (nothing runs, nothing is written); a later call with the same shapes finds the program
+compiled.
 With jax's persistent compilation cache on (the CLI turns it on: `cli.compilation_cache`), a program compiled by an
 earlier process is loaded from it instead, which `Counts.loaded` counts.
 """
@@ -73,7 +74,7 @@ class WarmUp:
 
 def warm_up(engine: Engine, rows: int | None = None) -> WarmUp:
     """Compile (or load) every decode and prefill program `engine` runs with its own sampling for calls of at most
-    `rows` rows (default: every slot; a workload of fewer requests never runs the larger buckets), and the prefix
+    `rows` rows (default: every slot; a workload of fewer requests never runs the larger buckets), and the page
     copy. Requests with their own sampling (`submit(sampling=)`) use a decode program of their own, compiled on
     first use."""
     if engine._params is None:
@@ -81,7 +82,7 @@ def warm_up(engine: Engine, rows: int | None = None) -> WarmUp:
     start, before = time.perf_counter(), counts()
     rows = engine.slots if rows is None else min(max(rows, 1), engine.slots)
     programs = [*_decode_programs(engine, rows), *_prefill_programs(engine, rows)]
-    programs.append(layout.copy_row.lower(engine._cache, np.int32(0), np.int32(0)))
+    programs.append(layout.copy_page.lower(engine._cache, np.int32(0), np.int32(0), np.int32(0)))
     # XLA compiles (and loads from the persistent cache) outside the GIL, one program a thread: one a core at once.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         list(pool.map(lambda program: program.compile(), programs))
@@ -108,6 +109,7 @@ def _decode_programs(engine: Engine, rows: int) -> list:
                 order,
                 zeros,
                 ends,
+                engine._pages.table,
                 zeros,
                 zeros,
                 zeros,
@@ -131,6 +133,7 @@ def _prefill_programs(engine: Engine, rows: int) -> list:
             np.zeros((n, engine.prefill_chunk), np.int32),
             np.zeros(n, np.int32),
             ends,
+            engine._pages.table,
             **engine._options(),
         )
         for n in _used(engine._prefill_buckets, rows)

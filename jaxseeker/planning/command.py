@@ -269,6 +269,12 @@ def format_plan(plan: Mapping[str, Any]) -> str:
                 [f"{s['engine']['replicas']} × {s['engine']['slots']}" if s["engine"] else "-" for s in stages],
             )
         )
+        rows.append(
+            (
+                "  KV pages",
+                [f"{s['engine']['pages']:,} × {s['engine']['page']}" if s["engine"] else "-" for s in stages],
+            )
+        )
     rows += [(key, [_gib(s["memory"][key]) for s in stages]) for key in ROWS if any(s["memory"][key] for s in stages)]
     if engines:
         rows += [(label, [_gib(s["memory"][key]) for s in stages]) for key, label in PHASE_ROWS]

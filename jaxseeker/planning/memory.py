@@ -85,7 +85,8 @@ class StageShape:
     The rollout engine (`train.rl.config.EngineConfig`; none when slots and groups are 0): `slots` over the
     slice (0: each host's share of the step's `groups` × `group_size` episodes), `cache_len` tokens each,
     replicas of `engine_tensor` chips (0: a host's), weights and cache in `engine_dtype` (None: the compute
-    dtype), a stacked copy of the weights with `stacked_prefill`; rollout_tokens: tokens through it per step.
+    dtype), a stacked copy of the weights with `stacked_prefill`, `engine_pages` KV pages a replica (0: every slot at
+    `cache_len`); rollout_tokens: tokens through it per step.
     """
 
     name: str
@@ -106,6 +107,7 @@ class StageShape:
     engine_tensor: int = 0
     engine_dtype: str | None = None
     stacked_prefill: bool = False
+    engine_pages: int = 0
     mini_batch_rows: int = 0
     recompute: bool = True  # RL: a forward recomputes the old log-probs (else the engine's are used)
     remat: str | None = None

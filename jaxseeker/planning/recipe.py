@@ -194,6 +194,7 @@ def rl_stages(recipe: Mapping[str, Any], notes: list[str]) -> list[StageShape]:
                 engine_tensor=engine.tensor,
                 engine_dtype=engine.dtype,
                 stacked_prefill=engine.stacked_prefill,
+                engine_pages=engine.pages,
                 mini_batch_rows=per_mini_batch,
                 recompute=rl.recompute_old_logp,
                 choose=choose,

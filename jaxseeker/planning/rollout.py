@@ -7,10 +7,10 @@ reads) and decodes its share of the slots. So per chip:
 
   engine_weights  the weights split over `tensor` (heads, kv heads, MLP, vocabulary; the rest whole), × 2 with
                   `stacked_prefill`
-  kv_cache        slots per replica × cache length × layers × kv heads / tensor × head_dim × 2 (+ ends)
+  kv_cache        the paged cache's pool: pages per replica (default: every slot at the cache length) × page ×
+                  layers × kv heads / tensor × head_dim × 2 (+ ends and page tables)
   rollout         the largest engine call: decode's logits and sampling over the vocabulary shard, or a prefill
-                  chunk's `[rows, heads, chunk, length]` f32 scores and the copies of the cache it makes (a
-                  partial-rows prefill gathers its rows; the scanned one also stacks each group's caches)
+                  chunk's `[rows, heads, chunk, length]` f32 scores (and, scanned, the copy of the pools it stacks)
   handoff         what the jitted hand-off holds besides its input and outputs: the trainer's shard cast to the
                   engine's dtype, and the weights split over every chip on their way to the replicas
                   (`generation.handoff`: each replica then gathers its copy)
@@ -27,6 +27,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
+from jaxseeker.generation.pages import PAGE
 from jaxseeker.model.config import ModelConfig
 from jaxseeker.parallel.rules import GENERATION_RULES
 from jaxseeker.planning.memory import _LOGITS, BYTES, _divisor, abstract_mesh, param_elements
@@ -42,6 +43,8 @@ class EngineLayout:
     hosts: int
     slots: int  # per replica
     dtype: str
+    pages: int  # KV cache pages per replica
+    page: int  # positions a page
 
 
 def engine_layout(cfg: ModelConfig, stage, chips: int, per_host: int) -> EngineLayout:
@@ -52,10 +55,10 @@ def engine_layout(cfg: ModelConfig, stage, chips: int, per_host: int) -> EngineL
     if local % tensor or chips % local:
         raise ValueError(f"engine.tensor={tensor} must divide a host's {local} chips (of {chips})")
     hosts, replicas_per_host = chips // local, local // tensor
-    per_host_slots = slots_per_host(stage.slots, stage.groups, stage.group_size, hosts, replicas_per_host)
-    return EngineLayout(
-        tensor, chips // tensor, hosts, per_host_slots // replicas_per_host, stage.engine_dtype or cfg.compute_dtype
-    )
+    slots = slots_per_host(stage.slots, stage.groups, stage.group_size, hosts, replicas_per_host) // replicas_per_host
+    page = min(PAGE, 1 << (stage.cache_len - 1).bit_length())
+    pages = stage.engine_pages or slots * -(-stage.cache_len // page)
+    return EngineLayout(tensor, chips // tensor, hosts, slots, stage.engine_dtype or cfg.compute_dtype, pages, page)
 
 
 def engine_memory(cfg: ModelConfig, stage, chips: int, per_host: int, trainer_elements: int = 0) -> dict[str, float]:
@@ -86,14 +89,13 @@ def engine_calls(cfg: ModelConfig, stage, chips: int, per_host: int) -> dict[str
 
     slots, length = layout.slots, stage.cache_len
     kv_token = cfg.num_layers * local("kv_heads", cfg.num_kv_heads) * cfg.head_dim * 2 * eb  # k and v, all layers
-    cache = slots * length * kv_token + slots * 4  # + ends (int32)
+    row_pages = -(-length // layout.page)
+    cache = layout.pages * layout.page * kv_token + slots * (1 + row_pages) * 4  # + ends and page tables (int32)
     decode = _LOGITS * slots * local("vocab", cfg.vocab_size) * 4
-    rows = slots // 2 if slots > 1 else 1  # the largest partial-rows prefill (all rows take no gather)
     # whatever the training attention: the engine always attends with `generation.ragged_attention`
     scores = 2 * slots * local("heads", cfg.num_heads) * min(stage.prefill_chunk, length) * length * 4
-    gathered = rows * length * kv_token  # a partial-rows prefill's copy of its rows
-    stacked = cache if stage.stacked_prefill else 0  # the scanned prefill stacks each group's layers' caches
-    return {"cache": float(cache), "decode": float(decode), "prefill": float(scores + max(gathered, stacked))}
+    stacked = cache if stage.stacked_prefill else 0  # the scanned prefill stacks each group's layers' pools
+    return {"cache": float(cache), "decode": float(decode), "prefill": float(scores + stacked)}
 
 
 def _engine_mesh(layout: EngineLayout):

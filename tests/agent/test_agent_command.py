@@ -212,16 +212,16 @@ def test_bench_rollout_counts_idle_time():
     assert stats.step_s + stats.idle_s <= stats.wall_s
 
 
-def test_a_group_of_rollouts_prefills_its_prompt_once_and_copies_it_into_the_others():
+def test_a_group_of_rollouts_prefills_its_prompt_once_and_shares_it_with_the_others():
     stats, prompts = bench_rollout(
         slots=8, episodes=16, group_size=8, tool_calls=1, tool_latency_s=0.0, think_tokens=4.0, max_len=MAX_LEN
     )
     assert stats.episodes == 16
     assert prompts.distinct > 0 and prompts.tokens == 8 * prompts.distinct  # two prompts, eight rows each
     # Each group's prompt is computed at most once (less where the two share their leading tokens) and the seven
-    # other rows of its group copy it.
+    # other rows of its group share its pages.
     assert prompts.prefilled <= prompts.distinct
-    assert prompts.copied >= 7 * prompts.distinct
+    assert prompts.shared >= 7 * prompts.distinct
 
 
 def test_bench_rollout_group_size_is_not_for_a_real_model():

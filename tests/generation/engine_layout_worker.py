@@ -39,6 +39,7 @@ def decode_program(engine: Engine):
         None,  # every slot in order, as a sharded engine decodes
         zeros,
         zeros,
+        engine._pages.table,
         zeros + STEPS,
         zeros,
         zeros,
@@ -47,24 +48,23 @@ def decode_program(engine: Engine):
         cfg=engine.cfg,
         sampling=SAMPLING.static,
         steps=STEPS,
-        block=engine._block,
         tile=engine.slots,
         sharding=engine._sharding,
     ).compile()
 
 
-def prefill_program(engine: Engine, rows: int):
-    """The engine's prefill of a chunk into `rows` rows, compiled."""
-    tokens = np.zeros((rows, CHUNK), np.int32)
+def prefill_program(engine: Engine):
+    """The engine's prefill of a chunk into every slot (an engine whose slots are split prefills them all), compiled."""
+    rows = engine.slots
     return steps.prefill.lower(
         engine._params,
         engine._cache,
         np.arange(rows, dtype=np.int32),
-        tokens,
+        np.zeros((rows, CHUNK), np.int32),
         np.zeros(rows, np.int32),
         np.zeros(engine.slots, np.int32),
+        engine._pages.table,
         cfg=engine.cfg,
-        block=engine._block,
         sharding=engine._sharding,
     ).compile()
 
@@ -100,13 +100,14 @@ def main() -> None:
     tokens = engine_tokens(engine, prompts, 8)
 
     cache = engine._cache
-    init = layout._zeros.lower(CFG, SLOTS, LENGTH, "float32", engine._sharding).compile()
+    init = layout._zeros.lower(CFG, engine._shape, "float32", engine._sharding).compile()
     handed = (
         jax.jit(lambda p: handoff.handoff_fn(CFG, dtype="float32", stacked=False, mesh=mesh)(p))
         .lower(trainer)
         .compile()
     )
     decode = decode_program(engine)
+    prefill = prefill_program(engine)
     stage = StageShape(
         "rl",
         "rl",
@@ -141,14 +142,14 @@ def main() -> None:
                     {tuple(s.data.shape) for x in jax.tree.leaves(engine._params) for s in x.addressable_shards}
                 ),
                 "gathers": all_gathers(decode.as_text()),
+                "prefill_gathers": all_gathers(prefill.as_text()),
                 "train_gathers": all_gathers(decode_program(train_engine).as_text()),
                 "k_spec": str(cache.k[0].sharding.spec),
                 "k_shards": sorted({tuple(s.data.shape) for s in cache.k[0].addressable_shards}),
                 "cache_init": {"output": int(init.memory_analysis().output_size_in_bytes), "peak": peak(init)},
                 "compiled": {
                     "decode": peak(decode),
-                    "prefill_all": peak(prefill_program(engine, SLOTS)),
-                    "prefill_half": peak(prefill_program(engine, SLOTS // 2)),
+                    "prefill": peak(prefill),
                     "handoff": peak(handed),
                 },
                 "plan": engine_memory(CFG, stage, chips=8, per_host=8),

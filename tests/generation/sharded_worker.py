@@ -1,5 +1,6 @@
 """The engine on a (data 2 × tensor 2) mesh of fake CPU devices against unsharded greedy decoding, once with two
-prompts and once with one prompt's group of two rollouts (the second row copies the first's prompt); then on a
+prompts and once with one prompt's group of three rollouts in four slots (the second shares the first's prompt pages,
+the third, on the other part of the pool, prefills its own); then on a
 (tensor 2) mesh, whose devices each hold every slot, with three prompts in four slots.
 
 Run by `test_sharded_engine.py` in a subprocess whose `XLA_FLAGS` asks for 4 host devices (the flag must
@@ -28,8 +29,8 @@ def main() -> None:
     engine = Engine(sharded, CFG, slots=2, max_len=64, steps_per_call=4, prefill_chunk=8, mesh=mesh)
     prompts = random_prompts([5, 9], seed=1)
     tokens = engine_tokens(engine, prompts, 10)
-    group = random_prompts([24], seed=2) * 2  # one prompt, two rollouts: the second copies it across the data axis
-    grouped = Engine(sharded, CFG, slots=2, max_len=64, steps_per_call=4, prefill_chunk=8, mesh=mesh)
+    group = random_prompts([24], seed=2) * 3  # one prompt, three rollouts: slots 0 and 1 on one part, 2 on the other
+    grouped = Engine(sharded, CFG, slots=4, max_len=64, steps_per_call=4, prefill_chunk=8, mesh=mesh)
     group_tokens = engine_tokens(grouped, group, 10)
     cache = grouped._cache
     # A mesh of tensor parallelism only holds every slot on each device: the engine decodes the running rows alone.

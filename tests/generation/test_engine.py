@@ -233,12 +233,12 @@ def test_a_few_late_requests_decode_in_calls_of_few_rows(tiny, monkeypatch, on_m
 
 
 def test_rows_of_very_different_lengths_decode_together(tiny):
-    """Contexts of 3 to 55 tokens in one decode call, read in attention blocks of 8 by tiles of 4 rows (short rows
+    """Contexts of 3 to 55 tokens in one decode call, read in pages of 8 by tiles of 4 rows (short rows
     share a tile with a long one as the long ones end): every row samples what an argmax loop samples."""
     _, params = tiny
     prompts = random_prompts([55, 3, 40, 6, 21, 2], seed=15)
     budgets = [6, 30, 9, 24, 12, 40]
-    engine = _engine(tiny, slots=6, attention_block=8)
+    engine = _engine(tiny, slots=6, page=8)
     for i, (prompt, budget) in enumerate(zip(prompts, budgets)):
         engine.submit(f"r{i}", prompt, max_new_tokens=budget)
     events = _run(engine)
@@ -259,12 +259,12 @@ def _recorded_prefill(monkeypatch) -> list[tuple[int, int]]:
     return shapes
 
 
-def test_a_shared_prompt_prefix_is_copied_from_the_row_that_wrote_it(tiny, monkeypatch):
+def test_a_shared_prompt_prefix_is_taken_from_the_request_that_wrote_it(tiny, monkeypatch):
     """A question's group of rollouts and a common system prompt: four prompts open with the same 20 tokens, two of
     them are the same prompt. The two distinct ones prefill together; the group's second rollout and the last prompt
-    wait for the rows that hold all they share but their last token and copy it: nothing of theirs is left to
+    wait for the requests that hold all they share but their last token and take it: nothing of theirs is left to
     prefill. A prompt that shares only the 20 system tokens does not wait for them (its tail needs a chunk anyway)
-    but copies them once written. Every request samples what an argmax loop over its whole prompt samples."""
+    but takes them once written. Every request samples what an argmax loop over its whole prompt samples."""
     _, params = tiny
     system, question, other, late = random_prompts([20, 9, 14, 3], seed=13)
     prompts = [system + question, system + other, system + question, system + other[:5]]
@@ -301,6 +301,83 @@ def test_a_request_whose_donor_leaves_first_prefills_its_whole_prompt(tiny):
     alone = _engine(tiny, sampling=SAMPLED)
     alone.submit("waits", system + other, max_new_tokens=5)
     assert event.tokens == _run(alone)["waits"].tokens  # sampling is keyed by the request, not by its row
+
+
+def _serve(engine: Engine, prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
+    """Every prompt through `engine` as a server runs them: submitted as slots free up, released at their event."""
+    queue, out = list(enumerate(prompts)), {}
+    while queue or engine.has_work():
+        while queue and engine.free_slots():
+            i, prompt = queue.pop(0)
+            engine.submit(str(i), prompt, max_new_tokens=max_new_tokens)
+        for event in engine.step():
+            out[int(event.request_id)] = event.tokens
+            engine.release(event.request_id)
+    return [out[i] for i in range(len(prompts))]
+
+
+def test_a_group_holds_its_shared_prompt_pages_once(tiny):
+    """Three rollouts of a 21-token prompt, pages of 8: the second and third take the first's two whole pages by
+    reference and copy the third, which they go on writing into; every rollout samples what an argmax loop does."""
+    _, params = tiny
+    prompt = random_prompts([21], seed=16)[0]
+    engine = _engine(tiny, slots=4, page=8)  # 4 slots × 8 pages
+    for i in range(3):
+        engine.submit(str(i), prompt, max_new_tokens=4)
+    out = _run(engine)
+    assert [out[str(i)].tokens for i in range(3)] == reference_greedy(params, [prompt] * 3, 4)
+    assert engine.shared_tokens == 2 * 20 and engine.prefilled_tokens == 20
+    assert engine._pages.free() == 32 - (3 + 1 + 1)  # the first's three pages, one of its own for each other
+    for i in range(3):
+        engine.release(str(i))
+    engine._pages.forget_kept()  # the prefixes the three left
+    assert engine._pages.free() == 32
+
+
+def test_a_conversation_resent_after_its_request_left_shares_the_pages_it_left(tiny):
+    """A client sends a prompt, then the same conversation with the reply and a new turn: the second request takes
+    the first's written tokens from the prefix it left and prefills its new turn only. Then requests that want every
+    page drop the kept prefixes and run as they would on an empty pool."""
+    _, params = tiny
+    prompt, turn = random_prompts([21, 6], seed=19)
+    engine = _engine(tiny, page=8)
+    engine.submit("first", prompt, max_new_tokens=5)
+    reply = _run(engine)["first"].tokens
+    engine.release("first")  # it wrote its prompt and the reply but the last token: 25 tokens
+    resent = prompt + reply + turn
+    engine.submit("second", resent, max_new_tokens=5)
+    assert _run(engine)["second"].tokens == reference_greedy(params, [resent], 5)[0]
+    assert engine.shared_tokens == 25 and engine.prefilled_tokens == 20 + 6  # the first's, the new turn
+    engine.release("second")
+    longest = random_prompts([40, 41], seed=20)  # 2 × 8 pages with their 20 tokens each: the whole pool
+    assert _serve(engine, longest, 20) == reference_greedy(params, longest, 20)
+
+
+def test_a_pool_smaller_than_every_slot_at_max_len_makes_requests_wait_for_pages(tiny):
+    """Four slots of 64 positions on 6 pages of 8 (a quarter of 4 × 64): requests wait for the pages the finished
+    ones give back, and each samples what it samples alone."""
+    _, params = tiny
+    prompts = random_prompts([12, 17, 5, 9, 14, 3], seed=17)
+    engine = _engine(tiny, slots=4, page=8, pages=6, share_prefix=0)
+    assert _serve(engine, prompts, 10) == reference_greedy(params, prompts, 10)
+    assert engine._pages.free() == 6
+
+
+def test_requests_that_outgrow_the_pool_together_are_preempted_and_written_again(tiny):
+    """Two requests of 26 and 27 positions on 4 pages of 8 (each needs all four): when neither can go on, the second
+    gives its pages back, the first ends, and the second writes its context again and ends as it would alone."""
+    _, params = tiny
+    prompts = random_prompts([6, 7], seed=18)
+    engine = _engine(tiny, page=8, pages=4, share_prefix=0)
+    assert _serve(engine, prompts, 20) == reference_greedy(params, prompts, 20)
+    assert engine.preempted >= 1 and engine._pages.free() == 4
+
+
+def test_a_request_whose_context_alone_outgrows_the_pool_raises(tiny):
+    engine = _engine(tiny, page=8, pages=2)
+    engine.submit("long", random_prompts([6], seed=18)[0], max_new_tokens=20)  # 25 positions: four pages
+    with pytest.raises(RuntimeError, match="'long' needs more than the 2 pages of 8 positions"):
+        _run(engine)
 
 
 def test_set_params_swaps_weights(tiny):

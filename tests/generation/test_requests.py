@@ -1,6 +1,8 @@
 """The engine's host-side bookkeeping: the stop check (`generation.requests.Stops`) on a stand-in detokenizer (token i
 reads as one letter, 'a' + i; token 25 holds part of a multi-byte character), and the rows of each prefill call."""
 
+import numpy as np
+
 from jaxseeker.generation.requests import Slot, Stops, call_rows, prefill_batch
 
 
@@ -53,7 +55,7 @@ def test_prefill_calls_take_the_longest_contexts_first_and_leave_the_rest_to_the
         Slot(f"r{i}", i, list(range(200)), 0, 8, end=e) if i in (0, 2, 3, 4, 6) else None for i, e in enumerate(ends)
     ]
     calls, written = [], {}
-    while (batch := prefill_batch(slots, 128)) is not None:
+    while (batch := prefill_batch(slots, 128, np.full(8, 10**6))) is not None:
         rows, tokens, counts = batch
         calls.append((rows.tolist(), counts.tolist()))
         for row, toks, count in zip(rows.tolist(), tokens.tolist(), counts.tolist(), strict=True):
@@ -66,3 +68,14 @@ def test_prefill_calls_take_the_longest_contexts_first_and_leave_the_rest_to_the
     ]
     assert written == {row: list(range(200)) for row in (0, 2, 3, 4, 6)}
     assert [s.end for s in slots if s is not None] == [230, 250, 210, 240, 220]
+
+
+def test_a_prefill_chunk_takes_no_more_than_the_slots_pages_hold():
+    """Room for 50 tokens (its pages end there) and for none (no page free): the first writes 50, the second waits;
+    with every slot in order, the call runs all four."""
+    slots = [Slot("a", 0, list(range(100)), 0, 8), Slot("b", 1, list(range(100)), 0, 8), None, None]
+    rows, _, counts = prefill_batch(slots, 64, np.array([50, 0, 0, 0]))
+    assert (rows.tolist(), counts.tolist()) == ([0], [50])
+    assert prefill_batch(slots, 64, np.zeros(4, np.int64)) is None
+    rows, _, counts = prefill_batch(slots, 64, np.array([64, 64, 0, 0]), every=True)
+    assert (rows.tolist(), counts.tolist()) == ([0, 1, 2, 3], [50, 64, 0, 0])

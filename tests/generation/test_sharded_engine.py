@@ -14,13 +14,15 @@ def report() -> dict:
 
 def test_engine_on_a_data_by_tensor_mesh_matches_one_device(report):
     assert report["devices"] == 4
-    assert report["k_spec"] == "P('data', 'tensor')"  # one layer's [batch, kv_heads, seq, head_dim]
+    assert report["k_spec"] == "P('data', None, 'tensor')"  # one layer's pool [parts, pages, kv_heads, …]
     assert report["end_spec"] == "P('data',)"
     assert report["equal"]
-    assert report["group_equal"] and report["shared_tokens"] == 23  # the copied cache keeps its sharding (above)
+    # The second rollout shares the first's 23 prompt tokens on their part of the pool; the third, on the other part,
+    # shares nothing (no page crosses devices). The cache keeps its sharding (above).
+    assert report["group_equal"] and report["shared_tokens"] == 23
 
 
 def test_an_engine_whose_devices_each_hold_every_slot_decodes_the_running_rows_only(report):
     assert report["rows_split"] == [True, False]  # slots over data = 2; over nothing on a tensor-only mesh
-    assert report["tensor_k_spec"] == "P(None, 'tensor')"  # kv heads over tensor, every slot on each device
+    assert report["tensor_k_spec"] == "P(None, None, 'tensor')"  # kv heads over tensor, every page on each device
     assert report["tensor_equal"]

@@ -179,13 +179,18 @@ def test_params_per_device_agree_with_the_shardings_jax_builds():
     assert param_elements(cfg, DEFAULT_RULES, mesh) == local < model.count_params(cfg) / 8
 
 
-def test_rollout_kv_cache_is_slots_by_length_by_layers_by_kv_heads_by_head_dim_by_two():
+def test_rollout_kv_cache_is_its_pages_by_page_by_layers_by_kv_heads_by_head_dim_by_two():
+    """By default a replica's pool holds every slot at the cache length; `engine_pages` sizes it instead."""
     cfg = model.ModelConfig.tiny("qwen3", num_layers=3, num_kv_heads=2, head_dim=16, compute_dtype="bfloat16")
     stage = StageShape("rl", "rl", rows=4, seq=512, slots=8, cache_len=1024, rollout_tokens=8 * 512, engine_tensor=2)
-    mem = memory_plan(cfg, stage, DEFAULT_RULES, abstract_mesh({"fsdp": 2, "tensor": 2}))
+    mesh = abstract_mesh({"fsdp": 2, "tensor": 2})
+    mem = memory_plan(cfg, stage, DEFAULT_RULES, mesh)
     slots, kv_heads = 8 // 2, 2 // 2  # slots over the 2 engine replicas, kv heads over a replica's 2 chips
     per_token = 3 * kv_heads * 16 * 2 * 2  # layers × k and v in bf16
-    assert mem["kv_cache"] == slots * 1024 * per_token + slots * 4  # + each slot's end
+    tables = slots * (1 + 1024 // 128) * 4  # each slot's end and page table (int32)
+    assert mem["kv_cache"] == slots * 1024 * per_token + tables
+    fewer = memory_plan(cfg, dataclasses.replace(stage, engine_pages=12), DEFAULT_RULES, mesh)
+    assert fewer["kv_cache"] == 12 * 128 * per_token + tables
 
 
 def test_an_rl_stage_peaks_in_its_largest_phase_and_the_plan_names_the_phases_over():
@@ -198,12 +203,17 @@ def test_an_rl_stage_peaks_in_its_largest_phase_and_the_plan_names_the_phases_ov
     assert mem["rollout_phase"] == trainer + mem["engine_weights"] + mem["kv_cache"] + mem["rollout"]
     assert mem["handoff_phase"] == trainer + mem["engine_weights"] + mem["handoff"]
     assert mem["peak"] == max(mem["rollout_phase"], mem["update_phase"], mem["handoff_phase"])
-    # 4 groups of 4 over 4 one-chip replicas: 4 slots each, the whole cache length, every layer and kv head.
-    assert mem["kv_cache"] == 4 * 4096 * (cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * 2 * 2) + 4 * 4
+    # 4 groups of 4 over 4 one-chip replicas: 4 slots each, the whole cache length, every layer and kv head; each
+    # slot's end and page table of 4096 / 128 pages.
+    tables = 4 * (1 + 4096 // 128) * 4
+    assert mem["kv_cache"] == 4 * 4096 * (cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * 2 * 2) + tables
     tight = dataclasses.replace(CHIPS["v5p"], hbm_bytes=int(mem["rollout_phase"] / USABLE_HBM) - 1)
     planned = plan_stage(cfg, stage, DEFAULT_RULES, {"fsdp": 4}, tight)
     assert not planned["fits"] and "rollout" in planned["over"]
-    assert planned["engine"] == {"tensor": 1, "replicas": 4, "hosts": 1, "slots": 4, "dtype": "bfloat16"}
+    assert planned["engine"] == {
+        **{"tensor": 1, "replicas": 4, "hosts": 1, "slots": 4, "dtype": "bfloat16"},
+        **{"pages": 4 * 4096 // 128, "page": 128},  # every slot at the cache length
+    }
 
 
 def test_step_flops_count_forward_and_backward_plus_the_recompute_of_remat():

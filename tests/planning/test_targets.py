@@ -92,8 +92,8 @@ def test_the_engine_never_takes_a_layout_that_replicates_the_kv_cache():
         stage = StageShape("rl", "rl", rows=8, seq=4096, slots=slots, cache_len=32768, engine_tensor=tensor)
         return memory_plan(cfg, stage, DEFAULT_RULES, abstract_mesh({"fsdp": 8}), per_host=8)["kv_cache"]
 
-    ends = 8 * 4  # each slot's int32 end, whole on every chip
-    assert kv(8) == kv(1) and kv(1) - ends == 4 * (kv(4) - ends)
+    tables = 8 * (1 + 32768 // 128) * 4  # each slot's int32 end and page table, whole on every chip
+    assert kv(8) == kv(1) and kv(1) - tables == 4 * (kv(4) - tables)
     fit = fit_recipe(recipe, TARGETS["h100x8"])
     assert fit.changes["engine.tensor"] in (1, 2, 4) and fit.changes["model.attention_impl"] == "blocked"
 

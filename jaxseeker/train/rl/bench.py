@@ -279,7 +279,7 @@ def _print_table(r: dict, cfg: ModelConfig, b: int, g: int) -> None:
     )
     if "rollout_roofline_s" in r:
         print(
-            f"rollout: {r['rollout_s'] / r['rollout_roofline_s']:.2f}x its roofline ({r['rollout_roofline_s']:.3f} s: "
+            f"rollout: {r['rollout_s'] / r['rollout_roofline_s']:.2f}x its roofline ({r['rollout_roofline_s']:.3g} s: "
             f"{r['prefill_tokens']:.0f} prefilled and {r['decode_tokens']:.0f} decoded tokens, "
             f"{r['decode_steps']:.0f} decode steps of {r['decode_rows']:.1f} rows on average)"
         )

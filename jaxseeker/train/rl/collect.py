@@ -60,6 +60,7 @@ def rollout_engine(
         dtype=engine_cfg.dtype,
         handoff_mesh=handoff_mesh,
         stacked_prefill=engine_cfg.stacked_prefill,
+        pages=engine_cfg.pages * replicas or None,
     )
     warmed = engine.warm_up()
     if is_main_process():

@@ -227,9 +227,10 @@ class EngineConfig:
     tensor: int = 0  # devices per engine replica (must divide a host's); 0: all of a host's devices
     dtype: str | None = None  # the engine's weights and KV cache; None: the model's compute dtype
     stacked_prefill: bool = False  # keep a stacked copy of the weights for a scanned prefill (2× the weights' memory)
+    pages: int = 0  # KV cache pages of 128 positions per replica; 0: every slot at max_len (`generation.pages`)
 
     def __post_init__(self):
-        for name in ("slots", "max_len", "tensor"):
+        for name in ("slots", "max_len", "tensor", "pages"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0 (0: the default), got {getattr(self, name)}")
         if self.dtype is not None and self.dtype not in ("float32", "bfloat16", "float16"):

@@ -55,7 +55,7 @@ def test_bench_rl_runs_one_row_per_episode_then_packed_rows_and_prints_both_tabl
         assert update_rows <= 4 and f"({rows})" in lines[10]  # at most the 4 episodes (A = 0 ones are left out)
         assert lines[11].startswith("device utilisation ")
         work = re.fullmatch(
-            r"rollout: [\d.]+x its roofline \(([\d.]+) s: (\d+) prefilled and (\d+) decoded tokens, (\d+) decode "
+            r"rollout: [\d.]+x its roofline \(([\d.e+-]+) s: (\d+) prefilled and (\d+) decoded tokens, (\d+) decode "
             r"steps of ([\d.]+) rows on average\)",
             lines[12],
         )
