@@ -6,20 +6,17 @@ next decode step. So a prompt of n tokens prefills n - 1 of them, a stop inside 
 by moving the slot's end (the host owns every row's end and passes it to each call), and `extend` prefills
 the stop token followed by the observation.
 
-A request whose prompt begins with tokens another held request's prompt begins with (a question's group of
-rollouts, one system prompt for every episode) shares their keys and values with that request once they are written:
-their whole pages by reference, the rest of the last one copied. It prefills the rest of its prompt only. A released
-request's pages stay as a kept prefix of its tokens, shared the same way with a later request that opens with them (a
-client resending a conversation), until a page is wanted (`generation.pages`).
+A request whose prompt opens with another held request's tokens (a question's group of rollouts, one system prompt
+for every episode), or with those a released request left (a client resending a conversation), shares their pages
+(`generation.prefix`, `generation.pages`) and prefills the rest of its prompt only.
 
 A request may bring its own `SamplingConfig` (`submit(..., sampling=)`, as a server's clients do): a decode
 call with such a request samples every row with its own temperature / top-p / top-k / seed (traced, so no
 recompile per value). `peek` shows a turn in progress, for streaming.
 
-The cache is paged (`generation.layout`, `generation.pages`): a pool of fixed-size pages allocated once, a page table
-a slot, pages taken as a context grows and given back on release; a group's rollouts hold their shared prompt's pages
-once. Attention reads each row only up to its own end, so the compiled programs are one decode per rows bucket and one
-prefill per rows bucket, all compiled by `warm_up` before the first request.
+The cache is paged (`generation.layout`): a pool of fixed-size pages allocated once, a page table a slot, pages taken
+as a context grows (`generation.schedule`). Attention reads each row only up to its own end, so the compiled programs
+are one decode per rows bucket and one prefill per rows bucket, all compiled by `warm_up` before the first request.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ from collections.abc import Callable, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from jaxseeker.generation import handoff, layout, prefix, roofline, steps, warmup
+from jaxseeker.generation import handoff, layout, prefix, roofline, schedule, steps, warmup
 from jaxseeker.generation.keys import request_hash
 from jaxseeker.generation.pages import PAGE, Pages
 from jaxseeker.generation.requests import Event, Slot, Stops, check_budget, prefill_batch, row_sampling
@@ -72,7 +69,7 @@ class Engine:
     `handoff_mesh`: the mesh new params are resharded onto before this process takes its part (a multi-host RL run:
     every process's engine mesh side by side, `parallel.replica_meshes`; default: `mesh`). `stacked_prefill`: keep a
     stacked copy of the weights for the scanned prefill (`cached_forward.prefill_forward`: compiles faster, at twice
-    the weights' memory, and copies the prefilled rows' whole caches in and out of the scan); False (the default)
+    the weights' memory, and copies the pools in and out of the scan); False (the default)
     prefills over the per-layer weights, unrolled, writing the rows in place (1.6–1.8× faster at 8–32 rows of
     SmolLM2-135M on CPU).
     """
@@ -122,7 +119,9 @@ class Engine:
         self.dtype = jnp.dtype(dtype or cfg.compute_dtype).name
         self.tally = roofline.Tally(cfg, self.dtype)  # the work the calls needed, for their roofline
         self.stacked_prefill = stacked_prefill
-        self._mesh, self._rules = mesh, _generation_rules() if mesh is not None and rules is None else rules
+        if mesh is not None and rules is None:  # imported here: an engine without a mesh needs no rules
+            from jaxseeker.parallel import GENERATION_RULES as rules
+        self._mesh, self._rules = mesh, rules
         shards = 1 if mesh is None else layout.slot_shards(slots, mesh, self._rules)
         pages = slots * row_pages if pages is None else pages
         if pages % shards or pages < shards:
@@ -217,24 +216,12 @@ class Engine:
             arrival=self._arrivals,
         )
         self._arrivals += 1
-        kept = prefix.pick_kept(slot.prompt, self._pages.kept(self._pages.shard(row)), least=self.share_prefix)
-        slot.share = self._donor(row, slot.prompt)
-        if kept is not None and (slot.share is None or kept[1] >= slot.share[1]):  # written already: no wait
-            slot.share = None
-            self._cache, shared = prefix.share_kept(self._cache, slot, row, *kept, self._pages)
-            self.shared_tokens += shared
+        self._cache, shared = prefix.share_at_submit(
+            self._cache, slot, row, self._slots, self._pages, least=self.share_prefix, chunk=self.prefill_chunk
+        )
+        self.shared_tokens += shared
         self._slots[row] = slot
         self._index[request_id] = row
-
-    def _donor(self, row: int, prompt: tuple[int, ...]) -> tuple[Slot, int] | None:
-        """(the held slot whose pages slot `row`'s prompt shares, how many of its leading tokens) or None
-        (`prefix.pick_donor`; only slots that take their pages from the same part of the pool)."""
-        part = self._pages.shard(row)
-        held = [s for r, s in enumerate(self._slots) if s is not None and self._pages.shard(r) == part]
-        pick = prefix.pick_donor(
-            prompt, [(s.prompt, s.end) for s in held], least=self.share_prefix, chunk=self.prefill_chunk
-        )
-        return None if pick is None else (held[pick[0]], pick[1])
 
     def extend(self, request_id: str, tokens: list[int], *, max_new_tokens: int) -> None:
         """Append `tokens` (an observation) to a paused request's context and resume decoding."""
@@ -306,58 +293,16 @@ class Engine:
         if self._params is None:
             raise RuntimeError("Engine.step: the engine is unloaded; give it weights with set_params first")
         start, waited = time.perf_counter(), self.device_wait_s
-        for row in self._by_arrival():  # the decoding requests' pages first, the earliest first
-            slot = self._slots[row]
-            if slot.running and not slot.prefill and slot.share is None:
-                self._pages.reserve(row, slot.end + self._budget(slot))
+        schedule.reserve_decoding(self._slots, self._pages, self.steps_per_call, self.max_len)
         prefilled = self._prefill_all()
-        events: list[Event] = []
-        budget = np.zeros(self.slots, np.int32)
-        for row, slot in enumerate(self._slots):
-            if slot is not None and slot.running:
-                budget[row] = self._budget(slot)
-                if budget[row] == 0:
-                    events.append(slot.pause(self._limit_reason(slot)))
-                elif not slot.prefill and slot.share is None:  # a step writes positions end … end + budget - 1
-                    budget[row] = max(0, min(budget[row], self._pages.reserve(row, slot.end + budget[row]) - slot.end))
-                else:
-                    budget[row] = 0  # its context is still being written (waiting for pages or its prefix)
+        budget, events = schedule.decode_budget(self._slots, self._pages, self.steps_per_call, self.max_len)
         if budget.any():
             events += self._decode(budget)
         elif not prefilled and not events and self.has_work():
-            self._preempt()
+            schedule.preempt(self._slots, self._pages)
+            self.preempted += 1
         self.host_s += time.perf_counter() - start - (self.device_wait_s - waited)
         return events
-
-    def _budget(self, slot: Slot) -> int:
-        """The decode steps a running request may take in the next call, pages aside."""
-        return min(self.steps_per_call, slot.max_new - len(slot.tokens), self._room(slot))
-
-    def _by_arrival(self) -> list[int]:
-        """The held slots, the earliest request first: the order in which requests take free pages."""
-        return sorted((r for r, s in enumerate(self._slots) if s is not None), key=lambda r: self._slots[r].arrival)
-
-    def _preempt(self) -> None:
-        """No request can go on for want of pages: free those of the request that came last among the ones holding
-        any, which writes its context again once pages are free (vLLM's preemption by recomputation; a paused request
-        may be the one). RuntimeError when it is the only one holding pages: its context alone outgrows the pool."""
-        holders = [r for r, s in enumerate(self._slots) if s is not None and self._pages.positions(r)]
-        row = max(holders, key=lambda r: self._slots[r].arrival)
-        slot = self._slots[row]
-        if len(holders) == 1:
-            raise RuntimeError(
-                f"Engine.step: request {slot.request_id!r} needs more than the {self._shape.pages} pages of "
-                f"{self._shape.page} positions its part of the cache holds; give the engine more `pages`"
-            )
-        slot.prefill, slot.written, slot.end = slot.written + slot.prefill, [], 0
-        self._pages.release(row)
-        self.preempted += 1
-
-    def _room(self, slot: Slot) -> int:
-        return self.max_len - (slot.end + 1)
-
-    def _limit_reason(self, slot: Slot) -> str:
-        return "context" if self._room(slot) == 0 else "length"
 
     def _ends(self) -> np.ndarray:
         return np.array([0 if s is None else s.end for s in self._slots], np.int32)
@@ -371,7 +316,8 @@ class Engine:
             self._cache, copied = prefix.share_ready(self._cache, self._slots, self._pages)
             self.shared_tokens += copied
             ends = self._ends()  # before the batch moves them
-            batch = prefill_batch(self._slots, self.prefill_chunk, self._prefill_room(), every=self.rows_split)
+            room = schedule.prefill_room(self._slots, self._pages, self.prefill_chunk)
+            batch = prefill_batch(self._slots, self.prefill_chunk, room, every=self.rows_split)
             if batch is None:
                 return ran
             ran = True
@@ -382,17 +328,6 @@ class Engine:
             self._cache = steps.prefill(
                 self._prefill_params(), self._cache, rows, tokens, counts, ends, self._pages.table, **self._options()
             )
-
-    def _prefill_room(self) -> np.ndarray:
-        """`[slots]`: the context tokens each slot may write in its next prefill chunk, its pages reserved (0: nothing
-        to write, a prefix to wait for, or no page free)."""
-        room = np.zeros(self.slots, np.int32)
-        for row in self._by_arrival():
-            slot = self._slots[row]
-            if slot.prefill and slot.share is None:
-                want = slot.end + min(self.prefill_chunk, len(slot.prefill))
-                room[row] = self._pages.reserve(row, want) - slot.end
-        return room
 
     def _prefill_params(self) -> dict:
         """The weights a prefill call runs on: the stacked copy (`stacked_prefill`) or the per-layer ones."""
@@ -406,20 +341,10 @@ class Engine:
             return shared
         return shared | {"steps": self.steps_per_call, "tile": rows if every else steps.DECODE_TILE}
 
-    def _decode_rows(self, budget: np.ndarray) -> np.ndarray | None:
-        """The slots a decode call runs, in its order: those with a budget, longest context first (so a tile of
-        rows attends over similar lengths), then idle ones up to the smallest rows bucket that holds them; None
-        (every slot in order) where the slots are split over a mesh's devices (`rows_split`)."""
-        if self.rows_split:
-            return None
-        running = sorted(np.flatnonzero(budget), key=lambda r: -self._slots[r].end)
-        n = next(b for b in self._decode_buckets if b >= len(running))
-        idle = [r for r in range(self.slots) if budget[r] == 0][: n - len(running)]
-        return np.asarray(running + idle, np.int32)
-
     def _decode(self, budget: np.ndarray) -> list[Event]:
         """One multi-step decode call over the running rows, then the host-side stop checks and rollbacks."""
-        rows = self._decode_rows(budget)
+        # Every slot in order where the slots are split over a mesh's devices (no row leaves its device).
+        rows = None if self.rows_split else schedule.decode_rows(budget, self._slots, self._decode_buckets)
         order = np.arange(self.slots, dtype=np.int32) if rows is None else rows
         n = len(order)
         live = [(i, self._slots[row]) for i, row in enumerate(order) if budget[row] > 0]
@@ -464,16 +389,9 @@ class Engine:
             slot.end += cut  # the previous `last` and all kept tokens but the newest are now in the cache
             slot.written += [slot.last, *kept[:-1]]
             slot.last = kept[-1]
-            if reason is None and (self._room(slot) == 0 or len(slot.tokens) >= slot.max_new):
-                reason = self._limit_reason(slot)
+            if reason is None and (schedule.room(slot, self.max_len) == 0 or len(slot.tokens) >= slot.max_new):
+                reason = schedule.limit_reason(slot, self.max_len)
             if reason is not None:
                 events.append(slot.pause(reason, stop))
         self.tally.decode_steps += steps_kept
         return events
-
-
-def _generation_rules():
-    """`parallel.GENERATION_RULES` (imported here: an engine without a mesh needs no rules)."""
-    from jaxseeker.parallel import GENERATION_RULES
-
-    return GENERATION_RULES

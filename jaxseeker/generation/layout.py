@@ -27,9 +27,10 @@ import jax.numpy as jnp
 from jaxseeker.model import ModelConfig, param_axes
 
 # Logical axes of one layer's key pages (positions last) and value pages: attention reads both with no transpose. The
-# pool's parts split like the slots ("batch"), so a slot and its pages sit on the same devices.
-KEY_AXES = ("batch", None, "kv_heads", "head_dim", None)
-VALUE_AXES = ("batch", None, "kv_heads", None, "head_dim")
+# pool's parts split like the slots ("batch"), so a slot and its pages sit on the same devices; a page's positions
+# split like a sequence ("seq": over a context axis, a long context's cache spread over its devices).
+KEY_AXES = ("batch", None, "kv_heads", "head_dim", "seq")
+VALUE_AXES = ("batch", None, "kv_heads", "seq", "head_dim")
 
 
 @flax.struct.dataclass

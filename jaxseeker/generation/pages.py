@@ -40,7 +40,7 @@ class Pages:
     most `row_pages` pages of `page` positions; `table` `[slots, row_pages]` is what the device calls read."""
 
     def __init__(self, slots: int, row_pages: int, pages: int, page: int, shards: int = 1):
-        self.page = page
+        self.page, self.part_pages = page, pages
         self.table = np.zeros((slots, row_pages), np.int32)
         self._held: list[list[int]] = [[] for _ in range(slots)]
         self._refs = np.zeros((shards, pages), np.int32)

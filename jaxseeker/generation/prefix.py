@@ -68,6 +68,30 @@ def share_kept(cache: layout.LayerCache, slot: Slot, row: int, key: int, n: int,
     return cache, n
 
 
+def share_at_submit(
+    cache: layout.LayerCache,
+    slot: Slot,
+    row: int,
+    slots: Sequence[Slot | None],
+    pages: Pages,
+    *,
+    least: int,
+    chunk: int,
+) -> tuple[layout.LayerCache, int]:
+    """(`cache`, the tokens shared now) after choosing where new request `slot` (in row `row`) takes its prompt's
+    leading tokens from: a kept prefix (`Pages.keep`: shared at once, its tokens being written) or a held slot on the
+    same part of the pool (`pick_donor`: `slot.share`, shared by `share_ready` once written), whichever holds more of
+    them; the kept prefix where they hold as many."""
+    part = pages.shard(row)
+    held = [s for r, s in enumerate(slots) if s is not None and pages.shard(r) == part]
+    donor = pick_donor(slot.prompt, [(s.prompt, s.end) for s in held], least=least, chunk=chunk)
+    kept = pick_kept(slot.prompt, pages.kept(part), least=least)
+    if kept is not None and (donor is None or kept[1] >= donor[1]):
+        return share_kept(cache, slot, row, *kept, pages)
+    slot.share = None if donor is None else (held[donor[0]], donor[1])
+    return cache, 0
+
+
 def share_ready(cache: layout.LayerCache, slots: Sequence[Slot | None], pages: Pages) -> tuple[layout.LayerCache, int]:
     """(`cache` with every shared prefix whose tokens its donor has written now held by the waiting slot: the prefix's
     whole pages by reference, the rest of its last page copied (`Pages.share`), the tokens shared). A donor writes

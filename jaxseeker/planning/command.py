@@ -263,18 +263,9 @@ def format_plan(plan: Mapping[str, Any]) -> str:
     ]
     engines = any(s["engine"] for s in stages)
     if engines:
-        rows.append(
-            (
-                "engine slots",
-                [f"{s['engine']['replicas']} × {s['engine']['slots']}" if s["engine"] else "-" for s in stages],
-            )
-        )
-        rows.append(
-            (
-                "  KV pages",
-                [f"{s['engine']['pages']:,} × {s['engine']['page']}" if s["engine"] else "-" for s in stages],
-            )
-        )
+        layouts = [s["engine"] for s in stages]
+        rows.append(("engine slots", [f"{e['replicas']} × {e['slots']}" if e else "-" for e in layouts]))
+        rows.append(("  KV pages", [f"{e['pages']:,} × {e['page']}" if e else "-" for e in layouts]))
     rows += [(key, [_gib(s["memory"][key]) for s in stages]) for key in ROWS if any(s["memory"][key] for s in stages)]
     if engines:
         rows += [(label, [_gib(s["memory"][key]) for s in stages]) for key, label in PHASE_ROWS]

@@ -343,7 +343,7 @@ def decode() -> dict:
         out = {}
         while engine.has_work():
             out.update({e.request_id: e.tokens for e in engine.step()})
-        tokens[name], k_cache[name] = [out["0"], out["1"]], engine._cache.k[0]  # layer 0: [slots, kv, dim, length]
+        tokens[name], k_cache[name] = [out["0"], out["1"]], engine._cache.k[0]  # layer 0: [parts, pages, kv, dim, page]
     k = k_cache["context4"]
     return {
         "tokens": tokens,

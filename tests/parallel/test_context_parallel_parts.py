@@ -85,7 +85,8 @@ def decode(parts) -> dict:
 
 def test_the_engine_decodes_with_its_kv_cache_split_over_the_context_axis(decode):
     assert decode["tokens"]["context4"] == decode["tokens"]["one_device"]
-    assert decode["k_spec"] == "P('data', None, None, 'context')"  # layer 0's keys: [slots, kv_heads, head_dim, length]
-    slots, kv_heads, head_dim, length = decode["k_shape"]
-    assert length % 4 == 0
-    assert decode["k_shard_shape"] == [slots // 2, kv_heads, head_dim, length // 4]
+    # Layer 0's key pool: [parts, pages, kv_heads, head_dim, page], each page's positions over the context axis.
+    assert decode["k_spec"] == "P('data', None, None, None, 'context')"
+    parts, pages, kv_heads, head_dim, page = decode["k_shape"]
+    assert parts == 2 and page % 4 == 0
+    assert decode["k_shard_shape"] == [1, pages, kv_heads, head_dim, page // 4]
