@@ -219,6 +219,7 @@ def run_serve_bench(shape: ServeBenchShape = ServeBenchShape(), model_dir: str |
         max_len=engine_shape.max_len,
         steps_per_call=engine_shape.steps_per_call,
         prefill_chunk=engine_shape.prefill_chunk,
+        pages=engine_shape.pages,
     )
     _warm_up(bare_engine, prompts[0])
     levels = []

@@ -25,6 +25,8 @@ def _add_shape_args(p: argparse.ArgumentParser, defaults: EngineShape) -> None:
         "steps_per_call": "decode steps per device call",
         "prefill_chunk": "prompt tokens written per prefill call",
         "max_queue": "completions that may wait for a slot; more are answered 429",
+        "pages": "KV cache pages of 128 positions (default: every slot at its whole context); fewer hold more slots "
+        "than would fit at their whole context: a completion waits for pages, the last to come is preempted",
     }
     for field in dataclasses.fields(EngineShape):
         if field.name == "max_len":  # the default depends on the model: `context_length`
@@ -40,6 +42,7 @@ def _add_shape_args(p: argparse.ArgumentParser, defaults: EngineShape) -> None:
                 dest=field.name,
                 type=at_least(1),
                 default=getattr(defaults, field.name),
+                metavar="N" if field.name == "pages" else None,
                 help=helps[field.name],
             )
 

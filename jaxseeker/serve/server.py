@@ -82,6 +82,7 @@ def build_served(
         steps_per_call=shape.steps_per_call,
         prefill_chunk=shape.prefill_chunk,
         mesh=mesh,
+        pages=shape.pages,
     )
     eos = eos_ids(tokenizer, cfg.eos_token_id) if eos is None else eos
     scheduler = Scheduler(engine, eos_ids=eos, max_queue=shape.max_queue)

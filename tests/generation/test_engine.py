@@ -340,7 +340,7 @@ def test_a_conversation_resent_after_its_request_left_shares_the_pages_it_left(t
     page drop the kept prefixes and run as they would on an empty pool."""
     _, params = tiny
     prompt, turn = random_prompts([21, 6], seed=19)
-    engine = _engine(tiny, page=8)
+    engine = _engine(tiny, slots=4, page=8)  # 4 slots × 8 pages
     engine.submit("first", prompt, max_new_tokens=5)
     reply = _run(engine)["first"].tokens
     engine.release("first")  # it wrote its prompt and the reply but the last token: 25 tokens
@@ -349,7 +349,7 @@ def test_a_conversation_resent_after_its_request_left_shares_the_pages_it_left(t
     assert _run(engine)["second"].tokens == reference_greedy(params, [resent], 5)[0]
     assert engine.shared_tokens == 25 and engine.prefilled_tokens == 20 + 6  # the first's, the new turn
     engine.release("second")
-    longest = random_prompts([40, 41], seed=20)  # 2 × 8 pages with their 20 tokens each: the whole pool
+    longest = random_prompts([40, 41, 42, 43], seed=20)  # 4 × 8 pages with their 20 tokens each: the whole pool
     assert _serve(engine, longest, 20) == reference_greedy(params, longest, 20)
 
 
@@ -374,9 +374,9 @@ def test_requests_that_outgrow_the_pool_together_are_preempted_and_written_again
 
 
 def test_a_request_whose_context_alone_outgrows_the_pool_raises(tiny):
-    engine = _engine(tiny, page=8, pages=2)
-    engine.submit("long", random_prompts([6], seed=18)[0], max_new_tokens=20)  # 25 positions: four pages
-    with pytest.raises(RuntimeError, match="'long' needs more than the 2 pages of 8 positions"):
+    engine = _engine(tiny, page=8, pages=4, share_prefix=0)
+    engine.submit("long", random_prompts([6], seed=18)[0], max_new_tokens=40)  # 45 positions: six pages
+    with pytest.raises(RuntimeError, match="'long' needs more than the 4 pages of 8 positions"):
         _run(engine)
 
 

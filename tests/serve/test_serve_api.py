@@ -67,6 +67,27 @@ def test_greedy_chat_and_completions_equal_generate(client, policy):
     assert by_ids.choices[0].text == expected[1][0]
 
 
+def test_a_resent_conversation_shares_the_pages_its_first_turn_left(client, server, policy):
+    """A client sends a question, then the conversation with the answer and a new question: the second request takes
+    the first prompt's tokens from the pages the first request left, and answers as `generate` does."""
+    cfg, params, tokenizer = policy
+    engine = server.served.scheduler.engine
+    question = [{"role": "user", "content": "Which town has the bridge?"}]
+    first = client.chat.completions.create(model=MODEL_NAME, messages=question, max_tokens=8, temperature=0)
+    history = [
+        *question,
+        {"role": "assistant", "content": first.choices[0].message.content},
+        {"role": "user", "content": "How long is it?"},
+    ]
+    before = engine.shared_tokens
+    second = client.chat.completions.create(model=MODEL_NAME, messages=history, max_tokens=8, temperature=0)
+    assert engine.shared_tokens - before >= first.usage.prompt_tokens - 1  # at least the first prompt's
+    prompt = render_generation_prompt(history, tokenizer).tolist()
+    (want,) = generate(params, cfg, [prompt], max_new_tokens=8, eos_ids=eos_ids(tokenizer), slots=SHAPE.slots)
+    ended = want.reason == "eos"
+    assert second.choices[0].message.content == _decode(tokenizer, want.tokens[:-1] if ended else want.tokens)
+
+
 def test_streamed_chat_equals_the_plain_answer(client):
     plain = client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=20, temperature=0)
     chunks = list(
