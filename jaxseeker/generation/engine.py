@@ -29,7 +29,7 @@ import numpy as np
 
 from jaxseeker.generation import handoff, layout, prefix, roofline, schedule, steps, warmup
 from jaxseeker.generation.keys import request_hash
-from jaxseeker.generation.pages import PAGE, Pages
+from jaxseeker.generation.pages import PAGE, Pages, page_shape
 from jaxseeker.generation.requests import Event, Slot, Stops, check_budget, prefill_batch, row_sampling
 from jaxseeker.generation.sampling import SamplingConfig
 from jaxseeker.model import ModelConfig
@@ -112,8 +112,7 @@ class Engine:
         self.slots, self.max_len = slots, max_len
         self.steps_per_call, self.prefill_chunk = steps_per_call, min(prefill_chunk, max_len)
         self.share_prefix = share_prefix
-        page = min(page, 1 << (max_len - 1).bit_length())
-        row_pages = -(-max_len // page)
+        page, row_pages = page_shape(max_len, page)
         self.prefilled_tokens = self.shared_tokens = self.decode_calls = self.preempted = self._arrivals = 0
         self.host_s = self.device_wait_s = 0.0
         self.dtype = jnp.dtype(dtype or cfg.compute_dtype).name

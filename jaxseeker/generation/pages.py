@@ -26,6 +26,13 @@ import numpy as np
 PAGE = 128
 
 
+def page_shape(max_len: int, page: int = PAGE) -> tuple[int, int]:
+    """(positions a page, pages a slot) of a cache whose slots hold `max_len` positions: pages of `page` positions, at
+    most the power of two that covers max_len."""
+    page = min(page, 1 << (max_len - 1).bit_length())
+    return page, -(-max_len // page)
+
+
 @dataclasses.dataclass(frozen=True)
 class Kept:
     """A prefix kept after its request left: its `tokens` (positions 0 … len - 1) on `pages` of pool part `part`."""

@@ -57,14 +57,15 @@ def pick_kept(prompt: Sequence[int], kept: dict[int, Sequence[int]], *, least: i
     return None if n < least else (key, n)
 
 
-def share_kept(cache: layout.LayerCache, slot: Slot, row: int, key: int, n: int, pages: Pages):
-    """(`cache` with slot `slot` (in row `row`) holding the first `n` tokens of kept prefix `key`: its whole pages by
-    reference, the rest of its last page copied, the tokens shared)."""
-    tokens = pages.kept(pages.shard(row))[key]
-    n, copy = pages.share_kept(row, key, n)
+def _hold(
+    cache: layout.LayerCache, slot: Slot, shared: tuple[int, tuple[int, int, int] | None], tokens: Sequence[int]
+) -> tuple[layout.LayerCache, int]:
+    """(`cache` with the page to copy of a share (`Pages.share`'s (positions, copy)) copied, the positions shared):
+    `slot` now holds the first of `tokens`, its prompt's rest left to prefill."""
+    n, copy = shared
     if copy is not None:
         cache = layout.copy_page(cache, *(np.int32(i) for i in copy))
-    slot.end, slot.prefill, slot.written = n, slot.prefill[n:], list(tokens[:n])
+    slot.end, slot.prefill, slot.written, slot.share = n, slot.prefill[n:], list(tokens[:n]), None
     return cache, n
 
 
@@ -85,9 +86,10 @@ def share_at_submit(
     part = pages.shard(row)
     held = [s for r, s in enumerate(slots) if s is not None and pages.shard(r) == part]
     donor = pick_donor(slot.prompt, [(s.prompt, s.end) for s in held], least=least, chunk=chunk)
-    kept = pick_kept(slot.prompt, pages.kept(part), least=least)
-    if kept is not None and (donor is None or kept[1] >= donor[1]):
-        return share_kept(cache, slot, row, *kept, pages)
+    kept = pages.kept(part)
+    pick = pick_kept(slot.prompt, kept, least=least)
+    if pick is not None and (donor is None or pick[1] >= donor[1]):
+        return _hold(cache, slot, pages.share_kept(row, *pick), kept[pick[0]])
     slot.share = None if donor is None else (held[donor[0]], donor[1])
     return cache, 0
 
@@ -105,10 +107,6 @@ def share_ready(cache: layout.LayerCache, slots: Sequence[Slot | None], pages: P
         if src is None:
             slot.share = None
         elif donor.end >= n:
-            n, copy = pages.share(row, src, n)
-            if copy is not None:
-                cache = layout.copy_page(cache, *(np.int32(i) for i in copy))
-            slot.end, slot.prefill, slot.share = n, slot.prefill[n:], None
-            slot.written = donor.written[:n]
+            cache, n = _hold(cache, slot, pages.share(row, src, n), donor.written)
             shared += n
     return cache, shared

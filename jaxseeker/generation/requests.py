@@ -151,8 +151,8 @@ def prefill_batch(
         slot = slots[row]
         if slot is None or not slot.prefill or room[row] <= 0:
             continue
-        n = min(chunk, int(room[row]))
-        take, slot.prefill = slot.prefill[:n], slot.prefill[n:]
+        size = min(chunk, int(room[row]))
+        take, slot.prefill = slot.prefill[:size], slot.prefill[size:]
         slot.written += take
         tokens[i, : len(take)], counts[i] = take, len(take)
         slot.end += len(take)

@@ -46,9 +46,9 @@ def prefill(
     pools for the scan. No logits are computed.
     """
     cache = cache.replace(end=ends, table=table)
-    every = None if rows.shape[0] == ends.shape[0] else rows
+    picked = None if rows.shape[0] == ends.shape[0] else rows  # None: every slot in order
     forward = unrolled_prefill if "layers" in params else prefill_forward
-    return _constrain(forward(params, tokens, counts, every, cache, cfg), sharding)
+    return _constrain(forward(params, tokens, counts, picked, cache, cfg), sharding)
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "sampling", "steps", "sharding", "tile"), donate_argnames="cache")

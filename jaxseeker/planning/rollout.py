@@ -27,7 +27,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
-from jaxseeker.generation.pages import PAGE
+from jaxseeker.generation.pages import page_shape
 from jaxseeker.model.config import ModelConfig
 from jaxseeker.parallel.rules import GENERATION_RULES
 from jaxseeker.planning.memory import _LOGITS, BYTES, _divisor, abstract_mesh, param_elements
@@ -56,8 +56,8 @@ def engine_layout(cfg: ModelConfig, stage, chips: int, per_host: int) -> EngineL
         raise ValueError(f"engine.tensor={tensor} must divide a host's {local} chips (of {chips})")
     hosts, replicas_per_host = chips // local, local // tensor
     slots = slots_per_host(stage.slots, stage.groups, stage.group_size, hosts, replicas_per_host) // replicas_per_host
-    page = min(PAGE, 1 << (stage.cache_len - 1).bit_length())
-    pages = stage.engine_pages or slots * -(-stage.cache_len // page)
+    page, row_pages = page_shape(stage.cache_len)
+    pages = stage.engine_pages or slots * row_pages
     return EngineLayout(tensor, chips // tensor, hosts, slots, stage.engine_dtype or cfg.compute_dtype, pages, page)
 
 
@@ -89,7 +89,7 @@ def engine_calls(cfg: ModelConfig, stage, chips: int, per_host: int) -> dict[str
 
     slots, length = layout.slots, stage.cache_len
     kv_token = cfg.num_layers * local("kv_heads", cfg.num_kv_heads) * cfg.head_dim * 2 * eb  # k and v, all layers
-    row_pages = -(-length // layout.page)
+    _, row_pages = page_shape(length)
     cache = layout.pages * layout.page * kv_token + slots * (1 + row_pages) * 4  # + ends and page tables (int32)
     decode = _LOGITS * slots * local("vocab", cfg.vocab_size) * 4
     # whatever the training attention: the engine always attends with `generation.ragged_attention`
