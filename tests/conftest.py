@@ -35,3 +35,9 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 # another process writes it is a truncated zlib stream, which jax reports as a warning before it compiles the
 # program itself (a recompile, never a wrong program).
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", "-1")
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """The files marked `heavy` run first. `make test`'s workers take whole files in collection order, so a file of a
+    minute left for last runs alone while the other workers sit idle."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)

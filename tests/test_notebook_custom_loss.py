@@ -1,7 +1,10 @@
 """The custom-loss notebook runs top to bottom in a fresh working directory: a new objective registered, then RL on
 the toy with it and with the built-in one (a file of its own, so that xdist runs it beside the walkthrough)."""
 
+import pytest
 from notebook_support import execute, outputs, text_of
+
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
 
 
 def test_custom_loss_notebook_trains_with_both_objectives(tmp_path):

@@ -16,9 +16,10 @@ NAME = "smollm2-135m-instruct"
 ENTRY = model.PRETRAINED[NAME]
 _SPEC = importlib.util.find_spec(ENTRY.package)  # located, never imported: the wheel's `llm` dependency is absent
 FILE = Path(list(_SPEC.submodule_search_locations)[0]) / ENTRY.file if _SPEC else None
-pytestmark = pytest.mark.skipif(
-    FILE is None or not FILE.is_file(), reason=f"the SmolLM2 wheel is not installed ({ENTRY.pip})"
-)
+pytestmark = [
+    pytest.mark.skipif(FILE is None or not FILE.is_file(), reason=f"the SmolLM2 wheel is not installed ({ENTRY.pip})"),
+    pytest.mark.heavy,  # a minute or more of CPU: runs first (tests/conftest.py)
+]
 
 # float32 rounds each product and partial sum to u = 2**-24 ≈ 6e-8; XLA and PyTorch add the K ≤ 1,536 terms of a
 # dot product in different orders, so each dot differs by about sqrt(K)·u ≈ 2.4e-6 relative to its size. About 7

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from worker_support import run_worker
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 WORKER = Path(__file__).with_name("context_parallel_worker.py")
 # float32 throughout; the meshes add the same terms in other orders (differences seen: ≤ 3e-6 on log-probs of
 # magnitude ~5, ≤ 2e-7 on gradients of magnitude ~0.1).

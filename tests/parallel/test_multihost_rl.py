@@ -41,6 +41,8 @@ from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
 from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.rl.bench import toy_recipe, write_toy
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 WORKER = Path(__file__).with_name("multihost_rl_worker.py")
 STEPS, B, G = 3, 4, 4
 SIGTERM_STEP = 1  # process 1 of the two-process run gets SIGTERM as step index 1 (the second step) starts

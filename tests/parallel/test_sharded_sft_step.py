@@ -21,6 +21,8 @@ import pytest
 
 from jaxseeker.parallel.cpu_devices import fake_cpu_devices_env
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 WORKER = Path(__file__).with_name("sharded_step_worker.py")
 TOLERANCE = 1e-5
 

@@ -33,6 +33,8 @@ from jaxseeker.planning.memory import abstract_mesh
 from jaxseeker.planning.targets import with_changes
 from jaxseeker.train.recipe import read_recipe
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 WORKER = Path(__file__).with_name("target_layout_worker.py")
 DEVICES = 8
 RECIPES = {  # target: (shipped recipe, overrides)

@@ -12,6 +12,8 @@ from jaxseeker.pipeline import pipeline_config, run_pipeline
 from jaxseeker.train.recipe import RecipeError
 from jaxseeker.world import build_world
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 WORLD = {"source": "synthetic", "size": 600}
 
 

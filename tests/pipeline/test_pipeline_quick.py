@@ -22,6 +22,8 @@ from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.world import build_world
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 # The run before RL's recipe with RL adapters and the average added: RL trains LoRA adapters of its own (the SFT
 # was full fine-tuning; full-weight RL in the pipeline: the shipped recipes' quick runs), then the WiSE-FT average.
 ADAPTED = {**RECIPE, "rl": {**RECIPE["rl"], "average": 0.25, "model": {"lora": {"rank": 4}}}}

@@ -14,6 +14,8 @@ from jaxseeker.pipeline import pipeline_config, run_pipeline
 from jaxseeker.pipeline.quick import quick_recipe
 from jaxseeker.train.recipe import RecipeError, merged, read_recipe
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 
 def stand_in_for_the_expert(rollouts, expert, round_):
     """Make the `round_` rollout of each training question in the pool answer as the expert did; returns those."""

@@ -21,6 +21,8 @@ from jaxseeker.cli import main
 from jaxseeker.pipeline import pipeline_config
 from jaxseeker.train.recipe import read_recipe, recipe_kind, shipped_configs
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 PIPELINES = [name for name in shipped_configs() if recipe_kind(read_recipe(name)) == "pipeline"]
 
 

@@ -3,10 +3,13 @@ shipped recipe's quick run are quick_support.py's `run_quick`. demo_focus stands
 demo_copy's stages are a subset of demo_focus's (no fresh questions, no context extension), and its one lever of its
 own, DUPO's selection, is the RL loop's (tests/train/rl)."""
 
+import pytest
 from quick_support import run_quick
 
 from jaxseeker.pipeline import pipeline_config
 from jaxseeker.train.recipe import read_recipe
+
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
 
 
 def test_demo_copys_quick_stages_are_demo_focuss():

@@ -20,6 +20,8 @@ from sandbox_support import isolation
 
 from jaxseeker.tools import PythonConfig, run_python, sandbox, seccomp
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 SECRET = "hf_5ecret0123456789abcdefTOKEN"
 ROOT = str(Path(__file__).parents[2])
 # the Python under test first; a system one for bwrap as root, which starts bwrap as nobody (see sandbox.py)

@@ -22,6 +22,8 @@ from jaxseeker.train.rl.config import ROW_BUCKET
 from jaxseeker.train.rl.loop import ContextStage, RLConfig, context_stages, run_rl, stage_at
 from jaxseeker.train.rl.update import row_length
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 CONFIG = Path(__file__).parents[3] / "configs" / "rl_tiny.yaml"
 STEPS = 5
 

@@ -28,6 +28,8 @@ from jaxseeker.train.rl.bench import write_toy
 from jaxseeker.train.rl.collect import PREFILTER
 from jaxseeker.train.rl.midstep import MID_STEP, PROGRESS
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 CONFIG = Path(__file__).parents[3] / "configs" / "rl_tiny.yaml"
 STOP_POINTS = Path(__file__).with_name("stop_points.py")
 QUESTIONS, BATCH, FILTER_ROLLOUTS = 4, 2, 2  # the pre-filter: 2 batches of 2 questions × 2 rollouts

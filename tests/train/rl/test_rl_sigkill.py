@@ -16,6 +16,8 @@ from jaxseeker.agent import read_episodes
 from jaxseeker.train.metrics import read_metrics
 from jaxseeker.train.rl.bench import write_toy
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 CONFIG = Path(__file__).parents[3] / "configs" / "rl_tiny.yaml"
 STEPS = 5  # 10 questions asked: two whole sampler epochs of the 5
 KILL_AFTER = 2  # SIGKILL after the next step, once the checkpoint of this step is on disk

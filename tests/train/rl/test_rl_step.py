@@ -14,6 +14,8 @@ from jaxseeker.train.rl.rows import episode_rows, packed_episode_rows
 from jaxseeker.train.rl.shaping import loss_scales
 from jaxseeker.train.rl.step import RLStepConfig, rl_loss
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 CFG = model.ModelConfig.tiny(vocab_size=64)
 STEP = RLStepConfig(kl_coef=0.1, kl_estimator="k3", chunk_size=16, temperature=0.8)
 SEQ = 24

@@ -21,6 +21,8 @@ from jaxseeker.train.recipe import RecipeError, read_recipe
 from jaxseeker.train.sft import loop as sft_loop
 from jaxseeker.train.sft.loop import prepare, run_sft
 
+pytestmark = pytest.mark.heavy  # a minute or more of CPU: runs first (tests/conftest.py)
+
 
 def _trajectory(i: int) -> dict:
     city = ["Lyon", "Berlin", "Oslo", "Porto", "Quito", "Dakar"][i % 6]
