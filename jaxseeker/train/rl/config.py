@@ -70,6 +70,9 @@ class RLConfig:
     tis_cap: float | None = None  # truncated importance sampling: weigh tokens by min(π_old / π_sampler, tis_cap)
     overlong_filter: bool = False  # episodes cut by the context or tool-call limit train on no token
     chunk_size: int = 512  # positions whose logits the loss builds at once
+    # XLA options for compiling the update and old-log-prob programs, as sft's train.compiler_options, e.g.
+    # {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"} (XLA:CPU dots through YNNPACK)
+    compiler_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     pack: bool | None = None  # several episodes per update row; null: where the objective allows it (rl_objectives.md)
     update_tokens: int = 0  # tokens of one forward/backward of the update (rows × row length); 0: planned to fit
     recompute_old_logp: bool | None = None  # old log-probs from a training forward; null: only for TIS / KL reward

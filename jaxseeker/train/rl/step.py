@@ -238,6 +238,7 @@ def make_rl_step(
     rules: Rules = DEFAULT_RULES,
     compute_dtype: Any = "model",
     lora: LoraConfig | None = None,
+    compiler_options: Mapping[str, Any] | None = None,
 ) -> RLStep:
     """The jitted, sharded update (`accumulated_update` of `rl_loss` over `[micro, rows, seq]` micro-batches) and
     old-log-prob pass for `[rows, seq]` batches.
@@ -245,18 +246,31 @@ def make_rl_step(
     The optimizer is `make_optimizer(opt_cfg)`; the state must have been built with the same config
     (its shardings follow the rules). With `lora` the state's params are the adapters and both pieces take the
     frozen base params as a third argument (`RLStep.with_base`). Results are cached per argument set, so a second
-    run with the same shapes in one process compiles nothing.
+    run with the same shapes in one process compiles nothing. compiler_options: XLA options for both compiles
+    (`rl.compiler_options`).
     """
     objective = losses.get_policy_objective(step_cfg.objective)  # the function, not its name, keys the cache
     return _make_rl_step(
-        cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, tuple(sorted(rules.items())), compute_dtype, lora
+        cfg,
+        step_cfg,
+        objective,
+        opt_cfg,
+        mesh,
+        rows,
+        seq,
+        tuple(sorted(rules.items())),
+        compute_dtype,
+        lora,
+        tuple(sorted((compiler_options or {}).items())),
     )
 
 
 @functools.lru_cache(maxsize=16)
-def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_items, compute_dtype, lora) -> RLStep:
+def _make_rl_step(
+    cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_items, compute_dtype, lora, option_items
+) -> RLStep:
     """`make_rl_step`'s work, cached: a function registered anew under an old name compiles anew."""
-    rules = dict(rules_items)
+    rules, options = dict(rules_items), dict(option_items) or None
     optimizer = make_optimizer(opt_cfg)
     init, axes, base_shardings = functools.partial(model.init_params, cfg), model.param_axes(cfg), None
     if lora is not None:
@@ -289,7 +303,9 @@ def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_item
 
         batch_sh = {**{k: rows_sh for k in keys}, "loss_scale": scale_sh}
         in_sh = (shardings, batch_sh) + (() if lora is None else (base_shardings,))
-        compiled[rank] = jax.jit(one, in_shardings=in_sh, out_shardings=(shardings, scalar), donate_argnums=0)
+        compiled[rank] = jax.jit(
+            one, in_shardings=in_sh, out_shardings=(shardings, scalar), donate_argnums=0, compiler_options=options
+        )
 
     def update(state: TrainState, batch: Batch, *base: Any) -> tuple[TrainState, dict]:
         """The compiled step on the keys it reads (the host's `episode` is dropped), `loss_scale` 1 per micro-batch
@@ -317,5 +333,5 @@ def _make_rl_step(cfg, step_cfg, objective, opt_cfg, mesh, rows, seq, rules_item
         return jnp.where(batch["loss_mask"] != 0, from_balanced(logp, layout), 0.0)
 
     in_shardings = (shardings.params, bsh) if lora is None else (shardings.params, bsh, base_shardings)
-    logprob_fn = jax.jit(logprobs, in_shardings=in_shardings, out_shardings=bsh)
+    logprob_fn = jax.jit(logprobs, in_shardings=in_shardings, out_shardings=bsh, compiler_options=options)
     return RLStep(update, logprob_fn, shardings, bsh, micro_sharding)

@@ -201,7 +201,15 @@ def update(
     micro_rows = -(-micro_rows // shards) * shards
     n_micro = -(-largest // micro_rows)
     fns = make_rl_step(
-        run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=micro_rows, seq=seq, rules=run.rules, lora=run.lora
+        run.cfg,
+        run.step_cfg,
+        run.opt_cfg,
+        mesh=run.mesh,
+        rows=micro_rows,
+        seq=seq,
+        rules=run.rules,
+        lora=run.lora,
+        compiler_options=run.rl.compiler_options,
     ).with_base(run.base)
     agg, norm = objective_aggregation(losses.get_policy_objective(rl.objective), rl.objective_kwargs)
     filtered = shaping.overlong_episodes(episodes) if rl.overlong_filter else np.zeros(n, bool)
@@ -289,7 +297,15 @@ def resume_update(run: Any, state: Any, progress: Progress, stop: Callable[[], b
     with); returns the new state and the whole update's metrics, as `update` would have."""
     _, micro_rows, seq = progress.batches[0]["tokens"].shape  # [micro-batches, rows, seq]
     fns = make_rl_step(
-        run.cfg, run.step_cfg, run.opt_cfg, mesh=run.mesh, rows=micro_rows, seq=seq, rules=run.rules, lora=run.lora
+        run.cfg,
+        run.step_cfg,
+        run.opt_cfg,
+        mesh=run.mesh,
+        rows=micro_rows,
+        seq=seq,
+        rules=run.rules,
+        lora=run.lora,
+        compiler_options=run.rl.compiler_options,
     ).with_base(run.base)
     return _apply(run, state, fns, progress, stop)
 

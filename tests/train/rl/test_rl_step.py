@@ -314,3 +314,39 @@ def test_an_objective_registered_anew_under_its_name_is_the_one_the_update_runs(
         assert float(metrics["edited"]) == 1.0
     finally:
         del losses.POLICY_OBJECTIVES["test_notebook_objective"]
+
+
+def test_compiler_options_reach_the_update_and_the_old_log_prob_compiles():
+    """`rl.compiler_options` go to both programs' XLA compiles: YNNPACK's dots give the update and the old
+    log-probs of plain XLA:CPU within float32 reduction-order error, and an option XLA lacks fails each compile,
+    naming it."""
+    from jaxseeker.parallel import MeshConfig, make_mesh
+    from jaxseeker.train.optimizer import OptimizerConfig, make_optimizer
+    from jaxseeker.train.rl.step import make_rl_step
+    from jaxseeker.train.state import create_train_state
+
+    mesh, opt = make_mesh(MeshConfig(), jax.devices()[:1]), OptimizerConfig(lr=1e-3, warmup_steps=0, total_steps=4)
+    rows = _episodes(np.random.default_rng(0))
+    del rows["ref_logp"]
+    step_cfg = RLStepConfig(chunk_size=16)
+    ynn = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"}
+    results = {}
+    for name, options in (("xla", None), ("ynn", ynn)):
+        fns = make_rl_step(CFG, step_cfg, opt, mesh=mesh, rows=2, seq=SEQ, compiler_options=options)
+        state, _ = create_train_state(
+            functools.partial(model.init_params, CFG), model.param_axes(CFG), make_optimizer(opt), 0, mesh
+        )
+        batch = jax.device_put(rows, fns.batch_sharding)
+        logp = fns.logprobs(state.params, batch)
+        _, metrics = fns.update(state, batch)
+        results[name] = (np.asarray(logp, np.float64), float(metrics["loss"]))
+    # A dot of K float32 terms summed in another order moves by at most K·u of its scale; about 7 dots a layer, the
+    # longest of max(hidden, intermediate) terms, chained over the layers, bound a log-prob's change by that many
+    # times u of the log-probs' scale (worst case: every rounding one way).
+    bound = 7 * CFG.num_layers * max(CFG.hidden_size, CFG.intermediate_size) * EPS32
+    scale = np.abs(results["xla"][0]).max()
+    np.testing.assert_allclose(results["ynn"][0], results["xla"][0], rtol=0, atol=bound * scale)
+    assert results["ynn"][1] == pytest.approx(results["xla"][1], rel=bound)
+    bad = make_rl_step(CFG, step_cfg, opt, mesh=mesh, rows=2, seq=SEQ, compiler_options={"xla_no_such_option": 1})
+    with pytest.raises(Exception, match="xla_no_such_option"):
+        bad.logprobs(state.params, batch)
