@@ -180,9 +180,11 @@ def run_bench(
     tool_p: float = 0.5,
     steps: int = 2,
     pack: bool = False,
+    compiler_options: dict | None = None,
 ) -> dict:
     """Time one RL step of the toy with a `search` tool (after a warm-up step that compiles); prints a table.
-    pack: the update packs several episodes per row (`rl.pack`) instead of one per row."""
+    pack: the update packs several episodes per row (`rl.pack`) instead of one per row. compiler_options: XLA
+    options for the update and old-log-prob compiles (`rl.compiler_options`)."""
     from jaxseeker.train.rl.collect import dupo_pool
     from jaxseeker.train.rl.loop import QuestionSampler, prepare, run_step
 
@@ -210,6 +212,7 @@ def run_bench(
             chunk_size=512,
             checkpoint_every=10**6,
             pack=pack,
+            compiler_options=dict(compiler_options or {}),
         )
         recipe["rollout"].update(
             max_context_tokens=max_context,
@@ -238,6 +241,7 @@ def run_bench(
         "warmup_s": warmup_s,
         "parameters": model.count_params(run.cfg),
         "pack": pack,
+        "compiler_options": dict(compiler_options or {}),
         "update_tokens_per_s": update_tokens * run.rl.epochs / m["update_s"],
         "device_utilisation": device_s / m["step_s"],
         "update_mfu": update_flops / m["update_s"] / ceiling,
@@ -250,10 +254,11 @@ def run_bench(
 def _print_table(r: dict, cfg: ModelConfig, b: int, g: int) -> None:
     import jax
 
+    options = ", ".join(f"{k}={v}" for k, v in r["compiler_options"].items()) or "none"
     print(
         f"\nbench rl: {r['parameters'] / 1e6:.1f}M-param Qwen3 shape ({cfg.num_layers} layers, hidden "
         f"{cfg.hidden_size}), {b} questions × {g} rollouts, {jax.devices()[0].platform}; compile step "
-        f"{r['warmup_s']:.1f} s"
+        f"{r['warmup_s']:.1f} s; XLA options: {options}"
     )
     phases = [
         ("rollout", r["rollout_s"]),

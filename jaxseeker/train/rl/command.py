@@ -63,6 +63,15 @@ def _bench(args: argparse.Namespace) -> int:
             f"episode ({single['update_s'] / packed['update_s']:.2f}×), {packed['update_rows']:.0f} vs "
             f"{single['update_rows']:.0f} rows, fill {packed['row_fill']:.0%} vs {single['row_fill']:.0%}"
         )
+    if args.ynn:
+        from jaxseeker.train.sft.bench import YNN_DOT
+
+        ynn = run_bench(**settings, compiler_options=YNN_DOT)
+        print(
+            f"\nYNNPACK dots: update {ynn['update_s']:.2f} s vs {single['update_s']:.2f} s "
+            f"({single['update_s'] / ynn['update_s']:.2f}×), old-logprob pass {ynn['old_logp_s']:.2f} s vs "
+            f"{single['old_logp_s']:.2f} s"
+        )
     return 0
 
 
@@ -93,4 +102,9 @@ def add_bench_parser(bench_subparsers) -> None:
     )
     p.add_argument("--steps", type=at_least(1), default=2, help="measured steps after the warm-up step")
     p.add_argument("--pack", action="store_true", help="then again with packed update rows (rl.pack), and compare")
+    p.add_argument(
+        "--ynn",
+        action="store_true",
+        help="then again with the update compiled with XLA:CPU's YNNPACK dots (rl.compiler_options), and compare",
+    )
     p.set_defaults(func=_bench)

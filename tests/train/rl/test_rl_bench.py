@@ -1,5 +1,5 @@
-"""`jaxseeker bench rl --pack` at a tiny size: both sides (one padded row per episode, then packed rows) run a
-measured step of the toy, and each prints its full table (the seconds are the machine's)."""
+"""`jaxseeker bench rl --pack --ynn` at a tiny size: all three sides (one padded row per episode, packed rows, then
+YNNPACK's dots) run a measured step of the toy, and each prints its full table (the seconds are the machine's)."""
 
 import re
 
@@ -20,7 +20,7 @@ PHASES = [
 ]
 
 
-def test_bench_rl_runs_one_row_per_episode_then_packed_rows_and_prints_both_tables(capsys):
+def test_bench_rl_runs_one_row_per_episode_then_packed_rows_then_ynn_dots_and_prints_each_table(capsys):
     argv = [
         "bench",
         "rl",
@@ -39,13 +39,17 @@ def test_bench_rl_runs_one_row_per_episode_then_packed_rows_and_prints_both_tabl
         "--max-context",
         "512",
         "--pack",
+        "--ynn",
     ]
     assert main(argv) == 0
     tables = capsys.readouterr().out.split("\nbench rl: ")[1:]
-    assert len(tables) == 2
-    for table, rows in zip(tables, ("one padded row per episode", "packed")):
+    assert len(tables) == 3
+    sides = ("one padded row per episode", "packed", "one padded row per episode")
+    options = ("none", "none", "xla_cpu_experimental_ynn_fusion_type=LIBRARY_FUSION_TYPE_DOT")
+    for table, rows, xla in zip(tables, sides, options, strict=True):
         lines = table.splitlines()
         assert lines[0].startswith("0.0M-param Qwen3 shape (1 layers, hidden 16), 2 questions × 2 rollouts, cpu")
+        assert lines[0].endswith(f"; XLA options: {xla}")
         assert [line[:22].strip() for line in lines[1:10]] == PHASES
         seconds = {line[:22].strip(): float(line[22:31]) for line in lines[2:10]}
         assert seconds["update"] > 0 and seconds["step"] > 0 and lines[9].endswith("100.0%")
@@ -67,4 +71,8 @@ def test_bench_rl_runs_one_row_per_episode_then_packed_rows_and_prints_both_tabl
         r"packed update rows: update [\d.]+ s vs [\d.]+ s one row per episode \([\d.]+×\), "
         r"\d+ vs \d+ rows, fill \d+% vs \d+%",
         tables[1].splitlines()[-1],
+    )
+    assert re.fullmatch(
+        r"YNNPACK dots: update [\d.]+ s vs [\d.]+ s \([\d.]+×\), old-logprob pass [\d.]+ s vs [\d.]+ s",
+        tables[2].splitlines()[-1],
     )
