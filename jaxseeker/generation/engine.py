@@ -47,20 +47,19 @@ class Engine:
     Weights and cache are held in the engine's own layout (`generation.layout`: one array per layer), the cache a pool
     of `pages` pages of `page` positions (at most the power of two that covers max_len), allocated once; by default
     enough for every slot at max_len, fewer to hold more slots than would fit at max_len: a slot whose context needs a
-    page when none is free waits for one; where none can go on, the last to come gives its pages back and writes its
-    context again later (`preempted` counts them). A decode call runs the rows that decode, longest first, in the
-    smallest of `slots`, `slots / 4`, `slots / 16` … 2 rows that holds them (no row is moved; `rows_split`: a mesh
-    splits the slots and the pool over its devices, so every call runs every slot in order), and its attention reads
-    each row's keys only up to that row's own end (`ragged_attention`), so short contexts and idle rows do not pay for
-    the longest one. A request whose prompt shares at least `share_prefix` leading tokens with another held request's
-    prompt shares its pages (0: never share), waiting for them to be written where that spares it a prefill chunk;
-    `prefilled_tokens` and `shared_tokens` count the context tokens written by prefill calls and those shared from
-    another slot. Compiled programs: one decode per rows bucket (one more per bucket for requests with their own
-    sampling), one prefill per power-of-two rows bucket (every slot at once where the slots are split); `warm_up`
-    compiles them up front.
-    `tally` counts the work the calls needed (`roofline.Tally`: a workload whose roofline a run's wall is read against).
-    `host_s`, `device_wait_s`, `decode_calls`: the wall of `step` spent on the host and waiting for decode results,
-    and the decode calls made.
+    page when none is free waits for one; in a part of the pool where none can go on, the last of that part to come
+    gives its pages back and writes its context again later (`preempted` counts them). A decode call runs the rows that
+    decode, longest first, in the smallest of `slots`, `slots / 4`, `slots / 16` … 2 rows that holds them (no row is
+    moved; `rows_split`: a mesh splits the slots and the pool over its devices, so every call runs every slot in order),
+    and its attention reads each row's keys only up to that row's own end (`ragged_attention`), so short contexts and
+    idle rows do not pay for the longest one. A request whose prompt shares at least `share_prefix` leading tokens with
+    another held request's prompt shares its pages (0: never share), waiting for them to be written where that spares it
+    a prefill chunk; `prefilled_tokens` and `shared_tokens` count the context tokens written by prefill calls and those
+    shared from another slot. Compiled programs: one decode per rows bucket (one more per bucket for requests with their
+    own sampling), one prefill per power-of-two rows bucket (every slot at once where the slots are split); `warm_up`
+    compiles them up front. `tally` counts the work the calls needed (`roofline.Tally`: a workload whose roofline a
+    run's wall is read against). `host_s`, `device_wait_s`, `decode_calls`: the wall of `step` spent on the host and
+    waiting for decode results, and the decode calls made.
 
     The engine's weights and cache are in `dtype` (default: the model's compute dtype, which the forward casts every
     weight to anyway), whatever the dtype of the params given. With a `mesh`, they are placed on it by their logical
@@ -293,12 +292,14 @@ class Engine:
             raise RuntimeError("Engine.step: the engine is unloaded; give it weights with set_params first")
         start, waited = time.perf_counter(), self.device_wait_s
         schedule.reserve_decoding(self._slots, self._pages, self.steps_per_call, self.max_len)
-        prefilled = self._prefill_all()
+        moved = self._prefill_all()
         budget, events = schedule.decode_budget(self._slots, self._pages, self.steps_per_call, self.max_len)
+        moved |= budget > 0
+        moved[[self._index[e.request_id] for e in events]] = True
         if budget.any():
             events += self._decode(budget)
-        elif not prefilled and not events and self.has_work():
-            schedule.preempt(self._slots, self._pages)
+        for part in schedule.stuck_parts(self._slots, self._pages, moved):
+            schedule.preempt(self._slots, self._pages, part)
             self.preempted += 1
         self.host_s += time.perf_counter() - start - (self.device_wait_s - waited)
         return events
@@ -306,11 +307,11 @@ class Engine:
     def _ends(self) -> np.ndarray:
         return np.array([0 if s is None else s.end for s in self._slots], np.int32)
 
-    def _prefill_all(self) -> bool:
+    def _prefill_all(self) -> np.ndarray:
         """Share the prefixes that are ready, then write all other queued context tokens, one chunk per row per device
-        call (a power of 2 of rows: `requests.call_rows`), until none is left or the rows left wait for pages. True
-        when it ran a call."""
-        ran = False
+        call (a power of 2 of rows: `requests.call_rows`), until none is left or the rows left wait for pages. Returns
+        `[slots]`: the slots it wrote context into."""
+        wrote = np.zeros(self.slots, bool)
         while True:
             self._cache, copied = prefix.share_ready(self._cache, self._slots, self._pages)
             self.shared_tokens += copied
@@ -318,9 +319,9 @@ class Engine:
             room = schedule.prefill_room(self._slots, self._pages, self.prefill_chunk)
             batch = prefill_batch(self._slots, self.prefill_chunk, room, every=self.rows_split)
             if batch is None:
-                return ran
-            ran = True
+                return wrote
             rows, tokens, counts = batch
+            wrote[rows[counts > 0]] = True
             self.prefilled_tokens += int(counts.sum())
             for row, count in zip(rows.tolist(), counts.tolist(), strict=True):
                 self.tally.prefill(count, int(ends[row]))

@@ -1,6 +1,6 @@
 """The host's plan of an engine round over its paged cache: how many tokens each request may write, which requests
-take free pages first (the earliest), which rows a decode call runs, and which request gives its pages back when none
-can go on (the last to come: vLLM's preemption by recomputation)."""
+take free pages first (the earliest), which rows a decode call runs, and which request gives its pages back where none
+can go on (the last to come in that part of the pool: vLLM's preemption by recomputation)."""
 
 from __future__ import annotations
 
@@ -83,11 +83,19 @@ def decode_rows(budget: np.ndarray, slots: Sequence[Slot | None], buckets: Seque
     return np.asarray(running + idle, np.int32)
 
 
-def preempt(slots: Sequence[Slot | None], pages: Pages) -> None:
-    """No request can go on for want of pages: free those of the request that came last among the ones holding any,
-    which writes its context again once pages are free (a paused request may be the one). RuntimeError when it is the
-    only one holding pages: its context alone outgrows its part of the pool."""
-    holders = [r for r, s in enumerate(slots) if s is not None and pages.positions(r)]
+def stuck_parts(slots: Sequence[Slot | None], pages: Pages, moved: np.ndarray) -> list[int]:
+    """The parts of the pool where a request runs and none went on this round (`moved` `[slots]`: the slot wrote
+    context, decoded or ended its turn): no request there can go on for want of pages. A part is judged on its own,
+    so a part held up does not wait for the others to go idle."""
+    running = {pages.shard(r) for r, s in enumerate(slots) if s is not None and s.running}
+    return sorted(running - {pages.shard(int(r)) for r in np.flatnonzero(moved)})
+
+
+def preempt(slots: Sequence[Slot | None], pages: Pages, part: int = 0) -> None:
+    """No request of pool part `part` can go on for want of pages: free those of the request that came last among
+    the part's ones holding any, which writes its context again once pages are free (a paused request may be the
+    one). RuntimeError when it is the only one holding pages: its context alone outgrows its part of the pool."""
+    holders = [r for r, s in enumerate(slots) if s is not None and pages.shard(r) == part and pages.positions(r)]
     row = max(holders, key=lambda r: slots[r].arrival)
     slot = slots[row]
     if len(holders) == 1:

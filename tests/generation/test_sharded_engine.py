@@ -26,3 +26,10 @@ def test_an_engine_whose_devices_each_hold_every_slot_decodes_the_running_rows_o
     assert report["rows_split"] == [True, False]  # slots over data = 2; over nothing on a tensor-only mesh
     assert report["tensor_k_spec"] == "P(None, None, 'tensor')"  # kv heads over tensor, every page on each device
     assert report["tensor_equal"]
+
+
+def test_a_part_of_the_pool_held_up_preempts_on_its_own_while_the_other_part_goes_on(report):
+    """Part 0's two requests outgrow its 4 pages together (3 each) while part 1's one request decodes: part 0's last
+    request gives its pages back at once (not once part 1 goes idle), so part 0's first request ends before part 1's."""
+    assert report["parts_preempted"] >= 1 and report["parts_equal"]
+    assert report["parts_order"].index("a") < report["parts_order"].index("long")
