@@ -200,17 +200,7 @@ def update(
     micro_rows = min(largest, max(1, rl.update_tokens // seq)) if rl.update_tokens else largest
     micro_rows = -(-micro_rows // shards) * shards
     n_micro = -(-largest // micro_rows)
-    fns = make_rl_step(
-        run.cfg,
-        run.step_cfg,
-        run.opt_cfg,
-        mesh=run.mesh,
-        rows=micro_rows,
-        seq=seq,
-        rules=run.rules,
-        lora=run.lora,
-        compiler_options=run.rl.compiler_options,
-    ).with_base(run.base)
+    fns = _step_fns(run, micro_rows, seq)
     agg, norm = objective_aggregation(losses.get_policy_objective(rl.objective), rl.objective_kwargs)
     filtered = shaping.overlong_episodes(episodes) if rl.overlong_filter else np.zeros(n, bool)
     tokens = trained_tokens(episodes, filtered)
@@ -292,21 +282,26 @@ def update(
     return _apply(run, state, fns, Progress(0, batches, [], metrics), stop)
 
 
-def resume_update(run: Any, state: Any, progress: Progress, stop: Callable[[], bool] | None = None):
-    """Apply the optimizer micro-steps of a stopped update that `progress` has not (`state`: the one it stopped
-    with); returns the new state and the whole update's metrics, as `update` would have."""
-    _, micro_rows, seq = progress.batches[0]["tokens"].shape  # [micro-batches, rows, seq]
-    fns = make_rl_step(
+def _step_fns(run: Any, rows: int, seq: int) -> RLStep:
+    """The run's compiled update and old-log-prob pass for micro-batches of `rows` × `seq`, bound to its base."""
+    return make_rl_step(
         run.cfg,
         run.step_cfg,
         run.opt_cfg,
         mesh=run.mesh,
-        rows=micro_rows,
+        rows=rows,
         seq=seq,
         rules=run.rules,
         lora=run.lora,
         compiler_options=run.rl.compiler_options,
     ).with_base(run.base)
+
+
+def resume_update(run: Any, state: Any, progress: Progress, stop: Callable[[], bool] | None = None):
+    """Apply the optimizer micro-steps of a stopped update that `progress` has not (`state`: the one it stopped
+    with); returns the new state and the whole update's metrics, as `update` would have."""
+    _, micro_rows, seq = progress.batches[0]["tokens"].shape  # [micro-batches, rows, seq]
+    fns = _step_fns(run, micro_rows, seq)
     return _apply(run, state, fns, progress, stop)
 
 
