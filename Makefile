@@ -20,9 +20,11 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 # One pytest-xdist worker per core (at most 4); a test file stays on one worker, so its module fixtures are
-# built once. `pytest tests/...` alone runs in one process.
+# built once. Files go out in collection order, the `heavy` ones first (tests/conftest.py), not reordered by their
+# number of tests: a file of a minute and two tests left for last runs alone. `pytest tests/...` alone runs in one
+# process.
 test: setup
-	$(PY) -m pytest -n auto --maxprocesses=4 --dist loadfile
+	$(PY) -m pytest -n auto --maxprocesses=4 --dist loadfile --no-loadscope-reorder
 
 # The lint rules and the formatting of [tool.ruff] in pyproject.toml (CI runs this before the tests).
 lint: setup

@@ -38,6 +38,7 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", "-1")
 
 
 def pytest_collection_modifyitems(items) -> None:
-    """The files marked `heavy` run first. `make test`'s workers take whole files in collection order, so a file of a
-    minute left for last runs alone while the other workers sit idle."""
+    """The files marked `heavy` run first. `make test`'s workers take whole files in collection order
+    (`--no-loadscope-reorder`: xdist would otherwise order files by their number of tests), so a file of a minute left
+    for last runs alone while the other workers sit idle."""
     items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
