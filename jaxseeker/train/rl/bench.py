@@ -181,15 +181,20 @@ def run_bench(
     steps: int = 2,
     pack: bool = False,
     compiler_options: dict | None = None,
+    budget: float | None = None,
 ) -> dict:
     """Time one RL step of the toy with a `search` tool (after a warm-up step that compiles); prints a table.
     pack: the update packs several episodes per row (`rl.pack`) instead of one per row. compiler_options: XLA
-    options for the update and old-log-prob compiles (`rl.compiler_options`)."""
+    options for the update and old-log-prob compiles (`rl.compiler_options`). The update is planned as `jaxseeker
+    rl` plans it (`planning.fit.planned_recipe`, on this machine's memory or `budget` bytes): its remat and tokens
+    a pass are those that fit, and a size that cannot fit is refused (RecipeError) before anything is built."""
+    from jaxseeker.planning.fit import planned_recipe
     from jaxseeker.train.rl.collect import dupo_pool
     from jaxseeker.train.rl.loop import QuestionSampler, prepare, run_step
 
     with tempfile.TemporaryDirectory() as tmp:
         heads = max(hidden // 64, 1)
+        kv_heads = max(d for d in range(1, max(heads // 2, 1) + 1) if heads % d == 0)  # SmolLM2's 576: 9 and 3
         paths = write_toy(
             tmp,
             think_tokens=think_tokens,
@@ -198,7 +203,7 @@ def run_bench(
             num_layers=layers,
             intermediate_size=hidden * 3,
             num_heads=heads,
-            num_kv_heads=max(heads // 2, 1),
+            num_kv_heads=kv_heads,
             head_dim=64,
         )
         recipe = toy_recipe(
@@ -221,6 +226,7 @@ def run_bench(
             max_tool_calls=8,
         )
         recipe["optimizer"]["lr"] = recipe["optimizer"]["min_lr"] = 1e-4
+        recipe = planned_recipe(recipe, budget)
         run = prepare(recipe)
         run.sampler = QuestionSampler(dupo_pool(run), run.rl.seed)
         t = time.perf_counter()
@@ -242,6 +248,8 @@ def run_bench(
         "parameters": model.count_params(run.cfg),
         "pack": pack,
         "compiler_options": dict(compiler_options or {}),
+        "remat": recipe["model"]["remat"],
+        "tokens_a_pass": recipe["rl"]["update_tokens"],
         "update_tokens_per_s": update_tokens * run.rl.epochs / m["update_s"],
         "device_utilisation": device_s / m["step_s"],
         "update_mfu": update_flops / m["update_s"] / ceiling,
@@ -258,7 +266,8 @@ def _print_table(r: dict, cfg: ModelConfig, b: int, g: int) -> None:
     print(
         f"\nbench rl: {r['parameters'] / 1e6:.1f}M-param Qwen3 shape ({cfg.num_layers} layers, hidden "
         f"{cfg.hidden_size}), {b} questions × {g} rollouts, {jax.devices()[0].platform}; compile step "
-        f"{r['warmup_s']:.1f} s; XLA options: {options}"
+        f"{r['warmup_s']:.1f} s; update planned at remat {r['remat']}, {r['tokens_a_pass']} tokens a pass; "
+        f"XLA options: {options}"
     )
     phases = [
         ("rollout", r["rollout_s"]),

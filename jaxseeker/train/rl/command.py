@@ -79,7 +79,11 @@ def add_bench_parser(bench_subparsers) -> None:
     """Add `bench rl`: time split of one RL step (rollout, judge, old log-probs, update) and device utilisation."""
     p = bench_subparsers.add_parser("rl", help="one RL step's time split and device utilisation (toy policy)")
     p.add_argument(
-        "--hidden-size", dest="hidden", type=at_least(MIN_HIDDEN), default=256, help="model width (as bench generate)"
+        "--hidden-size",
+        dest="hidden",
+        type=at_least(MIN_HIDDEN),
+        default=256,
+        help="model width: heads of 64, KV heads the largest divisor of the heads up to half (576: 9 and 3, SmolLM2's)",
     )
     p.add_argument("--num-layers", dest="layers", type=at_least(1), default=4)
     p.add_argument("--questions", type=at_least(1), default=4, help="questions per step")
