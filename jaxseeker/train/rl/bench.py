@@ -239,7 +239,7 @@ def run_bench(
         run.checkpointer.close()
     m = {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
     ceiling = matmul_ceiling(1024)
-    update_tokens = batch_questions * group_size * m["context_tokens"]
+    update_tokens = m["update_real_tokens"] * run.rl.epochs  # the informative episodes' tokens, every epoch
     update_flops = update_tokens * flops_per_token(run.cfg, int(m["context_tokens"] / 2), training=True)
     device_s = m["engine_s"] + m["old_logp_s"] + m["update_s"]
     result = {
@@ -250,7 +250,7 @@ def run_bench(
         "compiler_options": dict(compiler_options or {}),
         "remat": recipe["model"]["remat"],
         "tokens_a_pass": recipe["rl"]["update_tokens"],
-        "update_tokens_per_s": update_tokens * run.rl.epochs / m["update_s"],
+        "update_tokens_per_s": update_tokens / m["update_s"],
         "device_utilisation": device_s / m["step_s"],
         "update_mfu": update_flops / m["update_s"] / ceiling,
         "matmul_ceiling_gflops": ceiling / 1e9,
@@ -287,10 +287,12 @@ def _print_table(r: dict, cfg: ModelConfig, b: int, g: int) -> None:
         f"{r['row_fill']:.0%} filled ({'packed' if r['pack'] else 'one padded row per episode'}), "
         f"{r['update_tokens_per_s']:.0f} real tokens/s"
     )
-    print(
-        f"device utilisation {r['device_utilisation']:.1%} (engine + old-logprob + update time / step); "
+    mfu = (
         f"update MFU {r['update_mfu']:.1%} of a {r['matmul_ceiling_gflops']:.0f} GFLOP/s matmul ceiling"
+        if r["update_rows"]
+        else "no update: every group's rollouts agreed (A = 0)"
     )
+    print(f"device utilisation {r['device_utilisation']:.1%} (engine + old-logprob + update time / step); {mfu}")
     if "rollout_roofline_s" in r:
         print(
             f"rollout: {r['rollout_s'] / r['rollout_roofline_s']:.2f}x its roofline ({r['rollout_roofline_s']:.3g} s: "

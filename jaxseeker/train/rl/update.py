@@ -276,6 +276,7 @@ def update(
     metrics.update(
         row_fill=float(fill.mean()) if fill.size else 0.0,
         update_rows=float(used_rows),
+        update_real_tokens=float(fill.sum()),  # the episodes' tokens in those rows, padding not counted
         micro_rows=float(micro_rows),
         dropped_episodes=float(1.0 - keep.mean()),
     )

@@ -61,6 +61,8 @@ def test_bench_rl_runs_one_row_per_episode_then_packed_rows_then_ynn_dots_and_pr
         update_rows = int(re.search(r"; (\d+) update rows", lines[10]).group(1))
         assert update_rows <= 4 and f"({rows})" in lines[10]  # at most the 4 episodes (A = 0 ones are left out)
         assert lines[11].startswith("device utilisation ")
+        # MFU over the tokens the update trained on; with every group flat there is no update to rate
+        assert ("update MFU " in lines[11]) == (update_rows > 0) != lines[11].endswith("agreed (A = 0)")
         work = re.fullmatch(
             r"rollout: [\d.]+x its roofline \(([\d.e+-]+) s: (\d+) prefilled and (\d+) decoded tokens, (\d+) decode "
             r"steps of ([\d.]+) rows on average\)",

@@ -108,6 +108,7 @@ def test_packed_micro_batches_without_zero_advantage_episodes_give_the_dense_upd
     assert metrics["dropped_episodes"] == 4 / 8  # A = 0: they never reach the update
     assert [len(episodes[i].token_ids) - 1 for i in (0, 1, 4, 5)] == [38, 37, 7, 23]
     assert metrics["micro_rows"] == 1 and metrics["update_rows"] == 2  # 38 + 23 and 37 + 7 tokens: 2 passes
+    assert metrics["update_real_tokens"] == 38 + 23 + 37 + 7
     assert "logp_mismatch" not in metrics  # no old-log-prob forward: the engine's are the old ones
     # a sum of `tokens` terms A · r (r about 1): float32 sums in two orders differ by tokens · 2^-24 · max |A · r|
     max_term = 2 * np.abs(episode_advantages(run.rl, REWARDS)).max()
