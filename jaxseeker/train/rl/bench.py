@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -181,14 +182,13 @@ def run_bench(
     steps: int = 2,
     pack: bool = False,
     compiler_options: dict | None = None,
-    budget: float | None = None,
+    plan: Callable[[dict], dict] | None = None,
 ) -> dict:
     """Time one RL step of the toy with a `search` tool (after a warm-up step that compiles); prints a table.
     pack: the update packs several episodes per row (`rl.pack`) instead of one per row. compiler_options: XLA
-    options for the update and old-log-prob compiles (`rl.compiler_options`). The update is planned as `jaxseeker
-    rl` plans it (`planning.fit.planned_recipe`, on this machine's memory or `budget` bytes): its remat and tokens
-    a pass are those that fit, and a size that cannot fit is refused (RecipeError) before anything is built."""
-    from jaxseeker.planning.fit import planned_recipe
+    options for the update and old-log-prob compiles (`rl.compiler_options`). plan: the recipe as it will run
+    (`bench rl` passes `planning.fit.planned_recipe`, as `jaxseeker rl` plans its update: the remat and tokens a pass
+    that fit, a size that cannot fit refused before anything is built); None runs the recipe unplanned."""
     from jaxseeker.train.rl.collect import dupo_pool
     from jaxseeker.train.rl.loop import QuestionSampler, prepare, run_step
 
@@ -226,7 +226,7 @@ def run_bench(
             max_tool_calls=8,
         )
         recipe["optimizer"]["lr"] = recipe["optimizer"]["min_lr"] = 1e-4
-        recipe = planned_recipe(recipe, budget)
+        recipe = plan(recipe) if plan else recipe
         run = prepare(recipe)
         run.sampler = QuestionSampler(dupo_pool(run), run.rl.seed)
         t = time.perf_counter()
@@ -248,8 +248,8 @@ def run_bench(
         "parameters": model.count_params(run.cfg),
         "pack": pack,
         "compiler_options": dict(compiler_options or {}),
-        "remat": recipe["model"]["remat"],
-        "tokens_a_pass": recipe["rl"]["update_tokens"],
+        "remat": recipe["model"].get("remat", run.cfg.remat),
+        "tokens_a_pass": recipe["rl"].get("update_tokens", 0),
         "update_tokens_per_s": update_tokens / m["update_s"],
         "device_utilisation": device_s / m["step_s"],
         "update_mfu": update_flops / m["update_s"] / ceiling,
@@ -266,7 +266,8 @@ def _print_table(r: dict, cfg: ModelConfig, b: int, g: int) -> None:
     print(
         f"\nbench rl: {r['parameters'] / 1e6:.1f}M-param Qwen3 shape ({cfg.num_layers} layers, hidden "
         f"{cfg.hidden_size}), {b} questions × {g} rollouts, {jax.devices()[0].platform}; compile step "
-        f"{r['warmup_s']:.1f} s; update planned at remat {r['remat']}, {r['tokens_a_pass']} tokens a pass; "
+        f"{r['warmup_s']:.1f} s; update at remat {r['remat']}, {r['tokens_a_pass'] or 'a mini-batch of'} tokens a "
+        f"pass; "
         f"XLA options: {options}"
     )
     phases = [

@@ -42,9 +42,11 @@ def _bench(args: argparse.Namespace) -> int:
             f"jaxseeker bench rl: --questions × --group-size = {episodes} episodes do not split into "
             f"--mini-batches {args.mini_batches}"
         )
+    from jaxseeker.planning.fit import planned_recipe
     from jaxseeker.train.rl.bench import run_bench
 
     settings = dict(
+        plan=planned_recipe,  # the update planned as `jaxseeker rl` plans it
         hidden=args.hidden,
         layers=args.layers,
         batch_questions=args.questions,

@@ -2,10 +2,12 @@
 YNNPACK's dots) run a measured step of the toy, and each prints its full table (the seconds are the machine's)."""
 
 import re
+from functools import partial
 
 import pytest
 
 from jaxseeker.cli import main
+from jaxseeker.planning.fit import planned_recipe
 from jaxseeker.train.recipe import RecipeError
 from jaxseeker.train.rl.bench import run_bench
 
@@ -52,7 +54,7 @@ def test_bench_rl_runs_one_row_per_episode_then_packed_rows_then_ynn_dots_and_pr
         lines = table.splitlines()
         assert lines[0].startswith("0.0M-param Qwen3 shape (1 layers, hidden 16), 2 questions × 2 rollouts, cpu")
         # the plan takes the whole mini-batch, 4 episodes of 512, in one pass
-        assert lines[0].endswith(f"; update planned at remat none, 2048 tokens a pass; XLA options: {xla}")
+        assert lines[0].endswith(f"; update at remat none, 2048 tokens a pass; XLA options: {xla}")
         assert [line[:22].strip() for line in lines[1:10]] == PHASES
         seconds = {line[:22].strip(): float(line[22:31]) for line in lines[2:10]}
         assert seconds["update"] > 0 and seconds["step"] > 0 and lines[9].endswith("100.0%")
@@ -88,4 +90,4 @@ def test_a_size_whose_update_cannot_fit_is_refused_before_anything_runs():
     # under full remat is over, and the planner's message names the phases and what to shorten, as `jaxseeker rl`'s.
     match = r"\(1 × 2048 tokens per pass, remat full\) does not fit .*update [\d.]+ GiB.* Set a shorter rl\.context"
     with pytest.raises(RecipeError, match=match):
-        run_bench(hidden=576, layers=1, max_context=2048, steps=1, budget=64 * 2**20)
+        run_bench(hidden=576, layers=1, max_context=2048, steps=1, plan=partial(planned_recipe, budget=64 * 2**20))
