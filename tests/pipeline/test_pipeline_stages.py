@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -38,15 +39,24 @@ def test_a_stage_marker_records_its_own_peak_resident_memory_and_what_it_started
 
         return stage
 
+    def reclaimable_gib() -> float:
+        """The process's resident file-backed and shared pages, which the kernel may drop under memory pressure
+        while a stage runs: by that much the stage's peak can lie closer to what the process held at its start."""
+        status = Path("/proc/self/status")
+        lines = status.read_text().splitlines() if status.exists() else []
+        return sum(int(line.split()[1]) for line in lines if line.startswith(("RssFile:", "RssShmem:"))) / 2**20
+
     runner = StageRunner(tmp_path, log=lambda _: None)
-    runner.run("sft", fingerprint({}), holding(512))
+    slack = {"sft": reclaimable_gib()}
+    runner.run("sft", fingerprint({}), holding(1024))
+    slack["eval"] = reclaimable_gib()
     runner.run("eval", fingerprint({}), holding(64))
     sft, ev = (json.loads((tmp_path / s / "done.json").read_text()) for s in ("sft", "eval"))
-    for done, mib in ((sft, 512), (ev, 64)):
+    for name, done, mib in (("sft", sft, 1024), ("eval", ev, 64)):
         assert done["peak_rss_gib"] >= mib / 1024
         if "start_rss_gib" in done:  # Linux
             # Each figure is rounded to 0.01 GiB, so their difference may be 0.01 short, and is itself a float sum.
-            assert done["peak_rss_gib"] - done["start_rss_gib"] >= mib / 1024 - 0.01 - 1e-9
+            assert done["peak_rss_gib"] - done["start_rss_gib"] >= mib / 1024 - 0.01 - slack[name] - 1e-9
     if ev["peak_since"] == "stage":  # the kernel let the mark be reset: the eval's peak is not the SFT's
         assert ev["peak_rss_gib"] < sft["peak_rss_gib"] - 256 / 1024
 
