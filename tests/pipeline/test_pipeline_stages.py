@@ -3,11 +3,11 @@
 import json
 import os
 import signal
-from pathlib import Path
 
 import pytest
 
 from jaxseeker.pipeline.stages import StageRunner, StopAfter, fingerprint
+from jaxseeker.train.heap import resident_gib
 from jaxseeker.train.interrupt import Stopped, stop_requests, stop_signals
 
 
@@ -41,10 +41,9 @@ def test_a_stage_marker_records_its_own_peak_resident_memory_and_what_it_started
 
     def reclaimable_gib() -> float:
         """The process's resident file-backed and shared pages, which the kernel may drop under memory pressure
-        while a stage runs: by that much the stage's peak can lie closer to what the process held at its start."""
-        status = Path("/proc/self/status")
-        lines = status.read_text().splitlines() if status.exists() else []
-        return sum(int(line.split()[1]) for line in lines if line.startswith(("RssFile:", "RssShmem:"))) / 2**20
+        while a stage runs: by that much the stage's peak can lie closer to what the process held at its start
+        (each field rounded to 0.01 GiB, so 0.005 added for each)."""
+        return sum((resident_gib(field) or 0.0) + 0.005 for field in ("RssFile", "RssShmem"))
 
     runner = StageRunner(tmp_path, log=lambda _: None)
     slack = {"sft": reclaimable_gib()}

@@ -267,8 +267,7 @@ def _print_table(r: dict, cfg: ModelConfig, b: int, g: int) -> None:
         f"\nbench rl: {r['parameters'] / 1e6:.1f}M-param Qwen3 shape ({cfg.num_layers} layers, hidden "
         f"{cfg.hidden_size}), {b} questions × {g} rollouts, {jax.devices()[0].platform}; compile step "
         f"{r['warmup_s']:.1f} s; update at remat {r['remat']}, {r['tokens_a_pass'] or 'a mini-batch of'} tokens a "
-        f"pass; "
-        f"XLA options: {options}"
+        f"pass; XLA options: {options}"
     )
     phases = [
         ("rollout", r["rollout_s"]),
